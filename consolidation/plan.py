@@ -1,0 +1,191 @@
+"""`Operation` and `Plan`: what a pass proposes, as pure, serialisable data.
+
+A plan is data before it is action (ARCHITECTURE.md): nothing writes to a store while planning.
+Each operation carries its source ids and their content hashes (to detect staleness at apply
+time, I-4), its scores, a human-readable reason and, for a merge, the merged record to write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .result import ConsolidationResult
+
+__all__ = ["Fate", "OpKind", "Operation", "Plan", "merged_id", "summarize"]
+
+
+class OpKind(StrEnum):
+    """The operations a proposal can hold."""
+
+    MERGE = "merge"
+    PROMOTE = "promote"
+    PRUNE = "prune"
+    RECONCILE = "reconcile"
+    DISTILL = "distill"
+
+
+class Fate(StrEnum):
+    """What a plan does to each input record; every record has exactly one (accounting)."""
+
+    KEPT = "kept"  # untouched, or metadata-only change (promote)
+    MERGED = "merged"  # folded into a merged memory (removed)
+    PRUNED = "pruned"  # removed as stale/low-value
+    SUPERSEDED = "superseded"  # removed by a reconcile (older side of a contradiction)
+
+
+def merged_id(source_ids: Iterable[str], source_hashes: Iterable[str]) -> str:
+    """Deterministic id for a merged memory: ``"m-"`` + 24 hex of SHA-256 over sorted sources.
+
+    Same sources with the same content give the same id, so a retried apply is idempotent (I-3).
+    """
+    h = hashlib.sha256()
+    for sid, sh in sorted(zip(source_ids, source_hashes, strict=True)):
+        h.update(sid.encode("utf-8"))
+        h.update(b"\x00")
+        h.update(sh.encode("ascii"))
+        h.update(b"\x01")
+    return "m-" + h.hexdigest()[:24]
+
+
+@dataclass
+class Operation:
+    """One proposed change.
+
+    - ``kind``: merge | promote | prune | reconcile | distill.
+    - ``source_ids``: the memories it reads, in display order. For reconcile, ``source_ids[0]``
+      is the winner (kept) and the rest are superseded.
+    - ``source_hashes``: ``content_hash`` of each source at planning time (same order).
+    - ``removes``: ids that leave the store when applied (merge: all sources; prune: the
+      source; reconcile: the superseded ones; promote/distill: none).
+    - ``result_id`` / ``result_document`` / ``result_metadata``: the record to write (merge:
+      the merged memory; promote: the source id with its new metadata; distill: a new memory).
+    - ``scores``: figures behind the decision, e.g. ``{"min_cosine": 0.93}`` (cosine in
+      [-1, 1]), ``{"score": 0.01, "age_days": 120}``; ``pairwise`` holds a merge's pairwise
+      cosine matrix as nested lists.
+    - ``rule``: short machine name of the rule that fired (``"exact_duplicate"``,
+      ``"near_duplicate"``, ``"decay"``, ``"negation"`` …); ``reason``: a sentence for humans.
+    """
+
+    kind: OpKind
+    source_ids: list[str]
+    source_hashes: list[str]
+    removes: list[str]
+    reason: str
+    rule: str
+    scores: dict[str, Any] = field(default_factory=dict)
+    result_id: str | None = None
+    result_document: str | None = None
+    result_metadata: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.kind = OpKind(self.kind)
+        if len(self.source_ids) != len(self.source_hashes):
+            raise ValueError("source_ids and source_hashes must have the same length")
+        if not set(self.removes) <= set(self.source_ids):
+            raise ValueError("an operation can only remove its own sources")
+
+    @property
+    def key(self) -> str:
+        """Stable identifier of the operation within a plan (kind + sorted sources)."""
+        return f"{self.kind.value}:" + ",".join(sorted(self.source_ids))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {
+            "kind": self.kind.value,
+            "source_ids": list(self.source_ids),
+            "source_hashes": list(self.source_hashes),
+            "removes": list(self.removes),
+            "reason": self.reason,
+            "rule": self.rule,
+            "scores": self.scores,
+            "result_id": self.result_id,
+            "result_document": self.result_document,
+            "result_metadata": self.result_metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Operation:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**data)
+
+
+@dataclass
+class Plan:
+    """Operations + the `ConsolidationResult` they imply + telemetry.
+
+    ``fates`` maps every input id to its :class:`Fate` (exactly one each). ``context`` (also
+    copied into ``result.context``) holds telemetry: ``timings`` (seconds per stage),
+    ``candidates`` (pair counts per stage), ``incremental`` and similar.
+    """
+
+    operations: list[Operation]
+    result: ConsolidationResult
+    fates: dict[str, Fate]
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def by_kind(self, kind: OpKind | str) -> list[Operation]:
+        """The operations of one kind, in plan order."""
+        kind = OpKind(kind)
+        return [op for op in self.operations if op.kind == kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (round-trips through :meth:`from_dict`)."""
+        return {
+            "operations": [op.to_dict() for op in self.operations],
+            "result": self.result.to_dict(),
+            "fates": {k: v.value for k, v in self.fates.items()},
+            "context": self.context,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Plan:
+        """Inverse of :meth:`to_dict`."""
+        r = dict(data["result"])
+        r.pop("loss_fraction", None)
+        return cls(
+            operations=[Operation.from_dict(o) for o in data["operations"]],
+            result=ConsolidationResult(**r),
+            fates={k: Fate(v) for k, v in data["fates"].items()},
+            context=dict(data.get("context") or {}),
+        )
+
+
+def summarize(
+    entries_before: int, operations: Iterable[Operation]
+) -> ConsolidationResult:
+    """The `ConsolidationResult` that applying ``operations`` to a store of ``entries_before``
+    memories would give: removed originals are not retained; each merge/distill adds one entry.
+
+    Used at planning time and again at review/apply time on the operations actually kept (the
+    guard is re-evaluated on what is applied, ARCHITECTURE.md "Loss guard").
+    """
+    removed: set[str] = set()
+    added = merged = promoted = pruned = reconciled = 0
+    counts: dict[str, int] = {k.value: 0 for k in OpKind}
+    for op in operations:
+        counts[op.kind.value] += 1
+        removed.update(op.removes)
+        if op.kind in (OpKind.MERGE, OpKind.DISTILL):
+            added += 1
+        if op.kind == OpKind.MERGE:
+            merged += len(op.removes)
+        elif op.kind == OpKind.PROMOTE:
+            promoted += 1
+        elif op.kind == OpKind.PRUNE:
+            pruned += len(op.removes)
+        elif op.kind == OpKind.RECONCILE:
+            reconciled += len(op.removes)
+    return ConsolidationResult(
+        entries_before=entries_before,
+        entries_after=entries_before - len(removed) + added,
+        merged=merged,
+        promoted=promoted,
+        pruned=pruned,
+        retained_originals=entries_before - len(removed),
+        context={"operations": counts, "reconciled": reconciled},
+    )

@@ -1,0 +1,142 @@
+"""`Policy`: the thresholds a consolidation pass runs with, validated.
+
+Every field has a documented default and its source. Invalid values raise ``ValueError`` naming the
+field, so a bad policy can never silently widen what a pass may remove (fail closed, like the loss
+guard in the seed contract).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from numbers import Real
+from typing import Any
+
+__all__ = ["NAMED_POLICIES", "Policy"]
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, Real) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Consolidation thresholds.
+
+    Similarities are cosine similarities of L2-normalised all-MiniLM-L6-v2 embeddings, in
+    [-1, 1]. Times are days. Importance is in [0, 1].
+
+    Fields and sources:
+
+    - ``max_loss_fraction`` (0.25): loss-guard threshold; the seed contract's default
+      (``seeds/000``, "Start with a conservative max_loss_fraction").
+    - ``merge_exact`` (True): fold exact duplicates (same normalised text).
+    - ``merge_near`` (True): fold near-duplicates found by cosine similarity.
+    - ``link_threshold`` (0.90): every pair inside a near-duplicate group must be at least this
+      similar (complete linkage). Paraphrases of one fact score 0.85–0.97 with MiniLM while
+      related-but-different facts mostly score below 0.85 (measured on LoCoMo observations).
+    - ``max_group_size`` (8): upper bound on sources per merge, so one merge stays reviewable.
+    - ``max_merged_chars`` (1000): a merged text is never longer than this; a group whose
+      extractive merge would exceed it is split or left alone.
+    - ``contradiction_threshold`` (0.75): pairs at least this similar are checked for
+      contradiction (negation, changed value, "no longer", swapped roles) before any merge.
+    - ``reconcile`` (True): contradicting pairs become reconcile operations (newer kept, older
+      superseded) when the cue is unambiguous; otherwise both are left alone.
+    - ``promote`` (True), ``curated_tier`` ("curated"), ``promote_min_sessions`` (3),
+      ``promote_min_importance`` (0.8), ``promote_min_access`` (5): a memory is promoted when it
+      was reinforced in at least ``promote_min_sessions`` sessions, or has importance ≥
+      ``promote_min_importance``, or was accessed ≥ ``promote_min_access`` times (seed 002,
+      "Importance scoring": reference frequency and explicit importance).
+    - ``prune`` (True), ``prune_half_life_days`` (30), ``prune_threshold`` (0.05),
+      ``prune_min_age_days`` (30): a memory older than the minimum age whose
+      ``importance × 0.5 ** (age / half_life)`` falls below the threshold is pruned (seed 002,
+      "Time-based decay": exponential forgetting curve; 30 days is its medium-compression step).
+    - ``min_recall_retention`` (0.98 or ``None``): reject a pass whose after/before answer
+      recall@k ratio falls below this (issue 4); ``None`` disables the recall guard.
+    - ``recall_k`` (10): k for answer recall@k.
+    """
+
+    max_loss_fraction: float = 0.25
+    merge_exact: bool = True
+    merge_near: bool = True
+    link_threshold: float = 0.90
+    max_group_size: int = 8
+    max_merged_chars: int = 1000
+    contradiction_threshold: float = 0.75
+    reconcile: bool = True
+    promote: bool = True
+    curated_tier: str = "curated"
+    promote_min_sessions: int = 3
+    promote_min_importance: float = 0.8
+    promote_min_access: int = 5
+    prune: bool = True
+    prune_half_life_days: float = 30.0
+    prune_threshold: float = 0.05
+    prune_min_age_days: float = 30.0
+    min_recall_retention: float | None = 0.98
+    recall_k: int = 10
+
+    def __post_init__(self) -> None:
+        unit = {"max_loss_fraction", "link_threshold", "promote_min_importance", "prune_threshold"}
+        cosine = {"contradiction_threshold"}
+        for f in fields(self):
+            name, v = f.name, getattr(self, f.name)
+            if f.type in ("bool",):
+                if not isinstance(v, bool):
+                    raise ValueError(f"{name} must be true or false, got {v!r}")
+            elif f.type == "str":
+                if not isinstance(v, str) or not v.strip():
+                    raise ValueError(f"{name} must be a non-empty string, got {v!r}")
+            elif f.type == "int":
+                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                    raise ValueError(f"{name} must be a positive integer, got {v!r}")
+            elif name == "min_recall_retention":
+                if v is not None and (not _is_number(v) or not math.isfinite(v) or not 0 <= v <= 1):
+                    raise ValueError(f"{name} must be a number in [0, 1] or empty, got {v!r}")
+            else:
+                if not _is_number(v) or not math.isfinite(float(v)):
+                    raise ValueError(f"{name} must be a finite number, got {v!r}")
+                if name in unit and not 0.0 <= v <= 1.0:
+                    raise ValueError(f"{name} must be in [0, 1], got {v!r}")
+                if name in cosine and not -1.0 <= v <= 1.0:
+                    raise ValueError(f"{name} must be a cosine similarity in [-1, 1], got {v!r}")
+                if name.endswith("_days") and v <= 0 and name != "prune_min_age_days":
+                    raise ValueError(f"{name} must be > 0 days, got {v!r}")
+                if name == "prune_min_age_days" and v < 0:
+                    raise ValueError(f"{name} must be >= 0 days, got {v!r}")
+        if self.max_group_size < 2:
+            raise ValueError(f"max_group_size must be at least 2, got {self.max_group_size!r}")
+        if self.max_merged_chars < 20:
+            raise ValueError(f"max_merged_chars must be at least 20, got {self.max_merged_chars!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of every field."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, *, base: Policy | None = None) -> Policy:
+        """Build from ``data`` over ``base`` (defaults). Unknown keys raise ``ValueError``."""
+        data = dict(data or {})
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown policy fields: {', '.join(sorted(unknown))}")
+        return replace(base or cls(), **data)
+
+    def with_(self, **changes: Any) -> Policy:
+        """Copy with ``changes`` applied (validated)."""
+        return replace(self, **changes)
+
+
+NAMED_POLICIES: dict[str, Policy] = {
+    "default": Policy(),
+    "aggressive": Policy(
+        max_loss_fraction=0.9,
+        link_threshold=0.82,
+        max_group_size=16,
+        prune_threshold=0.15,
+        prune_min_age_days=14.0,
+        min_recall_retention=0.95,
+    ),
+}
+"""Named policies for the CLI and the console. Values are tuned on LoCoMo (bench/quality_locomo.py)."""

@@ -1,0 +1,85 @@
+"""Protocols: the PraisonAI consolidation protocols, our store protocol and the embedder protocol.
+
+The two consolidation protocols are the seed contract's (``seeds/000``): ``@runtime_checkable``,
+keyword-only ``max_loss_fraction`` (default 0.25), and a ``ConsolidationResult`` return
+annotation that ``typing.get_type_hints`` resolves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .records import MemoryRecord
+from .result import ConsolidationResult
+
+__all__ = [
+    "AsyncMemoryConsolidationProtocol",
+    "Embedder",
+    "MemoryConsolidationProtocol",
+    "MemoryStore",
+    "WritableMemoryStore",
+]
+
+
+@runtime_checkable
+class MemoryConsolidationProtocol(Protocol):
+    """Sync consolidator: ``consolidate(memory, *, max_loss_fraction=0.25)``."""
+
+    def consolidate(
+        self, memory: Any, *, max_loss_fraction: float = 0.25
+    ) -> ConsolidationResult: ...
+
+
+@runtime_checkable
+class AsyncMemoryConsolidationProtocol(Protocol):
+    """Async consolidator: ``await aconsolidate(memory, *, max_loss_fraction=0.25)``."""
+
+    async def aconsolidate(
+        self, memory: Any, *, max_loss_fraction: float = 0.25
+    ) -> ConsolidationResult: ...
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """A readable memory store (e.g. one Chroma collection)."""
+
+    def count(self) -> int:
+        """Number of memories in the store."""
+        ...
+
+    def iter_pages(
+        self, *, page_size: int = 5000, include_embeddings: bool = True
+    ) -> Iterator[list[MemoryRecord]]:
+        """Yield every memory in pages of at most ``page_size`` (≤ 5,000, Chroma's safe limit)."""
+        ...
+
+    def get(self, ids: Sequence[str], *, include_embeddings: bool = True) -> list[MemoryRecord]:
+        """The memories with these ids that exist (missing ids are left out)."""
+        ...
+
+
+@runtime_checkable
+class WritableMemoryStore(MemoryStore, Protocol):
+    """A store the consolidator may write to."""
+
+    def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert or replace records (embeddings required), in batches. Idempotent."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete records by id; missing ids are ignored. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Text → L2-normalised sentence embeddings."""
+
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return ``(len(texts), dim) float32`` L2-normalised rows."""
+        ...

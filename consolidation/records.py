@@ -1,0 +1,202 @@
+"""`MemoryRecord` and `FieldMap`: the one place that knows the metadata keys.
+
+A record is one memory as a store holds it. Metadata values follow Chroma's rules
+(str/int/float/bool or homogeneous lists); non-scalar values are JSON strings in the store and
+decoded by the adapter. Timestamps are ISO 8601 strings (UTC assumed when naive) or epoch seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EMBEDDING_DIM", "FieldMap", "MemoryRecord", "content_hash", "parse_timestamp"]
+
+EMBEDDING_DIM = 384
+"""Width of all-MiniLM-L6-v2 sentence embeddings (Chroma's default model)."""
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def content_hash(document: str, metadata: Mapping[str, Any] | None) -> str:
+    """SHA-256 hex digest of ``document`` + canonical JSON of ``metadata``.
+
+    Used to detect that a memory changed between planning and apply (ARCHITECTURE.md I-4).
+    """
+    h = hashlib.sha256()
+    h.update(document.encode("utf-8"))
+    h.update(b"\x00")
+    h.update(_canonical_json(dict(metadata or {})).encode("utf-8"))
+    return h.hexdigest()
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """Parse an ISO 8601 string or epoch seconds (int/float) into an aware UTC datetime.
+
+    Returns ``None`` for ``None``, empty strings, bools and unparseable values (never raises),
+    because attached collections carry whatever their writers put there.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        if not math.isfinite(float(value)):
+            return None
+        try:
+            return datetime.fromtimestamp(float(value), tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One memory: ``id``, ``document`` text, ``embedding`` and ``metadata``.
+
+    ``embedding`` is a ``(384,) float32`` L2-normalised vector (all-MiniLM-L6-v2) or ``None`` when
+    not yet computed. ``metadata`` is a plain dict (decoded; lists and dicts allowed).
+    """
+
+    id: str
+    document: str
+    embedding: np.ndarray | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"memory id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.document, str):
+            raise ValueError(f"memory {self.id!r}: document must be a string")
+        if self.embedding is not None:
+            emb = np.asarray(self.embedding, dtype=np.float32).reshape(-1)
+            if emb.shape != (EMBEDDING_DIM,):
+                raise ValueError(
+                    f"memory {self.id!r}: embedding must have shape ({EMBEDDING_DIM},), "
+                    f"got {emb.shape}"
+                )
+            object.__setattr__(self, "embedding", emb)
+        object.__setattr__(self, "metadata", dict(self.metadata or {}))
+
+    @property
+    def content_hash(self) -> str:
+        """SHA-256 of document + metadata (see :func:`content_hash`); embeddings excluded."""
+        return content_hash(self.document, self.metadata)
+
+    def with_embedding(self, embedding: np.ndarray) -> MemoryRecord:
+        """Copy with ``embedding`` set (``(384,) float32``)."""
+        return MemoryRecord(self.id, self.document, embedding, self.metadata)
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Which metadata keys hold the fields the engine reads and writes.
+
+    Attached collections name their keys differently; the console stores one ``FieldMap`` per
+    agent. Defaults are the keys memoryadmin itself writes.
+    """
+
+    created_at: str = "created_at"
+    importance: str = "importance"
+    tier: str = "tier"
+    pinned: str = "pinned"
+    access_count: str = "access_count"
+    last_accessed_at: str = "last_accessed_at"
+    session: str = "session"
+    evidence: str = "evidence"
+    merged_from: str = "merged_from"
+    layer: str = "layer"
+    speaker: str = "speaker"
+    supersedes: str = "supersedes"
+
+    def get_created_at(self, meta: Mapping[str, Any]) -> datetime | None:
+        """Creation time (aware UTC) or ``None`` when absent/unparseable."""
+        return parse_timestamp(meta.get(self.created_at))
+
+    def get_last_accessed_at(self, meta: Mapping[str, Any]) -> datetime | None:
+        """Last access time (aware UTC) or ``None``."""
+        return parse_timestamp(meta.get(self.last_accessed_at))
+
+    def get_importance(self, meta: Mapping[str, Any], default: float = 0.5) -> float:
+        """Importance in [0, 1]; ``default`` (0.5, neutral) when absent or not a finite number."""
+        v = meta.get(self.importance)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            try:
+                v = float(v) if isinstance(v, str) else None
+            except ValueError:
+                v = None
+            if v is None or not math.isfinite(v):
+                return default
+        return max(0.0, min(1.0, float(v)))
+
+    def get_tier(self, meta: Mapping[str, Any]) -> str:
+        """Tier name (``"working"`` when absent)."""
+        v = meta.get(self.tier)
+        return str(v) if v not in (None, "") else "working"
+
+    def is_pinned(self, meta: Mapping[str, Any]) -> bool:
+        """True for ``True``, 1, or the strings "true"/"1"/"yes"."""
+        v = meta.get(self.pinned)
+        if isinstance(v, str):
+            return v.strip().lower() in {"true", "1", "yes"}
+        return bool(v) if isinstance(v, bool | int) else False
+
+    def get_access_count(self, meta: Mapping[str, Any]) -> int:
+        """Non-negative access count (0 when absent)."""
+        v = meta.get(self.access_count)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            return 0
+        return max(0, int(v))
+
+    def get_list(self, meta: Mapping[str, Any], key: str) -> list[str]:
+        """A list-valued field as strings; accepts a list, a JSON list string or a scalar."""
+        v = meta.get(key)
+        if v is None or v == "":
+            return []
+        if isinstance(v, str):
+            s = v.strip()
+            if s.startswith("["):
+                try:
+                    parsed = json.loads(s)
+                except ValueError:
+                    return [v]
+                return [str(x) for x in parsed] if isinstance(parsed, list) else [v]
+            return [v]
+        if isinstance(v, list | tuple):
+            return [str(x) for x in v]
+        return [str(v)]
+
+    def get_sessions(self, meta: Mapping[str, Any]) -> list[str]:
+        """Sessions the memory was seen in (``session`` may be a scalar or list)."""
+        return self.get_list(meta, self.session)
+
+    def to_dict(self) -> dict[str, str]:
+        """The mapping as a plain dict (for storing per agent)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> FieldMap:
+        """Build from a dict; unknown keys raise ``ValueError``; empty values keep defaults."""
+        data = dict(data or {})
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown field-map keys: {sorted(unknown)}")
+        return cls(**{k: str(v) for k, v in data.items() if v})

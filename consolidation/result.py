@@ -1,0 +1,97 @@
+"""`ConsolidationResult` and the loss-guard maths.
+
+Source: PraisonAI's memory-consolidation contract (``shared/docs/seeds/000_d3dd56547e3fbb5f.txt``),
+kept exactly, with the fail-closed superset ARCHITECTURE.md asks for (``None`` is also refused,
+``retained_originals`` is clamped to ``[0, entries_before]``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from numbers import Real
+from typing import Any
+
+__all__ = ["ConsolidationResult", "validate_loss_threshold"]
+
+
+def validate_loss_threshold(max_loss_fraction: Any) -> float:
+    """Return ``max_loss_fraction`` as a float in [0, 1] or raise ``ValueError``.
+
+    Fail-closed (seed contract): a bool, a non-number (``"x"``, ``None``), NaN, ±inf or a value
+    outside [0, 1] raises ``ValueError``, so an invalid threshold can never permit a rewrite.
+    """
+    if isinstance(max_loss_fraction, bool) or not isinstance(max_loss_fraction, Real):
+        raise ValueError(
+            f"max_loss_fraction must be a number in [0, 1], got {max_loss_fraction!r}"
+        )
+    value = float(max_loss_fraction)
+    if not math.isfinite(value) or value < 0.0 or value > 1.0:
+        raise ValueError(f"max_loss_fraction must be a number in [0, 1], got {max_loss_fraction!r}")
+    return value
+
+
+@dataclass
+class ConsolidationResult:
+    """What a consolidation pass did (or would do), plus the loss guard.
+
+    Counts are numbers of memory entries. ``merged`` counts original entries folded into merged
+    memories, ``promoted`` entries moved to the curated tier, ``pruned`` entries removed as stale.
+    ``retained_originals`` is how many original entries survive unchanged in identity (a merge
+    source is *not* retained, ARCHITECTURE.md "Loss guard"); it is clamped to
+    ``[0, entries_before]``. ``context`` holds telemetry (``None`` becomes ``{}``).
+    """
+
+    entries_before: int = 0
+    entries_after: int = 0
+    merged: int = 0
+    promoted: int = 0
+    pruned: int = 0
+    rejected: bool = False
+    reason: str | None = None
+    retained_originals: int | None = None
+    context: dict[str, Any] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.context is None:
+            self.context = {}
+        if self.retained_originals is not None:
+            self.retained_originals = max(0, min(int(self.retained_originals), self.entries_before))
+
+    @property
+    def loss_fraction(self) -> float:
+        """Fraction of original entries removed, in [0, 1].
+
+        ``(entries_before - retained_originals) / entries_before`` when ``retained_originals``
+        is set, else the net drop ``(entries_before - entries_after) / entries_before``; 0.0 for
+        an empty store; growth is 0.0, never negative (seed contract).
+        """
+        if self.entries_before <= 0:
+            return 0.0
+        if self.retained_originals is not None:
+            lost = self.entries_before - self.retained_originals
+        else:
+            lost = self.entries_before - self.entries_after
+        return max(0.0, min(1.0, lost / self.entries_before))
+
+    def exceeds_loss(self, max_loss_fraction: float) -> bool:
+        """``True`` when ``loss_fraction > max_loss_fraction`` (strict).
+
+        Raises ``ValueError`` for a bool, a non-number, NaN, ±inf or a value outside [0, 1].
+        """
+        return self.loss_fraction > validate_loss_threshold(max_loss_fraction)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the fields plus ``loss_fraction``."""
+        return {
+            "entries_before": self.entries_before,
+            "entries_after": self.entries_after,
+            "merged": self.merged,
+            "promoted": self.promoted,
+            "pruned": self.pruned,
+            "rejected": self.rejected,
+            "reason": self.reason,
+            "retained_originals": self.retained_originals,
+            "loss_fraction": self.loss_fraction,
+            "context": self.context,
+        }

@@ -1,0 +1,345 @@
+"""Console models: agents, passes (proposals), operations with their originals, archive, audit.
+
+Domain behaviour lives in small model methods; writes go through ``services``; reads through
+``selectors``. State names follow ARCHITECTURE.md "The pass lifecycle".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from consolidation import FieldMap, Policy
+
+
+class Agent(models.Model):
+    """An AI agent whose memory lives in one Chroma collection.
+
+    ``policy`` holds the engine's :class:`consolidation.Policy` fields (validated on save by the
+    form/service); ``field_map`` the :class:`consolidation.FieldMap` keys for attached
+    collections; ``checkpoint`` maps memory id → content hash of what the last applied pass saw
+    (incremental planning).
+    """
+
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=80, unique=True)
+    description = models.TextField(blank=True)
+    collection_name = models.CharField(max_length=512, unique=True)
+    attached = models.BooleanField(
+        default=False, help_text="True when an existing collection was attached (read as is)."
+    )
+    field_map = models.JSONField(default=dict, blank=True)
+    policy = models.JSONField(default=dict, blank=True)
+    auto_apply = models.BooleanField(default=False)
+    schedule_cron = models.CharField(max_length=120, default="0 3 * * *")
+    schedule_enabled = models.BooleanField(default=True)
+    checkpoint = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [
+            ("manage_agents", "Create and edit agents, policies and schedules"),
+            ("edit_memories", "Pin, edit and delete single memories"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("agent_detail", args=[self.slug])
+
+    def get_policy(self) -> Policy:
+        """The agent's validated :class:`Policy` (defaults for missing fields)."""
+        return Policy.from_dict(self.policy)
+
+    def get_field_map(self) -> FieldMap:
+        """The agent's :class:`FieldMap` (defaults for missing keys)."""
+        return FieldMap.from_dict(self.field_map)
+
+    @property
+    def schedule_name(self) -> str:
+        """Name of the django-q2 ``Schedule`` row for this agent (unique, stable)."""
+        return f"consolidate:{self.slug}"
+
+
+class Pass(models.Model):
+    """One consolidation pass of one agent, and the proposal it produced."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        PROPOSED = "proposed"
+        REJECTED_BY_GUARD = "rejected_by_guard"
+        FAILED = "failed"
+        APPROVED = "approved"
+        APPLYING = "applying"
+        APPLIED = "applied"
+        PARTIALLY_APPLIED = "partially_applied"
+        DISMISSED = "dismissed"
+        STALE = "stale"
+        ROLLING_BACK = "rolling_back"
+        ROLLED_BACK = "rolled_back"
+
+    class Trigger(models.TextChoices):
+        SCHEDULE = "schedule"
+        OPERATOR = "operator"
+        POLICY = "policy"
+        CLI = "cli"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.APPROVED, Status.APPLYING, Status.ROLLING_BACK)
+    TERMINAL = (
+        Status.REJECTED_BY_GUARD,
+        Status.FAILED,
+        Status.APPLIED,
+        Status.PARTIALLY_APPLIED,
+        Status.DISMISSED,
+        Status.STALE,
+        Status.ROLLED_BACK,
+    )
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="passes")
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
+    trigger = models.CharField(max_length=12, choices=Trigger.choices)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_actor = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    reason = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    policy = models.JSONField(default=dict)
+    max_loss_fraction = models.FloatField(default=0.25)
+    entries_before = models.IntegerField(default=0)
+    entries_after = models.IntegerField(default=0)
+    merged = models.IntegerField(default=0)
+    promoted = models.IntegerField(default=0)
+    pruned = models.IntegerField(default=0)
+    reconciled = models.IntegerField(default=0)
+    loss_fraction = models.FloatField(default=0.0)
+    guard_passed = models.BooleanField(null=True)
+    guard_reason = models.TextField(blank=True)
+    recall = models.JSONField(default=dict, blank=True)
+    telemetry = models.JSONField(default=dict, blank=True)
+    snapshot_hash = models.CharField(max_length=64, blank=True)
+
+    progress = models.FloatField(default=0.0, help_text="0..1 while running or applying")
+    progress_label = models.CharField(max_length=200, blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    planned_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "passes"
+        permissions = [("review_pass", "Approve, reject, exclude and edit proposals")]
+        constraints = [
+            # I-5: one pass at a time per agent, enforced by the database.
+            models.UniqueConstraint(
+                fields=["agent"],
+                condition=Q(status__in=["queued", "running", "approved", "applying", "rolling_back"]),
+                name="one_active_pass_per_agent",
+            )
+        ]
+        indexes = [models.Index(fields=["agent", "status"]), models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"pass #{self.pk} of {self.agent} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("pass_detail", args=[self.pk])
+
+    @property
+    def is_active(self) -> bool:
+        """True while queued, running, approved (waiting to apply), applying or rolling back."""
+        return self.status in self.ACTIVE
+
+    @property
+    def is_reviewable(self) -> bool:
+        """True when an operator can still approve, reject, exclude or edit."""
+        return self.status == self.Status.PROPOSED
+
+
+class Operation(models.Model):
+    """One operation of a pass (merge/promote/prune/reconcile/distill) and its apply state."""
+
+    class Kind(models.TextChoices):
+        MERGE = "merge"
+        PROMOTE = "promote"
+        PRUNE = "prune"
+        RECONCILE = "reconcile"
+        DISTILL = "distill"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        EXCLUDED = "excluded"
+        ARCHIVED = "archived"  # I-3 step 1 done
+        WRITTEN = "written"  # step 2 done
+        VERIFIED = "verified"  # step 3 done
+        APPLIED = "applied"  # sources deleted, done
+        CONFLICT = "conflict"
+        FAILED = "failed"
+        ROLLED_BACK = "rolled_back"
+
+    run = models.ForeignKey(Pass, on_delete=models.CASCADE, related_name="operations")
+    index = models.PositiveIntegerField()
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    rule = models.CharField(max_length=60, blank=True)
+    reason = models.TextField(blank=True)
+    scores = models.JSONField(default=dict, blank=True)
+    source_ids = models.JSONField(default=list)
+    removes = models.JSONField(default=list)
+    result_id = models.CharField(max_length=512, blank=True)
+    result_document = models.TextField(blank=True)
+    planned_document = models.TextField(blank=True, help_text="the engine's text, before edits")
+    result_metadata = models.JSONField(null=True, blank=True)
+    excluded = models.BooleanField(default=False)
+    edited = models.BooleanField(default=False)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    status_detail = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="op_index_unique")]
+        indexes = [models.Index(fields=["run", "kind"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.index} of pass {self.run_id}"
+
+
+class OperationSource(models.Model):
+    """An original memory an operation reads, frozen at planning time (review never needs the store)."""
+
+    operation = models.ForeignKey(Operation, on_delete=models.CASCADE, related_name="sources")
+    position = models.PositiveIntegerField()
+    memory_id = models.CharField(max_length=512)
+    document = models.TextField()
+    metadata = models.JSONField(default=dict)
+    content_hash = models.CharField(max_length=64)
+    embedding = models.BinaryField(null=True, blank=True, help_text="(384,) float32 bytes")
+    removed = models.BooleanField(default=False, help_text="leaves the store when applied")
+
+    class Meta:
+        ordering = ["operation", "position"]
+
+    def get_embedding(self) -> np.ndarray | None:
+        """The embedding as ``(384,) float32``, or ``None``."""
+        return None if self.embedding is None else np.frombuffer(bytes(self.embedding), dtype=np.float32)
+
+
+class ArchivedMemory(models.Model):
+    """A memory removed from a store, kept whole so it can be restored (I-1)."""
+
+    class Action(models.TextChoices):
+        MERGE = "merge"
+        PRUNE = "prune"
+        RECONCILE = "reconcile"
+        PROMOTE = "promote"  # prior version of a metadata change
+        OPERATOR_EDIT = "operator_edit"
+        OPERATOR_DELETE = "operator_delete"
+        OPERATOR_PIN = "operator_pin"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="archive")
+    memory_id = models.CharField(max_length=512)
+    document = models.TextField()
+    metadata = models.JSONField(default=dict)
+    embedding = models.BinaryField(null=True, blank=True, help_text="(384,) float32 bytes")
+    content_hash = models.CharField(max_length=64)
+    action = models.CharField(max_length=20, choices=Action.choices)
+    run = models.ForeignKey(Pass, null=True, blank=True, on_delete=models.SET_NULL, related_name="archived")
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="archived"
+    )
+    actor = models.CharField(max_length=150, blank=True)
+    archived_at = models.DateTimeField(default=timezone.now)
+    restored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-archived_at", "-id"]
+        indexes = [models.Index(fields=["agent", "memory_id"])]
+        constraints = [
+            # Archiving the same original twice for one operation is a no-op (idempotent apply).
+            models.UniqueConstraint(
+                fields=["operation", "memory_id"], name="archive_once_per_operation",
+                condition=Q(operation__isnull=False),
+            )
+        ]
+
+    def get_embedding(self) -> np.ndarray | None:
+        """The embedding as ``(384,) float32``, or ``None``."""
+        return None if self.embedding is None else np.frombuffer(bytes(self.embedding), dtype=np.float32)
+
+
+class AuditEvent(models.Model):
+    """One audited event: a pass transition, a review action or an operator's memory change."""
+
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    run = models.ForeignKey(Pass, null=True, blank=True, on_delete=models.CASCADE, related_name="events")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor = models.CharField(max_length=150, help_text='username, "schedule", "policy" or "cli"')
+    verb = models.CharField(max_length=40)
+    from_status = models.CharField(max_length=24, blank=True)
+    to_status = models.CharField(max_length=24, blank=True)
+    note = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.actor} {self.verb} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class ProbeQuery(models.Model):
+    """A recall probe: a question, its expected answer and the evidence that holds it."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="probes")
+    question = models.TextField()
+    answer = models.TextField()
+    evidence_ids = models.JSONField(default=list, blank=True)
+    category = models.IntegerField(null=True, blank=True)
+    external_key = models.CharField(max_length=200, blank=True, help_text="idempotent import key")
+
+    class Meta:
+        ordering = ["agent", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "external_key"], name="probe_key_unique",
+                condition=~Q(external_key=""),
+            )
+        ]
+
+
+class StoreSample(models.Model):
+    """Store size of an agent at a moment (dashboard chart: store size over time)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="samples")
+    count = models.IntegerField()
+    taken_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["agent", "taken_at"]
+
+
+def embedding_to_bytes(embedding: Any) -> bytes | None:
+    """``(384,) float32`` array (or list) → raw bytes for a ``BinaryField``; ``None`` passes through."""
+    if embedding is None:
+        return None
+    return np.asarray(embedding, dtype=np.float32).reshape(-1).tobytes()

@@ -1,0 +1,12 @@
+"""Root URL configuration."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("memoryadmin.console.urls")),
+]
