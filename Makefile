@@ -25,7 +25,7 @@ install: $(STAMP) $(CHARTJS)
 $(CHARTJS):
 	@mkdir -p var/npm static/vendor
 	npm install --silent --no-audit --no-fund --prefix var/npm chart.js@4.4.7
-	cp var/npm/node_modules/chart.js/dist/chart.umd.min.js $(CHARTJS)
+	cp var/npm/node_modules/chart.js/dist/chart.umd.js $(CHARTJS)
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
