@@ -1,0 +1,204 @@
+"""JSONL memory files: strict validation for import, and the writer for export (pure).
+
+Format: UTF-8, one JSON object per line::
+
+    {"id": "m1", "document": "Alice prefers tea", "metadata": {"speaker": "Alice"}, "embedding": [...]}
+
+- ``id``: non-empty string of at most :data:`MAX_ID_CHARS` characters, unique in the file;
+- ``document``: non-empty (not only whitespace) string of at most :data:`MAX_DOCUMENT_CHARS`;
+- ``metadata`` (optional, default ``{}``): an object whose values are JSON values;
+- ``embedding`` (optional): a list of exactly 384 finite numbers (all-MiniLM-L6-v2 width); when
+  absent the importer computes it.
+
+Blank lines are ignored. Any other key is an error (a typo such as ``"documnet"`` would otherwise
+import empty memories). Every error carries its 1-based line number; validation continues past
+errors so one run lists them all (up to :data:`MAX_ERRORS`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from numbers import Real
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .records import EMBEDDING_DIM, MemoryRecord
+
+__all__ = [
+    "MAX_DOCUMENT_CHARS",
+    "MAX_ERRORS",
+    "MAX_ID_CHARS",
+    "LineError",
+    "read_jsonl",
+    "record_to_dict",
+    "write_jsonl",
+]
+
+MAX_DOCUMENT_CHARS = 100_000
+"""Longest accepted document (characters). A memory is a fact or a turn, not a book: 100,000
+characters is ~25,000 tokens, far beyond what an agent retrieves per memory, so anything longer
+is almost surely a mistake (e.g. a whole file pasted as one memory)."""
+
+MAX_ID_CHARS = 512
+"""Longest accepted id (characters); matches the console's ``memory_id`` columns."""
+
+MAX_ERRORS = 1000
+"""Validation stops collecting errors after this many (the file is rejected anyway)."""
+
+_FIELDS = {"id", "document", "metadata", "embedding"}
+
+
+@dataclass(frozen=True)
+class LineError:
+    """A problem with one line of a JSONL file (``line`` is 1-based)."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+def _is_json_value(v: Any, depth: int = 0) -> bool:
+    if depth > 32:
+        return False
+    if v is None or isinstance(v, str | bool | int):
+        return True
+    if isinstance(v, float):
+        return math.isfinite(v)
+    if isinstance(v, list):
+        return all(_is_json_value(x, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _is_json_value(x, depth + 1) for k, x in v.items())
+    return False
+
+
+def _validate(obj: Any) -> str | None:
+    if not isinstance(obj, dict):
+        return f"expected a JSON object, got {type(obj).__name__}"
+    unknown = sorted(set(obj) - _FIELDS)
+    if unknown:
+        return f"unknown field(s) {', '.join(map(repr, unknown))} (allowed: id, document, metadata, embedding)"
+    mid = obj.get("id")
+    if not isinstance(mid, str) or not mid.strip():
+        return "'id' must be a non-empty string"
+    if len(mid) > MAX_ID_CHARS:
+        return f"'id' is {len(mid):,} characters long (maximum {MAX_ID_CHARS:,})"
+    doc = obj.get("document")
+    if not isinstance(doc, str):
+        return f"'document' must be a string, got {type(doc).__name__}"
+    if not doc.strip():
+        return "'document' is empty"
+    if len(doc) > MAX_DOCUMENT_CHARS:
+        return f"'document' is {len(doc):,} characters long (maximum {MAX_DOCUMENT_CHARS:,})"
+    meta = obj.get("metadata", {})
+    if not isinstance(meta, dict):
+        return f"'metadata' must be an object, got {type(meta).__name__}"
+    if not _is_json_value(meta):
+        return "'metadata' holds a value that is not plain JSON"
+    if "embedding" in obj:
+        emb = obj["embedding"]
+        if not isinstance(emb, list):
+            return f"'embedding' must be a list of {EMBEDDING_DIM} numbers, got {type(emb).__name__}"
+        if len(emb) != EMBEDDING_DIM:
+            return f"'embedding' has {len(emb)} numbers (expected {EMBEDDING_DIM})"
+        for x in emb:
+            if isinstance(x, bool) or not isinstance(x, Real) or not math.isfinite(x):
+                return f"'embedding' holds {x!r}: every value must be a finite number"
+    return None
+
+
+def _lines(source: bytes | str | Path | IO[bytes]) -> Iterator[bytes]:
+    if isinstance(source, bytes | bytearray):
+        yield from bytes(source).split(b"\n")
+    elif isinstance(source, str | Path):
+        with open(source, "rb") as fh:
+            yield from fh
+    else:
+        # Binary file objects (open(..., "rb"), Django's UploadedFile) iterate by line.
+        for chunk in source:
+            if isinstance(chunk, str):
+                raise TypeError("open the JSONL file in binary mode ('rb')")
+            yield chunk
+
+
+def read_jsonl(
+    source: bytes | str | Path | IO[bytes],
+) -> tuple[list[MemoryRecord], list[LineError]]:
+    """Validate a JSONL memory file → ``(valid records, errors)``.
+
+    ``source`` is the file's bytes, a path, or a binary file object (read line by line, so large
+    files stream). Each record's ``embedding`` is ``(384,) float32`` or ``None``. Detected, each
+    with its line number: bytes that are not UTF-8, invalid/truncated JSON, a non-object line,
+    unknown fields, wrong types, empty or over-long ids/documents, non-finite or wrongly sized
+    embeddings, and duplicate ids (the second occurrence is the error). Never raises for bad
+    content; ``OSError`` propagates when a path cannot be read.
+    """
+    records: list[MemoryRecord] = []
+    errors: list[LineError] = []
+    first_seen: dict[str, int] = {}
+    for n, raw in enumerate(_lines(source), start=1):
+        if len(errors) >= MAX_ERRORS:
+            break
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(LineError(n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"))
+            continue
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            errors.append(LineError(n, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        problem = _validate(obj)
+        if problem:
+            errors.append(LineError(n, problem))
+            continue
+        mid = obj["id"]
+        if mid in first_seen:
+            errors.append(LineError(n, f"duplicate id {mid!r} (first on line {first_seen[mid]})"))
+            continue
+        first_seen[mid] = n
+        emb = obj.get("embedding")
+        records.append(
+            MemoryRecord(
+                mid,
+                obj["document"],
+                None if emb is None else np.asarray(emb, dtype=np.float32),
+                obj.get("metadata") or {},
+            )
+        )
+    return records, errors
+
+
+def record_to_dict(record: MemoryRecord, *, include_embedding: bool = True) -> dict[str, Any]:
+    """One record as the JSONL object (``embedding`` as a list of floats when present)."""
+    d: dict[str, Any] = {"id": record.id, "document": record.document, "metadata": record.metadata}
+    if include_embedding and record.embedding is not None:
+        d["embedding"] = [float(x) for x in np.asarray(record.embedding, dtype=np.float32)]
+    return d
+
+
+def write_jsonl(
+    records: Iterable[MemoryRecord], fileobj: IO[str], *, include_embeddings: bool = True
+) -> int:
+    """Write ``records`` one JSON object per line to a text file object; returns the count.
+
+    Each float32 embedding value is written as its exact float64 value, so export → import gives
+    bit-identical embeddings.
+    """
+    n = 0
+    for r in records:
+        fileobj.write(
+            json.dumps(record_to_dict(r, include_embedding=include_embeddings), ensure_ascii=False)
+        )
+        fileobj.write("\n")
+        n += 1
+    return n
