@@ -1,0 +1,12 @@
+"""Planning strategies: candidate search, contradictions, merge/promote/prune → a `Plan`.
+
+Pure and deterministic (I-8): no store access, no network, the clock passed in as ``now``.
+"""
+
+from __future__ import annotations
+
+from .candidates import candidate_pairs, normalize_rows
+from .engine import plan, promotion_rules
+from .metadata import merge_metadata
+
+__all__ = ["candidate_pairs", "merge_metadata", "normalize_rows", "plan", "promotion_rules"]

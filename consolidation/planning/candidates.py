@@ -1,0 +1,154 @@
+"""Candidate search: every pair of rows whose cosine similarity is at least a threshold.
+
+Exact (no approximate index): blocked matrix products over the ``(n, d) float32`` matrix of
+L2-normalised embeddings, upper triangle only (each pair computed once), tiles of
+``block × block`` rows so the similarity tile stays small (2048² float32 = 16 MB).
+
+Two filters, same answer (measured in ``bench/plan_bench.py``):
+
+- ``"exact"``: the tile is the full ``d``-dimensional product; ~34 s for 100K × 100K on this
+  2-core machine (≈ 110 GFLOP/s OpenBLAS sgemm).
+- ``"split"`` (default for n ≥ 8192): rows are rotated onto their principal axes (an
+  orthogonal map, so dot products are unchanged) and split into the first ``k`` and the
+  remaining ``d − k`` coordinates. By Cauchy–Schwarz ``x·y ≤ x₁·y₁ + ‖x₂‖‖y₂‖``, so a pair
+  whose bound ``x₁·y₁ + max‖x₂‖·max‖y₂‖`` (per tile) is under the threshold cannot qualify;
+  only the pairs passing the bound are checked exactly. Rows are sorted by ‖x₂‖ so each tile's
+  maximum is tight. No pair is ever missed (the bound is exact; a 1e-3 margin absorbs float32
+  rounding); with k = d/2 it halves the product cost even for isotropic random vectors, and
+  real MiniLM embeddings concentrate energy in the leading components, so the bound is tighter.
+
+Every returned similarity is recomputed per pair from the original rows (``einsum``), so the
+result does not depend on tiling, rotation or BLAS threading (I-8 determinism).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["candidate_pairs", "normalize_rows"]
+
+_MARGIN = 1e-3
+"""Safety margin on the prefilter (float32 rounding of 384-term dot products is ~1e-6)."""
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """``(n, d) float32`` copy with each row scaled to unit L2 norm (zero rows stay zero)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (m / norms).astype(np.float32, copy=False)
+
+
+def _exact_sims(emb: np.ndarray, i: np.ndarray, j: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    out = np.empty(len(i), dtype=np.float32)
+    for s in range(0, len(i), chunk):
+        out[s : s + chunk] = np.einsum(
+            "ij,ij->i", emb[i[s : s + chunk]], emb[j[s : s + chunk]]
+        )
+    return out
+
+
+def candidate_pairs(
+    emb: np.ndarray,
+    threshold: float,
+    *,
+    query: np.ndarray | None = None,
+    block: int = 2048,
+    method: str = "auto",
+    split_dims: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs ``(i, j)`` with ``i < j`` and cosine(emb[i], emb[j]) ≥ ``threshold``.
+
+    - ``emb``: ``(n, d) float32``, rows L2-normalised (see :func:`normalize_rows`).
+    - ``threshold``: cosine in [-1, 1].
+    - ``query``: optional ``(q,) int`` row indices; when given only pairs with at least one
+      end in ``query`` are searched (incremental planning: O(q × n), not O(n²)).
+    - ``block``: tile edge in rows (2048 measured fastest here, bench/plan_bench.py).
+    - ``method``: ``"exact"``, ``"split"`` or ``"auto"`` (split for n ≥ 8192 when d ≥ 64).
+
+    Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32`` arrays sorted by ``(i, j)``.
+    Raises ``ValueError`` for a non-2-D matrix or an unknown method.
+    """
+    emb = np.asarray(emb, dtype=np.float32)
+    if emb.ndim != 2:
+        raise ValueError(f"embeddings must be a 2-D (n, d) matrix, got shape {emb.shape}")
+    if method not in ("auto", "exact", "split"):
+        raise ValueError(f"unknown candidate method {method!r}")
+    n, d = emb.shape
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+    if n < 2:
+        return empty
+    if method == "auto":
+        method = "split" if n >= 8192 and d >= 64 else "exact"
+
+    if method == "split":
+        k = split_dims or d // 2
+        cov = (emb.T.astype(np.float64) @ emb.astype(np.float64))
+        _, vecs = np.linalg.eigh(cov)
+        rot = emb @ vecs[:, ::-1].astype(np.float32)
+        resid = np.linalg.norm(rot[:, k:], axis=1)
+        order = np.argsort(-resid, kind="stable")
+        head = np.ascontiguousarray(rot[order, :k])
+        resid = resid[order]
+    else:
+        order = np.arange(n)
+        head = emb
+        resid = np.zeros(n, dtype=np.float32)
+
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)  # pos[row] = its place in the sorted matrix
+    if query is not None:
+        qrows = np.unique(np.asarray(query, dtype=np.int64))
+        qsorted = np.sort(pos[qrows])
+    ii: list[np.ndarray] = []
+    jj: list[np.ndarray] = []
+
+    def _collect(a0: int, a_idx: np.ndarray, b0: int, b_idx_len: int, tile: np.ndarray, bound: float,
+                 diagonal: bool) -> None:
+        r, c = np.nonzero(tile >= bound)
+        if diagonal:
+            keep = a_idx[r] < b0 + c
+            r, c = r[keep], c[keep]
+        if len(r):
+            ii.append(a_idx[r])
+            jj.append(b0 + c)
+
+    if query is None:
+        for a0 in range(0, n, block):
+            a = head[a0 : a0 + block]
+            ma = float(resid[a0 : a0 + block].max())
+            a_idx = np.arange(a0, a0 + len(a))
+            for b0 in range(a0, n, block):
+                b = head[b0 : b0 + block]
+                mb = float(resid[b0 : b0 + block].max())
+                tile = a @ b.T
+                _collect(a0, a_idx, b0, len(b), tile, threshold - ma * mb - _MARGIN, b0 == a0)
+    else:
+        for a0 in range(0, len(qsorted), block):
+            a_idx = qsorted[a0 : a0 + block]
+            a = head[a_idx]
+            ma = float(resid[a_idx].max()) if len(a_idx) else 0.0
+            for b0 in range(0, n, block):
+                b = head[b0 : b0 + block]
+                mb = float(resid[b0 : b0 + block].max())
+                tile = a @ b.T
+                r, c = np.nonzero(tile >= threshold - ma * mb - _MARGIN)
+                if len(r):
+                    ii.append(a_idx[r])
+                    jj.append(b0 + c)
+
+    if not ii:
+        return empty
+    si = np.concatenate(ii)
+    sj = np.concatenate(jj)
+    # back to original row numbers, orient i < j, drop self pairs and duplicates
+    oi, oj = order[si], order[sj]
+    lo, hi = np.minimum(oi, oj), np.maximum(oi, oj)
+    keep = lo != hi
+    lo, hi = lo[keep], hi[keep]
+    if len(lo):
+        code = np.unique(lo.astype(np.int64) * n + hi.astype(np.int64))
+        lo, hi = code // n, code % n
+    sims = _exact_sims(emb, lo, hi)
+    ok = sims >= threshold
+    return lo[ok].astype(np.int64), hi[ok].astype(np.int64), sims[ok]

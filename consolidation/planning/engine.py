@@ -1,0 +1,411 @@
+"""`plan()`: turn a snapshot of memories into a `Plan` — pure and deterministic (I-8).
+
+Stages (each timed into ``plan.context["timings"]``, seconds):
+
+1. ``prepare`` — validate, sort by id (so input order never matters), normalise embeddings.
+2. ``prune`` — decay score ``importance × 0.5 ** (age_days / prune_half_life_days)`` below
+   ``prune_threshold`` and ``age_days ≥ prune_min_age_days`` (seed 002, "Time-based decay").
+   Never pinned/curated, never a memory without ``created_at``, never a memory that meets a
+   promotion rule (a durable fact by definition). Decided first, so pruned memories take part
+   in no merge or reconcile.
+3. ``exact`` — same normalised text (:func:`consolidation.text.normalize_text`).
+4. ``candidates`` — every pair with cosine ≥ ``min(link_threshold, contradiction_threshold)``
+   (:func:`~consolidation.planning.candidates.candidate_pairs`, exact, blocked).
+5. ``contradictions`` — pairs with cosine ≥ ``contradiction_threshold`` are checked with
+   :func:`consolidation.text.detect_contradiction`. A contradicting pair is never merged. An
+   unambiguous cue with both ``created_at`` set and different becomes a ``reconcile``
+   (newer kept = ``source_ids[0]``, older superseded); otherwise both are left alone and
+   counted as ``unsure`` (role swaps are always unsure: see the function's docstring).
+6. ``grouping`` — greedy complete linkage: links (exact duplicates first, then by descending
+   cosine, ties by id) join two groups only if *every* cross pair is linked (cosine ≥
+   ``link_threshold`` or same normalised text, and not contradicting), the union has at most
+   ``max_group_size`` members and its extractive merge fits ``max_merged_chars``. So
+   A~B, B~C, A≁C never puts A and C in one group.
+7. ``merge`` — one operation per group: deterministic id (:func:`~consolidation.plan.merged_id`),
+   extractive text (:func:`~consolidation.text.extractive_merge`), united metadata
+   (:mod:`consolidation.planning.metadata`), pairwise cosine matrix and min/mean cosine in
+   ``scores``. A merged memory that meets a promotion rule (its sessions are the union of its
+   sources', its access count their sum) is written straight into the curated tier:
+   ``scores["promoted"] = True`` and it counts in ``result.promoted``.
+8. ``promote`` — metadata-only; surviving, non-curated memories reinforced in ≥
+   ``promote_min_sessions`` distinct sessions, or importance ≥ ``promote_min_importance``, or
+   ``access_count`` ≥ ``promote_min_access``.
+
+Pinned or curated memories are never pruned, superseded or merged (I-6). Incremental mode
+(``checkpoint`` given): only new or changed records are searched against the whole store
+(O(new × store)); prune and promote are evaluated on new/changed records only; old records
+can still be merged with, or superseded by, a new one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from ..plan import Fate, Operation, OpKind, Plan, merged_id, summarize
+from ..policy import Policy
+from ..records import FieldMap, MemoryRecord
+from ..text import detect_contradiction, extractive_merge, normalize_text
+from .candidates import candidate_pairs, normalize_rows
+from .metadata import merge_metadata
+
+__all__ = ["plan", "promotion_rules"]
+
+
+def promotion_rules(
+    meta: Mapping[str, Any], policy: Policy, fieldmap: FieldMap
+) -> list[str]:
+    """Names of the promotion rules ``meta`` meets: ``"sessions"``, ``"importance"``, ``"access"``.
+
+    Thresholds from ``policy`` (``promote_min_sessions`` distinct sessions,
+    ``promote_min_importance``, ``promote_min_access``).
+    """
+    rules = []
+    if len(set(fieldmap.get_sessions(meta))) >= policy.promote_min_sessions:
+        rules.append("sessions")
+    if fieldmap.get_importance(meta, default=0.0) >= policy.promote_min_importance:
+        rules.append("importance")
+    if fieldmap.get_access_count(meta) >= policy.promote_min_access:
+        rules.append("access")
+    return rules
+
+
+def _promote_reason(rules: list[str], meta: Mapping[str, Any], fm: FieldMap, policy: Policy) -> str:
+    parts = []
+    if "sessions" in rules:
+        parts.append(f"reinforced in {len(set(fm.get_sessions(meta)))} sessions "
+                     f"(≥ {policy.promote_min_sessions})")
+    if "importance" in rules:
+        parts.append(f"importance {fm.get_importance(meta, default=0.0):.2f} "
+                     f"(≥ {policy.promote_min_importance})")
+    if "access" in rules:
+        parts.append(f"accessed {fm.get_access_count(meta)} times (≥ {policy.promote_min_access})")
+    return "; ".join(parts)
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        t = time.perf_counter()
+        self.timings[name] = round(t - self._t, 6)
+        self._t = t
+
+
+def plan(
+    records: Sequence[MemoryRecord],
+    policy: Policy | None = None,
+    *,
+    now: datetime,
+    fieldmap: FieldMap | None = None,
+    checkpoint: Mapping[str, str] | None = None,
+    candidate_method: str = "auto",
+) -> Plan:
+    """Plan a consolidation pass over ``records`` (see the module docstring for the stages).
+
+    - ``records``: memories with embeddings (``(384,) float32``; rows are re-normalised).
+    - ``policy``: thresholds (default :class:`Policy`).
+    - ``now``: the clock (aware datetime; naive means UTC) — ages are measured against it.
+    - ``fieldmap``: metadata keys (default :class:`FieldMap`).
+    - ``checkpoint``: ``{id: content_hash}`` of memories already consolidated; when given,
+      only new or changed records are compared with the store (incremental).
+    - ``candidate_method``: ``"auto"``, ``"exact"`` or ``"split"`` (same pairs, different speed).
+
+    Returns a :class:`Plan` whose ``fates`` account for every input id exactly once. Raises
+    ``ValueError`` for a duplicate id or a record without an embedding (naming the id).
+    Nothing is written anywhere.
+    """
+    policy = policy or Policy()
+    fm = fieldmap or FieldMap()
+    if not isinstance(now, datetime):
+        raise ValueError(f"now must be a datetime, got {now!r}")
+    now = now if now.tzinfo else now.replace(tzinfo=UTC)
+    timer = _Timer()
+
+    # 1. prepare ---------------------------------------------------------------------------
+    recs = sorted(records, key=lambda r: r.id)
+    n = len(recs)
+    for a, b in zip(recs, recs[1:], strict=False):
+        if a.id == b.id:
+            raise ValueError(f"duplicate memory id {a.id!r}")
+    for r in recs:
+        if r.embedding is None:
+            raise ValueError(f"memory {r.id!r} has no embedding; embed it before planning")
+    ids = [r.id for r in recs]
+    docs = [r.document for r in recs]
+    metas = [r.metadata for r in recs]
+    hashes = [r.content_hash for r in recs]
+    emb = (
+        normalize_rows(np.stack([r.embedding for r in recs]))
+        if n
+        else np.zeros((0, 384), np.float32)
+    )
+    protected = [
+        fm.is_pinned(m) or fm.get_tier(m) == policy.curated_tier for m in metas
+    ]
+    if checkpoint is None:
+        is_new = [True] * n
+    else:
+        is_new = [checkpoint.get(i) != h for i, h in zip(ids, hashes, strict=True)]
+    new_idx = np.array([i for i in range(n) if is_new[i]], dtype=np.int64)
+    incremental = checkpoint is not None
+    timer.lap("prepare")
+
+    fates: dict[str, Fate] = dict.fromkeys(ids, Fate.KEPT)
+    removed = [False] * n
+    ops_merge: list[Operation] = []
+    ops_reconcile: list[Operation] = []
+    ops_promote: list[Operation] = []
+    ops_prune: list[Operation] = []
+    candidates: dict[str, int] = {}
+    contra_stats: dict[str, Any] = {"checked": 0, "found": {}, "reconciled": 0, "unsure": 0,
+                                    "blocked_protected": 0}
+
+    # 2. prune -----------------------------------------------------------------------------
+    if policy.prune:
+        for i in range(n):
+            if not is_new[i] or protected[i]:
+                continue
+            created = fm.get_created_at(metas[i])
+            if created is None or promotion_rules(metas[i], policy, fm):
+                continue
+            age_days = max(0.0, (now - created).total_seconds() / 86400.0)
+            importance = fm.get_importance(metas[i])
+            score = importance * 0.5 ** (age_days / policy.prune_half_life_days)
+            if score < policy.prune_threshold and age_days >= policy.prune_min_age_days:
+                removed[i] = True
+                fates[ids[i]] = Fate.PRUNED
+                ops_prune.append(Operation(
+                    kind=OpKind.PRUNE, source_ids=[ids[i]], source_hashes=[hashes[i]],
+                    removes=[ids[i]], rule="decay",
+                    reason=(f"stale: importance {importance:.2f} × 0.5^({age_days:.0f} d / "
+                            f"{policy.prune_half_life_days:g} d) = {score:.4f} < "
+                            f"{policy.prune_threshold:g}, age ≥ {policy.prune_min_age_days:g} d"),
+                    scores={"score": round(score, 6), "age_days": round(age_days, 3),
+                            "importance": importance},
+                ))
+    timer.lap("prune")
+
+    # 3. exact duplicates ------------------------------------------------------------------
+    keys = [normalize_text(d) for d in docs]
+    by_key: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        by_key.setdefault(k, []).append(i)
+    exact_edges: list[tuple[int, int]] = []
+    exact_pairs = 0
+    if policy.merge_exact:
+        for members in by_key.values():
+            if len(members) < 2 or not any(is_new[i] for i in members):
+                continue
+            exact_pairs += len(members) * (len(members) - 1) // 2
+            for c0 in range(0, len(members), policy.max_group_size):
+                chunk = members[c0 : c0 + policy.max_group_size]
+                exact_edges.extend((chunk[0], j) for j in chunk[1:])
+    candidates["exact_pairs"] = exact_pairs
+    timer.lap("exact")
+
+    # 4. candidate search ------------------------------------------------------------------
+    need_sim = policy.merge_near or policy.reconcile
+    t_cand = min(policy.link_threshold, policy.contradiction_threshold)
+    if need_sim and n >= 2 and len(new_idx):
+        pi, pj, ps = candidate_pairs(
+            emb, t_cand, query=new_idx if incremental else None, method=candidate_method
+        )
+    else:
+        pi = pj = np.empty(0, np.int64)
+        ps = np.empty(0, np.float32)
+    sim: dict[tuple[int, int], float] = {
+        (int(a), int(b)): float(s) for a, b, s in zip(pi, pj, ps, strict=True)
+    }
+    candidates["similar_pairs"] = len(sim)
+    timer.lap("candidates")
+
+    # 5. contradictions --------------------------------------------------------------------
+    contra: dict[tuple[int, int], Any] = {}
+
+    def check_contradiction(a: int, b: int, s: float) -> Any:
+        if (a, b) in contra:
+            return contra[(a, b)]
+        cue = None
+        if s >= policy.contradiction_threshold and keys[a] != keys[b]:
+            contra_stats["checked"] += 1
+            cue = detect_contradiction(docs[a], docs[b])
+            if cue is not None:
+                contra_stats["found"][cue.kind] = contra_stats["found"].get(cue.kind, 0) + 1
+        contra[(a, b)] = cue
+        return cue
+
+    pending: list[tuple[float, int, int, Any]] = []
+    for (a, b), s in sorted(sim.items(), key=lambda kv: (-kv[1], kv[0])):
+        cue = check_contradiction(a, b, s)
+        if cue is not None:
+            pending.append((s, a, b, cue))
+    for s, a, b, cue in pending:
+        if removed[a] or removed[b]:
+            continue
+        ta, tb = fm.get_created_at(metas[a]), fm.get_created_at(metas[b])
+        if not (policy.reconcile and cue.unambiguous and ta and tb and ta != tb):
+            contra_stats["unsure"] += 1
+            continue
+        win, lose = (a, b) if ta > tb else (b, a)
+        if protected[lose]:
+            contra_stats["blocked_protected"] += 1
+            continue
+        removed[lose] = True
+        fates[ids[lose]] = Fate.SUPERSEDED
+        contra_stats["reconciled"] += 1
+        ops_reconcile.append(Operation(
+            kind=OpKind.RECONCILE, source_ids=[ids[win], ids[lose]],
+            source_hashes=[hashes[win], hashes[lose]], removes=[ids[lose]], rule=cue.kind,
+            reason=(f"{cue.kind.replace('_', ' ')}: {cue.detail}; newer "
+                    f"“{_short(docs[win])}” supersedes older “{_short(docs[lose])}”"),
+            scores={"cosine": round(s, 6), "newer_created_at": str(metas[win][fm.created_at]),
+                    "older_created_at": str(metas[lose][fm.created_at])},
+        ))
+    candidates["contradiction_checked"] = contra_stats["checked"]
+    timer.lap("contradictions")
+
+    # 6. grouping (greedy complete linkage) ------------------------------------------------
+    eligible = [not protected[i] and not removed[i] for i in range(n)]
+
+    def pair_sim(a: int, b: int) -> float | None:
+        key = (a, b) if a < b else (b, a)
+        if key in sim:
+            return sim[key]
+        if not incremental:
+            return None  # below the candidate threshold
+        s = float(np.dot(emb[key[0]], emb[key[1]]))
+        sim[key] = s
+        return s
+
+    def linked(a: int, b: int) -> bool:
+        if keys[a] == keys[b] and policy.merge_exact:
+            return True
+        if not policy.merge_near:
+            return False
+        s = pair_sim(a, b)
+        if s is None or s < policy.link_threshold:
+            return False
+        key = (a, b) if a < b else (b, a)
+        return check_contradiction(key[0], key[1], s) is None
+
+    edges: list[tuple[int, float, int, int]] = [(0, -1.0, a, b) for a, b in exact_edges]
+    if policy.merge_near:
+        edges.extend(
+            (1, -s, a, b) for (a, b), s in sim.items()
+            if s >= policy.link_threshold and contra.get((a, b)) is None
+        )
+    edges.sort()
+    candidates["link_edges"] = len(edges)
+    group_of: dict[int, list[int]] = {}
+    merged_text: dict[int, str] = {}
+    for _, _, a, b in edges:
+        if not (eligible[a] and eligible[b]):
+            continue
+        ga, gb = group_of.get(a, [a]), group_of.get(b, [b])
+        if ga is gb:
+            continue
+        if len(ga) + len(gb) > policy.max_group_size:
+            continue
+        if not all(linked(x, y) for x in ga for y in gb):
+            continue
+        union = sorted(ga + gb)
+        text = extractive_merge([docs[i] for i in union], policy.max_merged_chars)
+        if text is None:
+            continue
+        for i in union:
+            group_of[i] = union
+        merged_text[union[0]] = text
+    timer.lap("grouping")
+
+    # 7. merge operations ------------------------------------------------------------------
+    seen: set[int] = set()
+    for i in range(n):
+        group = group_of.get(i)
+        if group is None or group[0] != i or i in seen:
+            continue
+        seen.update(group)
+        gids = [ids[k] for k in group]
+        ghashes = [hashes[k] for k in group]
+        sub = emb[group]
+        mat = np.clip(sub @ sub.T, -1.0, 1.0)
+        off = mat[~np.eye(len(group), dtype=bool)]
+        exact = len({keys[k] for k in group}) == 1
+        meta = merge_metadata([metas[k] for k in group], gids, fieldmap=fm,
+                              curated_tier=policy.curated_tier)
+        scores: dict[str, Any] = {
+            "pairwise": [[round(float(x), 4) for x in row] for row in mat],
+            "min_cosine": round(float(off.min()), 4),
+            "mean_cosine": round(float(off.mean()), 4),
+        }
+        reason = (f"{len(group)} memories with the same text after normalisation" if exact else
+                  f"{len(group)} memories state the same fact (every pair cosine ≥ "
+                  f"{policy.link_threshold:g}, min {scores['min_cosine']:.3f})")
+        rules = promotion_rules(meta, policy, fm) if policy.promote else []
+        if rules and fm.get_tier(meta) != policy.curated_tier:
+            meta[fm.tier] = policy.curated_tier
+            scores["promoted"] = True
+            scores["promote_rules"] = rules
+            reason += "; promoted to the curated tier: " + _promote_reason(rules, meta, fm, policy)
+        for k in group:
+            removed[k] = True
+            fates[ids[k]] = Fate.MERGED
+        ops_merge.append(Operation(
+            kind=OpKind.MERGE, source_ids=gids, source_hashes=ghashes, removes=list(gids),
+            rule="exact_duplicate" if exact else "near_duplicate", reason=reason, scores=scores,
+            result_id=merged_id(gids, ghashes), result_document=merged_text[i],
+            result_metadata=meta,
+        ))
+    timer.lap("merge")
+
+    # 8. promote ---------------------------------------------------------------------------
+    if policy.promote:
+        for i in range(n):
+            if removed[i] or not is_new[i] or fm.get_tier(metas[i]) == policy.curated_tier:
+                continue
+            rules = promotion_rules(metas[i], policy, fm)
+            if not rules:
+                continue
+            meta = dict(metas[i])
+            meta[fm.tier] = policy.curated_tier
+            ops_promote.append(Operation(
+                kind=OpKind.PROMOTE, source_ids=[ids[i]], source_hashes=[hashes[i]], removes=[],
+                rule=rules[0], reason="durable: " + _promote_reason(rules, metas[i], fm, policy),
+                scores={"rules": rules, "sessions": len(set(fm.get_sessions(metas[i]))),
+                        "importance": fm.get_importance(metas[i], default=0.0),
+                        "access_count": fm.get_access_count(metas[i])},
+                result_id=ids[i], result_document=docs[i], result_metadata=meta,
+            ))
+    timer.lap("promote")
+
+    operations = ops_merge + ops_reconcile + ops_promote + ops_prune
+    result = summarize(n, operations)
+    timer.timings["total"] = round(sum(timer.timings.values()), 6)
+    context: dict[str, Any] = {
+        "timings": timer.timings,
+        "candidates": candidates,
+        "contradictions": contra_stats,
+        "operations": result.context["operations"],
+        "reconciled": result.context["reconciled"],
+        "loss_fraction": result.loss_fraction,
+        "records": n,
+        "candidate_method": candidate_method,
+        "policy": policy.to_dict(),
+        "now": now.isoformat(),
+    }
+    if incremental:
+        context["incremental"] = {"new": len(new_idx), "store": n}
+    result.context = context
+    return Plan(operations=operations, result=result, fates=fates, context=context)
+
