@@ -159,7 +159,9 @@ def summarize(
     entries_before: int, operations: Iterable[Operation]
 ) -> ConsolidationResult:
     """The `ConsolidationResult` that applying ``operations`` to a store of ``entries_before``
-    memories would give: removed originals are not retained; each merge/distill adds one entry.
+    memories would give: removed originals are not retained; each merge/distill adds one entry;
+    ``promoted`` counts promote operations and merges whose result is promoted
+    (``scores["promoted"]``).
 
     Used at planning time and again at review/apply time on the operations actually kept (the
     guard is re-evaluated on what is applied, ARCHITECTURE.md "Loss guard").
@@ -174,6 +176,8 @@ def summarize(
             added += 1
         if op.kind == OpKind.MERGE:
             merged += len(op.removes)
+            if op.scores.get("promoted"):  # merged memory written straight into the curated tier
+                promoted += 1
         elif op.kind == OpKind.PROMOTE:
             promoted += 1
         elif op.kind == OpKind.PRUNE:
