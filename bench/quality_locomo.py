@@ -1,0 +1,221 @@
+"""Consolidation quality on real conversational memory: LoCoMo, both named policies (issue 4).
+
+For each conversation of ``../shared/data/locomo/locomo7.json`` (or ``--file``) and each named
+policy, plans a pass with the pure engine (no Chroma: the store is the parsed conversation with
+all-MiniLM-L6-v2 embeddings) and prints entries before/after, reduction %, answer recall@10
+before/after and their ratio, context size (mean characters of the top-10 texts) before/after,
+evidence recall@10 before/after, operations by kind and seconds (planning + simulating the store
+after the plan); then totals (entries summed, recall micro-averaged over probes).
+
+The clock (``now``) is one day after the conversation's last session, so "age" means the time
+between a memory's session and the end of the conversation.
+
+Goal (issue 4): ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline answer recall;
+``aggressive`` ≥ 80 % fewer with ≥ 95 %; context size ≤ 1.25× baseline in both.
+
+Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
+[--policy default ...] [--json]``. Embeddings are cached under ``var/cache/`` (keyed by text
+hash) so a rerun only pays for planning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from consolidation import NAMED_POLICIES, MemoryRecord  # noqa: E402
+from consolidation.locomo import LocomoConversation, load_locomo  # noqa: E402
+from consolidation.planning import plan as make_plan  # noqa: E402
+from consolidation.recall import evaluate_recall, simulate_after  # noqa: E402
+
+DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo7.json"
+CACHE = ROOT / "var" / "cache" / "quality_locomo_embeddings.npz"
+GOALS = {"default": (0.50, 0.99), "aggressive": (0.80, 0.95)}
+MAX_CONTEXT_RATIO = 1.25
+
+
+class CachedEmbedder:
+    """Wraps the default embedder with an on-disk cache keyed by SHA-1 of the text."""
+
+    dim = 384
+
+    def __init__(self) -> None:
+        from consolidation.adapters.embedder import get_default_embedder
+
+        self.inner = get_default_embedder()
+        self.cache: dict[str, np.ndarray] = {}
+        if CACHE.exists():
+            with np.load(CACHE) as z:
+                self.cache = dict(zip(z["keys"].tolist(), z["vecs"], strict=True))
+        self.dirty = False
+
+    def embed(self, texts):
+        keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in self.cache}.items())
+        if todo:
+            vecs = self.inner.embed([t for _, t in todo])
+            for (k, _), v in zip(todo, vecs, strict=True):
+                self.cache[k] = v
+            self.dirty = True
+        return np.stack([self.cache[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 384), np.float32)
+
+    def save(self) -> None:
+        if self.dirty:
+            CACHE.parent.mkdir(parents=True, exist_ok=True)
+            keys = np.array(list(self.cache))
+            np.savez(CACHE, keys=keys, vecs=np.stack(list(self.cache.values())))
+
+
+def run_one(conv: LocomoConversation, policy_name: str, embedder: CachedEmbedder, k: int) -> dict[str, Any]:
+    policy = NAMED_POLICIES[policy_name]
+    vecs = embedder.embed([m.document for m in conv.memories])
+    records = [m.with_embedding(v) for m, v in zip(conv.memories, vecs, strict=True)]
+    queries = embedder.embed([p.question for p in conv.probes])
+    now = max(conv.sessions.values()) + timedelta(days=1)
+    before = evaluate_recall(records, conv.probes, k=k, query_embeddings=queries)
+    t0 = time.perf_counter()
+    p = make_plan(records, policy, now=now)
+    t_plan = time.perf_counter() - t0
+    after_records: list[MemoryRecord] = simulate_after(records, p, embedder)
+    t_total = time.perf_counter() - t0
+    after = evaluate_recall(after_records, conv.probes, k=k, query_embeddings=queries)
+    ops: dict[str, int] = {}
+    for op in p.operations:
+        ops[op.kind.value] = ops.get(op.kind.value, 0) + 1
+    return {
+        "conversation": conv.sample_id,
+        "policy": policy_name,
+        "entries_before": len(records),
+        "entries_after": len(after_records),
+        "reduction": 1 - len(after_records) / len(records),
+        "probes": before.probes,
+        "hits_before": sum(1 for h in before.hits if h),
+        "hits_after": sum(1 for h in after.hits if h),
+        "recall_before": before.answer_recall,
+        "recall_after": after.answer_recall,
+        "recall_ratio": (after.answer_recall / before.answer_recall) if before.answer_recall else None,
+        "context_before": before.context_chars,
+        "context_after": after.context_chars,
+        "evidence_before": before.evidence_recall,
+        "evidence_after": after.evidence_recall,
+        "operations": ops,
+        "plan_entries_after": p.result.entries_after,
+        "seconds_plan": t_plan,
+        "seconds": t_total,
+    }
+
+
+def totals(rows: list[dict[str, Any]], policy_name: str) -> dict[str, Any]:
+    rs = [r for r in rows if r["policy"] == policy_name]
+    eb = sum(r["entries_before"] for r in rs)
+    ea = sum(r["entries_after"] for r in rs)
+    probes = sum(r["probes"] for r in rs)
+    hb = sum(r["hits_before"] for r in rs)
+    ha = sum(r["hits_after"] for r in rs)
+    w = [r["probes"] for r in rs]
+    ops: dict[str, int] = {}
+    for r in rs:
+        for kk, v in r["operations"].items():
+            ops[kk] = ops.get(kk, 0) + v
+    return {
+        "conversation": "TOTAL",
+        "policy": policy_name,
+        "entries_before": eb,
+        "entries_after": ea,
+        "reduction": 1 - ea / eb if eb else 0.0,
+        "probes": probes,
+        "hits_before": hb,
+        "hits_after": ha,
+        "recall_before": hb / probes if probes else None,
+        "recall_after": ha / probes if probes else None,
+        "recall_ratio": ha / hb if hb else None,
+        "context_before": float(np.average([r["context_before"] for r in rs], weights=w)),
+        "context_after": float(np.average([r["context_after"] for r in rs], weights=w)),
+        "evidence_before": float(np.average([r["evidence_before"] or 0 for r in rs], weights=w)),
+        "evidence_after": float(np.average([r["evidence_after"] or 0 for r in rs], weights=w)),
+        "operations": ops,
+        "seconds": sum(r["seconds"] for r in rs),
+    }
+
+
+def verdict(t: dict[str, Any]) -> str:
+    min_red, min_ratio = GOALS.get(t["policy"], (0, 0))
+    checks = [
+        ("reduction", t["reduction"] >= min_red, f"{t['reduction']:.1%} vs ≥{min_red:.0%}"),
+        ("recall", (t["recall_ratio"] or 0) >= min_ratio, f"{(t['recall_ratio'] or 0):.1%} vs ≥{min_ratio:.0%}"),
+        (
+            "context",
+            t["context_after"] <= MAX_CONTEXT_RATIO * t["context_before"],
+            f"{t['context_after'] / t['context_before']:.2f}× vs ≤{MAX_CONTEXT_RATIO}×",
+        ),
+    ]
+    return "; ".join(f"{name} {'MET' if ok else 'MISSED'} ({txt})" for name, ok, txt in checks)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    head = (
+        f"{'conv':<8} {'policy':<10} {'before':>6} {'after':>6} {'red.':>6} {'R@10 b':>7} {'R@10 a':>7} "
+        f"{'ratio':>6} {'ctx b':>6} {'ctx a':>6} {'ev b':>5} {'ev a':>5} {'sec':>6}  operations"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        ops = " ".join(f"{k}={v}" for k, v in sorted(r["operations"].items()))
+        print(
+            f"{r['conversation']:<8} {r['policy']:<10} {r['entries_before']:>6} {r['entries_after']:>6} "
+            f"{r['reduction']:>6.1%} {r['recall_before']:>7.3f} {r['recall_after']:>7.3f} "
+            f"{(r['recall_ratio'] or 0):>6.1%} {r['context_before']:>6.0f} {r['context_after']:>6.0f} "
+            f"{(r['evidence_before'] or 0):>5.2f} {(r['evidence_after'] or 0):>5.2f} {r['seconds']:>6.2f}  {ops}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--file", type=Path, default=DEFAULT_FILE)
+    ap.add_argument("--conversation", action="append", default=None)
+    ap.add_argument("--policy", action="append", default=None, choices=sorted(NAMED_POLICIES))
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    args = ap.parse_args(argv)
+    if not args.file.exists():
+        print(f"LoCoMo file not found: {args.file}", file=sys.stderr)
+        return 2
+    convs = load_locomo(args.file, conversations=args.conversation)
+    policies = args.policy or list(NAMED_POLICIES)
+    embedder = CachedEmbedder()
+    rows = []
+    for policy_name in policies:
+        for conv in convs:
+            rows.append(run_one(conv, policy_name, embedder, args.k))
+            if not args.json:
+                print(f"  {conv.sample_id} {policy_name}: done", file=sys.stderr)
+    embedder.save()
+    all_rows = []
+    summary = {}
+    for policy_name in policies:
+        t = totals(rows, policy_name)
+        all_rows += [r for r in rows if r["policy"] == policy_name] + [t]
+        summary[policy_name] = verdict(t)
+    if args.json:
+        print(json.dumps({"rows": all_rows, "goals": summary}, indent=1))
+    else:
+        print_table(all_rows)
+        print()
+        for name, v in summary.items():
+            print(f"{name}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
