@@ -7,6 +7,7 @@ openai are used only by ``consolidation.adapters``.
 
 from __future__ import annotations
 
+from .consolidator import Consolidator, records_from_memory
 from .plan import Fate, Operation, OpKind, Plan, merged_id, summarize
 from .policy import NAMED_POLICIES, Policy
 from .protocols import (
@@ -24,6 +25,7 @@ __all__ = [
     "NAMED_POLICIES",
     "AsyncMemoryConsolidationProtocol",
     "ConsolidationResult",
+    "Consolidator",
     "Embedder",
     "Fate",
     "FieldMap",
@@ -38,6 +40,7 @@ __all__ = [
     "content_hash",
     "merged_id",
     "parse_timestamp",
+    "records_from_memory",
     "summarize",
     "validate_loss_threshold",
 ]

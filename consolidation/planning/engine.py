@@ -160,6 +160,8 @@ def plan(
         is_new = [checkpoint.get(i) != h for i, h in zip(ids, hashes, strict=True)]
     new_idx = np.array([i for i in range(n) if is_new[i]], dtype=np.int64)
     incremental = checkpoint is not None
+    # only some records are new: search new × store; the rest of the pairs are unknown
+    partial = incremental and len(new_idx) < n
     timer.lap("prepare")
 
     fates: dict[str, Fate] = dict.fromkeys(ids, Fate.KEPT)
@@ -220,7 +222,7 @@ def plan(
     t_cand = min(policy.link_threshold, policy.contradiction_threshold)
     if need_sim and n >= 2 and len(new_idx):
         pi, pj, ps = candidate_pairs(
-            emb, t_cand, query=new_idx if incremental else None, method=candidate_method
+            emb, t_cand, query=new_idx if partial else None, method=candidate_method
         )
     else:
         pi = pj = np.empty(0, np.int64)
@@ -283,8 +285,8 @@ def plan(
         key = (a, b) if a < b else (b, a)
         if key in sim:
             return sim[key]
-        if not incremental:
-            return None  # below the candidate threshold
+        if not partial:
+            return None  # every pair was searched: this one is below the candidate threshold
         s = float(np.dot(emb[key[0]], emb[key[1]]))
         sim[key] = s
         return s

@@ -1,0 +1,213 @@
+"""`Consolidator`: PraisonAI's consolidation protocols over any memory source.
+
+``Consolidator().consolidate(memory, max_loss_fraction=0.25)`` reads a snapshot, plans
+(:func:`consolidation.planning.plan`), applies the loss guard, and only then — and only when
+``memory`` is a :class:`~consolidation.protocols.WritableMemoryStore` and ``dry_run`` is off —
+writes through the store protocol in the I-3 order: upsert merged/promoted records → verify they
+are readable → delete removed ids. A rejected pass (invalid or tripped guard) writes nothing
+(I-2). Archiving originals (I-1) is the console's job: it applies stored proposals with an
+archive in the database; this class is the library entry point PraisonAI users call directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from .plan import OpKind, Plan
+from .policy import Policy
+from .protocols import Embedder, MemoryStore, WritableMemoryStore
+from .records import FieldMap, MemoryRecord
+from .result import ConsolidationResult, validate_loss_threshold
+
+__all__ = ["Consolidator", "records_from_memory"]
+
+_TEXT_KEYS = ("text", "memory", "content", "document")
+
+
+def _record_from_dict(item: Mapping[str, Any], position: int) -> MemoryRecord:
+    if not isinstance(item, Mapping):
+        raise ValueError(f"get_all_memories() item {position} is not a dict: {item!r}")
+    mid = item.get("id")
+    if mid is None or mid == "":
+        raise ValueError(f"get_all_memories() item {position} has no id")
+    text = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), None)
+    if text is None:
+        raise ValueError(f"memory {mid!r} has no text/memory/content string")
+    meta = item.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        raise ValueError(f"memory {mid!r}: metadata must be a dict")
+    emb = item.get("embedding")
+    return MemoryRecord(str(mid), text, None if emb is None else np.asarray(emb), dict(meta))
+
+
+def records_from_memory(memory: Any) -> list[MemoryRecord]:
+    """Snapshot of ``memory`` as records (embeddings as stored, possibly ``None``).
+
+    Accepts a :class:`MemoryStore` (read with ``iter_pages``) or any object with PraisonAI's
+    ``get_all_memories()`` returning dicts with ``id``, ``text``/``memory``/``content`` and
+    ``metadata`` (an ``embedding`` key is reused). Raises ``TypeError`` for anything else and
+    ``ValueError`` for malformed items.
+    """
+    if isinstance(memory, MemoryStore):
+        out: list[MemoryRecord] = []
+        for page in memory.iter_pages(include_embeddings=True):
+            out.extend(page)
+        return out
+    getter = getattr(memory, "get_all_memories", None)
+    if callable(getter):
+        return [_record_from_dict(item, i) for i, item in enumerate(getter() or [])]
+    raise TypeError(
+        "memory must implement MemoryStore (count/iter_pages/get) or have get_all_memories(), "
+        f"got {type(memory).__name__}"
+    )
+
+
+class Consolidator:
+    """Plans and (optionally) applies a consolidation pass; implements both seed protocols.
+
+    - ``policy``: thresholds (default :class:`Policy`).
+    - ``embedder``: an :class:`Embedder`; default: the offline all-MiniLM-L6-v2 embedder from
+      ``consolidation.adapters.embedder.get_default_embedder``, created on first use (so
+      importing this module never loads onnxruntime).
+    - ``fieldmap``: metadata keys (default :class:`FieldMap`).
+    - ``dry_run``: plan and guard only, never write.
+    - ``clock``: ``() -> datetime`` for ``now`` (default: UTC wall clock; pass one for
+      deterministic runs, I-8).
+    """
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        embedder: Embedder | None = None,
+        fieldmap: FieldMap | None = None,
+        dry_run: bool = False,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.policy = policy or Policy()
+        self._embedder = embedder
+        self.fieldmap = fieldmap or FieldMap()
+        self.dry_run = bool(dry_run)
+        self.clock = clock or (lambda: datetime.now(UTC))
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, created lazily (the default imports onnxruntime on first use only)."""
+        if self._embedder is None:
+            from .adapters.embedder import get_default_embedder
+
+            self._embedder = get_default_embedder()
+        return self._embedder
+
+    def _embed_missing(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        missing = [i for i, r in enumerate(records) if r.embedding is None]
+        if not missing:
+            return list(records)
+        vecs = self.embedder.embed([records[i].document for i in missing])
+        out = list(records)
+        for i, v in zip(missing, vecs, strict=True):
+            out[i] = records[i].with_embedding(v)
+        return out
+
+    def snapshot(self, memory: Any) -> list[MemoryRecord]:
+        """Records of ``memory`` with every embedding present (computed where missing)."""
+        return self._embed_missing(records_from_memory(memory))
+
+    def plan(self, memory: Any, *, checkpoint: Mapping[str, str] | None = None) -> Plan:
+        """The :class:`Plan` for ``memory`` (nothing written). See :func:`planning.plan`."""
+        from .planning import plan as make_plan
+
+        return make_plan(
+            self.snapshot(memory), self.policy, now=self.clock(), fieldmap=self.fieldmap,
+            checkpoint=checkpoint,
+        )
+
+    def consolidate(
+        self, memory: Any, *, max_loss_fraction: float = 0.25
+    ) -> ConsolidationResult:
+        """Plan, guard, then write (only a writable store, only when not ``dry_run``).
+
+        Returns the pass's :class:`ConsolidationResult`; ``rejected=True`` with a reason when
+        ``max_loss_fraction`` is invalid (bool, non-number, NaN, ±inf, outside [0, 1]) or the
+        plan's ``loss_fraction`` exceeds it — in both cases nothing is written. ``context``
+        holds the plan's telemetry, operation counts and ``"applied"`` (whether it wrote).
+        Raises ``RuntimeError`` if a written record cannot be read back (sources are then not
+        deleted), ``TypeError``/``ValueError`` for an unusable ``memory``.
+        """
+        try:
+            threshold = validate_loss_threshold(max_loss_fraction)
+        except ValueError as exc:
+            return ConsolidationResult(
+                rejected=True, reason=f"invalid loss threshold: {exc}",
+                context={"applied": False},
+            )
+        the_plan = self.plan(memory)
+        result = replace(the_plan.result, context=dict(the_plan.context))
+        result.context["max_loss_fraction"] = threshold
+        result.context["dry_run"] = self.dry_run
+        if result.exceeds_loss(threshold):
+            result.rejected = True
+            result.reason = (
+                f"loss guard tripped: the pass would remove {result.loss_fraction:.1%} of "
+                f"{result.entries_before} memories (retained {result.retained_originals}), "
+                f"more than the allowed {threshold:.1%}"
+            )
+            result.context["applied"] = False
+            return result
+        writable = isinstance(memory, WritableMemoryStore)
+        if self.dry_run or not writable or not the_plan.operations:
+            result.context["applied"] = False
+            result.context["write_skipped"] = (
+                "dry_run" if self.dry_run else "read-only memory" if not writable else "nothing to do"
+            )
+            return result
+        self._apply(memory, the_plan)
+        result.context["applied"] = True
+        return result
+
+    async def aconsolidate(
+        self, memory: Any, *, max_loss_fraction: float = 0.25
+    ) -> ConsolidationResult:
+        """:meth:`consolidate` in a worker thread (the embedder and planner are CPU-bound)."""
+        return await asyncio.to_thread(
+            self.consolidate, memory, max_loss_fraction=max_loss_fraction
+        )
+
+    def _apply(self, store: WritableMemoryStore, the_plan: Plan) -> None:
+        """Write in the I-3 order: upsert results → verify readable → delete removed ids."""
+        writes: list[MemoryRecord] = []
+        merged = [op for op in the_plan.operations if op.kind == OpKind.MERGE]
+        promoted = [op for op in the_plan.operations if op.kind == OpKind.PROMOTE]
+        if merged:
+            vecs = self.embedder.embed([op.result_document or "" for op in merged])
+            for op, v in zip(merged, vecs, strict=True):
+                writes.append(MemoryRecord(
+                    str(op.result_id), op.result_document or "", v, op.result_metadata or {}
+                ))
+        if promoted:
+            current = {r.id: r for r in store.get([op.result_id for op in promoted])}
+            for op in promoted:
+                src = current.get(str(op.result_id))
+                if src is None:
+                    continue  # vanished since the snapshot: nothing to promote
+                writes.append(MemoryRecord(
+                    src.id, op.result_document or src.document, src.embedding,
+                    op.result_metadata or {},
+                ))
+        if writes:
+            store.upsert(writes)
+            readable = {r.id for r in store.get([w.id for w in writes], include_embeddings=False)}
+            missing = sorted({w.id for w in writes} - readable)
+            if missing:
+                raise RuntimeError(
+                    f"written records not readable, sources kept: {', '.join(missing[:5])}"
+                )
+        removes = sorted({rid for op in the_plan.operations for rid in op.removes})
+        if removes:
+            store.delete(removes)
