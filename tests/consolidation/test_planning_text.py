@@ -1,0 +1,101 @@
+"""Text helpers: normalisation, contradiction cues, extractive merge."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidation.text import (
+    content_tokens,
+    detect_contradiction,
+    extractive_merge,
+    normalize_text,
+)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Alice likes jazz", "alice   LIKES jazz!"),
+        ("Bob's dog, Rex.", "bobs dog rex"),
+        ("  Tab\tand\nnewline ", "tab and newline"),
+        ("Café", "CAFÉ"),
+    ],
+)
+def test_it_normalises_equal_texts_to_one_key(a, b):
+    assert normalize_text(a) == normalize_text(b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "kind", "unambiguous"),
+    [
+        ("Alice likes jazz", "Alice no longer likes jazz", "negation", True),
+        ("Alice likes jazz", "Alice doesn't like jazz.", "negation", True),
+        ("Alice likes jazz", "Alice never liked jazz", "negation", True),
+        ("Alice likes jazz", "Alice hates jazz", "negation", True),
+        ("Alice likes jazz music a lot", "Alice does not like jazz concerts", "negation", False),
+        ("Alice hired Bob", "Bob hired Alice", "role_swap", False),
+        ("The cat chased the dog", "The dog chased the cat", "role_swap", False),
+        ("Alice lives in Paris", "Alice lives in Berlin", "changed_value", True),
+        ("Alice works at Google", "Alice works at Microsoft", "changed_value", True),
+        ("Alice is 30 years old", "Alice is 31 years old", "changed_number", True),
+        ("Alice has 2 cats", "Alice has 3 cats", "changed_number", True),
+        ("Alice has two cats", "Alice has 3 cats", "changed_number", True),
+    ],
+)
+def test_it_detects_contradiction_cues(a, b, kind, unambiguous):
+    cue = detect_contradiction(a, b)
+    assert cue is not None and cue.kind == kind and cue.unambiguous is unambiguous
+    back = detect_contradiction(b, a)
+    assert back is not None and back.kind == kind
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Alice likes jazz", "Alice likes jazz."),  # same fact twice
+        ("Alice likes jazz", "alice LIKES JAZZ!!"),
+        ("She likes jazz", "Alice likes jazz"),  # pronoun vs name is not a changed value
+        ("Alice likes jazz", "Alice likes rock"),  # many-valued: both can hold
+        ("Alice doesn't like jazz", "Alice does not like jazz"),
+        ("Alice has 2 cats", "Alice has 2 cats and 1 dog"),  # more detail, not a conflict
+        ("Yesterday Alice hired Bob", "Alice hired Bob yesterday"),  # reordering, no swap
+    ],
+)
+def test_it_does_not_call_agreement_a_contradiction(a, b):
+    assert detect_contradiction(a, b) is None
+
+
+@pytest.mark.parametrize(
+    ("texts", "must_contain"),
+    [
+        (["Alice likes jazz."], ["Alice likes jazz."]),
+        (["Alice likes jazz", "alice likes jazz!"], ["Alice likes jazz"]),
+        (
+            ["Alice likes jazz.", "Alice likes jazz and lives in Paris. She has 2 cats."],
+            ["lives in Paris", "2 cats"],
+        ),
+        (["Bob adopted a dog in 2021.", "Bob adopted a dog. It is called Rex."], ["2021", "Rex"]),
+    ],
+)
+def test_it_merges_extractively_without_dropping_facts(texts, must_contain):
+    merged = extractive_merge(texts, 1000)
+    assert merged is not None
+    for piece in must_contain:
+        assert piece.casefold() in merged.casefold()
+    covered = set(content_tokens(merged))
+    for t in texts:
+        assert set(content_tokens(t)) <= covered
+
+
+def test_it_does_not_repeat_covered_sentences():
+    merged = extractive_merge(["Alice likes jazz.", "Alice likes jazz."], 1000)
+    assert merged == "Alice likes jazz."
+
+
+def test_it_refuses_a_merge_longer_than_the_limit():
+    assert extractive_merge(["a" * 30, "b" * 30], 40) is None
+
+
+def test_it_needs_a_text():
+    with pytest.raises(ValueError):
+        extractive_merge([], 100)
