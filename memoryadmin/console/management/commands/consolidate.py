@@ -1,0 +1,199 @@
+"""``manage.py consolidate AGENT [--propose | --apply | --dry-run] [--policy NAME] [--json]``.
+
+Runs a pass in the foreground (actor ``cli``):
+
+- ``--propose`` (default): snapshot → plan → stored proposal → guards; review it in the console.
+- ``--apply``: the same, then — when the guards pass — approve (actor ``cli``) and apply it now.
+- ``--dry-run``: plan and measure only; nothing is stored and no pass is recorded.
+
+With ``--json`` it prints exactly one JSON object (keys in :data:`KEYS`). Exit status: 0 when the
+pass ran, whatever the verdict; 2 for bad input (unknown agent, unknown policy) with one line on
+stderr; 1 when it could not run (Chroma down, another pass active).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from consolidation import NAMED_POLICIES, Policy
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Pass
+from memoryadmin.console.recall import read_records, recall_check
+
+from ._cli import bad_input, failed, get_agent, is_terminal, progress_bar
+
+KEYS = (
+    "pass_id", "agent", "mode", "policy", "status", "entries_before", "entries_after", "merged",
+    "promoted", "pruned", "reconciled", "loss_fraction", "max_loss_fraction", "guard_passed",
+    "guard_reason", "recall_passed", "recall_reason", "recall_before", "recall_after",
+    "context_chars_before", "context_chars_after", "seconds",
+)
+"""Keys of the ``--json`` object (issue 4, plus agent/mode/policy and the recall guard's verdict)."""
+
+
+def _embed_missing(records: list[Any]) -> list[Any]:
+    missing = [i for i, r in enumerate(records) if r.embedding is None]
+    if missing:
+        from consolidation.adapters.embedder import get_default_embedder
+
+        vecs = get_default_embedder().embed([records[i].document for i in missing])
+        for i, v in zip(missing, vecs, strict=True):
+            records[i] = records[i].with_embedding(v)
+    return records
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a consolidation pass for an agent in the foreground: --propose (default) stores a "
+        "reviewable proposal, --apply also approves and applies it when the guards pass, "
+        "--dry-run only plans and measures. Named policies: "
+        + ", ".join(sorted(NAMED_POLICIES))
+        + "."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("agent", help="agent slug")
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--propose", dest="mode", action="store_const", const="propose")
+        mode.add_argument("--apply", dest="mode", action="store_const", const="apply")
+        mode.add_argument("--dry-run", dest="mode", action="store_const", const="dry-run")
+        parser.add_argument("--policy", default=None,
+                            help=f"named policy ({', '.join(sorted(NAMED_POLICIES))}); default: the agent's")
+        parser.add_argument("--json", action="store_true", help="print exactly one JSON object")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        agent = get_agent(opts["agent"])
+        mode = opts["mode"] or "propose"
+        if opts["policy"] is not None:
+            if opts["policy"] not in NAMED_POLICIES:
+                raise bad_input(
+                    f"Unknown policy {opts['policy']!r}; named policies: {', '.join(sorted(NAMED_POLICIES))}."
+                )
+            policy = NAMED_POLICIES[opts["policy"]]
+        else:
+            try:
+                policy = agent.get_policy()
+            except (ValueError, TypeError) as exc:
+                raise bad_input(f"Agent {agent.slug!r} has an invalid policy: {exc}") from None
+        show = is_terminal(self.stderr) and not opts["json"]
+        t0 = time.perf_counter()
+        try:
+            if mode == "dry-run":
+                out = self._dry_run(agent, policy, show)
+            else:
+                out = self._run(agent, policy, opts["policy"], mode == "apply", show)
+        except ServiceError as exc:
+            raise failed(str(exc)) from None
+        out.update(agent=agent.slug, mode=mode, policy=opts["policy"] or "agent",
+                   seconds=round(time.perf_counter() - t0, 3))
+        out = {k: out.get(k) for k in KEYS}
+        if opts["json"]:
+            self.stdout.write(json.dumps(out))
+        else:
+            self.stdout.write(self._human(out))
+
+    # ------------------------------------------------------------------------------------------
+
+    def _dry_run(self, agent: Any, policy: Policy, show: bool) -> dict[str, Any]:
+        from consolidation.planning import plan as make_plan
+
+        bar = progress_bar(3, "reading the store", show)
+        records = _embed_missing(read_records(agent))
+        bar.update()
+        bar.set_description("planning")
+        p = make_plan(records, policy, now=datetime.now(UTC), fieldmap=agent.get_field_map())
+        bar.update()
+        bar.set_description("measuring recall")
+        rc = recall_check(agent, records, p, policy)
+        bar.update()
+        bar.close()
+        r = p.result
+        loss_ok = not r.exceeds_loss(policy.max_loss_fraction) and not r.rejected
+        return {
+            "pass_id": None, "status": "dry_run", "entries_before": r.entries_before,
+            "entries_after": r.entries_after, "merged": r.merged, "promoted": r.promoted,
+            "pruned": r.pruned, "reconciled": (r.context or {}).get("reconciled", 0),
+            "loss_fraction": r.loss_fraction, "max_loss_fraction": policy.max_loss_fraction,
+            "guard_passed": loss_ok,
+            "guard_reason": r.reason or (
+                f"loss {r.loss_fraction:.1%} {'≤' if loss_ok else '>'} maximum {policy.max_loss_fraction:.1%}"
+            ),
+            **self._recall_fields(rc),
+        }
+
+    def _run(self, agent: Any, policy: Policy, policy_name: str | None, apply: bool, show: bool) -> dict[str, Any]:
+        from memoryadmin.console import services
+
+        kwargs: dict[str, Any] = {}
+        if policy_name is not None:
+            if "policy" not in inspect.signature(services.pass_request).parameters:
+                raise bad_input(
+                    "--policy works with --dry-run only until passes accept a policy override; "
+                    "set the agent's policy in the console to run a stored pass with it."
+                )
+            kwargs["policy"] = policy
+        bar = progress_bar(4 if apply else 3, "planning", show)
+        run = services.pass_request(agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True, **kwargs)
+        run.refresh_from_db()
+        if run.status == Pass.Status.QUEUED:  # inside an outer transaction on_commit has not run
+            run = services.pass_run(run=run)
+        run.refresh_from_db()
+        bar.update()
+        rc = run.recall or {}
+        if not rc and run.status in (Pass.Status.PROPOSED, Pass.Status.REJECTED_BY_GUARD):
+            # The pass did not measure recall itself: measure it here (store is unchanged).
+            bar.set_description("measuring recall")
+            from memoryadmin.console.review import to_engine_operation
+
+            ops = [to_engine_operation(op) for op in run.operations.filter(excluded=False)]
+            rc = recall_check(agent, _embed_missing(read_records(agent)), ops, policy)
+        bar.update()
+        if apply and run.status == Pass.Status.PROPOSED and rc.get("passed", True):
+            bar.set_description("applying")
+            run = services.pass_approve(run=run, user=None, note="approved with consolidate --apply")
+            run = services.pass_apply(run=run)
+            run.refresh_from_db()
+        bar.update()
+        bar.close()
+        return {
+            "pass_id": run.pk, "status": run.status, "entries_before": run.entries_before,
+            "entries_after": run.entries_after, "merged": run.merged, "promoted": run.promoted,
+            "pruned": run.pruned, "reconciled": run.reconciled, "loss_fraction": run.loss_fraction,
+            "max_loss_fraction": run.max_loss_fraction, "guard_passed": run.guard_passed,
+            "guard_reason": run.guard_reason or run.reason or run.error,
+            **self._recall_fields(rc),
+        }
+
+    @staticmethod
+    def _recall_fields(rc: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "recall_passed": rc.get("passed"),
+            "recall_reason": rc.get("reason"),
+            "recall_before": rc.get("answer_recall_before"),
+            "recall_after": rc.get("answer_recall_after"),
+            "context_chars_before": rc.get("context_chars_before"),
+            "context_chars_after": rc.get("context_chars_after"),
+        }
+
+    @staticmethod
+    def _human(o: dict[str, Any]) -> str:
+        def f(v: Any, fmt: str) -> str:
+            return "n/a" if v is None else format(v, fmt)
+
+        head = f"pass #{o['pass_id']}" if o["pass_id"] else "dry run"
+        return "\n".join([
+            f"{head} of {o['agent']}: {o['status']} ({o['seconds']:.1f} s)",
+            f"  entries {o['entries_before']:,} → {o['entries_after']:,}: merged {o['merged']}, "
+            f"promoted {o['promoted']}, pruned {o['pruned']}, reconciled {o['reconciled']}",
+            f"  loss {f(o['loss_fraction'], '.1%')} (max {f(o['max_loss_fraction'], '.1%')}); "
+            f"guard {'passed' if o['guard_passed'] else 'failed'}: {o['guard_reason'] or ''}",
+            f"  answer recall@10 {f(o['recall_before'], '.3f')} → {f(o['recall_after'], '.3f')}; "
+            f"context {f(o['context_chars_before'], ',.0f')} → {f(o['context_chars_after'], ',.0f')} chars; "
+            f"{o['recall_reason'] or ''}",
+        ])
