@@ -1,0 +1,63 @@
+"""Django admin: console models listed read-only, since edits there would bypass the audit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+
+from .models import Agent, ArchivedMemory, AuditEvent, Operation, Pass, ProbeQuery, StoreSample
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """No add, change or delete: every write goes through ``services`` and is audited."""
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Agent)
+class AgentAdmin(ReadOnlyAdmin):
+    list_display = ("name", "slug", "collection_name", "auto_apply", "schedule_cron", "schedule_enabled")
+    search_fields = ("name", "slug", "collection_name")
+
+
+@admin.register(Pass)
+class PassAdmin(ReadOnlyAdmin):
+    list_display = ("id", "agent", "status", "trigger", "loss_fraction", "guard_passed", "created_at")
+    list_filter = ("status", "trigger", "agent")
+
+
+@admin.register(Operation)
+class OperationAdmin(ReadOnlyAdmin):
+    list_display = ("id", "run", "index", "kind", "rule", "status", "excluded")
+    list_filter = ("kind", "status")
+
+
+@admin.register(ArchivedMemory)
+class ArchivedMemoryAdmin(ReadOnlyAdmin):
+    list_display = ("memory_id", "agent", "action", "run", "actor", "archived_at", "restored_at")
+    list_filter = ("action", "agent")
+    search_fields = ("memory_id", "document")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "actor", "verb", "agent", "run", "from_status", "to_status")
+    list_filter = ("verb", "actor")
+
+
+@admin.register(ProbeQuery)
+class ProbeQueryAdmin(ReadOnlyAdmin):
+    list_display = ("id", "agent", "question", "category")
+
+
+@admin.register(StoreSample)
+class StoreSampleAdmin(ReadOnlyAdmin):
+    list_display = ("agent", "count", "taken_at")

@@ -1,0 +1,21 @@
+"""Service-layer exceptions (re-exported by ``services``); their message is shown as is."""
+
+from __future__ import annotations
+
+__all__ = ["GuardRefused", "PassAlreadyActive", "ServiceError", "StoreUnavailable"]
+
+
+class ServiceError(Exception):
+    """A refused or failed console action; ``str(error)`` is shown to the operator as is."""
+
+
+class PassAlreadyActive(ServiceError):
+    """Another pass of the same agent is queued, running, approved, applying or rolling back (I-5)."""
+
+
+class GuardRefused(ServiceError):
+    """Approving was refused because the loss guard fails on the operations now included."""
+
+
+class StoreUnavailable(ServiceError):
+    """The agent's Chroma store cannot be reached or opened (server down, collection missing)."""

@@ -1,0 +1,37 @@
+"""``manage.py census AGENT [--json]``: store and archive record counts and content hashes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memoryadmin.console import services
+from memoryadmin.console.models import Agent
+
+
+class Command(BaseCommand):
+    help = (
+        "Print an agent's store record count and SHA-256 over ids, documents, metadata and "
+        "embeddings, and the same for its archive. Equal hashes mean byte-identical contents."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("agent", help="agent slug")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        agent = Agent.objects.filter(slug=options["agent"]).first()
+        if agent is None:
+            raise CommandError(f"No agent with the slug {options['agent']!r}.")
+        try:
+            census = services.agent_census(agent=agent)
+        except services.ServiceError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(census, sort_keys=True))
+            return
+        for part in ("store", "archive"):
+            c = census[part]
+            self.stdout.write(f"{part:8} {c['count']:>8} records  sha256 {c['sha256']}")

@@ -1,0 +1,54 @@
+"""Roles as groups with permissions: viewer (reads), reviewer (+ proposals), admin (+ agents, memories).
+
+Login is required everywhere, so a viewer needs no permission to read. ``ensure_roles`` is
+idempotent (``manage.py setup_roles``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ROLE_PERMISSIONS", "ROLES", "can_edit_memories", "can_manage", "can_review", "ensure_roles"]
+
+REVIEW = "console.review_pass"
+MANAGE = "console.manage_agents"
+EDIT_MEMORIES = "console.edit_memories"
+
+ROLES = ("viewer", "reviewer", "admin")
+ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "viewer": (),
+    "reviewer": (REVIEW,),
+    "admin": (REVIEW, MANAGE, EDIT_MEMORIES),
+}
+"""Group name → permissions (``app_label.codename``) it holds, exactly."""
+
+
+def ensure_roles() -> dict[str, int]:
+    """Create the three groups and set their permissions exactly; returns group → permission count."""
+    from django.contrib.auth.models import Group, Permission
+
+    out = {}
+    for role, perms in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        objs = []
+        for perm in perms:
+            app_label, codename = perm.split(".", 1)
+            objs.append(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+        group.permissions.set(objs)
+        out[role] = len(objs)
+    return out
+
+
+def can_review(user: Any) -> bool:
+    """True when ``user`` may approve, reject, exclude and edit proposals (reviewer, admin)."""
+    return bool(user and user.is_authenticated and user.has_perm(REVIEW))
+
+
+def can_manage(user: Any) -> bool:
+    """True when ``user`` may create and edit agents, policies and schedules (admin)."""
+    return bool(user and user.is_authenticated and user.has_perm(MANAGE))
+
+
+def can_edit_memories(user: Any) -> bool:
+    """True when ``user`` may pin, edit and delete single memories (admin)."""
+    return bool(user and user.is_authenticated and user.has_perm(EDIT_MEMORIES))

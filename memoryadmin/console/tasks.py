@@ -1,0 +1,66 @@
+"""django-q2 task entry points: thin, primitive ids, safe to run twice, never raise.
+
+Each loads its object, calls one service and records failures on the pass; the return value is
+a short sentence stored in django-q2's result (the UI reads our own models, never these).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from . import services
+from .models import Agent, Pass
+
+__all__ = ["apply_pass", "run_pass", "scheduled_pass"]
+
+log = logging.getLogger(__name__)
+
+
+def run_pass(pass_id: int) -> str:
+    """Plan pass ``pass_id`` (a no-op unless it is queued); failures mark it ``failed``."""
+    try:
+        run = Pass.objects.get(pk=pass_id)
+    except Pass.DoesNotExist:
+        return f"pass #{pass_id} does not exist"
+    try:
+        run = services.pass_run(run=run)
+    except Exception as exc:  # pass_run records its own failures; this is the last resort
+        log.exception("run_pass(%s) crashed", pass_id)
+        run = services.pass_fail(run=run, error=f"{type(exc).__name__}: {exc}")
+    return f"pass #{pass_id}: {run.status}"
+
+
+def apply_pass(pass_id: int) -> str:
+    """Apply (or resume applying) pass ``pass_id``; a no-op unless approved or applying."""
+    try:
+        run = Pass.objects.get(pk=pass_id)
+    except Pass.DoesNotExist:
+        return f"pass #{pass_id} does not exist"
+    try:
+        run = services.pass_apply(run=run)
+    except Exception as exc:
+        log.exception("apply_pass(%s) crashed", pass_id)
+        Pass.objects.filter(pk=pass_id).update(error=f"{type(exc).__name__}: {exc}")
+        return f"pass #{pass_id}: apply interrupted ({exc})"
+    return f"pass #{pass_id}: {run.status}"
+
+
+def scheduled_pass(agent_id: int) -> str:
+    """The agent's django-q2 ``Schedule`` target: request a pass with trigger ``schedule``.
+
+    A pass already active for the agent makes this one refuse (recorded by the service as an
+    audit event ``refused``, not queued twice). A deleted or paused agent is skipped.
+    """
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        return f"agent #{agent_id} does not exist"
+    if not agent.schedule_enabled:
+        return f"agent {agent.slug}: schedule paused"
+    try:
+        run = services.pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
+    except services.PassAlreadyActive as exc:
+        return f"agent {agent.slug}: refused ({exc})"
+    except Exception as exc:
+        log.exception("scheduled_pass(%s) crashed", agent_id)
+        return f"agent {agent.slug}: {type(exc).__name__}: {exc}"
+    return f"agent {agent.slug}: pass #{run.pk} queued"

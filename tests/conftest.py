@@ -1,0 +1,179 @@
+"""Shared fixtures: in-process Chroma, django-q2 in sync mode, three users in the role groups,
+and an ``agent_with_memories`` factory that writes memories with real embeddings.
+
+- Chroma: ``settings.CHROMA_MODE = "ephemeral"`` (an in-process ``EphemeralClient``). Every
+  EphemeralClient of a process shares one state, so each test gets unique collection names
+  (``unique_name``).
+- django-q2 reads ``Q_CLUSTER["sync"]`` once, at import, into ``django_q.conf.Conf.SYNC``; the
+  ``q_sync`` fixture (autouse) sets that attribute, so ``async_task`` runs inline in tests.
+- Users: alice (admin), bob (reviewer), carol (viewer); password ``"password"``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+PASSWORD = "password"
+
+_EMBED_CACHE: dict[str, np.ndarray] = {}
+
+
+def embed_texts(texts: Sequence[str]) -> np.ndarray:
+    """``(len(texts), 384) float32`` from the offline embedder, cached per text for the session."""
+    from consolidation.adapters.embedder import get_default_embedder
+
+    todo = sorted({t for t in texts if t not in _EMBED_CACHE})
+    if todo:
+        for text, vec in zip(todo, get_default_embedder().embed(todo), strict=True):
+            _EMBED_CACHE[text] = np.asarray(vec, dtype=np.float32)
+    return np.stack([_EMBED_CACHE[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+
+
+def _is_engine_test(request: pytest.FixtureRequest) -> bool:
+    # The pure engine's tests never touch Django; keep them free of Django fixtures.
+    return "consolidation" in request.path.parts
+
+
+@pytest.fixture(autouse=True)
+def chroma_ephemeral(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every console test talks to the in-process Chroma (no server needed)."""
+    if _is_engine_test(request):
+        yield
+        return
+    from memoryadmin.console import stores
+
+    request.getfixturevalue("settings").CHROMA_MODE = "ephemeral"
+    stores.reset_client_cache()
+    yield
+    stores.reset_client_cache()
+
+
+@pytest.fixture(autouse=True)
+def q_sync(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """django-q2 runs tasks inline (``Conf.SYNC`` is read at import, so patch the attribute)."""
+    if _is_engine_test(request):
+        return
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+
+
+@pytest.fixture
+def unique_name() -> Callable[[str], str]:
+    """``unique_name("mem")`` → ``"mem-<12 hex>"``: collection/slug names unique in the process."""
+    return lambda prefix="t": f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def roles(db: Any) -> dict[str, int]:
+    """The viewer/reviewer/admin groups with their permissions."""
+    from memoryadmin.console.roles import ensure_roles
+
+    return ensure_roles()
+
+
+def _user(username: str, role: str) -> Any:
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(username, f"{username}@example.org", PASSWORD)
+    user.groups.add(Group.objects.get(name=role))
+    return User.objects.get(pk=user.pk)  # fresh: no cached permissions
+
+
+@pytest.fixture
+def alice(roles: Any) -> Any:
+    """An admin (agents, memories, reviews)."""
+    return _user("alice", "admin")
+
+
+@pytest.fixture
+def bob(roles: Any) -> Any:
+    """A reviewer (approve/reject/exclude/edit proposals)."""
+    return _user("bob", "reviewer")
+
+
+@pytest.fixture
+def carol(roles: Any) -> Any:
+    """A viewer (reads only)."""
+    return _user("carol", "viewer")
+
+
+FIXED_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+"""Clock the service tests plan with (ages of memories are measured from it)."""
+
+
+def memory_records(
+    texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None, *, prefix: str = "mem"
+) -> list[Any]:
+    """``MemoryRecord``s ``prefix-000``… with real embeddings and default metadata
+    (``created_at`` a day before :data:`FIXED_NOW`, importance 0.5)."""
+    from consolidation import MemoryRecord
+
+    vectors = embed_texts(list(texts))
+    out = []
+    for i, text in enumerate(texts):
+        meta = {"created_at": (FIXED_NOW - timedelta(days=1)).isoformat(), "importance": 0.5}
+        if metadatas is not None:
+            meta.update(metadatas[i])
+        out.append(MemoryRecord(f"{prefix}-{i:03d}", text, vectors[i], meta))
+    return out
+
+
+@pytest.fixture
+def agent_with_memories(db: Any, unique_name: Callable[[str], str]) -> Callable[..., Any]:
+    """Factory: ``agent_with_memories(texts, metadatas=None, **agent_fields) -> Agent``.
+
+    Creates the agent and its collection through ``services.agent_create`` and writes one memory
+    per text (ids ``mem-000``…), embedded by the offline embedder. ``texts`` may be an int N
+    for N distinct sentences.
+    """
+    from memoryadmin.console import services, stores
+
+    def make(
+        texts: Sequence[str] | int = 5,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        **fields: Any,
+    ) -> Any:
+        if isinstance(texts, int):
+            texts = DISTINCT_FACTS[:texts]
+        slug = fields.pop("slug", None) or unique_name("agent")
+        fields.setdefault("name", slug.replace("-", " ").title())
+        fields.setdefault("collection_name", unique_name("mem"))
+        agent = services.agent_create(slug=slug, **fields)
+        records = memory_records(texts, metadatas)
+        if records:
+            stores.get_store(agent).upsert(records)
+        return agent
+
+    return make
+
+
+DISTINCT_FACTS = [
+    "Caroline moved from Sweden to Boston four years ago.",
+    "Melanie ran a charity race for mental health last Saturday.",
+    "The team's quarterly planning meeting is every first Monday.",
+    "Jon's favourite board game is Settlers of Catan.",
+    "The office coffee machine was replaced with an espresso maker.",
+    "Gina adopted a grey rescue cat named Pixel.",
+    "The database backups run nightly at two in the morning.",
+    "Tim is learning to play the cello with a private teacher.",
+    "Audrey's sister is getting married in Lisbon next spring.",
+    "The project deadline moved from March to the end of April.",
+    "Nate prefers window seats on long-haul flights.",
+    "The library on Elm Street closes early on Fridays.",
+    "Maria is allergic to peanuts and carries an epinephrine pen.",
+    "The garden's tomato plants were hit by blight in August.",
+    "Evan bought a second-hand electric bike for commuting.",
+    "The family reunion is planned for the lake house in July.",
+    "Joanna is writing a screenplay about a lighthouse keeper.",
+    "Our router firmware was updated to fix a wifi dropout bug.",
+    "Deborah volunteers at the animal shelter on weekends.",
+    "The bakery downstairs sells sourdough only on Thursdays.",
+]
+"""Twenty unrelated facts (no two similar enough to merge under the default policy)."""
