@@ -1,0 +1,241 @@
+"""Consolidator: PraisonAI-style memory, our store protocol, guard, dry run, write order."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from consolidation import (
+    ConsolidationResult,
+    Consolidator,
+    MemoryRecord,
+    OpKind,
+    Policy,
+    WritableMemoryStore,
+)
+
+from ._vectors import at_cosine, basis
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def clock() -> datetime:
+    return NOW
+
+
+class PraisonMemory:
+    """The shape PraisonAI's memory exposes: get_all_memories() → list of dicts. Read-only."""
+
+    def __init__(self, items: list[dict]):
+        self.items = items
+
+    def get_all_memories(self) -> list[dict]:
+        return [dict(i) for i in self.items]
+
+
+class DictStore:
+    """A real in-process implementation of WritableMemoryStore that logs every call."""
+
+    def __init__(self, records: Sequence[MemoryRecord]):
+        self.data = {r.id: r for r in records}
+        self.log: list[tuple[str, list[str]]] = []
+
+    def count(self) -> int:
+        return len(self.data)
+
+    def iter_pages(self, *, page_size: int = 5000, include_embeddings: bool = True):
+        rows = [self.data[k] for k in sorted(self.data)]
+        for i in range(0, len(rows), page_size):
+            yield rows[i : i + page_size]
+
+    def get(self, ids, *, include_embeddings: bool = True):
+        self.log.append(("get", list(ids)))
+        return [self.data[i] for i in ids if i in self.data]
+
+    def upsert(self, records):
+        self.log.append(("upsert", [r.id for r in records]))
+        for r in records:
+            assert r.embedding is not None
+            self.data[r.id] = r
+
+    def delete(self, ids):
+        self.log.append(("delete", list(ids)))
+        for i in ids:
+            self.data.pop(i, None)
+
+    def snapshot(self):
+        return {k: (r.document, r.metadata, r.embedding.tobytes()) for k, r in self.data.items()}
+
+
+class CountingEmbedder:
+    """Deterministic offline embedder for tests: every text → axis 5 (all texts alike)."""
+
+    dim = 384
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return np.tile(basis(5), (len(texts), 1))
+
+
+def praison_items() -> list[dict]:
+    return [
+        {"id": "1", "text": "Alice likes jazz", "metadata": {"session": "s1"},
+         "embedding": basis(0).tolist()},
+        {"id": "2", "memory": "alice likes jazz!", "metadata": {"session": "s2"},
+         "embedding": basis(0).tolist()},
+        {"id": "3", "content": "Bob plays chess", "metadata": None, "embedding": basis(1).tolist()},
+        {"id": "4", "text": "Carol has a cat", "metadata": {}, "embedding": basis(2).tolist()},
+    ]
+
+
+def store_records() -> list[MemoryRecord]:
+    return [
+        MemoryRecord("a", "Alice likes jazz", basis(0), {"session": "s1", "importance": 0.3}),
+        MemoryRecord("b", "Alice likes jazz.", at_cosine(0, 0.99, 3), {"session": "s2"}),
+        MemoryRecord("c", "Bob plays chess", basis(1), {"access_count": 9}),
+        MemoryRecord("d", "Carol has a cat", basis(2), {}),
+        MemoryRecord("e", "Dan owns a boat", basis(4), {}),
+    ]
+
+
+def test_it_consolidates_a_praisonai_memory_without_writing():
+    memory = PraisonMemory(praison_items())
+    result = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(memory)
+    assert isinstance(result, ConsolidationResult)
+    assert (result.entries_before, result.merged, result.entries_after) == (4, 2, 3)
+    assert result.retained_originals == 2 and result.loss_fraction == 0.5
+    assert result.rejected is True  # 0.5 > 0.25: the default guard refuses it
+    result = Consolidator(clock=clock).consolidate(memory, max_loss_fraction=0.5)
+    assert not result.rejected
+    assert result.context["applied"] is False and result.context["write_skipped"] == "read-only memory"
+    assert result.context["operations"]["merge"] == 1
+    assert memory.items == praison_items()
+
+
+def test_it_embeds_only_memories_without_embeddings():
+    items = praison_items()
+    del items[2]["embedding"]
+    embedder = CountingEmbedder()
+    Consolidator(embedder=embedder, clock=clock).consolidate(PraisonMemory(items), max_loss_fraction=1.0)
+    assert embedder.calls == [["Bob plays chess"]]
+
+
+@pytest.mark.parametrize(
+    ("items", "error"),
+    [
+        ([{"text": "no id"}], ValueError),
+        ([{"id": "x"}], ValueError),
+        ([{"id": "x", "text": "t", "metadata": [1]}], ValueError),
+        (["just a string"], ValueError),
+    ],
+)
+def test_it_rejects_malformed_memories(items, error):
+    with pytest.raises(error):
+        Consolidator(embedder=CountingEmbedder()).consolidate(PraisonMemory(items))
+
+
+def test_it_rejects_an_object_that_is_not_a_memory():
+    with pytest.raises(TypeError):
+        Consolidator().consolidate(object())
+
+
+def test_it_writes_through_the_store_in_i3_order():
+    store = DictStore(store_records())
+    assert isinstance(store, WritableMemoryStore)
+    result = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(store, max_loss_fraction=0.5)
+    assert not result.rejected and result.context["applied"] is True
+    kinds = [k for k, _ in store.log]
+    assert kinds.index("upsert") < kinds.index("delete")
+    upserted = next(ids for k, ids in store.log if k == "upsert")
+    assert any(k == "get" and ids == upserted for k, ids in store.log[kinds.index("upsert"):])
+    assert set(store.data) == {"c", "d", "e", upserted[0]}
+    merged = store.data[upserted[0]]
+    assert merged.metadata["merged_from"] == ["a", "b"] and merged.metadata["session"] == ["s1", "s2"]
+    assert store.data["c"].metadata["tier"] == "curated"  # promoted (access_count 9)
+    assert (result.merged, result.promoted) == (2, 1)
+
+
+def test_it_never_writes_in_dry_run():
+    store = DictStore(store_records())
+    before = store.snapshot()
+    result = Consolidator(dry_run=True, clock=clock).consolidate(store, max_loss_fraction=1.0)
+    assert result.merged == 2 and result.context["write_skipped"] == "dry_run"
+    assert store.snapshot() == before
+    assert not any(k in ("upsert", "delete") for k, _ in store.log)
+
+
+def test_it_writes_nothing_when_the_guard_trips():
+    store = DictStore(store_records())
+    before = store.snapshot()
+    result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.1)
+    assert result.rejected is True
+    assert "40.0%" in result.reason and "10.0%" in result.reason
+    assert store.snapshot() == before and store.log == []
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.1, 1.5, True, "x", None])
+def test_it_rejects_an_invalid_threshold_and_writes_nothing(bad):
+    store = DictStore(store_records())
+    before = store.snapshot()
+    result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=bad)
+    assert result.rejected is True and "invalid loss threshold" in result.reason
+    assert store.snapshot() == before and store.log == []
+
+
+def test_it_plans_without_writing():
+    store = DictStore(store_records())
+    plan = Consolidator(clock=clock).plan(store)
+    assert {op.kind for op in plan.operations} == {OpKind.MERGE, OpKind.PROMOTE}
+    assert store.log == []
+
+
+def test_it_consolidates_asynchronously():
+    store = DictStore(store_records())
+    result = asyncio.run(
+        Consolidator(clock=clock, embedder=CountingEmbedder()).aconsolidate(store, max_loss_fraction=0.5)
+    )
+    assert result.context["applied"] is True and "a" not in store.data
+
+
+def test_it_builds_with_no_arguments():
+    c = Consolidator()
+    assert c.policy == Policy() and c.dry_run is False
+    assert c._embedder is None  # created lazily, on first use
+
+
+def test_it_uses_the_default_offline_embedder_when_embeddings_are_missing():
+    items = [
+        {"id": "1", "text": "Alice hired Bob", "metadata": {"created_at": "2024-12-01"}},
+        {"id": "2", "text": "Bob hired Alice", "metadata": {"created_at": "2024-12-20"}},
+        {"id": "3", "text": "Alice likes jazz", "metadata": {"created_at": "2024-12-01"}},
+        {"id": "4", "text": "Alice likes jazz.", "metadata": {"created_at": "2024-12-02"}},
+    ]
+    plan = Consolidator(clock=clock).plan(PraisonMemory(items))
+    (op,) = plan.operations
+    assert op.kind == OpKind.MERGE and op.source_ids == ["3", "4"]  # the role swap is kept apart
+    assert plan.context["contradictions"]["found"] == {"role_swap": 1}
+
+
+def test_it_consolidates_a_chroma_collection():
+    chroma_store = pytest.importorskip("consolidation.adapters.chroma_store")
+    chromadb = pytest.importorskip("chromadb")
+    client = chromadb.EphemeralClient()
+    collection = client.create_collection(f"ct-{uuid.uuid4().hex}", metadata={"hnsw:space": "cosine"})
+    store = chroma_store.ChromaMemoryStore(collection)
+    store.upsert(store_records())
+    result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
+    assert not result.rejected and result.context["applied"] is True
+    ids = set(collection.get()["ids"])
+    assert {"c", "d", "e"} <= ids and not ({"a", "b"} & ids) and len(ids) == 4
+    merged_id = next(i for i in ids if i.startswith("m-"))
+    (merged,) = store.get([merged_id])
+    assert merged.metadata["merged_from"] == ["a", "b"]
+    assert store.get(["c"])[0].metadata["tier"] == "curated"
