@@ -1,5 +1,32 @@
-"""Console URLs (views are added by the UI work)."""
+"""Console URLs. Memory ids travel as ``?id=`` (query string or form field), never in the path:
+ids written by other tools may contain "/" or other characters a path segment cannot hold."""
 
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("agents/", views.agent_list, name="agent_list"),
+    path("agents/new/", views.agent_create, name="agent_create"),
+    path("agents/schedule-preview/", views.schedule_preview, name="schedule_preview"),
+    path("agents/<slug:slug>/", views.agent_detail, name="agent_detail"),
+    path("agents/<slug:slug>/edit/", views.agent_edit, name="agent_edit"),
+    path("agents/<slug:slug>/delete/", views.agent_delete, name="agent_delete"),
+    path("agents/<slug:slug>/run/", views.agent_run, name="agent_run"),
+    path("agents/<slug:slug>/memories/", views.memory_list, name="memory_list"),
+    path("agents/<slug:slug>/memory/", views.memory_detail, name="memory_detail"),
+    path("agents/<slug:slug>/memory/pin/", views.memory_pin, name="memory_pin"),
+    path("agents/<slug:slug>/memory/edit/", views.memory_edit, name="memory_edit"),
+    path("agents/<slug:slug>/memory/delete/", views.memory_delete, name="memory_delete"),
+    path("passes/<int:pk>/", views.pass_detail, name="pass_detail"),
+    path("passes/<int:pk>/progress/", views.pass_progress, name="pass_progress"),
+    path("passes/<int:pk>/approve/", views.pass_approve, name="pass_approve"),
+    path("passes/<int:pk>/reject/", views.pass_reject, name="pass_reject"),
+    path("passes/<int:pk>/ops/<int:op_id>/exclude/", views.operation_exclude, name="operation_exclude"),
+    path("passes/<int:pk>/ops/<int:op_id>/edit/", views.operation_edit, name="operation_edit"),
+    path("audit/", views.audit, name="audit"),
+    path("audit/export.csv", views.audit_csv, name="audit_csv"),
+]

@@ -1,0 +1,338 @@
+"""Console forms: validation only. Writes go through ``services``; these forms never save.
+
+The policy fields are generated from :class:`consolidation.Policy` (one form field per dataclass
+field, with its help text), and the whole policy is validated by constructing a ``Policy``, so
+the form can never accept a value the engine refuses (NaN, inf, -1, 2 …).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import MISSING, fields
+from typing import Any
+
+from django import forms
+from django.core.validators import RegexValidator
+
+from consolidation import FieldMap, Policy
+
+from .models import Agent
+from .selectors import AUDIT_FILTERS
+
+POLICY_HELP: dict[str, str] = {
+    "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
+    "the memories (0–1; default 0.25, the PraisonAI contract's conservative default).",
+    "merge_exact": "Fold exact duplicates (same normalised text).",
+    "merge_near": "Fold near-duplicates found by cosine similarity.",
+    "link_threshold": "Every pair in a near-duplicate group must be at least this similar "
+    "(cosine, 0–1; default 0.90).",
+    "max_group_size": "Most sources one merge may fold (≥ 2; default 8).",
+    "max_merged_chars": "Longest merged text, in characters (≥ 20; default 1000).",
+    "contradiction_threshold": "Pairs at least this similar are checked for contradiction "
+    "before any merge (cosine, −1–1; default 0.75).",
+    "reconcile": "Turn unambiguous contradictions into reconcile operations (newer kept).",
+    "promote": "Promote reinforced or important memories to the curated tier.",
+    "curated_tier": "Tier name given to promoted memories (default “curated”).",
+    "promote_min_sessions": "Promote a memory seen in at least this many sessions (default 3).",
+    "promote_min_importance": "Promote a memory with at least this importance (0–1; default 0.8).",
+    "promote_min_access": "Promote a memory accessed at least this many times (default 5).",
+    "prune": "Prune old, low-value memories by exponential decay.",
+    "prune_half_life_days": "Half-life of importance decay, in days (> 0; default 30).",
+    "prune_threshold": "Prune when importance × 0.5^(age/half-life) falls below this (0–1; default 0.05).",
+    "prune_min_age_days": "Never prune memories younger than this many days (≥ 0; default 30).",
+    "min_recall_retention": "Reject a pass whose answer recall@k falls below this fraction of "
+    "the recall before (0–1; empty disables the recall guard; default 0.98).",
+    "recall_k": "k for answer recall@k (default 10).",
+}
+
+FIELD_MAP_KEYS = ("created_at", "importance", "tier", "pinned")
+"""Field-map keys an operator sets when attaching an existing collection."""
+
+_COLLECTION_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
+collection_name_validator = RegexValidator(
+    _COLLECTION_RE,
+    "Chroma collection names are 3–512 characters of letters, digits, “.”, “_” and “-”, "
+    "starting and ending with a letter or digit.",
+)
+
+
+def _collection_name_extra(value: str) -> None:
+    # Chroma also refuses ".." anywhere and names that look like IPv4 addresses.
+    if ".." in value:
+        raise forms.ValidationError("Chroma collection names cannot contain “..”.")
+    if re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", value):
+        raise forms.ValidationError("Chroma collection names cannot be IPv4 addresses.")
+
+
+def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
+    label = name.replace("_", " ").capitalize()
+    help_text = POLICY_HELP.get(name, "")
+    if type_name == "bool":
+        return forms.BooleanField(label=label, required=False, initial=default, help_text=help_text)
+    if type_name == "int":
+        return forms.IntegerField(label=label, initial=default, help_text=help_text, min_value=1)
+    if type_name == "str":
+        return forms.CharField(label=label, initial=default, help_text=help_text, max_length=60)
+    optional = "None" in type_name
+    return forms.FloatField(label=label, initial=default, help_text=help_text, required=not optional)
+
+
+POLICY_FIELDS: list[str] = [f.name for f in fields(Policy)]
+
+
+class PolicyFieldsMixin(forms.Form):
+    """Adds one form field per :class:`Policy` field and validates them as a whole ``Policy``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for f in fields(Policy):
+            default = f.default if f.default is not MISSING else None
+            self.fields[f"policy_{f.name}"] = _policy_formfield(f.name, str(f.type), default)
+
+    def policy_bound_fields(self) -> list[forms.BoundField]:
+        """The policy fields in dataclass order (for the template)."""
+        return [self[f"policy_{name}"] for name in POLICY_FIELDS]
+
+    def clean_policy(self) -> Policy | None:
+        """Build the ``Policy`` from cleaned fields; a ``ValueError`` becomes a field error."""
+        values = {}
+        for name in POLICY_FIELDS:
+            key = f"policy_{name}"
+            if key in self.errors:
+                return None
+            values[name] = self.cleaned_data.get(key)
+        try:
+            return Policy.from_dict(values)
+        except ValueError as exc:
+            first = str(exc).split(" ", 1)[0]
+            bad = first if first in POLICY_FIELDS else None
+            self.add_error(f"policy_{bad}" if bad else None, str(exc))
+            return None
+
+    @staticmethod
+    def policy_initial(policy: Policy) -> dict[str, Any]:
+        return {f"policy_{k}": v for k, v in policy.to_dict().items()}
+
+
+class CronMixin(forms.Form):
+    """``schedule_cron`` validated by the same preview the page shows."""
+
+    schedule_cron = forms.CharField(
+        label="Schedule (cron)",
+        max_length=120,
+        initial="0 3 * * *",
+        help_text="5-field cron: minute hour day-of-month month day-of-week (server time zone "
+        "for running; preview below in yours).",
+    )
+    schedule_enabled = forms.BooleanField(label="Schedule enabled", required=False, initial=True)
+
+    def clean_schedule_cron(self) -> str:
+        from .selectors import next_runs, operator_zone
+
+        cron = " ".join(self.cleaned_data["schedule_cron"].split())
+        if len(cron.split()) != 5:
+            raise forms.ValidationError("Enter a 5-field cron expression, e.g. “0 3 * * *”.")
+        try:
+            next_runs(cron=cron, tz=operator_zone(None), count=1)
+        except ValueError as exc:
+            raise forms.ValidationError(f"Invalid cron expression: {exc}") from exc
+        return cron
+
+
+class AgentCreateForm(PolicyFieldsMixin, CronMixin):
+    """Create an agent: a new collection, or attach an existing one with a field mapping."""
+
+    name = forms.CharField(max_length=120)
+    slug = forms.SlugField(max_length=80, help_text="URL name: letters, digits, “-” and “_”.")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    collection_name = forms.CharField(
+        max_length=512,
+        validators=[collection_name_validator, _collection_name_extra],
+        help_text="Chroma collection that holds this agent's memories.",
+    )
+    attach = forms.BooleanField(
+        required=False,
+        label="Attach an existing collection",
+        help_text="Read an existing collection as it is instead of creating a new one.",
+    )
+    auto_apply = forms.BooleanField(
+        required=False, help_text="Apply a proposal that passes the guard without review."
+    )
+    field_created_at = forms.CharField(required=False, max_length=120, label="Created-at key")
+    field_importance = forms.CharField(required=False, max_length=120, label="Importance key")
+    field_tier = forms.CharField(required=False, max_length=120, label="Tier key")
+    field_pinned = forms.CharField(required=False, max_length=120, label="Pinned key")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        defaults = FieldMap()
+        for key in FIELD_MAP_KEYS:
+            self.fields[f"field_{key}"].help_text = f"Metadata key (default “{getattr(defaults, key)}”)."
+        order = ["name", "slug", "description", "collection_name", "attach", *[f"field_{k}" for k in FIELD_MAP_KEYS],
+                 "auto_apply", "schedule_cron", "schedule_enabled"]
+        self.order_fields(order)
+
+    def clean_slug(self) -> str:
+        slug = self.cleaned_data["slug"]
+        if Agent.objects.filter(slug=slug).exists():
+            raise forms.ValidationError("An agent with this slug already exists.")
+        return slug
+
+    def clean_collection_name(self) -> str:
+        name = self.cleaned_data["collection_name"]
+        if Agent.objects.filter(collection_name=name).exists():
+            raise forms.ValidationError("Another agent already uses this collection.")
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["policy"] = self.clean_policy()
+        data["field_map"] = {k: data[f"field_{k}"].strip() for k in FIELD_MAP_KEYS if data.get(f"field_{k}", "").strip()}
+        return data
+
+    def service_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``services.agent_create`` (after ``is_valid()``)."""
+        d = self.cleaned_data
+        return {
+            "name": d["name"], "slug": d["slug"], "collection_name": d["collection_name"],
+            "attach": d["attach"], "field_map": d["field_map"], "policy": d["policy"].to_dict(),
+            "auto_apply": d["auto_apply"], "schedule_cron": d["schedule_cron"],
+            "schedule_enabled": d["schedule_enabled"], "description": d["description"],
+        }
+
+
+class AgentEditForm(PolicyFieldsMixin, CronMixin):
+    """Edit an agent's name, description, policy, auto-apply and schedule."""
+
+    name = forms.CharField(max_length=120)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    auto_apply = forms.BooleanField(
+        required=False, help_text="Apply a proposal that passes the guard without review."
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.order_fields(["name", "description", "auto_apply", "schedule_cron", "schedule_enabled"])
+
+    @classmethod
+    def for_agent(cls, agent: Agent, data: Any = None) -> AgentEditForm:
+        """Bound to ``data`` when given, else initialised from ``agent``."""
+        try:
+            policy = agent.get_policy()
+        except ValueError:
+            policy = Policy()
+        initial = {
+            "name": agent.name, "description": agent.description, "auto_apply": agent.auto_apply,
+            "schedule_cron": agent.schedule_cron, "schedule_enabled": agent.schedule_enabled,
+            **cls.policy_initial(policy),
+        }
+        return cls(data, initial=initial) if data is not None else cls(initial=initial)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["policy"] = self.clean_policy()
+        return data
+
+    def service_kwargs(self) -> dict[str, Any]:
+        """Fields for ``services.agent_update`` (after ``is_valid()``)."""
+        d = self.cleaned_data
+        return {
+            "name": d["name"], "description": d["description"], "auto_apply": d["auto_apply"],
+            "policy": d["policy"].to_dict(), "schedule_cron": d["schedule_cron"],
+            "schedule_enabled": d["schedule_enabled"],
+        }
+
+
+class CronPreviewForm(forms.Form):
+    """Query of the live cron preview partial."""
+
+    schedule_cron = forms.CharField(required=False, max_length=120)
+    tz = forms.CharField(required=False, max_length=64)
+
+
+class NoteForm(forms.Form):
+    """Approve (note optional) or reject (``require_note=True``)."""
+
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000)
+
+    def __init__(self, *args: Any, require_note: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["note"].required = require_note
+        if require_note:
+            self.fields["note"].error_messages["required"] = "A note is required to reject a proposal."
+
+    def clean_note(self) -> str:
+        note = self.cleaned_data["note"].strip()
+        if self.fields["note"].required and not note:
+            raise forms.ValidationError("A note is required to reject a proposal.")
+        return note
+
+
+class ExcludeForm(forms.Form):
+    """Exclude (``excluded=1``) or include (``excluded=0``) one operation."""
+
+    excluded = forms.TypedChoiceField(choices=[("1", "exclude"), ("0", "include")], coerce=lambda v: v == "1")
+
+
+class MergedTextForm(forms.Form):
+    """Edit the text of a merge (the service refuses empty or too long text)."""
+
+    document = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), strip=True)
+
+
+class MemoryFilterForm(forms.Form):
+    """Browser filters and semantic search (GET)."""
+
+    tier = forms.CharField(required=False, max_length=120)
+    pinned = forms.ChoiceField(required=False, choices=[("", "any"), ("yes", "pinned"), ("no", "not pinned")])
+    contains = forms.CharField(required=False, max_length=500, label="Text contains")
+    q = forms.CharField(required=False, max_length=1000, label="Semantic search")
+    k = forms.IntegerField(required=False, min_value=1, max_value=100, initial=10, label="Top k")
+
+
+class MemoryEditForm(forms.Form):
+    """Edit one memory's text."""
+
+    document = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), strip=True)
+
+
+class PinForm(forms.Form):
+    """Pin (``pinned=1``) or unpin (``pinned=0``) a memory."""
+
+    pinned = forms.TypedChoiceField(choices=[("1", "pin"), ("0", "unpin")], coerce=lambda v: v == "1")
+
+
+class AuditFilterForm(forms.Form):
+    """Audit filters (GET): status group, agent, inclusive date range."""
+
+    status = forms.ChoiceField(
+        required=False, choices=[(k, k.replace("_", " ")) for k in AUDIT_FILTERS], initial="all"
+    )
+    agent = forms.ChoiceField(required=False, choices=[])
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [("", "all agents"), *Agent.objects.values_list("slug", "name")]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["since"] > data["until"]:
+            self.add_error("until", "The end date is before the start date.")
+        return data
+
+
+__all__ = [
+    "POLICY_FIELDS",
+    "AgentCreateForm",
+    "AgentEditForm",
+    "AuditFilterForm",
+    "CronPreviewForm",
+    "ExcludeForm",
+    "MemoryEditForm",
+    "MemoryFilterForm",
+    "MergedTextForm",
+    "NoteForm",
+    "PinForm",
+]

@@ -1,0 +1,337 @@
+"""Selectors: the console's reads (HackSoft style: services write, selectors read).
+
+Everything a page shows comes from here: our own models (never django-q2's tables) and, for
+memories, the agent's store through :func:`memoryadmin.console.stores.get_store` (the one place
+that opens a store). Store failures are reported as values (``StoreStatus``), never raised into a
+page, so a Chroma outage shows "unavailable" instead of a 500.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+from django.conf import settings
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Q, QuerySet
+
+from consolidation import MemoryRecord
+
+from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
+
+logger = logging.getLogger(__name__)
+
+MEMORY_PAGE_SIZE = 50
+"""Memories per page in the browser (issue 3)."""
+OPS_PER_PAGE = 20
+"""Operations per kind per page on the proposal page."""
+AUDIT_PAGE_SIZE = 50
+"""Passes per page on the audit page."""
+
+AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
+    "all": (),
+    "rejected_by_guard": (Pass.Status.REJECTED_BY_GUARD,),
+    "dismissed": (Pass.Status.DISMISSED,),
+    "failed": (Pass.Status.FAILED,),
+    "stale": (Pass.Status.STALE,),
+    "applied": (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED),
+    "proposed": (Pass.Status.PROPOSED,),
+    "active": tuple(Pass.ACTIVE),
+}
+"""Audit page status filters: name → statuses (empty tuple = every pass)."""
+
+
+def operator_zone(name: str | None) -> ZoneInfo:
+    """The operator's time zone: ``name`` when it is a valid IANA zone, else ``settings.TIME_ZONE``."""
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    return ZoneInfo(settings.TIME_ZONE)
+
+
+def _store(agent: Agent) -> Any:
+    from .stores import get_store  # imported late: the store module opens chromadb
+
+    return get_store(agent)
+
+
+@dataclass
+class StoreStatus:
+    """Memory count of a store, or why it could not be read (``count is None``)."""
+
+    count: int | None
+    error: str = ""
+
+
+def store_status(agent: Agent) -> StoreStatus:
+    """Count the agent's memories; a store error becomes ``StoreStatus(None, reason)``."""
+    try:
+        return StoreStatus(int(_store(agent).count()))
+    except Exception as exc:  # a dashboard must render whatever Chroma does
+        logger.warning("store of agent %s unavailable: %s", agent.slug, exc)
+        return StoreStatus(None, str(exc) or exc.__class__.__name__)
+
+
+def next_runs(*, cron: str, tz: ZoneInfo, count: int = 5, now: datetime | None = None) -> list[datetime]:
+    """The next ``count`` run times of a 5-field cron, aware datetimes in ``tz``.
+
+    Raises ``ValueError`` for an invalid cron expression (from ``services.schedule_preview``).
+    """
+    from .services import schedule_preview
+
+    return schedule_preview(cron=cron, tz=tz, count=count, now=now)
+
+
+@dataclass
+class AgentRow:
+    """One dashboard row."""
+
+    agent: Agent
+    store: StoreStatus
+    pending: int
+    last_pass: Pass | None
+    next_run: datetime | None
+    active_pass: Pass | None = None
+
+
+def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRow]:
+    """One :class:`AgentRow` per agent, ordered by name (one store count per agent)."""
+    agents = Agent.objects.annotate(
+        pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED))
+    ).order_by("name")
+    rows = []
+    for agent in agents:
+        last = agent.passes.order_by("-created_at", "-id").first()
+        active = agent.passes.filter(status__in=Pass.ACTIVE).first()
+        nxt = None
+        if agent.schedule_enabled:
+            try:
+                nxt = next(iter(next_runs(cron=agent.schedule_cron, tz=tz, count=1, now=now)), None)
+            except ValueError:
+                nxt = None
+        rows.append(AgentRow(agent, store_status(agent), agent.pending, last, nxt, active))
+    return rows
+
+
+def agent_chart_data(agent: Agent, *, limit: int = 500) -> dict[str, list[dict[str, Any]]]:
+    """Chart series for one agent: store size samples and loss fraction per planned pass.
+
+    Returns ``{"samples": [{"t": iso, "count": int}], "passes": [{"id", "t", "loss",
+    "threshold", "status"}]}``, oldest first, at most ``limit`` points each.
+    """
+    samples = list(StoreSample.objects.filter(agent=agent).order_by("-taken_at")[:limit])
+    passes = list(
+        agent.passes.exclude(status__in=[Pass.Status.QUEUED, Pass.Status.RUNNING, Pass.Status.FAILED])
+        .order_by("-created_at")[:limit]
+    )
+    return {
+        "samples": [{"t": s.taken_at.isoformat(), "count": s.count} for s in reversed(samples)],
+        "passes": [
+            {
+                "id": p.pk,
+                "t": p.created_at.isoformat(),
+                "loss": round(p.loss_fraction, 4),
+                "threshold": p.max_loss_fraction,
+                "status": p.status,
+            }
+            for p in reversed(passes)
+        ],
+    }
+
+
+# ----- memories -----------------------------------------------------------------------------
+
+
+@dataclass
+class MemoryView:
+    """A memory as the browser shows it: record fields plus the agent's field-map reading."""
+
+    id: str
+    document: str
+    metadata: dict[str, Any]
+    tier: str
+    pinned: bool
+    score: float | None = None
+
+    @classmethod
+    def from_record(cls, record: MemoryRecord, agent: Agent, score: float | None = None) -> MemoryView:
+        fm = agent.get_field_map()
+        meta = dict(record.metadata)
+        return cls(record.id, record.document, meta, fm.get_tier(meta), fm.is_pinned(meta), score)
+
+
+@dataclass
+class MemoryQuery:
+    """Browser filters: tier (exact, "" = any), pinned ("yes"/"no"/""), text contains (case-insensitive)."""
+
+    tier: str = ""
+    pinned: str = ""
+    contains: str = ""
+
+    def matches(self, m: MemoryView) -> bool:
+        if self.tier and m.tier != self.tier:
+            return False
+        if self.pinned == "yes" and not m.pinned:
+            return False
+        if self.pinned == "no" and m.pinned:
+            return False
+        return not (self.contains and self.contains.casefold() not in m.document.casefold())
+
+
+def _iter_memories(agent: Agent, *, embeddings: bool = False) -> Iterable[MemoryRecord]:
+    for page in _store(agent).iter_pages(page_size=5000, include_embeddings=embeddings):
+        yield from page
+
+
+def memory_page(*, agent: Agent, query: MemoryQuery, page: int | str = 1) -> tuple[Page, list[str]]:
+    """One page (50) of the agent's memories matching ``query``, sorted by id, and the tiers seen.
+
+    Reads the store in 5,000-row pages (Chroma's safe limit) and filters in Python, so tier and
+    pinned follow the agent's field map whatever keys the collection uses. Raises whatever the
+    store raises (the view reports it).
+    """
+    tiers: set[str] = set()
+    rows = []
+    for rec in _iter_memories(agent):
+        m = MemoryView.from_record(rec, agent)
+        tiers.add(m.tier)
+        if query.matches(m):
+            rows.append(m)
+    rows.sort(key=lambda m: m.id)
+    return Paginator(rows, MEMORY_PAGE_SIZE).get_page(page), sorted(tiers)
+
+
+def memory_search(*, agent: Agent, text: str, k: int = 10) -> list[MemoryView]:
+    """Top-``k`` memories by cosine similarity (in [-1, 1]) to ``text``, best first.
+
+    Embeds ``text`` with the default embedder (all-MiniLM-L6-v2, the store's model) and scores
+    every stored embedding page by page (``(n, 384) float32`` dot products of unit vectors).
+    Memories without an embedding are skipped.
+    """
+    from consolidation.adapters.embedder import get_default_embedder
+
+    qvec = np.asarray(get_default_embedder().embed([text]), dtype=np.float32)[0]
+    best: list[tuple[float, str, MemoryRecord]] = []
+    for rec in _iter_memories(agent, embeddings=True):
+        if rec.embedding is None:
+            continue
+        score = float(np.dot(rec.embedding, qvec))
+        item = (score, rec.id, rec)
+        if len(best) < k:
+            heapq.heappush(best, item)
+        elif item > best[0]:
+            heapq.heapreplace(best, item)
+    best.sort(key=lambda t: (-t[0], t[1]))
+    return [MemoryView.from_record(rec, agent, score) for score, _, rec in best]
+
+
+@dataclass
+class MemoryDetail:
+    """A memory (``current`` is ``None`` when it is no longer in the store) and its history."""
+
+    memory_id: str
+    current: MemoryView | None
+    archived: list[ArchivedMemory] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
+    events: list[AuditEvent] = field(default_factory=list)
+
+
+def memory_detail(*, agent: Agent, memory_id: str) -> MemoryDetail:
+    """The memory from the store plus every pass that read, wrote or archived it."""
+    recs = _store(agent).get([memory_id], include_embeddings=False)
+    current = MemoryView.from_record(recs[0], agent) if recs else None
+    op_ids = set(
+        OperationSource.objects.filter(operation__run__agent=agent, memory_id=memory_id).values_list(
+            "operation_id", flat=True
+        )
+    )
+    op_ids |= set(
+        Operation.objects.filter(run__agent=agent, result_id=memory_id).values_list("id", flat=True)
+    )
+    ops = list(Operation.objects.filter(id__in=op_ids).select_related("run").order_by("-run__created_at", "index"))
+    archived = list(ArchivedMemory.objects.filter(agent=agent, memory_id=memory_id).select_related("run"))
+    events = list(AuditEvent.objects.filter(agent=agent, data__memory_id=memory_id)[:50])
+    return MemoryDetail(memory_id, current, archived, ops, events)
+
+
+# ----- passes ------------------------------------------------------------------------------
+
+
+KIND_ORDER = [k.value for k in Operation.Kind]
+
+
+def pass_operation_pages(*, run: Pass, pages: dict[str, Any] | None = None) -> list[tuple[str, int, Page]]:
+    """Operations of ``run`` grouped by kind: ``[(kind, total, page)]`` in a fixed kind order.
+
+    ``pages`` maps kind → requested page number (default 1); ``OPS_PER_PAGE`` per page. Each
+    operation comes with its sources prefetched, ordered by position.
+    """
+    pages = pages or {}
+    counts = dict(run.operations.values_list("kind").annotate(n=Count("id")).order_by())
+    out = []
+    for kind in KIND_ORDER:
+        total = counts.get(kind, 0)
+        if not total:
+            continue
+        qs = run.operations.filter(kind=kind).prefetch_related("sources").order_by("index")
+        out.append((kind, total, Paginator(qs, OPS_PER_PAGE).get_page(pages.get(kind, 1))))
+    return out
+
+
+def operation_view(op: Operation) -> dict[str, Any]:
+    """Display data for one operation: sources (ordered) and pairwise rows for a merge.
+
+    ``pairwise`` is ``[(source, [cosine or None, ...])]`` from ``scores["pairwise"]`` (cosine in
+    [-1, 1]); it is empty when the engine gave no matrix or its shape does not match the sources.
+    """
+    sources = sorted(op.sources.all(), key=lambda s: s.position)
+    matrix = (op.scores or {}).get("pairwise") or []
+    pairwise: list[tuple[OperationSource, list[float | None]]] = []
+    if isinstance(matrix, list) and len(matrix) == len(sources) and all(
+        isinstance(r, list) and len(r) == len(sources) for r in matrix
+    ):
+        pairwise = [(s, list(row)) for s, row in zip(sources, matrix, strict=True)]
+    other_scores = {k: v for k, v in (op.scores or {}).items() if k != "pairwise"}
+    return {"op": op, "sources": sources, "pairwise": pairwise, "scores": other_scores}
+
+
+# ----- audit -------------------------------------------------------------------------------
+
+
+@dataclass
+class AuditQuery:
+    """Audit filters: status group (key of ``AUDIT_FILTERS``), agent slug, inclusive date range."""
+
+    status: str = "all"
+    agent: str = ""
+    since: date | None = None
+    until: date | None = None
+
+
+def audit_passes(*, query: AuditQuery, tz: ZoneInfo | None = None) -> QuerySet[Pass]:
+    """Passes matching ``query``, newest first, with agent and decider loaded.
+
+    Dates are whole days in ``tz`` (default ``settings.TIME_ZONE``); ``until`` is inclusive.
+    """
+    tz = tz or operator_zone(None)
+    qs = Pass.objects.select_related("agent", "decided_by", "requested_by").order_by("-created_at", "-id")
+    if query.status not in AUDIT_FILTERS:
+        return qs.none()
+    statuses = AUDIT_FILTERS[query.status]
+    if statuses:
+        qs = qs.filter(status__in=statuses)
+    if query.agent:
+        qs = qs.filter(agent__slug=query.agent)
+    if query.since:
+        qs = qs.filter(created_at__gte=datetime.combine(query.since, time.min, tzinfo=tz))
+    if query.until:
+        qs = qs.filter(created_at__lt=datetime.combine(query.until + timedelta(days=1), time.min, tzinfo=tz))
+    return qs

@@ -1,0 +1,64 @@
+"""Display filters for the console. Presentation only: no queries, no logic beyond formatting."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def pct(value: Any, digits: int = 1) -> str:
+    """A fraction in [0, 1] as a percentage string (``0.125`` → ``"12.5%"``); "—" when unknown."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    if not math.isfinite(v):
+        return "—"
+    return f"{v * 100:.{int(digits)}f}%"
+
+
+@register.filter
+def bar_width(value: Any) -> str:
+    """CSS width for a fraction in [0, 1], clamped (``0.3`` → ``"30.0%"``)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "0%"
+    if not math.isfinite(v):
+        return "0%"
+    return f"{max(0.0, min(1.0, v)) * 100:.1f}%"
+
+
+@register.filter
+def cosine(value: Any) -> str:
+    """A cosine similarity with 3 decimals; "—" when not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return "—"
+    return f"{value:.3f}"
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """Pretty JSON text of ``value`` (autoescaped by the template like any string)."""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    """``mapping[key]`` or ``None``."""
+    try:
+        return mapping[key]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+@register.filter
+def label(value: Any) -> str:
+    """A machine name for humans: ``"rejected_by_guard"`` → ``"rejected by guard"``."""
+    return str(value or "").replace("_", " ")

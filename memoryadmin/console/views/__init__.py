@@ -1,0 +1,35 @@
+"""Console views: small function views that validate a form, call one service or selector, render.
+
+Pages and their htmx fragments live in one template each; a fragment is a
+``{% partialdef name inline %}`` rendered as ``"page.html#name"`` when ``request.htmx``.
+"""
+
+from __future__ import annotations
+
+from .agents import (
+    agent_create,
+    agent_delete,
+    agent_detail,
+    agent_edit,
+    agent_list,
+    agent_run,
+    schedule_preview,
+)
+from .audit import audit, audit_csv
+from .dashboard import dashboard
+from .memories import memory_delete, memory_detail, memory_edit, memory_list, memory_pin
+from .passes import (
+    operation_edit,
+    operation_exclude,
+    pass_approve,
+    pass_detail,
+    pass_progress,
+    pass_reject,
+)
+
+__all__ = [
+    "agent_create", "agent_delete", "agent_detail", "agent_edit", "agent_list", "agent_run",
+    "audit", "audit_csv", "dashboard", "memory_delete", "memory_detail", "memory_edit",
+    "memory_list", "memory_pin", "operation_edit", "operation_exclude", "pass_approve",
+    "pass_detail", "pass_progress", "pass_reject", "schedule_preview",
+]

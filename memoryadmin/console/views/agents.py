@@ -1,0 +1,114 @@
+"""Agents: list, detail, create, edit (policy + schedule), delete, "Run now", cron preview."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import services
+from ..forms import AgentCreateForm, AgentEditForm, CronPreviewForm
+from ..models import Agent, Pass
+from ..selectors import next_runs, store_status
+from .common import HtmxHttpRequest, can_manage, request_zone
+
+
+@require_GET
+def agent_list(request: HtmxHttpRequest):
+    """Every agent with its collection, policy threshold and schedule."""
+    agents = Agent.objects.order_by("name")
+    return render(request, "console/agent_list.html", {"nav": "agents", "agents": agents})
+
+
+@require_GET
+def agent_detail(request: HtmxHttpRequest, slug: str):
+    """One agent: store status, policy, schedule and its recent passes."""
+    agent = get_object_or_404(Agent, slug=slug)
+    ctx = {
+        "nav": "agents", "agent": agent, "store": store_status(agent),
+        "passes": agent.passes.select_related("decided_by")[:20],
+        "active": agent.passes.filter(status__in=Pass.ACTIVE).first(),
+        "policy": agent.policy, "field_map": agent.get_field_map().to_dict(),
+    }
+    return render(request, "console/agent_detail.html", ctx)
+
+
+def _form_page(request, form, agent=None, status=200):
+    ctx = {"nav": "agents", "form": form, "agent": agent, **_preview(form["schedule_cron"].value(), request)}
+    return render(request, "console/agent_form.html", ctx, status=status)
+
+
+@can_manage
+@require_http_methods(["GET", "POST"])
+def agent_create(request: HtmxHttpRequest):
+    """Create an agent on a new collection, or attach an existing one with a field mapping."""
+    form = AgentCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            agent = services.agent_create(**form.service_kwargs(), user=request.user)
+        except (services.ServiceError, ValueError) as exc:
+            form.add_error("collection_name" if "collection" in str(exc).lower() else None, str(exc))
+        else:
+            messages.success(request, f"Agent “{agent.name}” created.")
+            return redirect("agent_detail", agent.slug)
+    return _form_page(request, form)
+
+
+@can_manage
+@require_http_methods(["GET", "POST"])
+def agent_edit(request: HtmxHttpRequest, slug: str):
+    """Edit name, description, policy, auto-apply and schedule (synced to django-q2)."""
+    agent = get_object_or_404(Agent, slug=slug)
+    form = AgentEditForm.for_agent(agent, request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.agent_update(agent=agent, user=request.user, **form.service_kwargs())
+        except (services.ServiceError, ValueError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Agent “{agent.name}” saved.")
+            return redirect("agent_detail", agent.slug)
+    return _form_page(request, form, agent)
+
+
+@can_manage
+@require_http_methods(["GET", "POST"])
+def agent_delete(request: HtmxHttpRequest, slug: str):
+    """Confirm, then delete the agent and its schedule (its Chroma collection is kept)."""
+    agent = get_object_or_404(Agent, slug=slug)
+    if request.method == "POST":
+        services.agent_delete(agent=agent, user=request.user)
+        messages.success(request, f"Agent “{agent.name}” deleted; collection {agent.collection_name} kept.")
+        return redirect("agent_list")
+    return render(request, "console/agent_confirm_delete.html", {"nav": "agents", "agent": agent})
+
+
+@can_manage
+@require_POST
+def agent_run(request: HtmxHttpRequest, slug: str):
+    """"Run now": queue a pass; refused with a message when one is already active (I-5)."""
+    agent = get_object_or_404(Agent, slug=slug)
+    try:
+        run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=request.user)
+    except services.PassAlreadyActive as exc:
+        messages.error(request, str(exc) or "A pass is already active for this agent.")
+        return redirect("agent_detail", agent.slug)
+    messages.success(request, f"Pass #{run.pk} queued.")
+    return redirect("pass_detail", run.pk)
+
+
+def _preview(cron: str | None, request: HtmxHttpRequest) -> dict:
+    tz = request_zone(request)
+    try:
+        return {"preview": next_runs(cron=" ".join((cron or "").split()), tz=tz), "preview_tz": tz}
+    except ValueError as exc:
+        return {"preview": [], "preview_error": str(exc), "preview_tz": tz}
+
+
+@require_GET
+def schedule_preview(request: HtmxHttpRequest):
+    """The next 5 runs of ``?schedule_cron=`` in the operator's time zone (``?tz=`` or cookie)."""
+    form = CronPreviewForm(request.GET)
+    cron = form.data.get("schedule_cron", "") if form.is_valid() else ""
+    template = "console/agent_form.html#cron-preview" if request.htmx else "console/cron_preview.html"
+    return render(request, template, _preview(cron, request))

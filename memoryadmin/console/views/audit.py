@@ -1,0 +1,69 @@
+"""Audit: every pass with its decision, filtered, paginated, and exported as CSV."""
+
+from __future__ import annotations
+
+import csv
+
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from ..forms import AuditFilterForm
+from ..selectors import AUDIT_PAGE_SIZE, AuditQuery, audit_passes
+from .common import HtmxHttpRequest, request_zone
+
+CSV_COLUMNS = [
+    "pass", "agent", "status", "trigger", "requested_by", "decided_by", "decided_at", "created_at",
+    "finished_at", "entries_before", "entries_after", "loss_fraction", "max_loss_fraction",
+    "guard_passed", "note", "reason", "error",
+]
+
+
+def _query(form: AuditFilterForm) -> AuditQuery:
+    if not form.is_valid():
+        return AuditQuery(status="none")
+    d = form.cleaned_data
+    return AuditQuery(status=d["status"] or "all", agent=d["agent"], since=d["since"], until=d["until"])
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def audit(request: HtmxHttpRequest):
+    """Passes newest first with status, trigger, decider, time, note, reason; 50 per page."""
+    form = AuditFilterForm(request.GET or None)
+    query = _query(form) if request.GET else AuditQuery()
+    passes = audit_passes(query=query, tz=request_zone(request))
+    page = Paginator(passes, AUDIT_PAGE_SIZE).get_page(request.GET.get("page", 1))
+    params = request.GET.copy()
+    params.pop("page", None)
+    ctx = {"nav": "audit", "form": form if request.GET else AuditFilterForm(), "page": page, "params": params.urlencode()}
+    template = "console/audit.html#audit-results" if request.htmx else "console/audit.html"
+    return render(request, template, ctx)
+
+
+@require_GET
+def audit_csv(request: HtmxHttpRequest):
+    """The filtered audit list as CSV (same filters as the page, every row, no paging)."""
+    query = _query(AuditFilterForm(request.GET)) if request.GET else AuditQuery()
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="memoryadmin-audit-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(CSV_COLUMNS)
+    for p in audit_passes(query=query, tz=request_zone(request)).iterator(chunk_size=500):
+        writer.writerow([
+            p.pk, p.agent.slug, p.status, p.trigger, getattr(p.requested_by, "username", ""),
+            getattr(p.decided_by, "username", "") or p.decided_actor,
+            p.decided_at.isoformat() if p.decided_at else "", p.created_at.isoformat(),
+            p.finished_at.isoformat() if p.finished_at else "", p.entries_before, p.entries_after,
+            f"{p.loss_fraction:.6f}", f"{p.max_loss_fraction:.6f}", "" if p.guard_passed is None else p.guard_passed,
+            _cell(p.note), _cell(p.reason), _cell(p.error),
+        ])
+    return response
+
+
+def _cell(text: str) -> str:
+    # A cell starting with = + - @ is run as a formula by spreadsheets (CSV injection).
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

@@ -1,0 +1,26 @@
+"""Dashboard: one row per agent and the charts of one selected agent."""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from ..models import Agent
+from ..selectors import agent_chart_data, dashboard_rows
+from .common import HtmxHttpRequest, request_zone
+
+
+@require_GET
+def dashboard(request: HtmxHttpRequest):
+    """Agents with memory count, pending proposals, last pass, next run; charts of one agent.
+
+    ``?agent=<slug>`` selects the charted agent (default: the first); the htmx fragment
+    ``#agent-chart`` is returned when only the chart is requested.
+    """
+    agent = Agent.objects.filter(slug=request.GET.get("agent") or "").first() or Agent.objects.first()
+    chart = agent_chart_data(agent) if agent else None
+    ctx = {"nav": "dashboard", "chart_agent": agent, "chart": chart, "tz": request_zone(request)}
+    if request.htmx and request.htmx.target == "agent-chart":
+        return render(request, "console/dashboard.html#agent-chart", ctx)
+    ctx["rows"] = dashboard_rows(tz=ctx["tz"])
+    return render(request, "console/dashboard.html", ctx)

@@ -1,0 +1,149 @@
+"""The pass / proposal page: summary, operations by kind, review actions and progress polling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseStopPolling
+
+from .. import services
+from ..forms import ExcludeForm, MergedTextForm, NoteForm
+from ..models import Operation, Pass
+from ..review import pass_evaluate
+from ..selectors import operation_view, pass_operation_pages
+from .common import HtmxHttpRequest, can_review
+
+
+def _summary(run: Pass) -> Any:
+    """Live evaluation while reviewable (or a plan exists); the stored figures otherwise."""
+    if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED) and run.operations.exists():
+        return pass_evaluate(run)
+    return run
+
+
+def _groups(run: Pass, params: Any) -> list[dict[str, Any]]:
+    pages = {k: params.get(f"{k}_page", 1) for k in Operation.Kind.values}
+    return [
+        {"kind": kind, "total": total, "page": page, "ops": [operation_view(op) for op in page]}
+        for kind, total, page in pass_operation_pages(run=run, pages=pages)
+    ]
+
+
+def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) -> HttpResponse:
+    run.refresh_from_db()
+    ctx = {
+        "nav": "audit", "run": run, "ev": _summary(run), "groups": _groups(run, request.GET),
+        "approve_form": NoteForm(), "reject_form": NoteForm(require_note=True), **extra,
+    }
+    return render(request, "console/pass_detail.html", ctx, status=status)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def pass_detail(request: HtmxHttpRequest, pk: int):
+    """Summary, guard verdict, operations grouped by kind (20 per page per kind), review forms.
+
+    ``?kind=<kind>&<kind>_page=N`` with htmx returns only that kind's group (``#ops-<kind>``).
+    """
+    run = get_object_or_404(Pass.objects.select_related("agent", "decided_by", "requested_by"), pk=pk)
+    kind = request.GET.get("kind")
+    if request.htmx and kind in Operation.Kind.values:
+        group = next((g for g in _groups(run, request.GET) if g["kind"] == kind), None)
+        ctx = {"run": run, "group": group or {"kind": kind, "total": 0, "ops": []}}
+        return render(request, "console/pass_detail.html#op-group", ctx)
+    return _page(request, run)
+
+
+@require_GET
+def pass_progress(request: HtmxHttpRequest, pk: int):
+    """Progress bar fragment polled every second; 286 + HX-Refresh once the pass is settled."""
+    run = get_object_or_404(Pass, pk=pk)
+    if not request.htmx:
+        return redirect(run)
+    if run.is_active:
+        return render(request, "console/pass_detail.html#pass-progress", {"run": run})
+    response = HttpResponseStopPolling()
+    response["HX-Refresh"] = "true"
+    return response
+
+
+def _op_response(request: HtmxHttpRequest, op: Operation, error: str = "", **extra: Any) -> HttpResponse:
+    """The operation row plus the summary swapped out-of-band (htmx), else back to the page."""
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect(f"{reverse('pass_detail', args=[op.run_id])}#op-{op.pk}")
+    op.refresh_from_db()
+    run = Pass.objects.select_related("agent").get(pk=op.run_id)
+    ctx = {"run": run, "ov": operation_view(op), "ev": _summary(run), "op_error": error, **extra}
+    return render(request, "console/_op_response.html", ctx)
+
+
+@can_review
+@require_POST
+def operation_exclude(request: HtmxHttpRequest, pk: int, op_id: int):
+    """Exclude (``excluded=1``) or include (``excluded=0``) one operation; summary updates live."""
+    op = get_object_or_404(Operation, pk=op_id, run_id=pk)
+    form = ExcludeForm(request.POST)
+    if not form.is_valid():
+        return _op_response(request, op, "Choose exclude or include.")
+    try:
+        services.operation_set_excluded(operation=op, excluded=form.cleaned_data["excluded"], user=request.user)
+    except (services.ServiceError, ValueError) as exc:
+        return _op_response(request, op, str(exc))
+    return _op_response(request, op)
+
+
+@can_review
+@require_POST
+def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
+    """Replace a merge's text (empty or too long text is refused with the reason)."""
+    op = get_object_or_404(Operation, pk=op_id, run_id=pk)
+    form = MergedTextForm(request.POST)
+    if not form.is_valid():
+        return _op_response(request, op, "The merged text cannot be empty.", draft=request.POST.get("document", ""))
+    try:
+        services.operation_edit_text(operation=op, document=form.cleaned_data["document"], user=request.user)
+    except (services.ServiceError, ValueError) as exc:
+        return _op_response(request, op, str(exc), draft=form.cleaned_data["document"])
+    return _op_response(request, op)
+
+
+@can_review
+@require_POST
+def pass_approve(request: HtmxHttpRequest, pk: int):
+    """Approve with an optional note; refused with the guard's reason when it fails now."""
+    run = get_object_or_404(Pass, pk=pk)
+    form = NoteForm(request.POST)
+    if form.is_valid():
+        try:
+            services.pass_approve(run=run, user=request.user, note=form.cleaned_data["note"])
+        except (services.ServiceError, ValueError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Pass #{run.pk} approved.")
+            return redirect(run)
+    return _page(request, run, approve_form=form)
+
+
+@can_review
+@require_POST
+def pass_reject(request: HtmxHttpRequest, pk: int):
+    """Reject (dismiss) with a required note; the store is left untouched (I-2)."""
+    run = get_object_or_404(Pass, pk=pk)
+    form = NoteForm(request.POST, require_note=True)
+    if form.is_valid():
+        try:
+            services.pass_reject(run=run, user=request.user, note=form.cleaned_data["note"])
+        except (services.ServiceError, ValueError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Pass #{run.pk} rejected.")
+            return redirect(run)
+    return _page(request, run, reject_form=form)

@@ -1,0 +1,104 @@
+"""Dashboard, login and the base layout."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from memoryadmin.console.models import Agent, Pass, StoreSample
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>alert(1)</script>"
+
+
+def test_it_redirects_anonymous_to_login(client: Client) -> None:
+    r = client.get(reverse("dashboard"))
+    assert r.status_code == 302
+    assert r["Location"].startswith(reverse("login"))
+
+
+def test_it_shows_the_login_page(client: Client) -> None:
+    r = client.get(reverse("login"))
+    assert r.status_code == 200
+    assert b'name="username"' in r.content
+
+
+def test_it_logs_in_and_lands_on_dashboard(client: Client, carol) -> None:
+    r = client.post(reverse("login"), {"username": "carol", "password": "password"})
+    assert r.status_code == 302
+    assert r["Location"] == reverse("dashboard")
+
+
+def test_it_lists_agents_with_count_pending_and_next_run(client: Client, carol, agent_with_memories) -> None:
+    agent = agent_with_memories(3, name="Support bot", schedule_cron="30 4 * * *")
+    Pass.objects.create(agent=agent, trigger="operator", status="proposed", loss_fraction=0.125)
+    client.force_login(carol)
+    r = client.get(reverse("dashboard"))
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "Support bot" in html
+    row = r.context["rows"][0]
+    assert row.store.count == 3
+    assert row.pending == 1
+    assert row.last_pass.loss_fraction == 0.125
+    assert row.next_run is not None and (row.next_run.hour, row.next_run.minute) == (4, 30)
+    assert "12.5%" in html
+    assert "htmx" in html and 'hx-headers=\'{"X-CSRFToken"' in html
+
+
+def test_it_shows_unavailable_when_chroma_is_down(client: Client, carol, settings, unique_name) -> None:
+    from memoryadmin.console import stores
+
+    Agent.objects.create(name="Orphan", slug=unique_name("a"), collection_name=unique_name("missing"))
+    settings.CHROMA_MODE = "http"
+    settings.CHROMA_HOST, settings.CHROMA_PORT = "127.0.0.1", 9  # nothing listens on the discard port
+    stores.reset_client_cache()
+    client.force_login(carol)
+    r = client.get(reverse("dashboard"))
+    assert r.status_code == 200
+    assert b"unavailable" in r.content
+    assert r.context["rows"][0].store.error
+
+
+def test_it_shows_unavailable_for_a_missing_collection(client: Client, carol, unique_name) -> None:
+    Agent.objects.create(name="Orphan", slug=unique_name("a"), collection_name=unique_name("missing"))
+    client.force_login(carol)
+    r = client.get(reverse("dashboard"))
+    assert r.status_code == 200
+    assert b"unavailable" in r.content
+
+
+def test_it_returns_the_chart_fragment_for_htmx(client: Client, carol, agent_with_memories) -> None:
+    agent = agent_with_memories(1)
+    StoreSample.objects.create(agent=agent, count=7)
+    client.force_login(carol)
+    r = client.get(reverse("dashboard"), {"agent": agent.slug}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="agent-chart")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert html.lstrip().startswith('<section class="card" id="agent-chart"')
+    assert "<html" not in html
+    assert 'id="chart-data"' in html and '"count": 7' in html
+
+
+def test_it_serves_the_chart_data_as_json_script(client: Client, carol, agent_with_memories) -> None:
+    agent = agent_with_memories(1)
+    Pass.objects.create(agent=agent, trigger="operator", status="applied", loss_fraction=0.2)
+    client.force_login(carol)
+    r = client.get(reverse("dashboard"), {"agent": agent.slug})
+    assert r.context["chart"]["passes"][0]["loss"] == 0.2
+    assert b'<script id="chart-data" type="application/json">' in r.content
+
+
+def test_it_refuses_post_with_405(client: Client, carol) -> None:
+    client.force_login(carol)
+    assert client.post(reverse("dashboard")).status_code == 405
+
+
+def test_it_escapes_agent_names(client: Client, carol, agent_with_memories) -> None:
+    agent_with_memories(1, name=XSS)
+    client.force_login(carol)
+    r = client.get(reverse("dashboard"))
+    assert XSS.encode() not in r.content
+    assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in r.content
