@@ -33,6 +33,16 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
     return render(request, "console/agent_detail.html", ctx)
 
 
+def _error_field(message: str, form) -> str | None:
+    """The form field a service's ``ValueError`` is about (by its wording), else ``None``."""
+    lowered = message.lower()
+    for word, name in (("collection", "collection_name"), ("slug", "slug"), ("cron", "schedule_cron"),
+                       ("schedule", "schedule_cron"), ("name", "name")):
+        if word in lowered and name in form.fields:
+            return name
+    return None
+
+
 def _form_page(request, form, agent=None, status=200):
     ctx = {"nav": "agents", "form": form, "agent": agent, **_preview(form["schedule_cron"].value(), request)}
     return render(request, "console/agent_form.html", ctx, status=status)
@@ -47,7 +57,7 @@ def agent_create(request: HtmxHttpRequest):
         try:
             agent = services.agent_create(**form.service_kwargs(), user=request.user)
         except (services.ServiceError, ValueError) as exc:
-            form.add_error("collection_name" if "collection" in str(exc).lower() else None, str(exc))
+            form.add_error(_error_field(str(exc), form), str(exc))
         else:
             messages.success(request, f"Agent “{agent.name}” created.")
             return redirect("agent_detail", agent.slug)
@@ -64,7 +74,7 @@ def agent_edit(request: HtmxHttpRequest, slug: str):
         try:
             services.agent_update(agent=agent, user=request.user, **form.service_kwargs())
         except (services.ServiceError, ValueError) as exc:
-            form.add_error(None, str(exc))
+            form.add_error(_error_field(str(exc), form), str(exc))
         else:
             messages.success(request, f"Agent “{agent.name}” saved.")
             return redirect("agent_detail", agent.slug)
@@ -77,7 +87,11 @@ def agent_delete(request: HtmxHttpRequest, slug: str):
     """Confirm, then delete the agent and its schedule (its Chroma collection is kept)."""
     agent = get_object_or_404(Agent, slug=slug)
     if request.method == "POST":
-        services.agent_delete(agent=agent, user=request.user)
+        try:
+            services.agent_delete(agent=agent, user=request.user)
+        except services.ServiceError as exc:
+            messages.error(request, str(exc))
+            return redirect("agent_detail", agent.slug)
         messages.success(request, f"Agent “{agent.name}” deleted; collection {agent.collection_name} kept.")
         return redirect("agent_list")
     return render(request, "console/agent_confirm_delete.html", {"nav": "agents", "agent": agent})

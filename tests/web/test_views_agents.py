@@ -1,0 +1,303 @@
+"""Agents: list, detail, create, edit (policy + cron preview), delete, "Run now"."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from consolidation import Policy
+from memoryadmin.console.models import Agent, AuditEvent, Pass
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>alert(1)</script>"
+
+
+def _bare_agent(unique_name, **kw) -> Agent:
+    """An agent row without a collection (pages that do not read the store)."""
+    kw.setdefault("name", "Bare agent")
+    return Agent.objects.create(slug=unique_name("a"), collection_name=unique_name("c"), **kw)
+
+
+def _create_data(unique_name, **over) -> dict:
+    data = {
+        "name": "New bot", "slug": unique_name("new"), "collection_name": unique_name("coll"),
+        "schedule_cron": "0 3 * * *", "schedule_enabled": "on",
+        **{f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
+           for k, v in Policy().to_dict().items()},
+    }
+    data.update(over)
+    return {k: v for k, v in data.items() if v != ""}
+
+
+def _edit_data(agent: Agent, **over) -> dict:
+    data = {
+        "name": agent.name, "description": "", "schedule_cron": agent.schedule_cron, "schedule_enabled": "on",
+        **{f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
+           for k, v in agent.get_policy().to_dict().items()},
+    }
+    data.update(over)
+    return {k: v for k, v in data.items() if v != ""}
+
+
+# ----- reads -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["agent_list", "agent_create"])
+def test_it_redirects_anonymous_to_login(client: Client, name: str) -> None:
+    r = client.get(reverse(name))
+    assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
+
+
+def test_it_lists_agents_for_a_viewer(client: Client, carol, unique_name) -> None:
+    agent = _bare_agent(unique_name, name=XSS)
+    client.force_login(carol)
+    r = client.get(reverse("agent_list"))
+    assert r.status_code == 200
+    assert agent.collection_name.encode() in r.content
+    assert XSS.encode() not in r.content and b"&lt;script&gt;" in r.content
+    assert b"New agent" not in r.content  # viewers are not offered writes
+
+
+def test_it_shows_agent_detail_with_store_unavailable(client: Client, carol, unique_name) -> None:
+    agent = _bare_agent(unique_name, description=XSS)
+    client.force_login(carol)
+    r = client.get(reverse("agent_detail", args=[agent.slug]))
+    assert r.status_code == 200
+    assert b"unavailable" in r.content
+    assert XSS.encode() not in r.content
+
+
+def test_it_shows_the_create_form_with_every_policy_field(client: Client, alice) -> None:
+    client.force_login(alice)
+    r = client.get(reverse("agent_create"))
+    assert r.status_code == 200
+    html = r.content.decode()
+    for f in fields(Policy):
+        assert f'name="policy_{f.name}"' in html, f.name
+    assert 'value="0.25"' in html  # max_loss_fraction default
+    assert "Loss guard" in html  # help text
+    for key in ("created_at", "importance", "tier", "pinned"):
+        assert f'name="field_{key}"' in html
+
+
+@pytest.mark.parametrize("user", ["bob", "carol"])
+def test_it_forbids_the_create_form_without_manage(client: Client, user: str, request) -> None:
+    client.force_login(request.getfixturevalue(user))
+    assert client.get(reverse("agent_create")).status_code == 403
+
+
+# ----- create ------------------------------------------------------------------------------
+
+
+def test_it_creates_an_agent_and_its_collection(client: Client, alice, unique_name) -> None:
+    from memoryadmin.console import stores
+
+    client.force_login(alice)
+    data = _create_data(unique_name, policy_max_loss_fraction="0.3", field_tier="layer")
+    r = client.post(reverse("agent_create"), data)
+    assert r.status_code == 302, r.content.decode()[:2000]
+    agent = Agent.objects.get(slug=data["slug"])
+    assert agent.get_policy().max_loss_fraction == 0.3
+    assert agent.get_field_map().tier == "layer"
+    assert stores.collection_exists(agent.collection_name)
+    assert r["Location"] == reverse("agent_detail", args=[agent.slug])
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("policy_max_loss_fraction", "NaN"),
+        ("policy_max_loss_fraction", "inf"),
+        ("policy_max_loss_fraction", "-1"),
+        ("policy_max_loss_fraction", "2"),
+        ("policy_max_loss_fraction", "abc"),
+        ("policy_link_threshold", "1.5"),
+        ("policy_max_group_size", "1"),
+        ("policy_recall_k", "abc"),
+        ("schedule_cron", "61 * * * *"),
+        ("schedule_cron", "every day"),
+        ("collection_name", "ab"),
+        ("collection_name", "-bad-start"),
+        ("collection_name", "has space"),
+        ("collection_name", "a..b"),
+        ("collection_name", "192.168.1.1"),
+        ("slug", "not a slug"),
+    ],
+)
+def test_it_rerenders_create_errors_at_200(client: Client, alice, unique_name, field: str, value: str) -> None:
+    client.force_login(alice)
+    data = _create_data(unique_name, **{field: value})
+    r = client.post(reverse("agent_create"), data)
+    assert r.status_code == 200
+    assert r.context["form"].errors.get(field), r.context["form"].errors
+    assert not Agent.objects.filter(slug=data["slug"]).exists()
+
+
+def test_it_refuses_attaching_a_missing_collection(client: Client, alice, unique_name) -> None:
+    client.force_login(alice)
+    r = client.post(reverse("agent_create"), _create_data(unique_name, attach="on"))
+    assert r.status_code == 200
+    assert "collection_name" in r.context["form"].errors
+
+
+def test_it_attaches_an_existing_collection(client: Client, alice, unique_name) -> None:
+    from memoryadmin.console import stores
+
+    name = unique_name("existing")
+    stores.create_collection(name)
+    client.force_login(alice)
+    r = client.post(reverse("agent_create"), _create_data(unique_name, collection_name=name, attach="on",
+                                                         field_created_at="ts", field_pinned="keep"))
+    assert r.status_code == 302
+    agent = Agent.objects.get(collection_name=name)
+    assert agent.attached and agent.get_field_map().created_at == "ts" and agent.get_field_map().pinned == "keep"
+
+
+def test_it_forbids_create_post_for_a_reviewer(client: Client, bob, unique_name) -> None:
+    client.force_login(bob)
+    data = _create_data(unique_name)
+    assert client.post(reverse("agent_create"), data).status_code == 403
+    assert not Agent.objects.filter(slug=data["slug"]).exists()
+
+
+def test_it_enforces_csrf_on_create(alice, unique_name) -> None:
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(alice)
+    assert c.post(reverse("agent_create"), _create_data(unique_name)).status_code == 403
+
+
+# ----- edit --------------------------------------------------------------------------------
+
+
+def test_it_edits_policy_and_schedule(client: Client, alice, unique_name) -> None:
+    agent = _bare_agent(unique_name)
+    client.force_login(alice)
+    r = client.get(reverse("agent_edit", args=[agent.slug]))
+    assert r.status_code == 200 and b'name="policy_prune_half_life_days"' in r.content
+    data = _edit_data(agent, name="Renamed", policy_max_loss_fraction="0.1", auto_apply="on", schedule_cron="15 2 * * 1")
+    data.pop("schedule_enabled")
+    r = client.post(reverse("agent_edit", args=[agent.slug]), data)
+    assert r.status_code == 302
+    agent.refresh_from_db()
+    assert (agent.name, agent.auto_apply, agent.schedule_cron, agent.schedule_enabled) == ("Renamed", True, "15 2 * * 1", False)
+    assert agent.get_policy().max_loss_fraction == 0.1
+
+
+@pytest.mark.parametrize("value", ["NaN", "inf", "-inf", "-1", "2", "abc", ""])
+def test_it_rerenders_edit_errors_at_200(client: Client, alice, unique_name, value: str) -> None:
+    agent = _bare_agent(unique_name)
+    client.force_login(alice)
+    r = client.post(reverse("agent_edit", args=[agent.slug]), _edit_data(agent, policy_max_loss_fraction=value))
+    assert r.status_code == 200
+    assert r.context["form"].errors.get("policy_max_loss_fraction")
+    agent.refresh_from_db()
+    assert agent.policy == {}
+
+
+def test_it_rerenders_a_bad_cron_with_the_preview_error(client: Client, alice, unique_name) -> None:
+    agent = _bare_agent(unique_name)
+    client.force_login(alice)
+    r = client.post(reverse("agent_edit", args=[agent.slug]), _edit_data(agent, schedule_cron="0 25 * * *"))
+    assert r.status_code == 200
+    assert r.context["form"].errors.get("schedule_cron")
+    assert b"Invalid cron expression" in r.content
+
+
+def test_it_forbids_edit_for_viewer_and_reviewer(client: Client, bob, carol, unique_name) -> None:
+    agent = _bare_agent(unique_name)
+    for user in (bob, carol):
+        client.force_login(user)
+        assert client.post(reverse("agent_edit", args=[agent.slug]), _edit_data(agent, name="x")).status_code == 403
+    agent.refresh_from_db()
+    assert agent.name == "Bare agent"
+
+
+# ----- cron preview -------------------------------------------------------------------------
+
+
+def test_it_previews_the_next_five_runs_in_the_operators_zone(client: Client, carol) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("schedule_preview"), {"schedule_cron": "0 3 * * *", "tz": "Asia/Tokyo"},
+                   HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert html.lstrip().startswith('<div id="cron-preview"')
+    assert html.count('<li class="mono">') == 5
+    assert html.count(" 03:00 ") == 0  # 03:00 UTC is 12:00 in Tokyo
+    assert html.count(" 12:00 JST") == 5 and "Asia/Tokyo" in html
+
+
+def test_it_previews_a_bad_cron_as_an_error(client: Client, carol) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("schedule_preview"), {"schedule_cron": "nope"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and b"Invalid cron expression" in r.content
+
+
+def test_it_serves_the_preview_as_a_page_without_htmx(client: Client, carol) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("schedule_preview"), {"schedule_cron": "*/5 * * * *"})
+    assert r.status_code == 200 and b"<html" in r.content and b"Next runs" in r.content
+
+
+# ----- delete and run now -----------------------------------------------------------------
+
+
+def test_it_confirms_then_deletes(client: Client, alice, unique_name) -> None:
+    agent = _bare_agent(unique_name)
+    client.force_login(alice)
+    assert client.get(reverse("agent_delete", args=[agent.slug])).status_code == 200
+    r = client.post(reverse("agent_delete", args=[agent.slug]))
+    assert r.status_code == 302 and not Agent.objects.filter(pk=agent.pk).exists()
+
+
+def test_it_forbids_delete_for_a_viewer(client: Client, carol, unique_name) -> None:
+    agent = _bare_agent(unique_name)
+    client.force_login(carol)
+    assert client.post(reverse("agent_delete", args=[agent.slug])).status_code == 403
+    assert Agent.objects.filter(pk=agent.pk).exists()
+
+
+def test_it_runs_now(client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks) -> None:
+    agent = agent_with_memories(3)
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = client.post(reverse("agent_run", args=[agent.slug]))
+    run = Pass.objects.get(agent=agent)
+    assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
+    assert run.trigger == "operator"
+
+
+def test_it_refuses_run_now_while_a_pass_is_active(client: Client, alice, unique_name) -> None:
+    agent = _bare_agent(unique_name)
+    active = Pass.objects.create(agent=agent, trigger="schedule", status="running")
+    client.force_login(alice)
+    r = client.post(reverse("agent_run", args=[agent.slug]), follow=True)
+    assert r.status_code == 200
+    assert f"pass #{active.pk} is running".encode() in r.content
+    assert Pass.objects.filter(agent=agent).count() == 1
+    assert AuditEvent.objects.filter(agent=agent, verb="refused").exists()
+
+
+@pytest.mark.parametrize("method", ["get", "put"])
+def test_it_refuses_run_now_with_wrong_method(client: Client, alice, unique_name, method: str) -> None:
+    agent = _bare_agent(unique_name)
+    client.force_login(alice)
+    assert getattr(client, method)(reverse("agent_run", args=[agent.slug])).status_code == 405
+
+
+def test_it_forbids_run_now_for_a_viewer(client: Client, carol, unique_name) -> None:
+    agent = _bare_agent(unique_name)
+    client.force_login(carol)
+    assert client.post(reverse("agent_run", args=[agent.slug])).status_code == 403
+    assert not Pass.objects.filter(agent=agent).exists()
+
+
+def test_it_enforces_csrf_on_run_now(alice, unique_name) -> None:
+    agent = _bare_agent(unique_name)
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(alice)
+    assert c.post(reverse("agent_run", args=[agent.slug])).status_code == 403
