@@ -1,0 +1,261 @@
+"""A real, local OpenAI-compatible HTTP server for tests of the LLM paths.
+
+``StubLLM`` runs the stdlib ``http.server`` in a daemon thread on ``127.0.0.1:<free port>`` and
+serves ``POST /v1/chat/completions`` (any other path → 404). Replies come from a FIFO script of
+steps pushed by the test; when the script is empty the ``default`` step is used (an empty
+``{"facts": []}`` answer). Every request is recorded (path, headers, decoded JSON body) in
+:attr:`StubLLM.requests`, in arrival order, *before* it is answered.
+
+Scripted steps:
+
+- :meth:`StubLLM.push_facts` — a valid chat completion whose content is ``{"facts": [...]}``;
+- :meth:`StubLLM.push_content` — a completion with arbitrary content text (malformed JSON,
+  schema-violating JSON, prose …);
+- :meth:`StubLLM.push_status` — an HTTP error (e.g. 500) with an OpenAI-style error body;
+- :meth:`StubLLM.push_slow` — sleep ``seconds`` before answering (the client's read timeout
+  fires first); the sleep is interruptible, so teardown never waits for it;
+- :meth:`StubLLM.push_trickle` — send headers at once, then one body byte every ``interval``
+  seconds for ``seconds`` (per-read timeouts never fire; only a total deadline stops it);
+- :meth:`StubLLM.respond_with` — a callable ``(request_body: dict) -> content str``, used for
+  every request until replaced (for answers that cite the ids actually sent).
+
+Use it from any test file with the ``llm_stub`` fixture (or ``with StubLLM() as stub:``)::
+
+    pytest_plugins = ["tests.llm_stub"]
+
+    def test_it_talks(llm_stub):
+        llm_stub.push_facts([{"text": "…", "evidence": ["a"], "confidence": 0.9}])
+        writer = LLMWriter(llm_stub.base_url, "test-key", "stub-model", timeout_seconds=2)
+
+No mocks: the ``openai`` SDK (httpx2 underneath) talks HTTP to this server over loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+__all__ = ["RecordedRequest", "StubLLM", "llm_stub"]
+
+Responder = Callable[[dict[str, Any]], str]
+
+
+@dataclass
+class RecordedRequest:
+    """One request the stub received: ``path``, lower-cased ``headers`` and JSON ``body``."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat ``messages`` list of the request (empty when absent)."""
+        return list((self.body or {}).get("messages") or [])
+
+    def message(self, role: str) -> str:
+        """Concatenated content of the messages with this ``role`` ("system" / "user")."""
+        return "\n".join(str(m.get("content", "")) for m in self.messages if m.get("role") == role)
+
+
+@dataclass
+class _Step:
+    kind: str  # "content" | "status" | "slow" | "trickle"
+    content: str = ""
+    status: int = 200
+    seconds: float = 0.0
+    interval: float = 0.5
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _completion(content: str, model: str, n: int, finish_reason: str = "stop") -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-stub-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+class StubLLM:
+    """The scripted OpenAI-compatible server; see the module docstring.
+
+    Attributes: ``base_url`` (``"http://127.0.0.1:<port>/v1"``, what ``LLMWriter`` takes),
+    ``requests`` (list of :class:`RecordedRequest`).
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._script: deque[_Step] = deque()
+        self._responder: Responder | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    # lifecycle -----------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The TCP port the server listens on (chosen by the OS)."""
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """Base URL for an OpenAI client: ``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> StubLLM:
+        """Start serving in a daemon thread; returns ``self``."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake sleeping handlers and close the socket (returns promptly)."""
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> StubLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # scripting -----------------------------------------------------------------------------
+    def push_facts(self, facts: list[dict[str, Any]], **extra: Any) -> None:
+        """Answer the next request with content ``{"facts": facts, **extra}`` (valid JSON)."""
+        self.push_content(json.dumps({"facts": facts, **extra}))
+
+    def push_content(self, content: str, *, finish_reason: str = "stop") -> None:
+        """Answer the next request with a completion whose message content is ``content``."""
+        self._push(_Step("content", content=content, extra={"finish_reason": finish_reason}))
+
+    def push_status(self, status: int, message: str = "stub error") -> None:
+        """Answer the next request with HTTP ``status`` and an OpenAI-style error body."""
+        self._push(_Step("status", status=status, content=message))
+
+    def push_slow(self, seconds: float, content: str = '{"facts": []}') -> None:
+        """Sleep ``seconds`` (interruptible at teardown) before answering with ``content``."""
+        self._push(_Step("slow", seconds=seconds, content=content))
+
+    def push_trickle(self, seconds: float, interval: float = 0.3) -> None:
+        """Send 200 headers, then one space every ``interval`` s for ``seconds`` s, then close."""
+        self._push(_Step("trickle", seconds=seconds, interval=interval))
+
+    def respond_with(self, responder: Responder | None) -> None:
+        """Use ``responder(request_body) -> content`` when the script is empty (None resets)."""
+        with self._lock:
+            self._responder = responder
+
+    def _push(self, step: _Step) -> None:
+        with self._lock:
+            self._script.append(step)
+
+    def _next_step(self, body: dict[str, Any] | None) -> _Step:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+            responder = self._responder
+        if responder is not None:
+            return _Step("content", content=responder(body or {}))
+        return _Step("content", content='{"facts": []}')
+
+    # HTTP ----------------------------------------------------------------------------------
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return  # keep pytest output clean
+
+            def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+                self._send_json(404, {"error": {"message": "not found", "type": "stub"}})
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"null")
+                except ValueError:
+                    body = None
+                with stub._lock:
+                    stub.requests.append(
+                        RecordedRequest(
+                            path=self.path,
+                            headers={k.lower(): v for k, v in self.headers.items()},
+                            body=body if isinstance(body, dict) else None,
+                        )
+                    )
+                try:
+                    if self.path.rstrip("/") != "/v1/chat/completions":
+                        self._send_json(404, {"error": {"message": "not found", "type": "stub"}})
+                        return
+                    self._answer(stub._next_step(body if isinstance(body, dict) else None), body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout) — expected in timeout tests
+
+            def _answer(self, step: _Step, body: Any) -> None:
+                model = str((body or {}).get("model") or "stub-model")
+                n = len(stub.requests)
+                if step.kind == "slow":
+                    if stub._stop.wait(step.seconds):
+                        return
+                    self._send_json(200, _completion(step.content, model, n))
+                elif step.kind == "status":
+                    self._send_json(
+                        step.status,
+                        {"error": {"message": step.content, "type": "server_error", "code": None}},
+                    )
+                elif step.kind == "trickle":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "1000000")
+                    self.end_headers()
+                    deadline = time.monotonic() + step.seconds
+                    while time.monotonic() < deadline and not stub._stop.is_set():
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        stub._stop.wait(step.interval)
+                    self.close_connection = True
+                else:
+                    finish = step.extra.get("finish_reason", "stop")
+                    self._send_json(200, _completion(step.content, model, n, finish))
+
+        return Handler
+
+
+@pytest.fixture
+def llm_stub() -> Iterator[StubLLM]:
+    """A started :class:`StubLLM`, stopped after the test."""
+    with StubLLM() as stub:
+        yield stub
