@@ -104,21 +104,22 @@ def carol(roles: Any) -> Any:
     return _user("carol", "viewer")
 
 
-FIXED_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-"""Clock the service tests plan with (ages of memories are measured from it)."""
+def days_ago(days: float) -> str:
+    """ISO timestamp ``days`` before the real current time (passes plan with the real clock)."""
+    return (datetime.now(UTC) - timedelta(days=days)).isoformat()
 
 
 def memory_records(
     texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None, *, prefix: str = "mem"
 ) -> list[Any]:
     """``MemoryRecord``s ``prefix-000``… with real embeddings and default metadata
-    (``created_at`` a day before :data:`FIXED_NOW`, importance 0.5)."""
+    (``created_at`` a day ago, importance 0.5), updated with ``metadatas[i]``."""
     from consolidation import MemoryRecord
 
     vectors = embed_texts(list(texts))
     out = []
     for i, text in enumerate(texts):
-        meta = {"created_at": (FIXED_NOW - timedelta(days=1)).isoformat(), "importance": 0.5}
+        meta = {"created_at": days_ago(1), "importance": 0.5}
         if metadatas is not None:
             meta.update(metadatas[i])
         out.append(MemoryRecord(f"{prefix}-{i:03d}", text, vectors[i], meta))

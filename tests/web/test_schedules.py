@@ -1,0 +1,95 @@
+"""Per-agent django-q2 schedules: idempotent sync, pause/resume, delete, command, preview."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.core.management import call_command
+from django_q.models import Schedule
+
+from memoryadmin.console import services, tasks
+from memoryadmin.console.models import Agent, AuditEvent, Pass
+
+pytestmark = pytest.mark.django_db
+
+
+def test_saving_an_agent_creates_then_updates_one_schedule(agent_with_memories):
+    agent = agent_with_memories(1, slug="sched")
+    s = Schedule.objects.get(name="consolidate:sched")
+    assert (s.func, s.args, s.schedule_type, s.cron) == (
+        "memoryadmin.console.tasks.scheduled_pass", repr(agent.pk), Schedule.CRON, "0 3 * * *")
+    assert s.next_run > datetime.now(UTC) and (s.next_run.hour, s.next_run.minute) == (3, 0)
+
+    services.schedule_sync(agent=agent)
+    services.schedule_sync(agent=agent)
+    assert Schedule.objects.count() == 1 and Schedule.objects.get().pk == s.pk
+
+    services.agent_update(agent=agent, schedule_cron="15 */6 * * *")
+    s2 = Schedule.objects.get()
+    assert s2.pk == s.pk and s2.cron == "15 */6 * * *" and s2.next_run.minute == 15
+
+
+def test_pausing_removes_the_schedule_and_resuming_restores_it(agent_with_memories):
+    agent = agent_with_memories(1, slug="pausy")
+    services.agent_update(agent=agent, schedule_enabled=False)
+    assert not Schedule.objects.filter(name="consolidate:pausy").exists()
+    services.agent_update(agent=agent, schedule_enabled=True)
+    assert Schedule.objects.filter(name="consolidate:pausy").count() == 1
+
+
+def test_deleting_an_agent_removes_its_schedule(agent_with_memories):
+    agent = agent_with_memories(1)
+    services.agent_delete(agent=agent)
+    assert not Schedule.objects.exists()
+
+
+def test_sync_schedules_command_repairs_every_agent(agent_with_memories):
+    a = agent_with_memories(1, slug="one")
+    agent_with_memories(1, slug="two", schedule_enabled=False)
+    Schedule.objects.all().delete()
+    Schedule.objects.create(name="consolidate:ghost", func="memoryadmin.console.tasks.scheduled_pass",
+                            args="999", schedule_type=Schedule.CRON, cron="0 1 * * *")
+    Agent.objects.filter(pk=a.pk).update(schedule_cron="5 5 * * *")  # drifted behind the service's back
+    out = io.StringIO()
+    call_command("sync_schedules", stdout=out)
+    assert "1 enabled, 1 paused, 2 agents" in out.getvalue()
+    assert list(Schedule.objects.values_list("name", "cron")) == [("consolidate:one", "5 5 * * *")]
+    call_command("sync_schedules", stdout=io.StringIO())
+    assert Schedule.objects.count() == 1
+
+
+def test_preview_lists_the_next_five_runs_in_the_operators_time_zone(settings):
+    settings.TIME_ZONE = "UTC"
+    now = datetime(2026, 3, 28, 12, 0, tzinfo=UTC)
+    runs = services.schedule_preview(cron="0 3 * * *", tz="Europe/Berlin", now=now)
+    assert len(runs) == 5
+    assert all(r.tzinfo == ZoneInfo("Europe/Berlin") for r in runs)
+    # 03:00 UTC is 04:00 in Berlin before the DST switch on 29 March 2026 and 05:00 after it
+    assert [(r.day, r.hour) for r in runs] == [(29, 5), (30, 5), (31, 5), (1, 5), (2, 5)]
+    assert runs[0].astimezone(UTC) == datetime(2026, 3, 29, 3, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("cron", ["", "* * * *", "60 * * * *", "0 3 * * * *", "every day", None])
+def test_preview_refuses_a_bad_cron(cron):
+    with pytest.raises(ValueError):
+        services.schedule_preview(cron=cron, tz="UTC")
+
+
+def test_preview_refuses_an_unknown_time_zone():
+    with pytest.raises(ValueError, match="Unknown time zone"):
+        services.schedule_preview(cron="0 3 * * *", tz="Mars/Olympus")
+
+
+def test_the_scheduled_task_requests_a_pass_and_refuses_a_second(agent_with_memories, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(3)
+    first = tasks.scheduled_pass(agent.pk)  # on_commit not executed: the pass stays queued
+    assert "queued" in first
+    second = tasks.scheduled_pass(agent.pk)
+    assert "refused" in second
+    assert Pass.objects.filter(agent=agent).count() == 1
+    assert Pass.objects.get(agent=agent).trigger == "schedule"
+    assert AuditEvent.objects.filter(agent=agent, verb="refused", actor="schedule").count() == 1
+    assert "does not exist" in tasks.scheduled_pass(10**9)

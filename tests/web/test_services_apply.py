@@ -1,0 +1,147 @@
+"""Apply (I-1 … I-4): stale sources become conflicts, the guard is re-checked, apply resumes.
+
+Real Chroma (in-process) throughout; the one fault-injection test wraps the real store so that
+one call raises as if the server had gone away.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from memoryadmin.console import services, stores
+from memoryadmin.console.models import ArchivedMemory, Operation, Pass
+from tests.conftest import DISTINCT_FACTS
+
+pytestmark = pytest.mark.django_db
+
+F = DISTINCT_FACTS
+DUPES = F[:16] + [F[0], F[1]]  # mem-016 duplicates mem-000, mem-017 duplicates mem-001
+
+
+def proposed(agent: Any, capture: Any) -> Pass:
+    with capture(execute=True):
+        run = services.pass_request(agent=agent, trigger="operator")
+    run.refresh_from_db()
+    assert run.status == "proposed"
+    return run
+
+
+def approve(run: Pass, user: Any, capture: Any) -> Pass:
+    with capture(execute=True):
+        services.pass_approve(run=run, user=user)
+    run.refresh_from_db()
+    return run
+
+
+def op_for(run: Pass, memory_id: str) -> Operation:
+    return next(op for op in run.operations.all() if memory_id in op.source_ids)
+
+
+def test_an_edited_source_makes_its_operation_a_conflict(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(DUPES)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    services.memory_edit(agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice)
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+
+    assert run.status == Pass.Status.PARTIALLY_APPLIED
+    edited, other = op_for(run, "mem-000"), op_for(run, "mem-001")
+    assert edited.status == "conflict" and "changed after the pass was planned" in edited.status_detail
+    assert other.status == "applied"
+    live = {r.id: r.document for r in stores.get_store(agent).get(["mem-000", "mem-016", "mem-001", "mem-017"])}
+    assert live == {"mem-000": "Caroline moved to Oslo.", "mem-016": F[0]}  # conflict untouched
+    assert run.telemetry["apply_guard"]["included_ops"] == 1
+    assert run.events.filter(verb="conflict").count() == 1
+
+
+def test_a_deleted_source_makes_its_operation_a_conflict(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(DUPES)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+
+    assert run.status == "partially_applied"
+    assert "no longer exists" in op_for(run, "mem-017").status_detail
+    assert op_for(run, "mem-000").status == "applied"
+    assert stores.get_store(agent).get(["mem-001"])[0].document == F[1]
+    assert ArchivedMemory.objects.filter(agent=agent, action="operator_delete").count() == 1
+
+
+def test_the_guard_is_rechecked_at_apply_against_the_live_store(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(DUPES)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    for mid in ("mem-010", "mem-011", "mem-012", "mem-013"):  # store shrinks from 18 to 14
+        services.memory_delete(agent=agent, memory_id=mid, user=alice)
+    before = services.agent_census(agent=agent)
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+
+    assert run.status == Pass.Status.REJECTED_BY_GUARD
+    assert "At apply time" in run.reason and "28.6%" in run.reason
+    assert services.agent_census(agent=agent) == before  # nothing written or deleted
+    assert set(run.operations.values_list("status", flat=True)) == {"pending"}
+
+
+class FlakyStore:
+    """The real store, except that ``delete`` raises once as if Chroma had gone away."""
+
+    def __init__(self, store: Any, failures: list[str]) -> None:
+        self._store, self._failures = store, failures
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def delete(self, ids: Any) -> None:
+        if self._failures:
+            raise services.StoreUnavailable(self._failures.pop())
+        self._store.delete(ids)
+
+
+def test_an_interrupted_apply_resumes_without_repeating_a_step(agent_with_memories, bob, monkeypatch, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(DUPES)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    real_get_store = stores.get_store
+    failures = ["Cannot reach the Chroma server (test)"]
+    monkeypatch.setattr(stores, "get_store", lambda a: FlakyStore(real_get_store(a), failures))
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+
+    assert run.status == Pass.Status.APPLYING and "test" in run.error
+    first = run.operations.order_by("index").first()
+    assert first.status == "verified"  # archived, written and read back; sources not yet deleted
+    store = real_get_store(agent)
+    assert store.count() == 19  # 18 originals + the first merged memory: nothing lost
+    with pytest.raises(services.PassAlreadyActive):
+        services.pass_request(agent=agent, trigger="schedule", actor="schedule")
+
+    out = io.StringIO()
+    call_command("recover_passes", stdout=out)
+    run.refresh_from_db()
+    assert run.status == "applied" and f"pass #{run.pk} of {agent.slug}: applied" in out.getvalue()
+    assert store.count() == 16
+    assert ArchivedMemory.objects.filter(run=run).count() == 4  # each original archived once
+    assert run.events.filter(verb="apply_interrupted").count() == 1
+
+
+def test_apply_fails_cleanly_when_chroma_is_down_before_it_starts(agent_with_memories, bob, settings, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(DUPES)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    before = services.agent_census(agent=agent)
+    settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9
+    stores.reset_client_cache()
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+    assert run.status == Pass.Status.FAILED and "Cannot reach" in run.error
+    settings.CHROMA_MODE = "ephemeral"
+    stores.reset_client_cache()
+    assert services.agent_census(agent=agent) == before
+
+
+def test_applying_an_applied_pass_again_changes_nothing(agent_with_memories, bob, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(DUPES)
+    run = approve(proposed(agent, django_capture_on_commit_callbacks), bob, django_capture_on_commit_callbacks)
+    before = services.agent_census(agent=agent)
+    events = run.events.count()
+    again = services.pass_apply(run=run)
+    assert again.status == "applied" and services.agent_census(agent=agent) == before
+    assert run.events.count() == events
