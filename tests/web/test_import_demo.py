@@ -1,0 +1,33 @@
+"""Demo seed: three agents of 500–2,000 memories, every operation, proposals, one guard rejection."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryadmin.console import stores
+from memoryadmin.console.demo import seed_demo_agents
+from memoryadmin.console.models import Agent, Pass
+
+
+@pytest.mark.django_db
+def test_it_seeds_three_agents_with_pending_proposals_and_is_idempotent(unique_name):
+    prefix = unique_name("demo") + "-"
+    agents = seed_demo_agents(collection_prefix=prefix)
+    assert [a.slug for a in agents] == ["demo-support", "demo-coding", "demo-personal"]
+    kinds: set[str] = set()
+    for agent in agents:
+        assert 500 <= stores.get_store(agent).count() <= 2000
+        assert agent.probes.count() >= 5
+        proposed = agent.passes.get(status=Pass.Status.PROPOSED)
+        kinds |= set(proposed.operations.values_list("kind", flat=True))
+        pinned = [r for page in stores.get_store(agent).iter_pages() for r in page if r.metadata.get("pinned")]
+        assert pinned
+        removed = {rid for op in proposed.operations.all() for rid in op.removes}
+        assert not removed & {r.id for r in pinned}  # I-6
+    assert kinds >= {"merge", "promote", "prune", "reconcile"}
+    rejected = Pass.objects.get(status=Pass.Status.REJECTED_BY_GUARD)
+    assert rejected.agent.slug == "demo-personal" and "loss" in rejected.guard_reason.lower()
+
+    again = seed_demo_agents(collection_prefix=prefix)
+    assert [a.pk for a in again] == [a.pk for a in agents]
+    assert Agent.objects.count() == 3 and Pass.objects.count() == 4
