@@ -1,0 +1,283 @@
+"""The pass / proposal page: summary, operations, live exclude/edit, approve/reject, progress."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from memoryadmin.console.models import Agent, Pass
+
+from .proposals import make_proposal
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def agent(unique_name) -> Agent:
+    return Agent.objects.create(name="Support bot", slug=unique_name("a"), collection_name=unique_name("c"))
+
+
+def _merge_ops(run: Pass):
+    return list(run.operations.filter(kind="merge").order_by("index"))
+
+
+# ----- page --------------------------------------------------------------------------------
+
+
+def test_it_redirects_anonymous_to_login(client: Client, agent) -> None:
+    run = make_proposal(agent)
+    r = client.get(reverse("pass_detail", args=[run.pk]))
+    assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
+
+
+def test_it_shows_summary_and_operations_by_kind(client: Client, carol, agent) -> None:
+    run = make_proposal(agent, merges=2, prunes=1, reconciles=1)
+    client.force_login(carol)
+    r = client.get(reverse("pass_detail", args=[run.pk]))
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "20 → 16" in html  # 4 merged sources + 1 prune + 1 superseded removed, 2 merged added
+    assert 'id="loss-fraction">30.0%' in html and "25.0%" in html
+    assert "guard fails" in html and "Loss guard tripped" in html
+    for kind in ("merge", "prune", "reconcile"):
+        assert f'id="ops-{kind}"' in html
+    assert "0.931" in html  # pairwise cosine
+    assert "score=0.012" in html and "decay" in html  # prune score and rule
+    assert "wins" in html and "superseded" in html and "newer statement wins" in html
+    # viewers see no review controls
+    assert "Approve" not in html and 'data-action="toggle-exclude"' not in html
+
+
+def test_it_shows_review_controls_to_a_reviewer(client: Client, bob, agent) -> None:
+    run = make_proposal(agent)
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "Approve and apply" in html and "Reject" in html
+    assert html.count('data-action="toggle-exclude"') == 2
+    assert "Edit merged text" in html
+
+
+def test_it_pages_operations_per_kind(client: Client, carol, agent) -> None:
+    run = make_proposal(agent, entries_before=200, merges=25)
+    client.force_login(carol)
+    r = client.get(reverse("pass_detail", args=[run.pk]))
+    assert r.content.decode().count('data-kind="merge"') == 20
+    r = client.get(reverse("pass_detail", args=[run.pk]), {"kind": "merge", "merge_page": 2}, HTTP_HX_REQUEST="true")
+    html = r.content.decode()
+    assert r.status_code == 200 and "<html" not in html
+    assert html.lstrip().startswith('<section id="ops-merge"')
+    assert html.count('data-kind="merge"') == 5
+    assert r["Vary"] and "HX-Request" in r["Vary"]
+
+
+def test_it_escapes_memory_text_everywhere_on_the_page(client: Client, bob, agent) -> None:
+    run = make_proposal(agent, text=XSS, merges=1, reconciles=1)
+    run.note = XSS
+    run.save()
+    client.force_login(bob)
+    r = client.get(reverse("pass_detail", args=[run.pk]))
+    assert XSS.encode() not in r.content
+    assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in r.content
+
+
+def test_it_shows_recall_figures(client: Client, carol, agent) -> None:
+    run = make_proposal(agent)
+    run.recall = {"answer_recall_before": 0.9, "answer_recall_after": 0.88}
+    run.save()
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "answer recall before" in html and "0.88" in html
+
+
+def test_it_404s_for_a_missing_pass(client: Client, carol) -> None:
+    client.force_login(carol)
+    assert client.get(reverse("pass_detail", args=[999999])).status_code == 404
+
+
+# ----- exclude / include --------------------------------------------------------------------
+
+
+def test_it_excludes_a_merge_and_swaps_the_summary_out_of_band(client: Client, bob, agent) -> None:
+    run = make_proposal(agent, merges=2, prunes=1)  # 5/20 = 25%: passes
+    op = _merge_ops(run)[0]
+    client.force_login(bob)
+    r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert html.lstrip().startswith(f'<div id="op-{op.pk}" class="op excluded"')
+    assert 'id="pass-summary" class="card" hx-swap-oob="true"' in html
+    assert 'id="loss-fraction">15.0%' in html
+    assert "Include" in html
+    op.refresh_from_db()
+    assert op.excluded
+    run.refresh_from_db()
+    assert run.loss_fraction == pytest.approx(0.15)
+
+
+def test_it_includes_again_and_the_guard_verdict_flips(client: Client, bob, agent) -> None:
+    run = make_proposal(agent, merges=2, prunes=2)  # 6/20 = 30%: fails
+    op = _merge_ops(run)[0]
+    client.force_login(bob)
+    url = reverse("operation_exclude", args=[run.pk, op.pk])
+    html = client.post(url, {"excluded": "1"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "guard passes" in html and 'id="loss-fraction">20.0%' in html
+    html = client.post(url, {"excluded": "0"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "guard fails" in html and 'id="loss-fraction">30.0%' in html
+
+
+def test_it_redirects_back_without_htmx(client: Client, bob, agent) -> None:
+    run = make_proposal(agent)
+    op = _merge_ops(run)[0]
+    client.force_login(bob)
+    r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"})
+    assert r.status_code == 302 and r["Location"] == f"{reverse('pass_detail', args=[run.pk])}#op-{op.pk}"
+
+
+def test_it_reports_exclude_on_a_decided_pass(client: Client, bob, agent) -> None:
+    run = make_proposal(agent, status="dismissed")
+    op = _merge_ops(run)[0]
+    client.force_login(bob)
+    r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and b"only a proposed pass can be reviewed" in r.content
+    op.refresh_from_db()
+    assert not op.excluded
+
+
+# ----- edit merged text ------------------------------------------------------------------------
+
+
+def test_it_edits_a_merged_text(client: Client, bob, agent) -> None:
+    run = make_proposal(agent)
+    op = _merge_ops(run)[0]
+    client.force_login(bob)
+    r = client.post(reverse("operation_edit", args=[run.pk, op.pk]), {"document": XSS}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert ">edited<" in html and 'hx-swap-oob="true"' in html
+    assert XSS not in html and "&lt;script&gt;" in html
+    op.refresh_from_db()
+    assert op.result_document == XSS and op.edited
+
+
+@pytest.mark.parametrize(("document", "message"), [("   ", "cannot be empty"), ("x" * 1001, "the limit is 1,000")])
+def test_it_refuses_a_bad_merged_text(client: Client, bob, agent, document: str, message: str) -> None:
+    run = make_proposal(agent)
+    op = _merge_ops(run)[0]
+    client.force_login(bob)
+    r = client.post(reverse("operation_edit", args=[run.pk, op.pk]), {"document": document}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and message in r.content.decode()
+    op.refresh_from_db()
+    assert not op.edited
+
+
+# ----- approve / reject ---------------------------------------------------------------------
+
+
+def test_it_approves_with_a_note(client: Client, bob, agent) -> None:
+    run = make_proposal(agent)
+    client.force_login(bob)
+    r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "looks right"})
+    assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
+    run.refresh_from_db()
+    assert run.status == "approved" and run.decided_by == bob and run.note == "looks right"
+
+
+def test_it_refuses_to_approve_when_the_guard_fails_now(client: Client, bob, agent) -> None:
+    run = make_proposal(agent, merges=2, prunes=2)  # 30% > 25%
+    client.force_login(bob)
+    r = client.post(reverse("pass_approve", args=[run.pk]), {"note": ""})
+    assert r.status_code == 200
+    assert b'id="approve-errors"' in r.content and b"Loss guard tripped" in r.content
+    run.refresh_from_db()
+    assert run.status == "proposed"
+
+
+def test_it_requires_a_note_to_reject(client: Client, bob, agent) -> None:
+    run = make_proposal(agent)
+    client.force_login(bob)
+    r = client.post(reverse("pass_reject", args=[run.pk]), {"note": "  "})
+    assert r.status_code == 200 and b"A note is required" in r.content
+    run.refresh_from_db()
+    assert run.status == "proposed"
+
+
+def test_it_rejects_with_a_note(client: Client, bob, agent) -> None:
+    run = make_proposal(agent)
+    client.force_login(bob)
+    r = client.post(reverse("pass_reject", args=[run.pk]), {"note": XSS}, follow=True)
+    assert r.status_code == 200
+    run.refresh_from_db()
+    assert run.status == "dismissed" and run.note == XSS
+    assert XSS.encode() not in r.content and b"dismissed" in r.content
+
+
+@pytest.mark.parametrize("name", ["pass_approve", "pass_reject"])
+def test_it_forbids_review_posts_for_a_viewer(client: Client, carol, agent, name: str) -> None:
+    run = make_proposal(agent)
+    client.force_login(carol)
+    assert client.post(reverse(name, args=[run.pk]), {"note": "x"}).status_code == 403
+    run.refresh_from_db()
+    assert run.status == "proposed"
+
+
+@pytest.mark.parametrize(("name", "data"), [("operation_exclude", {"excluded": "1"}), ("operation_edit", {"document": "x y z"})])
+def test_it_forbids_operation_posts_for_a_viewer(client: Client, carol, agent, name: str, data: dict) -> None:
+    run = make_proposal(agent)
+    op = _merge_ops(run)[0]
+    client.force_login(carol)
+    assert client.post(reverse(name, args=[run.pk, op.pk]), data, HTTP_HX_REQUEST="true").status_code == 403
+    op.refresh_from_db()
+    assert not op.excluded and not op.edited
+
+
+@pytest.mark.parametrize("name", ["pass_approve", "pass_reject", "operation_exclude", "operation_edit"])
+def test_it_refuses_get_with_405(client: Client, bob, agent, name: str) -> None:
+    run = make_proposal(agent)
+    args = [run.pk] if name.startswith("pass") else [run.pk, _merge_ops(run)[0].pk]
+    client.force_login(bob)
+    assert client.get(reverse(name, args=args)).status_code == 405
+
+
+@pytest.mark.parametrize("name", ["pass_approve", "pass_reject", "operation_exclude"])
+def test_it_enforces_csrf(bob, agent, name: str) -> None:
+    run = make_proposal(agent)
+    args = [run.pk] if name.startswith("pass") else [run.pk, _merge_ops(run)[0].pk]
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(bob)
+    assert c.post(reverse(name, args=args), {"note": "n", "excluded": "1"}).status_code == 403
+    run.refresh_from_db()
+    assert run.status == "proposed"
+
+
+# ----- progress -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["queued", "running", "approved", "applying"])
+def test_it_polls_progress_while_active(client: Client, carol, agent, status: str) -> None:
+    run = make_proposal(agent, status=status)
+    Pass.objects.filter(pk=run.pk).update(progress=0.4, progress_label="Writing merged memories")
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'hx-trigger="every 1s"' in html
+    r = client.get(reverse("pass_progress", args=[run.pk]), HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert body.lstrip().startswith('<div id="pass-progress"') and "40%" in body and "Writing merged memories" in body
+
+
+def test_it_stops_polling_when_done(client: Client, carol, agent) -> None:
+    run = make_proposal(agent, status="applied")
+    client.force_login(carol)
+    assert 'hx-trigger="every 1s"' not in client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    r = client.get(reverse("pass_progress", args=[run.pk]), HTTP_HX_REQUEST="true")
+    assert r.status_code == 286 and r["HX-Refresh"] == "true"
+
+
+def test_it_redirects_progress_without_htmx(client: Client, carol, agent) -> None:
+    run = make_proposal(agent, status="running")
+    client.force_login(carol)
+    r = client.get(reverse("pass_progress", args=[run.pk]))
+    assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
