@@ -58,6 +58,8 @@ DEMO_MEMORIES = [
     "The user booked a dentist appointment for a Tuesday in May.",
     "The user dislikes phone calls and prefers email.",
     "The user grew up in Leeds.",
+    "The user's bicycle is a folding Brompton.",
+    "The user is saving for a trip to Japan next year.",
     "The user had a cold last week.",
 ]
 
@@ -108,7 +110,11 @@ def chroma_available(stdout: Any) -> Iterator[None]:
 
 
 def seed_builtin_demo(stdout: Any) -> None:
-    """One small demo agent with duplicates and a stale memory, and a pending proposal."""
+    """One small demo agent with duplicates and a stale memory, and a pending proposal.
+
+    21 memories: two exact duplicate pairs (2 merges) and one year-old note of importance 0.1
+    (1 prune): 5 of 21 originals leave, loss 0.238, under the default threshold 0.25.
+    """
     from consolidation import MemoryRecord
     from consolidation.adapters.embedder import get_default_embedder
 
