@@ -1,0 +1,128 @@
+"""Audit page: every pass with its decision, filters, paging and CSV export."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from memoryadmin.console.models import Agent, Pass
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def passes(unique_name, bob) -> dict[str, Pass]:
+    a = Agent.objects.create(name="Alpha", slug=unique_name("alpha"), collection_name=unique_name("c"))
+    b = Agent.objects.create(name="Beta", slug=unique_name("beta"), collection_name=unique_name("c"))
+    when = datetime(2026, 10, 5, 12, tzinfo=UTC)
+    out = {
+        "guard": Pass.objects.create(agent=a, trigger="schedule", status="rejected_by_guard", created_at=when,
+                                     guard_reason="Loss guard tripped: loss 40.0%", decided_actor="policy"),
+        "dismissed": Pass.objects.create(agent=a, trigger="operator", status="dismissed", decided_by=bob,
+                                         decided_at=when, note=XSS, created_at=datetime(2026, 10, 6, tzinfo=UTC)),
+        "failed": Pass.objects.create(agent=b, trigger="cli", status="failed", error="Chroma down",
+                                      created_at=datetime(2026, 10, 7, tzinfo=UTC)),
+        "stale": Pass.objects.create(agent=b, trigger="schedule", status="stale", reason="store changed",
+                                     created_at=datetime(2026, 10, 8, tzinfo=UTC)),
+        "applied": Pass.objects.create(agent=b, trigger="policy", status="applied", decided_actor="policy",
+                                       note="=HYPERLINK(1)", created_at=datetime(2026, 10, 9, tzinfo=UTC)),
+    }
+    return out
+
+
+def test_it_redirects_anonymous_to_login(client: Client) -> None:
+    for name in ("audit", "audit_csv"):
+        r = client.get(reverse(name))
+        assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
+
+
+def test_it_lists_every_pass_with_its_decision(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("audit"))
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert r.context["page"].paginator.count == 5
+    assert "Loss guard tripped" in html and "bob" in html and "Chroma down" in html and "store changed" in html
+    assert "schedule" in html and "policy" in html and "cli" in html
+    assert XSS not in html and "&lt;script&gt;" in html
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [("rejected_by_guard", {"guard"}), ("dismissed", {"dismissed"}), ("failed", {"failed"}),
+     ("stale", {"stale"}), ("applied", {"applied"}), ("all", {"guard", "dismissed", "failed", "stale", "applied"})],
+)
+def test_it_filters_by_status(client: Client, carol, passes, status: str, expected: set[str]) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("audit"), {"status": status})
+    got = {p.pk for p in r.context["page"]}
+    assert got == {passes[k].pk for k in expected}
+
+
+def test_it_filters_by_agent_and_date_range(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    slug = passes["failed"].agent.slug
+    r = client.get(reverse("audit"), {"agent": slug, "since": "2026-10-07", "until": "2026-10-08"})
+    assert {p.pk for p in r.context["page"]} == {passes["failed"].pk, passes["stale"].pk}
+
+
+def test_it_reports_a_bad_date_range(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("audit"), {"since": "2026-10-09", "until": "2026-10-01"})
+    assert r.status_code == 200 and b"The end date is before the start date" in r.content
+    assert r.context["page"].paginator.count == 0
+
+
+def test_it_returns_the_results_fragment_for_htmx(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("audit"), {"status": "failed"}, HTTP_HX_REQUEST="true")
+    html = r.content.decode()
+    assert r.status_code == 200 and html.lstrip().startswith('<section id="audit-results"')
+    assert "<html" not in html and "Chroma down" in html and "store changed" not in html
+
+
+def test_it_paginates(client: Client, carol, unique_name) -> None:
+    a = Agent.objects.create(name="Many", slug=unique_name("m"), collection_name=unique_name("c"))
+    Pass.objects.bulk_create([Pass(agent=a, trigger="schedule", status="dismissed") for _ in range(55)])
+    client.force_login(carol)
+    assert len(client.get(reverse("audit")).context["page"].object_list) == 50
+    r = client.get(reverse("audit"), {"page": 2})
+    assert len(r.context["page"].object_list) == 5
+
+
+def test_it_exports_the_filtered_list_as_csv(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("audit_csv"), {"status": "applied"})
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    assert "attachment" in r["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(r.content.decode())))
+    assert [int(row["pass"]) for row in rows] == [passes["applied"].pk]
+    assert rows[0]["decided_by"] == "policy" and rows[0]["trigger"] == "policy"
+    assert rows[0]["note"] == "'=HYPERLINK(1)"  # no spreadsheet formula injection
+
+
+def test_it_exports_everything_without_filters(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    rows = list(csv.DictReader(io.StringIO(client.get(reverse("audit_csv")).content.decode())))
+    assert len(rows) == 5
+    dismissed = next(row for row in rows if int(row["pass"]) == passes["dismissed"].pk)
+    assert dismissed["decided_by"] == "bob" and dismissed["note"] == XSS  # CSV is data, not HTML
+
+
+def test_it_links_the_csv_with_the_current_filters(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    html = client.get(reverse("audit"), {"status": "failed"}).content.decode()
+    assert f'{reverse("audit_csv")}?status=failed' in html
+
+
+@pytest.mark.parametrize("name", ["audit", "audit_csv"])
+def test_it_refuses_post_with_405(client: Client, carol, name: str) -> None:
+    client.force_login(carol)
+    assert client.post(reverse(name)).status_code == 405
