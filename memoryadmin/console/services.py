@@ -649,8 +649,9 @@ def _store_proposal(
                 ))
             OperationSource.objects.bulk_create(sources)
         for old in Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk):
-            _transition(old, frm=(S.PROPOSED,), to=S.STALE, actor=actor, verb="stale",
-                        note=f"Superseded by the newer pass #{run.pk}.", finished_at=timezone.now())
+            why = f"Superseded by the newer pass #{run.pk}."
+            _transition(old, frm=(S.PROPOSED,), to=S.STALE, actor=actor, verb="stale", note=why,
+                        reason=why, finished_at=timezone.now())
         to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
         fields: dict[str, Any] = {
             "entries_before": ev.entries_before, "entries_after": ev.entries_after,
@@ -1049,7 +1050,7 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
     )
     run = _transition(
         run, frm=(S.APPLYING,), to=to, actor=actor, verb=to, note=note, telemetry=telemetry,
-        error="", finished_at=timezone.now(), progress=1.0,
+        error="", reason="" if to == S.APPLIED else note, finished_at=timezone.now(), progress=1.0,
         progress_label="Applied" if to == S.APPLIED else "Partially applied",
     )
     try:

@@ -81,7 +81,7 @@ def stack(tmp_path: Path) -> Iterator[dict]:
         "CHROMA_PORT": str(chroma_port),
         "Q_SYNC": "0",
         "Q_WORKERS": "1",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
     }
     procs: list[subprocess.Popen] = []
     logs = tmp_path / "logs"
