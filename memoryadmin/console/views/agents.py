@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from .. import services
 from ..forms import AgentCreateForm, AgentEditForm, CronPreviewForm
@@ -120,6 +121,7 @@ def _preview(cron: str | None, request: HtmxHttpRequest) -> dict:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 def schedule_preview(request: HtmxHttpRequest):
     """The next 5 runs of ``?schedule_cron=`` in the operator's time zone (``?tz=`` or cookie)."""
     form = CronPreviewForm(request.GET)

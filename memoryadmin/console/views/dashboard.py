@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from ..models import Agent
 from ..selectors import agent_chart_data, dashboard_rows
@@ -11,6 +12,7 @@ from .common import HtmxHttpRequest, request_zone
 
 
 @require_GET
+@vary_on_headers("HX-Request", "HX-Target")
 def dashboard(request: HtmxHttpRequest):
     """Agents with memory count, pending proposals, last pass, next run; charts of one agent.
 

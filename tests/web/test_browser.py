@@ -1,0 +1,82 @@
+"""One browser test: Debian chromium through Playwright against the live server.
+
+Log in, open a real proposal with two merges, exclude one merge and see the loss fraction change
+without a page load (a marker set on ``window`` before the click survives), approve, and see the
+pass applied (django-q2 runs the apply inline in tests).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+
+from memoryadmin.console import services
+from memoryadmin.console.models import Pass
+
+from ..conftest import DISTINCT_FACTS
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]
+
+
+@pytest.fixture
+def browser_page(monkeypatch):
+    if not shutil.which(CHROMIUM) and os.getenv("CI"):
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs it (apt-get install -y chromium)")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    # Playwright's sync API runs an event loop in this thread; Django's ORM calls from the test
+    # body are still synchronous and safe.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def test_it_excludes_a_merge_live_then_approves_and_applies(live_server, transactional_db, bob, agent_with_memories, browser_page) -> None:
+    from playwright.sync_api import expect
+
+    # 16 distinct facts + two exact-duplicate pairs: two merges removing 4 of 20 originals (20%).
+    dup_a, dup_b = "Caroline moved to Boston in May.", "Jon's favourite colour is teal."
+    agent = agent_with_memories([*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b], policy={"prune": False, "promote": False})
+    run = services.pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
+    run.refresh_from_db()
+    assert run.status == Pass.Status.PROPOSED, (run.status, run.error, run.guard_reason)
+    assert run.operations.filter(kind="merge").count() == 2
+
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/?next=/passes/{run.pk}/")
+    page.fill("#id_username", "bob")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(rf"/passes/{run.pk}/$"))
+
+    loss = page.locator("#loss-fraction")
+    expect(loss).to_have_text("20.0%")
+    page.evaluate("window.__noReload = 'still here'")
+    page.locator('[data-kind="merge"] [data-action="toggle-exclude"]').first.click()
+    expect(loss).to_have_text("10.0%")
+    expect(page.locator('[data-kind="merge"].excluded')).to_have_count(1)
+    assert page.evaluate("window.__noReload") == "still here"  # no page load happened
+
+    page.click("#approve-btn")
+    expect(page.locator('.pagehead [data-status="applied"]')).to_be_visible()
+    run.refresh_from_db()
+    assert run.status == Pass.Status.APPLIED
+    assert run.operations.filter(status="applied").count() == 1
+    assert run.operations.filter(excluded=True).count() == 1
