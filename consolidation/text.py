@@ -103,10 +103,18 @@ def _stem(w: str) -> str:
     return w
 
 
+_IDIOMS_RE = re.compile(
+    r"\b(?:can not wait|no problem|no worries|long time no (?:see|talk|chat)|no doubt|not only"
+    r"|never mind|no matter|never been better|could not be happier|can not thank)\b"
+)
+"""Negation words that do not negate a fact (seen in LoCoMo dialog: "can't wait!")."""
+
+
 def _words(text: str) -> list[str]:
     t = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
     for rx, rep in _CONTRACTIONS:
         t = rx.sub(rep, t)
+    t = _IDIOMS_RE.sub(" ", t)
     return _WORD_RE.findall(t)
 
 

@@ -199,25 +199,7 @@ def plan(
                 ))
     timer.lap("prune")
 
-    # 3. exact duplicates ------------------------------------------------------------------
-    keys = [normalize_text(d) for d in docs]
-    by_key: dict[str, list[int]] = {}
-    for i, k in enumerate(keys):
-        by_key.setdefault(k, []).append(i)
-    exact_edges: list[tuple[int, int]] = []
-    exact_pairs = 0
-    if policy.merge_exact:
-        for members in by_key.values():
-            if len(members) < 2 or not any(is_new[i] for i in members):
-                continue
-            exact_pairs += len(members) * (len(members) - 1) // 2
-            for c0 in range(0, len(members), policy.max_group_size):
-                chunk = members[c0 : c0 + policy.max_group_size]
-                exact_edges.extend((chunk[0], j) for j in chunk[1:])
-    candidates["exact_pairs"] = exact_pairs
-    timer.lap("exact")
-
-    # 4. candidate search ------------------------------------------------------------------
+    # 3. candidate search ------------------------------------------------------------------
     need_sim = policy.merge_near or policy.reconcile
     t_cand = min(policy.link_threshold, policy.contradiction_threshold)
     if need_sim and n >= 2 and len(new_idx):
@@ -232,6 +214,33 @@ def plan(
     }
     candidates["similar_pairs"] = len(sim)
     timer.lap("candidates")
+
+    # 4. exact duplicates ------------------------------------------------------------------
+    # Partial incremental pass: only new records and their similarity partners get a key.
+    # An exact duplicate has the same text, hence (with one embedding model) the same vector,
+    # so it is always among the partners; this keeps the pass O(new), not O(store).
+    if partial:
+        keyed = sorted(set(new_idx.tolist()) | set(pi.tolist()) | set(pj.tolist()))
+    else:
+        keyed = list(range(n))
+    keys: list[str | None] = [None] * n
+    for i in keyed:
+        keys[i] = normalize_text(docs[i])
+    by_key: dict[str, list[int]] = {}
+    for i in keyed:
+        by_key.setdefault(keys[i], []).append(i)
+    exact_edges: list[tuple[int, int]] = []
+    exact_pairs = 0
+    if policy.merge_exact:
+        for members in by_key.values():
+            if len(members) < 2 or not any(is_new[i] for i in members):
+                continue
+            exact_pairs += len(members) * (len(members) - 1) // 2
+            for c0 in range(0, len(members), policy.max_group_size):
+                chunk = members[c0 : c0 + policy.max_group_size]
+                exact_edges.extend((chunk[0], j) for j in chunk[1:])
+    candidates["exact_pairs"] = exact_pairs
+    timer.lap("exact")
 
     # 5. contradictions --------------------------------------------------------------------
     contra: dict[tuple[int, int], Any] = {}
@@ -292,7 +301,7 @@ def plan(
         return s
 
     def linked(a: int, b: int) -> bool:
-        if keys[a] == keys[b] and policy.merge_exact:
+        if keys[a] is not None and keys[a] == keys[b] and policy.merge_exact:
             return True
         if not policy.merge_near:
             return False
@@ -343,7 +352,7 @@ def plan(
         sub = emb[group]
         mat = np.clip(sub @ sub.T, -1.0, 1.0)
         off = mat[~np.eye(len(group), dtype=bool)]
-        exact = len({keys[k] for k in group}) == 1
+        exact = len({keys[k] for k in group}) == 1 and keys[group[0]] is not None
         meta = merge_metadata([metas[k] for k in group], gids, fieldmap=fm,
                               curated_tier=policy.curated_tier)
         scores: dict[str, Any] = {

@@ -1,0 +1,202 @@
+"""Planning benchmark: wall seconds per stage, peak RSS, recall of planted near-duplicates.
+
+Synthetic stores of random unit vectors ``(n, 384) float32`` (pairwise cosine ≈ 0 ± 0.05) with
+5 % planted near-duplicate pairs at a known cosine (0.95, above the 0.90 link threshold) and
+texts that agree (the duplicate adds one word), so every planted pair should merge.
+Each size runs in its own subprocess so peak RSS (``ru_maxrss``) is per size.
+
+Targets (issue 2): 100K full plan ≤ 30 s; incremental 1K new into 100K ≤ 3 s.
+
+    .venv/bin/python bench/plan_bench.py            # 10K, 50K, 100K, incremental, methods
+    .venv/bin/python bench/plan_bench.py --quick    # 2K, 5K, incremental 200 into 5K
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from consolidation import MemoryRecord, OpKind, Policy  # noqa: E402
+from consolidation.planning import candidate_pairs, plan  # noqa: E402
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+DIM = 384
+COS = 0.95
+WORDS = ["apple", "river", "stone", "cloud", "garden", "violin", "harbor", "lantern", "meadow", "copper", "falcon", "orchard", "ribbon", "canyon", "velvet", "thunder", "maple", "island", "compass", "marble", "pepper", "saddle", "willow", "glacier", "trumpet", "cobalt", "poppy", "quartz", "tundra", "walnut", "zephyr", "bramble", "cinder", "dune", "ember", "fjord", "grove", "hazel", "iris", "juniper", "kelp", "lilac", "moss", "nectar", "opal", "pine", "quill", "reed", "sage", "thistle", "umber"]
+
+
+def make_store(n: int, seed: int, dup_frac: float = 0.05) -> tuple[list[MemoryRecord], list[tuple[str, str]]]:
+    """``n`` records with ``n * dup_frac`` planted pairs at cosine ``COS``; returns the pairs."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, DIM)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    n_pairs = int(n * dup_frac)
+    perm = rng.permutation(n)
+    bases, dups = perm[:n_pairs], perm[n_pairs : 2 * n_pairs]
+    noise = rng.standard_normal((n_pairs, DIM)).astype(np.float32)
+    noise -= (noise * x[bases]).sum(1, keepdims=True) * x[bases]  # orthogonal to the base
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    x[dups] = COS * x[bases] + np.sqrt(1 - COS**2) * noise
+    words = rng.integers(0, len(WORDS), (n, 6))
+    texts = [" ".join(WORDS[w] for w in row) for row in words]
+    for b, d in zip(bases, dups, strict=True):
+        texts[d] = texts[b] + " indeed"
+    ages = rng.integers(0, 60, n)
+    old = rng.random(n) < 0.02  # a few stale memories for the prune stage
+    ages[old] = 400
+    ages[bases] = ages[dups] = 5
+    records = [
+        MemoryRecord(
+            f"mem-{i:07d}", texts[i], x[i],
+            {"created_at": (NOW - timedelta(days=int(ages[i]))).isoformat(),
+             "session": f"s{i % 7}", "importance": 0.5, "access_count": int(i % 4)},
+        )
+        for i in range(n)
+    ]
+    pairs = [(f"mem-{b:07d}", f"mem-{d:07d}") for b, d in zip(bases, dups, strict=True)]
+    return records, pairs
+
+
+def recall(p, pairs: list[tuple[str, str]]) -> float:
+    group = {}
+    for k, op in enumerate(p.by_kind(OpKind.MERGE)):
+        for sid in op.source_ids:
+            group[sid] = k
+    hit = sum(1 for a, b in pairs if a in group and group.get(a) == group.get(b))
+    return hit / len(pairs) if pairs else 1.0
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process (all threads): a load-independent figure."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run_full(n: int, method: str) -> dict:
+    records, pairs = make_store(n, seed=n)
+    t, c = time.perf_counter(), cpu_seconds()
+    p = plan(records, Policy(), now=NOW, candidate_method=method)
+    wall, cpu = time.perf_counter() - t, cpu_seconds() - c
+    return {"case": f"full {n // 1000}K", "n": n, "wall": wall, "cpu": cpu, "timings": p.context["timings"],
+            "recall": recall(p, pairs), "merges": len(p.by_kind(OpKind.MERGE)),
+            "prunes": len(p.by_kind(OpKind.PRUNE)), "rss_mb": peak_rss_mb(),
+            "pairs": p.context["candidates"]["similar_pairs"]}
+
+
+def run_incremental(n: int, new: int) -> dict:
+    records, _ = make_store(n, seed=n)
+    rng = np.random.default_rng(1)
+    # ``new`` fresh records, half of them near-duplicates of existing ones
+    fresh, pairs = [], []
+    for k in range(new):
+        if k % 2 == 0:
+            base = records[int(rng.integers(0, n))]
+            noise = rng.standard_normal(DIM).astype(np.float32)
+            noise -= noise.dot(base.embedding) * base.embedding
+            noise /= np.linalg.norm(noise)
+            vec = COS * base.embedding + np.sqrt(1 - COS**2) * noise
+            text = base.document + " again"
+            pairs.append((base.id, f"new-{k:05d}"))
+        else:
+            vec = rng.standard_normal(DIM).astype(np.float32)
+            text = " ".join(WORDS[int(w)] for w in rng.integers(0, len(WORDS), 6))
+        fresh.append(MemoryRecord(f"new-{k:05d}", text, vec,
+                                  {"created_at": NOW.isoformat(), "session": "s-new"}))
+    checkpoint = {r.id: r.content_hash for r in records}
+    t, c = time.perf_counter(), cpu_seconds()
+    p = plan(records + fresh, Policy(), now=NOW, checkpoint=checkpoint)
+    wall, cpu = time.perf_counter() - t, cpu_seconds() - c
+    return {"case": f"incr {new // 1000 or new}{'K' if new >= 1000 else ''} into {n // 1000}K",
+            "n": n + new, "wall": wall, "cpu": cpu, "timings": p.context["timings"],
+            "recall": recall(p, pairs), "merges": len(p.by_kind(OpKind.MERGE)),
+            "prunes": len(p.by_kind(OpKind.PRUNE)), "rss_mb": peak_rss_mb(),
+            "pairs": p.context["candidates"]["similar_pairs"]}
+
+
+def run_method(n: int, method: str) -> dict:
+    records, pairs = make_store(n, seed=n)
+    emb = np.stack([r.embedding for r in records])
+    t, c = time.perf_counter(), cpu_seconds()
+    i, _, _ = candidate_pairs(emb, 0.75, method=method)
+    wall, cpu = time.perf_counter() - t, cpu_seconds() - c
+    return {"case": f"search {n // 1000}K {method}", "n": n, "wall": wall, "cpu": cpu, "pairs": int(len(i)),
+            "planted": len(pairs), "rss_mb": peak_rss_mb()}
+
+
+def child(args: argparse.Namespace) -> None:
+    kind, n, extra = args.child
+    n = int(n)
+    if kind == "full":
+        out = run_full(n, extra)
+    elif kind == "incr":
+        out = run_incremental(n, int(extra))
+    else:
+        out = run_method(n, extra)
+    print(json.dumps(out))
+
+
+def spawn(*argv: str) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--child", *argv], capture_output=True,
+                          text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+STAGES = ["prepare", "prune", "exact", "candidates", "contradictions", "grouping", "merge",
+          "promote"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes only (seconds)")
+    ap.add_argument("--no-methods", action="store_true", help="skip the exact-vs-split comparison")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+          "(wall seconds scale with other load; cpu s counts all BLAS threads)")
+    sizes = [2_000, 5_000] if args.quick else [10_000, 50_000, 100_000]
+    incr = (5_000, 200) if args.quick else (100_000, 1_000)
+    rows = [spawn("full", str(n), "auto") for n in sizes]
+    rows.append(spawn("incr", str(incr[0]), str(incr[1])))
+    head = f"{'case':<20}{'wall s':>8}{'cpu s':>8}" + "".join(f"{s[:8]:>9}" for s in STAGES)
+    head += f"{'pairs':>8}{'merges':>8}{'prunes':>8}{'recall':>8}{'RSS MB':>8}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        line = f"{r['case']:<20}{r['wall']:>8.2f}{r['cpu']:>8.2f}"
+        line += "".join(f"{r['timings'].get(s, 0):>9.2f}" for s in STAGES)
+        line += f"{r['pairs']:>8}{r['merges']:>8}{r['prunes']:>8}{r['recall']:>8.3f}{r['rss_mb']:>8.0f}"
+        print(line)
+    full_max = rows[len(sizes) - 1]
+    print(f"\ntarget full {sizes[-1] // 1000}K ≤ 30 s: {full_max['wall']:.1f} s "
+          f"({'ok' if full_max['wall'] <= 30 else 'MISSED'}); "
+          f"incremental ≤ 3 s: {rows[-1]['wall']:.2f} s ({'ok' if rows[-1]['wall'] <= 3 else 'MISSED'})")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    if args.no_methods:
+        return
+    n = 5_000 if args.quick else 50_000
+    print(f"\ncandidate search only, {n // 1000}K rows, cosine ≥ 0.75 (same pairs, different filter):")
+    for method in ("exact", "split"):
+        r = spawn("method", str(n), method)
+        print(f"  {method:<6} {r['wall']:>7.2f} s wall {r['cpu']:>7.2f} s cpu  pairs {r['pairs']}  (planted {r['planted']})")
+
+
+if __name__ == "__main__":
+    main()
