@@ -146,7 +146,7 @@ def read_jsonl(
         if len(errors) >= MAX_ERRORS:
             break
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as exc:
             errors.append(LineError(n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"))
             continue

@@ -34,7 +34,7 @@ def fresh(days: float = 1, importance: float = 0.5) -> dict:
 
 @pytest.fixture
 def duplicates_agent(agent_with_memories):
-    texts = DISTINCT_FACTS[:8] + [DISTINCT_FACTS[0], DISTINCT_FACTS[1]]  # two exact duplicates
+    texts = DISTINCT_FACTS[:18] + [DISTINCT_FACTS[0], DISTINCT_FACTS[1]]  # two exact duplicates
     agent = agent_with_memories(texts, [fresh() for _ in texts])
     ProbeQuery.objects.create(agent=agent, question="Where did Caroline move from?", answer="Sweden")
     ProbeQuery.objects.create(agent=agent, question="What is Jon's favourite board game?", answer="Settlers of Catan")
@@ -59,23 +59,23 @@ def test_dry_run_prints_the_figures_and_records_nothing(duplicates_agent):
     out = consolidate(duplicates_agent.slug, "--dry-run")
     assert list(out) == list(KEYS)
     assert out["pass_id"] is None and out["status"] == "dry_run"
-    assert out["entries_before"] == 10 and out["entries_after"] == 8 and out["merged"] == 4
+    assert out["entries_before"] == 20 and out["entries_after"] == 18 and out["merged"] == 4
     assert out["guard_passed"] is True and out["max_loss_fraction"] == 0.25
     assert out["recall_before"] == 1.0 and out["recall_after"] == 1.0
     assert out["context_chars_before"] > 0 and out["seconds"] >= 0
     assert not Pass.objects.exists()
-    assert stores.get_store(duplicates_agent).count() == 10
+    assert stores.get_store(duplicates_agent).count() == 20
 
 
 @pytest.mark.django_db
 def test_propose_stores_a_pass_and_apply_applies_it(duplicates_agent):
     out = consolidate(duplicates_agent.slug, "--propose")
     assert out["status"] == "proposed" and Pass.objects.get(pk=out["pass_id"]).status == "proposed"
-    assert out["recall_passed"] is True and stores.get_store(duplicates_agent).count() == 10
+    assert out["recall_passed"] is True and stores.get_store(duplicates_agent).count() == 20
 
     out = consolidate(duplicates_agent.slug, "--apply")
     assert out["status"] == "applied"
-    assert stores.get_store(duplicates_agent).count() == 8
+    assert stores.get_store(duplicates_agent).count() == 18
     assert Pass.objects.get(pk=out["pass_id"]).decided_actor == "cli"
 
 

@@ -47,7 +47,7 @@ def test_it_imports_a_conversation_and_rerun_changes_nothing(locomo_file, unique
     store = stores.get_store(agent)
     assert store.count() == 557
     [turn] = store.get(["conv-30:D1:1"], include_embeddings=True)
-    assert turn.document.startswith("Jon: ")
+    assert turn.document.startswith("Gina: Hey Jon!")
     assert turn.metadata["layer"] == "episodic" and turn.metadata["session"] == 1
     assert turn.metadata["evidence"] == ["D1:1"]
     assert turn.metadata["created_at"].endswith("+00:00")
