@@ -631,6 +631,7 @@ def _store_proposal(
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
     with transaction.atomic():
+        StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         for index, op in enumerate(plan.operations):
             row = Operation.objects.create(
                 run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",

@@ -93,3 +93,21 @@ def test_the_scheduled_task_requests_a_pass_and_refuses_a_second(agent_with_memo
     assert Pass.objects.get(agent=agent).trigger == "schedule"
     assert AuditEvent.objects.filter(agent=agent, verb="refused", actor="schedule").count() == 1
     assert "does not exist" in tasks.scheduled_pass(10**9)
+
+
+def test_django_q_scheduler_fires_the_agents_schedule_into_a_proposal(agent_with_memories, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from django_q.scheduler import scheduler
+
+    from tests.conftest import DISTINCT_FACTS
+
+    agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2], slug="nightly")
+    Schedule.objects.filter(name="consolidate:nightly").update(next_run=timezone.now() - timedelta(minutes=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        scheduler()
+    run = Pass.objects.get(agent=agent)
+    assert (run.trigger, run.status) == ("schedule", "proposed")
+    assert run.events.get(verb="requested").actor == "schedule"
+    assert Schedule.objects.get(name="consolidate:nightly").next_run > timezone.now()
