@@ -40,7 +40,7 @@
             { label: "loss fraction", data: data.passes.map(function (p) { return p.loss; }),
               backgroundColor: data.passes.map(function (p) { return p.loss > p.threshold ? "#b42318" : "#2457c5"; }) },
             { type: "line", label: "threshold", data: data.passes.map(function (p) { return p.threshold; }),
-              borderColor: "#1d2330", borderDash: [4, 3], pointRadius: 0 }
+              borderColor: "#1d2330", borderDash: [4, 3], pointRadius: 2, pointStyle: "line" }
           ]
         },
         options: { maintainAspectRatio: false, animation: false, scales: { y: { min: 0, max: 1 } } }
