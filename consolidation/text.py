@@ -155,7 +155,7 @@ class Cue:
     """Why two similar texts disagree.
 
     ``kind`` is one of ``"negation"``, ``"changed_number"``, ``"changed_value"``,
-    ``"role_swap"``. ``unambiguous`` is True only when
+    ``"role_swap"``, ``"different_subject"``. ``unambiguous`` is True only when
     the texts are otherwise the same statement; the planner reconciles only those. ``detail``
     is a short human-readable explanation.
     """
@@ -178,11 +178,38 @@ def _role_swap(a: tuple[str, ...], b: tuple[str, ...]) -> str | None:
     return None
 
 
+_STARTERS_TEXT = """The A An On In At Yesterday Today Tomorrow Last Next This That These Those I We You He She
+    They It My Our Your His Her Their Thanks Thank Hey Hi Hello Wow Yes No Yeah Oh Sure Absolutely
+    Awesome Great Nice Cool So And But After Before When While During Since For With As If
+    Although Every Each Some Many Most All Both One Also Then Now Recently Lately Still Just Really
+    Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June
+    July August September October November December What Why How Where Who Haha Aw Ah Congrats
+    Congratulations Good Well Okay Ok OK Not Never Maybe Sorry Please Let Love Glad"""
+_STARTERS = frozenset(_STARTERS_TEXT.split())
+"""Capitalised words that start sentences without naming anyone."""
+
+_CAP_RE = re.compile(r"\b([A-Z][a-zA-Z-]+)(?:['\u2019]s)?\b")
+
+
+def _subject(text: str) -> str | None:
+    """The first word when it is a capitalised name ("Caroline", "Jon:"), else ``None``."""
+    m = _CAP_RE.match(text.strip())
+    return m.group(1) if m and m.group(1) not in _STARTERS else None
+
+
+def _names(text: str) -> set[str]:
+    return {w for w in _CAP_RE.findall(text) if w not in _STARTERS}
+
+
 def detect_contradiction(a: str, b: str) -> Cue | None:
     """The contradiction cue between texts ``a`` and ``b``, or ``None`` when they agree.
 
     Rules (checked in order; tokens are stemmed content words):
 
+    0. both texts open with a different name (the subject: "Caroline ...", "Jon: ..."): a role
+       swap when each names the other's subject ("Caroline appreciates Melanie" / "Melanie
+       appreciates Caroline"; LoCoMo dialog "Gina: Thanks, Jon!" / "Jon: Thanks, Gina!"),
+       otherwise ``different_subject`` — both unsure, so never merged nor reconciled;
     1. negation parity differs ("likes jazz" / "doesn't like jazz" / "no longer likes jazz" /
        "never liked jazz"): unambiguous when the content words are identical, unsure when they
        overlap (Jaccard ≥ 0.5) but differ a little;
@@ -197,6 +224,11 @@ def detect_contradiction(a: str, b: str) -> Cue | None:
 
     Identical content in the same order ("same fact twice") returns ``None``.
     """
+    subj_a, subj_b = _subject(a), _subject(b)
+    if subj_a and subj_b and subj_a != subj_b:
+        if subj_b in _names(a) and subj_a in _names(b):
+            return Cue("role_swap", False, f"{subj_a} and {subj_b} swap roles")
+        return Cue("different_subject", False, f"about {subj_a} vs about {subj_b}")
     pa, pb = _parse(a), _parse(b)
     sa, sb = set(pa.tokens), set(pb.tokens)
     union = sa | sb

@@ -99,9 +99,9 @@ def test_it_merges_near_duplicates_at_the_link_threshold(cos, merged):
 def test_it_uses_complete_linkage_not_chaining():
     theta = math.acos(0.93)  # A~B and B~C at 0.93, A~C at cos(2θ) ≈ 0.73
     records = [
-        rec("a", "Alpha fact about apples", rotated(0.0)),
-        rec("b", "Beta fact about bananas", rotated(theta)),
-        rec("c", "Gamma fact about cherries", rotated(2 * theta)),
+        rec("a", "the first fact, about apples", rotated(0.0)),
+        rec("b", "the second fact, about bananas", rotated(theta)),
+        rec("c", "the third fact, about cherries", rotated(2 * theta)),
     ]
     p = plan(records, Policy(link_threshold=0.9), now=NOW)
     groups = [set(op.source_ids) for op in p.by_kind(OpKind.MERGE)]
