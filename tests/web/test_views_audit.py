@@ -126,3 +126,19 @@ def test_it_links_the_csv_with_the_current_filters(client: Client, carol, passes
 def test_it_refuses_post_with_405(client: Client, carol, name: str) -> None:
     client.force_login(carol)
     assert client.post(reverse(name)).status_code == 405
+
+
+def test_it_shows_times_in_the_operators_zone(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    client.cookies["tz"] = "Asia/Tokyo"
+    html = client.get(reverse("audit"), {"status": "rejected_by_guard"}).content.decode()
+    assert "2026-10-05 21:00" in html  # 12:00 UTC
+    html = client.get(reverse("audit"), {"status": "rejected_by_guard"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "2026-10-05 21:00" in html
+
+
+def test_it_falls_back_to_the_server_zone_for_a_bogus_cookie(client: Client, carol, passes) -> None:
+    client.force_login(carol)
+    client.cookies["tz"] = "Not/AZone"
+    html = client.get(reverse("audit"), {"status": "rejected_by_guard"}).content.decode()
+    assert "2026-10-05 12:00" in html

@@ -62,3 +62,19 @@ def get_item(mapping: Any, key: Any) -> Any:
 def label(value: Any) -> str:
     """A machine name for humans: ``"rejected_by_guard"`` → ``"rejected by guard"``."""
     return str(value or "").replace("_", " ")
+
+
+@register.simple_tag(takes_context=True)
+def operator_tz(context: template.Context) -> Any:
+    """The operator's time zone (``?tz=``, the ``tz`` cookie set by app.js, else the server's).
+
+    Used as ``{% operator_tz as optz %}{% timezone optz %}…{% endtimezone %}``.
+    """
+    from ..views.common import request_zone
+
+    request = context.get("request")
+    if request is None:
+        from ..selectors import operator_zone
+
+        return operator_zone(None)
+    return request_zone(request)
