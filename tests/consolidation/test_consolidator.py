@@ -224,18 +224,39 @@ def test_it_uses_the_default_offline_embedder_when_embeddings_are_missing():
     assert plan.context["contradictions"]["found"] == {"role_swap": 1}
 
 
-def test_it_consolidates_a_chroma_collection():
+def _chroma_store():
     chroma_store = pytest.importorskip("consolidation.adapters.chroma_store")
-    chromadb = pytest.importorskip("chromadb")
-    client = chromadb.EphemeralClient()
-    collection = client.create_collection(f"ct-{uuid.uuid4().hex}", metadata={"hnsw:space": "cosine"})
+    client = chroma_store.make_client(ephemeral=True)
+    collection = chroma_store.open_collection(client, f"ct-{uuid.uuid4().hex}")
     store = chroma_store.ChromaMemoryStore(collection)
     store.upsert(store_records())
+    return store, collection
+
+
+def test_it_consolidates_a_chroma_collection():
+    store, collection = _chroma_store()
     result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
     assert not result.rejected and result.context["applied"] is True
     ids = set(collection.get()["ids"])
     assert {"c", "d", "e"} <= ids and not ({"a", "b"} & ids) and len(ids) == 4
     merged_id = next(i for i in ids if i.startswith("m-"))
     (merged,) = store.get([merged_id])
+    assert merged.document == "Alice likes jazz."
     assert merged.metadata["merged_from"] == ["a", "b"]
+    assert merged.metadata["session"] == ["s1", "s2"] and merged.metadata["importance"] == 0.3
     assert store.get(["c"])[0].metadata["tier"] == "curated"
+    # a second pass over the consolidated store finds nothing more to do
+    again = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
+    assert again.context["operations"]["merge"] == 0 and again.loss_fraction == 0.0
+
+
+@pytest.mark.parametrize(("dry_run", "threshold"), [(True, 1.0), (False, 0.1), (False, float("nan"))])
+def test_it_leaves_a_chroma_collection_untouched_when_not_applying(dry_run, threshold):
+    store, collection = _chroma_store()
+    before = collection.get(include=["documents", "metadatas", "embeddings"])
+    result = Consolidator(clock=clock, dry_run=dry_run).consolidate(store, max_loss_fraction=threshold)
+    assert result.context.get("applied") is False
+    after = collection.get(include=["documents", "metadatas", "embeddings"])
+    assert after["ids"] == before["ids"] and after["documents"] == before["documents"]
+    assert after["metadatas"] == before["metadatas"]
+    assert np.array_equal(np.asarray(after["embeddings"]), np.asarray(before["embeddings"]))
