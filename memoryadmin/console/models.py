@@ -236,6 +236,9 @@ class OperationSource(models.Model):
     class Meta:
         ordering = ["operation", "position"]
 
+    def __str__(self) -> str:
+        return f"{self.memory_id} (source of operation {self.operation_id})"
+
     def get_embedding(self) -> np.ndarray | None:
         """The embedding as ``(384,) float32``, or ``None``."""
         return None if self.embedding is None else np.frombuffer(bytes(self.embedding), dtype=np.float32)
@@ -278,6 +281,9 @@ class ArchivedMemory(models.Model):
                 condition=Q(operation__isnull=False),
             )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} archived by {self.action}"
 
     def get_embedding(self) -> np.ndarray | None:
         """The embedding as ``(384,) float32``, or ``None``."""
@@ -326,6 +332,9 @@ class ProbeQuery(models.Model):
             )
         ]
 
+    def __str__(self) -> str:
+        return self.question[:80]
+
 
 class StoreSample(models.Model):
     """Store size of an agent at a moment (dashboard chart: store size over time)."""
@@ -336,6 +345,9 @@ class StoreSample(models.Model):
 
     class Meta:
         ordering = ["agent", "taken_at"]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: {self.count} at {self.taken_at:%Y-%m-%d %H:%M}"
 
 
 def embedding_to_bytes(embedding: Any) -> bytes | None:
