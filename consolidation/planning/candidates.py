@@ -108,10 +108,9 @@ def candidate_pairs(
     ii: list[np.ndarray] = []
     jj: list[np.ndarray] = []
 
-    def _collect(a0: int, a_idx: np.ndarray, b0: int, b_idx_len: int, tile: np.ndarray, bound: float,
-                 diagonal: bool) -> None:
+    def _collect(a_idx: np.ndarray, b0: int, tile: np.ndarray, bound: float, diagonal: bool) -> None:
         r, c = np.nonzero(tile >= bound)
-        if diagonal:
+        if diagonal:  # a tile on the diagonal: keep each pair once, no self pairs
             keep = a_idx[r] < b0 + c
             r, c = r[keep], c[keep]
         if len(r):
@@ -127,7 +126,7 @@ def candidate_pairs(
                 b = head[b0 : b0 + block]
                 mb = float(resid[b0 : b0 + block].max())
                 tile = a @ b.T
-                _collect(a0, a_idx, b0, len(b), tile, threshold - ma * mb - _MARGIN, b0 == a0)
+                _collect(a_idx, b0, tile, threshold - ma * mb - _MARGIN, b0 == a0)
     else:
         for a0 in range(0, len(qsorted), block):
             a_idx = qsorted[a0 : a0 + block]
@@ -136,11 +135,7 @@ def candidate_pairs(
             for b0 in range(0, n, block):
                 b = head[b0 : b0 + block]
                 mb = float(resid[b0 : b0 + block].max())
-                tile = a @ b.T
-                r, c = np.nonzero(tile >= threshold - ma * mb - _MARGIN)
-                if len(r):
-                    ii.append(a_idx[r])
-                    jj.append(b0 + c)
+                _collect(a_idx, b0, a @ b.T, threshold - ma * mb - _MARGIN, False)
 
     if not ii:
         return empty
