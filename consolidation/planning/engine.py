@@ -24,8 +24,9 @@ Stages (each timed into ``plan.context["timings"]``, seconds):
 7. ``merge`` — one operation per group: deterministic id (:func:`~consolidation.plan.merged_id`),
    extractive text (:func:`~consolidation.text.extractive_merge`), united metadata
    (:mod:`consolidation.planning.metadata`), pairwise cosine matrix and min/mean cosine in
-   ``scores``. A merged memory that meets a promotion rule (its sessions are the union of its
-   sources', its access count their sum) is written straight into the curated tier:
+   ``scores``. Reconcile winners are not merged in the same pass (the reconcile reads them).
+   A merged memory that meets a promotion rule (its sessions are the union of its sources',
+   its access count their sum) is written straight into the curated tier:
    ``scores["promoted"] = True`` and it counts in ``result.promoted``.
 8. ``promote`` — metadata-only; surviving, non-curated memories reinforced in ≥
    ``promote_min_sessions`` distinct sessions, or importance ≥ ``promote_min_importance``, or
@@ -258,6 +259,7 @@ def plan(
         return cue
 
     pending: list[tuple[float, int, int, Any]] = []
+    winners: set[int] = set()
     for (a, b), s in sorted(sim.items(), key=lambda kv: (-kv[1], kv[0])):
         cue = check_contradiction(a, b, s)
         if cue is not None:
@@ -274,6 +276,7 @@ def plan(
             contra_stats["blocked_protected"] += 1
             continue
         removed[lose] = True
+        winners.add(win)
         fates[ids[lose]] = Fate.SUPERSEDED
         contra_stats["reconciled"] += 1
         ops_reconcile.append(Operation(
@@ -288,7 +291,9 @@ def plan(
     timer.lap("contradictions")
 
     # 6. grouping (greedy complete linkage) ------------------------------------------------
-    eligible = [not protected[i] and not removed[i] for i in range(n)]
+    # A reconcile winner is not merged in the same pass: the reconcile reads it, and applying
+    # a merge first would make that operation stale (I-4). It can merge on the next pass.
+    eligible = [not protected[i] and not removed[i] and i not in winners for i in range(n)]
 
     def pair_sim(a: int, b: int) -> float | None:
         key = (a, b) if a < b else (b, a)
@@ -400,7 +405,7 @@ def plan(
             ))
     timer.lap("promote")
 
-    operations = ops_merge + ops_reconcile + ops_promote + ops_prune
+    operations = ops_reconcile + ops_merge + ops_promote + ops_prune
     result = summarize(n, operations)
     timer.timings["total"] = round(sum(timer.timings.values()), 6)
     context: dict[str, Any] = {

@@ -457,3 +457,17 @@ def test_it_accounts_for_every_record_exactly_once(records, group, link):
         for x, row in zip(op.source_ids, op.scores["pairwise"], strict=True):
             for y, cos in zip(op.source_ids, row, strict=True):
                 assert text[x] == text[y] or cos >= link - 1e-3, "complete linkage violated"
+
+
+def test_it_keeps_a_reconcile_winner_out_of_merges_in_the_same_pass():
+    records = [
+        rec("old", "Alice lives in Paris", basis(0), created_at=day(10)),
+        rec("new1", "Alice lives in Berlin", at_cosine(0, 0.95, 1), created_at=day(1)),
+        rec("new2", "alice lives in berlin!", at_cosine(0, 0.95, 1), created_at=day(2)),
+    ]
+    p = plan(records, Policy(), now=NOW)
+    assert p.fates["old"] == Fate.SUPERSEDED
+    winners = {op.source_ids[0] for op in p.by_kind(OpKind.RECONCILE)}
+    assert winners and all(p.fates[w] == Fate.KEPT for w in winners)
+    assert p.operations[0].kind == OpKind.RECONCILE
+    assert_accounted(records, p)
