@@ -212,19 +212,22 @@ def memory_page(*, agent: Agent, query: MemoryQuery, page: int | str = 1) -> tup
 def memory_search(*, agent: Agent, text: str, k: int = 10) -> list[MemoryView]:
     """Top-``k`` memories by cosine similarity (in [-1, 1]) to ``text``, best first.
 
-    Embeds ``text`` with the default embedder (all-MiniLM-L6-v2, the store's model) and scores
-    every stored embedding page by page (``(n, 384) float32`` dot products of unit vectors).
-    Memories without an embedding are skipped.
+    Embeds ``text`` with the default embedder (all-MiniLM-L6-v2, the store's model) and asks the
+    store's ``query`` (Chroma's HNSW index, approximate for large collections). A store without
+    ``query`` is scanned page by page instead (``(n, 384) float32`` dot products of unit
+    vectors; memories without an embedding are skipped).
     """
     from consolidation.adapters.embedder import get_default_embedder
 
     qvec = np.asarray(get_default_embedder().embed([text]), dtype=np.float32)[0]
+    store = _store(agent)
+    if hasattr(store, "query"):
+        return [MemoryView.from_record(rec, agent, score) for rec, score in store.query(qvec, k=k)]
     best: list[tuple[float, str, MemoryRecord]] = []
     for rec in _iter_memories(agent, embeddings=True):
         if rec.embedding is None:
             continue
-        score = float(np.dot(rec.embedding, qvec))
-        item = (score, rec.id, rec)
+        item = (float(np.dot(rec.embedding, qvec)), rec.id, rec)
         if len(best) < k:
             heapq.heappush(best, item)
         elif item > best[0]:
