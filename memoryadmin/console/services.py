@@ -921,7 +921,7 @@ def _apply_operation(
 def _looks_unavailable(exc: BaseException) -> bool:
     """True for errors that mean "Chroma is not answering" (connection refused, timeouts)."""
     text = f"{type(exc).__name__} {exc}".lower()
-    return any(k in text for k in ("connect", "timeout", "timed out", "unavailable", "refused"))
+    return any(k in text for k in ("connect", "timeout", "timed out", "unavailable", "unreachable", "refused"))
 
 
 def pass_apply(*, run: Pass) -> Pass:

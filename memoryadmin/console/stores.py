@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
     from .models import Agent
 
 __all__ = [
-    "COLLECTION_NAME_RE",
     "collection_exists",
     "create_collection",
     "get_client",
@@ -40,10 +38,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-COLLECTION_NAME_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]$")
-"""Chroma's collection-name rule: 3–512 chars of ``[a-zA-Z0-9._-]``, alphanumeric at both ends
-(ARCHITECTURE.md "Chroma facts"); Chroma also refuses ``..``."""
 
 _lock = threading.Lock()
 _clients: dict[tuple[Any, ...], Any] = {}
@@ -66,27 +60,26 @@ def _where() -> str:
 def get_client() -> Any:
     """The process's Chroma client for the current settings (cached per settings).
 
+    Built by the adapter's one factory, :func:`consolidation.adapters.chroma_store.make_client`.
     Raises :class:`StoreUnavailable` when the server does not answer (nothing is cached then, so
     the next call retries).
     """
+    from consolidation.adapters.chroma_store import make_client
+
     key = _client_key()
     with _lock:
         client = _clients.get(key)
         if client is not None:
             return client
         try:
-            import chromadb
-
             if key[0] == "ephemeral":
-                client = chromadb.EphemeralClient()
+                client = make_client(ephemeral=True)
             else:
-                headers = {"Authorization": f"Bearer {settings.CHROMA_TOKEN}"} if settings.CHROMA_TOKEN else None
-                client = chromadb.HttpClient(
-                    host=settings.CHROMA_HOST, port=settings.CHROMA_PORT,
-                    ssl=settings.CHROMA_SSL, headers=headers,
+                client = make_client(
+                    host=settings.CHROMA_HOST, port=settings.CHROMA_PORT, ssl=settings.CHROMA_SSL,
+                    token=settings.CHROMA_TOKEN or None,
                 )
-                client.heartbeat()
-        except Exception as exc:  # chromadb raises ValueError/httpx errors for a dead server
+        except Exception as exc:  # StoreUnavailable from the adapter, or a bad host/port
             raise StoreUnavailable(f"Cannot reach {_where()}: {exc}") from exc
         _clients[key] = client
         return client
@@ -99,56 +92,111 @@ def reset_client_cache() -> None:
 
 
 def validate_collection_name(name: str) -> str:
-    """Return ``name`` stripped, or raise ``ValueError`` when Chroma would refuse it."""
-    name = (name or "").strip()
-    if not COLLECTION_NAME_RE.match(name) or ".." in name:
-        raise ValueError(
-            "Collection names are 3–512 characters of letters, digits, '.', '_' or '-', "
-            f"starting and ending with a letter or digit (got {name!r})."
-        )
-    return name
+    """Return ``name`` stripped, or raise ``ValueError`` when Chroma would refuse it (the adapter's
+    rules: 3–512 characters of ``[a-zA-Z0-9._-]``, alphanumeric at both ends, no ``..``, not an
+    IPv4 address)."""
+    from consolidation.adapters.chroma_store import validate_collection_name as validate
+
+    if not isinstance(name, str):
+        raise ValueError("A collection name is required.")
+    return validate(name.strip())
+
+
+def _open(name: str, *, create: bool) -> Any:
+    from consolidation.adapters.chroma_store import CollectionNotFound, open_collection
+
+    client = get_client()
+    try:
+        return open_collection(client, name, create=create)
+    except CollectionNotFound:
+        raise
+    except Exception as exc:
+        if isinstance(exc, ValueError) and "collection name" in str(exc):
+            raise
+        raise StoreUnavailable(f"Cannot open collection {name!r} on {_where()}: {exc}") from exc
 
 
 def collection_exists(name: str) -> bool:
     """True when the collection ``name`` exists. Raises :class:`StoreUnavailable`."""
-    client = get_client()
+    from consolidation.adapters.chroma_store import CollectionNotFound
+
     try:
-        return name in {getattr(c, "name", c) for c in client.list_collections()}
-    except Exception as exc:
-        raise StoreUnavailable(f"Cannot list collections on {_where()}: {exc}") from exc
+        _open(name, create=False)
+    except CollectionNotFound:
+        return False
+    return True
 
 
 def create_collection(name: str) -> None:
-    """Create an empty collection ``name`` (cosine space). Raises :class:`StoreUnavailable`."""
-    from consolidation.adapters.chroma_store import open_collection
+    """Create an empty collection ``name`` (cosine space; a no-op when it exists).
 
-    try:
-        open_collection(get_client(), name, create=True)
-    except StoreUnavailable:
-        raise
-    except Exception as exc:
-        raise StoreUnavailable(f"Cannot create collection {name!r} on {_where()}: {exc}") from exc
+    Raises ``ValueError`` for a name Chroma refuses, :class:`StoreUnavailable` when Chroma is down.
+    """
+    _open(name, create=True)
+
+
+def _console_store_class() -> type:
+    """``ChromaMemoryStore`` whose reads and writes raise *our* :class:`StoreUnavailable`
+    (a :class:`ServiceError`, shown to the operator as is) instead of the adapter's."""
+    global _ConsoleStore
+    if _ConsoleStore is not None:
+        return _ConsoleStore
+    from consolidation.adapters.chroma_store import ChromaMemoryStore
+    from consolidation.adapters.chroma_store import StoreUnavailable as AdapterUnavailable
+
+    def translated(name: str, generator: bool = False) -> Any:
+        method = getattr(ChromaMemoryStore, name)
+
+        if generator:
+            def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    yield from method(self, *args, **kwargs)
+                except AdapterUnavailable as exc:
+                    raise StoreUnavailable(str(exc)) from exc
+        else:
+            def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return method(self, *args, **kwargs)
+                except AdapterUnavailable as exc:
+                    raise StoreUnavailable(str(exc)) from exc
+
+        wrapper.__name__ = name
+        wrapper.__doc__ = method.__doc__
+        return wrapper
+
+    namespace: dict[str, Any] = {"__doc__": "The adapter's store, raising the console's StoreUnavailable."}
+    for name in ("count", "get", "query", "upsert", "delete"):
+        namespace[name] = translated(name)
+    for name in ("iter_pages", "iter_records"):
+        namespace[name] = translated(name, generator=True)
+    _ConsoleStore = type("ConsoleStore", (ChromaMemoryStore,), namespace)
+    return _ConsoleStore
+
+
+_ConsoleStore: type | None = None
 
 
 def get_store(agent: Agent) -> ChromaMemoryStore:
-    """The agent's memory store (its collection read through ``agent.field_map``).
+    """The agent's memory store (its collection, records decoded by the adapter).
 
-    Raises :class:`StoreUnavailable` when Chroma is down or the collection does not exist.
+    Every call on the store raises the console's :class:`StoreUnavailable` when Chroma stops
+    answering. Raises :class:`StoreUnavailable` when Chroma is down or the collection does not
+    exist.
     """
-    from consolidation.adapters.chroma_store import ChromaMemoryStore, open_collection
-    from consolidation.adapters.chroma_store import StoreUnavailable as AdapterUnavailable
+    from consolidation.adapters.chroma_store import CollectionNotFound
 
-    client = get_client()
     try:
-        collection = open_collection(client, agent.collection_name, create=False)
-    except AdapterUnavailable as exc:
-        raise StoreUnavailable(str(exc)) from exc
-    except Exception as exc:
+        collection = _open(agent.collection_name, create=False)
+        return _console_store_class()(collection)
+    except CollectionNotFound as exc:
         raise StoreUnavailable(
-            f"Cannot open collection {agent.collection_name!r} of agent {agent.name!r} on "
-            f"{_where()}: {exc}"
+            f"Collection {agent.collection_name!r} of agent {agent.name!r} does not exist on "
+            f"{_where()}."
         ) from exc
-    return ChromaMemoryStore(collection)
+    except StoreUnavailable:
+        raise
+    except Exception as exc:
+        raise StoreUnavailable(f"Cannot open the store of agent {agent.name!r}: {exc}") from exc
 
 
 def store_census(store: Any) -> dict[str, Any]:

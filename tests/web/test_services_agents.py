@@ -34,9 +34,10 @@ def test_it_creates_an_agent_with_its_collection_and_schedule(alice, unique_name
     [
         ({"name": " "}, "needs a name"),
         ({"slug": "Not A Slug"}, "slug"),
-        ({"collection_name": "ab"}, "3–512"),
+        ({"collection_name": "ab"}, "3-512 characters"),
         ({"collection_name": "-bad-"}, "letter or digit"),
-        ({"collection_name": "a..b"}, "3–512"),
+        ({"collection_name": "a..b"}, "must not contain '..'"),
+        ({"collection_name": "10.0.0.1"}, "IPv4"),
         ({"policy": {"max_loss_fraction": math.nan}}, "max_loss_fraction"),
         ({"policy": {"max_loss_fraction": 2}}, "max_loss_fraction"),
         ({"policy": {"max_loss_fraction": True}}, "max_loss_fraction"),
