@@ -37,7 +37,11 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
 
 def _is_engine_test(request: pytest.FixtureRequest) -> bool:
     # The pure engine's tests never touch Django; keep them free of Django fixtures.
-    return "consolidation" in request.path.parts
+    try:
+        parts = request.path.relative_to(request.config.rootpath).parts
+    except ValueError:
+        parts = request.path.parts
+    return parts[:2] == ("tests", "consolidation")
 
 
 @pytest.fixture(autouse=True)
