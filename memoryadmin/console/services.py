@@ -833,39 +833,128 @@ def _archived_sources(op: Operation, sources: list[OperationSource]) -> list[Ope
     return [s for s in sources if s.removed or s.memory_id == op.result_id]
 
 
-def _result_record(op: Operation, sources: list[OperationSource]) -> MemoryRecord:
-    """The record an operation writes; embedding reused when the text is a source's, else embedded."""
-    prior = {a.memory_id: a for a in ArchivedMemory.objects.filter(operation=op)}
-    by_id = {s.memory_id: s for s in sources}
-    base = prior.get(op.result_id) or by_id.get(op.result_id)
-    document = op.result_document or (base.document if base is not None else "")
-    if not document:
-        raise ServiceError(f"Operation #{op.index} has no text to write.")
-    embedding = None
-    if base is not None and base.document == document:
-        embedding = base.get_embedding()
-    if embedding is None:
-        embedding = _embed([document])[0]
-    return MemoryRecord(op.result_id, document, embedding, dict(op.result_metadata or {}))
+APPLY_BATCH = 100
+"""Operations per apply batch: one Chroma read, archive transaction, upsert, read-back and delete
+per stage and batch (a per-operation round trip costs ~16–25 ms in Chroma per call)."""
 
 
-def _apply_operation(
-    run: Pass, op: Operation, store: Any, own_writes: dict[str, str], actor: str
-) -> None:
-    """Take one operation through the journal steps it has not done yet (I-3)."""
-    sources = list(op.sources.all())
+def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
+    """The records ``ops`` write (one each). A text equal to the rewritten source's keeps that
+    source's embedding; any other text (a merge, an edit, a distillation) is embedded, in one call."""
+    prior = {
+        (a.operation_id, a.memory_id): a
+        for a in ArchivedMemory.objects.filter(operation__in=ops)
+    }
+    docs: list[str] = []
+    embeddings: list[np.ndarray | None] = []
+    for op in ops:
+        by_id = {s.memory_id: s for s in op.sources.all()}
+        base = prior.get((op.pk, op.result_id)) or by_id.get(op.result_id)
+        document = op.result_document or (base.document if base is not None else "")
+        if not document:
+            raise ServiceError(f"Operation #{op.index} has no text to write.")
+        docs.append(document)
+        embeddings.append(base.get_embedding() if base is not None and base.document == document else None)
+    missing = [i for i, e in enumerate(embeddings) if e is None]
+    for i, vec in zip(missing, _embed([docs[i] for i in missing]), strict=True):
+        embeddings[i] = vec
+    return [
+        MemoryRecord(op.result_id, doc, emb, dict(op.result_metadata or {}))
+        for op, doc, emb in zip(ops, docs, embeddings, strict=True)
+    ]
+
+
+def _batches(ops: list[Operation]) -> list[list[Operation]]:
+    """Contiguous batches (plan order kept) in which no memory is touched by two operations, so a
+    batch's stale check, read before any of its writes, stays valid for every operation in it."""
+    out: list[list[Operation]] = []
+    batch: list[Operation] = []
+    touched: set[str] = set()
+    for op in ops:
+        ids = set(op.source_ids) | ({op.result_id} if op.result_id else set())
+        if batch and (len(batch) >= APPLY_BATCH or ids & touched):
+            out.append(batch)
+            batch, touched = [], set()
+        batch.append(op)
+        touched |= ids
+    if batch:
+        out.append(batch)
+    return out
+
+
+def _mark(ops: Iterable[Operation], status: str, detail: str = "") -> None:
+    """Journal: move ``ops`` to ``status`` in one statement (committed on its own)."""
+    ops = list(ops)
+    if ops:
+        Operation.objects.filter(pk__in=[op.pk for op in ops]).update(status=status, status_detail=detail)
+        for op in ops:
+            op.status, op.status_detail = status, detail
+
+
+def _fail_op(run: Pass, op: Operation, detail: str, actor: str, verb: str = "operation_failed") -> None:
+    status = OS.CONFLICT if verb == "conflict" else OS.FAILED
+    _mark([op], status, detail)
+    _audit(actor=actor, verb=verb, run=run, note=detail, data={"operation": op.index, "kind": op.kind})
+
+
+def _per_op(
+    run: Pass, ops: list[Operation], actor: str, call: Callable[[list[Operation]], None]
+) -> list[Operation]:
+    """``call(ops)`` at once; when that fails for a reason other than Chroma being down, retry
+    one operation at a time and mark those that still fail ``failed``. Returns those that passed.
+    Raises :class:`_Interrupted` when Chroma is down."""
     try:
-        if op.status == OS.PENDING:
-            live = _get_live(store, list(op.source_ids), include_embeddings=True)
-            reason = _stale_reason(op, sources, live, own_writes)
+        call(ops)
+        return ops
+    except (StoreUnavailable, _Interrupted):
+        raise
+    except Exception as exc:
+        if _looks_unavailable(exc):
+            raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
+        if len(ops) == 1:
+            log.warning("operation %s of pass %s failed: %s", ops[0].index, run.pk, exc)
+            detail = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
+            _fail_op(run, ops[0], detail, actor)
+            return []
+    ok: list[Operation] = []
+    for op in ops:
+        ok.extend(_per_op(run, [op], actor, call))
+    return ok
+
+
+def _apply_batch(run: Pass, batch: list[Operation], store: Any, own_writes: dict[str, str], actor: str) -> None:
+    """Take a batch through the journal stages its operations have not done yet (I-3):
+    ``pending`` → (stale check) → ``archived`` → ``written`` → ``verified`` → ``applied``."""
+    try:
+        _apply_batch_stages(run, batch, store, own_writes, actor)
+    except StoreUnavailable as exc:
+        raise _Interrupted(str(exc)) from exc
+    except _Interrupted:
+        raise
+    except Exception as exc:
+        if _looks_unavailable(exc):
+            raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
+        raise
+
+
+def _apply_batch_stages(
+    run: Pass, batch: list[Operation], store: Any, own_writes: dict[str, str], actor: str
+) -> None:
+    # 1. stale check (I-4) and archive, committed before anything changes (I-1)
+    pending = [op for op in batch if op.status == OS.PENDING]
+    if pending:
+        ids = sorted({sid for op in pending for sid in op.source_ids})
+        live = _get_live(store, ids, include_embeddings=True)
+        fresh = []
+        for op in pending:
+            reason = _stale_reason(op, list(op.sources.all()), live, own_writes)
             if reason:
-                op.status, op.status_detail = OS.CONFLICT, reason
-                op.save(update_fields=["status", "status_detail"])
-                _audit(actor=actor, verb="conflict", run=run, note=reason,
-                       data={"operation": op.index, "kind": op.kind})
-                return
-            with transaction.atomic():  # I-1: archived and committed before anything changes
-                for src in _archived_sources(op, sources):
+                _fail_op(run, op, reason, actor, verb="conflict")
+            else:
+                fresh.append(op)
+        with transaction.atomic():
+            for op in fresh:
+                for src in _archived_sources(op, list(op.sources.all())):
                     rec = live[src.memory_id]
                     emb = rec.embedding if rec.embedding is not None else src.get_embedding()
                     ArchivedMemory.objects.get_or_create(
@@ -877,45 +966,37 @@ def _apply_operation(
                             "run": run, "actor": actor,
                         },
                     )
-                op.status = OS.ARCHIVED
-                op.save(update_fields=["status"])
-        if op.status == OS.ARCHIVED:
+            _mark(fresh, OS.ARCHIVED)
+    # 2. write merged/promoted/new records: deterministic ids, upsert (a retry is idempotent)
+    archived = [op for op in batch if op.status == OS.ARCHIVED]
+    if archived:
+        writers = [op for op in archived if op.result_id]
+        ok = _per_op(run, writers, actor, lambda ops: store.upsert(_result_records(ops))) if writers else []
+        _mark([op for op in archived if not op.result_id] + ok, OS.WRITTEN)
+    # 3. verify the written records are readable
+    written = [op for op in batch if op.status == OS.WRITTEN]
+    if written:
+        got = _get_live(store, [op.result_id for op in written if op.result_id], include_embeddings=False)
+        verified = []
+        for op in written:
             if op.result_id:
-                store.upsert([_result_record(op, sources)])
-            op.status = OS.WRITTEN
-            op.save(update_fields=["status"])
-        if op.status == OS.WRITTEN:
-            if op.result_id:
-                got = _get_live(store, [op.result_id], include_embeddings=False).get(op.result_id)
-                expected = op.result_document or None
-                if got is None or (expected is not None and got.document != expected):
-                    raise ServiceError(
-                        f"Written memory {op.result_id} could not be read back; sources kept."
-                    )
-                own_writes[op.result_id] = got.content_hash
-            op.status = OS.VERIFIED
-            op.save(update_fields=["status"])
-        if op.status == OS.VERIFIED:
-            doomed = [i for i in op.removes if i != op.result_id]
+                rec = got.get(op.result_id)
+                if rec is None or (op.result_document and rec.document != op.result_document):
+                    _fail_op(run, op, f"Written memory {op.result_id} could not be read back; "
+                                      "its sources were kept.", actor)
+                    continue
+                own_writes[op.result_id] = rec.content_hash
+            verified.append(op)
+        _mark(verified, OS.VERIFIED)
+    # 4. delete the removed sources, then the operation is applied
+    verified = [op for op in batch if op.status == OS.VERIFIED]
+    if verified:
+        def delete(ops: list[Operation]) -> None:
+            doomed = sorted({i for op in ops for i in op.removes if i != op.result_id})
             if doomed:
                 store.delete(doomed)
-            op.status, op.status_detail = OS.APPLIED, ""
-            op.save(update_fields=["status", "status_detail"])
-    except StoreUnavailable as exc:
-        raise _Interrupted(str(exc)) from exc
-    except ServiceError as exc:
-        op.status, op.status_detail = OS.FAILED, str(exc)
-        op.save(update_fields=["status", "status_detail"])
-        _audit(actor=actor, verb="operation_failed", run=run, note=str(exc),
-               data={"operation": op.index, "kind": op.kind})
-    except Exception as exc:
-        if _looks_unavailable(exc):
-            raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
-        log.exception("operation %s of pass %s failed", op.index, run.pk)
-        op.status, op.status_detail = OS.FAILED, f"{type(exc).__name__}: {exc}"
-        op.save(update_fields=["status", "status_detail"])
-        _audit(actor=actor, verb="operation_failed", run=run, note=op.status_detail,
-               data={"operation": op.index, "kind": op.kind})
+
+        _mark(_per_op(run, verified, actor, delete), OS.APPLIED)
 
 
 def _looks_unavailable(exc: BaseException) -> bool:
@@ -925,9 +1006,11 @@ def _looks_unavailable(exc: BaseException) -> bool:
 
 
 def pass_apply(*, run: Pass) -> Pass:
-    """Task body: apply an approved pass, or resume an ``applying`` one, operation by operation.
+    """Task body: apply an approved pass, or resume an ``applying`` one.
 
-    Order per operation (I-3): stale check against the live store (I-4: changed or vanished
+    Operations go in plan order, in batches of :data:`APPLY_BATCH` (no memory touched twice in a
+    batch); each stage is journaled per operation in ``Operation.status``. Order per operation
+    (I-3): stale check against the live store (I-4: changed or vanished
     source → ``conflict``, skipped) → archive the originals in a committed transaction (I-1) →
     upsert the merged/promoted record (deterministic id; a merge's embedding is the embedding of
     its merged text) → read it back → delete the removed sources → ``applied``.
@@ -968,18 +1051,19 @@ def pass_apply(*, run: Pass) -> Pass:
     except (StoreUnavailable, _Interrupted) as exc:
         return _apply_interrupted(run, ops, str(exc), actor)
     own_writes: dict[str, str] = {}
-    for op in ops:
-        if op.status == OS.APPLIED and op.result_id:
+    for op in ops:  # on resume: what earlier operations of this pass already wrote
+        if op.status in (OS.WRITTEN, OS.VERIFIED, OS.APPLIED) and op.result_id:
             own_writes[op.result_id] = content_hash(op.result_document, op.result_metadata or {})
     todo = [op for op in ops if op.status not in (OS.APPLIED, OS.CONFLICT, OS.FAILED)]
     done = len(ops) - len(todo)
-    for op in todo:
-        _set_progress(run, done / max(1, len(ops)), f"Applying operation {done + 1} of {len(ops)}")
+    for batch in _batches(todo):
+        _set_progress(run, 0.05 + 0.9 * done / max(1, len(ops)),
+                      f"Applying operations {done + 1}–{done + len(batch)} of {len(ops)}")
         try:
-            _apply_operation(run, op, store, own_writes, actor)
+            _apply_batch(run, batch, store, own_writes, actor)
         except _Interrupted as exc:
             return _apply_interrupted(run, ops, str(exc), actor)
-        done += 1
+        done += len(batch)
     return _apply_finish(run, ops, store, actor)
 
 

@@ -111,7 +111,7 @@ def test_an_interrupted_apply_resumes_without_repeating_a_step(agent_with_memori
     first = run.operations.order_by("index").first()
     assert first.status == "verified"  # archived, written and read back; sources not yet deleted
     store = real_get_store(agent)
-    assert store.count() == 19  # 18 originals + the first merged memory: nothing lost
+    assert store.count() == 20  # 18 originals + both merged memories: nothing lost
     with pytest.raises(services.PassAlreadyActive):
         services.pass_request(agent=agent, trigger="schedule", actor="schedule")
 
@@ -145,3 +145,49 @@ def test_applying_an_applied_pass_again_changes_nothing(agent_with_memories, bob
     again = services.pass_apply(run=run)
     assert again.status == "applied" and services.agent_census(agent=agent) == before
     assert run.events.count() == events
+
+
+def test_every_kind_applies_and_every_original_is_live_or_archived(agent_with_memories, bob, django_capture_on_commit_callbacks):
+    from tests.conftest import days_ago
+
+    texts = F[:20] + [F[0], "Alice likes jazz", "Alice no longer likes jazz"]
+    metas = [{}] * 23
+    metas[3] = {"created_at": days_ago(400), "importance": 0.1}  # prune
+    metas[4] = {"importance": 0.95}  # promote
+    metas[21] = {"created_at": days_ago(10)}
+    metas[22] = {"created_at": days_ago(2)}  # newer: wins the reconcile
+    agent = agent_with_memories(texts, metas)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    assert sorted(run.operations.values_list("kind", flat=True)) == ["merge", "promote", "prune", "reconcile"]
+    originals = {r.id: r for page in stores.get_store(agent).iter_pages() for r in page}
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+
+    assert run.status == "applied"
+    live = {r.id: r for page in stores.get_store(agent).iter_pages() for r in page}
+    archived = {a.memory_id: a for a in ArchivedMemory.objects.filter(run=run)}
+    for mid, rec in originals.items():
+        kept = live.get(mid)
+        if kept is not None and kept.document == rec.document and kept.metadata == rec.metadata:
+            continue
+        arch = archived[mid]  # changed or removed → its original version is archived, whole
+        assert (arch.document, arch.metadata, arch.content_hash) == (rec.document, rec.metadata, rec.content_hash)
+        assert (arch.get_embedding() == rec.embedding).all()
+    assert live["mem-004"].metadata["tier"] == "curated" and archived["mem-004"].action == "promote"
+    assert "mem-022" in live and "mem-021" not in live and archived["mem-021"].action == "reconcile"
+    assert len(live) == 23 - 2 + 1 - 1 - 1
+
+
+def test_an_operation_whose_write_fails_is_failed_and_the_others_apply(agent_with_memories, bob, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(DUPES)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    bad = op_for(run, "mem-000")
+    Operation.objects.filter(pk=bad.pk).update(result_metadata={"$where": "Chroma refuses this key"})
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+
+    assert run.status == "partially_applied"
+    bad.refresh_from_db()
+    assert bad.status == "failed" and "$where" in bad.status_detail
+    assert op_for(run, "mem-001").status == "applied"
+    live = {r.id for page in stores.get_store(agent).iter_pages(include_embeddings=False) for r in page}
+    assert {"mem-000", "mem-016"} <= live and not {"mem-001", "mem-017"} & live
+    assert run.events.filter(verb="operation_failed").count() == 1
