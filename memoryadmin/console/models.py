@@ -350,6 +350,21 @@ class StoreSample(models.Model):
         return f"{self.agent_id}: {self.count} at {self.taken_at:%Y-%m-%d %H:%M}"
 
 
+class PassSnapshot(models.Model):
+    """What a pass's planner saw: memory id → content hash of every record in its snapshot.
+
+    Kept apart from :class:`Pass` so listing passes never loads it. After apply it becomes the
+    agent's checkpoint (minus what the pass removed, plus what it wrote), so memories written
+    to the store between planning and apply are still new to the next incremental pass.
+    """
+
+    run = models.OneToOneField(Pass, on_delete=models.CASCADE, related_name="snapshot")
+    hashes = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"snapshot of pass {self.run_id} ({len(self.hashes)} memories)"
+
+
 def embedding_to_bytes(embedding: Any) -> bytes | None:
     """``(384,) float32`` array (or list) → raw bytes for a ``BinaryField``; ``None`` passes through."""
     if embedding is None:

@@ -44,6 +44,7 @@ from .models import (
     Operation,
     OperationSource,
     Pass,
+    PassSnapshot,
     StoreSample,
     embedding_to_bytes,
 )
@@ -632,6 +633,7 @@ def _store_proposal(
     telemetry["now"] = now.isoformat()
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
+        PassSnapshot.objects.create(run=run, hashes={r.id: r.content_hash for r in records})
         for index, op in enumerate(plan.operations):
             row = Operation.objects.create(
                 run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",
@@ -1139,21 +1141,43 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
         progress_label="Applied" if to == S.APPLIED else "Partially applied",
     )
     try:
-        _refresh_checkpoint(run.agent, store)
+        _refresh_checkpoint(run, ops, store)
     except Exception:  # the pass is applied; a missing sample or checkpoint is only a cost
         log.exception("could not refresh the checkpoint of agent %s", run.agent_id)
     return run
 
 
-def _refresh_checkpoint(agent: Agent, store: Any) -> None:
-    """checkpoint := id → content hash of the live store; add a :class:`StoreSample`."""
-    checkpoint: dict[str, str] = {}
-    for page in store.iter_pages(page_size=5000, include_embeddings=False):
-        for rec in page:
-            checkpoint[rec.id] = rec.content_hash
-    Agent.objects.filter(pk=agent.pk).update(checkpoint=checkpoint)
-    agent.checkpoint = checkpoint
-    StoreSample.objects.create(agent=agent, count=len(checkpoint))
+def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
+    """The agent's checkpoint := what this pass saw (its snapshot), minus the memories it removed
+    and the sources of operations that failed (to be tried again), plus what it wrote; and a
+    :class:`StoreSample` of the store's size.
+
+    Memories written to the store after planning are not in the snapshot, so the next
+    incremental pass still treats them as new.
+    """
+    snapshot = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first()
+    if snapshot is None:  # planned before snapshots were kept: fall back to the live store
+        snapshot = {
+            rec.id: rec.content_hash
+            for page in store.iter_pages(page_size=5000, include_embeddings=False) for rec in page
+        }
+    checkpoint = dict(snapshot)
+    written: dict[str, str] = {}
+    for op in ops:
+        if op.status == OS.APPLIED:
+            for mid in op.removes:
+                checkpoint.pop(mid, None)
+            if op.result_id:
+                written[op.result_id] = content_hash(op.result_document, op.result_metadata or {})
+        elif op.status == OS.FAILED:
+            for mid in op.source_ids:
+                checkpoint.pop(mid, None)
+    if written:
+        live = _get_live(store, sorted(written), include_embeddings=False)
+        checkpoint.update({mid: rec.content_hash for mid, rec in live.items()})
+    Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
+    run.agent.checkpoint = checkpoint
+    StoreSample.objects.create(agent=run.agent, count=store.count())
 
 
 def passes_recover(*, stdout: Callable[[str], None] | None = None) -> list[Pass]:
@@ -1164,6 +1188,7 @@ def passes_recover(*, stdout: Callable[[str], None] | None = None) -> list[Pass]
         out.append(pass_apply(run=run))
     for run in Pass.objects.filter(status=S.RUNNING).order_by("pk"):
         Operation.objects.filter(run=run).delete()
+        PassSnapshot.objects.filter(run=run).delete()
         run = _transition(run, frm=(S.RUNNING,), to=S.QUEUED, actor="cli", verb="requeued",
                           note="Interrupted while planning; planned again.")
         out.append(pass_run(run=run))

@@ -255,3 +255,21 @@ def test_approving_while_another_pass_is_active_is_refused(agent_with_memories, 
         services.pass_approve(run=run, user=bob)
     run.refresh_from_db()
     assert run.status == "proposed"
+
+
+def test_a_memory_written_between_planning_and_apply_is_new_to_the_next_pass(agent_with_memories, bob, django_capture_on_commit_callbacks):
+    from tests.conftest import memory_records
+
+    agent = agent_with_memories(DUPES)
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    late = memory_records([F[2]], prefix="late")[0]  # a duplicate of mem-002, written meanwhile
+    services.stores.get_store(agent).upsert([late])
+    with django_capture_on_commit_callbacks(execute=True):
+        services.pass_approve(run=run, user=bob)
+    agent.refresh_from_db()
+    assert "late-000" not in agent.checkpoint and "mem-002" in agent.checkpoint
+    assert not {"mem-000", "mem-016"} & set(agent.checkpoint)  # merged away
+    assert {op.result_id for op in run.operations.all()} <= set(agent.checkpoint)
+
+    nxt = run_pass(agent, django_capture_on_commit_callbacks)  # incremental: only late-000 is new
+    assert [sorted(op.source_ids) for op in nxt.operations.all()] == [["late-000", "mem-002"]]
