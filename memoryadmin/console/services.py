@@ -1104,7 +1104,9 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
 
 
 def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) -> Pass:
-    started = any(op.status not in (OS.PENDING, OS.CONFLICT) for op in run.operations.all())
+    started = any(
+        op.status not in (OS.PENDING, OS.CONFLICT, OS.EXCLUDED) for op in run.operations.all()
+    )
     if not started:
         # Nothing was archived, written or deleted: fail cleanly (store untouched, I-2).
         Operation.objects.filter(run=run, status=OS.CONFLICT).update(status=OS.PENDING, status_detail="")

@@ -127,6 +127,7 @@ def test_an_interrupted_apply_resumes_without_repeating_a_step(agent_with_memori
 def test_apply_fails_cleanly_when_chroma_is_down_before_it_starts(agent_with_memories, bob, settings, django_capture_on_commit_callbacks):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
+    services.operation_set_excluded(operation=op_for(run, "mem-001"), excluded=True, user=bob)
     before = services.agent_census(agent=agent)
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9
     stores.reset_client_cache()
