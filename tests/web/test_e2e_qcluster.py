@@ -129,7 +129,7 @@ def db_rows(db: Path, sql: str) -> list[tuple]:
         con.close()
 
 
-def test_run_now_over_http_reaches_a_proposal_through_the_worker(stack):
+def test_run_now_and_approve_over_http_go_through_the_worker(stack):
     base = stack["base"]
     with httpx.Client(base_url=base, follow_redirects=False, timeout=30) as http:
         page = http.get("/accounts/login/")
@@ -158,3 +158,16 @@ def test_run_now_over_http_reaches_a_proposal_through_the_worker(stack):
         assert detail.status_code == 200 and "proposed" in detail.text.lower()
         verbs = db_rows(stack["db"], "select verb from console_auditevent order by id")
         assert [v for (v,) in verbs][-3:] == ["requested", "started", "proposed"]
+
+        r = http.post(f"/passes/{pk}/approve/", data={"note": "ok from e2e"},
+                      headers={"X-CSRFToken": http.cookies["csrftoken"]})
+        assert r.status_code == 302, r.text[:500]
+
+        def applied() -> bool:
+            return db_rows(stack["db"], f"select status from console_pass where id={pk}")[0][0] in (
+                "applied", "partially_applied")
+
+        wait_for(applied, 120, "the worker to apply the pass", stack["procs"])
+        statuses = {s for (s,) in db_rows(stack["db"], f"select status from console_operation where run_id={pk}")}
+        assert statuses == {"applied"}
+        assert db_rows(stack["db"], "select count(*) from console_archivedmemory")[0][0] == 4
