@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import signal
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, tzinfo
 from typing import Any
@@ -799,6 +801,18 @@ def pass_reject(*, run: Pass, user: Any, note: str) -> Pass:
 # apply (I-1 … I-4)
 
 
+FAILPOINT_ENV = "MEMORYADMIN_FAILPOINT"
+
+
+def _failpoint(name: str) -> None:
+    """Fault injection for the crash tests: when ``$MEMORYADMIN_FAILPOINT`` equals ``name`` the
+    process kills itself with SIGKILL right here, as a worker dying mid-apply would. Points:
+    ``apply:archived``, ``apply:written``, ``apply:verified``, ``apply:deleted`` (sources deleted,
+    journal not yet updated) and ``apply:applied`` (journal updated, pass not yet finished)."""
+    if os.environ.get(FAILPOINT_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class _Interrupted(Exception):
     """Chroma went away mid-apply: the pass stays ``applying`` for a later resume."""
 
@@ -969,12 +983,14 @@ def _apply_batch_stages(
                         },
                     )
             _mark(fresh, OS.ARCHIVED)
+        _failpoint("apply:archived")
     # 2. write merged/promoted/new records: deterministic ids, upsert (a retry is idempotent)
     archived = [op for op in batch if op.status == OS.ARCHIVED]
     if archived:
         writers = [op for op in archived if op.result_id]
         ok = _per_op(run, writers, actor, lambda ops: store.upsert(_result_records(ops))) if writers else []
         _mark([op for op in archived if not op.result_id] + ok, OS.WRITTEN)
+        _failpoint("apply:written")
     # 3. verify the written records are readable
     written = [op for op in batch if op.status == OS.WRITTEN]
     if written:
@@ -990,6 +1006,7 @@ def _apply_batch_stages(
                 own_writes[op.result_id] = rec.content_hash
             verified.append(op)
         _mark(verified, OS.VERIFIED)
+        _failpoint("apply:verified")
     # 4. delete the removed sources, then the operation is applied
     verified = [op for op in batch if op.status == OS.VERIFIED]
     if verified:
@@ -997,8 +1014,10 @@ def _apply_batch_stages(
             doomed = sorted({i for op in ops for i in op.removes if i != op.result_id})
             if doomed:
                 store.delete(doomed)
+            _failpoint("apply:deleted")
 
         _mark(_per_op(run, verified, actor, delete), OS.APPLIED)
+        _failpoint("apply:applied")
 
 
 def _looks_unavailable(exc: BaseException) -> bool:
