@@ -75,6 +75,7 @@ __all__ = [
     "pass_reject",
     "pass_request",
     "pass_run",
+    "pass_stale_operations",
     "passes_recover",
     "schedule_preview",
     "schedule_sync",
@@ -1086,6 +1087,23 @@ def pass_apply(*, run: Pass) -> Pass:
             return _apply_interrupted(run, ops, str(exc), actor)
         done += len(batch)
     return _apply_finish(run, ops, store, actor)
+
+
+def pass_stale_operations(*, run: Pass) -> dict[int, str]:
+    """Operations of a proposed (or approved) pass whose sources changed or vanished since it was
+    planned: ``{Operation.pk: reason}`` (empty when none). Read-only; the proposal page shows
+    these before anyone approves (I-4). Raises :class:`StoreUnavailable` when Chroma is down."""
+    ops = list(run.operations.exclude(status__in=[OS.CONFLICT, OS.APPLIED]).prefetch_related("sources"))
+    if not ops:
+        return {}
+    store = stores.get_store(run.agent)
+    live = _get_live(store, sorted({sid for op in ops for sid in op.source_ids}), include_embeddings=False)
+    out = {}
+    for op in ops:
+        reason = _stale_reason(op, list(op.sources.all()), live, {})
+        if reason:
+            out[op.pk] = reason
+    return out
 
 
 def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pass | None:

@@ -57,6 +57,21 @@ def test_an_edited_source_makes_its_operation_a_conflict(agent_with_memories, al
     assert run.events.filter(verb="conflict").count() == 1
 
 
+def test_affected_operations_are_listed_before_approval(agent_with_memories, alice, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(DUPES)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    assert services.pass_stale_operations(run=run) == {}
+    services.memory_set_pinned(agent=agent, memory_id="mem-016", pinned=True, user=alice)
+    services.memory_delete(agent=agent, memory_id="mem-001", user=alice)
+    stale = services.pass_stale_operations(run=run)
+    assert stale == {
+        op_for(run, "mem-016").pk: "Memory mem-016 changed after the pass was planned.",
+        op_for(run, "mem-001").pk: "Memory mem-001 no longer exists in the store.",
+    }
+    run.refresh_from_db()
+    assert run.status == "proposed"  # only read
+
+
 def test_a_deleted_source_makes_its_operation_a_conflict(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
