@@ -1063,7 +1063,10 @@ def pass_apply(*, run: Pass) -> Pass:
         run.operations.filter(excluded=False).exclude(status=OS.EXCLUDED)
         .prefetch_related("sources").order_by("index")
     )
-    fresh = all(op.status == OS.PENDING for op in ops)
+    # The guard re-check runs until its verdict is recorded (also after a crash in between).
+    fresh = "apply_guard" not in (run.telemetry or {}) and all(
+        op.status in (OS.PENDING, OS.CONFLICT) for op in ops
+    )
     try:
         store = stores.get_store(agent)
         if fresh:
@@ -1113,6 +1116,8 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
     live = _get_live(store, ids, include_embeddings=False)
     keep = []
     for op in ops:
+        if op.status == OS.CONFLICT:
+            continue
         reason = _stale_reason(op, list(op.sources.all()), live, {})
         if reason:
             op.status, op.status_detail = OS.CONFLICT, reason
@@ -1128,14 +1133,14 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
     )
     telemetry = dict(run.telemetry or {})
     telemetry["apply_guard"] = ev.to_dict()
-    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-    run.telemetry = telemetry
-    if ev.guard_passed:
+    if ev.guard_passed:  # recorded verdict: a resumed apply does not check again
+        Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+        run.telemetry = telemetry
         return None
     reason = f"At apply time, after {len(ops) - len(keep)} conflicting operation(s): {ev.guard_reason}"
     return _transition(
         run, frm=(S.APPLYING,), to=S.REJECTED_BY_GUARD, actor=actor, verb="rejected_by_guard",
-        note=reason, reason=reason, guard_passed=False, guard_reason=ev.guard_reason,
+        note=reason, reason=reason, guard_passed=False, guard_reason=ev.guard_reason, telemetry=telemetry,
         finished_at=timezone.now(), progress=1.0, progress_label="Rejected by the loss guard at apply time",
     )
 
