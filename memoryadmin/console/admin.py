@@ -6,7 +6,16 @@ from typing import Any
 
 from django.contrib import admin
 
-from .models import Agent, ArchivedMemory, AuditEvent, Operation, Pass, ProbeQuery, StoreSample
+from .models import (
+    Agent,
+    ArchivedMemory,
+    AuditEvent,
+    Operation,
+    Pass,
+    PassSnapshot,
+    ProbeQuery,
+    StoreSample,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -61,3 +70,9 @@ class ProbeQueryAdmin(ReadOnlyAdmin):
 @admin.register(StoreSample)
 class StoreSampleAdmin(ReadOnlyAdmin):
     list_display = ("agent", "count", "taken_at")
+
+
+@admin.register(PassSnapshot)
+class PassSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ("run",)
+    exclude = ("hashes",)  # id → hash of a whole store: too large to render

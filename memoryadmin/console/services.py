@@ -990,6 +990,9 @@ def _apply_batch_stages(
     if archived:
         writers = [op for op in archived if op.result_id]
         ok = _per_op(run, writers, actor, lambda ops: store.upsert(_result_records(ops))) if writers else []
+        refused = [op for op in writers if op not in ok]
+        if refused:  # nothing was written and nothing leaves the store: no archive copy needed
+            ArchivedMemory.objects.filter(operation__in=refused).delete()
         _mark([op for op in archived if not op.result_id] + ok, OS.WRITTEN)
         _failpoint("apply:written")
     # 3. verify the written records are readable

@@ -207,3 +207,5 @@ def test_an_operation_whose_write_fails_is_failed_and_the_others_apply(agent_wit
     live = {r.id for page in stores.get_store(agent).iter_pages(include_embeddings=False) for r in page}
     assert {"mem-000", "mem-016"} <= live and not {"mem-001", "mem-017"} & live
     assert run.events.filter(verb="operation_failed").count() == 1
+    assert not ArchivedMemory.objects.filter(operation=bad).exists()  # nothing left the store
+    assert ArchivedMemory.objects.filter(run=run).count() == 2
