@@ -1,0 +1,573 @@
+"""Chroma adapter: the one Chroma client factory and a ``WritableMemoryStore`` over a collection.
+
+Facts of chromadb 1.5 this module is shaped by (each checked by ``tests/consolidation/
+test_chroma_store.py``):
+
+* ``get(limit, offset)`` returns rows ordered by Chroma's internal row id (insertion order;
+  ``SqliteMetadataReader.get`` orders by ``embeddings.id``), so offset paging over an unchanged
+  collection returns every id exactly once. A record deleted by someone else during the scan
+  shifts later offsets and can make one record be skipped; a record never appears twice.
+* A ``get`` of more than ~32K rows with metadata fails: pages are at most 5,000 rows.
+* Writes are capped at ``client.get_max_batch_size()`` records per call (5,461 locally).
+* ``upsert`` *merges* metadata into an existing record; a key is removed only by sending it
+  with the value ``None``. :meth:`ChromaMemoryStore.upsert` therefore reads the stored keys first
+  and sends ``None`` for keys the new metadata no longer has, so upsert means *replace*.
+* Metadata values must be str/int/float/bool or non-empty homogeneous lists of those; keys must
+  be non-empty and not start with ``#`` or ``$`` (rejected), nor ``chroma:`` (silently
+  dropped!). NaN/±inf floats come back as missing, ``-0.0`` as ``0.0``, ints beyond 64 bits
+  as floats.
+* Collections created with ``hnsw space = cosine`` store embeddings L2-normalised: with the
+  in-process client (Ephemeral/Persistent) an embedding reads back equal to the written one
+  within 1 ulp (≤ 2.4e-7 absolute for non-unit inputs, ≤ 1.5e-8 for unit vectors), through a
+  ``chroma run`` server exactly. ``l2``/``ip`` collections round-trip exactly.
+* The HTTP client raises ``httpx.ConnectError`` when the server is down, and its constructor
+  ``ValueError("Could not connect to a Chroma server...")``: both become
+  :class:`StoreUnavailable`.
+
+Metadata encoding (nothing is silently lost, every JSON value round-trips exactly): a value
+Chroma stores faithfully is stored as is; any other value — ``None``, dicts, empty or mixed or
+nested lists, ints outside int64, NaN/±inf, ``-0.0``, and strings that themselves start with the
+marker — is stored as the string ``"json:" + json.dumps(value)`` and decoded back on read. A
+stored string starting with ``json:`` whose remainder is not valid JSON (written by another
+tool) is returned unchanged. Values with no exact JSON form (tuples, sets, bytes, datetimes,
+dicts with non-string keys, …) are rejected with ``ValueError`` before anything is written.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..records import EMBEDDING_DIM, MemoryRecord
+
+__all__ = [
+    "JSON_MARKER",
+    "MAX_PAGE_SIZE",
+    "ChromaMemoryStore",
+    "CollectionNotFound",
+    "StoreError",
+    "StoreUnavailable",
+    "decode_metadata",
+    "encode_metadata",
+    "make_client",
+    "open_collection",
+    "validate_collection_name",
+]
+
+JSON_MARKER = "json:"
+"""Prefix of metadata strings that hold a JSON-encoded value (see module docstring)."""
+
+MAX_PAGE_SIZE = 5000
+"""Largest page read from Chroma (ARCHITECTURE.md "Chroma facts": larger gets can fail)."""
+
+_DEFAULT_WRITE_BATCH = 1000  # ~1.5 MB of JSON per HTTP request with 384-d embeddings
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+
+
+class StoreError(Exception):
+    """Base class of the errors this adapter raises."""
+
+
+class StoreUnavailable(StoreError):
+    """The Chroma server cannot be reached (refused, reset, timed out, DNS failure)."""
+
+
+class CollectionNotFound(StoreError, LookupError):
+    """The named collection does not exist (and ``create=False``)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Errors from the transport
+# --------------------------------------------------------------------------------------------
+
+
+def _is_unavailable(exc: BaseException) -> bool:
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - chromadb depends on httpx
+        httpx = None  # type: ignore[assignment]
+    if httpx is not None and isinstance(exc, httpx.TransportError):
+        return True
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    return isinstance(exc, ValueError) and "Could not connect to a Chroma server" in str(exc)
+
+
+@contextmanager
+def _translate(action: str) -> Iterator[None]:
+    """Turn connection failures into :class:`StoreUnavailable`; other errors pass through."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as exc:
+        if _is_unavailable(exc):
+            raise StoreUnavailable(
+                f"Chroma is unreachable while trying to {action}: {exc}"
+            ) from exc
+        raise
+
+
+# --------------------------------------------------------------------------------------------
+# Client factory and collections
+# --------------------------------------------------------------------------------------------
+
+
+def make_client(
+    host: str | None = None,
+    port: int | None = None,
+    ssl: bool = False,
+    token: str | None = None,
+    path: str | None = None,
+    ephemeral: bool = False,
+    *,
+    timeout: float | None = 60.0,
+) -> Any:
+    """The one Chroma client factory. Exactly one of ``host``, ``path``, ``ephemeral``.
+
+    * ``host`` → ``chromadb.HttpClient`` (``port`` defaults to 8000, Chroma's; ``ssl`` for
+      https; ``token`` is sent as ``Authorization: Bearer`` and ``X-Chroma-Token``, the two
+      headers Chroma's token auth accepts). Web and worker processes use this.
+    * ``path`` → ``chromadb.PersistentClient`` (not process-safe: single-process tools only).
+    * ``ephemeral=True`` → ``chromadb.EphemeralClient`` (in memory; all instances in one
+      process share state).
+
+    ``timeout`` (seconds) bounds each HTTP request (chromadb's own default is no timeout).
+    Raises ``ValueError`` for a bad combination, :class:`StoreUnavailable` when the server does
+    not answer.
+    """
+    import chromadb
+
+    chosen = [bool(host), path is not None, bool(ephemeral)]
+    if sum(chosen) != 1:
+        raise ValueError("make_client needs exactly one of host=, path= or ephemeral=True")
+    if ephemeral:
+        return chromadb.EphemeralClient()
+    if path is not None:
+        return chromadb.PersistentClient(path=str(path))
+    if port is not None and (isinstance(port, bool) or not 0 < int(port) < 65536):
+        raise ValueError(f"port must be in 1..65535, got {port!r}")
+    headers = {"Authorization": f"Bearer {token}", "X-Chroma-Token": token} if token else None
+    with _translate(f"connect to {host}:{port or 8000}"):
+        client = chromadb.HttpClient(
+            host=str(host), port=int(port or 8000), ssl=bool(ssl), headers=headers
+        )
+    _set_http_timeout(client, timeout)
+    return client
+
+
+def _set_http_timeout(client: Any, timeout: float | None) -> None:
+    # chromadb builds its httpx.Client with timeout=None (wait forever); bound it when we can
+    # reach the session (a private attribute, hence the defensive lookup).
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(timeout, connect=min(timeout or 10.0, 10.0))
+
+
+def validate_collection_name(name: str) -> str:
+    """Return ``name`` if Chroma accepts it as a collection name, else raise ``ValueError``.
+
+    Chroma's rules (chromadb 1.5 validation messages): 3–512 characters of ``[a-zA-Z0-9._-]``,
+    starting and ending with a letter or digit, no ``..``, not an IPv4 address.
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"collection name must be a string, got {type(name).__name__}")
+    if not _NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"invalid collection name {name!r}: use 3-512 characters from a-z, A-Z, 0-9, '.', "
+            "'_' and '-', starting and ending with a letter or digit"
+        )
+    if ".." in name:
+        raise ValueError(f"invalid collection name {name!r}: it must not contain '..'")
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        return name
+    raise ValueError(f"invalid collection name {name!r}: it must not be an IPv4 address")
+
+
+def open_collection(client: Any, name: str, *, create: bool = True) -> Any:
+    """Open (or create, with cosine space) the collection ``name`` without an embedding function.
+
+    Chroma never computes embeddings for it: every write passes them explicitly. A collection
+    created here uses ``configuration={"hnsw": {"space": "cosine"}}``; an existing one keeps its
+    own configuration. Raises ``ValueError`` for an invalid name, :class:`CollectionNotFound`
+    when it is missing and ``create`` is false, :class:`StoreUnavailable` when the server is down.
+    """
+    from chromadb.errors import NotFoundError
+
+    validate_collection_name(name)
+    with _translate(f"open collection {name!r}"):
+        try:
+            return client.get_collection(name, embedding_function=None)
+        except NotFoundError as exc:
+            if not create:
+                raise CollectionNotFound(f"Chroma has no collection named {name!r}") from exc
+        except ValueError as exc:  # older clients raise ValueError("... does not exist")
+            if "does not exist" not in str(exc):
+                raise
+            if not create:
+                raise CollectionNotFound(f"Chroma has no collection named {name!r}") from exc
+        # get_or_create: another process may create it between our get and this call.
+        return client.get_or_create_collection(
+            name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Metadata encoding
+# --------------------------------------------------------------------------------------------
+
+
+def _check_json_value(value: Any, where: str) -> None:
+    """Raise ``ValueError`` unless ``value`` is exactly representable as JSON."""
+    if value is None or isinstance(value, bool | int | str):
+        if isinstance(value, str):
+            _check_text(value, where)
+        return
+    if isinstance(value, float):
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json_value(item, f"{where}[{i}]")
+        return
+    if isinstance(value, dict):
+        for k, item in value.items():
+            if not isinstance(k, str):
+                raise ValueError(f"metadata {where}: dict keys must be strings, got {k!r}")
+            _check_text(k, where)
+            _check_json_value(item, f"{where}[{k!r}]")
+        return
+    raise ValueError(
+        f"metadata {where}: {type(value).__name__} has no exact JSON form "
+        "(use str, int, float, bool, None, list or dict)"
+    )
+
+
+def _check_text(value: str, where: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"metadata {where}: string is not valid Unicode ({exc.reason})") from exc
+
+
+def _native_scalar(value: Any) -> bool:
+    """True when Chroma stores ``value`` faithfully as a scalar (or list item)."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return _INT64_MIN <= value <= _INT64_MAX
+    if isinstance(value, float):
+        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)
+    return isinstance(value, str)
+
+
+def _native(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.startswith(JSON_MARKER)
+    if isinstance(value, list):
+        if not value or not all(_native_scalar(v) for v in value):
+            return False
+        kinds = {bool if isinstance(v, bool) else type(v) for v in value}
+        return len(kinds) == 1
+    return _native_scalar(value)
+
+
+def _check_key(key: Any) -> str:
+    if not isinstance(key, str):
+        raise ValueError(f"metadata keys must be strings, got {key!r}")
+    if not key:
+        raise ValueError("metadata keys must not be empty")
+    if key.startswith(("#", "$")) or key.startswith("chroma:"):
+        raise ValueError(
+            f"metadata key {key!r} is reserved by Chroma (keys may not start with '#', '$' "
+            "or 'chroma:')"
+        )
+    _check_text(key, repr(key))
+    return key
+
+
+def encode_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Encode a record's metadata for Chroma (scheme in the module docstring).
+
+    Returns a new dict (empty for ``None``/``{}``). Raises ``ValueError`` naming the key for a
+    reserved or non-string key or a value with no exact JSON form.
+    """
+    out: dict[str, Any] = {}
+    for key, value in (metadata or {}).items():
+        _check_key(key)
+        _check_json_value(value, repr(key))
+        if _native(value):
+            out[key] = list(value) if isinstance(value, list) else value
+        else:
+            out[key] = JSON_MARKER + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return out
+
+
+def decode_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Inverse of :func:`encode_metadata`: ``json:``-marked strings become their values."""
+    out: dict[str, Any] = {}
+    for key, value in (metadata or {}).items():
+        if isinstance(value, str) and value.startswith(JSON_MARKER):
+            try:
+                out[key] = json.loads(value[len(JSON_MARKER) :])
+            except ValueError:  # not ours: keep the foreign string as it is
+                out[key] = value
+        else:
+            out[key] = value
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The store
+# --------------------------------------------------------------------------------------------
+
+
+def _check_page_size(page_size: Any) -> int:
+    if isinstance(page_size, bool) or not isinstance(page_size, int):
+        raise ValueError(f"page_size must be an int, got {page_size!r}")
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise ValueError(f"page_size must be in 1..{MAX_PAGE_SIZE}, got {page_size}")
+    return page_size
+
+
+def _check_ids(ids: Sequence[str], what: str) -> list[str]:
+    if isinstance(ids, str):
+        raise TypeError(f"{what} takes a sequence of ids, not a single string")
+    ids = list(ids)
+    for i in ids:
+        if not isinstance(i, str) or not i:
+            raise ValueError(f"{what}: ids must be non-empty strings, got {i!r}")
+    return ids
+
+
+class ChromaMemoryStore:
+    """One Chroma collection as a ``WritableMemoryStore`` (plus semantic ``query``).
+
+    Args:
+        collection: a chromadb ``Collection`` (from :func:`open_collection`).
+        page_size: rows per read, 1..5,000 (Chroma's safe limit); used by :meth:`iter_pages`,
+            :meth:`iter_records` and :meth:`get`.
+        write_batch: records per write call; capped at ``client.get_max_batch_size()``.
+            Default 1,000.
+
+    Records read back have ``embedding`` ``(384,) float32`` (when requested), ``document`` ``""``
+    where Chroma holds none, and decoded metadata. Connection failures raise
+    :class:`StoreUnavailable`; invalid input raises ``ValueError``/``TypeError`` before
+    anything is written.
+    """
+
+    def __init__(
+        self, collection: Any, *, page_size: int = MAX_PAGE_SIZE, write_batch: int | None = None
+    ) -> None:
+        self.collection = collection
+        self.page_size = _check_page_size(page_size)
+        if write_batch is not None and (
+            isinstance(write_batch, bool) or not isinstance(write_batch, int) or write_batch < 1
+        ):
+            raise ValueError(f"write_batch must be a positive int, got {write_batch!r}")
+        limit = self._max_batch_size()
+        wanted = write_batch or _DEFAULT_WRITE_BATCH
+        self.write_batch = min(wanted, limit) if limit else wanted
+
+    def _max_batch_size(self) -> int | None:
+        client = getattr(self.collection, "_client", None)
+        getter = getattr(client, "get_max_batch_size", None)
+        if getter is None:
+            return None
+        with _translate("read the server's batch limit"):
+            return int(getter())
+
+    @property
+    def name(self) -> str:
+        """The collection's name."""
+        return str(self.collection.name)
+
+    def __repr__(self) -> str:
+        return f"ChromaMemoryStore({self.name!r})"
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    def count(self) -> int:
+        """Number of records in the collection."""
+        with _translate(f"count {self.name!r}"):
+            return int(self.collection.count())
+
+    def _records(self, result: Mapping[str, Any], include_embeddings: bool) -> list[MemoryRecord]:
+        ids = result.get("ids") or []
+        docs = result.get("documents")
+        metas = result.get("metadatas")
+        embs = result.get("embeddings") if include_embeddings else None
+        records = []
+        for i, rid in enumerate(ids):
+            emb = None
+            if embs is not None and len(embs) > i and embs[i] is not None:
+                emb = np.asarray(embs[i], dtype=np.float32)
+            records.append(
+                MemoryRecord(
+                    id=rid,
+                    document=(docs[i] if docs is not None and docs[i] is not None else ""),
+                    embedding=emb,
+                    metadata=decode_metadata(metas[i] if metas is not None else None),
+                )
+            )
+        return records
+
+    @staticmethod
+    def _include(include_embeddings: bool) -> list[str]:
+        return ["documents", "metadatas", *(["embeddings"] if include_embeddings else [])]
+
+    def iter_pages(
+        self, *, page_size: int | None = None, include_embeddings: bool = True
+    ) -> Iterator[list[MemoryRecord]]:
+        """Yield every record once, in pages of at most ``page_size`` (default: the store's).
+
+        Order: Chroma's insertion order (stable while the collection is unchanged). Raises
+        ``ValueError`` for a page size outside 1..5,000.
+        """
+        size = self.page_size if page_size is None else _check_page_size(page_size)
+        include = self._include(include_embeddings)
+        seen: set[str] = set()
+        offset = 0
+        while True:
+            with _translate(f"read {self.name!r}"):
+                result = self.collection.get(limit=size, offset=offset, include=include)
+            got = len(result.get("ids") or [])
+            page = [r for r in self._records(result, include_embeddings) if r.id not in seen]
+            seen.update(r.id for r in page)
+            if page:
+                yield page
+            if got < size:
+                return
+            offset += got
+
+    def iter_records(self, *, include_embeddings: bool = True) -> Iterator[MemoryRecord]:
+        """Every record, one at a time (paged underneath)."""
+        for page in self.iter_pages(include_embeddings=include_embeddings):
+            yield from page
+
+    def get(self, ids: Sequence[str], *, include_embeddings: bool = True) -> list[MemoryRecord]:
+        """The records with these ids that exist, in the order of ``ids`` (duplicates once;
+        missing ids are left out)."""
+        wanted = list(dict.fromkeys(_check_ids(ids, "get")))
+        found: dict[str, MemoryRecord] = {}
+        include = self._include(include_embeddings)
+        for start in range(0, len(wanted), self.page_size):
+            chunk = wanted[start : start + self.page_size]
+            with _translate(f"read {self.name!r}"):
+                result = self.collection.get(ids=chunk, include=include)
+            for r in self._records(result, include_embeddings):
+                found[r.id] = r
+        return [found[i] for i in wanted if i in found]
+
+    def query(self, embedding: np.ndarray, k: int = 10) -> list[tuple[MemoryRecord, float]]:
+        """The ``k`` records nearest to ``embedding`` (``(384,) float32``), best first.
+
+        Returns ``(record, cosine)`` pairs, cosine in [-1, 1] computed from the stored
+        embedding (so it is a true cosine whatever the collection's distance space). Candidates
+        come from Chroma's HNSW index (approximate for large collections). Raises ``ValueError``
+        for a wrong shape, a non-finite or all-zero vector, or ``k < 1``.
+        """
+        q = np.asarray(embedding, dtype=np.float64).reshape(-1)
+        if q.shape != (EMBEDDING_DIM,):
+            raise ValueError(f"query embedding must have shape ({EMBEDDING_DIM},), got {q.shape}")
+        if not np.all(np.isfinite(q)):
+            raise ValueError("query embedding contains NaN or infinity")
+        norm = float(np.linalg.norm(q))
+        if norm == 0.0:
+            raise ValueError("query embedding is all zeros")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        total = self.count()
+        if total == 0:
+            return []
+        with _translate(f"query {self.name!r}"):
+            result = self.collection.query(
+                query_embeddings=[q.astype(np.float32)],
+                n_results=min(k, total),
+                include=["documents", "metadatas", "embeddings"],
+            )
+        flat = {
+            key: (value[0] if isinstance(value, list | tuple) and value else value)
+            for key, value in result.items()
+            if key in ("ids", "documents", "metadatas", "embeddings")
+        }
+        records = self._records(flat, include_embeddings=True)
+        qn = q / norm
+        scored = []
+        for r in records:
+            e = r.embedding.astype(np.float64) if r.embedding is not None else None
+            en = float(np.linalg.norm(e)) if e is not None else 0.0
+            cos = float(np.clip(qn @ e / en, -1.0, 1.0)) if en > 0 else 0.0
+            scored.append((r, cos))
+        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return scored
+
+    # ---- writes --------------------------------------------------------------------------
+
+    def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert or replace ``records`` (document, embedding and metadata replaced whole).
+
+        Every record is validated before the first write (unique ids, an embedding each,
+        encodable metadata); on bad input ``ValueError``/``TypeError`` is raised and nothing
+        is written. Writes go in batches of ``write_batch``; a batch is one Chroma call, so a
+        failure part-way leaves earlier batches written — re-running is idempotent.
+        """
+        records = list(records)
+        seen: set[str] = set()
+        prepared: list[tuple[str, str, np.ndarray, dict[str, Any]]] = []
+        for r in records:
+            if not isinstance(r, MemoryRecord):
+                raise TypeError(f"upsert takes MemoryRecord objects, got {type(r).__name__}")
+            if r.id in seen:
+                raise ValueError(f"upsert: id {r.id!r} appears more than once")
+            seen.add(r.id)
+            if r.embedding is None:
+                raise ValueError(f"upsert: record {r.id!r} has no embedding")
+            if not np.all(np.isfinite(r.embedding)):
+                raise ValueError(f"upsert: record {r.id!r} has a non-finite embedding")
+            _check_text(r.document, f"document of {r.id!r}")
+            try:
+                meta = encode_metadata(r.metadata)
+            except ValueError as exc:
+                raise ValueError(f"upsert: record {r.id!r}: {exc}") from exc
+            prepared.append((r.id, r.document, r.embedding, meta))
+
+        for start in range(0, len(prepared), self.write_batch):
+            batch = prepared[start : start + self.write_batch]
+            ids = [p[0] for p in batch]
+            with _translate(f"write to {self.name!r}"):
+                existing = self.collection.get(ids=ids, include=["metadatas"])
+                old_keys = {
+                    rid: set(m or {})
+                    for rid, m in zip(existing["ids"], existing["metadatas"] or [], strict=False)
+                }
+                metadatas: list[dict[str, Any] | None] = []
+                for rid, _, _, meta in batch:
+                    full = dict(meta)
+                    # Chroma merges metadata on upsert; None removes a key we no longer have.
+                    full.update({key: None for key in old_keys.get(rid, ()) if key not in meta})
+                    metadatas.append(full or None)
+                self.collection.upsert(
+                    ids=ids,
+                    documents=[p[1] for p in batch],
+                    embeddings=np.stack([p[2] for p in batch]).astype(np.float32),
+                    metadatas=metadatas,
+                )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete records by id; missing ids are ignored (idempotent). Batched."""
+        ids = list(dict.fromkeys(_check_ids(ids, "delete")))
+        for start in range(0, len(ids), self.write_batch):
+            with _translate(f"delete from {self.name!r}"):
+                self.collection.delete(ids=ids[start : start + self.write_batch])
