@@ -209,3 +209,22 @@ def test_an_operation_whose_write_fails_is_failed_and_the_others_apply(agent_wit
     assert run.events.filter(verb="operation_failed").count() == 1
     assert not ArchivedMemory.objects.filter(operation=bad).exists()  # nothing left the store
     assert ArchivedMemory.objects.filter(run=run).count() == 2
+
+
+def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(agent_with_memories, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    agent = agent_with_memories(DUPES)
+    run = services.pass_request(agent=agent, trigger="operator")  # on_commit not run: queued
+    Pass.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    out = io.StringIO()
+    call_command("recover_passes", stdout=out)
+    assert "still running" in out.getvalue()
+    assert Pass.objects.get(pk=run.pk).status == "running"
+
+    later = timezone.now() + timedelta(seconds=settings.Q_CLUSTER["timeout"] + 1)
+    [recovered] = services.passes_recover(now=later)
+    assert recovered.status == "proposed" and recovered.operations.count() == 2
+    assert recovered.events.filter(verb="requeued").count() == 1
