@@ -77,8 +77,11 @@ class CachedEmbedder:
             np.savez(CACHE, keys=keys, vecs=np.stack(list(self.cache.values())))
 
 
+OVERRIDES: dict[str, Any] = {}
+
+
 def run_one(conv: LocomoConversation, policy_name: str, embedder: CachedEmbedder, k: int) -> dict[str, Any]:
-    policy = NAMED_POLICIES[policy_name]
+    policy = NAMED_POLICIES[policy_name].with_(**OVERRIDES)
     vecs = embedder.embed([m.document for m in conv.memories])
     records = [m.with_embedding(v) for m, v in zip(conv.memories, vecs, strict=True)]
     queries = embedder.embed([p.question for p in conv.probes])
@@ -187,7 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", action="append", default=None, choices=sorted(NAMED_POLICIES))
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a policy field for this run (JSON value), e.g. fold_max_chars=200")
     args = ap.parse_args(argv)
+    for item in args.set:
+        name, _, value = item.partition("=")
+        OVERRIDES[name] = json.loads(value)
     if not args.file.exists():
         print(f"LoCoMo file not found: {args.file}", file=sys.stderr)
         return 2

@@ -18,8 +18,11 @@ __all__ = [
     "content_tokens",
     "detect_contradiction",
     "extractive_merge",
+    "labelled_fragment",
     "normalize_text",
+    "novel_sentences",
     "split_sentences",
+    "strip_label",
 ]
 
 _PUNCT_RE = re.compile(r"[^\w\s]+", re.UNICODE)
@@ -300,3 +303,45 @@ def extractive_merge(texts: Sequence[str], max_chars: int) -> str | None:
         parts[0] += "."
     merged = " ".join(parts)
     return merged if len(merged) <= max_chars else None
+
+
+def strip_label(text: str, label: str | None) -> str:
+    """``text`` without a leading ``"<label>:"`` (a dialog turn's speaker prefix), stripped.
+
+    ``strip_label("Jon: I lost my job.", "Jon")`` → ``"I lost my job."``; any other text is
+    returned stripped.
+    """
+    t = text.strip()
+    if label and t.startswith(label + ":"):
+        return t[len(label) + 1 :].strip()
+    return t
+
+
+def novel_sentences(text: str, covered: set[str]) -> list[str]:
+    """Sentences of ``text`` that carry a content word or number not in ``covered``, in order.
+
+    ``covered`` holds stemmed content tokens (:func:`content_tokens`) and is updated in place
+    with the tokens of every sentence returned, so a repeated fact is kept once. A sentence made
+    only of covered words or stopwords ("Wow, thanks!" after "Thanks for the tip") is dropped.
+    """
+    out = []
+    for sent in split_sentences(text):
+        new = _facts(sent) - covered
+        if new:
+            out.append(sent)
+            covered |= new
+    return out
+
+
+def labelled_fragment(text: str, label: str | None, covered: set[str]) -> str | None:
+    """The novel part of one dialog turn as ``"<label>: sentence sentence"`` (or without the
+    label when there is none); ``None`` when every sentence is already covered.
+
+    The speaker prefix is stripped before splitting (so it is never mistaken for content) and put
+    back in front of whatever is kept. ``covered`` is updated as in :func:`novel_sentences`.
+    """
+    kept = novel_sentences(strip_label(text, label), covered)
+    if not kept:
+        return None
+    body = " ".join(kept)
+    return f"{label}: {body}" if label else body

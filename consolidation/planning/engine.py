@@ -40,6 +40,8 @@ can still be merged with, or superseded by, a new one.
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -50,7 +52,14 @@ import numpy as np
 from ..plan import Fate, Operation, OpKind, Plan, merged_id, summarize
 from ..policy import Policy
 from ..records import FieldMap, MemoryRecord
-from ..text import detect_contradiction, extractive_merge, normalize_text
+from ..text import (
+    content_tokens,
+    detect_contradiction,
+    extractive_merge,
+    labelled_fragment,
+    normalize_text,
+    novel_sentences,
+)
 from .candidates import candidate_pairs, normalize_rows
 from .metadata import merge_metadata
 
@@ -86,6 +95,103 @@ def _promote_reason(rules: list[str], meta: Mapping[str, Any], fm: FieldMap, pol
     if "access" in rules:
         parts.append(f"accessed {fm.get_access_count(meta)} times (≥ {policy.promote_min_access})")
     return "; ".join(parts)
+
+
+_EPISODIC, _SEMANTIC, _SUMMARY = "episodic", "semantic", "summary"
+"""``layer`` values (FieldMap ``layer`` key): dialog turns/events, facts, session summaries."""
+
+_DIGITS = re.compile(r"(\d+)")
+
+_RULE_ORDER = ["exact_duplicate", "reconcile", "near_duplicate", "evidence_fold", "session_window",
+               "semantic_window", "decay", "decay_covered"]
+"""Trim order (most confident first): what a removal rests on, from identical text to coverage."""
+
+
+def _natural(s: str) -> tuple[tuple[int, Any], ...]:
+    """Natural sort key: ``"D1:2" < "D1:10"`` (digit runs compare as numbers)."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(s) if p)
+
+
+def _join(text: str, fragment: str) -> str:
+    text = text.rstrip()
+    if text and text[-1] not in ".!?;":
+        text += "."
+    return f"{text} {fragment}" if text else fragment
+
+
+class _Units:
+    """Merge units under construction: member indices, merged text and rule (None = dup group)."""
+
+    def __init__(self, n: int) -> None:
+        self.members: list[list[int]] = []
+        self.text: list[str] = []
+        self.rule: list[str | None] = []
+        self.alive: list[bool] = []
+        self.of: dict[int, int] = {}
+
+    def add(self, members: list[int], text: str, rule: str | None) -> int:
+        u = len(self.members)
+        self.members.append(list(members))
+        self.text.append(text)
+        self.rule.append(rule)
+        self.alive.append(True)
+        for k in members:
+            self.of[k] = u
+        return u
+
+    def extend(self, u: int, more: list[int], text: str, rule: str) -> None:
+        self.members[u].extend(more)
+        self.text[u] = text
+        self.rule[u] = rule
+        for k in more:
+            self.of[k] = u
+
+    def drop(self, u: int) -> None:
+        self.alive[u] = False
+        for k in self.members[u]:
+            if self.of.get(k) == u:
+                del self.of[k]
+
+    def live(self) -> list[int]:
+        return [u for u in range(len(self.members)) if self.alive[u]]
+
+
+def _trim_to_guard(
+    operations: list[Operation], n: int, max_loss: float, fates: dict[str, Fate]
+) -> tuple[list[Operation], dict[str, Any] | None]:
+    """Keep the most confident removing operations whose removals fit ``max_loss × n``.
+
+    Order: :data:`_RULE_ORDER`, then ``scores["confidence"]`` descending, then the operation key.
+    Dropped operations' sources get back :attr:`Fate.KEPT`. Operations that remove nothing
+    (promote) are always kept. Returns ``(operations, info)``; ``info`` is ``None`` when the
+    plan already fits.
+    """
+    budget = int(math.floor(max_loss * n + 1e-9))
+    total = len({rid for op in operations for rid in op.removes})
+    if total <= budget:
+        return operations, None
+    ranked = sorted(
+        (op for op in operations if op.removes),
+        key=lambda op: (_RULE_ORDER.index(op.rule) if op.rule in _RULE_ORDER else len(_RULE_ORDER),
+                        -float(op.scores.get("confidence", 0.0)), op.key),
+    )
+    keep: set[int] = set()
+    used = 0
+    for op in ranked:
+        if used + len(op.removes) <= budget:
+            keep.add(id(op))
+            used += len(op.removes)
+    out, dropped, dropped_removals = [], 0, 0
+    for op in operations:
+        if not op.removes or id(op) in keep:
+            out.append(op)
+            continue
+        dropped += 1
+        dropped_removals += len(op.removes)
+        for rid in op.removes:
+            fates[rid] = Fate.KEPT
+    return out, {"budget": budget, "kept_removals": used, "dropped_operations": dropped,
+                 "dropped_removals": dropped_removals}
 
 
 def _short(text: str, n: int = 80) -> str:
@@ -176,6 +282,7 @@ def plan(
                                     "blocked_protected": 0}
 
     # 2. prune -----------------------------------------------------------------------------
+    decayed: dict[int, tuple[float, float]] = {}  # decayed, importance missing: (score, age)
     if policy.prune:
         for i in range(n):
             if not is_new[i] or protected[i]:
@@ -184,9 +291,14 @@ def plan(
             if created is None or promotion_rules(metas[i], policy, fm):
                 continue
             age_days = max(0.0, (now - created).total_seconds() / 86400.0)
+            explicit = fm.get_importance(metas[i], default=-1.0) >= 0.0
             importance = fm.get_importance(metas[i])
             score = importance * 0.5 ** (age_days / policy.prune_half_life_days)
             if score < policy.prune_threshold and age_days >= policy.prune_min_age_days:
+                if not explicit and policy.prune_coverage > 0.0:
+                    # neutral importance only: pruned later, and only when covered (stage 6e)
+                    decayed[i] = (score, age_days)
+                    continue
                 removed[i] = True
                 fates[ids[i]] = Fate.PRUNED
                 ops_prune.append(Operation(
@@ -345,19 +457,195 @@ def plan(
         merged_text[union[0]] = text
     timer.lap("grouping")
 
-    # 7. merge operations ------------------------------------------------------------------
-    seen: set[int] = set()
+    # 6b–6e. folds, windows, covered prune --------------------------------------------------
+    units = _Units(n)
     for i in range(n):
         group = group_of.get(i)
-        if group is None or group[0] != i or i in seen:
+        if group is not None and group[0] == i:
+            units.add(list(group), merged_text[i], None)
+    layers = [frozenset(fm.get_list(m, fm.layer)) for m in metas]
+    speakers = [fm.get_list(m, fm.speaker) for m in metas]
+    labels = [sp[0] if len(sp) == 1 else None for sp in speakers]
+    sessions = [tuple(sorted(set(fm.get_sessions(m)))) for m in metas]
+    epoch = datetime.min.replace(tzinfo=UTC)
+    order = [(sessions[i], fm.get_created_at(metas[i]) or epoch, _natural(ids[i])) for i in range(n)]
+
+    def conflicts(a: int, members: Sequence[int]) -> bool:
+        for b in members:
+            x, y = (a, b) if a < b else (b, a)
+            s = pair_sim(x, y)
+            if s is not None and s >= policy.contradiction_threshold and check_contradiction(x, y, s):
+                return True
+        return False
+
+    def episodic(i: int) -> bool:
+        return (eligible[i] and i not in units.of and layers[i] == {_EPISODIC}
+                and (not partial or is_new[i]))
+
+    def semantic(i: int) -> bool:
+        return eligible[i] and _SEMANTIC in layers[i] and _SUMMARY not in layers[i]
+
+    if policy.fold_evidence:
+        cited_by: dict[str, list[int]] = {}
+        for t in range(n):
+            if semantic(t):
+                for e in set(fm.get_list(metas[t], fm.evidence)):
+                    cited_by.setdefault(e, []).append(t)
+        folds = 0
+        for e in sorted((i for i in range(n) if episodic(i)), key=order.__getitem__):
+            ev = set(fm.get_list(metas[e], fm.evidence))
+            if not ev:
+                continue
+            targets = set.intersection(*(set(cited_by.get(x, ())) for x in ev)) - {e}
+            for t in sorted(targets, key=lambda t, e=e: (-float(emb[t] @ emb[e]), ids[t])):
+                u = units.of.get(t)
+                members = units.members[u] if u is not None else [t]
+                if conflicts(e, members):
+                    continue  # a contradicting turn is never folded (try the next citer)
+                if len(members) >= policy.max_group_size:
+                    break
+                text = units.text[u] if u is not None else docs[t].strip()
+                covered = set(content_tokens(text))
+                frag = labelled_fragment(docs[e], labels[e], covered)
+                new_text = text if frag is None else _join(text, frag)
+                if len(new_text) > policy.fold_max_chars:
+                    break  # only the most similar citer is tried for size: one turn, one fact
+                if u is None:
+                    u = units.add([t], text, "evidence_fold")
+                units.extend(u, [e], new_text, "evidence_fold")
+                folds += 1
+                break
+        candidates["folded"] = folds
+
+    if policy.window_max_size > 1:
+        cur: list[int] = []
+        lines: list[str] = []
+        covered_w: set[str] = set()
+
+        def flush() -> None:
+            if len(cur) >= 2 and lines:
+                units.add(list(cur), "\n".join(lines), "session_window")
+            cur.clear()
+            lines.clear()
+            covered_w.clear()
+
+        pool = [i for i in range(n) if episodic(i) and not promotion_rules(metas[i], policy, fm)]
+        for i in sorted(pool, key=order.__getitem__):
+            trial = set(covered_w)
+            frag = labelled_fragment(docs[i], labels[i], trial)
+            text = "\n".join(lines + ([frag] if frag else []))
+            if cur and (sessions[i] != sessions[cur[0]] or len(cur) >= policy.window_max_size
+                        or len(text) > policy.max_merged_chars or conflicts(i, cur)):
+                flush()
+                trial = set()
+                frag = labelled_fragment(docs[i], labels[i], trial)
+                text = frag or ""
+            if len(text) > policy.max_merged_chars:
+                continue  # a single turn longer than the bound stays as it is
+            cur.append(i)
+            if frag:
+                lines.append(frag)
+            covered_w |= trial
+        flush()
+
+    if policy.semantic_window_size > 1:
+        items: list[tuple[Any, list[int], str]] = []
+        for u in units.live():
+            members = units.members[u]
+            if units.rule[u] == "evidence_fold" or (
+                units.rule[u] is None and all(semantic(k) for k in members)
+            ):
+                items.append((members[0], members, units.text[u]))
+        items += [(i, [i], docs[i].strip()) for i in range(n)
+                  if semantic(i) and i not in units.of and (not partial or is_new[i])]
+
+        def skey(head: int) -> tuple[Any, ...]:
+            return (sessions[head], tuple(speakers[head]))
+
+        items.sort(key=lambda it: (skey(it[0]), order[it[0]]))
+        chunk: list[tuple[Any, list[int], str]] = []
+
+        def flush_sem() -> None:
+            if len(chunk) >= 2:
+                members = [k for _, ms, _ in chunk for k in ms]
+                covered_s: set[str] = set()
+                parts = []
+                for _, _, text in chunk:
+                    kept = novel_sentences(text, covered_s)
+                    if kept:
+                        parts.append(" ".join(kept))
+                for _, ms, _ in chunk:
+                    if ms[0] in units.of:
+                        units.drop(units.of[ms[0]])
+                units.add(members, " ".join(parts), "semantic_window")
+            chunk.clear()
+
+        for it in items:
+            if chunk:
+                size = sum(len(ms) for _, ms, _ in chunk) + len(it[1])
+                length = sum(len(t) + 1 for _, _, t in chunk) + len(it[2])
+                if (skey(it[0]) != skey(chunk[0][0]) or len(chunk) >= policy.semantic_window_size
+                        or size > policy.max_group_size or length > policy.semantic_window_chars
+                        or any(conflicts(k, ms) for k in it[1] for _, ms, _ in chunk)):
+                    flush_sem()
+            chunk.append(it)
+        flush_sem()
+
+    # 6e. covered prune: decayed memories with no explicit importance, still kept, whose content
+    # words the rest of their session keeps (after the merges above).
+    covered_pruned = 0
+    if decayed:
+        counts: dict[tuple[str, ...] | str, dict[str, int]] = {}
+
+        def count(text: str, sess: Sequence[str], sign: int) -> None:
+            for tok in set(content_tokens(text)):
+                for ss in sess:
+                    c = counts.setdefault(ss, {})
+                    c[tok] = c.get(tok, 0) + sign
+
+        for i in range(n):
+            if not removed[i] and i not in units.of:
+                count(docs[i], sessions[i], 1)
+        for u in units.live():
+            count(units.text[u], sorted({x for k in units.members[u] for x in sessions[k]}), 1)
+        for i in sorted(decayed, key=lambda i: (len(docs[i]), ids[i])):
+            if removed[i] or i in units.of or not eligible[i] or not sessions[i]:
+                continue
+            toks = set(content_tokens(docs[i]))
+            hit = sum(1 for tok in toks
+                      if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in sessions[i]))
+            frac = hit / len(toks) if toks else 1.0
+            if frac + 1e-12 < policy.prune_coverage:
+                continue
+            count(docs[i], sessions[i], -1)
+            score, age_days = decayed[i]
+            removed[i] = True
+            fates[ids[i]] = Fate.PRUNED
+            covered_pruned += 1
+            ops_prune.append(Operation(
+                kind=OpKind.PRUNE, source_ids=[ids[i]], source_hashes=[hashes[i]],
+                removes=[ids[i]], rule="decay_covered",
+                reason=(f"stale and covered: no importance set (neutral 0.5) × 0.5^({age_days:.0f} d"
+                        f" / {policy.prune_half_life_days:g} d) = {score:.4f} < "
+                        f"{policy.prune_threshold:g}, and {frac:.0%} of its content words are "
+                        f"kept by other memories of its session (≥ {policy.prune_coverage:.0%})"),
+                scores={"score": round(score, 6), "age_days": round(age_days, 3),
+                        "coverage": round(frac, 4), "confidence": round(frac, 4)},
+            ))
+    candidates["covered_pruned"] = covered_pruned
+    timer.lap("folds_windows")
+
+    # 7. merge operations ------------------------------------------------------------------
+    for u in sorted(units.live(), key=lambda u: min(units.members[u])):
+        group = units.members[u]
+        if len(group) < 2:
             continue
-        seen.update(group)
         gids = [ids[k] for k in group]
         ghashes = [hashes[k] for k in group]
         sub = emb[group]
         mat = np.clip(sub @ sub.T, -1.0, 1.0)
         off = mat[~np.eye(len(group), dtype=bool)]
-        exact = len({keys[k] for k in group}) == 1 and keys[group[0]] is not None
+        rule = units.rule[u]
         meta = merge_metadata([metas[k] for k in group], gids, fieldmap=fm,
                               curated_tier=policy.curated_tier)
         scores: dict[str, Any] = {
@@ -365,9 +653,34 @@ def plan(
             "min_cosine": round(float(off.min()), 4),
             "mean_cosine": round(float(off.mean()), 4),
         }
-        reason = (f"{len(group)} memories with the same text after normalisation" if exact else
-                  f"{len(group)} memories state the same fact (every pair cosine ≥ "
-                  f"{policy.link_threshold:g}, min {scores['min_cosine']:.3f})")
+        if rule is None:
+            exact = len({keys[k] for k in group}) == 1 and keys[group[0]] is not None
+            rule = "exact_duplicate" if exact else "near_duplicate"
+        if rule == "exact_duplicate":
+            reason = f"{len(group)} memories with the same text after normalisation"
+            scores["confidence"] = 1.0
+        elif rule == "near_duplicate":
+            reason = (f"{len(group)} memories state the same fact (every pair cosine ≥ "
+                      f"{policy.link_threshold:g}, min {scores['min_cosine']:.3f})")
+            scores["confidence"] = scores["min_cosine"]
+        elif rule == "evidence_fold":
+            folded = [k for k in group if layers[k] == {_EPISODIC}]
+            reason = (f"{len(folded)} episodic memor{'y' if len(folded) == 1 else 'ies'} cited by "
+                      f"the evidence of “{_short(docs[group[0]], 60)}” folded into it (only "
+                      f"sentences with new content words kept, ≤ {policy.fold_max_chars} chars)")
+            scores["confidence"] = round(float(np.mean(mat[0, 1:])), 4)
+        elif rule == "session_window":
+            reason = (f"{len(group)} consecutive episodic memories of session "
+                      f"{', '.join(sessions[group[0]]) or '?'} merged into one window (repeated "
+                      f"content dropped, ≤ {policy.max_merged_chars} chars)")
+            scores["confidence"] = round(float(np.mean(np.diag(mat, 1))), 4)
+        else:
+            reason = (f"{len(group)} semantic memories of session "
+                      f"{', '.join(sessions[group[0]]) or '?'} about "
+                      f"{', '.join(speakers[group[0]]) or '?'} merged "
+                      f"(≤ {policy.semantic_window_chars} chars)")
+            scores["confidence"] = scores["mean_cosine"]
+        scores["rule"] = rule
         rules = promotion_rules(meta, policy, fm) if policy.promote else []
         if rules and fm.get_tier(meta) != policy.curated_tier:
             meta[fm.tier] = policy.curated_tier
@@ -379,8 +692,8 @@ def plan(
             fates[ids[k]] = Fate.MERGED
         ops_merge.append(Operation(
             kind=OpKind.MERGE, source_ids=gids, source_hashes=ghashes, removes=list(gids),
-            rule="exact_duplicate" if exact else "near_duplicate", reason=reason, scores=scores,
-            result_id=merged_id(gids, ghashes), result_document=merged_text[i],
+            rule=rule, reason=reason, scores=scores,
+            result_id=merged_id(gids, ghashes), result_document=units.text[u],
             result_metadata=meta,
         ))
     timer.lap("merge")
@@ -406,6 +719,9 @@ def plan(
     timer.lap("promote")
 
     operations = ops_reconcile + ops_merge + ops_promote + ops_prune
+    trimmed = None
+    if policy.trim_to_guard:
+        operations, trimmed = _trim_to_guard(operations, n, policy.max_loss_fraction, fates)
     result = summarize(n, operations)
     timer.timings["total"] = round(sum(timer.timings.values()), 6)
     context: dict[str, Any] = {
@@ -420,6 +736,8 @@ def plan(
         "policy": policy.to_dict(),
         "now": now.isoformat(),
     }
+    if trimmed is not None:
+        context["trimmed"] = trimmed
     if incremental:
         context["incremental"] = {"new": len(new_idx), "store": n}
     result.context = context
