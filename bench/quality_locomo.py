@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from consolidation import NAMED_POLICIES, MemoryRecord  # noqa: E402
 from consolidation.locomo import LocomoConversation, load_locomo  # noqa: E402
 from consolidation.planning import plan as make_plan  # noqa: E402
-from consolidation.recall import evaluate_recall, simulate_after  # noqa: E402
+from consolidation.recall import evaluate_recall, recall_guard, simulate_after  # noqa: E402
 
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo7.json"
 CACHE = ROOT / "var" / "cache" / "quality_locomo_embeddings.npz"
@@ -80,47 +80,85 @@ class CachedEmbedder:
 OVERRIDES: dict[str, Any] = {}
 
 
-def run_one(conv: LocomoConversation, policy_name: str, embedder: CachedEmbedder, k: int) -> dict[str, Any]:
+def _ops(plans: list[Any]) -> dict[str, int]:
+    ops: dict[str, int] = {}
+    for p in plans:
+        for op in p.operations:
+            name = op.rule if op.kind.value in ("merge", "prune") else op.kind.value
+            ops[name] = ops.get(name, 0) + 1
+    return ops
+
+
+def run_one(
+    conv: LocomoConversation, policy_name: str, embedder: CachedEmbedder, k: int, passes: int
+) -> list[dict[str, Any]]:
+    """Two rows for one conversation × policy: ``single`` (one plan, guard verdict shown, the
+    store simulated after the whole plan) and ``iterated`` (up to ``passes`` plans with
+    ``trim_to_guard=True``, each applied in memory only when both guards pass)."""
     policy = NAMED_POLICIES[policy_name].with_(**OVERRIDES)
     vecs = embedder.embed([m.document for m in conv.memories])
     records = [m.with_embedding(v) for m, v in zip(conv.memories, vecs, strict=True)]
     queries = embedder.embed([p.question for p in conv.probes])
     now = max(conv.sessions.values()) + timedelta(days=1)
     before = evaluate_recall(records, conv.probes, k=k, query_embeddings=queries)
-    t0 = time.perf_counter()
-    p = make_plan(records, policy, now=now)
-    t_plan = time.perf_counter() - t0
-    after_records: list[MemoryRecord] = simulate_after(records, p, embedder)
-    t_total = time.perf_counter() - t0
-    after = evaluate_recall(after_records, conv.probes, k=k, query_embeddings=queries)
-    ops: dict[str, int] = {}
-    for op in p.operations:
-        ops[op.kind.value] = ops.get(op.kind.value, 0) + 1
-    return {
-        "conversation": conv.sample_id,
-        "policy": policy_name,
-        "entries_before": len(records),
-        "entries_after": len(after_records),
-        "reduction": 1 - len(after_records) / len(records),
-        "probes": before.probes,
-        "hits_before": sum(1 for h in before.hits if h),
-        "hits_after": sum(1 for h in after.hits if h),
-        "recall_before": before.answer_recall,
-        "recall_after": after.answer_recall,
-        "recall_ratio": (after.answer_recall / before.answer_recall) if before.answer_recall else None,
-        "context_before": before.context_chars,
-        "context_after": after.context_chars,
+    base = {
+        "conversation": conv.sample_id, "policy": policy_name, "entries_before": len(records),
+        "probes": before.probes, "hits_before": sum(1 for h in before.hits if h),
+        "recall_before": before.answer_recall, "context_before": before.context_chars,
         "evidence_before": before.evidence_recall,
-        "evidence_after": after.evidence_recall,
-        "operations": ops,
-        "plan_entries_after": p.result.entries_after,
-        "seconds_plan": t_plan,
-        "seconds": t_total,
     }
 
+    def row(mode: str, after_records: list[MemoryRecord], plans: list[Any], guard: str,
+            seconds: float, applied: int) -> dict[str, Any]:
+        after = evaluate_recall(after_records, conv.probes, k=k, query_embeddings=queries)
+        curated = sum(1 for r in after_records if r.metadata.get("tier") == policy.curated_tier)
+        return {
+            **base, "mode": mode, "entries_after": len(after_records),
+            "reduction": 1 - len(after_records) / len(records),
+            "hits_after": sum(1 for h in after.hits if h), "recall_after": after.answer_recall,
+            "recall_ratio": (after.answer_recall / before.answer_recall) if before.answer_recall else None,
+            "context_after": after.context_chars, "evidence_after": after.evidence_recall,
+            "operations": _ops(plans), "guard": guard, "passes": applied, "curated": curated,
+            "seconds": seconds,
+        }
 
-def totals(rows: list[dict[str, Any]], policy_name: str) -> dict[str, Any]:
-    rs = [r for r in rows if r["policy"] == policy_name]
+    # single pass: the plan as proposed, simulated whole whatever the guard says
+    t0 = time.perf_counter()
+    p = make_plan(records, policy, now=now)
+    after_records: list[MemoryRecord] = simulate_after(records, p, embedder)
+    loss_ok = not p.result.exceeds_loss(policy.max_loss_fraction)
+    guard = f"loss {p.result.loss_fraction:.0%} {'≤' if loss_ok else '>'} {policy.max_loss_fraction:.0%}"
+    rows = [row("single", after_records, [p], guard, time.perf_counter() - t0, int(loss_ok))]
+
+    # iterated: trim each plan to the loss budget, apply it only when both guards pass
+    t0 = time.perf_counter()
+    it_policy = policy.with_(trim_to_guard=True)
+    current, plans, stop = records, [], f"{passes} passes"
+    for _ in range(passes):
+        p = make_plan(current, it_policy, now=now)
+        if not any(op.removes for op in p.operations):
+            stop = "converged"
+            break
+        if p.result.exceeds_loss(it_policy.max_loss_fraction):
+            stop = "loss guard"
+            break
+        nxt = simulate_after(current, p, embedder)
+        ok, _ratio, _why = recall_guard(
+            evaluate_recall(current, conv.probes, k=k, query_embeddings=queries).answer_recall,
+            evaluate_recall(nxt, conv.probes, k=k, query_embeddings=queries).answer_recall,
+            it_policy.min_recall_retention,
+        )
+        if not ok:
+            stop = "recall guard"
+            break
+        current = nxt
+        plans.append(p)
+    rows.append(row("iterated", current, plans, f"stop: {stop}", time.perf_counter() - t0, len(plans)))
+    return rows
+
+
+def totals(rows: list[dict[str, Any]], policy_name: str, mode: str) -> dict[str, Any]:
+    rs = [r for r in rows if r["policy"] == policy_name and r["mode"] == mode]
     eb = sum(r["entries_before"] for r in rs)
     ea = sum(r["entries_after"] for r in rs)
     probes = sum(r["probes"] for r in rs)
@@ -134,6 +172,10 @@ def totals(rows: list[dict[str, Any]], policy_name: str) -> dict[str, Any]:
     return {
         "conversation": "TOTAL",
         "policy": policy_name,
+        "mode": mode,
+        "guard": "",
+        "passes": sum(r["passes"] for r in rs),
+        "curated": sum(r["curated"] for r in rs),
         "entries_before": eb,
         "entries_after": ea,
         "reduction": 1 - ea / eb if eb else 0.0,
@@ -163,23 +205,25 @@ def verdict(t: dict[str, Any]) -> str:
             f"{t['context_after'] / t['context_before']:.2f}× vs ≤{MAX_CONTEXT_RATIO}×",
         ),
     ]
-    return "; ".join(f"{name} {'MET' if ok else 'MISSED'} ({txt})" for name, ok, txt in checks)
+    return f"{t['policy']} {t['mode']}: " + "; ".join(
+        f"{name} {'MET' if ok else 'MISSED'} ({txt})" for name, ok, txt in checks)
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = (
-        f"{'conv':<8} {'policy':<10} {'before':>6} {'after':>6} {'red.':>6} {'R@10 b':>7} {'R@10 a':>7} "
-        f"{'ratio':>6} {'ctx b':>6} {'ctx a':>6} {'ev b':>5} {'ev a':>5} {'sec':>6}  operations"
+        f"{'conv':<8} {'policy':<10} {'mode':<8} {'before':>6} {'after':>6} {'red.':>6} {'R@10 b':>7} {'R@10 a':>7} "
+        f"{'ratio':>6} {'ctx b':>6} {'ctx a':>6} {'ev b':>5} {'ev a':>5} {'cur':>4} {'sec':>6}  guard / operations"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         ops = " ".join(f"{k}={v}" for k, v in sorted(r["operations"].items()))
         print(
-            f"{r['conversation']:<8} {r['policy']:<10} {r['entries_before']:>6} {r['entries_after']:>6} "
+            f"{r['conversation']:<8} {r['policy']:<10} {r['mode']:<8} {r['entries_before']:>6} {r['entries_after']:>6} "
             f"{r['reduction']:>6.1%} {r['recall_before']:>7.3f} {r['recall_after']:>7.3f} "
             f"{(r['recall_ratio'] or 0):>6.1%} {r['context_before']:>6.0f} {r['context_after']:>6.0f} "
-            f"{(r['evidence_before'] or 0):>5.2f} {(r['evidence_after'] or 0):>5.2f} {r['seconds']:>6.2f}  {ops}"
+            f"{(r['evidence_before'] or 0):>5.2f} {(r['evidence_after'] or 0):>5.2f} {r['curated']:>4} {r['seconds']:>6.1f}  "
+            f"{r['guard']}{' / ' if r['guard'] else ''}{ops}"
         )
 
 
@@ -189,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversation", action="append", default=None)
     ap.add_argument("--policy", action="append", default=None, choices=sorted(NAMED_POLICIES))
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--passes", type=int, default=6,
+                    help="iterated mode: at most this many passes (stops earlier when converged)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a policy field for this run (JSON value), e.g. fold_max_chars=200")
@@ -205,23 +251,24 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for policy_name in policies:
         for conv in convs:
-            rows.append(run_one(conv, policy_name, embedder, args.k))
+            rows.extend(run_one(conv, policy_name, embedder, args.k, args.passes))
             if not args.json:
                 print(f"  {conv.sample_id} {policy_name}: done", file=sys.stderr)
     embedder.save()
     all_rows = []
     summary = {}
     for policy_name in policies:
-        t = totals(rows, policy_name)
-        all_rows += [r for r in rows if r["policy"] == policy_name] + [t]
-        summary[policy_name] = verdict(t)
+        for mode in ("single", "iterated"):
+            t = totals(rows, policy_name, mode)
+            all_rows += [r for r in rows if r["policy"] == policy_name and r["mode"] == mode] + [t]
+            summary[f"{policy_name} {mode}"] = verdict(t)
     if args.json:
         print(json.dumps({"rows": all_rows, "goals": summary}, indent=1))
     else:
         print_table(all_rows)
         print()
-        for name, v in summary.items():
-            print(f"{name}: {v}")
+        for v in summary.values():
+            print(v)
     return 0
 
 

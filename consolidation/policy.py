@@ -38,13 +38,13 @@ class Policy:
     - ``max_group_size`` (8): upper bound on sources per merge, so one merge stays reviewable.
     - ``max_merged_chars`` (800): a merged text (near-duplicate group or session window) is never
       longer than this; a group whose extractive merge would exceed it is split or left alone.
-    - ``fold_evidence`` (True), ``fold_max_chars`` (170): an episodic memory (``layer``
+    - ``fold_evidence`` (True), ``fold_max_chars`` (150): an episodic memory (``layer``
       "episodic") whose ``evidence`` ids are all cited by a semantic memory's ``evidence`` is
       folded into the most similar such memory: the semantic text plus the turn's sentences
       that carry new content words, never longer than ``fold_max_chars``. The bound is tight on
       purpose: a folded fact is retrieved like the fact it extends, so its length is what the
-      agent pays per hit (bench/quality_locomo.py: 150 → 96 %, 170 → 103 %, 250 → 107 % of
-      baseline answer recall at 1.09×, 1.25×, 1.45× context on LoCoMo).
+      agent pays per hit (bench/quality_locomo.py, default policy on LoCoMo: 150 → 102 % of baseline answer
+      recall at 1.22× context; 170 → 103 % at 1.26×).
     - ``window_max_size`` (6; 1 disables): episodic memories left after folding are merged into
       windows of up to this many consecutive memories of the same session ("Speaker: text"
       lines, repeated content dropped), bounded by ``max_merged_chars``.
@@ -68,6 +68,9 @@ class Policy:
       neutral 0.5) is pruned only when at least this fraction of its content words appear in the
       memories its session keeps after the pass's merges (0.0 = prune on missing importance
       alone, the old rule, which on LoCoMo deleted dialog turns at random: 72 % recall).
+      Only episodic memories decay on a missing importance; facts (``semantic``) and summaries
+      without one are never pruned by age (pruning covered observations on LoCoMo cost recall
+      and *raised* context: short facts were replaced in the top-k by longer texts).
     - ``trim_to_guard`` (False): when the pass would exceed ``max_loss_fraction``, keep the
       highest-confidence removing operations that fit the budget and drop the rest (recorded in
       ``plan.context["trimmed"]``) instead of proposing a pass the guard rejects. The trimmed
@@ -84,7 +87,7 @@ class Policy:
     max_group_size: int = 8
     max_merged_chars: int = 800
     fold_evidence: bool = True
-    fold_max_chars: int = 170
+    fold_max_chars: int = 150
     window_max_size: int = 6
     semantic_window_size: int = 1
     semantic_window_chars: int = 300

@@ -283,6 +283,7 @@ def plan(
 
     # 2. prune -----------------------------------------------------------------------------
     decayed: dict[int, tuple[float, float]] = {}  # decayed, importance missing: (score, age)
+    layers0 = [frozenset(fm.get_list(m, fm.layer)) for m in metas]
     if policy.prune:
         for i in range(n):
             if not is_new[i] or protected[i]:
@@ -296,6 +297,8 @@ def plan(
             score = importance * 0.5 ** (age_days / policy.prune_half_life_days)
             if score < policy.prune_threshold and age_days >= policy.prune_min_age_days:
                 if not explicit and policy.prune_coverage > 0.0:
+                    if layers0[i] != {_EPISODIC}:
+                        continue  # facts and summaries never decay on a missing importance
                     # neutral importance only: pruned later, and only when covered (stage 6e)
                     decayed[i] = (score, age_days)
                     continue
@@ -463,7 +466,7 @@ def plan(
         group = group_of.get(i)
         if group is not None and group[0] == i:
             units.add(list(group), merged_text[i], None)
-    layers = [frozenset(fm.get_list(m, fm.layer)) for m in metas]
+    layers = layers0
     speakers = [fm.get_list(m, fm.speaker) for m in metas]
     labels = [sp[0] if len(sp) == 1 else None for sp in speakers]
     sessions = [tuple(sorted(set(fm.get_sessions(m)))) for m in metas]
@@ -473,8 +476,10 @@ def plan(
     def conflicts(a: int, members: Sequence[int]) -> bool:
         for b in members:
             x, y = (a, b) if a < b else (b, a)
-            s = pair_sim(x, y)
-            if s is not None and s >= policy.contradiction_threshold and check_contradiction(x, y, s):
+            s = sim.get((x, y))
+            if s is None:  # not searched (below the candidate threshold, or search off)
+                s = float(np.dot(emb[x], emb[y]))
+            if s >= policy.contradiction_threshold and check_contradiction(x, y, s):
                 return True
         return False
 
