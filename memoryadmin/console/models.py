@@ -135,6 +135,11 @@ class Pass(models.Model):
     telemetry = models.JSONField(default=dict, blank=True)
     snapshot_hash = models.CharField(max_length=64, blank=True)
 
+    lease_owner = models.CharField(
+        max_length=200, blank=True, help_text='"host:pid" of the process applying or rolling back'
+    )
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
     progress = models.FloatField(default=0.0, help_text="0..1 while running or applying")
     progress_label = models.CharField(max_length=200, blank=True)
 

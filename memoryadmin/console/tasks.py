@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 
-from . import services
+from . import rollback, services
 from .models import Agent, Pass
 
-__all__ = ["apply_pass", "run_pass", "scheduled_pass"]
+__all__ = ["apply_pass", "rollback_pass", "run_pass", "scheduled_pass"]
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +37,32 @@ def apply_pass(pass_id: int) -> str:
     except Pass.DoesNotExist:
         return f"pass #{pass_id} does not exist"
     try:
-        run = services.pass_apply(run=run)
+        # Under the pass's lease: a recoverer resuming the same pass makes this a no-op.
+        run, mine = rollback.resume_leased(run)
     except Exception as exc:
         log.exception("apply_pass(%s) crashed", pass_id)
         Pass.objects.filter(pk=pass_id).update(error=f"{type(exc).__name__}: {exc}")
         return f"pass #{pass_id}: apply interrupted ({exc})"
+    if not mine:
+        return f"pass #{pass_id}: being applied by {rollback.lease_holder(run)}"
+    return f"pass #{pass_id}: {run.status}"
+
+
+def rollback_pass(pass_id: int) -> str:
+    """Roll back (or resume rolling back) pass ``pass_id`` under its lease; a no-op unless
+    ``rolling_back``."""
+    try:
+        run = Pass.objects.get(pk=pass_id)
+    except Pass.DoesNotExist:
+        return f"pass #{pass_id} does not exist"
+    try:
+        run, mine = rollback.resume_leased(run)
+    except Exception as exc:
+        log.exception("rollback_pass(%s) crashed", pass_id)
+        Pass.objects.filter(pk=pass_id).update(error=f"{type(exc).__name__}: {exc}")
+        return f"pass #{pass_id}: rollback interrupted ({exc})"
+    if not mine:
+        return f"pass #{pass_id}: being rolled back by {rollback.lease_holder(run)}"
     return f"pass #{pass_id}: {run.status}"
 
 
