@@ -130,8 +130,12 @@ def effective_threshold(run: Pass) -> float:
     """The loss threshold a pass is held to now: the stricter of the one in force at planning
     (``run.max_loss_fraction``) and the agent's current policy (fail closed: tightening an
     agent's threshold also tightens its pending proposals; loosening it does not loosen them).
+    A pass run with an explicit policy override (``consolidate --policy NAME``) is held to that
+    policy's threshold: the operator chose it for this pass.
     """
     threshold = float(run.max_loss_fraction)
+    if (run.telemetry or {}).get("policy_override"):
+        return threshold
     try:
         current = run.agent.get_policy().max_loss_fraction
     except ValueError:

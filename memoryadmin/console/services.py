@@ -35,7 +35,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from consolidation import FieldMap, MemoryRecord, Policy, content_hash
+from consolidation import FieldMap, MemoryRecord, Policy, content_hash, summarize
 
 from . import stores
 from .errors import GuardRefused, PassAlreadyActive, ServiceError, StoreUnavailable
@@ -504,21 +504,28 @@ def pass_request(
     user: Any = None,
     actor: str | None = None,
     run_inline: bool = False,
+    policy: Policy | None = None,
+    policy_name: str = "",
 ) -> Pass:
     """Queue a pass for ``agent`` and enqueue :func:`tasks.run_pass` when the transaction commits.
 
     ``trigger`` is a :class:`Pass.Trigger` value; ``actor`` defaults to the user's name, else the
     trigger. ``run_inline`` runs the pass (and an auto-apply) in this process after commit
-    instead of on the queue (CLI). Raises :class:`PassAlreadyActive` — and records an
-    ``AuditEvent`` with verb ``"refused"`` — when another pass of the agent is active (I-5).
+    instead of on the queue (CLI). ``policy`` overrides the agent's policy for this pass only
+    (e.g. ``consolidate --policy aggressive``; ``policy_name`` is recorded with it). Raises
+    :class:`PassAlreadyActive` — and records an ``AuditEvent`` with verb ``"refused"`` — when
+    another pass of the agent is active (I-5).
     """
     trigger = Pass.Trigger(trigger).value
     actor = actor or _actor(user, trigger)
+    override = policy is not None
     try:
         with transaction.atomic():
             run = Pass.objects.create(
                 agent=agent, trigger=trigger, requested_by=_user_or_none(user),
-                policy=agent.policy, max_loss_fraction=agent.get_policy().max_loss_fraction,
+                policy=policy.to_dict() if override else agent.policy,
+                max_loss_fraction=(policy or agent.get_policy()).max_loss_fraction,
+                telemetry={"policy_override": policy_name or "explicit"} if override else {},
             )
             _audit(actor=actor, verb="requested", run=run, agent=agent, user=user,
                    to_status=S.QUEUED, data={"trigger": trigger})
@@ -587,7 +594,9 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     actor = _run_actor(run)
     now = now or timezone.now()
     try:
-        policy = agent.get_policy()
+        # The agent's policy as saved now, unless the request overrode it for this pass.
+        override = (run.telemetry or {}).get("policy_override")
+        policy = Policy.from_dict(run.policy) if override else agent.get_policy()
         field_map = agent.get_field_map()
     except ValueError as exc:
         return pass_fail(run=run, error=f"Invalid agent settings: {exc}")
@@ -609,8 +618,13 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
         # An empty checkpoint means "never consolidated": plan over the whole store.
         checkpoint = dict(agent.checkpoint) if agent.checkpoint else None
         plan = plan_records(records, policy, now=now, fieldmap=field_map, checkpoint=checkpoint)
+        plan = _add_distillation(run, records, plan, field_map)
+        _set_progress(run, 0.75, f"Checking recall on {run.agent.probes.count():,} probe queries")
+        from .recall import recall_check
+
+        recall = recall_check(agent, records, plan, policy)
         _set_progress(run, 0.85, f"Storing {len(plan.operations):,} proposed operations")
-        run = _store_proposal(run, records, plan, policy, actor, now)
+        run = _store_proposal(run, records, plan, policy, actor, now, recall=recall)
     except Exception as exc:
         log.exception("pass %s failed", run.pk)
         message = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
@@ -620,8 +634,39 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     return run
 
 
+def _add_distillation(run: Pass, records: list[MemoryRecord], plan: Any, field_map: FieldMap) -> Any:
+    """Append LLM ``distill`` operations to ``plan`` when an LLM endpoint is configured.
+
+    Offline (no ``MEMORYADMIN_LLM_MODEL``) this returns ``plan`` unchanged and touches no network
+    (I-8). Episodic memories already distilled are skipped: the checkpoint is every id named in a
+    live memory's ``derived_from``. Distillations only add memories (loss unchanged). Raises
+    ``LLMUnavailable`` / ``LLMOutputError`` (the pass then fails with the reason, nothing written).
+    """
+    from consolidation.adapters.llm import llm_from_env
+
+    writer = llm_from_env()
+    if writer is None:
+        return plan
+    from consolidation.distill import distill
+
+    _set_progress(run, 0.6, f"Distilling episodic memories with {writer.model}")
+    done = {i for r in records for i in field_map.get_list(r.metadata, "derived_from")}
+    try:
+        res = distill(records, writer, fields=field_map, checkpoint=done)
+    finally:
+        writer.close()
+    if not res.operations:
+        plan.context["distill"] = res.to_context()
+        return plan
+    plan.operations.extend(res.operations)
+    plan.result = summarize(len(records), plan.operations)
+    plan.context["distill"] = res.to_context()
+    return plan
+
+
 def _store_proposal(
-    run: Pass, records: list[MemoryRecord], plan: Any, policy: Policy, actor: str, now: datetime
+    run: Pass, records: list[MemoryRecord], plan: Any, policy: Policy, actor: str, now: datetime,
+    *, recall: dict[str, Any] | None = None,
 ) -> Pass:
     by_id = {r.id: r for r in records}
     ev = evaluate(
@@ -631,7 +676,11 @@ def _store_proposal(
     guard_passed, guard_reason = ev.guard_passed, ev.guard_reason
     if guard_passed and getattr(plan.result, "rejected", False):
         guard_passed, guard_reason = False, plan.result.reason or "Rejected by the engine."
+    if guard_passed and recall is not None and not recall.get("passed", True):
+        guard_passed, guard_reason = False, f"Recall guard tripped: {recall.get('reason')}"
     telemetry = _jsonable(dict(plan.context or {}))
+    if (run.telemetry or {}).get("policy_override"):
+        telemetry["policy_override"] = run.telemetry["policy_override"]
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
     with transaction.atomic():
@@ -664,6 +713,7 @@ def _store_proposal(
             "merged": ev.merged, "promoted": ev.promoted, "pruned": ev.pruned,
             "reconciled": ev.reconciled, "loss_fraction": ev.loss_fraction,
             "guard_passed": guard_passed, "guard_reason": guard_reason, "telemetry": telemetry,
+            "recall": _jsonable(recall or {}),
             "snapshot_hash": _snapshot_hash(records), "planned_at": timezone.now(), "progress": 1.0,
             "progress_label": "Proposal ready" if guard_passed else "Rejected by the loss guard",
         }

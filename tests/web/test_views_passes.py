@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from consolidation import Policy
 from memoryadmin.console.models import Agent, Pass
 
 from .proposals import make_proposal
@@ -162,7 +163,13 @@ def test_it_edits_a_merged_text(client: Client, bob, agent) -> None:
     assert op.result_document == XSS and op.edited
 
 
-@pytest.mark.parametrize(("document", "message"), [("   ", "cannot be empty"), ("x" * 1001, "the limit is 1,000")])
+_LIMIT = Policy().max_merged_chars  # the edit limit is the pass policy's max_merged_chars
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [("   ", "cannot be empty"), ("x" * (_LIMIT + 1), f"the limit is {_LIMIT:,}")],
+)
 def test_it_refuses_a_bad_merged_text(client: Client, bob, agent, document: str, message: str) -> None:
     run = make_proposal(agent)
     op = _merge_ops(run)[0]

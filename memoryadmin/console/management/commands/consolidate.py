@@ -13,7 +13,6 @@ stderr; 1 when it could not run (Chroma down, another pass active).
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from datetime import UTC, datetime
@@ -132,12 +131,7 @@ class Command(BaseCommand):
 
         kwargs: dict[str, Any] = {}
         if policy_name is not None:
-            if "policy" not in inspect.signature(services.pass_request).parameters:
-                raise bad_input(
-                    "--policy works with --dry-run only until passes accept a policy override; "
-                    "set the agent's policy in the console to run a stored pass with it."
-                )
-            kwargs["policy"] = policy
+            kwargs.update(policy=policy, policy_name=policy_name)
         bar = progress_bar(4 if apply else 3, "planning", show)
         run = services.pass_request(agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True, **kwargs)
         run.refresh_from_db()

@@ -1,0 +1,124 @@
+"""pass_run's recall guard and optional LLM distillation, end to end against a real Chroma
+(EphemeralClient) and a real local OpenAI-compatible stub server (tests/llm_stub.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidation import NAMED_POLICIES
+from memoryadmin.console import services
+from memoryadmin.console.models import Pass, ProbeQuery
+from tests.conftest import days_ago
+
+pytest_plugins = ["tests.llm_stub"]
+pytestmark = pytest.mark.django_db
+
+STALE_FACTS = [
+    "Gina adopted a grey rescue cat named Pixel.",
+    "Tim is learning to play the cello with a private teacher.",
+    "Maria is allergic to peanuts and carries an epinephrine pen.",
+    "The library on Elm Street closes early on Fridays.",
+]
+OLD = {"created_at": days_ago(400), "importance": 0.05}
+
+
+def _probe(agent, question, answer, key):
+    ProbeQuery.objects.create(agent=agent, question=question, answer=answer, external_key=key)
+
+
+def _run(agent):
+    run = services.pass_request(agent=agent, trigger="operator")
+    return services.pass_run(run=run)
+
+
+def test_it_rejects_a_pass_that_prunes_the_probe_sets_evidence(agent_with_memories):
+    agent = agent_with_memories(
+        STALE_FACTS, [OLD] * 4, policy={"max_loss_fraction": 1.0, "min_recall_retention": 0.98}
+    )
+    _probe(agent, "What is the name of Gina's cat?", "Pixel", "p1")
+    _probe(agent, "Which instrument is Tim learning?", "cello", "p2")
+    before = services.agent_census(agent=agent)
+    run = _run(agent)
+    assert run.pruned == 4  # the loss guard alone (threshold 1.0) would let this through
+    assert run.status == Pass.Status.REJECTED_BY_GUARD
+    assert run.guard_reason.startswith("Recall guard tripped")
+    assert run.recall["answer_recall_before"] == 1.0 and run.recall["answer_recall_after"] == 0.0
+    assert run.recall["lost"] == 2
+    assert services.agent_census(agent=agent) == before  # I-2: rejected means untouched
+
+
+def test_it_lets_the_same_pass_through_when_the_recall_guard_is_disabled(agent_with_memories):
+    agent = agent_with_memories(
+        STALE_FACTS, [OLD] * 4, policy={"max_loss_fraction": 1.0, "min_recall_retention": None}
+    )
+    _probe(agent, "What is the name of Gina's cat?", "Pixel", "p1")
+    run = _run(agent)
+    assert run.status == Pass.Status.PROPOSED
+    assert run.recall["ratio"] == 0.0 and run.recall["passed"] is True
+
+
+def test_a_cli_policy_override_is_used_for_that_pass_only(agent_with_memories):
+    agent = agent_with_memories(4)
+    run = services.pass_request(
+        agent=agent, trigger="cli", policy=NAMED_POLICIES["aggressive"], policy_name="aggressive"
+    )
+    run = services.pass_run(run=run)
+    assert run.max_loss_fraction == NAMED_POLICIES["aggressive"].max_loss_fraction
+    assert run.telemetry["policy_override"] == "aggressive"
+    agent.refresh_from_db()
+    assert agent.get_policy().max_loss_fraction == 0.25  # the agent's own policy is unchanged
+
+
+EPISODES = [
+    "Caroline: I finally signed up for the pottery class downtown!",
+    "Melanie: That's great, when does it start?",
+    "Caroline: Next Tuesday, and I already bought my own clay.",
+]
+
+
+def _episodic_agent(agent_with_memories):
+    metas = [{"layer": "episodic", "session": 1, "created_at": days_ago(2)} for _ in EPISODES]
+    # The guard is opened wide: these tests are about distillation, not about other operations.
+    return agent_with_memories(EPISODES, metas, policy={"max_loss_fraction": 1.0})
+
+
+@pytest.fixture
+def llm_env(llm_stub, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_stub.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "stub-model")
+    monkeypatch.setenv("MEMORYADMIN_LLM_TIMEOUT", "1")
+    return llm_stub
+
+
+def test_it_adds_llm_distillations_to_the_proposal_without_removing_anything(agent_with_memories, llm_env):
+    agent = _episodic_agent(agent_with_memories)
+    llm_env.push_facts([
+        {"text": "Caroline takes a pottery class.", "evidence": ["mem-000", "mem-002"], "confidence": 0.9}
+    ])
+    run = _run(agent)
+    assert run.status == Pass.Status.PROPOSED
+    distills = list(run.operations.filter(kind="distill"))
+    assert [op.result_document for op in distills] == ["Caroline takes a pottery class."]
+    assert distills[0].removes == []
+    assert distills[0].result_metadata["derived_from"] == ["mem-000", "mem-002"]
+    sent = llm_env.requests[0].messages[-1]["content"]
+    assert "pottery class downtown" in sent  # memory text travels as quoted data
+
+
+def test_a_timing_out_llm_fails_the_pass_with_the_reason_and_writes_nothing(agent_with_memories, llm_env):
+    agent = _episodic_agent(agent_with_memories)
+    llm_env.push_slow(5)
+    before = services.agent_census(agent=agent)
+    run = _run(agent)
+    assert run.status == Pass.Status.FAILED
+    assert "timed out" in run.error
+    assert not run.operations.exists()
+    assert services.agent_census(agent=agent) == before
+
+
+def test_offline_passes_send_nothing_to_an_llm(agent_with_memories, llm_stub, monkeypatch):
+    monkeypatch.delenv("MEMORYADMIN_LLM_MODEL", raising=False)
+    agent = _episodic_agent(agent_with_memories)
+    assert _run(agent).status == Pass.Status.PROPOSED
+    assert llm_stub.requests == []
