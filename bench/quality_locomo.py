@@ -23,8 +23,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
+import zipfile
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -56,8 +58,11 @@ class CachedEmbedder:
         self.inner = get_default_embedder()
         self.cache: dict[str, np.ndarray] = {}
         if CACHE.exists():
-            with np.load(CACHE) as z:
-                self.cache = dict(zip(z["keys"].tolist(), z["vecs"], strict=True))
+            try:
+                with np.load(CACHE) as z:
+                    self.cache = dict(zip(z["keys"].tolist(), z["vecs"], strict=True))
+            except (OSError, ValueError, zipfile.BadZipFile):
+                self.cache = {}  # a damaged cache is rebuilt, never trusted
         self.dirty = False
 
     def embed(self, texts):
@@ -74,7 +79,9 @@ class CachedEmbedder:
         if self.dirty:
             CACHE.parent.mkdir(parents=True, exist_ok=True)
             keys = np.array(list(self.cache))
-            np.savez(CACHE, keys=keys, vecs=np.stack(list(self.cache.values())))
+            tmp = CACHE.with_name(f"{CACHE.stem}.{os.getpid()}.tmp.npz")
+            np.savez(tmp, keys=keys, vecs=np.stack(list(self.cache.values())))
+            os.replace(tmp, CACHE)  # atomic: concurrent runs never leave a torn file
 
 
 OVERRIDES: dict[str, Any] = {}

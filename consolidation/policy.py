@@ -169,6 +169,9 @@ NAMED_POLICIES: dict[str, Policy] = {
         max_group_size=16,
         prune_threshold=0.15,
         prune_min_age_days=14.0,
+        prune_coverage=0.2,
+        window_max_size=8,
+        fold_max_chars=130,
         min_recall_retention=0.95,
     ),
 }

@@ -460,7 +460,7 @@ def plan(
         merged_text[union[0]] = text
     timer.lap("grouping")
 
-    # 6b–6e. folds, windows, covered prune --------------------------------------------------
+    # 6b–6e. folds, covered prune, session windows, semantic windows --------------------------------------------------
     units = _Units(n)
     for i in range(n):
         group = group_of.get(i)
@@ -484,7 +484,7 @@ def plan(
         return False
 
     def episodic(i: int) -> bool:
-        return (eligible[i] and i not in units.of and layers[i] == {_EPISODIC}
+        return (eligible[i] and not removed[i] and i not in units.of and layers[i] == {_EPISODIC}
                 and (not partial or is_new[i]))
 
     def semantic(i: int) -> bool:
@@ -522,6 +522,49 @@ def plan(
                 break
         candidates["folded"] = folds
 
+    # 6c. covered prune: decayed episodic memories with no explicit importance, not folded, whose
+    # content words the rest of their session keeps (folds included). Before windows, so a
+    # window only gathers what would otherwise be lost.
+    covered_pruned = 0
+    if decayed:
+        counts: dict[tuple[str, ...] | str, dict[str, int]] = {}
+
+        def count(text: str, sess: Sequence[str], sign: int) -> None:
+            for tok in set(content_tokens(text)):
+                for ss in sess:
+                    c = counts.setdefault(ss, {})
+                    c[tok] = c.get(tok, 0) + sign
+
+        for i in range(n):
+            if not removed[i] and i not in units.of:
+                count(docs[i], sessions[i], 1)
+        for u in units.live():
+            count(units.text[u], sorted({x for k in units.members[u] for x in sessions[k]}), 1)
+        for i in sorted(decayed, key=lambda i: (len(docs[i]), ids[i])):
+            if removed[i] or i in units.of or not eligible[i] or not sessions[i]:
+                continue
+            toks = set(content_tokens(docs[i]))
+            hit = sum(1 for tok in toks
+                      if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in sessions[i]))
+            frac = hit / len(toks) if toks else 1.0
+            if frac + 1e-12 < policy.prune_coverage:
+                continue
+            count(docs[i], sessions[i], -1)
+            score, age_days = decayed[i]
+            removed[i] = True
+            fates[ids[i]] = Fate.PRUNED
+            covered_pruned += 1
+            ops_prune.append(Operation(
+                kind=OpKind.PRUNE, source_ids=[ids[i]], source_hashes=[hashes[i]],
+                removes=[ids[i]], rule="decay_covered",
+                reason=(f"stale and covered: no importance set (neutral 0.5) × 0.5^({age_days:.0f} d"
+                        f" / {policy.prune_half_life_days:g} d) = {score:.4f} < "
+                        f"{policy.prune_threshold:g}, and {frac:.0%} of its content words are "
+                        f"kept by other memories of its session (≥ {policy.prune_coverage:.0%})"),
+                scores={"score": round(score, 6), "age_days": round(age_days, 3),
+                        "coverage": round(frac, 4), "confidence": round(frac, 4)},
+            ))
+    candidates["covered_pruned"] = covered_pruned
     if policy.window_max_size > 1:
         cur: list[int] = []
         lines: list[str] = []
@@ -596,48 +639,6 @@ def plan(
             chunk.append(it)
         flush_sem()
 
-    # 6e. covered prune: decayed memories with no explicit importance, still kept, whose content
-    # words the rest of their session keeps (after the merges above).
-    covered_pruned = 0
-    if decayed:
-        counts: dict[tuple[str, ...] | str, dict[str, int]] = {}
-
-        def count(text: str, sess: Sequence[str], sign: int) -> None:
-            for tok in set(content_tokens(text)):
-                for ss in sess:
-                    c = counts.setdefault(ss, {})
-                    c[tok] = c.get(tok, 0) + sign
-
-        for i in range(n):
-            if not removed[i] and i not in units.of:
-                count(docs[i], sessions[i], 1)
-        for u in units.live():
-            count(units.text[u], sorted({x for k in units.members[u] for x in sessions[k]}), 1)
-        for i in sorted(decayed, key=lambda i: (len(docs[i]), ids[i])):
-            if removed[i] or i in units.of or not eligible[i] or not sessions[i]:
-                continue
-            toks = set(content_tokens(docs[i]))
-            hit = sum(1 for tok in toks
-                      if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in sessions[i]))
-            frac = hit / len(toks) if toks else 1.0
-            if frac + 1e-12 < policy.prune_coverage:
-                continue
-            count(docs[i], sessions[i], -1)
-            score, age_days = decayed[i]
-            removed[i] = True
-            fates[ids[i]] = Fate.PRUNED
-            covered_pruned += 1
-            ops_prune.append(Operation(
-                kind=OpKind.PRUNE, source_ids=[ids[i]], source_hashes=[hashes[i]],
-                removes=[ids[i]], rule="decay_covered",
-                reason=(f"stale and covered: no importance set (neutral 0.5) × 0.5^({age_days:.0f} d"
-                        f" / {policy.prune_half_life_days:g} d) = {score:.4f} < "
-                        f"{policy.prune_threshold:g}, and {frac:.0%} of its content words are "
-                        f"kept by other memories of its session (≥ {policy.prune_coverage:.0%})"),
-                scores={"score": round(score, 6), "age_days": round(age_days, 3),
-                        "coverage": round(frac, 4), "confidence": round(frac, 4)},
-            ))
-    candidates["covered_pruned"] = covered_pruned
     timer.lap("folds_windows")
 
     # 7. merge operations ------------------------------------------------------------------
