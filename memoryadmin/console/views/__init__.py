@@ -15,6 +15,7 @@ from .agents import (
     agent_run,
     schedule_preview,
 )
+from .archive import archive_list, archive_restore, pass_rollback
 from .audit import audit, audit_csv
 from .dashboard import dashboard
 from .memories import memory_delete, memory_detail, memory_edit, memory_list, memory_pin
@@ -28,6 +29,7 @@ from .passes import (
 )
 
 __all__ = [
+    "archive_list", "archive_restore", "pass_rollback",
     "agent_create", "agent_delete", "agent_detail", "agent_edit", "agent_list", "agent_run",
     "audit", "audit_csv", "dashboard", "memory_delete", "memory_detail", "memory_edit",
     "memory_list", "memory_pin", "operation_edit", "operation_exclude", "pass_approve",

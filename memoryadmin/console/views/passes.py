@@ -35,11 +35,24 @@ def _groups(run: Pass, params: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _stale(run: Pass) -> tuple[dict[int, str], str]:
+    """Operations of a proposal the store has overtaken (shown before anyone approves, I-4),
+    and the store error when that cannot be checked now."""
+    if run.status != Pass.Status.PROPOSED:
+        return {}, ""
+    try:
+        return services.pass_stale_operations(run=run), ""
+    except services.ServiceError as exc:
+        return {}, str(exc)
+
+
 def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) -> HttpResponse:
     run.refresh_from_db()
+    stale, stale_error = _stale(run)
     ctx = {
         "nav": "audit", "run": run, "ev": _summary(run), "groups": _groups(run, request.GET),
-        "approve_form": NoteForm(), "reject_form": NoteForm(require_note=True), **extra,
+        "approve_form": NoteForm(), "reject_form": NoteForm(require_note=True), "stale": stale,
+        "stale_error": stale_error, **extra,
     }
     return render(request, "console/pass_detail.html", ctx, status=status)
 

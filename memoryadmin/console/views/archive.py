@@ -1,0 +1,67 @@
+"""Undo views: roll back an applied pass (confirm page + POST) and the per-agent archive browser
+with single-memory restore. Writes go through :mod:`memoryadmin.console.rollback`."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import rollback, services
+from ..forms import NoteForm
+from ..models import Agent, ArchivedMemory, Pass
+from .common import HtmxHttpRequest, can_review
+
+ROLLBACKABLE = (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED)
+
+
+@can_review
+@require_http_methods(["GET", "POST"])
+def pass_rollback(request: HtmxHttpRequest, pk: int):
+    """GET: what a rollback of pass ``pk`` would do, and whether it is blocked; POST: start it."""
+    run = get_object_or_404(Pass.objects.select_related("agent"), pk=pk)
+    form = NoteForm(request.POST or None)
+    ctx = {"nav": "audit", "run": run, "form": form, "blockers": {}, "store_error": ""}
+    if request.method == "POST" and form.is_valid():
+        try:
+            rollback.pass_rollback_request(run=run, user=request.user, note=form.cleaned_data["note"])
+        except rollback.RollbackBlocked as exc:
+            form.add_error(None, str(exc))
+        except (services.ServiceError, ValueError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Rolling back pass #{run.pk}.")
+            return redirect(run)
+    elif run.status in ROLLBACKABLE:
+        try:
+            ctx["blockers"] = rollback.rollback_blockers(run=run)
+        except services.StoreUnavailable as exc:
+            ctx["store_error"] = str(exc)
+    ctx["applied_ops"] = run.operations.filter(status="applied").count()
+    ctx["to_restore"] = ArchivedMemory.objects.filter(run=run, restored_at__isnull=True).count()
+    return render(request, "console/pass_rollback.html", ctx)
+
+
+@require_GET
+def archive_list(request: HtmxHttpRequest, slug: str):
+    """The agent's archived memories (50 a page), searchable by text or id (``?q=``)."""
+    agent = get_object_or_404(Agent, slug=slug)
+    q = request.GET.get("q", "")[:500]
+    page = rollback.archive_page(agent=agent, contains=q, page=request.GET.get("page", 1))
+    return render(request, "console/archive_list.html", {"nav": "agents", "agent": agent, "q": q, "page": page})
+
+
+@can_review
+@require_POST
+def archive_restore(request: HtmxHttpRequest, slug: str, pk: int):
+    """Restore one archived memory; refused with the reason when a different live one has its id."""
+    agent = get_object_or_404(Agent, slug=slug)
+    archived = get_object_or_404(ArchivedMemory, pk=pk, agent=agent)
+    try:
+        rollback.archive_restore(archived=archived, user=request.user)
+    except (services.ServiceError, ValueError) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Memory {archived.memory_id} restored.")
+    return redirect(f"{reverse('archive_list', args=[agent.slug])}?{request.GET.urlencode()}")

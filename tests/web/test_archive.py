@@ -1,0 +1,155 @@
+"""Archive browser and undo from the pages: list/search/page archived memories, restore one,
+roll a pass back from its page, and see stale operations before approving."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from memoryadmin.console import rollback, services, stores
+from memoryadmin.console.models import ArchivedMemory, Pass
+from tests.conftest import DISTINCT_FACTS as F
+
+from .test_rollback import applied, every_kind, same, state
+
+pytestmark = pytest.mark.django_db
+
+XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def login(client: Client, user: Any) -> Client:
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def agent(agent_with_memories: Any, alice: Any) -> Any:
+    agent = agent_with_memories(F[:3] + [XSS])
+    for mid in ("mem-000", "mem-001", "mem-003"):
+        services.memory_delete(agent=agent, memory_id=mid, user=alice)
+    return agent
+
+
+def test_it_lists_archived_memories_with_who_removed_them(client, carol, agent):
+    r = login(client, carol).get(reverse("archive_list", args=[agent.slug]))
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert "3 archived version(s)" in body and F[0] in body and F[1] in body
+    assert "Operator Delete · alice" in body
+    assert "alice" in body
+    assert XSS not in body and "&lt;script&gt;" in body  # memory text is escaped (I-7)
+    assert "Restore</button>" not in body  # a viewer cannot restore
+
+
+@pytest.mark.parametrize(("q", "expected"), [
+    ("boston", 1), ("MEM-001", 1), ("' OR 1=1 --", 0), ("%", 0), ("_", 0), ("<script>", 1), ("", 3),
+])
+def test_it_searches_text_literally(client, carol, agent, q, expected):
+    r = login(client, carol).get(reverse("archive_list", args=[agent.slug]), {"q": q})
+    assert r.status_code == 200
+    assert f"{expected} archived version(s)" in r.content.decode()
+
+
+def test_it_pages_fifty_at_a_time(client, carol, agent):
+    ArchivedMemory.objects.bulk_create([
+        ArchivedMemory(agent=agent, memory_id=f"x-{i}", document=f"note {i}", content_hash="h", action="operator_delete")
+        for i in range(60)
+    ])
+    c = login(client, carol)
+    first = c.get(reverse("archive_list", args=[agent.slug])).content.decode()
+    second = c.get(reverse("archive_list", args=[agent.slug]), {"page": 2}).content.decode()
+    assert "page 1 of 2" in first and "page 2 of 2" in second
+    assert first.count('id="archived-') == 50 and second.count('id="archived-') == 13
+
+
+def test_a_reviewer_restores_one_memory_whole(client, bob, agent):
+    archived = ArchivedMemory.objects.get(agent=agent, memory_id="mem-001")
+    r = login(client, bob).post(reverse("archive_restore", args=[agent.slug, archived.pk]), follow=True)
+    assert "Memory mem-001 restored." in r.content.decode()
+    [rec] = stores.get_store(agent).get(["mem-001"])
+    assert (rec.document, rec.content_hash) == (archived.document, archived.content_hash)
+    assert abs(rec.embedding - archived.get_embedding()).max() < 1e-6
+    archived.refresh_from_db()
+    assert archived.restored_at is not None
+    assert agent.events.filter(verb="memory_restored", actor="bob").count() == 1
+
+
+def test_restore_refuses_when_a_different_live_memory_has_the_id(client, bob, alice, agent):
+    services.memory_edit(agent=agent, memory_id="mem-002", document="Something else entirely.", user=alice)
+    archived = ArchivedMemory.objects.get(agent=agent, memory_id="mem-002")
+    census = services.agent_census(agent=agent)
+    r = login(client, bob).post(reverse("archive_restore", args=[agent.slug, archived.pk]), follow=True)
+    assert "exists and differs" in r.content.decode() and "nothing was restored" in r.content.decode()
+    assert services.agent_census(agent=agent) == census
+
+
+def test_restore_is_forbidden_for_a_viewer_and_needs_post(client, carol, bob, agent):
+    archived = ArchivedMemory.objects.filter(agent=agent).first()
+    url = reverse("archive_restore", args=[agent.slug, archived.pk])
+    assert login(client, carol).post(url).status_code == 403
+    assert login(Client(), bob).get(url).status_code == 405
+    assert Client().post(url).status_code == 302  # anonymous → login
+
+
+def test_a_reviewer_rolls_a_pass_back_from_its_page(client, bob, agent_with_memories, django_capture_on_commit_callbacks):
+    agent = every_kind(agent_with_memories)
+    before = state(agent)
+    run = applied(agent, bob, django_capture_on_commit_callbacks)
+    c = login(client, bob)
+    page = c.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert reverse("pass_rollback", args=[run.pk]) in page
+    confirm = c.get(reverse("pass_rollback", args=[run.pk])).content.decode()
+    assert "Roll back pass" in confirm and 'id="rollback-blockers"' not in confirm
+    with django_capture_on_commit_callbacks(execute=True):
+        r = c.post(reverse("pass_rollback", args=[run.pk]), {"note": "undo please"})
+    assert r.status_code == 302
+    run.refresh_from_db()
+    assert run.status == "rolled_back" and same(state(agent), before)
+
+
+def test_the_rollback_page_names_records_changed_after_the_pass(client, alice, bob, agent_with_memories, django_capture_on_commit_callbacks):
+    agent = every_kind(agent_with_memories)
+    run = applied(agent, bob, django_capture_on_commit_callbacks)
+    merged = run.operations.get(kind="merge").result_id
+    services.memory_edit(agent=agent, memory_id=merged, document="Edited after the pass.", user=alice)
+    c = login(client, bob)
+    confirm = c.get(reverse("pass_rollback", args=[run.pk])).content.decode()
+    assert 'id="rollback-blockers"' in confirm and merged in confirm
+    r = c.post(reverse("pass_rollback", args=[run.pk]), {"note": ""})
+    assert r.status_code == 200 and "Rollback refused, nothing was changed" in r.content.decode()
+    assert Pass.objects.get(pk=run.pk).status == "applied"
+
+
+def test_rollback_is_forbidden_for_a_viewer(client, carol, agent):
+    run = Pass.objects.create(agent=agent, trigger="operator", status="applied")
+    assert login(client, carol).post(reverse("pass_rollback", args=[run.pk])).status_code == 403
+    assert login(Client(), carol).get(reverse("pass_rollback", args=[run.pk])).status_code == 403
+
+
+def test_rollback_of_a_pass_that_is_not_applied_says_why(client, bob, agent):
+    run = Pass.objects.create(agent=agent, trigger="operator", status="dismissed")
+    r = login(client, bob).post(reverse("pass_rollback", args=[run.pk]), {"note": ""})
+    assert r.status_code == 200 and "only an applied or partially applied pass" in r.content.decode()
+
+
+def test_the_proposal_page_warns_about_each_affected_operation(client, alice, bob, agent_with_memories, django_capture_on_commit_callbacks):
+    agent = agent_with_memories(F[:16] + [F[0], F[1]])
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.pass_request(agent=agent, trigger="operator")
+    c = login(client, bob)
+    assert 'id="stale-warning"' not in c.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    page = c.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'id="stale-warning"' in page and "1 operation(s) are affected" in page
+    assert page.count('data-testid="stale-op"') == 1 and "Memory mem-017 no longer exists" in page
+
+
+def test_rollback_leaves_nothing_for_a_second_rollback(bob, agent_with_memories, django_capture_on_commit_callbacks):
+    agent = every_kind(agent_with_memories)
+    run = applied(agent, bob, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        rollback.pass_rollback_request(run=run, user=bob)
+    assert rollback.pass_rollback_request(run=run, user=bob).status == "rolled_back"
