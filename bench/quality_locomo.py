@@ -7,6 +7,19 @@ before/after and their ratio, context size (mean characters of the top-10 texts)
 evidence recall@10 before/after, operations by kind and seconds (planning + simulating the store
 after the plan); then totals (entries summed, recall micro-averaged over probes).
 
+Two rows per conversation × policy:
+
+- ``single``: one plan as proposed; the guard column shows its loss fraction against the
+  policy's ``max_loss_fraction`` (a pass over the threshold would be rejected by the console;
+  the figures show what it would do if approved anyway);
+- ``iterated``: up to ``--passes`` plans (default 6) with ``trim_to_guard=True`` (each plan keeps
+  its most confident operations within the loss budget), each applied in memory
+  (:func:`consolidation.recall.simulate_after`) only when the loss guard and the recall guard
+  (``min_recall_retention``) pass; it stops when a plan removes nothing or a guard trips.
+
+``cur`` is the number of curated memories after (promotion must not lock the store up).
+``--set FIELD=VALUE`` overrides a policy field for a tuning run (JSON value).
+
 The clock (``now``) is one day after the conversation's last session, so "age" means the time
 between a memory's session and the end of the conversation.
 
@@ -14,7 +27,7 @@ Goal (issue 4): ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline ans
 ``aggressive`` ≥ 80 % fewer with ≥ 95 %; context size ≤ 1.25× baseline in both.
 
 Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
-[--policy default ...] [--json]``. Embeddings are cached under ``var/cache/`` (keyed by text
+[--policy default ...] [--passes N] [--set FIELD=VALUE ...] [--json]``. Embeddings are cached under ``var/cache/`` (keyed by text
 hash) so a rerun only pays for planning.
 """
 
