@@ -323,6 +323,59 @@ class AuditFilterForm(forms.Form):
         return data
 
 
+class JsonlUploadForm(forms.Form):
+    """Upload a JSONL memory file (validated by the importer, line by line)."""
+
+    file = forms.FileField(
+        label="JSONL file",
+        help_text="One JSON object per line: id, document, optional metadata and embedding (UTF-8).",
+    )
+    skip_invalid = forms.BooleanField(
+        required=False, label="Skip invalid lines",
+        help_text="Write the valid lines and list the others (otherwise nothing is written when "
+        "any line is invalid).",
+    )
+
+
+class ProbeForm(forms.Form):
+    """Add or edit a probe query; ``evidence_ids`` is a comma/space-separated list."""
+
+    question = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
+    answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000,
+                             help_text="At least half of its content words must appear in the top-k "
+                             "memories for the probe to count as recalled.")
+    evidence_ids = forms.CharField(
+        required=False, label="Evidence ids", max_length=60_000,
+        help_text="Ids of the memories (or LoCoMo dia_ids) that hold the answer, separated by "
+        "commas or spaces.",
+    )
+    category = forms.IntegerField(required=False, min_value=0, max_value=1000,
+                                  help_text="Optional (LoCoMo: 1–4).")
+
+    @classmethod
+    def for_probe(cls, probe: Any, data: Any = None) -> ProbeForm:
+        """Bound to ``data`` when given, else initialised from ``probe``."""
+        initial = {
+            "question": probe.question, "answer": probe.answer, "category": probe.category,
+            "evidence_ids": ", ".join(str(e) for e in probe.evidence_ids or []),
+        }
+        return cls(data, initial=initial) if data is not None else cls(initial=initial)
+
+    def clean_evidence_ids(self) -> list[str]:
+        from .probes import parse_evidence_ids
+
+        try:
+            return parse_evidence_ids(self.cleaned_data["evidence_ids"])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    def service_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``probes.probe_create`` / ``probe_update`` (after ``is_valid()``)."""
+        d = self.cleaned_data
+        return {"question": d["question"], "answer": d["answer"], "evidence_ids": d["evidence_ids"],
+                "category": d["category"]}
+
+
 __all__ = [
     "POLICY_FIELDS",
     "AgentCreateForm",
@@ -330,9 +383,11 @@ __all__ = [
     "AuditFilterForm",
     "CronPreviewForm",
     "ExcludeForm",
+    "JsonlUploadForm",
     "MemoryEditForm",
     "MemoryFilterForm",
     "MergedTextForm",
     "NoteForm",
     "PinForm",
+    "ProbeForm",
 ]

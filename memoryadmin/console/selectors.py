@@ -338,3 +338,16 @@ def audit_passes(*, query: AuditQuery, tz: ZoneInfo | None = None) -> QuerySet[P
     if query.until:
         qs = qs.filter(created_at__lt=datetime.combine(query.until + timedelta(days=1), time.min, tzinfo=tz))
     return qs
+
+
+# ----- probe queries ------------------------------------------------------------------------
+
+PROBE_PAGE_SIZE = 25
+"""Probe queries per page on the probes page."""
+
+
+def probe_page(*, agent: Agent, page: int | str = 1) -> Page:
+    """One page of the agent's probe queries (:data:`PROBE_PAGE_SIZE`), oldest first; a page
+    number out of range gives the nearest page, ``"last"`` the last one."""
+    paginator = Paginator(agent.probes.order_by("id"), PROBE_PAGE_SIZE)
+    return paginator.get_page(paginator.num_pages if page == "last" else page)
