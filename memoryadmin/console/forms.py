@@ -346,8 +346,8 @@ class ProbeForm(forms.Form):
                              "memories for the probe to count as recalled.")
     evidence_ids = forms.CharField(
         required=False, label="Evidence ids", max_length=60_000,
-        help_text="Ids of the memories (or LoCoMo dia_ids) that hold the answer, separated by "
-        "commas or spaces.",
+        help_text="Evidence ids that hold the answer (e.g. LoCoMo dia_ids “D1:3”), as listed in the "
+        "memories' evidence metadata; separated by commas or spaces.",
     )
     category = forms.IntegerField(required=False, min_value=0, max_value=1000,
                                   help_text="Optional (LoCoMo: 1–4).")

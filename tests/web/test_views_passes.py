@@ -86,11 +86,11 @@ def test_it_escapes_memory_text_everywhere_on_the_page(client: Client, bob, agen
 
 def test_it_shows_recall_figures(client: Client, carol, agent) -> None:
     run = make_proposal(agent)
-    run.recall = {"answer_recall_before": 0.9, "answer_recall_after": 0.88}
+    run.recall = {"k": 10, "probes": 5, "answer_recall_before": 0.9, "answer_recall_after": 0.88}
     run.save()
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
-    assert "answer recall before" in html and "0.88" in html
+    assert "Answer recall@10" in html and "90.0%" in html and "88.0%" in html  # more in test_views_probes
 
 
 def test_it_404s_for_a_missing_pass(client: Client, carol) -> None:
