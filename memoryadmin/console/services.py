@@ -76,7 +76,6 @@ __all__ = [
     "pass_request",
     "pass_run",
     "pass_stale_operations",
-    "passes_recover",
     "schedule_preview",
     "schedule_sync",
     "schedules_sync_all",
@@ -1275,40 +1274,6 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
     run.agent.checkpoint = checkpoint
     StoreSample.objects.create(agent=run.agent, count=store.count())
-
-
-def passes_recover(
-    *, stdout: Callable[[str], None] | None = None, now: datetime | None = None
-) -> list[Pass]:
-    """Resume passes a dead worker left behind; returns the passes it touched.
-
-    - ``approved`` / ``applying``: :func:`pass_apply` resumes each operation from its journal
-      step (every step is idempotent, so this is safe even if a worker is still on it).
-    - ``running`` for longer than the task timeout (``Q_CLUSTER["timeout"]`` seconds, after
-      which django-q2 has killed the task): planned again from the start (planning writes
-      nothing to the store). A younger running pass is left to its worker.
-    """
-    now = now or timezone.now()
-    timeout = float(settings.Q_CLUSTER.get("timeout") or 1800)
-    out: list[Pass] = []
-    for run in Pass.objects.filter(status__in=[S.APPROVED, S.APPLYING]).order_by("pk"):
-        out.append(pass_apply(run=run))
-    for run in Pass.objects.filter(status=S.RUNNING).order_by("pk"):
-        started = run.started_at or run.created_at
-        if (now - started).total_seconds() < timeout:
-            if stdout:
-                stdout(f"pass #{run.pk} of {run.agent.slug}: still running (started {started:%H:%M:%S})")
-            continue
-        with transaction.atomic():
-            Operation.objects.filter(run=run).delete()
-            PassSnapshot.objects.filter(run=run).delete()
-            run = _transition(run, frm=(S.RUNNING,), to=S.QUEUED, actor="cli", verb="requeued",
-                              note="Interrupted while planning; planned again.")
-        out.append(pass_run(run=run))
-    for run in out:
-        if stdout:
-            stdout(f"pass #{run.pk} of {run.agent.slug}: {run.status}")
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import rollback, services, stores
 from memoryadmin.console.models import ArchivedMemory, Operation, Pass
 from tests.conftest import DISTINCT_FACTS
 
@@ -225,6 +225,6 @@ def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(agent_with_m
     assert Pass.objects.get(pk=run.pk).status == "running"
 
     later = timezone.now() + timedelta(seconds=settings.Q_CLUSTER["timeout"] + 1)
-    [recovered] = services.passes_recover(now=later)
+    [recovered] = rollback.passes_recover(now=later)
     assert recovered.status == "proposed" and recovered.operations.count() == 2
     assert recovered.events.filter(verb="requeued").count() == 1
