@@ -353,16 +353,19 @@ def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
 
 
 def _refresh_checkpoint(run: Pass, store: Any) -> None:
-    """Checkpoint := current minus what the pass created, plus the restored originals as they are."""
+    """Checkpoint := current minus what the pass created and minus the restored originals.
+
+    Restored originals count as new again, so the next pass plans them afresh and the operator
+    gets a new proposal to review (excluding what was wrong) instead of an empty one: an undone
+    consolidation is not a consolidated one.
+    """
     ops = list(run.operations.filter(status=OS.ROLLED_BACK))
-    archived = _archived_of(ops)
     checkpoint = dict(run.agent.checkpoint or {})
-    restored = {a.memory_id for a in archived}
     for op in ops:
-        if op.result_id and op.result_id not in restored:
+        if op.result_id:
             checkpoint.pop(op.result_id, None)
-    if checkpoint or PassSnapshot.objects.filter(run=run).exists():
-        checkpoint.update({a.memory_id: a.content_hash for a in archived})
+    for a in _archived_of(ops):
+        checkpoint.pop(a.memory_id, None)
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
 
 

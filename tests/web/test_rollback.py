@@ -226,3 +226,18 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(agent_with_memorie
     assert rollback.lease_acquire(run)
     rollback.lease_release(run)
     assert Pass.objects.get(pk=run.pk).lease_owner == ""
+
+
+def test_a_pass_after_an_undo_proposes_the_undone_operations_again(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    """An undone consolidation is not a consolidated one: the restored originals are planned
+    afresh (found by a fresh-user test: Run now after Undo proposed nothing)."""
+    agent = every_kind(agent_with_memories)
+    first = applied(agent, bob, django_capture_on_commit_callbacks)
+    assert roll_back(first, bob, django_capture_on_commit_callbacks).status == "rolled_back"
+    with django_capture_on_commit_callbacks(execute=True):
+        again = services.pass_request(agent=agent, trigger="operator")
+    again.refresh_from_db()
+    kinds = sorted(again.operations.values_list("kind", flat=True))
+    assert kinds == sorted(first.operations.values_list("kind", flat=True))
