@@ -1095,7 +1095,8 @@ def pass_apply(*, run: Pass) -> Pass:
     reason. Operations that conflict later only lower the loss, so the check cannot newly trip.
 
     Ends ``applied``, or ``partially_applied`` when any operation conflicted or failed. If Chroma
-    becomes unreachable before any operation started, the pass ends ``failed`` (store untouched);
+    is unreachable before any operation started, the pass goes back to ``proposed`` (store
+    untouched, exclusions and edits kept, audited as ``apply_postponed``);
     after that it stays ``applying`` with the error and is resumed by running this again
     (``tasks.apply_pass`` / ``manage.py recover_passes``); no step is done twice. Afterwards the
     agent's checkpoint is refreshed and a :class:`StoreSample` is recorded.
@@ -1202,11 +1203,15 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
         op.status not in (OS.PENDING, OS.CONFLICT, OS.EXCLUDED) for op in run.operations.all()
     )
     if not started:
-        # Nothing was archived, written or deleted: fail cleanly (store untouched, I-2).
+        # Nothing was archived, written or deleted (store untouched, I-2): the proposal goes back
+        # to review with the reviewers' exclusions and edits intact, to be approved again once
+        # the store answers (a fresh-user test lost a reviewed proposal to a "failed" here).
         Operation.objects.filter(run=run, status=OS.CONFLICT).update(status=OS.PENDING, status_detail="")
+        note = f"Not applied, nothing was written: {error} Approve again when the store is back."
         return _transition(
-            run, frm=(S.APPLYING,), to=S.FAILED, actor=actor, verb="failed", note=error,
-            error=error, reason=error, finished_at=timezone.now(), progress_label="Failed",
+            run, frm=(S.APPLYING,), to=S.PROPOSED, actor=actor, verb="apply_postponed", note=note,
+            error=note, decided_by=None, decided_actor="", decided_at=None, progress=0.0,
+            progress_label="Not applied: the store was unreachable",
         )
     Pass.objects.filter(pk=run.pk).update(
         error=error, progress_label="Interrupted: the store is unreachable; resume with recover_passes"

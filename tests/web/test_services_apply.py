@@ -139,7 +139,7 @@ def test_an_interrupted_apply_resumes_without_repeating_a_step(agent_with_memori
     assert run.events.filter(verb="apply_interrupted").count() == 1
 
 
-def test_apply_fails_cleanly_when_chroma_is_down_before_it_starts(agent_with_memories, bob, settings, django_capture_on_commit_callbacks):
+def test_apply_with_chroma_down_before_it_starts_returns_the_reviewed_proposal(agent_with_memories, bob, settings, django_capture_on_commit_callbacks):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
     services.operation_set_excluded(operation=op_for(run, "mem-001"), excluded=True, user=bob)
@@ -147,10 +147,14 @@ def test_apply_fails_cleanly_when_chroma_is_down_before_it_starts(agent_with_mem
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9
     stores.reset_client_cache()
     run = approve(run, bob, django_capture_on_commit_callbacks)
-    assert run.status == Pass.Status.FAILED and "Cannot reach" in run.error
+    assert run.status == Pass.Status.PROPOSED and "Cannot reach" in run.error
+    assert run.events.filter(verb="apply_postponed").count() == 1
+    assert op_for(run, "mem-001").excluded  # the review work is kept
     settings.CHROMA_MODE = "ephemeral"
     stores.reset_client_cache()
     assert services.agent_census(agent=agent) == before
+    run = approve(run, bob, django_capture_on_commit_callbacks)  # the store is back
+    assert run.status == Pass.Status.APPLIED
 
 
 def test_applying_an_applied_pass_again_changes_nothing(agent_with_memories, bob, django_capture_on_commit_callbacks):
