@@ -19,6 +19,23 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, Real) and not isinstance(v, bool)
 
 
+_UPPER_BOUNDS: dict[str, float] = {
+    # Sanity caps so a typo cannot make one pass unreviewable or unbounded in time or memory
+    # (a fresh-user test saved max_group_size=10**23). Generous: 10-100x the tuned values.
+    "max_group_size": 256,
+    "max_merged_chars": 100_000,
+    "fold_max_chars": 100_000,
+    "window_max_size": 256,
+    "semantic_window_size": 256,
+    "semantic_window_chars": 100_000,
+    "promote_min_sessions": 100_000,
+    "promote_min_access": 1_000_000_000,
+    "recall_k": 1_000,
+    "prune_half_life_days": 36_500,
+    "prune_min_age_days": 36_500,
+}
+
+
 @dataclass(frozen=True)
 class Policy:
     """Consolidation thresholds.
@@ -136,6 +153,9 @@ class Policy:
                     raise ValueError(f"{name} must be > 0 days, got {v!r}")
                 if name == "prune_min_age_days" and v < 0:
                     raise ValueError(f"{name} must be >= 0 days, got {v!r}")
+        for name, cap in _UPPER_BOUNDS.items():
+            if getattr(self, name) > cap:
+                raise ValueError(f"{name} must be at most {cap:,}, got {getattr(self, name)!r}")
         if self.max_group_size < 2:
             raise ValueError(f"max_group_size must be at least 2, got {self.max_group_size!r}")
         for name in ("max_merged_chars", "fold_max_chars", "semantic_window_chars"):
