@@ -163,8 +163,9 @@ class Command(BaseCommand):
                 user.save(update_fields=["is_staff"])
             self.stdout.write(f"user {username!r} ({role}, {created})")
         self.stdout.write(
-            f"log in at http://127.0.0.1:8000/ as 'operator' with password {password!r} "
-            "(unless you changed it; set MEMORYADMIN_DEMO_PASSWORD before the first run)"
+            f"log in at http://127.0.0.1:8000/ as 'operator' (admin), 'reviewer' or 'viewer', "
+            f"each with password {password!r} (unless you changed it; set "
+            "MEMORYADMIN_DEMO_PASSWORD before the first run)"
         )
         with chroma_available(self.stdout):
             try:
