@@ -153,8 +153,9 @@ def test_every_command_names_an_unknown_agent(tmp_path: Path, command: str, args
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps({"id": "a", "document": "hello", "metadata": {}}) + "\n")
     args = [str(path) if a == "FILE" else a for a in args]
-    with pytest.raises(CommandError, match=r"(?i)(unknown agent|no agent).*nobody"):
+    with pytest.raises(CommandError, match=r"(?i)(unknown agent|no agent).*nobody") as err:
         call_command(command, *args)
+    assert err.value.returncode == 2  # bad input exits 2 for every command
     assert not Agent.objects.exists()
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from memoryadmin.console import services
-from memoryadmin.console.models import Agent
+
+from ._cli import failed, get_agent
 
 
 class Command(BaseCommand):
@@ -22,13 +23,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        agent = Agent.objects.filter(slug=options["agent"]).first()
-        if agent is None:
-            raise CommandError(f"No agent with the slug {options['agent']!r}.")
+        agent = get_agent(options["agent"])  # unknown agent: exit 2, like every command
         try:
             census = services.agent_census(agent=agent)
         except services.ServiceError as exc:
-            raise CommandError(str(exc)) from exc
+            raise failed(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps(census, sort_keys=True))
             return
