@@ -724,7 +724,16 @@ def _store_proposal(
             note="" if guard_passed else guard_reason,
             data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction}, **fields,
         )
-        if guard_passed and run.agent.auto_apply:
+        if guard_passed and not plan.operations:
+            # Nothing to review and nothing to write: settle it instead of leaving an empty
+            # "pending" proposal for an operator to approve (a fresh-user finding).
+            run = _transition(
+                run, frm=(S.PROPOSED,), to=S.APPLIED, actor="policy", verb="nothing_to_apply",
+                note="Nothing to consolidate: the plan has no operations; nothing was written.",
+                decided_by=None, decided_actor="policy", decided_at=timezone.now(),
+                finished_at=timezone.now(), progress_label="Nothing to consolidate",
+            )
+        elif guard_passed and run.agent.auto_apply:
             run = _transition(
                 run, frm=(S.PROPOSED,), to=S.APPROVED, actor="policy", verb="approved",
                 note="Auto-applied by the agent's policy: the loss guard passed.",

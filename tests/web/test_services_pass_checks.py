@@ -122,3 +122,14 @@ def test_offline_passes_send_nothing_to_an_llm(agent_with_memories, llm_stub, mo
     agent = _episodic_agent(agent_with_memories)
     assert _run(agent).status == Pass.Status.PROPOSED
     assert llm_stub.requests == []
+
+
+def test_a_pass_with_nothing_to_do_is_settled_not_left_pending(agent_with_memories):
+    agent = agent_with_memories(6)  # six unrelated, recent facts: no operation applies
+    before = services.agent_census(agent=agent)
+    run = _run(agent)
+    assert not run.operations.exists()
+    assert run.status == Pass.Status.APPLIED and run.decided_actor == "policy"
+    assert run.events.filter(verb="nothing_to_apply").count() == 1
+    assert not agent.passes.filter(status=Pass.Status.PROPOSED).exists()  # not "pending"
+    assert services.agent_census(agent=agent) == before
