@@ -30,8 +30,8 @@ def run_pass(pass_id: int) -> str:
     return f"pass #{pass_id}: {run.status}"
 
 
-def apply_pass(pass_id: int) -> str:
-    """Apply (or resume applying) pass ``pass_id``; a no-op unless approved or applying."""
+def _resume(pass_id: int, what: str) -> str:
+    """Resume pass ``pass_id`` (apply or rollback, by its status) under its lease."""
     try:
         run = Pass.objects.get(pk=pass_id)
     except Pass.DoesNotExist:
@@ -40,30 +40,22 @@ def apply_pass(pass_id: int) -> str:
         # Under the pass's lease: a recoverer resuming the same pass makes this a no-op.
         run, mine = rollback.resume_leased(run)
     except Exception as exc:
-        log.exception("apply_pass(%s) crashed", pass_id)
+        log.exception("%s(%s) crashed", what, pass_id)
         Pass.objects.filter(pk=pass_id).update(error=f"{type(exc).__name__}: {exc}")
-        return f"pass #{pass_id}: apply interrupted ({exc})"
+        return f"pass #{pass_id}: {what} interrupted ({exc})"
     if not mine:
-        return f"pass #{pass_id}: being applied by {rollback.lease_holder(run)}"
+        return f"pass #{pass_id}: being worked on by {rollback.lease_holder(run)}"
     return f"pass #{pass_id}: {run.status}"
+
+
+def apply_pass(pass_id: int) -> str:
+    """Apply (or resume applying) pass ``pass_id``; a no-op unless approved or applying."""
+    return _resume(pass_id, "apply")
 
 
 def rollback_pass(pass_id: int) -> str:
-    """Roll back (or resume rolling back) pass ``pass_id`` under its lease; a no-op unless
-    ``rolling_back``."""
-    try:
-        run = Pass.objects.get(pk=pass_id)
-    except Pass.DoesNotExist:
-        return f"pass #{pass_id} does not exist"
-    try:
-        run, mine = rollback.resume_leased(run)
-    except Exception as exc:
-        log.exception("rollback_pass(%s) crashed", pass_id)
-        Pass.objects.filter(pk=pass_id).update(error=f"{type(exc).__name__}: {exc}")
-        return f"pass #{pass_id}: rollback interrupted ({exc})"
-    if not mine:
-        return f"pass #{pass_id}: being rolled back by {rollback.lease_holder(run)}"
-    return f"pass #{pass_id}: {run.status}"
+    """Roll back (or resume rolling back) pass ``pass_id``; a no-op unless ``rolling_back``."""
+    return _resume(pass_id, "rollback")
 
 
 def scheduled_pass(agent_id: int) -> str:
