@@ -32,7 +32,12 @@ from consolidation.adapters.embedder import (  # noqa: E402
     prepare_chroma_stock_layout,
 )
 
-LOCOMO = Path(os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo/locomo7.json"))
+LOCOMO = Path(
+    os.environ.get(
+        "LOCOMO_PATH",
+        Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo7.json",
+    )
+)
 TARGET_TEXTS_PER_S = 300.0
 TARGET_RATIO = 12.0
 
