@@ -27,7 +27,7 @@ POLICY_HELP: dict[str, str] = {
     "link_threshold": "Every pair in a near-duplicate group must be at least this similar "
     "(cosine, 0–1; default 0.90).",
     "max_group_size": "Most sources one merge may fold (≥ 2; default 8).",
-    "max_merged_chars": "Longest merged text, in characters (≥ 20; default 1000).",
+    "max_merged_chars": "Longest merged text, in characters (≥ 20; default 800).",
     "contradiction_threshold": "Pairs at least this similar are checked for contradiction "
     "before any merge (cosine, −1–1; default 0.75).",
     "reconcile": "Turn unambiguous contradictions into reconcile operations (newer kept).",
@@ -64,9 +64,22 @@ def _collection_name_extra(value: str) -> None:
         raise forms.ValidationError("Chroma collection names cannot be IPv4 addresses.")
 
 
+_DEFAULT_RE = re.compile(r"default (“[^”]*”|[^;,)]+)")
+
+
+def policy_help(name: str, default: Any) -> str:
+    """Help text of policy field ``name`` with its "default …" taken from :class:`Policy` itself
+    (never a hardcoded number that can drift from the dataclass default)."""
+    text = POLICY_HELP.get(name, "")
+    if isinstance(default, bool) or not _DEFAULT_RE.search(text):
+        return text
+    shown = "none" if default is None else f"“{default}”" if isinstance(default, str) else f"{default:g}"
+    return _DEFAULT_RE.sub(lambda _m: f"default {shown}", text, count=1)
+
+
 def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
     label = name.replace("_", " ").capitalize()
-    help_text = POLICY_HELP.get(name, "")
+    help_text = policy_help(name, default)
     if type_name == "bool":
         return forms.BooleanField(label=label, required=False, initial=default, help_text=help_text)
     if type_name == "int":
@@ -321,6 +334,20 @@ class AuditFilterForm(forms.Form):
         if data.get("since") and data.get("until") and data["since"] > data["until"]:
             self.add_error("until", "The end date is before the start date.")
         return data
+
+
+class EventFilterForm(forms.Form):
+    """Audit "Events" tab filters (GET): agent slug and verb."""
+
+    agent = forms.ChoiceField(required=False, choices=[])
+    verb = forms.ChoiceField(required=False, choices=[])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from .selectors import audit_verbs
+
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [("", "all agents"), *Agent.objects.values_list("slug", "name")]
+        self.fields["verb"].choices = [("", "every action"), *((v, v.replace("_", " ")) for v in audit_verbs())]
 
 
 class JsonlUploadForm(forms.Form):

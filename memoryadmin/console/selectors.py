@@ -41,6 +41,7 @@ AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
     "failed": (Pass.Status.FAILED,),
     "stale": (Pass.Status.STALE,),
     "applied": (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED),
+    "rolled_back": (Pass.Status.ROLLED_BACK, Pass.Status.ROLLING_BACK),
     "proposed": (Pass.Status.PROPOSED,),
     "active": tuple(Pass.ACTIVE),
 }
@@ -338,6 +339,35 @@ def audit_passes(*, query: AuditQuery, tz: ZoneInfo | None = None) -> QuerySet[P
     if query.until:
         qs = qs.filter(created_at__lt=datetime.combine(query.until + timedelta(days=1), time.min, tzinfo=tz))
     return qs
+
+
+EVENT_PAGE_SIZE = 50
+"""Audit events per page on the audit page's "Events" tab."""
+
+
+def audit_events(*, agent: str = "", verb: str = "") -> QuerySet[AuditEvent]:
+    """Audit events (every transition, review action and memory change), newest first, with
+    agent, user and pass loaded; ``agent`` is a slug and ``verb`` an exact verb ("" = any)."""
+    qs = AuditEvent.objects.select_related("agent", "user", "run").order_by("-created_at", "-id")
+    if agent:
+        qs = qs.filter(agent__slug=agent)
+    if verb:
+        qs = qs.filter(verb=verb)
+    return qs
+
+
+def audit_verbs() -> list[str]:
+    """Every verb recorded so far, sorted (the Events tab's verb filter)."""
+    return sorted(AuditEvent.objects.values_list("verb", flat=True).distinct().order_by())
+
+
+def rolled_back_by(passes: Iterable[Pass]) -> dict[int, AuditEvent]:
+    """Pass id → the ``rollback_requested`` event (who asked, when, note) of the given passes."""
+    ids = [p.pk for p in passes if p.status in (Pass.Status.ROLLED_BACK, Pass.Status.ROLLING_BACK)]
+    out: dict[int, AuditEvent] = {}
+    for e in AuditEvent.objects.filter(run_id__in=ids, verb="rollback_requested").select_related("user").order_by("created_at"):
+        out[e.run_id] = e
+    return out
 
 
 # ----- probe queries ------------------------------------------------------------------------

@@ -301,3 +301,19 @@ def test_it_enforces_csrf_on_run_now(alice, unique_name) -> None:
     c = Client(enforce_csrf_checks=True)
     c.force_login(alice)
     assert c.post(reverse("agent_run", args=[agent.slug])).status_code == 403
+
+
+def test_it_shows_policy_lists_and_booleans_in_words(client: Client, carol, unique_name) -> None:
+    agent = _bare_agent(unique_name, policy={"rules": ["exact_duplicate", "near_duplicate"], "promote": False,
+                                             "merge_near": True, "promote_rules": []})
+    client.force_login(carol)
+    html = client.get(reverse("agent_detail", args=[agent.slug])).content.decode()
+    assert "<dd>exact duplicate, near duplicate</dd>" in html
+    assert "<dt>promote</dt><dd>no</dd>" in html and "<dt>merge near</dt><dd>yes</dd>" in html
+    assert "[&#x27;" not in html and ">False<" not in html and ">True<" not in html
+
+
+def test_the_max_merged_chars_help_states_the_policy_default(client: Client, alice) -> None:
+    client.force_login(alice)
+    html = client.get(reverse("agent_create")).content.decode()
+    assert f"default {Policy().max_merged_chars}" in html and "default 1000" not in html

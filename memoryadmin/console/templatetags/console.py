@@ -64,6 +64,35 @@ def label(value: Any) -> str:
     return str(value or "").replace("_", " ")
 
 
+STATUS_WORDS: dict[str, str] = {
+    "rejected_by_guard": "rejected by guard",
+    "partially_applied": "partially applied",
+    "rolled_back": "rolled back",
+    "rolling_back": "rolling back",
+}
+"""Pass and operation statuses as an operator says them."""
+
+
+@register.filter
+def status_words(value: Any) -> str:
+    """A pass/operation status in human words: ``"rolled_back"`` → ``"rolled back"``,
+    other names lose their underscores too."""
+    return STATUS_WORDS.get(str(value or ""), label(value))
+
+
+@register.filter
+def human(value: Any) -> str:
+    """A policy value for humans: lists as comma-separated words, booleans as yes/no,
+    ``None`` as "—", anything else as its string."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "—"
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(label(v) for v in value) or "none"
+    return str(value)
+
+
 @register.simple_tag(takes_context=True)
 def operator_tz(context: template.Context) -> Any:
     """The operator's time zone (``?tz=``, the ``tz`` cookie set by app.js, else the server's).
