@@ -3,12 +3,28 @@ ids written by other tools may contain "/" or other characters a path segment ca
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import path
+from django.views.generic import RedirectView
 
 from . import views
 
+
+class FaviconRedirect(RedirectView):
+    """``/favicon.ico`` (asked for by every browser) → the SVG icon in static/, no login needed."""
+
+    permanent = True
+
+    def get_redirect_url(self, *args: Any, **kwargs: Any) -> str:
+        return static("favicon.svg")
+
+
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("favicon.ico", login_not_required(FaviconRedirect.as_view()), name="favicon"),
     path("agents/", views.agent_list, name="agent_list"),
     path("agents/new/", views.agent_create, name="agent_create"),
     path("agents/schedule-preview/", views.schedule_preview, name="schedule_preview"),
@@ -39,4 +55,6 @@ urlpatterns = [
     path("passes/<int:pk>/ops/<int:op_id>/edit/", views.operation_edit, name="operation_edit"),
     path("audit/", views.audit, name="audit"),
     path("audit/export.csv", views.audit_csv, name="audit_csv"),
+    path("audit/events/", views.audit_event_list, name="audit_events"),
+    path("audit/events/export.csv", views.audit_event_csv, name="audit_events_csv"),
 ]

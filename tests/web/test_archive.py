@@ -153,3 +153,23 @@ def test_rollback_leaves_nothing_for_a_second_rollback(bob, agent_with_memories,
     with django_capture_on_commit_callbacks(execute=True):
         rollback.pass_rollback_request(run=run, user=bob)
     assert rollback.pass_rollback_request(run=run, user=bob).status == "rolled_back"
+
+
+def test_a_restored_row_shows_when_instead_of_a_restore_button(client, bob, agent):
+    archived = ArchivedMemory.objects.get(agent=agent, memory_id="mem-001")
+    c = login(client, bob)
+    c.post(reverse("archive_restore", args=[agent.slug, archived.pk]))
+    body = c.get(reverse("archive_list", args=[agent.slug])).content.decode()
+    row = body[body.index(f'id="archived-{archived.pk}"'):]
+    row = row[:row.index("</tr>")]
+    assert "restored at" in row and "Restore</button>" not in row
+    assert body.count("Restore</button>") == 2  # the two others can still be restored
+
+
+def test_posting_rollback_again_says_the_pass_is_already_rolled_back(client, bob, agent):
+    run = Pass.objects.create(agent=agent, trigger="operator", status="rolled_back")
+    r = login(client, bob).post(reverse("pass_rollback", args=[run.pk]), {"note": "again"}, follow=True)
+    body = r.content.decode()
+    assert f"Pass #{run.pk} is already rolled back; nothing was done." in body
+    assert "Rolling back pass" not in body
+    assert not run.events.exists()

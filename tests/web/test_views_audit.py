@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.models import Agent, AuditEvent, Pass
 
 pytestmark = pytest.mark.django_db
 
@@ -142,3 +142,63 @@ def test_it_falls_back_to_the_server_zone_for_a_bogus_cookie(client: Client, car
     client.cookies["tz"] = "Not/AZone"
     html = client.get(reverse("audit"), {"status": "rejected_by_guard"}).content.decode()
     assert "2026-10-05 12:00" in html
+
+
+# ----- events tab and rollbacks -----------------------------------------------------------------
+
+
+@pytest.fixture
+def events(passes, bob) -> dict[str, AuditEvent]:
+    a, b = passes["dismissed"].agent, passes["applied"].agent
+    when = datetime(2026, 10, 10, 9, tzinfo=UTC)
+    return {
+        "dismissed": AuditEvent.objects.create(agent=a, run=passes["dismissed"], user=bob, actor="bob", verb="dismissed",
+                                               from_status="proposed", to_status="dismissed", note=XSS, created_at=when),
+        "rollback": AuditEvent.objects.create(agent=b, run=passes["applied"], user=bob, actor="bob", verb="rollback_requested",
+                                              from_status="applied", to_status="rolling_back", note="=undo", created_at=when),
+        "pin": AuditEvent.objects.create(agent=b, actor="alice", verb="memory_pinned", created_at=when),
+    }
+
+
+def test_it_lists_every_event_on_the_events_tab(client: Client, carol, events) -> None:
+    client.force_login(carol)
+    html = client.get(reverse("audit")).content.decode()
+    assert reverse("audit_events") in html  # the tab is linked from the passes list
+    r = client.get(reverse("audit_events"))
+    html = r.content.decode()
+    assert r.status_code == 200 and "3 events" in html
+    assert 'data-verb="rollback_requested"' in html and "applied → rolling back" in html
+    assert XSS not in html and "&lt;script&gt;" in html
+
+
+@pytest.mark.parametrize(("params", "expected"), [
+    ({"verb": "rollback_requested"}, {"rollback"}),
+    ({"agent": "beta"}, {"rollback", "pin"}),
+    ({"agent": "beta", "verb": "memory_pinned"}, {"pin"}),
+    ({"verb": "no_such_verb"}, set()),
+])
+def test_it_filters_events_by_agent_and_verb(client: Client, carol, events, params, expected) -> None:
+    if "agent" in params:
+        params = {**params, "agent": events["pin"].agent.slug}
+    client.force_login(carol)
+    r = client.get(reverse("audit_events"), params, HTTP_HX_REQUEST="true")
+    html = r.content.decode()
+    assert html.lstrip().startswith('<section id="event-results"')
+    assert {k for k, e in events.items() if f'data-verb="{e.verb}"' in html} == expected
+
+
+def test_it_exports_the_filtered_events_as_csv(client: Client, carol, events) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("audit_events_csv"), {"verb": "rollback_requested"})
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(r.content.decode())))
+    assert len(rows) == 1 and rows[0]["actor"] == "bob" and rows[0]["pass"] == str(events["rollback"].run_id)
+    assert rows[0]["to_status"] == "rolling_back" and rows[0]["note"] == "'=undo"
+
+
+def test_it_filters_rolled_back_passes_and_says_who_rolled_back(client: Client, carol, passes, events) -> None:
+    Pass.objects.filter(pk=passes["applied"].pk).update(status="rolled_back")
+    client.force_login(carol)
+    html = client.get(reverse("audit"), {"status": "rolled_back"}).content.decode()
+    assert f"#{passes['applied'].pk}<" in html and f"#{passes['failed'].pk}<" not in html
+    assert 'data-testid="rolled-back-by">by bob at 2026-10-10' in html and ">rolled back<" in html

@@ -280,3 +280,11 @@ def test_a_download_from_a_missing_store_is_a_message(client: Client, carol, uni
     client.force_login(carol)
     r = client.get(reverse("memories_export", args=[agent.slug]), follow=True)
     assert r.status_code == 200 and b"Export failed, the store is unavailable" in r.content
+
+
+def test_a_refused_upload_points_to_the_skip_invalid_checkbox(client: Client, alice, agent_with_memories) -> None:
+    agent = agent_with_memories(0)
+    client.force_login(alice)
+    html = post(client, agent, "\n".join([line("a"), "{oops"])).content.decode()
+    assert "valid lines by ticking “Skip invalid lines”" in html
+    assert "--skip-invalid" not in html

@@ -16,7 +16,7 @@ from .agents import (
     schedule_preview,
 )
 from .archive import archive_list, archive_restore, pass_rollback
-from .audit import audit, audit_csv
+from .audit import audit, audit_csv, audit_event_csv, audit_event_list
 from .dashboard import dashboard
 from .memories import memory_delete, memory_detail, memory_edit, memory_list, memory_pin
 from .passes import (
@@ -33,7 +33,7 @@ from .transfer import memories_export, memories_import
 __all__ = [
     "archive_list", "archive_restore", "pass_rollback",
     "agent_create", "agent_delete", "agent_detail", "agent_edit", "agent_list", "agent_run",
-    "audit", "audit_csv", "dashboard", "memory_delete", "memory_detail", "memory_edit",
+    "audit", "audit_csv", "audit_event_csv", "audit_event_list", "dashboard", "memory_delete", "memory_detail", "memory_edit",
     "memory_list", "memory_pin", "operation_edit", "operation_exclude", "pass_approve",
     "pass_detail", "pass_progress", "pass_reject", "schedule_preview",
     "memories_export", "memories_import", "probe_create", "probe_delete", "probe_edit", "probe_list",

@@ -22,7 +22,11 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
     """GET: what a rollback of pass ``pk`` would do, and whether it is blocked; POST: start it."""
     run = get_object_or_404(Pass.objects.select_related("agent"), pk=pk)
     form = NoteForm(request.POST or None)
-    ctx = {"nav": "audit", "run": run, "form": form, "blockers": {}, "store_error": ""}
+    ctx = {"nav": "agents", "run": run, "form": form, "blockers": {}, "store_error": ""}
+    if request.method == "POST" and run.status in (Pass.Status.ROLLING_BACK, Pass.Status.ROLLED_BACK):
+        already = "already rolled back" if run.status == Pass.Status.ROLLED_BACK else "already rolling back"
+        messages.info(request, f"Pass #{run.pk} is {already}; nothing was done.")
+        return redirect(run)
     if request.method == "POST" and form.is_valid():
         try:
             rollback.pass_rollback_request(run=run, user=request.user, note=form.cleaned_data["note"])

@@ -5,14 +5,23 @@ from __future__ import annotations
 import csv
 
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..forms import AuditFilterForm
-from ..selectors import AUDIT_PAGE_SIZE, AuditQuery, audit_passes
+from ..forms import AuditFilterForm, EventFilterForm
+from ..models import AuditEvent
+from ..selectors import (
+    AUDIT_PAGE_SIZE,
+    EVENT_PAGE_SIZE,
+    AuditQuery,
+    audit_events,
+    audit_passes,
+    rolled_back_by,
+)
 from .common import HtmxHttpRequest, request_zone
 
 CSV_COLUMNS = [
@@ -39,7 +48,8 @@ def audit(request: HtmxHttpRequest):
     page = Paginator(passes, AUDIT_PAGE_SIZE).get_page(request.GET.get("page", 1))
     params = request.GET.copy()
     params.pop("page", None)
-    ctx = {"nav": "audit", "form": form if request.GET else AuditFilterForm(), "page": page, "params": params.urlencode()}
+    ctx = {"nav": "audit", "form": form if request.GET else AuditFilterForm(), "page": page, "params": params.urlencode(),
+           "rollbacks": rolled_back_by(page.object_list)}
     template = "console/audit.html#audit-results" if request.htmx else "console/audit.html"
     return render(request, template, ctx)
 
@@ -67,3 +77,46 @@ def audit_csv(request: HtmxHttpRequest):
 def _cell(text: str) -> str:
     # A cell starting with = + - @ is run as a formula by spreadsheets (CSV injection).
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+EVENT_CSV_COLUMNS = ["time", "agent", "pass", "actor", "verb", "from_status", "to_status", "note"]
+
+
+def _events(request: HtmxHttpRequest) -> tuple[EventFilterForm, QuerySet[AuditEvent]]:
+    """The Events filter form and its events; an unknown agent or verb matches nothing."""
+    if not request.GET:
+        return EventFilterForm(), audit_events()
+    form = EventFilterForm(request.GET)
+    if not form.is_valid():
+        return form, AuditEvent.objects.none()
+    return form, audit_events(agent=form.cleaned_data["agent"], verb=form.cleaned_data["verb"])
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def audit_event_list(request: HtmxHttpRequest):
+    """Every audit event (transitions, review actions, rollbacks, memory changes), newest first,
+    filtered by agent and verb, 50 per page; htmx gets the results fragment."""
+    form, events = _events(request)
+    page = Paginator(events, EVENT_PAGE_SIZE).get_page(request.GET.get("page", 1))
+    params = request.GET.copy()
+    params.pop("page", None)
+    ctx = {"nav": "audit", "form": form, "page": page, "params": params.urlencode()}
+    template = "console/audit_events.html#event-results" if request.htmx else "console/audit_events.html"
+    return render(request, template, ctx)
+
+
+@require_GET
+def audit_event_csv(request: HtmxHttpRequest):
+    """The filtered events as CSV (same filters as the Events tab, every row, no paging)."""
+    _form, events = _events(request)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="memoryadmin-events-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(EVENT_CSV_COLUMNS)
+    for e in events.iterator(chunk_size=500):
+        writer.writerow([
+            e.created_at.isoformat(), getattr(e.agent, "slug", ""), e.run_id or "",
+            _cell(getattr(e.user, "username", "") or e.actor), e.verb, e.from_status, e.to_status, _cell(e.note),
+        ])
+    return response

@@ -27,6 +27,14 @@ def _errors(errors: list[Any]) -> dict[str, Any]:
             "error_count": len(errors)}
 
 
+def web_wording(message: str) -> str:
+    """The importer's message with its CLI advice (``--skip-invalid``) told as the web form's
+    "Skip invalid lines" checkbox."""
+    return message.replace("with --skip-invalid", "by ticking “Skip invalid lines”").replace(
+        "--skip-invalid", "“Skip invalid lines”"
+    )
+
+
 def _import(agent: Agent, form: JsonlUploadForm, user: Any) -> dict[str, Any]:
     """Run the import service; its outcome as template context (never raises for bad input)."""
     try:
@@ -35,7 +43,7 @@ def _import(agent: Agent, form: JsonlUploadForm, user: Any) -> dict[str, Any]:
             user=user, actor="web",
         )
     except ImportRefused as exc:
-        return {"refused": str(exc), **_errors(exc.errors)}
+        return {"refused": web_wording(str(exc)), **_errors(exc.errors)}
     except StoreUnavailable as exc:
         return {"refused": f"The store is unavailable, nothing was written: {exc}"}
     return {"report": report, **_errors(report.errors)}
