@@ -7,7 +7,8 @@ from django.test import Client
 from django.urls import reverse
 
 from consolidation import Policy
-from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console import services
+from memoryadmin.console.models import Agent, AuditEvent, Pass
 
 from .proposals import make_proposal
 
@@ -69,7 +70,7 @@ def test_it_pages_operations_per_kind(client: Client, carol, agent) -> None:
     r = client.get(reverse("pass_detail", args=[run.pk]), {"kind": "merge", "merge_page": 2}, HTTP_HX_REQUEST="true")
     html = r.content.decode()
     assert r.status_code == 200 and "<html" not in html
-    assert html.lstrip().startswith('<section id="ops-merge"')
+    assert html.lstrip().startswith('<details id="ops-merge"')
     assert html.count('data-kind="merge"') == 5
     assert r["Vary"] and "HX-Request" in r["Vary"]
 
@@ -288,3 +289,113 @@ def test_it_redirects_progress_without_htmx(client: Client, carol, agent) -> Non
     client.force_login(carol)
     r = client.get(reverse("pass_progress", args=[run.pk]))
     assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
+
+
+# ----- fresh-user findings ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+def test_it_says_a_stale_reject_was_not_recorded_and_gives_the_note_back(client: Client, bob, alice, agent, htmx) -> None:
+    run = make_proposal(agent)
+    services.pass_approve(run=run, user=alice, note="fine")  # tab A
+    client.force_login(bob)
+    extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    r = client.post(reverse("pass_reject", args=[run.pk]), {"note": "too aggressive"}, follow=not htmx, **extra)
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert f"Pass #{run.pk} is already" in html and "by alice at" in html
+    assert "your rejection was not recorded" in html and "too aggressive" in html
+    run.refresh_from_db()
+    assert run.note == "fine" and run.decided_by == alice
+
+
+def test_it_says_a_stale_approve_was_not_recorded(client: Client, bob, alice, agent) -> None:
+    run = make_proposal(agent)
+    services.pass_reject(run=run, user=alice, note="no")
+    client.force_login(bob)
+    r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ship it"})
+    assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
+    html = client.get(r["Location"]).content.decode()
+    assert "is already dismissed by alice" in html and "your approval was not recorded" in html and "ship it" in html
+    run.refresh_from_db()
+    assert run.status == "dismissed"
+
+
+def test_it_lists_the_pass_history_with_who_did_what(client: Client, bob, carol, agent) -> None:
+    run = make_proposal(agent)
+    op = _merge_ops(run)[0]
+    services.operation_set_excluded(operation=op, excluded=True, user=bob)
+    services.pass_reject(run=run, user=bob, note="not now <b>")
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    section = html[html.index('id="pass-history"'):html.index("<h2>Operations</h2>")]
+    assert 'data-verb="excluded"' in section and 'data-verb="dismissed"' in section
+    assert "bob" in section and "proposed → dismissed" in section and "not now &lt;b&gt;" in section
+
+
+def test_it_shows_who_rolled_back_in_the_history(client: Client, carol, bob, agent) -> None:
+    run = make_proposal(agent, status="rolled_back")
+    AuditEvent.objects.create(agent=agent, run=run, user=bob, actor="bob", verb="rollback_requested",
+                              from_status="applied", to_status="rolling_back", note="wrong merge")
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'data-verb="rollback_requested"' in html and "applied → rolling back" in html and "wrong merge" in html
+    assert 'data-status="rolled_back">rolled back<' in html
+
+
+def test_it_explains_a_pass_that_failed_before_planning(client: Client, carol, agent) -> None:
+    err = "Chroma unavailable: connection refused"
+    run = Pass.objects.create(agent=agent, trigger="operator", status="failed", error=err, reason=err)
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'id="failed-unplanned"' in html and "nothing was written" in html
+    assert html.count(err) == 1
+    assert "0 → 0" not in html and 'id="loss-fraction"' not in html and "proposed no operations" not in html
+
+
+def test_it_marks_recall_figures_as_computed_for_the_plan_as_proposed(client: Client, bob, agent) -> None:
+    run = make_proposal(agent)
+    run.recall = {"probes": 0, "reason": "No probe queries: recall not measured."}
+    run.save()
+    client.force_login(bob)
+    assert 'id="recall-as-proposed"' not in client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    op = _merge_ops(run)[0]
+    r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"}, HTTP_HX_REQUEST="true")
+    assert 'id="recall-as-proposed"' in r.content.decode()  # the out-of-band summary carries the note
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "computed for the plan as proposed (before your exclusions/edits)" in html
+
+
+def test_it_collapses_operation_kinds_of_a_long_proposal(client: Client, bob, agent) -> None:
+    client.force_login(bob)
+    short = client.get(reverse("pass_detail", args=[make_proposal(agent).pk])).content.decode()
+    assert '<details id="ops-merge" class="opgroup" open>' in short
+    long_run = make_proposal(agent, entries_before=400, merges=60, prunes=30, reconciles=10)
+    html = client.get(reverse("pass_detail", args=[long_run.pk])).content.decode()
+    for kind, n in (("merge", 60), ("prune", 30), ("reconcile", 10)):
+        assert f'<details id="ops-{kind}" class="opgroup">' in html
+        assert f'{kind.capitalize()} <span class="muted">({n})</span>' in html
+    page2 = client.get(reverse("pass_detail", args=[long_run.pk]), {"kind": "merge", "merge_page": 2}, HTTP_HX_REQUEST="true")
+    assert page2.content.decode().lstrip().startswith('<details id="ops-merge" class="opgroup" open>')
+
+
+def test_it_highlights_agents_not_audit_on_a_pass_page(client: Client, carol, agent) -> None:
+    run = make_proposal(agent)
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'href="/agents/" aria-current="page"' in html and 'href="/audit/" aria-current="page"' not in html
+
+
+def test_it_shows_a_friendly_403_with_navigation(client: Client, carol, agent) -> None:
+    run = make_proposal(agent)
+    client.force_login(carol)
+    r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "x"})
+    html = r.content.decode()
+    assert r.status_code == 403 and 'id="forbidden"' in html and 'class="mainnav"' in html and "carol" in html
+
+
+def test_it_serves_a_favicon(client: Client) -> None:
+    r = client.get("/favicon.ico")  # no login needed
+    assert r.status_code == 301 and r["Location"].endswith("favicon.svg")
+    html = Client().get(reverse("login")).content.decode()
+    assert 'rel="icon"' in html and "favicon.svg" in html

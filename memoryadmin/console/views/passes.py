@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.db.models import Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
@@ -17,7 +19,8 @@ from ..forms import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
 from ..review import pass_evaluate
 from ..selectors import operation_view, pass_operation_pages
-from .common import HtmxHttpRequest, can_review
+from ..templatetags.console import status_words
+from .common import HtmxHttpRequest, can_review, request_zone
 
 
 def _summary(run: Pass) -> Any:
@@ -46,15 +49,52 @@ def _stale(run: Pass) -> tuple[dict[int, str], str]:
         return {}, str(exc)
 
 
+def _reviewed(run: Pass) -> bool:
+    """True when an operator excluded or edited an operation (the stored recall check and the
+    planned figures then describe the plan as proposed, not as it stands now)."""
+    return run.operations.filter(Q(excluded=True) | Q(edited=True)).exists()
+
+
 def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) -> HttpResponse:
     run.refresh_from_db()
     stale, stale_error = _stale(run)
+    groups = _groups(run, request.GET)
     ctx = {
-        "nav": "audit", "run": run, "ev": _summary(run), "groups": _groups(run, request.GET),
+        "nav": "agents", "run": run, "ev": _summary(run), "groups": groups,
         "approve_form": NoteForm(), "reject_form": NoteForm(require_note=True), "stale": stale,
-        "stale_error": stale_error, **extra,
+        "stale_error": stale_error, "reviewed": _reviewed(run),
+        "events": run.events.select_related("user").order_by("created_at", "id"),
+        "failed_unplanned": run.status == Pass.Status.FAILED and not groups,
+        "collapse_ops": sum(g["total"] for g in groups) > COLLAPSE_OVER, **extra,
     }
     return render(request, "console/pass_detail.html", ctx, status=status)
+
+
+COLLAPSE_OVER = 10
+"""A pass with more operations than this shows each kind's section collapsed (counts visible)."""
+
+
+def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str) -> HttpResponse:
+    """A stale approve/reject (another tab or reviewer decided first): say who decided what and
+    when, echo the operator's note so it is not lost; 200 with the page for htmx, else redirect."""
+    run.refresh_from_db()
+    who = getattr(run.decided_by, "username", "") or run.decided_actor
+    when = (
+        timezone.localtime(run.decided_at, request_zone(request)).strftime("%Y-%m-%d %H:%M:%S %Z")
+        if run.decided_at else ""
+    )
+    text = f"Pass #{run.pk} is already {status_words(run.status)}"
+    if who:
+        text += f" by {who}"
+    if when:
+        text += f" at {when}"
+    text += f"; your {action} was not recorded."
+    if note:
+        text += f" Your note was: “{note}”"
+    messages.warning(request, text)
+    if request.htmx:
+        return _page(request, run)
+    return redirect(run)
 
 
 @require_GET
@@ -68,7 +108,7 @@ def pass_detail(request: HtmxHttpRequest, pk: int):
     kind = request.GET.get("kind")
     if request.htmx and kind in Operation.Kind.values:
         group = next((g for g in _groups(run, request.GET) if g["kind"] == kind), None)
-        ctx = {"run": run, "group": group or {"kind": kind, "total": 0, "ops": []}}
+        ctx = {"run": run, "group": group or {"kind": kind, "total": 0, "ops": []}, "paging": True}
         return render(request, "console/pass_detail.html#op-group", ctx)
     return _page(request, run)
 
@@ -94,7 +134,8 @@ def _op_response(request: HtmxHttpRequest, op: Operation, error: str = "", **ext
         return redirect(f"{reverse('pass_detail', args=[op.run_id])}#op-{op.pk}")
     op.refresh_from_db()
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
-    ctx = {"run": run, "ov": operation_view(op), "ev": _summary(run), "op_error": error, **extra}
+    ctx = {"run": run, "ov": operation_view(op), "ev": _summary(run), "op_error": error,
+           "reviewed": _reviewed(run), **extra}
     return render(request, "console/_op_response.html", ctx)
 
 
@@ -132,12 +173,17 @@ def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
 @require_POST
 def pass_approve(request: HtmxHttpRequest, pk: int):
     """Approve with an optional note; refused with the guard's reason when it fails now."""
-    run = get_object_or_404(Pass, pk=pk)
+    run = get_object_or_404(Pass.objects.select_related("decided_by"), pk=pk)
     form = NoteForm(request.POST)
+    if not run.is_reviewable:
+        return _not_reviewable(request, run, "approval", request.POST.get("note", "").strip())
     if form.is_valid():
         try:
             services.pass_approve(run=run, user=request.user, note=form.cleaned_data["note"])
         except (services.ServiceError, ValueError) as exc:
+            run.refresh_from_db()
+            if not run.is_reviewable:  # decided elsewhere between our check and the service's
+                return _not_reviewable(request, run, "approval", form.cleaned_data["note"])
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Pass #{run.pk} approved.")
@@ -149,12 +195,17 @@ def pass_approve(request: HtmxHttpRequest, pk: int):
 @require_POST
 def pass_reject(request: HtmxHttpRequest, pk: int):
     """Reject (dismiss) with a required note; the store is left untouched (I-2)."""
-    run = get_object_or_404(Pass, pk=pk)
+    run = get_object_or_404(Pass.objects.select_related("decided_by"), pk=pk)
     form = NoteForm(request.POST, require_note=True)
+    if not run.is_reviewable:
+        return _not_reviewable(request, run, "rejection", request.POST.get("note", "").strip())
     if form.is_valid():
         try:
             services.pass_reject(run=run, user=request.user, note=form.cleaned_data["note"])
         except (services.ServiceError, ValueError) as exc:
+            run.refresh_from_db()
+            if not run.is_reviewable:  # decided elsewhere between our check and the service's
+                return _not_reviewable(request, run, "rejection", form.cleaned_data["note"])
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Pass #{run.pk} rejected.")
