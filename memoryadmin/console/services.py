@@ -625,7 +625,10 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
         _set_progress(run, 0.85, f"Storing {len(plan.operations):,} proposed operations")
         run = _store_proposal(run, records, plan, policy, actor, now, recall=recall)
     except Exception as exc:
-        log.exception("pass %s failed", run.pk)
+        if isinstance(exc, ServiceError):  # expected (e.g. Chroma down): one line, no traceback
+            log.warning("pass %s failed: %s", run.pk, exc)
+        else:
+            log.exception("pass %s failed", run.pk)
         message = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
         return pass_fail(run=run, error=message)
     if run.status == S.APPROVED:
@@ -1216,7 +1219,7 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
         # to review with the reviewers' exclusions and edits intact, to be approved again once
         # the store answers (a fresh-user test lost a reviewed proposal to a "failed" here).
         Operation.objects.filter(run=run, status=OS.CONFLICT).update(status=OS.PENDING, status_detail="")
-        note = f"Not applied, nothing was written: {error} Approve again when the store is back."
+        note = f"Not applied, nothing was written: {error.rstrip('. ')}. Approve again when the store is back."
         return _transition(
             run, frm=(S.APPLYING,), to=S.PROPOSED, actor=actor, verb="apply_postponed", note=note,
             error=note, decided_by=None, decided_actor="", decided_at=None, progress=0.0,

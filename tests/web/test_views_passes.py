@@ -303,7 +303,7 @@ def test_it_says_a_stale_reject_was_not_recorded_and_gives_the_note_back(client:
     r = client.post(reverse("pass_reject", args=[run.pk]), {"note": "too aggressive"}, follow=not htmx, **extra)
     assert r.status_code == 200
     html = r.content.decode()
-    assert f"Pass #{run.pk} is already" in html and "by alice at" in html
+    assert f"Pass #{run.pk} was already approved" in html and "by alice at" in html
     assert "your rejection was not recorded" in html and "too aggressive" in html
     run.refresh_from_db()
     assert run.note == "fine" and run.decided_by == alice
@@ -316,7 +316,7 @@ def test_it_says_a_stale_approve_was_not_recorded(client: Client, bob, alice, ag
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ship it"})
     assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
     html = client.get(r["Location"]).content.decode()
-    assert "is already dismissed by alice" in html and "your approval was not recorded" in html and "ship it" in html
+    assert "was already rejected by alice" in html and "(now dismissed)" in html and "your approval was not recorded" in html and "ship it" in html
     run.refresh_from_db()
     assert run.status == "dismissed"
 

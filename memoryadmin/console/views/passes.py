@@ -83,12 +83,13 @@ def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str)
         timezone.localtime(run.decided_at, request_zone(request)).strftime("%Y-%m-%d %H:%M:%S %Z")
         if run.decided_at else ""
     )
-    text = f"Pass #{run.pk} is already {status_words(run.status)}"
+    decided = "rejected" if run.status == Pass.Status.DISMISSED else "approved"
+    text = f"Pass #{run.pk} was already {decided}"
     if who:
         text += f" by {who}"
     if when:
         text += f" at {when}"
-    text += f"; your {action} was not recorded."
+    text += f" (now {status_words(run.status)}); your {action} was not recorded."
     if note:
         text += f" Your note was: “{note}”"
     messages.warning(request, text)
