@@ -162,5 +162,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
-    "loggers": {"chromadb": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    "loggers": {
+        "chromadb": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        # One handler for Django's messages (its own default would print each line twice), and
+        # expected 4xx responses (403 for a viewer's POST) without a traceback; 500s still log.
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+    },
 }
