@@ -261,7 +261,11 @@ class ArchivedMemory(models.Model):
         OPERATOR_DELETE = "operator_delete"
         OPERATOR_PIN = "operator_pin"
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="archive")
+    # SET_NULL, not CASCADE: deleting an agent (its collection is kept) must not delete the
+    # archived originals (I-1); orphaned rows stay restorable by id from the admin or a shell.
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="archive"
+    )
     memory_id = models.CharField(max_length=512)
     document = models.TextField()
     metadata = models.JSONField(default=dict)
@@ -299,7 +303,8 @@ class AuditEvent(models.Model):
     """One audited event: a pass transition, a review action or an operator's memory change."""
 
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
-    run = models.ForeignKey(Pass, null=True, blank=True, on_delete=models.CASCADE, related_name="events")
+    # SET_NULL: the audit trail outlives a deleted agent and its passes.
+    run = models.ForeignKey(Pass, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -156,3 +156,15 @@ def test_roles_are_idempotent_and_grant_the_right_powers(alice, bob, carol):
     assert (can_review(alice), can_manage(alice), can_edit_memories(alice)) == (True, True, True)
     assert (can_review(bob), can_manage(bob), can_edit_memories(bob)) == (True, False, False)
     assert (can_review(carol), can_manage(carol), can_edit_memories(carol)) == (False, False, False)
+
+
+def test_deleting_an_agent_keeps_its_archive_and_audit_trail(agent_with_memories, alice):
+    agent = agent_with_memories(3)
+    services.memory_delete(agent=agent, memory_id="mem-001", user=alice)  # archived + audited
+    run = services.pass_request(agent=agent, trigger="operator")
+    services.pass_run(run=run)
+    events = AuditEvent.objects.count()
+    services.agent_delete(agent=agent, user=alice)
+    kept = ArchivedMemory.objects.get(memory_id="mem-001")  # I-1: nothing is lost
+    assert kept.agent is None and kept.document
+    assert AuditEvent.objects.count() == events + 1  # the trail plus "agent_deleted"
