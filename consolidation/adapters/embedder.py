@@ -19,13 +19,15 @@ it, so processes racing to build never read a half-written file.
 Speed: texts are tokenized without padding, sorted by length and cut into batches of at most
 64 texts and 512 padded tokens, each padded only to its own longest text (Chroma's stock
 function pads every text to 256 tokens); batches run concurrently, one per core, each on a
-single-threaded onnxruntime run. The model costs ~21 MFLOP per token, so on 2 cores the
-throughput is bounded by fp32 GEMM speed (≈220 GFLOPS here): LoCoMo dialog turns (~33
-tokens) top out near 260 texts/s. Measured alternatives that were not better on this CPU:
-onnxruntime's fused ``com.microsoft.Attention``/``SkipLayerNormalization`` graph (5–10 %
-slower for these short sequences), intra-op threading (slightly slower, and worse under
-load), larger batches (cache misses), int8 dynamic quantization (~2× faster but cosine to
-fp32 as low as 0.96, so vectors would no longer match Chroma's). Figures: bench/embed_bench.py.
+single-threaded onnxruntime run. On this 2-core box (idle) that embeds 1,000 LoCoMo dialog
+turns (~33 tokens each) at ~250 texts/s, against ~23 texts/s for the stock function (~11x);
+bench/embed_bench.py prints the figures. The model costs ~21 MFLOP per token, so fp32 GEMM
+speed (~220 GFLOPS on 2 cores here, 134 texts/s on one) bounds what any graph can reach.
+Measured and not better on this CPU: onnxruntime's fused ``com.microsoft.Attention`` /
+``SkipLayerNormalization`` graph (~10 % slower for these short sequences), one fused QKV
+matmul (same speed), intra-op threading (slightly slower, worse under load), larger batches
+(cache misses), int8 dynamic quantization (~2x faster, but cosine to fp32 as low as 0.96, so
+its vectors would no longer match Chroma's).
 """
 
 from __future__ import annotations
