@@ -170,45 +170,38 @@ def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
     return _op_response(request, op)
 
 
+def _decide(request: HtmxHttpRequest, pk: int, *, reject: bool) -> HttpResponse:
+    """Approve or reject: validate the note, call the service, and on a pass decided meanwhile
+    (another tab or reviewer) say so with the operator's note instead of losing it."""
+    run = get_object_or_404(Pass.objects.select_related("decided_by"), pk=pk)
+    form = NoteForm(request.POST, require_note=reject)
+    action, done = ("rejection", "rejected") if reject else ("approval", "approved")
+    if not run.is_reviewable:
+        return _not_reviewable(request, run, action, request.POST.get("note", "").strip())
+    if form.is_valid():
+        service = services.pass_reject if reject else services.pass_approve
+        try:
+            service(run=run, user=request.user, note=form.cleaned_data["note"])
+        except (services.ServiceError, ValueError) as exc:
+            run.refresh_from_db()
+            if not run.is_reviewable:  # decided elsewhere between our check and the service's
+                return _not_reviewable(request, run, action, form.cleaned_data["note"])
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Pass #{run.pk} {done}.")
+            return redirect(run)
+    return _page(request, run, **{"reject_form" if reject else "approve_form": form})
+
+
 @can_review
 @require_POST
 def pass_approve(request: HtmxHttpRequest, pk: int):
     """Approve with an optional note; refused with the guard's reason when it fails now."""
-    run = get_object_or_404(Pass.objects.select_related("decided_by"), pk=pk)
-    form = NoteForm(request.POST)
-    if not run.is_reviewable:
-        return _not_reviewable(request, run, "approval", request.POST.get("note", "").strip())
-    if form.is_valid():
-        try:
-            services.pass_approve(run=run, user=request.user, note=form.cleaned_data["note"])
-        except (services.ServiceError, ValueError) as exc:
-            run.refresh_from_db()
-            if not run.is_reviewable:  # decided elsewhere between our check and the service's
-                return _not_reviewable(request, run, "approval", form.cleaned_data["note"])
-            form.add_error(None, str(exc))
-        else:
-            messages.success(request, f"Pass #{run.pk} approved.")
-            return redirect(run)
-    return _page(request, run, approve_form=form)
+    return _decide(request, pk, reject=False)
 
 
 @can_review
 @require_POST
 def pass_reject(request: HtmxHttpRequest, pk: int):
     """Reject (dismiss) with a required note; the store is left untouched (I-2)."""
-    run = get_object_or_404(Pass.objects.select_related("decided_by"), pk=pk)
-    form = NoteForm(request.POST, require_note=True)
-    if not run.is_reviewable:
-        return _not_reviewable(request, run, "rejection", request.POST.get("note", "").strip())
-    if form.is_valid():
-        try:
-            services.pass_reject(run=run, user=request.user, note=form.cleaned_data["note"])
-        except (services.ServiceError, ValueError) as exc:
-            run.refresh_from_db()
-            if not run.is_reviewable:  # decided elsewhere between our check and the service's
-                return _not_reviewable(request, run, "rejection", form.cleaned_data["note"])
-            form.add_error(None, str(exc))
-        else:
-            messages.success(request, f"Pass #{run.pk} rejected.")
-            return redirect(run)
-    return _page(request, run, reject_form=form)
+    return _decide(request, pk, reject=True)
