@@ -1,8 +1,8 @@
 """Shared helpers of the console services: the audited status transition, audit events, progress,
 task enqueueing, input validation, the live-store read, failpoints.
 
-Every service module builds on these (formerly private helpers of the one ``services`` module). Nothing
-here is a service an operator calls; views use the service modules.
+Every service module builds on these (formerly private helpers of the one ``services``
+module). Nothing here is a service an operator calls; views use the service modules.
 
 Transitions are a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent` in
 one transaction, so two workers can never both move the same pass (see
