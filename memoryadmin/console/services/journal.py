@@ -218,11 +218,16 @@ def validate_policy(policy: Policy | Mapping[str, Any] | None) -> dict[str, Any]
         raise ValueError(f"Invalid policy: {exc}") from exc
 
 
-def validate_field_map(field_map: FieldMap | Mapping[str, Any] | None) -> dict[str, str]:
+def validate_field_map(field_map: FieldMap | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The agent's field map as stored: only keys that differ from :class:`FieldMap`'s defaults.
+
+    Raises ``ValueError`` for unknown keys.
+    """
     if isinstance(field_map, FieldMap):
         return field_map.to_dict()
     fm = FieldMap.from_dict(dict(field_map or {}))
-    return {k: v for k, v in fm.to_dict().items() if v != getattr(FieldMap(), k)}
+    defaults = FieldMap().to_dict()
+    return {k: v for k, v in fm.to_dict().items() if v != defaults[k]}
 
 
 def validate_cron(cron: Any) -> str:
