@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .plan import OpKind, Plan
+from .plans import OpKind, Plan
 from .policy import Policy
 from .protocols import Embedder, MemoryStore, WritableMemoryStore
 from .records import FieldMap, MemoryRecord

@@ -20,7 +20,7 @@ Untrusted text (ARCHITECTURE.md I-7):
 - the reply is schema-validated by :func:`parse_facts`; anything else raises
   :class:`LLMOutputError` and produces no operations. Facts citing ids that were not sent are
   dropped and counted.
-- validated facts only ever become proposals (:class:`~consolidation.plan.Operation` of kind
+- validated facts only ever become proposals (:class:`~consolidation.plans.Operation` of kind
   ``distill``); applying them is the reviewer's decision.
 """
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .plan import Operation, OpKind
+from .plans import Operation, OpKind
 from .records import FieldMap, MemoryRecord
 
 __all__ = [

@@ -21,7 +21,7 @@ Stages (each timed into ``plan.context["timings"]``, seconds):
    ``link_threshold`` or same normalised text, and not contradicting), the union has at most
    ``max_group_size`` members and its extractive merge fits ``max_merged_chars``. So
    A~B, B~C, A≁C never puts A and C in one group.
-7. ``merge`` — one operation per group: deterministic id (:func:`~consolidation.plan.merged_id`),
+7. ``merge`` — one operation per group: deterministic id (:func:`~consolidation.plans.merged_id`),
    extractive text (:func:`~consolidation.text.extractive_merge`), united metadata
    (:mod:`consolidation.planning.metadata`), pairwise cosine matrix and min/mean cosine in
    ``scores``. Reconcile winners are not merged in the same pass (the reconcile reads them).
@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ..plan import Fate, Operation, OpKind, Plan, merged_id, summarize
+from ..plans import Fate, Operation, OpKind, Plan, merged_id, summarize
 from ..policy import Policy
 from ..records import FieldMap, MemoryRecord
 from ..text import (

@@ -33,7 +33,7 @@ from consolidation.distill import (
     parse_facts,
     select_groups,
 )
-from consolidation.plan import OpKind, summarize
+from consolidation.plans import OpKind, summarize
 from consolidation.records import FieldMap, MemoryRecord
 
 pytest_plugins = ["tests.llm_stub"]  # the `llm_stub` fixture
@@ -669,7 +669,7 @@ def test_it_explains_a_half_configured_llm(env, problem):
 
 def test_the_engine_core_does_not_import_openai():
     code = (
-        "import sys, consolidation.distill, consolidation.plan; "
+        "import sys, consolidation.distill, consolidation.plans; "
         "assert 'openai' not in sys.modules and 'django' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

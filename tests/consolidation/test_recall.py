@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from consolidation import MemoryRecord, Operation, OpKind, Plan, summarize
-from consolidation.plan import Fate
+from consolidation.plans import Fate
 from consolidation.recall import (
     STOPWORDS,
     Probe,
