@@ -169,7 +169,9 @@ class Consolidator:
         if self.dry_run or not writable or not the_plan.operations:
             result.context["applied"] = False
             result.context["write_skipped"] = (
-                "dry_run" if self.dry_run else "read-only memory" if not writable else "nothing to do"
+                "dry_run" if self.dry_run
+                else "read-only memory" if not writable
+                else "nothing to do"
             )
             return result
         self._apply(memory, the_plan)

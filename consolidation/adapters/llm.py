@@ -104,7 +104,8 @@ class LLMWriter:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"LLMWriter(model={self.model!r}, base_url={self.base_url!r}, timeout={self.timeout_seconds:g}s)"
+        return (f"LLMWriter(model={self.model!r}, base_url={self.base_url!r}, "
+                f"timeout={self.timeout_seconds:g}s)")
 
     def describe(self) -> str:
         """``"<model> at <base_url>"`` for display (never includes the key)."""
@@ -204,7 +205,8 @@ class LLMWriter:
         return box["value"]
 
     def _translate(self, exc: openai.OpenAIError) -> Exception:
-        """SDK exception → ``_Retryable(LLMUnavailable)``, ``LLMUnavailable`` or ``LLMOutputError``."""
+        """SDK exception → ``_Retryable(LLMUnavailable)``, ``LLMUnavailable`` or
+        ``LLMOutputError``."""
         where = f"LLM endpoint {self.base_url}"
         if isinstance(exc, openai.APITimeoutError):
             return _Retryable(

@@ -18,7 +18,8 @@ DERIVED_FROM_KEY = "derived_from"
 CONVERSATION_KEY = "conversation"
 """Metadata key naming the conversation a memory belongs to (``consolidation.locomo`` writes the
 sample id there). Session numbers restart per conversation, so groups are keyed by
-(conversation, session). A ``FieldMap.conversation`` attribute, if one is added, takes precedence."""
+(conversation, session). A ``FieldMap.conversation`` attribute, if one is added, takes
+precedence."""
 
 DEFAULT_MAX_GROUP_SIZE = 40
 """Memories per LLM request; a longer session is split into balanced consecutive chunks."""

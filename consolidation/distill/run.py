@@ -26,9 +26,10 @@ class DistillResult:
       nothing in); ids of failed groups and of sessions with a single new memory are not included,
       so they are retried on the next run.
     - ``model``: the writer's model name; ``requests``: LLM calls made.
-    - ``counts``: ``eligible`` (episodic, grouped), ``skipped_checkpointed``, ``skipped_no_session``,
-      ``skipped_single`` (a session with one new memory), ``facts``, ``dropped_unknown_evidence``,
-      ``dropped_low_confidence``, ``dropped_duplicate`` (text already in the store or repeated).
+    - ``counts``: ``eligible`` (episodic, grouped), ``skipped_checkpointed``,
+      ``skipped_no_session``, ``skipped_single`` (a session with one new memory), ``facts``,
+      ``dropped_unknown_evidence``, ``dropped_low_confidence``, ``dropped_duplicate`` (text
+      already in the store or repeated).
     - ``errors``: one readable line per group whose reply failed validation (only with
       ``on_error="skip"``).
     """

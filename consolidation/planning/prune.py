@@ -1,4 +1,5 @@
-"""Prune stages: time-based decay (``decay``) and decay of covered episodic turns (``decay_covered``).
+"""Prune stages: time-based decay (``decay``) and decay of covered episodic turns
+(``decay_covered``).
 
 Decay score ``importance × 0.5 ** (age_days / prune_half_life_days)`` (seed 002, "Time-based
 decay"); thresholds from :class:`~consolidation.policy.Policy`.
