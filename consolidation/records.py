@@ -112,6 +112,14 @@ class FieldMap:
 
     Attached collections name their keys differently; the console stores one ``FieldMap`` per
     agent. Defaults are the keys memoryadmin itself writes.
+
+    - ``document``: metadata key that holds the memory text when the collection stores no
+      document (mem0 writes its text to metadata ``data``); ``""`` means Chroma's document.
+    - ``updated_at``: last-rewrite time; it wins over ``created_at`` when deciding which of two
+      memories is newer (:meth:`get_recency`).
+    - ``scope``: metadata keys that partition a collection (mem0 writes ``user_id``,
+      ``agent_id``, ``run_id``; ``actor_id`` for multi-party chats). Memories whose scope values
+      differ are never compared (:meth:`scope_key`).
     """
 
     created_at: str = "created_at"
@@ -126,10 +134,34 @@ class FieldMap:
     layer: str = "layer"
     speaker: str = "speaker"
     supersedes: str = "supersedes"
+    updated_at: str = "updated_at"
+    document: str = ""
+    scope: tuple[str, ...] = ("user_id", "agent_id", "run_id", "actor_id")
 
     def get_created_at(self, meta: Mapping[str, Any]) -> datetime | None:
         """Creation time (aware UTC) or ``None`` when absent/unparseable."""
         return parse_timestamp(meta.get(self.created_at))
+
+    def get_updated_at(self, meta: Mapping[str, Any]) -> datetime | None:
+        """Last-rewrite time (aware UTC) or ``None`` when absent/unparseable."""
+        return parse_timestamp(meta.get(self.updated_at))
+
+    def get_recency(self, meta: Mapping[str, Any]) -> datetime | None:
+        """When the memory last said what it says: ``updated_at`` if set, else ``created_at``.
+
+        ``None`` when neither is known; a pair with an unknown recency cannot be ordered, so the
+        planner treats it as unsure (issue 9, "Recency").
+        """
+        return self.get_updated_at(meta) or self.get_created_at(meta)
+
+    def scope_key(self, meta: Mapping[str, Any]) -> tuple[str, ...]:
+        """The memory's scope as a tuple of ``key=value`` strings (absent keys are left out).
+
+        Two memories may be compared only when their scope keys are equal: a memory of
+        ``user_id=alice`` never merges with one of ``user_id=bob``, nor with one that has no
+        ``user_id`` at all.
+        """
+        return tuple(f"{k}={meta[k]}" for k in self.scope if meta.get(k) not in (None, ""))
 
     def get_last_accessed_at(self, meta: Mapping[str, Any]) -> datetime | None:
         """Last access time (aware UTC) or ``None``."""
@@ -188,15 +220,31 @@ class FieldMap:
         """Sessions the memory was seen in (``session`` may be a scalar or list)."""
         return self.get_list(meta, self.session)
 
-    def to_dict(self) -> dict[str, str]:
-        """The mapping as a plain dict (for storing per agent)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping as a plain JSON-able dict (for storing per agent); ``scope`` is a list."""
+        return {
+            k: list(getattr(self, k)) if k == "scope" else getattr(self, k)
+            for k in self.__dataclass_fields__
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> FieldMap:
-        """Build from a dict; unknown keys raise ``ValueError``; empty values keep defaults."""
+        """Build from a dict; unknown keys raise ``ValueError``; empty values keep defaults.
+
+        ``scope`` may be a list of keys or a comma-separated string; an explicit empty list
+        means "no scope keys" (the whole collection is one scope).
+        """
         data = dict(data or {})
         unknown = set(data) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown field-map keys: {sorted(unknown)}")
-        return cls(**{k: str(v) for k, v in data.items() if v})
+        kwargs: dict[str, Any] = {}
+        for k, v in data.items():
+            if k == "scope":
+                if v is None:
+                    continue
+                keys = v.split(",") if isinstance(v, str) else list(v)
+                kwargs["scope"] = tuple(str(x).strip() for x in keys if str(x).strip())
+            elif v:
+                kwargs[k] = str(v)
+        return cls(**kwargs)

@@ -1,0 +1,137 @@
+"""Review services: exclude or edit operations of a proposed pass, approve it, reject it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from consolidation import Policy
+
+from ..errors import GuardRefused, ServiceError
+from ..models import Operation, Pass
+from ..review import Evaluation, pass_evaluate
+from .journal import (
+    TASK_APPLY,
+    actor_name,
+    audit,
+    enqueue,
+    transition,
+    user_or_none,
+    validate_document,
+)
+
+__all__ = ["operation_edit_text", "operation_set_excluded", "pass_approve", "pass_reject"]
+
+S = Pass.Status
+OS = Operation.Status
+
+
+def _reviewable(run: Pass) -> Pass:
+    run = Pass.objects.select_related("agent").get(pk=run.pk)
+    if not run.is_reviewable:
+        raise ServiceError(f"Pass #{run.pk} is {run.status}; only a proposed pass can be reviewed.")
+    return run
+
+
+def _save_evaluation(run: Pass, ev: Evaluation) -> None:
+    Pass.objects.filter(pk=run.pk).update(
+        entries_after=ev.entries_after, merged=ev.merged, promoted=ev.promoted, pruned=ev.pruned,
+        reconciled=ev.reconciled, loss_fraction=ev.loss_fraction, guard_passed=ev.guard_passed,
+        guard_reason=ev.guard_reason,
+    )
+
+
+@transaction.atomic
+def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -> Evaluation:
+    """Exclude (or include again) one operation of a proposed pass; returns the new evaluation.
+
+    The pass's summary fields are updated to the new evaluation; the event is audited.
+    Raises :class:`ServiceError` when the pass is no longer proposed.
+    """
+    run = _reviewable(operation.run)
+    op = Operation.objects.select_for_update().get(pk=operation.pk)
+    excluded = bool(excluded)
+    if op.excluded != excluded:
+        op.excluded = excluded
+        op.status = OS.EXCLUDED if excluded else OS.PENDING
+        op.save(update_fields=["excluded", "status"])
+        audit(actor=actor_name(user, "cli"), verb="excluded" if excluded else "included", run=run,
+               user=user, data={"operation": op.index, "kind": op.kind})
+    ev = pass_evaluate(run)
+    _save_evaluation(run, ev)
+    operation.excluded, operation.status = op.excluded, op.status
+    return ev
+
+
+@transaction.atomic
+def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Evaluation:
+    """Replace the merged text of a merge operation of a proposed pass (audited).
+
+    Raises ``ValueError`` for a non-merge operation, an empty text or one longer than the
+    policy's ``max_merged_chars``; :class:`ServiceError` when the pass is no longer proposed.
+    """
+    run = _reviewable(operation.run)
+    op = Operation.objects.select_for_update().get(pk=operation.pk)
+    if op.kind != Operation.Kind.MERGE:
+        raise ValueError("Only the text of a merge can be edited.")
+    limit = Policy.from_dict(run.policy or {}).max_merged_chars
+    text = validate_document(document, limit=limit)
+    if text != op.result_document:
+        before = op.result_document
+        op.result_document = text
+        op.edited = text != op.planned_document
+        op.save(update_fields=["result_document", "edited"])
+        audit(actor=actor_name(user, "cli"), verb="edited", run=run, user=user,
+               data={"operation": op.index, "before": before, "after": text})
+    operation.result_document, operation.edited = op.result_document, op.edited
+    return pass_evaluate(run)
+
+
+def pass_approve(*, run: Pass, user: Any, note: str = "") -> Pass:
+    """Approve a proposed pass and enqueue its apply after commit.
+
+    Raises :class:`GuardRefused` (with the guard's reason, audited as ``approve_refused``) when
+    the loss guard fails on the operations now included, :class:`ServiceError` when the pass is
+    not proposed or another pass of the agent is active.
+    """
+    actor = actor_name(user, "cli")
+    with transaction.atomic():
+        run = _reviewable(run)
+        ev = pass_evaluate(run)
+        if not ev.guard_passed:
+            audit(actor=actor, verb="approve_refused", run=run, user=user, note=ev.guard_reason)
+            refused = ev.guard_reason
+        else:
+            refused = ""
+    if refused:
+        raise GuardRefused(refused)
+    try:
+        with transaction.atomic():
+            run = transition(
+                run, frm=(S.PROPOSED,), to=S.APPROVED, actor=actor, verb="approved", user=user,
+                note=note or "", pass_note=note or "", decided_by=user_or_none(user),
+                decided_actor=actor, decided_at=timezone.now(), progress=0.0,
+                progress_label="Waiting to apply",
+            )
+            enqueue(TASK_APPLY, run.pk)
+    except IntegrityError:
+        raise ServiceError(
+            f"Another pass of {run.agent.name} is in progress; approve this one when it is done."
+        ) from None
+    return run
+
+
+def pass_reject(*, run: Pass, user: Any, note: str) -> Pass:
+    """Dismiss a proposed pass; ``note`` (why) is required (``ValueError`` when blank)."""
+    note = (note or "").strip()
+    if not note:
+        raise ValueError("Say why the proposal is rejected (a note is required).")
+    actor = actor_name(user, "cli")
+    run = _reviewable(run)
+    return transition(
+        run, frm=(S.PROPOSED,), to=S.DISMISSED, actor=actor, verb="dismissed", user=user, note=note,
+        pass_note=note, decided_by=user_or_none(user), decided_actor=actor,
+        decided_at=timezone.now(), finished_at=timezone.now(),
+    )
