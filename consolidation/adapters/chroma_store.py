@@ -59,6 +59,7 @@ __all__ = [
     "encode_metadata",
     "make_client",
     "open_collection",
+    "translate_errors",
     "validate_collection_name",
 ]
 
@@ -115,6 +116,10 @@ def _translate(action: str) -> Iterator[None]:
                 f"Chroma is unreachable while trying to {action}: {exc}"
             ) from exc
         raise
+
+
+translate_errors = _translate
+"""Public name of :func:`_translate` for the other Chroma adapter modules."""
 
 
 # --------------------------------------------------------------------------------------------

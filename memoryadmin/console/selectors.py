@@ -25,6 +25,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from consolidation import MemoryRecord
+from consolidation.shapes import ShapeReport
 
 from . import stores
 from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
@@ -476,3 +477,24 @@ def archive_page(*, agent: Agent, contains: str = "", page: int | str = 1) -> Pa
     return Paginator(qs, ARCHIVE_PAGE_SIZE).get_page(page)
 
 
+def collection_shape(*, collection_name: str, preset: str = "auto") -> ShapeReport:
+    """How the existing collection was written and the field map to attach it with.
+
+    Samples its first records (:func:`stores.collection_sample`) and runs
+    :func:`consolidation.shapes.detect_shape` with our embedder, so the report says whether our
+    all-MiniLM-L6-v2 produces the stored vectors. Raises ``ValueError`` for a missing
+    collection, an unknown preset or one the records contradict; :class:`StoreUnavailable` when
+    Chroma is down.
+    """
+    from consolidation.shapes import detect_shape
+
+    from . import stores
+
+    sample = stores.collection_sample(collection_name)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        from consolidation.adapters.embedder import get_default_embedder
+
+        return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
+
+    return detect_shape(sample, preset=preset, embed=embed)

@@ -24,11 +24,13 @@ from .errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from consolidation.adapters.chroma_store import ChromaMemoryStore
+    from consolidation.shapes import CollectionSample
 
     from .models import Agent
 
 __all__ = [
     "collection_exists",
+    "collection_sample",
     "create_collection",
     "get_client",
     "get_store",
@@ -125,6 +127,25 @@ def collection_exists(name: str) -> bool:
     except CollectionNotFound:
         return False
     return True
+
+
+def collection_sample(name: str) -> CollectionSample:
+    """The first records of the existing collection ``name``, with its vector width and space.
+
+    Raises ``ValueError`` when there is no such collection (or Chroma refuses the name),
+    :class:`StoreUnavailable` when Chroma is down.
+    """
+    from consolidation.adapters.chroma_info import sample_collection
+    from consolidation.adapters.chroma_store import CollectionNotFound
+    from consolidation.adapters.chroma_store import StoreUnavailable as AdapterUnavailable
+
+    name = validate_collection_name(name)
+    try:
+        return sample_collection(_open(name, create=False))
+    except CollectionNotFound as exc:
+        raise ValueError(f"There is no collection named {name!r} on {_where()}.") from exc
+    except AdapterUnavailable as exc:
+        raise StoreUnavailable(f"Cannot read collection {name!r} on {_where()}: {exc}") from exc
 
 
 def create_collection(name: str) -> None:
