@@ -45,8 +45,28 @@ POLICY_HELP: dict[str, str] = {
     "recall_k": "k for answer recall@k (default 10).",
 }
 
-FIELD_MAP_KEYS = ("created_at", "importance", "tier", "pinned")
+FIELD_MAP_KEYS = ("document", "created_at", "updated_at", "importance", "tier", "pinned", "scope")
 """Field-map keys an operator sets when attaching an existing collection."""
+
+FIELD_MAP_LABELS = {
+    "document": ("Text key", "Metadata key holding the memory text when the collection stores "
+                 "no document (mem0: “data”); empty means the document."),
+    "created_at": ("Created-at key", None),
+    "updated_at": ("Updated-at key", None),
+    "importance": ("Importance key", None),
+    "tier": ("Tier key", None),
+    "pinned": ("Pinned key", None),
+    "scope": ("Scope keys", "Comma-separated metadata keys that keep memories apart (default "
+              "“user_id, agent_id, run_id, actor_id”): different values are never merged."),
+}
+
+PRESET_CHOICES = [
+    ("auto", "Detect from the records"),
+    ("mem0", "mem0 (text in metadata “data”)"),
+    ("praisonai", "PraisonAI memory"),
+    ("plain", "Plain documents"),
+    ("custom", "Custom (the keys below)"),
+]
 
 _COLLECTION_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 collection_name_validator = RegexValidator(
@@ -171,17 +191,23 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
     auto_apply = forms.BooleanField(
         required=False, help_text="Apply a proposal that passes the guard without review."
     )
-    field_created_at = forms.CharField(required=False, max_length=120, label="Created-at key")
-    field_importance = forms.CharField(required=False, max_length=120, label="Importance key")
-    field_tier = forms.CharField(required=False, max_length=120, label="Tier key")
-    field_pinned = forms.CharField(required=False, max_length=120, label="Pinned key")
+    preset = forms.ChoiceField(
+        choices=PRESET_CHOICES, required=False, initial="auto", label="Collection written by",
+        help_text="For an attached collection: the field map is chosen from its records or the "
+        "library that wrote it; keys typed below override it.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         defaults = FieldMap()
         for key in FIELD_MAP_KEYS:
-            self.fields[f"field_{key}"].help_text = f"Metadata key (default “{getattr(defaults, key)}”)."
-        order = ["name", "slug", "description", "collection_name", "attach", *[f"field_{k}" for k in FIELD_MAP_KEYS],
+            label, help_text = FIELD_MAP_LABELS[key]
+            self.fields[f"field_{key}"] = forms.CharField(
+                required=False, max_length=300, label=label,
+                help_text=help_text or f"Metadata key (default “{getattr(defaults, key)}”).",
+            )
+        order = ["name", "slug", "description", "collection_name", "attach", "preset",
+                 *[f"field_{k}" for k in FIELD_MAP_KEYS],
                  "auto_apply", "schedule_cron", "schedule_enabled"]
         self.order_fields(order)
 
@@ -200,8 +226,27 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         data["policy"] = self.clean_policy()
-        data["field_map"] = {k: data[f"field_{k}"].strip() for k in FIELD_MAP_KEYS if data.get(f"field_{k}", "").strip()}
+        typed = {k: data[f"field_{k}"].strip() for k in FIELD_MAP_KEYS if data.get(f"field_{k}", "").strip()}
+        data["field_map"] = typed
+        preset = data.get("preset") or "custom"
+        if data.get("attach") and preset != "custom" and data.get("collection_name"):
+            data["field_map"] = self._preset_field_map(data["collection_name"], preset, typed)
         return data
+
+    def _preset_field_map(self, collection: str, preset: str, typed: dict[str, str]) -> dict[str, Any]:
+        """The preset's (or detected) field map with the typed keys on top; errors on the form."""
+        from .errors import StoreUnavailable
+        from .selectors import collection_shape
+
+        try:
+            report = collection_shape(collection_name=collection, preset=preset)
+        except StoreUnavailable as exc:
+            self.add_error(None, str(exc))
+            return typed
+        except ValueError as exc:
+            self.add_error("collection_name" if "no collection" in str(exc) else "preset", str(exc))
+            return typed
+        return {**report.field_map.to_dict(), **typed}
 
     def service_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``services.agent_create`` (after ``is_valid()``)."""

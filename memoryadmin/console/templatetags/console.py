@@ -107,3 +107,12 @@ def operator_tz(context: template.Context) -> Any:
 
         return operator_zone(None)
     return request_zone(request)
+
+
+@register.filter
+def key_list(value: Any) -> str:
+    """Metadata keys as written: a list comma-separated (``user_id, run_id``), else the string;
+    an empty value is "(the document)" because only the text key may be empty."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value) if value not in (None, "") else "(the document)"
