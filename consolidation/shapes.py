@@ -75,7 +75,7 @@ def preset_field_map(shape: str) -> FieldMap:
     """The field map of a known shape (one of :data:`SHAPES`); ``ValueError`` otherwise."""
     if shape == "mem0":
         return FieldMap(document="data", created_at="created_at", updated_at="updated_at",
-                        scope=_MEM0_SCOPE)
+                        scope=_MEM0_SCOPE, text_hash="hash", text_copies=("text_lemmatized",))
     if shape == "praisonai":
         # PraisonAI stamps the write time as epoch seconds in ``timestamp``; it has no
         # updated_at. Memories of different agents of a team stay apart (``agent_name``).
