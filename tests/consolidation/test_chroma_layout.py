@@ -1,0 +1,146 @@
+"""The store on collections written by mem0: text in ``data``, 1536-d vectors kept, no empties."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import chromadb
+import numpy as np
+import pytest
+
+from consolidation import FieldMap, MemoryRecord
+from consolidation.adapters.chroma_layout import EmptyText, Layout, NoVectorForText
+from consolidation.adapters.chroma_store import ChromaMemoryStore
+from consolidation.adapters.embedder import get_default_embedder
+from consolidation.adapters.remote_embedder import EndpointEmbedder
+from consolidation.adapters.vector_cache import VectorCache
+from consolidation.shapes import preset_field_map
+from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, write_mem0
+
+pytest_plugins = ["tests.llm_stub"]
+
+TEXTS = ["Prefers dark mode in the editor", "Trinkt morgens schwarzen Kaffee", "喜欢喝乌龙茶"]
+
+
+class CountingEmbed:
+    """Our embedder, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
+
+
+@pytest.fixture
+def mem0_collection():
+    client = chromadb.EphemeralClient()
+    name = f"mem0-{uuid.uuid4().hex[:10]}"
+    ids = write_mem0(client, name, [Mem0Memory(t, user_id="alice") for t in TEXTS])
+    return client.get_collection(name), ids
+
+
+def mem0_store(collection, cache, embed=None, native=None) -> ChromaMemoryStore:
+    layout = Layout(collection.name, field_map=preset_field_map("mem0"), embed=embed or CountingEmbed(),
+                    native_embed=native, cache=cache)
+    return ChromaMemoryStore(collection, layout=layout)
+
+
+def stored(collection, rid: str) -> tuple[str | None, dict, np.ndarray]:
+    got = collection.get(ids=[rid], include=["documents", "metadatas", "embeddings"])
+    return got["documents"][0], got["metadatas"][0], np.asarray(got["embeddings"][0])
+
+
+def test_it_reads_the_text_from_data_and_plans_with_our_cached_embeddings(mem0_collection, tmp_path):
+    collection, _ = mem0_collection
+    cache = VectorCache(tmp_path / "vectors.sqlite3")
+    first = CountingEmbed()
+    records = list(mem0_store(collection, cache, first).iter_records())
+    assert sorted(r.document for r in records) == sorted(TEXTS)
+    ours = np.asarray(get_default_embedder().embed([r.document for r in records]))
+    assert np.allclose(np.stack([r.embedding for r in records]), ours, atol=1e-6)
+    assert sorted(first.texts) == sorted(TEXTS)
+    again = CountingEmbed()  # a new process opening the same cache file: nothing re-embedded
+    list(mem0_store(collection, VectorCache(tmp_path / "vectors.sqlite3"), again).iter_records())
+    assert again.texts == []
+
+
+def test_a_merge_equal_to_a_source_reuses_its_vector_in_metadata_data(mem0_collection):
+    collection, ids = mem0_collection
+    store = mem0_store(collection, VectorCache(":memory:"))
+    src = store.get([ids[0]])[0]
+    store.upsert([MemoryRecord("merged-1", src.document, src.embedding,
+                               {**src.metadata, "merged_from": ids[:1]})])
+    store.delete([ids[0]])
+    doc, meta, vec = stored(collection, "merged-1")
+    assert doc is None and meta["data"] == TEXTS[0]
+    assert meta["hash"] == hashlib.md5(TEXTS[0].encode()).hexdigest()
+    assert vec.shape == (FOREIGN_DIM,) and np.allclose(vec, foreign_vector(TEXTS[0]))
+    assert collection.configuration_json["hnsw"]["space"] == "l2"
+
+
+def test_a_new_text_without_an_embedder_is_refused_and_reported(mem0_collection):
+    collection, ids = mem0_collection
+    store = mem0_store(collection, VectorCache(":memory:"))
+    records = store.get(ids)
+    new_text = "Prefers dark mode; drinks black coffee"
+    assert store.unwritable([TEXTS[0], new_text, "  "]) == {
+        new_text: "the collection holds 1536-d vectors of another model and the agent has no "
+        "embedder for it, so a new text cannot be written",
+        "  ": "the text is empty",
+    }
+    before = collection.count()
+    with pytest.raises(NoVectorForText, match="1536-d vectors of another model"):
+        store.upsert([MemoryRecord("ok", TEXTS[1], records[1].embedding, {}),
+                      MemoryRecord("new", new_text, records[0].embedding, {})])
+    assert collection.count() == before and not collection.get(ids=["ok"])["ids"]
+
+
+def test_a_new_text_is_embedded_by_the_agents_endpoint(mem0_collection, llm_stub):
+    collection, ids = mem0_collection
+    native = EndpointEmbedder(llm_stub.base_url, "text-embedding-3-small")
+    store = mem0_store(collection, VectorCache(":memory:"), native=native.embed)
+    rec = store.get(ids)[0]
+    new_text = "Bevorzugt den Dunkelmodus"
+    assert store.unwritable([new_text]) == {}
+    store.upsert([MemoryRecord("new", new_text, rec.embedding, {"user_id": "alice"})])
+    doc, meta, vec = stored(collection, "new")
+    assert doc is None and meta["data"] == meta["text_lemmatized"] == new_text
+    assert np.allclose(vec, foreign_vector(new_text))
+    assert [r.path for r in llm_stub.requests] == ["/v1/embeddings"]
+
+
+def test_a_rollback_restores_the_original_vector(mem0_collection, tmp_path):
+    collection, ids = mem0_collection
+    _, _, original = stored(collection, ids[2])
+    store = mem0_store(collection, VectorCache(tmp_path / "v.sqlite3"))
+    rec = store.get([ids[2]])[0]
+    store.delete([ids[2]])
+    fresh = mem0_store(collection, VectorCache(tmp_path / "v.sqlite3"))  # another process
+    fresh.upsert([rec])
+    doc, meta, vec = stored(collection, ids[2])
+    assert doc is None and meta["data"] == TEXTS[2]
+    assert np.array_equal(vec, original)
+
+
+@pytest.mark.parametrize("layout", ["own", "mem0"])
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_an_empty_text_is_never_written(mem0_collection, layout, text):
+    collection, ids = mem0_collection
+    if layout == "own":
+        collection = chromadb.EphemeralClient().create_collection(f"own-{uuid.uuid4().hex[:8]}")
+        store = ChromaMemoryStore(collection)
+    else:
+        store = mem0_store(collection, VectorCache(":memory:"))
+    before = collection.count()
+    vec = np.ones(384, np.float32) / np.sqrt(384)
+    with pytest.raises(EmptyText, match="empty text is never written"):
+        store.upsert([MemoryRecord("a-fine-one", "fine text", vec, {}), MemoryRecord("e", text, vec, {})])
+    assert collection.count() == before
+
+
+def test_a_plain_collection_keeps_text_in_the_document():
+    layout = Layout("x", field_map=FieldMap())
+    assert layout.default and layout.placed("a", "hi", {"k": 1}) == ("hi", {"k": 1})
