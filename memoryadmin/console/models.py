@@ -35,6 +35,13 @@ class Agent(models.Model):
         default=False, help_text="True when an existing collection was attached (read as is)."
     )
     field_map = models.JSONField(default=dict, blank=True)
+    embedder = models.JSONField(
+        default=dict, blank=True,
+        help_text="The attached collection's own embedder, for writing new texts to a collection "
+        "of another model's vectors: {base_url, model, api_key_env} of an OpenAI-compatible "
+        "endpoint (the key stays in the environment variable named), and optionally "
+        "own_vectors (true/false) to overrule detection by width.",
+    )
     policy = models.JSONField(default=dict, blank=True)
     auto_apply = models.BooleanField(default=False)
     schedule_cron = models.CharField(max_length=120, default="0 3 * * *")
@@ -63,6 +70,10 @@ class Agent(models.Model):
     def get_field_map(self) -> FieldMap:
         """The agent's :class:`FieldMap` (defaults for missing keys)."""
         return FieldMap.from_dict(self.field_map)
+
+    def get_embedder_config(self) -> dict[str, Any]:
+        """The ``embedder`` setting as a dict (empty when none)."""
+        return dict(self.embedder) if isinstance(self.embedder, dict) else {}
 
     @property
     def schedule_name(self) -> str:

@@ -23,6 +23,7 @@ from django.conf import settings
 from .errors import StoreUnavailable
 
 if TYPE_CHECKING:
+    from consolidation.adapters.chroma_layout import Layout
     from consolidation.adapters.chroma_store import ChromaMemoryStore
     from consolidation.shapes import CollectionSample
 
@@ -36,7 +37,9 @@ __all__ = [
     "get_store",
     "reset_client_cache",
     "store_census",
+    "store_layout",
     "validate_collection_name",
+    "vector_cache",
 ]
 
 log = logging.getLogger(__name__)
@@ -186,7 +189,7 @@ def _console_store_class() -> type:
         return wrapper
 
     namespace: dict[str, Any] = {"__doc__": "The adapter's store, raising the console's StoreUnavailable."}
-    for name in ("count", "get", "query", "upsert", "delete"):
+    for name in ("count", "get", "query", "upsert", "delete", "unwritable"):
         namespace[name] = translated(name)
     for name in ("iter_pages", "iter_records"):
         namespace[name] = translated(name, generator=True)
@@ -200,15 +203,18 @@ _ConsoleStore: type | None = None
 def get_store(agent: Agent) -> ChromaMemoryStore:
     """The agent's memory store (its collection, records decoded by the adapter).
 
-    Every call on the store raises the console's :class:`StoreUnavailable` when Chroma stops
-    answering. Raises :class:`StoreUnavailable` when Chroma is down or the collection does not
-    exist.
+    The store reads and writes the collection as its writer laid it out
+    (:func:`store_layout`: text key, foreign vectors). Every call on the store raises the
+    console's :class:`StoreUnavailable` when Chroma stops answering. Raises
+    :class:`StoreUnavailable` when Chroma is down or the collection does not exist, and
+    ``ValueError`` for an invalid embedder setting.
     """
     from consolidation.adapters.chroma_store import CollectionNotFound
 
+    layout = store_layout(agent)
     try:
         collection = _open(agent.collection_name, create=False)
-        return _console_store_class()(collection)
+        return _console_store_class()(collection, layout=layout)
     except CollectionNotFound as exc:
         raise StoreUnavailable(
             f"Collection {agent.collection_name!r} of agent {agent.name!r} does not exist on "
@@ -218,6 +224,49 @@ def get_store(agent: Agent) -> ChromaMemoryStore:
         raise
     except Exception as exc:
         raise StoreUnavailable(f"Cannot open the store of agent {agent.name!r}: {exc}") from exc
+
+
+def store_layout(agent: Agent) -> Layout:
+    """Where the agent's collection keeps its text and whose vectors it holds.
+
+    From the agent's field map (``document``: the text key), its ``embedder`` setting (an
+    OpenAI-compatible endpoint for the collection's own model; ``own_vectors`` to overrule
+    detection by width), our offline embedder and the process's vector cache
+    (``settings.VECTOR_CACHE_PATH``). Raises ``ValueError`` for an invalid embedder setting.
+    """
+    import os
+
+    from consolidation.adapters.chroma_layout import Layout
+    from consolidation.adapters.remote_embedder import endpoint_embedder_from_config
+
+    config = agent.get_embedder_config()
+    native = endpoint_embedder_from_config(config, os.environ)
+    own = config.get("own_vectors")
+    return Layout(
+        agent.collection_name, field_map=agent.get_field_map(),
+        own_vectors=own if isinstance(own, bool) else None, embed=_our_embed,
+        native_embed=native.embed if native is not None else None, cache=vector_cache(),
+    )
+
+
+def _our_embed(texts: list[str]) -> Any:
+    from consolidation.adapters.embedder import get_default_embedder
+
+    return get_default_embedder().embed(texts)
+
+
+_caches: dict[str, Any] = {}
+
+
+def vector_cache() -> Any:
+    """The process's :class:`~consolidation.adapters.vector_cache.VectorCache` (one per path)."""
+    from consolidation.adapters.vector_cache import VectorCache
+
+    path = str(settings.VECTOR_CACHE_PATH)
+    with _lock:
+        if path not in _caches:
+            _caches[path] = VectorCache(path)
+        return _caches[path]
 
 
 def store_census(store: Any) -> dict[str, Any]:
