@@ -488,8 +488,6 @@ def collection_shape(*, collection_name: str, preset: str = "auto") -> ShapeRepo
     """
     from consolidation.shapes import detect_shape
 
-    from . import stores
-
     sample = stores.collection_sample(collection_name)
 
     def embed(texts: list[str]) -> np.ndarray:

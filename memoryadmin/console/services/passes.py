@@ -172,6 +172,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
         checkpoint = dict(agent.checkpoint) if agent.checkpoint else None
         plan = plan_records(records, policy, now=now, fieldmap=field_map, checkpoint=checkpoint)
         plan = _add_distillation(run, records, plan, field_map)
+        plan = _leave_out_unwritable(store, records, plan)
         set_progress(run, 0.75, f"Checking recall on {run.agent.probes.count():,} probe queries")
         from ..recall import recall_check
 
@@ -217,6 +218,33 @@ def _add_distillation(run: Pass, records: list[MemoryRecord], plan: Any, field_m
     plan.operations.extend(res.operations)
     plan.result = summarize(len(records), plan.operations)
     plan.context["distill"] = res.to_context()
+    return plan
+
+
+def _leave_out_unwritable(store: Any, records: list[MemoryRecord], plan: Any) -> Any:
+    """Drop the operations whose result text the store cannot write, recording why.
+
+    In a collection of another model's vectors (mem0's 1536-d OpenAI ones) a new text needs a
+    vector of that model: without the agent's own embedder only texts the collection already
+    holds can be written (``consolidation.adapters.chroma_layout``). An empty text is never
+    written. The reasons go to ``plan.context["left_out"]`` (the pass telemetry):
+    ``[{"kind", "source_ids", "text", "reason"}]``.
+    """
+    texts = [op.result_document for op in plan.operations if op.result_document is not None]
+    bad = store.unwritable(texts) if texts else {}
+    if not bad:
+        return plan
+    kept, left = [], []
+    for op in plan.operations:
+        reason = bad.get(op.result_document) if op.result_document is not None else None
+        if reason is None:
+            kept.append(op)
+        else:
+            left.append({"kind": op.kind.value, "source_ids": list(op.source_ids),
+                         "text": op.result_document[:200], "reason": reason})
+    plan.operations = kept
+    plan.result = summarize(len(records), kept)
+    plan.context["left_out"] = left
     return plan
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from consolidation import Policy
 
+from .. import stores
 from ..errors import GuardRefused, ServiceError
 from ..models import Operation, Pass
 from ..review import Evaluation, pass_evaluate
@@ -69,8 +70,9 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
 def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Evaluation:
     """Replace the merged text of a merge operation of a proposed pass (audited).
 
-    Raises ``ValueError`` for a non-merge operation, an empty text or one longer than the
-    policy's ``max_merged_chars``; :class:`ServiceError` when the pass is no longer proposed.
+    Raises ``ValueError`` for a non-merge operation, an empty text, one longer than the
+    policy's ``max_merged_chars`` or one an attached collection of another model's vectors
+    cannot take (no embedder for it); :class:`ServiceError` when the pass is no longer proposed.
     """
     run = _reviewable(operation.run)
     op = Operation.objects.select_for_update().get(pk=operation.pk)
@@ -78,6 +80,11 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         raise ValueError("Only the text of a merge can be edited.")
     limit = Policy.from_dict(run.policy or {}).max_merged_chars
     text = validate_document(document, limit=limit)
+    if run.agent.attached and text != op.result_document:
+        # Another model's vectors: a new text is writable only with the agent's own embedder.
+        reason = stores.get_store(run.agent).unwritable([text]).get(text)
+        if reason:
+            raise ValueError(f"This text cannot be written to the collection: {reason}.")
     if text != op.result_document:
         before = op.result_document
         op.result_document = text
