@@ -74,8 +74,10 @@ _MEM0_SCOPE = ("user_id", "agent_id", "run_id", "actor_id")
 def preset_field_map(shape: str) -> FieldMap:
     """The field map of a known shape (one of :data:`SHAPES`); ``ValueError`` otherwise."""
     if shape == "mem0":
+        # A mem0 ``run_id`` is one conversation: the session distillation groups by.
         return FieldMap(document="data", created_at="created_at", updated_at="updated_at",
-                        scope=_MEM0_SCOPE, text_hash="hash", text_copies=("text_lemmatized",))
+                        session="run_id", scope=_MEM0_SCOPE, text_hash="hash",
+                        text_copies=("text_lemmatized",))
     if shape == "praisonai":
         # PraisonAI stamps the write time as epoch seconds in ``timestamp``; it has no
         # updated_at. Memories of different agents of a team stay apart (``agent_name``).

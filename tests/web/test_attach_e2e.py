@@ -19,10 +19,11 @@ from django.core.management import call_command
 
 from memoryadmin.console import services, stores
 from memoryadmin.console.models import Agent, Pass
-from tests.agent_stores import FOREIGN_DIM, Mem0Memory, write_mem0
+from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, write_mem0
 from tests.conftest import DISTINCT_FACTS
 
 pytestmark = pytest.mark.django_db
+pytest_plugins = ["tests.llm_stub"]
 
 ALICE = [
     "Prefers dark mode in the editor",
@@ -112,15 +113,51 @@ def test_nothing_leaves_its_users_scope(unique_name, alice, bob, django_capture_
     }
 
 
-def test_a_new_text_is_left_out_without_the_collections_embedder(
-    unique_name, alice, django_capture_on_commit_callbacks
+CHAT = ["Booked a table at Luigi's for Friday", "Asked for a window seat at Luigi's",
+        "Luigi's confirmed the Friday booking"]
+FACT = "Has a Friday dinner booking at Luigi's with a window seat"
+
+
+@pytest.fixture
+def llm_env(llm_stub, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_stub.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "stub-model")
+    monkeypatch.setenv("MEMORYADMIN_LLM_TIMEOUT", "2")
+    return llm_stub
+
+
+@pytest.mark.parametrize("with_embedder", [False, True])
+def test_a_new_text_needs_the_collections_own_embedder(
+    with_embedder, unique_name, alice, bob, llm_env, django_capture_on_commit_callbacks
 ):
+    """A distilled fact is a new text: without the agent's embedder for the collection's 1536-d
+    model it is left out of the plan with the reason; with one (the stub's /v1/embeddings) it
+    is written with that model's vector, in metadata ``data``."""
     name = unique_name("mem0")
-    write_mem0(stores.get_client(), name, [Mem0Memory("Likes tea", user_id="u")])
-    call_command("attach_collection", "mem0-tea", name, stdout=io.StringIO())
-    agent = Agent.objects.get(slug="mem0-tea")
-    store = stores.get_store(agent)
-    rec = store.get(store.collection.get()["ids"])[0]
-    assert rec.document == "Likes tea" and rec.embedding.shape == (384,)
-    assert np.isfinite(rec.embedding).all()
-    assert set(store.unwritable(["Likes green tea", "Likes tea"])) == {"Likes green tea"}
+    ids = write_mem0(stores.get_client(), name,
+                     [Mem0Memory(t, user_id="alice", run_id="chat-1") for t in CHAT])
+    args = ["--embedder-url", llm_env.base_url, "--embedder-model", "text-embedding-3-small"]
+    call_command("attach_collection", f"agent-{name}", name, *(args if with_embedder else []),
+                 stdout=io.StringIO())
+    agent = Agent.objects.get(slug=f"agent-{name}")
+    llm_env.push_facts([{"text": FACT, "evidence": ids[:2], "confidence": 0.9}])
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.pass_request(agent=agent, trigger="operator", user=alice)
+    run.refresh_from_db()
+    distills = list(run.operations.filter(kind="distill"))
+    if not with_embedder:
+        assert distills == [] and run.status == Pass.Status.APPLIED  # nothing else to do
+        [left] = run.telemetry["left_out"]
+        assert (left["kind"], left["text"]) == ("distill", FACT)
+        assert "1536-d vectors of another model" in left["reason"]
+        assert sorted(meta["data"] for _, meta, _ in stored(name)) == sorted(CHAT)
+        return
+    assert [op.result_document for op in distills] == [FACT]
+    with django_capture_on_commit_callbacks(execute=True):
+        services.pass_approve(run=run, user=bob)
+    col = stores.get_client().get_collection(name)
+    got = col.get(ids=[distills[0].result_id], include=["documents", "metadatas", "embeddings"])
+    assert got["documents"] == [None] and got["metadatas"][0]["data"] == FACT
+    assert np.allclose(got["embeddings"][0], foreign_vector(FACT))  # the endpoint's vector
+    assert [r.path for r in llm_env.requests].count("/v1/embeddings") == 1

@@ -1,7 +1,10 @@
-"""``manage.py attach_collection SLUG COLLECTION [--name NAME] [--preset P] [--json]``.
+"""``manage.py attach_collection SLUG COLLECTION [--name NAME] [--preset P] [--json]``
+``[--embedder-url URL --embedder-model MODEL [--embedder-key-env VAR]]``.
 
 Creates an agent on an existing Chroma collection (mem0's, PraisonAI's, a plain log or our
-own), choosing the field map from the collection's shape, and prints the map it chose. Bad
+own), choosing the field map from the collection's shape, and prints the map it chose. The ``--embedder-*`` options name the OpenAI-compatible endpoint of
+the collection's own embedding model (mem0's default is OpenAI ``text-embedding-3-small``), so
+passes may write new texts to a collection of another model's vectors. Bad
 input (unknown collection, taken slug, a preset the records contradict) exits 2 with one line
 and creates nothing; Chroma unreachable exits 1.
 """
@@ -35,6 +38,11 @@ class Command(BaseCommand):
             help="how the collection was written (default: auto, detected from its records)",
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--embedder-url", default="",
+                            help="OpenAI-compatible endpoint of the collection's own embedder")
+        parser.add_argument("--embedder-model", default="", help="its model name")
+        parser.add_argument("--embedder-key-env", default="",
+                            help="environment variable holding its API key (never stored)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         slug, collection = options["slug"], options["collection"]
@@ -45,6 +53,8 @@ class Command(BaseCommand):
             agent = services.agent_create(
                 name=options["name"] or slug, slug=slug, collection_name=collection,
                 attach=True, field_map=report.field_map,
+                embedder={"base_url": options["embedder_url"], "model": options["embedder_model"],
+                          "api_key_env": options["embedder_key_env"]},
             )
         except services.StoreUnavailable as exc:
             raise failed(str(exc)) from exc
@@ -52,7 +62,7 @@ class Command(BaseCommand):
             raise bad_input(f"Nothing attached: {_sentence(exc)}") from exc
         if options["json"]:
             out = {"agent": agent.slug, "name": agent.name, "collection": collection,
-                   **report.to_dict()}
+                   "embedder": agent.embedder, **report.to_dict()}
             self.stdout.write(json.dumps(out, ensure_ascii=False, sort_keys=True))
             return
         self.stdout.write(
