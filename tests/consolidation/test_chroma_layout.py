@@ -144,3 +144,24 @@ def test_an_empty_text_is_never_written(mem0_collection, layout, text):
 def test_a_plain_collection_keeps_text_in_the_document():
     layout = Layout("x", field_map=FieldMap())
     assert layout.default and layout.placed("a", "hi", {"k": 1}) == ("hi", {"k": 1})
+
+
+def test_leave_out_drops_unwritable_operations_and_keeps_their_sources():
+    from consolidation.plan import Fate, OpKind, Operation, Plan, leave_out, summarize
+
+    ops = [
+        Operation(OpKind.MERGE, ["a", "b"], ["ha", "hb"], ["a", "b"], "dupes", "exact_duplicate",
+                  result_id="m1", result_document="same text"),
+        Operation(OpKind.MERGE, ["c", "d"], ["hc", "hd"], ["c", "d"], "near", "near_duplicate",
+                  result_id="m2", result_document="a brand new text"),
+        Operation(OpKind.PRUNE, ["e"], ["he"], ["e"], "old", "decay"),
+    ]
+    fates = {"a": Fate.MERGED, "b": Fate.MERGED, "c": Fate.MERGED, "d": Fate.MERGED,
+             "e": Fate.PRUNED, "f": Fate.KEPT}
+    plan = Plan(list(ops), summarize(6, ops), dict(fates))
+    out = leave_out(plan, {"a brand new text": "no embedder"}, 6)
+    assert [op.result_id for op in out.operations] == ["m1", None]
+    assert (out.fates["c"], out.fates["d"], out.fates["a"]) == (Fate.KEPT, Fate.KEPT, Fate.MERGED)
+    assert out.result.retained_originals == 3
+    assert out.context["left_out"] == [{"kind": "merge", "source_ids": ["c", "d"],
+                                        "text": "a brand new text", "reason": "no embedder"}]

@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from consolidation import FieldMap, MemoryRecord, Policy, summarize
+from consolidation.plan import leave_out
 
 from .. import stores
 from ..errors import PassAlreadyActive, ServiceError
@@ -222,30 +223,12 @@ def _add_distillation(run: Pass, records: list[MemoryRecord], plan: Any, field_m
 
 
 def _leave_out_unwritable(store: Any, records: list[MemoryRecord], plan: Any) -> Any:
-    """Drop the operations whose result text the store cannot write, recording why.
-
-    In a collection of another model's vectors (mem0's 1536-d OpenAI ones) a new text needs a
-    vector of that model: without the agent's own embedder only texts the collection already
-    holds can be written (``consolidation.adapters.chroma_layout``). An empty text is never
-    written. The reasons go to ``plan.context["left_out"]`` (the pass telemetry):
-    ``[{"kind", "source_ids", "text", "reason"}]``.
-    """
+    """Drop the operations whose result text the store cannot write (reasons in the telemetry,
+    ``left_out``): in a collection of another model's vectors a new text needs that model's
+    embedder (``consolidation.adapters.chroma_layout``); an empty text is never written."""
     texts = [op.result_document for op in plan.operations if op.result_document is not None]
     bad = store.unwritable(texts) if texts else {}
-    if not bad:
-        return plan
-    kept, left = [], []
-    for op in plan.operations:
-        reason = bad.get(op.result_document) if op.result_document is not None else None
-        if reason is None:
-            kept.append(op)
-        else:
-            left.append({"kind": op.kind.value, "source_ids": list(op.source_ids),
-                         "text": op.result_document[:200], "reason": reason})
-    plan.operations = kept
-    plan.result = summarize(len(records), kept)
-    plan.context["left_out"] = left
-    return plan
+    return leave_out(plan, bad, len(records)) if bad else plan
 
 
 def _store_proposal(
