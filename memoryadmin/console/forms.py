@@ -206,8 +206,23 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
                 required=False, max_length=300, label=label,
                 help_text=help_text or f"Metadata key (default “{getattr(defaults, key)}”).",
             )
+        self.fields["field_embedder_url"] = forms.URLField(
+            required=False, max_length=500, label="Collection's embedder URL", assume_scheme="https",
+            help_text="OpenAI-compatible endpoint of the model that made the collection's vectors "
+            "(e.g. https://api.openai.com/v1 for mem0's default). Without it, a pass writes no "
+            "new text to a collection of another model's vectors.",
+        )
+        self.fields["field_embedder_model"] = forms.CharField(
+            required=False, max_length=200, label="Embedder model",
+            help_text="e.g. text-embedding-3-small",
+        )
+        self.fields["field_embedder_key_env"] = forms.CharField(
+            required=False, max_length=120, label="Embedder key variable",
+            help_text="Environment variable holding its API key (the key is never stored).",
+        )
         order = ["name", "slug", "description", "collection_name", "attach", "preset",
-                 *[f"field_{k}" for k in FIELD_MAP_KEYS],
+                 *[f"field_{k}" for k in FIELD_MAP_KEYS], "field_embedder_url",
+                 "field_embedder_model", "field_embedder_key_env",
                  "auto_apply", "schedule_cron", "schedule_enabled"]
         self.order_fields(order)
 
@@ -254,6 +269,9 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
         return {
             "name": d["name"], "slug": d["slug"], "collection_name": d["collection_name"],
             "attach": d["attach"], "field_map": d["field_map"], "policy": d["policy"].to_dict(),
+            "embedder": {"base_url": d.get("field_embedder_url") or "",
+                         "model": d.get("field_embedder_model") or "",
+                         "api_key_env": d.get("field_embedder_key_env") or ""},
             "auto_apply": d["auto_apply"], "schedule_cron": d["schedule_cron"],
             "schedule_enabled": d["schedule_enabled"], "description": d["description"],
         }

@@ -71,3 +71,27 @@ def test_auto_on_a_missing_collection_is_a_collection_error(client: Client, alic
     r = client.post(reverse("agent_create"), _data(unique_name, unique_name("nope"), preset="auto"))
     assert r.status_code == 200
     assert "no collection named" in r.context["form"].errors["collection_name"][0]
+
+
+def test_the_collections_embedder_is_saved_without_its_key(client: Client, alice, unique_name) -> None:
+    name = unique_name("mem0")
+    write_mem0(stores.get_client(), name, [Mem0Memory("Likes tea", user_id="u1")])
+    client.force_login(alice)
+    r = client.post(reverse("agent_create"), _data(
+        unique_name, name, preset="auto", field_embedder_url="http://127.0.0.1:9/v1",
+        field_embedder_model="text-embedding-3-small", field_embedder_key_env="OPENAI_API_KEY"))
+    assert r.status_code == 302, r.context["form"].errors
+    assert Agent.objects.get(collection_name=name).embedder == {
+        "base_url": "http://127.0.0.1:9/v1", "model": "text-embedding-3-small",
+        "api_key_env": "OPENAI_API_KEY"}
+
+
+def test_a_half_filled_embedder_is_an_error_on_its_field(client: Client, alice, unique_name) -> None:
+    name = unique_name("mem0")
+    write_mem0(stores.get_client(), name, [Mem0Memory("Likes tea", user_id="u1")])
+    client.force_login(alice)
+    data = _data(unique_name, name, preset="auto", field_embedder_url="http://127.0.0.1:9/v1")
+    r = client.post(reverse("agent_create"), data)
+    assert r.status_code == 200
+    assert "base URL and a model" in r.context["form"].errors["field_embedder_url"][0]
+    assert not Agent.objects.filter(slug=data["slug"]).exists()
