@@ -151,7 +151,9 @@ CHROMA_PATH = Path(os.getenv("CHROMA_PATH", VAR_DIR / "chroma"))
 MEMORYADMIN_MODEL_DIR = Path(os.getenv("MEMORYADMIN_MODEL_DIR", VAR_DIR / "models"))
 # Our embeddings of attached collections' texts and their own vectors, by content hash
 # (consolidation/adapters/vector_cache.py): shared by web and worker, safe to delete.
-VECTOR_CACHE_PATH = Path(os.getenv("MEMORYADMIN_VECTOR_CACHE", VAR_DIR / "cache" / "vectors.sqlite3"))
+VECTOR_CACHE_PATH = Path(
+    os.getenv("MEMORYADMIN_VECTOR_CACHE", VAR_DIR / "cache" / "vectors.sqlite3")
+)
 os.environ.setdefault("MEMORYADMIN_MODEL_DIR", str(MEMORYADMIN_MODEL_DIR))
 
 # Optional OpenAI-compatible LLM (distill/summarize); unset means offline, extractive only.

@@ -1,9 +1,9 @@
 """A real, local OpenAI-compatible HTTP server for tests of the LLM paths.
 
 ``StubLLM`` runs the stdlib ``http.server`` in a daemon thread on ``127.0.0.1:<free port>`` and
-serves ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` (any other path → 404). Replies come from a FIFO script of
-steps pushed by the test; when the script is empty the ``default`` step is used (an empty
-``{"facts": []}`` answer). Every request is recorded (path, headers, decoded JSON body) in
+serves ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` (any other path → 404).
+Replies come from a FIFO script of steps pushed by the test; when the script is empty the
+``default`` step is used (an empty ``{"facts": []}`` answer). Every request is recorded (path, headers, decoded JSON body) in
 :attr:`StubLLM.requests`, in arrival order, *before* it is answered.
 
 Scripted steps:
@@ -254,9 +254,10 @@ class StubLLM:
                 texts = [texts] if isinstance(texts, str) else list(texts or [])
                 dim = int(body.get("dimensions") or stub.embedding_dim)
                 as_b64 = body.get("encoding_format") == "base64"  # the SDK's default encoding
+                vectors = [foreign_vector(t, dim) for t in texts]
                 data = [{"object": "embedding", "index": i,
-                         "embedding": _b64(foreign_vector(t, dim)) if as_b64 else foreign_vector(t, dim)}
-                        for i, t in enumerate(texts)]
+                         "embedding": _b64(v) if as_b64 else v}
+                        for i, v in enumerate(vectors)]
                 self._send_json(200, {"object": "list", "data": data,
                                       "model": str(body.get("model") or "stub-embed"),
                                       "usage": {"prompt_tokens": 1, "total_tokens": 1}})

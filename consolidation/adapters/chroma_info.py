@@ -70,7 +70,9 @@ def sample_collection(collection: Any, *, limit: int = SAMPLE_SIZE) -> Collectio
     return CollectionSample(
         ids=ids,
         documents=[docs[i] if docs is not None else None for i in range(len(ids))],
-        metadatas=[decode_metadata(metas[i] if metas is not None else None) for i in range(len(ids))],
+        metadatas=[
+            decode_metadata(metas[i] if metas is not None else None) for i in range(len(ids))
+        ],
         vectors=vectors, vector_width=width, space=collection_space(collection),
         embedding_function=collection_embedding_function(collection), count=count,
     )

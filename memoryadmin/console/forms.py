@@ -207,7 +207,8 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
                 help_text=help_text or f"Metadata key (default “{getattr(defaults, key)}”).",
             )
         self.fields["field_embedder_url"] = forms.URLField(
-            required=False, max_length=500, label="Collection's embedder URL", assume_scheme="https",
+            required=False, max_length=500, label="Collection's embedder URL",
+            assume_scheme="https",
             help_text="OpenAI-compatible endpoint of the model that made the collection's vectors "
             "(e.g. https://api.openai.com/v1 for mem0's default). Without it, a pass writes no "
             "new text to a collection of another model's vectors.",
@@ -241,14 +242,19 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         data["policy"] = self.clean_policy()
-        typed = {k: data[f"field_{k}"].strip() for k in FIELD_MAP_KEYS if data.get(f"field_{k}", "").strip()}
+        typed = {
+            k: data[f"field_{k}"].strip()
+            for k in FIELD_MAP_KEYS if data.get(f"field_{k}", "").strip()
+        }
         data["field_map"] = typed
         preset = data.get("preset") or "custom"
         if data.get("attach") and preset != "custom" and data.get("collection_name"):
             data["field_map"] = self._preset_field_map(data["collection_name"], preset, typed)
         return data
 
-    def _preset_field_map(self, collection: str, preset: str, typed: dict[str, str]) -> dict[str, Any]:
+    def _preset_field_map(
+        self, collection: str, preset: str, typed: dict[str, str]
+    ) -> dict[str, Any]:
         """The preset's (or detected) field map with the typed keys on top; errors on the form."""
         from .errors import StoreUnavailable
         from .selectors import collection_shape

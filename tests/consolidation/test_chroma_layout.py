@@ -147,7 +147,7 @@ def test_a_plain_collection_keeps_text_in_the_document():
 
 
 def test_leave_out_drops_unwritable_operations_and_keeps_their_sources():
-    from consolidation.plan import Fate, OpKind, Operation, Plan, leave_out, summarize
+    from consolidation.plan import Fate, Operation, OpKind, Plan, leave_out, summarize
 
     ops = [
         Operation(OpKind.MERGE, ["a", "b"], ["ha", "hb"], ["a", "b"], "dupes", "exact_duplicate",

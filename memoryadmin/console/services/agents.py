@@ -41,7 +41,9 @@ def validate_embedder(embedder: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"Unknown embedder settings: {', '.join(sorted(unknown))}.")
     if "own_vectors" in data and not isinstance(data["own_vectors"], bool):
         raise ValueError("own_vectors must be true or false.")
-    data.update({k: str(data[k]).strip() for k in ("base_url", "model", "api_key_env") if k in data})
+    for key in ("base_url", "model", "api_key_env"):
+        if key in data:
+            data[key] = str(data[key]).strip()
     endpoint_embedder_from_config(data, {})  # raises ValueError when invalid
     return data
 
@@ -66,8 +68,8 @@ def agent_create(
 
     ``embedder``: the attached collection's own embedder (:func:`validate_embedder`).
     Raises ``ValueError`` for a blank name, a bad slug, a collection name Chroma refuses, an
-    invalid policy/field map/cron/embedder, a slug or collection already used by an agent, attaching a
-    collection that does not exist or creating one that does; :class:`StoreUnavailable` when
+    invalid policy/field map/cron/embedder, a slug or collection already used by an agent,
+    attaching a collection that does not exist or creating one that does; :class:`StoreUnavailable` when
     Chroma is down. Nothing is written on error.
     """
     name = (name or "").strip()

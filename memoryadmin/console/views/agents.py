@@ -37,7 +37,8 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
 def _error_field(message: str, form) -> str | None:
     """The form field a service's ``ValueError`` is about (by its wording), else ``None``."""
     lowered = message.lower()
-    for word, name in (("embedder", "field_embedder_url"), ("collection", "collection_name"), ("slug", "slug"), ("cron", "schedule_cron"),
+    for word, name in (("embedder", "field_embedder_url"), ("collection", "collection_name"),
+                       ("slug", "slug"), ("cron", "schedule_cron"),
                        ("schedule", "schedule_cron"), ("name", "name")):
         if word in lowered and name in form.fields:
             return name

@@ -2,11 +2,12 @@
 ``[--embedder-url URL --embedder-model MODEL [--embedder-key-env VAR]]``.
 
 Creates an agent on an existing Chroma collection (mem0's, PraisonAI's, a plain log or our
-own), choosing the field map from the collection's shape, and prints the map it chose. The ``--embedder-*`` options name the OpenAI-compatible endpoint of
-the collection's own embedding model (mem0's default is OpenAI ``text-embedding-3-small``), so
-passes may write new texts to a collection of another model's vectors. Bad
-input (unknown collection, taken slug, a preset the records contradict) exits 2 with one line
-and creates nothing; Chroma unreachable exits 1.
+own), choosing the field map from the collection's shape, and prints the map it chose. The
+``--embedder-*`` options name the OpenAI-compatible endpoint of the collection's own embedding
+model (mem0's default is OpenAI ``text-embedding-3-small``), so passes may write new texts to a
+collection of another model's vectors. Bad input (unknown collection, taken slug, a preset the
+records contradict, a half-filled embedder) exits 2 with one line and creates nothing; Chroma
+unreachable exits 1.
 """
 
 from __future__ import annotations
