@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .planning import plan as make_plan
-from .plans import OpKind, Plan
+from .plans import OpKind, Plan, leave_out
 from .policy import Policy
 from .protocols import Embedder, MemoryStore, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
@@ -125,11 +125,21 @@ class Consolidator:
         return self._embed_missing(records_from_memory(memory))
 
     def plan(self, memory: Any, *, checkpoint: Mapping[str, str] | None = None) -> Plan:
-        """The :class:`Plan` for ``memory`` (nothing written). See :func:`planning.plan`."""
-        return make_plan(
-            self.snapshot(memory), self.policy, now=self.clock(), fieldmap=self.fieldmap,
-            checkpoint=checkpoint,
+        """The :class:`Plan` for ``memory`` (nothing written). See :func:`planning.plan`.
+
+        When ``memory`` can say which texts it cannot write (``unwritable(texts) -> {text:
+        reason}``, as the Chroma store does for empty texts and for new texts in a collection of
+        another model's vectors), those operations are left out (:func:`plans.leave_out`).
+        """
+        records = self.snapshot(memory)
+        the_plan = make_plan(
+            records, self.policy, now=self.clock(), fieldmap=self.fieldmap, checkpoint=checkpoint,
         )
+        unwritable = getattr(memory, "unwritable", None)
+        texts = [op.result_document for op in the_plan.operations if op.result_document is not None]
+        if callable(unwritable) and texts:
+            the_plan = leave_out(the_plan, unwritable(texts), len(records))
+        return the_plan
 
     def consolidate(
         self, memory: Any, *, max_loss_fraction: float = 0.25

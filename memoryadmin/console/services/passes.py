@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from consolidation import FieldMap, MemoryRecord, Policy, summarize
-from consolidation.plan import leave_out
+from consolidation.plans import leave_out
 
 from .. import stores
 from ..errors import PassAlreadyActive, ServiceError
