@@ -150,6 +150,8 @@ def _text_key(metas: Sequence[Mapping[str, Any]]) -> str | None:
 
 def _guess(sample: CollectionSample) -> tuple[str, str | None]:
     """``(shape, text key)`` from the sampled records (text key ``None`` = the document)."""
+    if not sample.ids:
+        return "memoryadmin", None  # nothing to read: we will be its writer
     metas = [dict(m or {}) for m in sample.metadatas]
     has_doc = _share(
         [{"d": d} for d in sample.documents], lambda r: isinstance(r["d"], str) and bool(r["d"])

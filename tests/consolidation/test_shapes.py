@@ -9,6 +9,7 @@ import chromadb
 import numpy as np
 import pytest
 
+from consolidation import FieldMap
 from consolidation.adapters.chroma_info import sample_collection
 from consolidation.adapters.embedder import get_default_embedder
 from consolidation.shapes import CollectionSample, detect_shape
@@ -110,3 +111,9 @@ def test_it_says_when_384d_vectors_are_another_models():
     report = detect_shape(sample, embed=_embed)
     assert report.embedder_matches is False
     assert "another model" in " ".join(report.notes)
+
+
+def test_an_empty_collection_gets_our_own_field_map():
+    report = detect_shape(CollectionSample(ids=[], documents=[], metadatas=[]))
+    assert (report.shape, report.field_map, report.embedder_matches) == ("memoryadmin", FieldMap(), None)
+    assert "empty" in " ".join(report.notes)
