@@ -201,3 +201,23 @@ def test_the_consolidator_never_deletes_mem0_memories_read_without_their_field_m
     assert col.count() == 8
     assert sorted(m["data"] for m in col.get()["metadatas"]) == sorted(facts)
     assert not result.context.get("applied") or result.entries_after == 8
+
+
+def test_the_consolidator_keeps_praisonais_documents_and_vectors():
+    from consolidation import Consolidator
+    from tests.agent_stores import PraisonMemory, write_praisonai
+
+    client = chromadb.EphemeralClient()
+    name = f"praison-{uuid.uuid4().hex[:10]}"
+    write_praisonai(client, [PraisonMemory(t) for t in [*TEXTS, TEXTS[1]]], collection_name=name)
+    col = client.get_collection(name)
+    fm = preset_field_map("praisonai")
+    store = ChromaMemoryStore(col, layout=Layout(name, field_map=fm, embed=CountingEmbed()))
+    result = Consolidator(fieldmap=fm, embedder=get_default_embedder()).consolidate(
+        store, max_loss_fraction=0.5
+    )
+    assert result.context["applied"] and result.entries_after == 3
+    got = col.get(include=["documents", "embeddings"])
+    assert sorted(got["documents"]) == sorted(TEXTS)
+    assert {len(e) for e in got["embeddings"]} == {FOREIGN_DIM}
+    assert col.configuration_json["hnsw"]["space"] == "cosine"
