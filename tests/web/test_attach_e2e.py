@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import rollback, services, stores
 from memoryadmin.console.models import Agent, Pass
 from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, write_mem0
 from tests.conftest import DISTINCT_FACTS
@@ -58,8 +58,10 @@ def texts_by_user(collection_name: str) -> dict[str, Counter]:
 
 
 def attach_and_run(name: str, memories: list[Mem0Memory], alice, bob, capture) -> tuple[Agent, Pass]:
-    """Write ``memories`` with mem0, attach, run one default pass, approve it; both users act."""
-    write_mem0(stores.get_client(), name, memories)
+    """Write ``memories`` with mem0 (none: already written), attach, run one default pass,
+    approve it; both users act."""
+    if memories:
+        write_mem0(stores.get_client(), name, memories)
     out = io.StringIO()
     call_command("attach_collection", f"agent-{name}", name, "--json", stdout=out)
     report = json.loads(out.getvalue())
@@ -95,6 +97,30 @@ def test_a_default_pass_merges_each_users_rewrites_and_keeps_the_collections_sha
     col = stores.get_client().get_collection(name)
     assert col.configuration_json["hnsw"]["space"] == "l2"
     assert col.count() == len(ALICE) + len(BOB) - 3
+
+
+def raw(collection_name: str) -> dict[str, tuple[str | None, dict, bytes]]:
+    got = stores.get_client().get_collection(collection_name).get(
+        include=["documents", "metadatas", "embeddings"])
+    return {i: (d, m, np.asarray(e, dtype=np.float32).tobytes())
+            for i, d, m, e in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"],
+                                  strict=True)}
+
+
+def test_undoing_the_pass_restores_mem0s_records_byte_identical(
+    unique_name, alice, bob, django_capture_on_commit_callbacks
+):
+    name = unique_name("mem0")
+    memories = [Mem0Memory(t, user_id="alice") for t in ALICE] + [Mem0Memory(t, user_id="bob") for t in BOB]
+    write_mem0(stores.get_client(), name, memories)
+    before = raw(name)
+    _, run = attach_and_run(name, [], alice, bob, django_capture_on_commit_callbacks)
+    assert run.status == Pass.Status.APPLIED and raw(name) != before
+    with django_capture_on_commit_callbacks(execute=True):
+        rollback.pass_rollback_request(run=run, user=bob, note="undo")
+    run.refresh_from_db()
+    assert run.status == Pass.Status.ROLLED_BACK, (run.status, run.error)
+    assert raw(name) == before  # ids, no documents, metadata and the original 1536-d vectors
 
 
 @pytest.mark.xfail(strict=True, reason="needs scope rule from judgment branch")
