@@ -394,6 +394,7 @@ class ChromaMemoryStore:
             raise ValueError("query embedding is all zeros")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
+        self._see_width()
         if self.layout.foreign():
             return self._scan_query(q / norm, k)
         total = self.count()

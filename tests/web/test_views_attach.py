@@ -95,3 +95,22 @@ def test_a_half_filled_embedder_is_an_error_on_its_field(client: Client, alice, 
     assert r.status_code == 200
     assert "base URL and a model" in r.context["form"].errors["field_embedder_url"][0]
     assert not Agent.objects.filter(slug=data["slug"]).exists()
+
+
+def test_an_attached_mem0_agents_memories_are_listed_and_searchable(client: Client, carol, unique_name) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    name = unique_name("mem0")
+    write_mem0(stores.get_client(), name, [Mem0Memory("Trinkt morgens schwarzen Kaffee", user_id="a"),
+                                           Mem0Memory("喜欢喝乌龙茶", user_id="b"),
+                                           Mem0Memory("Prefers dark mode in the editor", user_id="a")])
+    call_command("attach_collection", "mem0-view", name, stdout=StringIO())
+    client.force_login(carol)
+    url = reverse("memory_list", args=["mem0-view"])
+    html = client.get(url).content.decode()
+    assert "Trinkt morgens schwarzen Kaffee" in html and "喜欢喝乌龙茶" in html
+    r = client.get(url, {"q": "editor theme preference", "k": 1})
+    assert r.status_code == 200
+    assert [m.document for m in r.context["results"]] == ["Prefers dark mode in the editor"]
