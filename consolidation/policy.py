@@ -81,6 +81,14 @@ class Policy:
       ``prune_min_age_days`` (30): a memory older than the minimum age whose
       ``importance × 0.5 ** (age / half_life)`` falls below the threshold is pruned (seed 002,
       "Time-based decay": exponential forgetting curve; 30 days is its medium-compression step).
+    - ``prune_max_importance`` (0.3): age alone never removes a unique memory (issue 9, item 8):
+      decay by itself prunes only a memory whose *explicit* importance is below this value. 0.3
+      is the bottom of the usual "low" band of 0–1 importance scales (mem0 and PraisonAI write
+      0.5 as neutral; seed 002 scores below ~0.3 as low-value); with the default half-life a
+      memory at importance 0.3 would otherwise fall below ``prune_threshold`` after ~78 days,
+      so a store of neutral memories (0.5) was pruned wholesale at ~100 days. A decayed
+      memory at or above this value, or without an importance, may be pruned only when its
+      content is covered (``prune_coverage``).
     - ``prune_coverage`` (1.0): a decayed memory *without an explicit importance* (scored at the
       neutral 0.5) is pruned only when at least this fraction of its content words appear in the
       memories its session keeps after the pass's merges (0.0 = prune on missing importance
@@ -120,13 +128,14 @@ class Policy:
     prune_threshold: float = 0.05
     prune_min_age_days: float = 30.0
     prune_coverage: float = 1.0
+    prune_max_importance: float = 0.3
     trim_to_guard: bool = False
     min_recall_retention: float | None = 0.98
     recall_k: int = 10
 
     def __post_init__(self) -> None:
         unit = {"max_loss_fraction", "link_threshold", "promote_min_importance", "prune_threshold",
-                "prune_coverage"}
+                "prune_coverage", "prune_max_importance"}
         cosine = {"contradiction_threshold"}
         for f in fields(self):
             name, v = f.name, getattr(self, f.name)

@@ -39,6 +39,10 @@ POLICY_HELP: dict[str, str] = {
     "prune": "Prune old, low-value memories by exponential decay.",
     "prune_half_life_days": "Half-life of importance decay, in days (> 0; default 30).",
     "prune_threshold": "Prune when importance × 0.5^(age/half-life) falls below this (0–1; default 0.05).",
+    "prune_max_importance": (
+        "Age alone prunes only memories whose explicit importance is below this (0–1; default "
+        "0.3); others decay away only when the store keeps their content."
+    ),
     "prune_min_age_days": "Never prune memories younger than this many days (≥ 0; default 30).",
     "min_recall_retention": "Reject a pass whose answer recall@k falls below this fraction of "
     "the recall before (0–1; empty disables the recall guard; default 0.98).",
