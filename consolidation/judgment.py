@@ -90,7 +90,8 @@ class PairVerdict:
     ``kind``: ``"same"``, ``"supersedes"``, ``"conflict"`` or ``"distinct"``; ``newer``: 0 or 1,
     the index of the memory to keep when ``kind == "supersedes"`` (else ``None``); ``cue``: the
     contradiction cue's kind (``"negation"``, ``"past_state"``, ``"changed_number"``,
-    ``"changed_value"``, ``"polarity"``, ``"tense"``) or ``None``; ``reasons``: short sentences
+    ``"changed_value"``, ``"polarity"``, ``"tense"``; for a ``"distinct"`` pair also
+    ``"role_swap"`` or ``"different_subject"``) or ``None``; ``reasons``: short sentences
     for a reviewer.
     """
 
@@ -192,7 +193,10 @@ def judge_pair(
         return atom
     cue = compare(a_text, b_text, pa, pb)
     if cue is not None and cue.kind in ("role_swap", "different_subject"):
-        return _distinct(f"{cue.kind.replace('_', ' ')}: {cue.detail}")
+        # Two facts about different people (or who did what to whom): both kept, and the cue
+        # is named so no fold or window puts them together either.
+        return PairVerdict(DISTINCT, None, cue.kind,
+                           (f"{cue.kind.replace('_', ' ')}: {cue.detail}",))
     clean = cue.unambiguous if cue is not None else False
     kind = cue.kind if cue is not None else None
     detail = cue.detail if cue is not None else ""

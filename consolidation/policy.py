@@ -93,6 +93,9 @@ class Policy:
       neutral 0.5) is pruned only when at least this fraction of its content words appear in the
       memories its session keeps after the pass's merges (0.0 = prune on missing importance
       alone, the old rule, which on LoCoMo deleted dialog turns at random: 72 % recall).
+      Whatever the value, at least half of the words must be kept elsewhere
+      (``consolidation.planning.prune.MIN_COVERAGE``, issue 9: age alone never removes a
+      unique memory), so 0.0 now acts as 0.5.
       Only episodic memories decay on a missing importance; facts (``semantic``) and summaries
       without one are never pruned by age (pruning covered observations on LoCoMo cost recall
       and *raised* context: short facts were replaced in the top-k by longer texts).
