@@ -171,9 +171,9 @@ def judge_pair(
     ``cosine`` is the pair's cosine similarity of the engine's own embeddings in [-1, 1] (or
     ``None`` when not computed: then only identical texts can be ``"same"``). ``fieldmap``
     names the scope and time keys (default :class:`FieldMap`); ``policy`` gives
-    ``link_threshold`` (positive evidence for ``"same"``) and ``contradiction_threshold``
-    (how similar a pair with a contradiction cue and other wording differences must be to be
-    raised as a ``"conflict"`` rather than left ``"distinct"``). No threshold can turn a pair
+    ``link_threshold``: positive evidence for ``"same"``, and how similar a pair with a
+    contradiction cue *and* other wording differences must be to be raised as a
+    ``"conflict"`` (it would otherwise be a merge candidate) rather than left ``"distinct"``. No threshold can turn a pair
     with a contradiction cue or a replaced fact atom into ``"same"``. Never raises.
     """
     fm = fieldmap or FieldMap()
@@ -248,8 +248,10 @@ def _contradiction(kind: str, clean: bool, detail: str, a: str, b: str, pa: Pars
         reasons.append("both are state statements and the newer one "
                        f"({'first' if newer == 0 else 'second'}) replaces the older")
         return PairVerdict(SUPERSEDES, newer, kind, tuple(reasons))
-    if not clean and cosine is not None and cosine < pol.contradiction_threshold:
-        reasons.append(f"cosine {cosine:.3f} < {pol.contradiction_threshold:g}: kept apart")
+    if not clean and cosine is not None and cosine < pol.link_threshold:
+        # The wording differs too and the pair is no merge candidate: nothing to protect, so
+        # no reviewer's time is spent on it (LoCoMo: paraphrases with "not give up" …).
+        reasons.append(f"cosine {cosine:.3f} < {pol.link_threshold:g}: kept apart")
         return PairVerdict(DISTINCT, None, kind, tuple(reasons))
     if newer is None:
         reasons.append("which one is newer is unknown")
