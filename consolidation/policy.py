@@ -68,10 +68,13 @@ class Policy:
     - ``semantic_window_size`` (1 = off), ``semantic_window_chars`` (300): semantic memories
       (with what was folded into them) of the same session and speaker merged, up to this many
       per window and this many characters.
-    - ``contradiction_threshold`` (0.75): pairs at least this similar are checked for
-      contradiction (negation, changed value, "no longer", swapped roles) before any merge.
-    - ``reconcile`` (True): contradicting pairs become reconcile operations (newer kept, older
-      superseded) when the cue is unambiguous; otherwise both are left alone.
+    - ``contradiction_threshold`` (0.75): pairs at least this similar are judged for
+      contradiction (:func:`consolidation.judgment.judge_pair`: negation, past state, changed
+      value or number, swapped roles) before any merge; folds and windows never join such a
+      pair. No threshold makes a pair with a contradiction cue mergeable.
+    - ``reconcile`` (True): a contradiction between two state statements whose recency is
+      known becomes a reconcile (newer kept, older superseded); anything less sure — and every
+      such pair when this is off — becomes a ``conflict`` item for a reviewer (both kept).
     - ``promote`` (True), ``curated_tier`` ("curated"), ``promote_min_sessions`` (3),
       ``promote_min_importance`` (0.8), ``promote_min_access`` (5): a memory is promoted when it
       was reinforced in at least ``promote_min_sessions`` sessions, or has importance ≥

@@ -30,7 +30,10 @@ POLICY_HELP: dict[str, str] = {
     "max_merged_chars": "Longest merged text, in characters (≥ 20; default 800).",
     "contradiction_threshold": "Pairs at least this similar are checked for contradiction "
     "before any merge (cosine, −1–1; default 0.75).",
-    "reconcile": "Turn unambiguous contradictions into reconcile operations (newer kept).",
+    "reconcile": (
+        "Turn sure contradictions (two states, known dates) into reconcile operations (newer "
+        "kept); the unsure ones are conflict items a reviewer decides."
+    ),
     "promote": "Promote reinforced or important memories to the curated tier.",
     "curated_tier": "Tier name given to promoted memories (default “curated”).",
     "promote_min_sessions": "Promote a memory seen in at least this many sessions (default 3).",
