@@ -26,6 +26,7 @@ class OpKind(StrEnum):
     PRUNE = "prune"
     RECONCILE = "reconcile"
     DISTILL = "distill"
+    CONFLICT = "conflict"
 
 
 class Fate(StrEnum):
@@ -55,12 +56,15 @@ def merged_id(source_ids: Iterable[str], source_hashes: Iterable[str]) -> str:
 class Operation:
     """One proposed change.
 
-    - ``kind``: merge | promote | prune | reconcile | distill.
+    - ``kind``: merge | promote | prune | reconcile | distill | conflict. A ``conflict`` holds a
+      contradiction the engine could not settle (``source_ids``: both memories; ``rule``: the
+      cue; ``scores``: cosine, cue and both dates); it removes nothing, writes nothing, is
+      outside the loss fraction and is never applied automatically (issue 9, item 7).
     - ``source_ids``: the memories it reads, in display order. For reconcile, ``source_ids[0]``
       is the winner (kept) and the rest are superseded.
     - ``source_hashes``: ``content_hash`` of each source at planning time (same order).
     - ``removes``: ids that leave the store when applied (merge: all sources; prune: the
-      source; reconcile: the superseded ones; promote/distill: none).
+      source; reconcile: the superseded ones; promote/distill/conflict: none).
     - ``result_id`` / ``result_document`` / ``result_metadata``: the record to write (merge:
       the merged memory; promote: the source id with its new metadata; distill: a new memory).
     - ``scores``: figures behind the decision, e.g. ``{"min_cosine": 0.93}`` (cosine in

@@ -30,7 +30,10 @@ POLICY_HELP: dict[str, str] = {
     "max_merged_chars": "Longest merged text, in characters (≥ 20; default 800).",
     "contradiction_threshold": "Pairs at least this similar are checked for contradiction "
     "before any merge (cosine, −1–1; default 0.75).",
-    "reconcile": "Turn unambiguous contradictions into reconcile operations (newer kept).",
+    "reconcile": (
+        "Turn sure contradictions (two states, known dates) into reconcile operations (newer "
+        "kept); the unsure ones are conflict items a reviewer decides."
+    ),
     "promote": "Promote reinforced or important memories to the curated tier.",
     "curated_tier": "Tier name given to promoted memories (default “curated”).",
     "promote_min_sessions": "Promote a memory seen in at least this many sessions (default 3).",
@@ -39,6 +42,10 @@ POLICY_HELP: dict[str, str] = {
     "prune": "Prune old, low-value memories by exponential decay.",
     "prune_half_life_days": "Half-life of importance decay, in days (> 0; default 30).",
     "prune_threshold": "Prune when importance × 0.5^(age/half-life) falls below this (0–1; default 0.05).",
+    "prune_max_importance": (
+        "Age alone prunes only memories whose explicit importance is below this (0–1; default "
+        "0.3); others decay away only when the store keeps their content."
+    ),
     "prune_min_age_days": "Never prune memories younger than this many days (≥ 0; default 30).",
     "min_recall_retention": "Reject a pass whose answer recall@k falls below this fraction of "
     "the recall before (0–1; empty disables the recall guard; default 0.98).",

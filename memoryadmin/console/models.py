@@ -200,7 +200,8 @@ class Pass(models.Model):
 
 
 class Operation(models.Model):
-    """One operation of a pass (merge/promote/prune/reconcile/distill) and its apply state."""
+    """One operation of a pass (merge/promote/prune/reconcile/distill/conflict) and its apply
+    state. A ``conflict`` removes nothing and is never applied: it waits for a reviewer."""
 
     class Kind(models.TextChoices):
         MERGE = "merge"
@@ -208,6 +209,7 @@ class Operation(models.Model):
         PRUNE = "prune"
         RECONCILE = "reconcile"
         DISTILL = "distill"
+        CONFLICT = "conflict"
 
     class Status(models.TextChoices):
         PENDING = "pending"

@@ -181,7 +181,10 @@ def test_it_merges_facts_of_one_session_and_speaker_when_asked():
         ("I adopted a puppy named Max.", 1.0, True),  # every content word kept elsewhere
         ("I adopted a kitten.", 1.0, False),  # "kitten" would be lost
         ("I adopted a kitten.", 0.5, True),
-        ("I adopted a kitten.", 0.0, True),  # the old rule: missing importance alone
+        # issue 9: 0.0 was "missing importance alone"; age alone never removes a unique memory,
+        # so at least half of the words must be kept elsewhere ("adopt" is, "kitten" is not)
+        ("I adopted a kitten.", 0.0, True),
+        ("I adopted a tiny grey kitten.", 0.0, False),
     ],
 )
 def test_it_prunes_a_stale_turn_only_when_its_session_keeps_its_words(extra, coverage, pruned):
@@ -192,7 +195,7 @@ def test_it_prunes_a_stale_turn_only_when_its_session_keeps_its_words(extra, cov
     ]
     p = plan(records, BARE.with_(prune=True, prune_coverage=coverage), now=NOW)
     assert (p.fates["c:D1:1"] == Fate.PRUNED) is pruned
-    assert p.fates["c:sum:1"] == Fate.KEPT or coverage == 0.0
+    assert p.fates["c:sum:1"] == Fate.KEPT
     assert_accounted(records, p)
 
 

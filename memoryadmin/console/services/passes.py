@@ -15,7 +15,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from consolidation import FieldMap, MemoryRecord, Policy, summarize
+from consolidation import FieldMap, MemoryRecord, OpKind, Policy, summarize
 from consolidation.plans import leave_out
 
 from .. import stores
@@ -275,6 +275,12 @@ def _store_proposal(
             transition(old, frm=(S.PROPOSED,), to=S.STALE, actor=actor, verb="stale", note=why,
                         reason=why, finished_at=timezone.now())
         to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
+        # A conflict is never settled nor auto-applied: a pass with only conflicts waits for a
+        # reviewer (issue 9, item 7); with other operations, auto-apply applies those only.
+        actionable = [op for op in plan.operations if op.kind != OpKind.CONFLICT]
+        label = ("Rejected by the loss guard" if not guard_passed
+                 else "Conflicts to review" if plan.operations and not actionable
+                 else "Proposal ready")
         fields: dict[str, Any] = {
             "entries_before": ev.entries_before, "entries_after": ev.entries_after,
             "merged": ev.merged, "promoted": ev.promoted, "pruned": ev.pruned,
@@ -282,7 +288,7 @@ def _store_proposal(
             "guard_passed": guard_passed, "guard_reason": guard_reason, "telemetry": telemetry,
             "recall": jsonable(recall or {}),
             "snapshot_hash": _snapshot_hash(records), "planned_at": timezone.now(), "progress": 1.0,
-            "progress_label": "Proposal ready" if guard_passed else "Rejected by the loss guard",
+            "progress_label": label,
         }
         if not guard_passed:
             fields.update(reason=guard_reason, finished_at=timezone.now())
@@ -301,7 +307,7 @@ def _store_proposal(
                 decided_by=None, decided_actor="policy", decided_at=timezone.now(),
                 finished_at=timezone.now(), progress_label="Nothing to consolidate",
             )
-        elif guard_passed and run.agent.auto_apply:
+        elif guard_passed and actionable and run.agent.auto_apply:
             run = transition(
                 run, frm=(S.PROPOSED,), to=S.APPROVED, actor="policy", verb="approved",
                 note="Auto-applied by the agent's policy: the loss guard passed.",
