@@ -163,8 +163,11 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
     "loggers": {
-        "chromadb": {"level": "WARNING"},
-        "httpx": {"level": "WARNING"},
+        # Third-party INFO chatter (every worker start/stop, every heartbeat) stays out of
+        # `make run`'s output; LIBS_LOG_LEVEL=INFO brings it back when debugging.
+        "chromadb": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
+        "httpx": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
+        "django-q": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
         # One handler for Django's messages (its own default would print each line twice), and
         # expected 4xx responses (403 for a viewer's POST) without a traceback; 500s still log.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
