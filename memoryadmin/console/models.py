@@ -83,7 +83,8 @@ class Pass(models.Model):
         APPLYING = "applying"
         APPLIED = "applied"
         PARTIALLY_APPLIED = "partially_applied"
-        DISMISSED = "dismissed"
+        # "Reject" leads to "rejected" (issue 10; was "dismissed", migration 0005).
+        DISMISSED = "rejected", "Rejected"
         STALE = "stale"
         ROLLING_BACK = "rolling_back"
         ROLLED_BACK = "rolled_back"

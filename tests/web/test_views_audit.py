@@ -25,7 +25,7 @@ def passes(unique_name, bob) -> dict[str, Pass]:
     out = {
         "guard": Pass.objects.create(agent=a, trigger="schedule", status="rejected_by_guard", created_at=when,
                                      guard_reason="Loss guard tripped: loss 40.0%", decided_actor="policy"),
-        "dismissed": Pass.objects.create(agent=a, trigger="operator", status="dismissed", decided_by=bob,
+        "dismissed": Pass.objects.create(agent=a, trigger="operator", status="rejected", decided_by=bob,
                                          decided_at=when, note=XSS, created_at=datetime(2026, 10, 6, tzinfo=UTC)),
         "failed": Pass.objects.create(agent=b, trigger="cli", status="failed", error="Chroma down",
                                       created_at=datetime(2026, 10, 7, tzinfo=UTC)),
@@ -90,7 +90,7 @@ def test_it_returns_the_results_fragment_for_htmx(client: Client, carol, passes)
 
 def test_it_paginates(client: Client, carol, unique_name) -> None:
     a = Agent.objects.create(name="Many", slug=unique_name("m"), collection_name=unique_name("c"))
-    Pass.objects.bulk_create([Pass(agent=a, trigger="schedule", status="dismissed") for _ in range(55)])
+    Pass.objects.bulk_create([Pass(agent=a, trigger="schedule", status="rejected") for _ in range(55)])
     client.force_login(carol)
     assert len(client.get(reverse("audit")).context["page"].object_list) == 50
     r = client.get(reverse("audit"), {"page": 2})
@@ -152,8 +152,8 @@ def events(passes, bob) -> dict[str, AuditEvent]:
     a, b = passes["dismissed"].agent, passes["applied"].agent
     when = datetime(2026, 10, 10, 9, tzinfo=UTC)
     return {
-        "dismissed": AuditEvent.objects.create(agent=a, run=passes["dismissed"], user=bob, actor="bob", verb="dismissed",
-                                               from_status="proposed", to_status="dismissed", note=XSS, created_at=when),
+        "dismissed": AuditEvent.objects.create(agent=a, run=passes["dismissed"], user=bob, actor="bob", verb="rejected",
+                                               from_status="proposed", to_status="rejected", note=XSS, created_at=when),
         "rollback": AuditEvent.objects.create(agent=b, run=passes["applied"], user=bob, actor="bob", verb="rollback_requested",
                                               from_status="applied", to_status="rolling_back", note="=undo", created_at=when),
         "pin": AuditEvent.objects.create(agent=b, actor="alice", verb="memory_pinned", created_at=when),

@@ -139,7 +139,7 @@ def test_it_redirects_back_without_htmx(client: Client, bob, agent) -> None:
 
 
 def test_it_reports_exclude_on_a_decided_pass(client: Client, bob, agent) -> None:
-    run = make_proposal(agent, status="dismissed")
+    run = make_proposal(agent, status="rejected")
     op = _merge_ops(run)[0]
     client.force_login(bob)
     r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"}, HTTP_HX_REQUEST="true")
@@ -218,8 +218,8 @@ def test_it_rejects_with_a_note(client: Client, bob, agent) -> None:
     r = client.post(reverse("pass_reject", args=[run.pk]), {"note": XSS}, follow=True)
     assert r.status_code == 200
     run.refresh_from_db()
-    assert run.status == "dismissed" and run.note == XSS
-    assert XSS.encode() not in r.content and b"dismissed" in r.content
+    assert run.status == "rejected" and run.note == XSS
+    assert XSS.encode() not in r.content and b"rejected" in r.content
 
 
 @pytest.mark.parametrize("name", ["pass_approve", "pass_reject"])
@@ -316,9 +316,9 @@ def test_it_says_a_stale_approve_was_not_recorded(client: Client, bob, alice, ag
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ship it"})
     assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
     html = client.get(r["Location"]).content.decode()
-    assert "was already rejected by alice" in html and "(now dismissed)" in html and "your approval was not recorded" in html and "ship it" in html
+    assert "was already rejected by alice" in html and "(now rejected)" in html and "your approval was not recorded" in html and "ship it" in html
     run.refresh_from_db()
-    assert run.status == "dismissed"
+    assert run.status == "rejected"
 
 
 def test_it_lists_the_pass_history_with_who_did_what(client: Client, bob, carol, agent) -> None:
@@ -330,7 +330,7 @@ def test_it_lists_the_pass_history_with_who_did_what(client: Client, bob, carol,
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     section = html[html.index('id="pass-history"'):html.index("<h2>Operations</h2>")]
     assert 'data-verb="excluded"' in section and 'data-verb="dismissed"' in section
-    assert "bob" in section and "proposed → dismissed" in section and "not now &lt;b&gt;" in section
+    assert "bob" in section and "proposed → rejected" in section and "not now &lt;b&gt;" in section
 
 
 def test_it_shows_who_rolled_back_in_the_history(client: Client, carol, bob, agent) -> None:
