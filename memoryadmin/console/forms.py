@@ -17,7 +17,7 @@ from django.core.validators import RegexValidator
 from consolidation import FieldMap, Policy
 
 from .models import Agent
-from .selectors import AUDIT_FILTERS
+from .selectors import AUDIT_FILTER_ALIASES, AUDIT_FILTERS
 
 POLICY_HELP: dict[str, str] = {
     "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
@@ -345,8 +345,12 @@ class AuditFilterForm(forms.Form):
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        status = data.get("status") if data is not None else None
+        if status in AUDIT_FILTER_ALIASES:  # old links (?status=dismissed) keep working
+            data = data.copy()
+            data["status"] = AUDIT_FILTER_ALIASES[status]
+        super().__init__(data, *args, **kwargs)
         self.fields["agent"].choices = [("", "all agents"), *Agent.objects.values_list("slug", "name")]
 
     def clean(self) -> dict[str, Any]:

@@ -84,7 +84,7 @@ class Pass(models.Model):
         APPLIED = "applied"
         PARTIALLY_APPLIED = "partially_applied"
         # "Reject" leads to "rejected" (issue 10; was "dismissed", migration 0005).
-        DISMISSED = "rejected", "Rejected"
+        REJECTED = "rejected"
         STALE = "stale"
         ROLLING_BACK = "rolling_back"
         ROLLED_BACK = "rolled_back"
@@ -101,7 +101,7 @@ class Pass(models.Model):
         Status.FAILED,
         Status.APPLIED,
         Status.PARTIALLY_APPLIED,
-        Status.DISMISSED,
+        Status.REJECTED,
         Status.STALE,
         Status.ROLLED_BACK,
     )

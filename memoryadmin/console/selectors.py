@@ -41,7 +41,7 @@ AUDIT_PAGE_SIZE = 50
 AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
     "all": (),
     "rejected_by_guard": (Pass.Status.REJECTED_BY_GUARD,),
-    "dismissed": (Pass.Status.DISMISSED,),
+    "rejected": (Pass.Status.REJECTED,),
     "failed": (Pass.Status.FAILED,),
     "stale": (Pass.Status.STALE,),
     "applied": (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED),
@@ -50,6 +50,9 @@ AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
     "active": tuple(Pass.ACTIVE),
 }
 """Audit page status filters: name → statuses (empty tuple = every pass)."""
+
+AUDIT_FILTER_ALIASES: dict[str, str] = {"dismissed": "rejected"}
+"""Old filter names that links and bookmarks still use (``?status=dismissed``, before issue 10)."""
 
 
 def operator_zone(name: str | None) -> ZoneInfo:

@@ -39,7 +39,7 @@ def test_a_pass_rejected_by_the_guard_leaves_the_census_identical(agent_with_mem
     assert services.agent_census(agent=agent) == before
 
 
-def test_a_dismissed_pass_leaves_the_census_identical(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_a_rejected_pass_leaves_the_census_identical(agent_with_memories, bob, django_capture_on_commit_callbacks):
     agent = agent_with_memories(DUPES, policy=LOOSE)
     before = services.agent_census(agent=agent)
     run = propose(agent, django_capture_on_commit_callbacks)

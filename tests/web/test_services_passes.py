@@ -107,8 +107,8 @@ def test_it_rejects_with_a_required_note(agent_with_memories, bob, django_captur
         services.pass_reject(run=run, user=bob, note="  ")
     run = services.pass_reject(run=run, user=bob, note="not now")
 
-    assert run.status == Pass.Status.DISMISSED and run.note == "not now"
-    assert verbs(run)[-1] == ("dismissed", "proposed", "rejected")
+    assert run.status == Pass.Status.REJECTED and run.note == "not now"
+    assert verbs(run)[-1] == ("rejected", "proposed", "rejected")
     assert census(agent) == before
     with pytest.raises(services.ServiceError, match="only a proposed pass"):
         services.pass_approve(run=run, user=bob)

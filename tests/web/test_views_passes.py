@@ -47,7 +47,7 @@ def test_it_shows_summary_and_operations_by_kind(client: Client, carol, agent) -
     for kind in ("merge", "prune", "reconcile"):
         assert f'id="ops-{kind}"' in html
     assert "0.931" in html  # pairwise cosine
-    assert "score=0.012" in html and "decay" in html  # prune score and rule
+    assert "<dt>decayed importance</dt><dd class=\"memtext\">0.012</dd>" in html and "decay" in html
     assert "wins" in html and "superseded" in html and "newer statement wins" in html
     # viewers see no review controls
     assert "Approve" not in html and 'data-action="toggle-exclude"' not in html
@@ -219,7 +219,7 @@ def test_it_rejects_with_a_note(client: Client, bob, agent) -> None:
     assert r.status_code == 200
     run.refresh_from_db()
     assert run.status == "rejected" and run.note == XSS
-    assert XSS.encode() not in r.content and b"rejected" in r.content
+    assert XSS.encode() not in r.content and b"rejected" in r.content and b"dismissed" not in r.content
 
 
 @pytest.mark.parametrize("name", ["pass_approve", "pass_reject"])
@@ -329,7 +329,7 @@ def test_it_lists_the_pass_history_with_who_did_what(client: Client, bob, carol,
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     section = html[html.index('id="pass-history"'):html.index("<h2>Operations</h2>")]
-    assert 'data-verb="excluded"' in section and 'data-verb="dismissed"' in section
+    assert 'data-verb="excluded"' in section and 'data-verb="rejected"' in section
     assert "bob" in section and "proposed → rejected" in section and "not now &lt;b&gt;" in section
 
 

@@ -20,7 +20,7 @@ One module per step of a pass's life, plus its neighbours:
   validation, the live-store read, failpoints)
 
 Lifecycle (ARCHITECTURE.md): ``queued → running → proposed | rejected_by_guard | failed``;
-``proposed → approved → applying → applied | partially_applied``; ``proposed → dismissed | stale``;
+``proposed → approved → applying → applied | partially_applied``; ``proposed → rejected | stale``;
 ``applied | partially_applied → rolling_back → rolled_back``.
 Every transition is a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent`
 in one transaction, so two workers can never both move the same pass, and one active pass per

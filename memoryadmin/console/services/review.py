@@ -131,7 +131,7 @@ def pass_reject(*, run: Pass, user: Any, note: str) -> Pass:
     actor = actor_name(user, "cli")
     run = _reviewable(run)
     return transition(
-        run, frm=(S.PROPOSED,), to=S.DISMISSED, actor=actor, verb="dismissed", user=user, note=note,
+        run, frm=(S.PROPOSED,), to=S.REJECTED, actor=actor, verb="rejected", user=user, note=note,
         pass_note=note, decided_by=user_or_none(user), decided_actor=actor,
         decided_at=timezone.now(), finished_at=timezone.now(),
     )

@@ -83,7 +83,7 @@ def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str)
         timezone.localtime(run.decided_at, request_zone(request)).strftime("%Y-%m-%d %H:%M:%S %Z")
         if run.decided_at else ""
     )
-    decided = "rejected" if run.status == Pass.Status.DISMISSED else "approved"
+    decided = "rejected" if run.status == Pass.Status.REJECTED else "approved"
     text = f"Pass #{run.pk} was already {decided}"
     if who:
         text += f" by {who}"
