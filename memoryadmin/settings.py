@@ -128,7 +128,13 @@ Q_CLUSTER: dict = {
     "timeout": envint("Q_TIMEOUT", 1800),
     "retry": envint("Q_RETRY", 3600),
     "max_attempts": 1,
-    "catch_up": False,
+    # True, although we never want missed runs replayed: django-q2 only replays MINUTES/DAILY…
+    # schedules (ours are CRON, whose next run is computed from "now" either way), and with False
+    # its scheduler busy-loops at the autumn clock change (croniter's 02:30 CET compares "not
+    # after" 02:30:20 CEST: same zone, wall-clock comparison) until the wall clock goes back,
+    # for up to an hour. The repeated 02:30 is skipped by pass_request_scheduled (one run per
+    # local slot).
+    "catch_up": True,
     "sync": envbool("Q_SYNC", False),
     "poll": 0.5,
     "save_limit": 1000,

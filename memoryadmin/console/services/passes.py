@@ -42,8 +42,9 @@ from .journal import (
     transition,
     user_or_none,
 )
+from .review import operations_carry_over
 
-__all__ = ["pass_fail", "pass_request", "pass_run"]
+__all__ = ["pass_fail", "pass_request", "pass_request_scheduled", "pass_run"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ def pass_request(
     run_inline: bool = False,
     policy: Policy | None = None,
     policy_name: str = "",
+    slot: str = "",
 ) -> Pass:
     """Queue a pass for ``agent`` and enqueue :func:`tasks.run_pass` when the transaction commits.
 
@@ -67,7 +69,8 @@ def pass_request(
     instead of on the queue (CLI). ``policy`` overrides the agent's policy for this pass only
     (e.g. ``consolidate --policy aggressive``; ``policy_name`` is recorded with it). Raises
     :class:`PassAlreadyActive` — and records an ``AuditEvent`` with verb ``"refused"`` — when
-    another pass of the agent is active (I-5).
+    another pass of the agent is active (I-5). ``slot`` (scheduled runs) is the local calendar
+    slot recorded on the ``requested`` event.
     """
     trigger = Pass.Trigger(trigger).value
     actor = actor or actor_name(user, trigger)
@@ -81,7 +84,8 @@ def pass_request(
                 telemetry={"policy_override": policy_name or "explicit"} if override else {},
             )
             audit(actor=actor, verb="requested", run=run, agent=agent, user=user,
-                   to_status=S.QUEUED, data={"trigger": trigger})
+                   to_status=S.QUEUED,
+                   data={"trigger": trigger, **({"slot": slot} if slot else {})})
     except IntegrityError:
         active = agent.passes.filter(status__in=Pass.ACTIVE).first()
         detail = f"pass #{active.pk} is {active.status}" if active else "another pass is active"
@@ -91,6 +95,37 @@ def pass_request(
         raise PassAlreadyActive(message) from None
     enqueue(TASK_RUN, run.pk, inline=run_inline)
     return run
+
+
+def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass | None:
+    """The agent's schedule fired: queue a pass (trigger ``schedule``), unless
+
+    - a proposal of the agent is pending: it is somebody's work, so nothing is planned (a
+      ``* * * * *`` schedule stacked a stale proposal every minute, each discarding the
+      reviewer's exclusions); or
+    - this local calendar slot already ran: in the autumn daylight-saving change a ``30 2 * * *``
+      cron fires twice (02:30 CEST and 02:30 CET); the slot is the cron's latest local wall-clock
+      time (``selectors.schedule_slot``).
+
+    Both are audited as ``skipped`` (actor ``schedule``) and return ``None``. Raises
+    :class:`PassAlreadyActive` (audited ``refused``) when a pass is active.
+    """
+    from ..selectors import schedule_slot
+
+    slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
+    pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
+    if pending is not None:
+        audit(actor="schedule", verb="skipped", agent=agent, run=pending,
+              note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
+                   "nothing was planned.", data={"slot": slot, "pending_pass": pending.pk})
+        return None
+    repeat = agent.events.filter(verb="requested", data__slot=slot, data__trigger="schedule")
+    if repeat.exists() and not agent.passes.filter(status__in=Pass.ACTIVE).exists():
+        audit(actor="schedule", verb="skipped", agent=agent,
+              note=f"Scheduled run skipped: the {slot} run already happened (the clock went back "
+                   "an hour for daylight saving).", data={"slot": slot})
+        return None
+    return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
 
 
 def _snapshot(store: Any, run: Pass) -> list[MemoryRecord]:
@@ -259,7 +294,9 @@ def _store_proposal(
                     embedding=embedding_to_bytes(rec.embedding), removed=sid in op.removes,
                 ))
             OperationSource.objects.bulk_create(sources)
-        for old in Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk):
+        older = list(Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk)
+                     .order_by("-created_at", "-id"))
+        for old in older:
             why = f"Superseded by the newer pass #{run.pk}."
             transition(old, frm=(S.PROPOSED,), to=S.STALE, actor=actor, verb="stale", note=why,
                         reason=why, finished_at=timezone.now())
@@ -281,6 +318,9 @@ def _store_proposal(
             note="" if guard_passed else guard_reason,
             data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction}, **fields,
         )
+        if older and guard_passed:  # the reviewer's work on the latest pending proposal is kept
+            operations_carry_over(source=older[0], target=run, actor=actor)
+            run.refresh_from_db()
         if guard_passed and not plan.operations:
             # Nothing to review and nothing to write: settle it instead of leaving an empty
             # "pending" proposal for an operator to approve (a fresh-user finding).
