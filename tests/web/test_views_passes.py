@@ -372,9 +372,11 @@ def test_it_collapses_operation_kinds_of_a_long_proposal(client: Client, bob, ag
     assert '<details id="ops-merge" class="opgroup" open>' in short
     long_run = make_proposal(agent, entries_before=400, merges=60, prunes=30, reconciles=10)
     html = client.get(reverse("pass_detail", args=[long_run.pk])).content.decode()
-    for kind, n in (("merge", 60), ("prune", 30), ("reconcile", 10)):
+    for kind, label in (("merge", "60 merge operations · 120 memories merged into 60"),
+                        ("prune", "30 prune operations · 30 memories pruned"),
+                        ("reconcile", "10 reconcile operations · 10 memories superseded (older side)")):
         assert f'<details id="ops-{kind}" class="opgroup">' in html
-        assert f'{kind.capitalize()} <span class="muted">({n})</span>' in html
+        assert f'data-testid="group-{kind}">{label}</span>' in html
     page2 = client.get(reverse("pass_detail", args=[long_run.pk]), {"kind": "merge", "merge_page": 2}, HTTP_HX_REQUEST="true")
     assert page2.content.decode().lstrip().startswith('<details id="ops-merge" class="opgroup" open>')
 
