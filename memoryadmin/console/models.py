@@ -371,7 +371,8 @@ class StoreSample(models.Model):
 
 
 class PassSnapshot(models.Model):
-    """What a pass's planner saw: memory id → content hash of every record in its snapshot.
+    """What a pass's planner saw: memory id → content hash of every record in its snapshot,
+    except the sources of operations the loss budget deferred (so the next pass plans them again).
 
     Kept apart from :class:`Pass` so listing passes never loads it. After apply it becomes the
     agent's checkpoint (minus what the pass removed, plus what it wrote), so memories written

@@ -269,6 +269,10 @@ def _store_proposal(
         guard_passed, guard_reason = False, plan.result.reason or "Rejected by the engine."
     if guard_passed and recall is not None and not recall.get("passed", True):
         guard_passed, guard_reason = False, f"Recall guard tripped: {recall.get('reason')}"
+    trimmed = (plan.context or {}).get("trimmed") or {}
+    # Sources of operations the loss budget deferred leave the snapshot (and so the checkpoint
+    # after apply): the next incremental pass sees them as new and plans them again.
+    deferred_ids = set(trimmed.pop("deferred_ids", None) or ())
     telemetry = jsonable(dict(plan.context or {}))
     if (run.telemetry or {}).get("policy_override"):
         telemetry["policy_override"] = run.telemetry["policy_override"]
@@ -276,7 +280,8 @@ def _store_proposal(
     telemetry["now"] = now.isoformat()
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
-        PassSnapshot.objects.create(run=run, hashes={r.id: r.content_hash for r in records})
+        PassSnapshot.objects.create(
+            run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids})
         for index, op in enumerate(plan.operations):
             row = Operation.objects.create(
                 run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",
