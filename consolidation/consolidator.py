@@ -72,7 +72,9 @@ def records_from_memory(memory: Any) -> list[MemoryRecord]:
 class Consolidator:
     """Plans and (optionally) applies a consolidation pass; implements both seed protocols.
 
-    - ``policy``: thresholds (default :class:`Policy`).
+    - ``policy``: thresholds (default :class:`Policy` with ``trim_to_guard=False``: the seed
+      contract's ``consolidate(memory, max_loss_fraction=…)`` judges the whole pass and rejects
+      it when it would lose more; pass a policy with the budget option to plan within it).
     - ``embedder``: the :class:`Embedder` that embeds memories stored without an embedding and
       the merged memories it writes — e.g. the offline all-MiniLM-L6-v2 embedder from
       :func:`consolidation.adapters.get_default_embedder` (the engine never picks one itself:
@@ -94,7 +96,7 @@ class Consolidator:
         dry_run: bool = False,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self.policy = policy or Policy()
+        self.policy = policy or Policy(trim_to_guard=False)
         self.embedder = embedder
         self.fieldmap = fieldmap or FieldMap()
         self.dry_run = bool(dry_run)

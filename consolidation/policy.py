@@ -102,10 +102,16 @@ class Policy:
       Only episodic memories decay on a missing importance; facts (``semantic``) and summaries
       without one are never pruned by age (pruning covered observations on LoCoMo cost recall
       and *raised* context: short facts were replaced in the top-k by longer texts).
-    - ``trim_to_guard`` (False): when the pass would exceed ``max_loss_fraction``, keep the
-      highest-confidence removing operations that fit the budget and drop the rest (recorded in
-      ``plan.context["trimmed"]``) instead of proposing a pass the guard rejects. The trimmed
-      plan is still a proposal for review.
+    - ``trim_to_guard`` (True): plan **within the loss budget**. When the full plan would remove
+      more than ``max_loss_fraction`` of the originals, propose the most certain removing
+      operations that fit (exact duplicates, reconciles, near-duplicates by confidence, folds and
+      windows, then prunes) and record the rest as deferred (``plan.context["trimmed"]``: budget,
+      kept and deferred removals, deferred operations by kind); the next pass proposes the next
+      slice. On by default since issue 10: with it off, a LoCoMo agent's nightly passes were all
+      rejected by the guard (loss 68 % > 25 %) and the store never shrank; with it on the same
+      conversations converge in a few passes (bench/quality_locomo.py). The loss guard itself is
+      unchanged and still rejects whatever exceeds the budget (a reviewer's edits, an LLM
+      operation, a policy with this option off).
     - ``min_recall_retention`` (0.98 or ``None``): reject a pass whose after/before answer
       recall@k ratio falls below this (issue 4); ``None`` disables the recall guard.
     - ``recall_k`` (10): k for answer recall@k.
@@ -135,7 +141,7 @@ class Policy:
     prune_min_age_days: float = 30.0
     prune_coverage: float = 1.0
     prune_max_importance: float = 0.3
-    trim_to_guard: bool = False
+    trim_to_guard: bool = True
     min_recall_retention: float | None = 0.98
     recall_k: int = 10
 

@@ -128,7 +128,13 @@ Q_CLUSTER: dict = {
     "timeout": envint("Q_TIMEOUT", 1800),
     "retry": envint("Q_RETRY", 3600),
     "max_attempts": 1,
-    "catch_up": False,
+    # True, although we never want missed runs replayed: django-q2 only replays MINUTES/DAILY…
+    # schedules (ours are CRON, whose next run is computed from "now" either way), and with False
+    # its scheduler busy-loops at the autumn clock change (croniter's 02:30 CET compares "not
+    # after" 02:30:20 CEST: same zone, wall-clock comparison) until the wall clock goes back,
+    # for up to an hour. The repeated 02:30 is skipped by pass_request_scheduled (one run per
+    # local slot).
+    "catch_up": True,
     "sync": envbool("Q_SYNC", False),
     "poll": 0.5,
     "save_limit": 1000,
@@ -168,8 +174,11 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
     "loggers": {
-        "chromadb": {"level": "WARNING"},
-        "httpx": {"level": "WARNING"},
+        # Third-party INFO chatter (every worker start/stop, every heartbeat) stays out of
+        # `make run`'s output; LIBS_LOG_LEVEL=INFO brings it back when debugging.
+        "chromadb": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
+        "httpx": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
+        "django-q": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
         # One handler for Django's messages (its own default would print each line twice), and
         # expected 4xx responses (403 for a viewer's POST) without a traceback; 500s still log.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},

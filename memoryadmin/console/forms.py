@@ -17,7 +17,7 @@ from django.core.validators import RegexValidator
 from consolidation import FieldMap, Policy
 
 from .models import Agent
-from .selectors import AUDIT_FILTERS
+from .selectors import AUDIT_FILTER_ALIASES, AUDIT_FILTERS
 
 POLICY_HELP: dict[str, str] = {
     "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
@@ -27,7 +27,17 @@ POLICY_HELP: dict[str, str] = {
     "link_threshold": "Every pair in a near-duplicate group must be at least this similar "
     "(cosine, 0–1; default 0.90).",
     "max_group_size": "Most sources one merge may fold (≥ 2; default 8).",
-    "max_merged_chars": "Longest merged text, in characters (≥ 20; default 800).",
+    "max_merged_chars": "Longest merged text (near-duplicate group or session window), in "
+    "characters (≥ 20; default 800).",
+    "fold_evidence": "Fold an episodic turn into the fact (semantic memory) that cites all of its "
+    "evidence: the fact plus the turn's new words.",
+    "fold_max_chars": "Longest text a fold may produce, in characters (≥ 20; default 150): a "
+    "folded fact is retrieved like the fact, so its length is what the agent pays per hit.",
+    "window_max_size": "Episodic turns left after folding are merged into windows of up to this "
+    "many consecutive turns of one session (1 = off; default 6).",
+    "semantic_window_size": "Facts of one session and speaker merged into windows of up to this "
+    "many (1 = off; default 1).",
+    "semantic_window_chars": "Longest text of a fact window, in characters (≥ 20; default 300).",
     "contradiction_threshold": "Pairs at least this similar are checked for contradiction "
     "before any merge (cosine, −1–1; default 0.75).",
     "reconcile": (
@@ -47,6 +57,12 @@ POLICY_HELP: dict[str, str] = {
         "0.3); others decay away only when the store keeps their content."
     ),
     "prune_min_age_days": "Never prune memories younger than this many days (≥ 0; default 30).",
+    "prune_coverage": "A decayed turn without an importance is pruned only when at least this "
+    "fraction of its content words stays in what its session keeps (0–1; default 1).",
+    "trim_to_guard": "Plan within the loss budget: when the full plan would remove more than the "
+    "loss guard allows, propose the most certain operations that fit (exact duplicates first, "
+    "prunes last) and defer the rest to the next passes. Off: such a pass is rejected by the "
+    "guard.",
     "min_recall_retention": "Reject a pass whose answer recall@k falls below this fraction of "
     "the recall before (0–1; empty disables the recall guard; default 0.98).",
     "recall_k": "k for answer recall@k (default 10).",
@@ -104,8 +120,12 @@ def policy_help(name: str, default: Any) -> str:
     return _DEFAULT_RE.sub(lambda _m: f"default {shown}", text, count=1)
 
 
+POLICY_LABELS: dict[str, str] = {"trim_to_guard": "Plan within the loss budget"}
+"""Form labels that differ from the field name in words."""
+
+
 def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
-    label = name.replace("_", " ").capitalize()
+    label = POLICY_LABELS.get(name, name.replace("_", " ").capitalize())
     help_text = policy_help(name, default)
     if type_name == "bool":
         return forms.BooleanField(label=label, required=False, initial=default, help_text=help_text)
@@ -401,8 +421,12 @@ class AuditFilterForm(forms.Form):
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        status = data.get("status") if data is not None else None
+        if status in AUDIT_FILTER_ALIASES:  # old links (?status=dismissed) keep working
+            data = data.copy()
+            data["status"] = AUDIT_FILTER_ALIASES[status]
+        super().__init__(data, *args, **kwargs)
         self.fields["agent"].choices = [("", "all agents"), *Agent.objects.values_list("slug", "name")]
 
     def clean(self) -> dict[str, Any]:

@@ -94,7 +94,8 @@ class Pass(models.Model):
         APPLYING = "applying"
         APPLIED = "applied"
         PARTIALLY_APPLIED = "partially_applied"
-        DISMISSED = "dismissed"
+        # "Reject" leads to "rejected" (issue 10; was "dismissed", migration 0005).
+        REJECTED = "rejected"
         STALE = "stale"
         ROLLING_BACK = "rolling_back"
         ROLLED_BACK = "rolled_back"
@@ -111,7 +112,7 @@ class Pass(models.Model):
         Status.FAILED,
         Status.APPLIED,
         Status.PARTIALLY_APPLIED,
-        Status.DISMISSED,
+        Status.REJECTED,
         Status.STALE,
         Status.ROLLED_BACK,
     )
@@ -383,7 +384,8 @@ class StoreSample(models.Model):
 
 
 class PassSnapshot(models.Model):
-    """What a pass's planner saw: memory id → content hash of every record in its snapshot.
+    """What a pass's planner saw: memory id → content hash of every record in its snapshot,
+    except the sources of operations the loss budget deferred (so the next pass plans them again).
 
     Kept apart from :class:`Pass` so listing passes never loads it. After apply it becomes the
     agent's checkpoint (minus what the pass removed, plus what it wrote), so memories written

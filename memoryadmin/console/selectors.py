@@ -28,6 +28,7 @@ from consolidation import MemoryRecord
 from consolidation.shapes import ShapeReport
 
 from . import stores
+from .convergence import agent_convergence
 from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ AUDIT_PAGE_SIZE = 50
 AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
     "all": (),
     "rejected_by_guard": (Pass.Status.REJECTED_BY_GUARD,),
-    "dismissed": (Pass.Status.DISMISSED,),
+    "rejected": (Pass.Status.REJECTED,),
     "failed": (Pass.Status.FAILED,),
     "stale": (Pass.Status.STALE,),
     "applied": (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED),
@@ -51,6 +52,9 @@ AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
     "active": tuple(Pass.ACTIVE),
 }
 """Audit page status filters: name → statuses (empty tuple = every pass)."""
+
+AUDIT_FILTER_ALIASES: dict[str, str] = {"dismissed": "rejected"}
+"""Old filter names that links and bookmarks still use (``?status=dismissed``, before issue 10)."""
 
 
 def operator_zone(name: str | None) -> ZoneInfo:
@@ -118,11 +122,37 @@ def schedule_preview(
             tz = ZoneInfo(tz)
         except Exception as exc:
             raise ValueError(f"Unknown time zone {tz!r}.") from exc
-    start = (now or timezone.now()).astimezone(_cron_zone())
+    zone = _cron_zone()
+    start = (now or timezone.now()).astimezone(zone)
     it = croniter(cron, start)
-    return [it.get_next(datetime).astimezone(tz) for _ in range(max(0, int(count)))]
+    out: list[datetime] = []
+    seen: set[datetime] = {start.replace(tzinfo=None)}
+    while len(out) < max(0, int(count)):
+        when = it.get_next(datetime)
+        wall = when.astimezone(zone).replace(tzinfo=None)
+        if wall <= max(seen):
+            # The autumn clock change repeats a local hour: croniter yields 02:30 CEST and 02:30
+            # CET, but a schedule runs once per local slot (pass_request_scheduled skips the
+            # repeat), so the preview lists what will really run.
+            continue
+        seen.add(wall)
+        out.append(when.astimezone(tz))
+    return out
 
 
+def schedule_slot(*, cron: str, now: datetime) -> str:
+    """The local calendar slot a scheduled run at ``now`` belongs to: the cron's latest
+    wall-clock time at or before ``now`` in ``settings.TIME_ZONE``, as ``"YYYY-MM-DDTHH:MM"``.
+
+    Both runs of a ``30 2 * * *`` cron in the night the clocks go back (02:30 CEST, 02:30 CET)
+    get the same slot ``"2025-10-26T02:30"``. Raises ``ValueError`` for a bad cron.
+    """
+    from croniter import croniter
+
+    wall = now.astimezone(_cron_zone()).replace(tzinfo=None, microsecond=0)
+    if croniter.match(cron, wall.replace(second=0)):
+        return wall.replace(second=0).isoformat(timespec="minutes")
+    return croniter(cron, wall).get_prev(datetime).isoformat(timespec="minutes")
 
 
 @dataclass
@@ -135,6 +165,7 @@ class AgentRow:
     last_pass: Pass | None
     next_run: datetime | None
     active_pass: Pass | None = None
+    convergence: str = ""
 
 
 def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRow]:
@@ -152,7 +183,8 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
                 nxt = next(iter(next_runs(cron=agent.schedule_cron, tz=tz, count=1, now=now)), None)
             except ValueError:
                 nxt = None
-        rows.append(AgentRow(agent, store_status(agent), agent.pending, last, nxt, active))
+        rows.append(AgentRow(agent, store_status(agent), agent.pending, last, nxt, active,
+                             agent_convergence(agent)))
     return rows
 
 
@@ -496,3 +528,18 @@ def collection_shape(*, collection_name: str, preset: str = "auto") -> ShapeRepo
         return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
 
     return detect_shape(sample, preset=preset, embed=embed)
+
+
+def rollback_counts(run: Pass) -> dict[str, int]:
+    """What rolling ``run`` back does, counted like the pass page counts: ``operations`` (applied
+    operations undone), ``originals`` (removed originals restored: merged, pruned, superseded —
+    the pass page's "originals removed"), ``promoted`` (promoted memories given their prior
+    metadata back) and ``written`` (new memories the pass wrote, removed again)."""
+    archived = ArchivedMemory.objects.filter(run=run, restored_at__isnull=True)
+    applied = run.operations.filter(status=Operation.Status.APPLIED)
+    return {
+        "operations": applied.count(),
+        "originals": archived.exclude(action=ArchivedMemory.Action.PROMOTE).count(),
+        "promoted": archived.filter(action=ArchivedMemory.Action.PROMOTE).count(),
+        "written": applied.filter(kind__in=[Operation.Kind.MERGE, Operation.Kind.DISTILL]).count(),
+    }

@@ -11,11 +11,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidation import Fate, MemoryRecord, OpKind, Plan, Policy, content_hash, summarize
+from consolidation import Fate, MemoryRecord, OpKind, Plan, content_hash, summarize
+from consolidation import Policy as FullPolicy
 from consolidation.planning import merge_metadata, plan
 from consolidation.text import normalize_text
 
 from ._vectors import at_cosine, basis, random_unit, rotated
+
+
+def Policy(**fields):  # noqa: N802 - stands in for consolidation.Policy in these tests
+    """These tests judge each rule on the full plan; the loss budget (``trim_to_guard``, on by
+    default) is tested on its own (test_planning_budget.py and the trim tests below)."""
+    return FullPolicy(**{"trim_to_guard": False, **fields})
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -7,12 +7,19 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from consolidation import Fate, MemoryRecord, OpKind, Policy
+from consolidation import Fate, MemoryRecord, OpKind
+from consolidation import Policy as FullPolicy
 from consolidation.planning import plan
 from consolidation.text import labelled_fragment, novel_sentences, strip_label
 
 from ._vectors import at_cosine, basis
 from .test_planning_engine import assert_accounted
+
+
+def Policy(**fields):  # noqa: N802 - stands in for consolidation.Policy in these tests
+    """These tests judge each rule on the full plan; the loss budget (``trim_to_guard``, on by
+    default) is tested on its own (test_planning_budget.py and the trim tests below)."""
+    return FullPolicy(**{"trim_to_guard": False, **fields})
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 OLD = (NOW - timedelta(days=200)).isoformat()

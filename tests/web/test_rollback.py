@@ -144,7 +144,7 @@ def test_a_partially_applied_pass_undoes_only_what_it_applied(agent_with_memorie
     assert same(state(agent), before)
 
 
-@pytest.mark.parametrize("status", ["proposed", "dismissed", "failed", "rejected_by_guard", "stale"])
+@pytest.mark.parametrize("status", ["proposed", "rejected", "failed", "rejected_by_guard", "stale"])
 def test_only_an_applied_pass_can_be_rolled_back(agent_with_memories, bob, status):
     agent = agent_with_memories(3)
     run = Pass.objects.create(agent=agent, trigger="operator", status=status)

@@ -20,7 +20,7 @@ One module per step of a pass's life, plus its neighbours:
   validation, the live-store read, failpoints)
 
 Lifecycle (ARCHITECTURE.md): ``queued → running → proposed | rejected_by_guard | failed``;
-``proposed → approved → applying → applied | partially_applied``; ``proposed → dismissed | stale``;
+``proposed → approved → applying → applied | partially_applied``; ``proposed → rejected | stale``;
 ``applied | partially_applied → rolling_back → rolled_back``.
 Every transition is a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent`
 in one transaction, so two workers can never both move the same pass, and one active pass per
@@ -41,8 +41,14 @@ from .agents import agent_create, agent_delete, agent_update
 from .apply import APPLY_BATCH, pass_apply
 from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, validate_cron
 from .memories import memory_delete, memory_edit, memory_set_pinned
-from .passes import pass_fail, pass_request, pass_run
-from .review import operation_edit_text, operation_set_excluded, pass_approve, pass_reject
+from .passes import pass_fail, pass_request, pass_request_scheduled, pass_run
+from .review import (
+    operation_edit_text,
+    operation_set_excluded,
+    operations_carry_over,
+    pass_approve,
+    pass_reject,
+)
 from .rollback import (
     RollbackBlocked,
     archive_restore,
@@ -81,12 +87,14 @@ __all__ = [
     "memory_set_pinned",
     "operation_edit_text",
     "operation_set_excluded",
+    "operations_carry_over",
     "pass_apply",
     "pass_approve",
     "pass_evaluate",
     "pass_fail",
     "pass_reject",
     "pass_request",
+    "pass_request_scheduled",
     "pass_rollback",
     "pass_rollback_request",
     "pass_run",

@@ -202,7 +202,7 @@ def _apply_batch_stages(
                             "agent": run.agent, "document": rec.document,
                             "metadata": jsonable(rec.metadata), "embedding": embedding_to_bytes(emb),
                             "content_hash": rec.content_hash, "action": _ARCHIVE_ACTION[op.kind],
-                            "run": run, "actor": actor,
+                            "run": run, "actor": run.decided_actor or actor,
                         },
                     )
             _mark(fresh, OS.ARCHIVED)
@@ -270,7 +270,7 @@ def pass_apply(*, run: Pass) -> Pass:
     agent's checkpoint is refreshed and a :class:`StoreSample` is recorded.
     """
     run = Pass.objects.select_related("agent", "decided_by").get(pk=run.pk)
-    actor = run.decided_actor or run_actor(run)
+    actor = run_actor(run)  # the worker applies; who approved is on the "approved" event
     if run.status == S.APPROVED:
         try:
             run = transition(run, frm=(S.APPROVED,), to=S.APPLYING, actor=actor, verb="applying",

@@ -43,8 +43,9 @@ from .journal import (
     transition,
     user_or_none,
 )
+from .review import operations_carry_over
 
-__all__ = ["pass_fail", "pass_request", "pass_run"]
+__all__ = ["pass_fail", "pass_request", "pass_request_scheduled", "pass_run"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ def pass_request(
     run_inline: bool = False,
     policy: Policy | None = None,
     policy_name: str = "",
+    slot: str = "",
 ) -> Pass:
     """Queue a pass for ``agent`` and enqueue :func:`tasks.run_pass` when the transaction commits.
 
@@ -68,7 +70,8 @@ def pass_request(
     instead of on the queue (CLI). ``policy`` overrides the agent's policy for this pass only
     (e.g. ``consolidate --policy aggressive``; ``policy_name`` is recorded with it). Raises
     :class:`PassAlreadyActive` — and records an ``AuditEvent`` with verb ``"refused"`` — when
-    another pass of the agent is active (I-5).
+    another pass of the agent is active (I-5). ``slot`` (scheduled runs) is the local calendar
+    slot recorded on the ``requested`` event.
     """
     trigger = Pass.Trigger(trigger).value
     actor = actor or actor_name(user, trigger)
@@ -82,7 +85,8 @@ def pass_request(
                 telemetry={"policy_override": policy_name or "explicit"} if override else {},
             )
             audit(actor=actor, verb="requested", run=run, agent=agent, user=user,
-                   to_status=S.QUEUED, data={"trigger": trigger})
+                   to_status=S.QUEUED,
+                   data={"trigger": trigger, **({"slot": slot} if slot else {})})
     except IntegrityError:
         active = agent.passes.filter(status__in=Pass.ACTIVE).first()
         detail = f"pass #{active.pk} is {active.status}" if active else "another pass is active"
@@ -92,6 +96,37 @@ def pass_request(
         raise PassAlreadyActive(message) from None
     enqueue(TASK_RUN, run.pk, inline=run_inline)
     return run
+
+
+def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass | None:
+    """The agent's schedule fired: queue a pass (trigger ``schedule``), unless
+
+    - a proposal of the agent is pending: it is somebody's work, so nothing is planned (a
+      ``* * * * *`` schedule stacked a stale proposal every minute, each discarding the
+      reviewer's exclusions); or
+    - this local calendar slot already ran: in the autumn daylight-saving change a ``30 2 * * *``
+      cron fires twice (02:30 CEST and 02:30 CET); the slot is the cron's latest local wall-clock
+      time (``selectors.schedule_slot``).
+
+    Both are audited as ``skipped`` (actor ``schedule``) and return ``None``. Raises
+    :class:`PassAlreadyActive` (audited ``refused``) when a pass is active.
+    """
+    from ..selectors import schedule_slot
+
+    slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
+    pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
+    if pending is not None:
+        audit(actor="schedule", verb="skipped", agent=agent, run=pending,
+              note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
+                   "nothing was planned.", data={"slot": slot, "pending_pass": pending.pk})
+        return None
+    repeat = agent.events.filter(verb="requested", data__slot=slot, data__trigger="schedule")
+    if repeat.exists() and not agent.passes.filter(status__in=Pass.ACTIVE).exists():
+        audit(actor="schedule", verb="skipped", agent=agent,
+              note=f"Scheduled run skipped: the {slot} run already happened (the clock went back "
+                   "an hour for daylight saving).", data={"slot": slot})
+        return None
+    return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
 
 
 def _snapshot(store: Any, run: Pass) -> list[MemoryRecord]:
@@ -245,6 +280,10 @@ def _store_proposal(
         guard_passed, guard_reason = False, plan.result.reason or "Rejected by the engine."
     if guard_passed and recall is not None and not recall.get("passed", True):
         guard_passed, guard_reason = False, f"Recall guard tripped: {recall.get('reason')}"
+    trimmed = (plan.context or {}).get("trimmed") or {}
+    # Sources of operations the loss budget deferred leave the snapshot (and so the checkpoint
+    # after apply): the next incremental pass sees them as new and plans them again.
+    deferred_ids = set(trimmed.pop("deferred_ids", None) or ())
     telemetry = jsonable(dict(plan.context or {}))
     if (run.telemetry or {}).get("policy_override"):
         telemetry["policy_override"] = run.telemetry["policy_override"]
@@ -252,7 +291,8 @@ def _store_proposal(
     telemetry["now"] = now.isoformat()
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
-        PassSnapshot.objects.create(run=run, hashes={r.id: r.content_hash for r in records})
+        PassSnapshot.objects.create(
+            run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids})
         for index, op in enumerate(plan.operations):
             row = Operation.objects.create(
                 run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",
@@ -270,7 +310,9 @@ def _store_proposal(
                     embedding=embedding_to_bytes(rec.embedding), removed=sid in op.removes,
                 ))
             OperationSource.objects.bulk_create(sources)
-        for old in Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk):
+        older = list(Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk)
+                     .order_by("-created_at", "-id"))
+        for old in older:
             why = f"Superseded by the newer pass #{run.pk}."
             transition(old, frm=(S.PROPOSED,), to=S.STALE, actor=actor, verb="stale", note=why,
                         reason=why, finished_at=timezone.now())
@@ -298,6 +340,9 @@ def _store_proposal(
             note="" if guard_passed else guard_reason,
             data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction}, **fields,
         )
+        if older and guard_passed:  # the reviewer's work on the latest pending proposal is kept
+            operations_carry_over(source=older[0], target=run, actor=actor)
+            run.refresh_from_db()
         if guard_passed and not plan.operations:
             # Nothing to review and nothing to write: settle it instead of leaving an empty
             # "pending" proposal for an operator to approve (a fresh-user finding).

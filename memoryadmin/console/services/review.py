@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from consolidation import Policy
@@ -23,7 +24,13 @@ from .journal import (
     validate_document,
 )
 
-__all__ = ["operation_edit_text", "operation_set_excluded", "pass_approve", "pass_reject"]
+__all__ = [
+    "operation_edit_text",
+    "operation_set_excluded",
+    "operations_carry_over",
+    "pass_approve",
+    "pass_reject",
+]
 
 S = Pass.Status
 OS = Operation.Status
@@ -42,6 +49,47 @@ def _save_evaluation(run: Pass, ev: Evaluation) -> None:
         reconciled=ev.reconciled, loss_fraction=ev.loss_fraction, guard_passed=ev.guard_passed,
         guard_reason=ev.guard_reason,
     )
+
+
+def _identity(op: Operation) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What makes two operations identical across passes: kind + every source id with the
+    content hash it had when planned (a source that changed makes it a different operation)."""
+    return op.kind, tuple(sorted((s.memory_id, s.content_hash) for s in op.sources.all()))
+
+
+@transaction.atomic
+def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str, int]:
+    """Carry a reviewer's work from the pending proposal ``source`` to the new pass ``target``:
+    each operation of ``target`` identical to one of ``source`` (same kind, same sources with the
+    same content hashes) gets its exclusion and its edited text. Returns
+    ``{"excluded": n, "edited": m}``; audited on ``target`` as ``carried_over`` when any.
+    ``target``'s summary is re-evaluated over what it now includes.
+    """
+    reviewed = {
+        _identity(op): op
+        for op in source.operations.filter(Q(excluded=True) | Q(edited=True)).prefetch_related("sources")
+    }
+    counts = {"excluded": 0, "edited": 0}
+    if not reviewed:
+        return counts
+    for op in target.operations.prefetch_related("sources"):
+        old = reviewed.get(_identity(op))
+        if old is None:
+            continue
+        if old.excluded:
+            op.excluded, op.status = True, OS.EXCLUDED
+            counts["excluded"] += 1
+        if old.edited and op.kind == Operation.Kind.MERGE:
+            op.result_document, op.edited = old.result_document, True
+            counts["edited"] += 1
+        op.save(update_fields=["excluded", "status", "result_document", "edited"])
+    if counts["excluded"] or counts["edited"]:
+        audit(actor=actor, verb="carried_over", run=target, agent=target.agent,
+              note=f"From pass #{source.pk}: {counts['excluded']} exclusion(s) and "
+                   f"{counts['edited']} edited text(s) carried over to identical operations.",
+              data={"from_pass": source.pk, **counts})
+        _save_evaluation(target, pass_evaluate(target))
+    return counts
 
 
 @transaction.atomic
@@ -138,7 +186,7 @@ def pass_reject(*, run: Pass, user: Any, note: str) -> Pass:
     actor = actor_name(user, "cli")
     run = _reviewable(run)
     return transition(
-        run, frm=(S.PROPOSED,), to=S.DISMISSED, actor=actor, verb="dismissed", user=user, note=note,
+        run, frm=(S.PROPOSED,), to=S.REJECTED, actor=actor, verb="rejected", user=user, note=note,
         pass_note=note, decided_by=user_or_none(user), decided_actor=actor,
         decided_at=timezone.now(), finished_at=timezone.now(),
     )
