@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize(
     "module",
-    ["consolidation", "consolidation.planning", "consolidation.consolidator", "consolidation.text"],
+    ["consolidation", "consolidation.planning", "consolidation.consolidator", "consolidation.text",
+     "consolidation.review"],
 )
 def test_it_imports_the_core_without_heavy_dependencies(module):
     code = (
