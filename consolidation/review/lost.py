@@ -65,7 +65,6 @@ _WS = re.compile(r"\s+")
 _TRAIL = " .!?;"
 _WORD = re.compile(r"\S+")
 _EDGE_PUNCT = ".,!?;:\"'()[]{}“”‘’«»…"
-_NUMERIC = re.compile(r"^[0-9]")
 
 
 def _norm(text: str) -> str:
@@ -273,7 +272,7 @@ class OperationLoss:
 
     @property
     def numbers(self) -> list[str]:
-        """The lost content words that are numbers (``"5"``, ``"2023"``, ``"3.5"``, ``"two"``)."""
+        """The lost content words that are numbers (:func:`is_number`)."""
         return [w for w in self.content_words if is_number(w)]
 
     def to_dict(self) -> dict[str, Any]:
@@ -290,8 +289,9 @@ class OperationLoss:
 
 
 def is_number(word: str) -> bool:
-    """True when ``word`` states a number (digits, or a number word such as ``"two"``)."""
-    return any(_NUMERIC.match(t) for t in content_tokens(word))
+    """True when ``word`` holds a digit (``"5"``, ``"2023"``, ``"3.5"``, ``"9-5"``). Number
+    words are left out: "one" is far more often a pronoun ("Nice one!") than an amount."""
+    return any(c.isdigit() for c in word)
 
 
 def _word_key(w: str) -> str:
@@ -324,7 +324,8 @@ def operation_loss(op: OperationText, *, elsewhere: Container[str] | SentenceInd
     ref_text = op.reference
     ref_index = SentenceIndex([ref_text])
     ref_words = [_word_key(w) for w in _WORD.findall(ref_text)]
-    ref_tokens = set(content_tokens(ref_text))
+    # per word, on both sides, so an idiom ("long time no see") counts the same way in each
+    ref_tokens = {t for w in _WORD.findall(ref_text) for t in content_tokens(w)}
     lost: list[LostSentence] = []
     kept_elsewhere: list[str] = []
     for src in op.removed:

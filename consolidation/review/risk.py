@@ -16,9 +16,10 @@ ordering is tested in ``tests/consolidation/test_review_risk.py``):
   merge (``near_duplicate``, ``semantic_window``) state different numbers, name different
   dates (month/weekday names) or one negates another.
 - reconcile (0.3): an older memory is superseded on a text cue.
-- lost content words (0.12 each, at most 0.6): content words the result does not keep (for a
-  ``decay_covered`` prune only the uncovered share, ``1 − scores["coverage"]``).
-- lost numbers (0.3): a lost content word is a number (amounts, days, years).
+- lost content words (0.12 each, at most 0.6): content words the result does not keep.
+- lost numbers (0.3): a lost content word holds a digit (amounts, times, days, years).
+  Both are scaled by ``1 − scores["coverage"]`` for a ``decay_covered`` prune (the planner
+  measured that share of its content words in the memories its session keeps).
 - lost wording (0.04 per sentence, at most 0.12): sentences lost whose content words survive.
 - uncovered prune (0.4): a ``decay`` prune (not ``decay_covered``) of a memory never accessed
   (access count 0, no last access): nothing else holds its content.
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from ..policy import Policy
 from ..records import FieldMap
 from ..text import NEGATIONS, content_tokens
-from .lost import OperationLoss, OperationText
+from .lost import OperationLoss, OperationText, is_number
 
 __all__ = ["NEAR_MARGIN", "RISK_LINE", "Risk", "operation_risk"]
 
@@ -57,7 +58,6 @@ _DATE_TEXT = """january february march april june july august september october 
 _DATE_WORDS = frozenset(_DATE_TEXT.split())
 """Words naming a date. "May" is left out: as a modal verb it is far more common in memories."""
 _WORDS = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
-_NUMERIC = re.compile(r"^[0-9]")
 _NEAR_RULES = ("near_duplicate", "semantic_window")
 
 
@@ -77,7 +77,7 @@ def _words(text: str) -> list[str]:
 def _cues(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
     """``(numbers, date words, negated)`` of ``text`` (negated: odd count of negation words)."""
     words = _words(text)
-    numbers = frozenset(t for t in content_tokens(text) if _NUMERIC.match(t))
+    numbers = frozenset(t for t in content_tokens(text) if is_number(t))
     dates = frozenset(w for w in words if w in _DATE_WORDS)
     return numbers, dates, sum(1 for w in words if w in NEGATIONS) % 2 == 1
 
@@ -151,17 +151,20 @@ def operation_risk(
             factors.append((0.4 * near, f"cosine {cos:.3f} is near the contradiction threshold "
                                         f"{policy.contradiction_threshold:g}"))
     words, numbers = loss.content_words, loss.numbers
+    uncovered = 1.0
+    covered_note = ""
     if op.kind == "prune" and op.rule == "decay_covered":
-        coverage = _number(scores.get("coverage")) or 0.0
-        words = words[: round(len(words) * (1.0 - coverage))]
-        numbers = [n for n in numbers if n in words]
+        coverage = max(0.0, min(1.0, _number(scores.get("coverage")) or 0.0))
+        uncovered = 1.0 - coverage
+        covered_note = f" ({coverage:.0%} of them kept by its session)"
     if numbers:
-        factors.append((0.3, f"loses the number{'s' if len(numbers) > 1 else ''} "
-                             f"{', '.join(numbers[:5])}"))
+        factors.append((0.3 * uncovered, f"loses the number{'s' if len(numbers) > 1 else ''} "
+                                         f"{', '.join(numbers[:5])}{covered_note}"))
     if words:
         shown = ", ".join(words[:6]) + (" …" if len(words) > 6 else "")
-        factors.append((min(0.6, 0.12 * len(words)), f"loses {len(words)} content word"
-                                                      f"{'s' if len(words) > 1 else ''}: {shown}"))
+        factors.append((min(0.6, 0.12 * len(words)) * uncovered,
+                        f"loses {len(words)} content word{'s' if len(words) > 1 else ''}: "
+                        f"{shown}{covered_note}"))
     elif loss.sentences:
         n = len(loss.sentences)
         factors.append((min(0.12, 0.04 * n), f"drops {n} sentence{'s' if n > 1 else ''} whose "
