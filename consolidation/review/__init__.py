@@ -15,12 +15,13 @@ from .lost import (
     SentenceIndex,
     SourceText,
     loss_totals,
+    lost_segments,
     operation_loss,
     operation_text,
     pass_losses,
     source_segments,
 )
-from .risk import NEAR_MARGIN, RISK_LINE, Risk, operation_risk
+from .risk import NEAR_MARGIN, RISK_LINE, Risk, operation_risk, review_operations
 
 __all__ = [
     "NEAR_MARGIN",
@@ -34,9 +35,11 @@ __all__ = [
     "SentenceIndex",
     "SourceText",
     "loss_totals",
+    "lost_segments",
     "operation_loss",
     "operation_text",
     "operation_risk",
     "pass_losses",
+    "review_operations",
     "source_segments",
 ]

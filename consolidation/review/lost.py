@@ -49,6 +49,7 @@ __all__ = [
     "SourceText",
     "is_number",
     "loss_totals",
+    "lost_segments",
     "operation_loss",
     "operation_text",
     "pass_losses",
@@ -398,6 +399,26 @@ def source_segments(op: OperationText, source: SourceText, *, elsewhere: Contain
             emit(text[cur:], "space")
         pos = s.end
     emit(doc[pos:], "space")
+    return out
+
+
+def lost_segments(lost: LostSentence) -> list[Segment]:
+    """A lost sentence as :class:`Segment` s with its missing words (``lost.words``, found in
+    order) tagged ``"lost"`` and the rest ``"changed"``/``"space"``; texts concatenate back."""
+    out: list[Segment] = []
+    want = list(lost.words)
+    pos = 0
+    for m in _WORD.finditer(lost.text):
+        if m.start() > pos:
+            out.append(Segment(lost.text[pos : m.start()], "space"))
+        word = m.group(0)
+        hit = bool(want) and word.strip(_EDGE_PUNCT) == want[0]
+        if hit:
+            want.pop(0)
+        out.append(Segment(word, "lost" if hit else "changed"))
+        pos = m.end()
+    if pos < len(lost.text):
+        out.append(Segment(lost.text[pos:], "space"))
     return out
 
 

@@ -35,15 +35,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..policy import Policy
 from ..records import FieldMap
 from ..text import NEGATIONS, content_tokens
-from .lost import OperationLoss, OperationText, is_number
+from .lost import OperationLoss, OperationText, is_number, pass_losses
 
-__all__ = ["NEAR_MARGIN", "RISK_LINE", "Risk", "operation_risk"]
+__all__ = ["NEAR_MARGIN", "RISK_LINE", "Risk", "operation_risk", "review_operations"]
 
 RISK_LINE = 0.3
 """Operations scoring at least this are reviewed one by one (see the module docstring)."""
@@ -184,3 +184,20 @@ def operation_risk(
         keep *= 1.0 - max(0.0, min(1.0, w))
     ordered = sorted(factors, key=lambda f: -f[0])
     return Risk(round(1.0 - keep, 4), tuple(why for _, why in ordered))
+
+
+def review_operations(
+    ops: Sequence[OperationText],
+    store: Iterable[tuple[str, str]],
+    *,
+    policy: Policy | None = None,
+    fieldmap: FieldMap | None = None,
+    recent: Mapping[str, str] | None = None,
+) -> list[tuple[OperationLoss, Risk]]:
+    """Loss (:func:`~.lost.pass_losses`, against ``store`` = ``(id, document)`` of every memory
+    before the pass) and :func:`operation_risk` of every operation, in order."""
+    losses = pass_losses(ops, store)
+    return [
+        (loss, operation_risk(op, loss, policy=policy, fieldmap=fieldmap, recent=recent))
+        for op, loss in zip(ops, losses, strict=True)
+    ]

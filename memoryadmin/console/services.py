@@ -37,7 +37,7 @@ from django.utils.text import slugify
 
 from consolidation import FieldMap, MemoryRecord, Policy, content_hash, summarize
 
-from . import stores
+from . import stores, triage
 from .errors import GuardRefused, PassAlreadyActive, ServiceError, StoreUnavailable
 from .models import (
     Agent,
@@ -68,6 +68,7 @@ __all__ = [
     "memory_set_pinned",
     "operation_edit_text",
     "operation_set_excluded",
+    "operations_set_excluded",
     "pass_apply",
     "pass_approve",
     "pass_evaluate",
@@ -75,6 +76,7 @@ __all__ = [
     "pass_reject",
     "pass_request",
     "pass_run",
+    "pass_score_operations",
     "pass_stale_operations",
     "schedule_preview",
     "schedule_sync",
@@ -685,16 +687,23 @@ def _store_proposal(
         telemetry["policy_override"] = run.telemetry["policy_override"]
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
+    scored = triage.plan_scores(
+        agent=run.agent, records=records, operations=plan.operations, policy=policy,
+        fieldmap=run.agent.get_field_map(), now=now,
+    )
+    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE}
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         PassSnapshot.objects.create(run=run, hashes={r.id: r.content_hash for r in records})
-        for index, op in enumerate(plan.operations):
+        for index, (op, (loss, risk)) in enumerate(zip(plan.operations, scored, strict=True)):
             row = Operation.objects.create(
                 run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",
                 scores=_jsonable(op.scores or {}), source_ids=list(op.source_ids),
                 removes=list(op.removes), result_id=op.result_id or "",
                 result_document=op.result_document or "", planned_document=op.result_document or "",
                 result_metadata=_jsonable(op.result_metadata) if op.result_metadata is not None else None,
+                risk=risk.score, risk_reasons=list(risk.reasons), lost=loss.to_dict(),
+                lost_sentences=len(loss.sentences),
             )
             sources = []
             for position, sid in enumerate(op.source_ids):
@@ -804,11 +813,81 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         before = op.result_document
         op.result_document = text
         op.edited = text != op.planned_document
-        op.save(update_fields=["result_document", "edited"])
+        loss, risk = triage.rescore_operation(op)
+        op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
+        op.risk, op.risk_reasons = risk.score, list(risk.reasons)
+        op.save(update_fields=["result_document", "edited", "lost", "lost_sentences", "risk",
+                               "risk_reasons"])
         _audit(actor=_actor(user, "cli"), verb="edited", run=run, user=user,
                data={"operation": op.index, "before": before, "after": text})
     operation.result_document, operation.edited = op.result_document, op.edited
     return pass_evaluate(run)
+
+
+MAX_BULK_OPERATIONS = 100_000
+"""Upper bound on the operations one bulk review action may name (a pass is far smaller)."""
+
+
+@transaction.atomic
+def operations_set_excluded(
+    *, run: Pass, operation_ids: Iterable[int], excluded: bool, user: Any, scope: str = ""
+) -> tuple[Evaluation, list[int]]:
+    """Exclude (or include again) many operations of a proposed pass in one action.
+
+    ``operation_ids`` are ``Operation`` primary keys of ``run`` (others are ignored); ``scope``
+    says in words how they were chosen (``"all of rule decay below confidence 0.9"``). Only the
+    operations whose state changes are written; the action is audited as ONE event listing their
+    indexes, and the pass's summary is re-evaluated once. Returns ``(evaluation, changed
+    indexes)``. Raises :class:`ServiceError` when the pass is no longer proposed, ``ValueError``
+    for more than :data:`MAX_BULK_OPERATIONS` ids.
+    """
+    ids = {int(i) for i in operation_ids}
+    if len(ids) > MAX_BULK_OPERATIONS:
+        raise ValueError(f"Choose at most {MAX_BULK_OPERATIONS:,} operations at once.")
+    run = _reviewable(run)
+    excluded = bool(excluded)
+    rows = (
+        Operation.objects.select_for_update()
+        .filter(run=run, pk__in=ids, excluded=not excluded)
+        .exclude(status=OS.CONFLICT)
+        .order_by("index")
+    )
+    changed = list(rows.values_list("pk", "index", "kind"))
+    indexes = [index for _, index, _ in changed]
+    if len(changed) == 1 and not scope:  # one operation: the same event as a single toggle
+        _audit(actor=_actor(user, "cli"), verb="excluded" if excluded else "included", run=run,
+               user=user, data={"operation": indexes[0], "kind": changed[0][2]})
+    elif changed:
+        shown = ", ".join(f"#{i}" for i in indexes[:50]) + (" …" if len(indexes) > 50 else "")
+        note = f"{len(indexes):,} operations: {shown}"
+        _audit(actor=_actor(user, "cli"), verb="bulk_excluded" if excluded else "bulk_included",
+               run=run, user=user, note=f"{scope} — {note}" if scope else note,
+               data={"operations": indexes, "scope": scope})
+    if changed:
+        Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).update(
+            excluded=excluded, status=OS.EXCLUDED if excluded else OS.PENDING
+        )
+    ev = pass_evaluate(run)
+    _save_evaluation(run, ev)
+    return ev, indexes
+
+
+@transaction.atomic
+def pass_score_operations(*, run: Pass) -> int:
+    """Compute the risk and lost content of every operation of ``run`` from its stored rows
+    (for a pass planned before scoring existed, or built row by row). Without the store, a
+    sentence counts as kept elsewhere only when another operation of the pass keeps it.
+    Returns the number of operations scored."""
+    ops = list(run.operations.prefetch_related("sources").order_by("index"))
+    for op, (loss, risk) in zip(ops, triage.stored_scores(run, ops), strict=True):
+        op.risk, op.risk_reasons = risk.score, list(risk.reasons)
+        op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
+    Operation.objects.bulk_update(ops, ["risk", "risk_reasons", "lost", "lost_sentences"],
+                                  batch_size=500)
+    telemetry = dict(run.telemetry or {})
+    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE, "from": "stored rows"}
+    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+    return len(ops)
 
 
 def pass_approve(*, run: Pass, user: Any, note: str = "") -> Pass:

@@ -10,6 +10,7 @@ from consolidation.review import (
     SentenceIndex,
     SourceText,
     loss_totals,
+    lost_segments,
     operation_loss,
     pass_losses,
     source_segments,
@@ -122,3 +123,12 @@ def test_totals_count_sentences_and_memories_and_skip_copies_kept_by_exclusions(
     # excluding prune_b keeps its text in the store, so prune_a's sentence survives too
     kept = loss_totals(losses[:1], kept=SentenceIndex(["Bring water. Gym at 6."]))
     assert (kept.sentences, kept.memories) == (0, 0)
+
+
+def test_lost_segments_mark_the_missing_words_in_place():
+    merge = op("merge", [("The deadline is June 3.", True), ("The deadline is June 5.", True)],
+               "The deadline is June 3.", "near_duplicate")
+    [lost] = operation_loss(merge).sentences
+    segs = lost_segments(lost)
+    assert "".join(s.text for s in segs) == lost.text
+    assert [s.text for s in segs if s.tag == "lost"] == ["5."]
