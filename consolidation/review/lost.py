@@ -399,6 +399,21 @@ def source_segments(op: OperationText, source: SourceText, *, elsewhere: Contain
             emit(text[cur:], "space")
         pos = s.end
     emit(doc[pos:], "space")
+    return _compact(out)
+
+
+def _compact(segs: list[Segment]) -> list[Segment]:
+    """Join runs of one tag separated by single spaces ("changed", "space", "changed" → one)."""
+    out: list[Segment] = []
+    for k, seg in enumerate(segs):
+        nxt = segs[k + 1] if k + 1 < len(segs) else None
+        if (seg.tag == "space" and out and nxt is not None and out[-1].tag == nxt.tag
+                and nxt.tag in ("changed", "lost")):
+            out[-1] = Segment(out[-1].text + seg.text, out[-1].tag)
+        elif out and out[-1].tag == seg.tag and seg.tag != "space":
+            out[-1] = Segment(out[-1].text + seg.text, seg.tag)
+        else:
+            out.append(seg)
     return out
 
 
@@ -419,7 +434,7 @@ def lost_segments(lost: LostSentence) -> list[Segment]:
         pos = m.end()
     if pos < len(lost.text):
         out.append(Segment(lost.text[pos:], "space"))
-    return out
+    return _compact(out)
 
 
 def pass_losses(ops: Sequence[OperationText], store: Iterable[tuple[str, str]]) -> list[OperationLoss]:

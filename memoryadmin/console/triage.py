@@ -45,6 +45,8 @@ __all__ = [
     "RISK_LINE",
     "ReviewQuery",
     "approve_line",
+    "bulk_targets",
+    "group_words",
     "lost_page",
     "pass_loss_totals",
     "plan_scores",
@@ -336,3 +338,32 @@ def approve_line(ev: Any, totals: LossTotals) -> str:
         loses = "loses no sentence"
     return (f"{total:,} operation{'s' if total != 1 else ''}, {ev.excluded_ops:,} excluded, {loses}; "
             f"loss {ev.loss_fraction:.1%} of {ev.max_loss_fraction:.1%}")
+
+
+def bulk_targets(
+    *, run: Pass, scope: str, ops: Sequence[int] = (), query: ReviewQuery | None = None,
+    group: str = "", below: float | None = None,
+) -> tuple[list[int], str]:
+    """Operation ids of ``run`` a bulk action applies to, and the scope in words for the audit.
+
+    ``scope`` is ``"selected"`` (``ops``), ``"filter"`` (every operation ``query`` matches, on
+    every page) or ``"rule"`` (``group`` = ``"kind:rule"`` or ``"kind:"``; with ``below``, only
+    operations whose ``scores["confidence"]`` is below it). One ``values_list`` query.
+    """
+    qs = run.operations.all()
+    if scope == "selected":
+        return list(qs.filter(pk__in=list(ops)).values_list("pk", flat=True)), ""
+    if scope == "filter":
+        query = query or ReviewQuery()
+        ids = list(query.apply(qs).values_list("pk", flat=True))
+        words = ", ".join(f"{k}={v}" for k, v in query.params().items()) or "risk above the line"
+        return ids, f"all matching the filter ({words})"
+    kind, _, rule = group.partition(":")
+    qs = qs.filter(kind=kind)
+    words = f"all {group_words(kind, rule) if rule else kind + 's'}"
+    if rule:
+        qs = qs.filter(rule=rule)
+    if below is not None:
+        qs = qs.filter(scores__confidence__lt=below)
+        words += f" below confidence {below:g}"
+    return list(qs.values_list("pk", flat=True)), words

@@ -17,10 +17,11 @@ from django_htmx.http import HttpResponseStopPolling
 from .. import services
 from ..forms import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
-from ..review import pass_evaluate
+from ..review import Evaluation, pass_evaluate
 from ..selectors import operation_view, pass_operation_pages
 from ..templatetags.console import status_words
 from .common import HtmxHttpRequest, can_review, request_zone
+from .review import operation_oob_context, review_context
 
 
 def _summary(run: Pass) -> Any:
@@ -67,6 +68,8 @@ def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) 
         "failed_unplanned": run.status == Pass.Status.FAILED and not groups,
         "collapse_ops": sum(g["total"] for g in groups) > COLLAPSE_OVER, **extra,
     }
+    ev = ctx["ev"]
+    ctx.update(review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None))
     return render(request, "console/pass_detail.html", ctx, status=status)
 
 
@@ -136,7 +139,7 @@ def _op_response(request: HtmxHttpRequest, op: Operation, error: str = "", **ext
     op.refresh_from_db()
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
     ctx = {"run": run, "ov": operation_view(op), "ev": _summary(run), "op_error": error,
-           "reviewed": _reviewed(run), **extra}
+           "reviewed": _reviewed(run), **operation_oob_context(op), **extra}
     return render(request, "console/_op_response.html", ctx)
 
 
