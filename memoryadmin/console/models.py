@@ -173,6 +173,15 @@ class Pass(models.Model):
         """True while queued, running, approved (waiting to apply), applying or rolling back."""
         return self.status in self.ACTIVE
 
+    ROLLBACKABLE = (Status.APPLIED, Status.PARTIALLY_APPLIED)
+    """Statuses a pass can be rolled back from (see :attr:`can_roll_back`)."""
+
+    @property
+    def can_roll_back(self) -> bool:
+        """True when the pass is applied or partially applied: a rollback may be requested (it
+        can still be refused when records the pass wrote were changed since)."""
+        return self.status in self.ROLLBACKABLE
+
     @property
     def is_reviewable(self) -> bool:
         """True when an operator can still approve, reject, exclude or edit."""

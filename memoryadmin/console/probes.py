@@ -18,7 +18,7 @@ from consolidation.jsonl import MAX_ID_CHARS
 
 from .errors import ServiceError
 from .models import Agent, ProbeQuery
-from .services import _actor, _audit
+from .services.journal import actor_name, audit
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -106,7 +106,7 @@ def probe_create(
     """
     fields = _clean(question, answer, evidence_ids, category)
     probe = ProbeQuery.objects.create(agent=agent, **fields)
-    _audit(actor=_actor(user, "cli"), verb="probe_created", agent=agent, user=user,
+    audit(actor=actor_name(user, "cli"), verb="probe_created", agent=agent, user=user,
            note=probe.question[:200], data=_snapshot(probe))
     return probe
 
@@ -131,7 +131,7 @@ def probe_update(
     for k in changed:
         setattr(probe, k, fields[k])
     probe.save(update_fields=changed)
-    _audit(actor=_actor(user, "cli"), verb="probe_updated", agent=agent, user=user,
+    audit(actor=actor_name(user, "cli"), verb="probe_updated", agent=agent, user=user,
            note=probe.question[:200],
            data={"probe_id": probe.pk, "changed": changed, "before": before, "after": _snapshot(probe)})
     return probe
@@ -146,5 +146,5 @@ def probe_delete(*, agent: Agent, probe: ProbeQuery, user: Any = None) -> None:
     _own(agent, probe)
     data = _snapshot(probe)
     probe.delete()
-    _audit(actor=_actor(user, "cli"), verb="probe_deleted", agent=agent, user=user,
+    audit(actor=actor_name(user, "cli"), verb="probe_deleted", agent=agent, user=user,
            note=data["question"][:200], data=data)

@@ -8,11 +8,13 @@ page, so a Chroma outage shows "unavailable" instead of a 500.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -20,9 +22,11 @@ import numpy as np
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from consolidation import MemoryRecord
 
+from . import stores
 from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
 
 logger = logging.getLogger(__name__)
@@ -84,11 +88,40 @@ def store_status(agent: Agent) -> StoreStatus:
 def next_runs(*, cron: str, tz: ZoneInfo, count: int = 5, now: datetime | None = None) -> list[datetime]:
     """The next ``count`` run times of a 5-field cron, aware datetimes in ``tz``.
 
-    Raises ``ValueError`` for an invalid cron expression (from ``services.schedule_preview``).
+    Raises ``ValueError`` for an invalid cron expression (from :func:`schedule_preview`).
     """
-    from .services import schedule_preview
-
     return schedule_preview(cron=cron, tz=tz, count=count, now=now)
+
+
+def _cron_zone() -> ZoneInfo:
+    """The zone django-q2 evaluates cron in (``localtime()``, i.e. ``settings.TIME_ZONE``)."""
+    return ZoneInfo(settings.TIME_ZONE)
+
+
+def schedule_preview(
+    *, cron: str, tz: str | tzinfo, count: int = 5, now: datetime | None = None
+) -> list[datetime]:
+    """The next ``count`` run times of ``cron``, as aware datetimes in the operator's ``tz``.
+
+    The cron expression is evaluated in ``settings.TIME_ZONE``, exactly as django-q2's scheduler
+    does, and the instants are shown in ``tz`` (an IANA name or ``tzinfo``). Raises
+    ``ValueError`` for a bad cron or an unknown time zone.
+    """
+    from croniter import croniter
+
+    from .services.journal import validate_cron  # late: services import selectors
+
+    cron = validate_cron(cron)
+    if isinstance(tz, str):
+        try:
+            tz = ZoneInfo(tz)
+        except Exception as exc:
+            raise ValueError(f"Unknown time zone {tz!r}.") from exc
+    start = (now or timezone.now()).astimezone(_cron_zone())
+    it = croniter(cron, start)
+    return [it.get_next(datetime).astimezone(tz) for _ in range(max(0, int(count)))]
+
+
 
 
 @dataclass
@@ -381,3 +414,65 @@ def probe_page(*, agent: Agent, page: int | str = 1) -> Page:
     number out of range gives the nearest page, ``"last"`` the last one."""
     paginator = Paginator(agent.probes.order_by("id"), PROBE_PAGE_SIZE)
     return paginator.get_page(paginator.num_pages if page == "last" else page)
+
+
+def pass_stale_operations(*, run: Pass) -> dict[int, str]:
+    """Operations of a proposed (or approved) pass whose sources changed or vanished since it was
+    planned: ``{Operation.pk: reason}`` (empty when none). Read-only; the proposal page shows
+    these before anyone approves (I-4). Raises :class:`StoreUnavailable` when Chroma is down."""
+    from .services.journal import get_live, stale_reason  # late: services import selectors
+
+    OS = Operation.Status
+    ops = list(run.operations.exclude(status__in=[OS.CONFLICT, OS.APPLIED]).prefetch_related("sources"))
+    if not ops:
+        return {}
+    store = stores.get_store(run.agent)
+    live = get_live(store, sorted({sid for op in ops for sid in op.source_ids}), include_embeddings=False)
+    out = {}
+    for op in ops:
+        reason = stale_reason(op, list(op.sources.all()), live, {})
+        if reason:
+            out[op.pk] = reason
+    return out
+
+
+
+
+def agent_census(*, agent: Agent) -> dict[str, Any]:
+    """The store's and the archive's count + SHA-256 (used by tests and ``manage.py census``).
+
+    ``{"agent": slug, "store": {"count", "sha256"}, "archive": {"count", "sha256"}}``; the archive
+    hash covers memory id, document, metadata, embedding and action of every archived row.
+    """
+    store = stores.get_store(agent)
+    h = hashlib.sha256()
+    rows = ArchivedMemory.objects.filter(agent=agent).order_by("memory_id", "archived_at", "id")
+    count = 0
+    for a in rows.iterator():
+        count += 1
+        meta = json.dumps(a.metadata, sort_keys=True, ensure_ascii=False, default=str)
+        for part in (a.memory_id.encode(), a.document.encode(), meta.encode(),
+                     bytes(a.embedding or b""), a.action.encode()):
+            h.update(len(part).to_bytes(8, "big"))
+            h.update(part)
+    return {
+        "agent": agent.slug,
+        "store": stores.store_census(store),
+        "archive": {"count": count, "sha256": h.hexdigest()},
+    }
+
+
+ARCHIVE_PAGE_SIZE = 50
+"""Archived memories per page in the archive browser."""
+
+
+def archive_page(*, agent: Agent, contains: str = "", page: int | str = 1) -> Page:
+    """Read: the agent's archived memories, newest first, whose text or id contains ``contains``
+    (case-insensitive, taken literally: ``%``, ``_`` and quotes are text), 50 per page."""
+    qs = ArchivedMemory.objects.filter(agent=agent).select_related("run", "operation")
+    contains = (contains or "").strip()
+    if contains:
+        qs = qs.filter(Q(document__icontains=contains) | Q(memory_id__icontains=contains))
+    return Paginator(qs, ARCHIVE_PAGE_SIZE).get_page(page)
+
+

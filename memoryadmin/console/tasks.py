@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from . import rollback, services
+from . import services
 from .models import Agent, Pass
 
 __all__ = ["apply_pass", "rollback_pass", "run_pass", "scheduled_pass"]
@@ -38,13 +38,13 @@ def _resume(pass_id: int, what: str) -> str:
         return f"pass #{pass_id} does not exist"
     try:
         # Under the pass's lease: a recoverer resuming the same pass makes this a no-op.
-        run, mine = rollback.resume_leased(run)
+        run, mine = services.resume_leased(run)
     except Exception as exc:
         log.exception("%s(%s) crashed", what, pass_id)
         Pass.objects.filter(pk=pass_id).update(error=f"{type(exc).__name__}: {exc}")
         return f"pass #{pass_id}: {what} interrupted ({exc})"
     if not mine:
-        return f"pass #{pass_id}: being worked on by {rollback.lease_holder(run)}"
+        return f"pass #{pass_id}: being worked on by {services.lease_holder(run)}"
     return f"pass #{pass_id}: {run.status}"
 
 

@@ -1,5 +1,5 @@
 """Undo views: roll back an applied pass (confirm page + POST) and the per-agent archive browser
-with single-memory restore. Writes go through :mod:`memoryadmin.console.rollback`."""
+with single-memory restore. Writes go through :mod:`memoryadmin.console.services.rollback`."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import rollback, services
+from .. import selectors, services
 from ..forms import NoteForm
 from ..models import Agent, ArchivedMemory, Pass
 from .common import HtmxHttpRequest, can_review
-
-ROLLBACKABLE = (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED)
 
 
 @can_review
@@ -29,17 +27,17 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
         return redirect(run)
     if request.method == "POST" and form.is_valid():
         try:
-            rollback.pass_rollback_request(run=run, user=request.user, note=form.cleaned_data["note"])
-        except rollback.RollbackBlocked as exc:
+            services.pass_rollback_request(run=run, user=request.user, note=form.cleaned_data["note"])
+        except services.RollbackBlocked as exc:
             form.add_error(None, str(exc))
         except (services.ServiceError, ValueError) as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Rolling back pass #{run.pk}.")
             return redirect(run)
-    elif run.status in ROLLBACKABLE:
+    elif run.can_roll_back:
         try:
-            ctx["blockers"] = rollback.rollback_blockers(run=run)
+            ctx["blockers"] = services.rollback_blockers(run=run)
         except services.StoreUnavailable as exc:
             ctx["store_error"] = str(exc)
     ctx["applied_ops"] = run.operations.filter(status="applied").count()
@@ -52,7 +50,7 @@ def archive_list(request: HtmxHttpRequest, slug: str):
     """The agent's archived memories (50 a page), searchable by text or id (``?q=``)."""
     agent = get_object_or_404(Agent, slug=slug)
     q = request.GET.get("q", "")[:500]
-    page = rollback.archive_page(agent=agent, contains=q, page=request.GET.get("page", 1))
+    page = selectors.archive_page(agent=agent, contains=q, page=request.GET.get("page", 1))
     return render(request, "console/archive_list.html", {"nav": "agents", "agent": agent, "q": q, "page": page})
 
 
@@ -63,7 +61,7 @@ def archive_restore(request: HtmxHttpRequest, slug: str, pk: int):
     agent = get_object_or_404(Agent, slug=slug)
     archived = get_object_or_404(ArchivedMemory, pk=pk, agent=agent)
     try:
-        rollback.archive_restore(archived=archived, user=request.user)
+        services.archive_restore(archived=archived, user=request.user)
     except (services.ServiceError, ValueError) as exc:
         messages.error(request, str(exc))
     else:

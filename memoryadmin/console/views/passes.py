@@ -18,7 +18,7 @@ from .. import services
 from ..forms import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
 from ..review import Evaluation, pass_evaluate
-from ..selectors import operation_view, pass_operation_pages
+from ..selectors import operation_view, pass_operation_pages, pass_stale_operations
 from ..templatetags.console import status_words
 from .common import HtmxHttpRequest, can_review, request_zone
 from .review import operation_oob_context, review_context
@@ -45,7 +45,7 @@ def _stale(run: Pass) -> tuple[dict[int, str], str]:
     if run.status != Pass.Status.PROPOSED:
         return {}, ""
     try:
-        return services.pass_stale_operations(run=run), ""
+        return pass_stale_operations(run=run), ""
     except services.ServiceError as exc:
         return {}, str(exc)
 

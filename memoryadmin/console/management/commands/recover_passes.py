@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryadmin.console import rollback, stores
+from memoryadmin.console import services, stores
 
 
 class Command(BaseCommand):
@@ -37,5 +37,5 @@ class Command(BaseCommand):
                         self.stderr.write(f"{exc} — recovering anyway")
                     break
                 time.sleep(0.5)
-        runs = rollback.passes_recover(stdout=self.stdout.write)
+        runs = services.passes_recover(stdout=self.stdout.write)
         self.stdout.write(f"recovered {len(runs)} pass{'es' if len(runs) != 1 else ''}")

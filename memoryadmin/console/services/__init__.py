@@ -1,0 +1,111 @@
+"""Console services: every write (agents, schedules, passes, review, apply, rollback, memories).
+
+Keyword-only ``<entity>_<verb>`` functions (HackSoft style). Errors are exceptions whose message
+is shown to the operator as is: :class:`ServiceError` and its subclasses, and ``ValueError`` for
+bad input (raised before anything is written).
+
+One module per step of a pass's life, plus its neighbours:
+
+- :mod:`.agents` — ``agent_create`` / ``agent_update`` / ``agent_delete``
+- :mod:`.schedules` — ``schedule_sync`` / ``schedules_sync_all`` (django-q2 schedules)
+- :mod:`.passes` — ``pass_request`` / ``pass_run`` (snapshot → plan → stored proposal) /
+  ``pass_fail``
+- :mod:`.review` — ``operation_set_excluded`` / ``operations_set_excluded`` (bulk) /
+  ``operation_edit_text`` / ``pass_approve`` / ``pass_reject`` / ``pass_score_operations``
+- :mod:`.apply` — ``pass_apply`` (journaled per operation, resumable)
+- :mod:`.rollback` — leases, ``pass_rollback_request`` / ``pass_rollback``,
+  ``archive_restore``, ``passes_recover``
+- :mod:`.memories` — ``memory_set_pinned`` / ``memory_edit`` / ``memory_delete``
+- :mod:`.journal` — the helpers they share (audited transitions, progress, enqueueing,
+  validation, the live-store read, failpoints)
+
+Lifecycle (ARCHITECTURE.md): ``queued → running → proposed | rejected_by_guard | failed``;
+``proposed → approved → applying → applied | partially_applied``; ``proposed → dismissed | stale``;
+``applied | partially_applied → rolling_back → rolled_back``.
+Every transition is a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent`
+in one transaction, so two workers can never both move the same pass, and one active pass per
+agent is the database constraint ``one_active_pass_per_agent`` (I-5).
+
+The reads that used to live here (``pass_stale_operations``, ``schedule_preview``,
+``agent_census``, ``archive_page``) are in :mod:`memoryadmin.console.selectors`; they are
+re-exported here so existing callers keep working.
+"""
+
+from __future__ import annotations
+
+from .. import stores
+from ..errors import GuardRefused, PassAlreadyActive, ServiceError, StoreUnavailable
+from ..review import Evaluation, pass_evaluate
+from ..selectors import agent_census, archive_page, pass_stale_operations, schedule_preview
+from .agents import agent_create, agent_delete, agent_update
+from .apply import APPLY_BATCH, pass_apply
+from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, validate_cron
+from .memories import memory_delete, memory_edit, memory_set_pinned
+from .passes import pass_fail, pass_request, pass_run
+from .review import (
+    operation_edit_text,
+    operation_set_excluded,
+    operations_set_excluded,
+    pass_approve,
+    pass_reject,
+    pass_score_operations,
+)
+from .rollback import (
+    RollbackBlocked,
+    archive_restore,
+    lease_acquire,
+    lease_holder,
+    lease_release,
+    pass_rollback,
+    pass_rollback_request,
+    passes_recover,
+    resume_leased,
+    rollback_blockers,
+)
+from .schedules import schedule_sync, schedules_sync_all
+
+__all__ = [
+    "APPLY_BATCH",
+    "FAILPOINT_ENV",
+    "MAX_DOCUMENT_CHARS",
+    "Evaluation",
+    "GuardRefused",
+    "PassAlreadyActive",
+    "RollbackBlocked",
+    "ServiceError",
+    "StoreUnavailable",
+    "agent_census",
+    "agent_create",
+    "agent_delete",
+    "agent_update",
+    "archive_page",
+    "archive_restore",
+    "lease_acquire",
+    "lease_holder",
+    "lease_release",
+    "memory_delete",
+    "memory_edit",
+    "memory_set_pinned",
+    "operation_edit_text",
+    "operation_set_excluded",
+    "operations_set_excluded",
+    "pass_apply",
+    "pass_approve",
+    "pass_evaluate",
+    "pass_fail",
+    "pass_reject",
+    "pass_request",
+    "pass_rollback",
+    "pass_rollback_request",
+    "pass_run",
+    "pass_score_operations",
+    "pass_stale_operations",
+    "passes_recover",
+    "resume_leased",
+    "rollback_blockers",
+    "schedule_preview",
+    "schedule_sync",
+    "schedules_sync_all",
+    "stores",
+    "validate_cron",
+]

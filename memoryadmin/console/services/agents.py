@@ -1,0 +1,148 @@
+"""Agent services: create, update, delete (each audited; the schedule is kept in sync)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from consolidation import FieldMap, Policy
+
+from .. import stores
+from ..errors import ServiceError
+from ..models import Agent, Pass
+from .journal import actor_name, audit, validate_cron, validate_field_map, validate_policy
+from .schedules import schedule_sync
+
+__all__ = ["agent_create", "agent_delete", "agent_update"]
+
+_AGENT_FIELDS = {
+    "name", "slug", "description", "field_map", "policy", "auto_apply", "schedule_cron",
+    "schedule_enabled",
+}
+
+
+@transaction.atomic
+def agent_create(
+    *,
+    name: str,
+    slug: str,
+    collection_name: str,
+    attach: bool = False,
+    field_map: FieldMap | Mapping[str, Any] | None = None,
+    policy: Policy | Mapping[str, Any] | None = None,
+    auto_apply: bool = False,
+    schedule_cron: str = "0 3 * * *",
+    schedule_enabled: bool = True,
+    description: str = "",
+    user: Any = None,
+) -> Agent:
+    """Create an agent, its collection (or attach an existing one) and its schedule.
+
+    Raises ``ValueError`` for a blank name, a bad slug, a collection name Chroma refuses, an
+    invalid policy/field map/cron, a slug or collection already used by an agent, attaching a
+    collection that does not exist or creating one that does; :class:`StoreUnavailable` when
+    Chroma is down. Nothing is written on error.
+    """
+    name = (name or "").strip()
+    if not name:
+        raise ValueError("An agent needs a name.")
+    slug = (slug or "").strip()
+    if not slug or slugify(slug) != slug:
+        raise ValueError(f"The slug must be lowercase letters, digits and hyphens (got {slug!r}).")
+    collection_name = stores.validate_collection_name(collection_name)
+    policy_d = validate_policy(policy)
+    fm_d = validate_field_map(field_map)
+    cron = validate_cron(schedule_cron)
+    if Agent.objects.filter(slug=slug).exists():
+        raise ValueError(f"An agent with the slug {slug!r} already exists.")
+    if Agent.objects.filter(collection_name=collection_name).exists():
+        raise ValueError(f"Collection {collection_name!r} already belongs to an agent.")
+    exists = stores.collection_exists(collection_name)
+    if attach and not exists:
+        raise ValueError(f"There is no collection named {collection_name!r} to attach.")
+    if not attach and exists:
+        raise ValueError(
+            f"A collection named {collection_name!r} already exists; attach it instead."
+        )
+    agent = Agent.objects.create(
+        name=name, slug=slug, description=description or "", collection_name=collection_name,
+        attached=bool(attach), field_map=fm_d, policy=policy_d, auto_apply=bool(auto_apply),
+        schedule_cron=cron, schedule_enabled=bool(schedule_enabled),
+    )
+    audit(actor=actor_name(user, "cli"), verb="agent_created", agent=agent, user=user,
+           data={"collection": collection_name, "attached": bool(attach)})
+    schedule_sync(agent=agent)
+    if not attach:
+        stores.create_collection(collection_name)
+    return agent
+
+
+@transaction.atomic
+def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
+    """Change an agent's name, slug, description, field map, policy, auto-apply or schedule.
+
+    Validates like :func:`agent_create` (``ValueError``; unknown fields and a collection change
+    are refused) and re-syncs the django-q2 schedule. Audited with the changed fields.
+    """
+    unknown = set(fields) - _AGENT_FIELDS
+    if unknown:
+        raise ValueError(f"Cannot change {', '.join(sorted(unknown))} of an agent here.")
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    old_schedule_name = agent.schedule_name
+    clean: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "name":
+            value = (value or "").strip()
+            if not value:
+                raise ValueError("An agent needs a name.")
+        elif key == "slug":
+            value = (value or "").strip()
+            if not value or slugify(value) != value:
+                raise ValueError(f"The slug must be lowercase letters, digits and hyphens (got {value!r}).")
+            if Agent.objects.filter(slug=value).exclude(pk=agent.pk).exists():
+                raise ValueError(f"An agent with the slug {value!r} already exists.")
+        elif key == "policy":
+            value = validate_policy(value)
+        elif key == "field_map":
+            value = validate_field_map(value)
+        elif key == "schedule_cron":
+            value = validate_cron(value)
+        elif key in ("auto_apply", "schedule_enabled"):
+            value = bool(value)
+        elif key == "description":
+            value = value or ""
+        clean[key] = value
+    changed = {k: v for k, v in clean.items() if getattr(agent, k) != v}
+    for key, value in changed.items():
+        setattr(agent, key, value)
+    agent.save()
+    if changed:
+        audit(actor=actor_name(user, "cli"), verb="agent_updated", agent=agent, user=user,
+               data={"changed": sorted(changed)})
+    if agent.schedule_name != old_schedule_name:
+        from django_q.models import Schedule
+
+        Schedule.objects.filter(name=old_schedule_name).delete()
+    schedule_sync(agent=agent)
+    return agent
+
+
+@transaction.atomic
+def agent_delete(*, agent: Agent, user: Any = None) -> None:
+    """Delete an agent and its schedule; its Chroma collection is kept (data is never dropped).
+
+    Refuses (:class:`ServiceError`) while a pass of the agent is active.
+    """
+    from django_q.models import Schedule
+
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    active = agent.passes.filter(status__in=Pass.ACTIVE).first()
+    if active is not None:
+        raise ServiceError(f"Pass #{active.pk} of {agent.name} is {active.status}; wait for it to finish.")
+    Schedule.objects.filter(name=agent.schedule_name).delete()
+    audit(actor=actor_name(user, "cli"), verb="agent_deleted", agent=agent, user=user,
+           data={"slug": agent.slug, "collection": agent.collection_name})
+    agent.delete()

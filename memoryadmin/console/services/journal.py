@@ -1,0 +1,290 @@
+"""Shared helpers of the console services: the audited status transition, audit events, progress,
+task enqueueing, input validation, the live-store read, failpoints.
+
+Every service module builds on these (formerly private helpers of the one ``services``
+module). Nothing here is a service an operator calls; views use the service modules.
+
+Transitions are a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent` in
+one transaction, so two workers can never both move the same pass (see
+:func:`transition`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+
+from consolidation import FieldMap, MemoryRecord, Policy
+
+from ..errors import ServiceError
+from ..models import Agent, AuditEvent, Operation, OperationSource, Pass
+
+__all__ = [
+    "FAILPOINT_ENV",
+    "MAX_DOCUMENT_CHARS",
+    "TASK_APPLY",
+    "TASK_ROLLBACK",
+    "TASK_RUN",
+    "TASK_SCHEDULED",
+    "actor_name",
+    "audit",
+    "embed",
+    "enqueue",
+    "failpoint",
+    "get_live",
+    "jsonable",
+    "looks_unavailable",
+    "run_actor",
+    "set_progress",
+    "stale_reason",
+    "transition",
+    "user_or_none",
+    "validate_cron",
+    "validate_document",
+    "validate_field_map",
+    "validate_policy",
+]
+
+MAX_DOCUMENT_CHARS = 20_000
+"""Longest memory text an operator may write (characters). MiniLM reads only the first 256 tokens
+(~1,000 characters), so longer texts are almost certainly pasted by mistake; a 1 MB document is
+refused with this limit in the message."""
+
+# django-q2 task names (stored in queued tasks and schedules: never rename).
+TASK_RUN = "memoryadmin.console.tasks.run_pass"
+TASK_APPLY = "memoryadmin.console.tasks.apply_pass"
+TASK_SCHEDULED = "memoryadmin.console.tasks.scheduled_pass"
+TASK_ROLLBACK = "memoryadmin.console.tasks.rollback_pass"
+
+
+def actor_name(user: Any, default: str) -> str:
+    if user is not None and getattr(user, "is_authenticated", False):
+        return user.get_username()
+    return default
+
+
+def user_or_none(user: Any) -> Any:
+    return user if user is not None and getattr(user, "is_authenticated", False) else None
+
+
+def run_actor(run: Pass) -> str:
+    """Who a pass acts for: its requester's username, else its trigger ("schedule", "cli", …)."""
+    if run.requested_by_id:
+        return run.requested_by.get_username()
+    return run.trigger
+
+
+def audit(
+    *,
+    actor: str,
+    verb: str,
+    agent: Agent | None = None,
+    run: Pass | None = None,
+    user: Any = None,
+    from_status: str = "",
+    to_status: str = "",
+    note: str = "",
+    data: Mapping[str, Any] | None = None,
+) -> AuditEvent:
+    if agent is None and run is not None:
+        agent = run.agent
+    return AuditEvent.objects.create(
+        agent=agent, run=run, user=user_or_none(user), actor=actor, verb=verb,
+        from_status=from_status, to_status=to_status, note=note, data=jsonable(data or {}),
+    )
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` round-tripped through JSON (numpy scalars/arrays, sets, datetimes made plain)."""
+
+    def default(o: Any) -> Any:
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, set | frozenset | tuple):
+            return list(o)
+        if isinstance(o, datetime):
+            return o.isoformat()
+        return str(o)
+
+    return json.loads(json.dumps(value, default=default, allow_nan=False) if value is not None else "null")
+
+
+def transition(
+    run: Pass,
+    *,
+    frm: Iterable[str],
+    to: str,
+    actor: str,
+    verb: str,
+    user: Any = None,
+    note: str = "",
+    data: Mapping[str, Any] | None = None,
+    pass_note: str | None = None,
+    **fields: Any,
+) -> Pass:
+    """Move ``run`` from one of ``frm`` to ``to`` (conditional UPDATE) and audit it, atomically.
+
+    Raises :class:`ServiceError` when the pass is no longer in one of ``frm`` (someone else moved
+    it first) and lets ``IntegrityError`` through when ``to`` is active and another pass of the
+    agent is (I-5). ``note`` goes to the audit event; ``pass_note`` (when given) is also saved
+    as the pass's own note (the reviewer's note). Returns the refreshed pass.
+    """
+    frm = tuple(frm)
+    if pass_note is not None:
+        fields["note"] = pass_note
+    with transaction.atomic():
+        current = Pass.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        updated = Pass.objects.filter(pk=run.pk, status__in=frm).update(status=to, **fields)
+        if not updated:
+            raise ServiceError(
+                f"Pass #{run.pk} is {current or 'gone'}; it can only be {verb.replace('_', ' ')} "
+                f"when {' or '.join(frm)}."
+            )
+        audit(
+            actor=actor, verb=verb, run=run, agent=run.agent, user=user, from_status=current or "",
+            to_status=to, note=note, data=data,
+        )
+    run.refresh_from_db()
+    return run
+
+
+def set_progress(run: Pass, fraction: float, label: str) -> None:
+    """Save progress (0..1) and a label at once, so a polling page sees it (own statement)."""
+    fraction = max(0.0, min(1.0, float(fraction)))
+    Pass.objects.filter(pk=run.pk).update(progress=fraction, progress_label=label[:200])
+    run.progress, run.progress_label = fraction, label[:200]
+
+
+def enqueue(func: str, pk: int, *, inline: bool = False) -> None:
+    """Run ``func(pk)`` after the surrounding transaction commits: a django-q2 task, or — with
+    ``inline`` (CLI, demo seeding) — the service itself in this process."""
+    if inline:
+
+        def run_here() -> None:
+            from .apply import pass_apply
+            from .passes import pass_run
+
+            if func == TASK_RUN:
+                pass_run(run=Pass.objects.get(pk=pk), inline=True)
+            else:
+                pass_apply(run=Pass.objects.get(pk=pk))
+
+        transaction.on_commit(run_here)
+        return
+
+    def send() -> None:
+        from django_q.tasks import async_task
+
+        async_task(func, pk, task_name=f"{func.rsplit('.', 1)[-1]}:{pk}")
+
+    transaction.on_commit(send)
+
+
+def validate_document(document: Any, *, limit: int = MAX_DOCUMENT_CHARS) -> str:
+    if not isinstance(document, str):
+        raise ValueError("The memory text must be a string.")
+    text = document.strip()
+    if not text:
+        raise ValueError("The memory text cannot be empty.")
+    if len(text) > limit:
+        raise ValueError(f"The memory text is {len(text):,} characters; the limit is {limit:,}.")
+    return text
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    from consolidation.adapters.embedder import get_default_embedder
+
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
+
+
+
+def validate_policy(policy: Policy | Mapping[str, Any] | None) -> dict[str, Any]:
+    if isinstance(policy, Policy):
+        return policy.to_dict()
+    try:
+        return Policy.from_dict(dict(policy or {})).to_dict()
+    except TypeError as exc:
+        raise ValueError(f"Invalid policy: {exc}") from exc
+
+
+def validate_field_map(field_map: FieldMap | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The agent's field map as stored: only keys that differ from :class:`FieldMap`'s defaults.
+
+    Raises ``ValueError`` for unknown keys.
+    """
+    if isinstance(field_map, FieldMap):
+        return field_map.to_dict()
+    fm = FieldMap.from_dict(dict(field_map or {}))
+    defaults = FieldMap().to_dict()
+    return {k: v for k, v in fm.to_dict().items() if v != defaults[k]}
+
+
+def validate_cron(cron: Any) -> str:
+    """Return a 5-field cron expression stripped, or raise ``ValueError`` (validated with croniter)."""
+    from croniter import croniter
+
+    if not isinstance(cron, str) or len(cron.split()) != 5:
+        raise ValueError(f"A schedule is a 5-field cron expression like '0 3 * * *' (got {cron!r}).")
+    cron = " ".join(cron.split())
+    if not croniter.is_valid(cron):
+        raise ValueError(f"Not a valid cron expression: {cron!r}.")
+    return cron
+
+
+
+FAILPOINT_ENV = "MEMORYADMIN_FAILPOINT"
+
+
+def failpoint(name: str) -> None:
+    """Fault injection for the crash tests: when ``$MEMORYADMIN_FAILPOINT`` equals ``name`` the
+    process kills itself with SIGKILL right here, as a worker dying mid-apply would. Points:
+    ``apply:archived``, ``apply:written``, ``apply:verified``, ``apply:deleted`` (sources deleted,
+    journal not yet updated) and ``apply:applied`` (journal updated, pass not yet finished)."""
+    if os.environ.get(FAILPOINT_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def stale_reason(
+    op: Operation, sources: list[OperationSource], live: Mapping[str, MemoryRecord],
+    own_writes: Mapping[str, str],
+) -> str:
+    """Why ``op`` conflicts with the live store (I-4), or ``""`` when its sources are unchanged.
+
+    A source rewritten by an earlier operation of the same pass (``own_writes``: id → the hash
+    this pass wrote) is not a conflict.
+    """
+    for src in sources:
+        rec = live.get(src.memory_id)
+        if rec is None:
+            return f"Memory {src.memory_id} no longer exists in the store."
+        current = rec.content_hash
+        if current != src.content_hash and own_writes.get(src.memory_id) != current:
+            return f"Memory {src.memory_id} changed after the pass was planned."
+    return ""
+
+
+def get_live(store: Any, ids: list[str], *, include_embeddings: bool) -> dict[str, MemoryRecord]:
+    out: dict[str, MemoryRecord] = {}
+    for start in range(0, len(ids), 1000):
+        for rec in store.get(ids[start:start + 1000], include_embeddings=include_embeddings):
+            out[rec.id] = rec
+    return out
+
+
+def looks_unavailable(exc: BaseException) -> bool:
+    """True for errors that mean "Chroma is not answering" (connection refused, timeouts)."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(k in text for k in ("connect", "timeout", "timed out", "unavailable", "unreachable", "refused"))
+
+

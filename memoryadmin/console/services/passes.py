@@ -1,0 +1,307 @@
+"""Pass services: request a pass, run it (snapshot → plan → stored proposal → guard), fail it.
+
+``queued → running → proposed | rejected_by_guard | failed``; a proposal that passes the guard of
+an auto-applying agent goes on to ``approved`` and its apply is enqueued.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from consolidation import FieldMap, MemoryRecord, Policy, summarize
+
+from .. import stores, triage
+from ..errors import PassAlreadyActive, ServiceError
+from ..models import (
+    Agent,
+    Operation,
+    OperationSource,
+    Pass,
+    PassSnapshot,
+    StoreSample,
+    embedding_to_bytes,
+)
+from ..review import evaluate
+from .journal import (
+    TASK_APPLY,
+    TASK_RUN,
+    actor_name,
+    audit,
+    embed,
+    enqueue,
+    jsonable,
+    run_actor,
+    set_progress,
+    transition,
+    user_or_none,
+)
+
+__all__ = ["pass_fail", "pass_request", "pass_run"]
+
+log = logging.getLogger(__name__)
+
+S = Pass.Status
+
+
+def pass_request(
+    *,
+    agent: Agent,
+    trigger: str,
+    user: Any = None,
+    actor: str | None = None,
+    run_inline: bool = False,
+    policy: Policy | None = None,
+    policy_name: str = "",
+) -> Pass:
+    """Queue a pass for ``agent`` and enqueue :func:`tasks.run_pass` when the transaction commits.
+
+    ``trigger`` is a :class:`Pass.Trigger` value; ``actor`` defaults to the user's name, else the
+    trigger. ``run_inline`` runs the pass (and an auto-apply) in this process after commit
+    instead of on the queue (CLI). ``policy`` overrides the agent's policy for this pass only
+    (e.g. ``consolidate --policy aggressive``; ``policy_name`` is recorded with it). Raises
+    :class:`PassAlreadyActive` — and records an ``AuditEvent`` with verb ``"refused"`` — when
+    another pass of the agent is active (I-5).
+    """
+    trigger = Pass.Trigger(trigger).value
+    actor = actor or actor_name(user, trigger)
+    override = policy is not None
+    try:
+        with transaction.atomic():
+            run = Pass.objects.create(
+                agent=agent, trigger=trigger, requested_by=user_or_none(user),
+                policy=policy.to_dict() if override else agent.policy,
+                max_loss_fraction=(policy or agent.get_policy()).max_loss_fraction,
+                telemetry={"policy_override": policy_name or "explicit"} if override else {},
+            )
+            audit(actor=actor, verb="requested", run=run, agent=agent, user=user,
+                   to_status=S.QUEUED, data={"trigger": trigger})
+    except IntegrityError:
+        active = agent.passes.filter(status__in=Pass.ACTIVE).first()
+        detail = f"pass #{active.pk} is {active.status}" if active else "another pass is active"
+        message = f"{agent.name} already has a pass in progress ({detail}); not queued twice."
+        audit(actor=actor, verb="refused", agent=agent, user=user, note=message,
+               data={"trigger": trigger, "active_pass": active.pk if active else None})
+        raise PassAlreadyActive(message) from None
+    enqueue(TASK_RUN, run.pk, inline=run_inline)
+    return run
+
+
+def _snapshot(store: Any, run: Pass) -> list[MemoryRecord]:
+    """Every record of the store, with embeddings (reused; computed when missing)."""
+    records: list[MemoryRecord] = []
+    total = max(1, store.count())
+    for page in store.iter_pages(page_size=5000, include_embeddings=True):
+        records.extend(page)
+        set_progress(run, 0.05 + 0.25 * min(1.0, len(records) / total),
+                      f"Reading the store: {len(records):,} of {total:,} memories")
+    missing = [i for i, r in enumerate(records) if r.embedding is None]
+    if missing:
+        set_progress(run, 0.32, f"Embedding {len(missing):,} memories without embeddings")
+        vectors = embed([records[i].document for i in missing])
+        for i, vec in zip(missing, vectors, strict=True):
+            records[i] = records[i].with_embedding(vec)
+    return records
+
+
+def _snapshot_hash(records: Iterable[MemoryRecord]) -> str:
+    h = hashlib.sha256()
+    for rid, ch in sorted((r.id, r.content_hash) for r in records):
+        h.update(f"{rid}\x00{ch}\x01".encode())
+    return h.hexdigest()
+
+
+def pass_fail(*, run: Pass, error: str, actor: str | None = None) -> Pass:
+    """Mark a queued or running pass ``failed`` with ``error`` (nothing was written to the store)."""
+    try:
+        return transition(
+            run, frm=(S.QUEUED, S.RUNNING), to=S.FAILED, actor=actor or run_actor(run),
+            verb="failed", note=error[:2000], error=error, reason=error[:2000],
+            finished_at=timezone.now(), progress_label="Failed",
+        )
+    except ServiceError:
+        run.refresh_from_db()
+        return run
+
+
+def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) -> Pass:
+    """Task body: snapshot → plan → stored proposal → guard → status.
+
+    Only a ``queued`` pass runs (a second call is a no-op). The store is only read. Outcomes:
+    ``rejected_by_guard`` (guard trips), ``proposed``, or — guard passes and ``agent.auto_apply``
+    — ``approved`` by actor ``"policy"`` with the apply enqueued; ``failed`` with the reason on
+    any error (Chroma down, bad policy, engine error). Older ``proposed`` passes of the agent
+    become ``stale``. ``now`` (aware) is the planning clock (I-8); default: the current time.
+    ``inline`` applies an auto-approved pass in this process instead of on the queue.
+    """
+    run = Pass.objects.select_related("agent", "requested_by").get(pk=run.pk)
+    if run.status != S.QUEUED:
+        return run
+    agent = run.agent
+    actor = run_actor(run)
+    now = now or timezone.now()
+    try:
+        # The agent's policy as saved now, unless the request overrode it for this pass.
+        override = (run.telemetry or {}).get("policy_override")
+        policy = Policy.from_dict(run.policy) if override else agent.get_policy()
+        field_map = agent.get_field_map()
+    except ValueError as exc:
+        return pass_fail(run=run, error=f"Invalid agent settings: {exc}")
+    try:
+        run = transition(
+            run, frm=(S.QUEUED,), to=S.RUNNING, actor=actor, verb="started",
+            started_at=timezone.now(), policy=policy.to_dict(),
+            max_loss_fraction=policy.max_loss_fraction, progress=0.0,
+            progress_label="Opening the store",
+        )
+    except ServiceError:
+        return Pass.objects.get(pk=run.pk)
+    try:
+        store = stores.get_store(agent)
+        records = _snapshot(store, run)
+        set_progress(run, 0.4, f"Planning over {len(records):,} memories")
+        from consolidation.planning import plan as plan_records
+
+        # An empty checkpoint means "never consolidated": plan over the whole store.
+        checkpoint = dict(agent.checkpoint) if agent.checkpoint else None
+        plan = plan_records(records, policy, now=now, fieldmap=field_map, checkpoint=checkpoint)
+        plan = _add_distillation(run, records, plan, field_map)
+        set_progress(run, 0.75, f"Checking recall on {run.agent.probes.count():,} probe queries")
+        from ..recall import recall_check
+
+        recall = recall_check(agent, records, plan, policy)
+        set_progress(run, 0.85, f"Storing {len(plan.operations):,} proposed operations")
+        run = _store_proposal(run, records, plan, policy, actor, now, recall=recall)
+    except Exception as exc:
+        if isinstance(exc, ServiceError):  # expected (e.g. Chroma down): one line, no traceback
+            log.warning("pass %s failed: %s", run.pk, exc)
+        else:
+            log.exception("pass %s failed", run.pk)
+        message = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
+        return pass_fail(run=run, error=message)
+    if run.status == S.APPROVED:
+        enqueue(TASK_APPLY, run.pk, inline=inline)
+    return run
+
+
+def _add_distillation(run: Pass, records: list[MemoryRecord], plan: Any, field_map: FieldMap) -> Any:
+    """Append LLM ``distill`` operations to ``plan`` when an LLM endpoint is configured.
+
+    Offline (no ``MEMORYADMIN_LLM_MODEL``) this returns ``plan`` unchanged and touches no network
+    (I-8). Episodic memories already distilled are skipped: the checkpoint is every id named in a
+    live memory's ``derived_from``. Distillations only add memories (loss unchanged). Raises
+    ``LLMUnavailable`` / ``LLMOutputError`` (the pass then fails with the reason, nothing written).
+    """
+    from consolidation.adapters.llm import llm_from_env
+
+    writer = llm_from_env()
+    if writer is None:
+        return plan
+    from consolidation.distill import distill
+
+    set_progress(run, 0.6, f"Distilling episodic memories with {writer.model}")
+    done = {i for r in records for i in field_map.get_list(r.metadata, "derived_from")}
+    try:
+        res = distill(records, writer, fields=field_map, checkpoint=done)
+    finally:
+        writer.close()
+    if not res.operations:
+        plan.context["distill"] = res.to_context()
+        return plan
+    plan.operations.extend(res.operations)
+    plan.result = summarize(len(records), plan.operations)
+    plan.context["distill"] = res.to_context()
+    return plan
+
+
+def _store_proposal(
+    run: Pass, records: list[MemoryRecord], plan: Any, policy: Policy, actor: str, now: datetime,
+    *, recall: dict[str, Any] | None = None,
+) -> Pass:
+    by_id = {r.id: r for r in records}
+    ev = evaluate(
+        entries_before=len(records), included=plan.operations, excluded_count=0,
+        max_loss_fraction=policy.max_loss_fraction,
+    )
+    guard_passed, guard_reason = ev.guard_passed, ev.guard_reason
+    if guard_passed and getattr(plan.result, "rejected", False):
+        guard_passed, guard_reason = False, plan.result.reason or "Rejected by the engine."
+    if guard_passed and recall is not None and not recall.get("passed", True):
+        guard_passed, guard_reason = False, f"Recall guard tripped: {recall.get('reason')}"
+    telemetry = jsonable(dict(plan.context or {}))
+    if (run.telemetry or {}).get("policy_override"):
+        telemetry["policy_override"] = run.telemetry["policy_override"]
+    telemetry["planned"] = ev.to_dict()
+    telemetry["now"] = now.isoformat()
+    scored = triage.plan_scores(
+        agent=run.agent, records=records, operations=plan.operations, policy=policy,
+        fieldmap=run.agent.get_field_map(), now=now,
+    )
+    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE}
+    with transaction.atomic():
+        StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
+        PassSnapshot.objects.create(run=run, hashes={r.id: r.content_hash for r in records})
+        for index, (op, (loss, risk)) in enumerate(zip(plan.operations, scored, strict=True)):
+            row = Operation.objects.create(
+                run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",
+                scores=jsonable(op.scores or {}), source_ids=list(op.source_ids),
+                removes=list(op.removes), result_id=op.result_id or "",
+                result_document=op.result_document or "", planned_document=op.result_document or "",
+                result_metadata=jsonable(op.result_metadata) if op.result_metadata is not None else None,
+                risk=risk.score, risk_reasons=list(risk.reasons), lost=loss.to_dict(),
+                lost_sentences=len(loss.sentences),
+            )
+            sources = []
+            for position, sid in enumerate(op.source_ids):
+                rec = by_id[sid]
+                sources.append(OperationSource(
+                    operation=row, position=position, memory_id=sid, document=rec.document,
+                    metadata=jsonable(rec.metadata), content_hash=rec.content_hash,
+                    embedding=embedding_to_bytes(rec.embedding), removed=sid in op.removes,
+                ))
+            OperationSource.objects.bulk_create(sources)
+        for old in Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk):
+            why = f"Superseded by the newer pass #{run.pk}."
+            transition(old, frm=(S.PROPOSED,), to=S.STALE, actor=actor, verb="stale", note=why,
+                        reason=why, finished_at=timezone.now())
+        to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
+        fields: dict[str, Any] = {
+            "entries_before": ev.entries_before, "entries_after": ev.entries_after,
+            "merged": ev.merged, "promoted": ev.promoted, "pruned": ev.pruned,
+            "reconciled": ev.reconciled, "loss_fraction": ev.loss_fraction,
+            "guard_passed": guard_passed, "guard_reason": guard_reason, "telemetry": telemetry,
+            "recall": jsonable(recall or {}),
+            "snapshot_hash": _snapshot_hash(records), "planned_at": timezone.now(), "progress": 1.0,
+            "progress_label": "Proposal ready" if guard_passed else "Rejected by the loss guard",
+        }
+        if not guard_passed:
+            fields.update(reason=guard_reason, finished_at=timezone.now())
+        run = transition(
+            run, frm=(S.RUNNING,), to=to, actor=actor,
+            verb="proposed" if guard_passed else "rejected_by_guard",
+            note="" if guard_passed else guard_reason,
+            data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction}, **fields,
+        )
+        if guard_passed and not plan.operations:
+            # Nothing to review and nothing to write: settle it instead of leaving an empty
+            # "pending" proposal for an operator to approve (a fresh-user finding).
+            run = transition(
+                run, frm=(S.PROPOSED,), to=S.APPLIED, actor="policy", verb="nothing_to_apply",
+                note="Nothing to consolidate: the plan has no operations; nothing was written.",
+                decided_by=None, decided_actor="policy", decided_at=timezone.now(),
+                finished_at=timezone.now(), progress_label="Nothing to consolidate",
+            )
+        elif guard_passed and run.agent.auto_apply:
+            run = transition(
+                run, frm=(S.PROPOSED,), to=S.APPROVED, actor="policy", verb="approved",
+                note="Auto-applied by the agent's policy: the loss guard passed.",
+                decided_by=None, decided_actor="policy", decided_at=timezone.now(),
+                progress=0.0, progress_label="Waiting to apply",
+            )
+    return run

@@ -1,0 +1,475 @@
+"""Undo and recovery: roll back an applied pass, restore one archived memory, resume dead work.
+
+Services (writes):
+
+- :func:`pass_rollback_request` (reviewer, from the pass page) checks that nothing the pass wrote
+  was changed since, then moves ``applied | partially_applied → rolling_back`` and enqueues
+  :func:`pass_rollback` (``tasks.rollback_pass``) on commit.
+- :func:`pass_rollback` (task body) undoes the applied operations in reverse plan order, journaled
+  per operation in ``Operation.status`` (``applied → rolled_back``): restore the archived
+  originals (ids, documents, metadata, embeddings) → read them back → delete the records the
+  pass created → mark the operations ``rolled_back`` and their archive rows ``restored_at``.
+  Every step is idempotent (upsert of the archived version, delete ignores missing ids), so a
+  crash at any step is resumed by running it again; a second rollback is a no-op.
+- :func:`archive_restore` puts one archived memory back (operator action, audited).
+- :func:`passes_recover` resumes what a dead worker left (``approved``/``applying`` → apply,
+  ``rolling_back`` → rollback, ``running`` past the task timeout → planned again). A pass is
+  resumed only under its *lease* (``Pass.lease_owner``/``lease_expires_at``, taken by a
+  conditional UPDATE), so two recoverers — or a recoverer and a worker — never work on the same
+  pass at once; a lease whose holder process is dead on this host is taken over at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from consolidation import MemoryRecord, content_hash
+
+from .. import stores
+from ..errors import ServiceError, StoreUnavailable
+from ..models import Agent, ArchivedMemory, Operation, Pass, PassSnapshot
+from .apply import batches, pass_apply
+from .journal import (
+    TASK_ROLLBACK,
+    actor_name,
+    audit,
+    embed,
+    failpoint,
+    get_live,
+    looks_unavailable,
+    set_progress,
+    transition,
+)
+from .memories import memory_guard
+from .passes import pass_run
+
+__all__ = [
+    "RollbackBlocked",
+    "archive_restore",
+    "lease_acquire",
+    "lease_holder",
+    "lease_release",
+    "pass_rollback",
+    "pass_rollback_request",
+    "passes_recover",
+    "resume_leased",
+    "rollback_blockers",
+]
+
+log = logging.getLogger(__name__)
+
+S = Pass.Status
+OS = Operation.Status
+
+
+class RollbackBlocked(ServiceError):
+    """A rollback was refused before writing anything: records the pass created were changed
+    after it (or an original's id was taken again). ``memory_ids`` names them."""
+
+    def __init__(self, message: str, memory_ids: list[str]) -> None:
+        super().__init__(message)
+        self.memory_ids = memory_ids
+
+
+# ---------------------------------------------------------------------------------------------
+# leases (one process per pass at a time)
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _lease_seconds() -> float:
+    # django-q2 kills a task after Q_CLUSTER["timeout"] seconds, so a lease never needs to outlive it.
+    return float(settings.Q_CLUSTER.get("timeout") or 1800)
+
+
+def _holder_dead(owner: str) -> bool:
+    """True when ``owner`` ("host:pid") is a process on this host that no longer runs."""
+    import psutil
+
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return not psutil.pid_exists(int(pid))
+
+
+def lease_acquire(run: Pass | int, *, now: datetime | None = None) -> bool:
+    """Take the lease of pass ``run`` for this process (``"host:pid"``) for the task timeout.
+
+    A conditional ``UPDATE … WHERE lease is free, expired, ours`` (atomic on SQLite and
+    PostgreSQL); a lease held by a dead process of this host is taken over (compare-and-swap on
+    its owner). Returns False when another live process holds it.
+    """
+    pk = run if isinstance(run, int) else run.pk
+    now = now or timezone.now()
+    me, until = _me(), now + timedelta(seconds=_lease_seconds())
+    free = Q(lease_owner="") | Q(lease_owner=me) | Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True)
+    if Pass.objects.filter(free, pk=pk).update(lease_owner=me, lease_expires_at=until):
+        return True
+    owner = Pass.objects.filter(pk=pk).values_list("lease_owner", flat=True).first()
+    if owner and _holder_dead(owner):
+        return bool(Pass.objects.filter(pk=pk, lease_owner=owner).update(lease_owner=me, lease_expires_at=until))
+    return False
+
+
+def lease_release(run: Pass | int) -> None:
+    """Give up this process's lease of ``run`` (a no-op when another process holds it)."""
+    pk = run if isinstance(run, int) else run.pk
+    Pass.objects.filter(pk=pk, lease_owner=_me()).update(lease_owner="", lease_expires_at=None)
+
+
+def lease_holder(run: Pass | int) -> str:
+    """``"host:pid"`` of the process holding the lease of ``run``, or ``""``."""
+    pk = run if isinstance(run, int) else run.pk
+    return Pass.objects.filter(pk=pk).values_list("lease_owner", flat=True).first() or ""
+
+
+# ---------------------------------------------------------------------------------------------
+# rollback
+
+
+def _written_document(op: Operation, prior: dict[tuple[int, str], ArchivedMemory]) -> str:
+    """The text apply wrote for ``op`` (its result text, else the rewritten source's text)."""
+    if op.result_document:
+        return op.result_document
+    base = prior.get((op.pk, op.result_id))
+    if base is not None:
+        return base.document
+    src = next((s for s in op.sources.all() if s.memory_id == op.result_id), None)
+    return src.document if src is not None else ""
+
+
+def _archived_of(ops: list[Operation]) -> list[ArchivedMemory]:
+    return list(ArchivedMemory.objects.filter(operation__in=ops).order_by("id"))
+
+
+def rollback_blockers(*, run: Pass, store: Any | None = None) -> dict[str, str]:
+    """Why the applied operations of ``run`` cannot be undone now: ``{memory_id: reason}``.
+
+    A record the pass created or rewrote whose live content hash differs from what apply wrote
+    (edited after the pass), or an original whose id is live again with other content (restoring
+    it would overwrite). Read-only. Raises :class:`StoreUnavailable` when Chroma is down.
+    """
+    ops = list(run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("index"))
+    if not ops:
+        return {}
+    store = store if store is not None else stores.get_store(run.agent)
+    archived = _archived_of(ops)
+    prior = {(a.operation_id, a.memory_id): a for a in archived}
+    written = {op.result_id: content_hash(_written_document(op, prior), op.result_metadata or {})
+               for op in ops if op.result_id}
+    restored = {a.memory_id: a.content_hash for a in archived}
+    live = get_live(store, sorted(set(written) | set(restored)), include_embeddings=False)
+    out: dict[str, str] = {}
+    for mid, expected in written.items():
+        rec = live.get(mid)
+        # Equal to the archived original: already restored (a resumed rollback), not an edit.
+        if rec is not None and rec.content_hash not in (expected, restored.get(mid)):
+            out[mid] = f"Memory {mid}, written by this pass, was changed after the pass."
+    for mid, archived_hash in restored.items():
+        rec = live.get(mid)
+        if mid not in written and rec is not None and rec.content_hash != archived_hash:
+            out[mid] = f"Memory {mid} exists again with other content; restoring would overwrite it."
+    return out
+
+
+def pass_rollback_request(*, run: Pass, user: Any, note: str = "") -> Pass:
+    """Start undoing an applied or partially applied pass (reviewer action, audited).
+
+    Checks first, writing nothing on refusal: raises :class:`RollbackBlocked` naming every record
+    changed after the pass (audited as ``rollback_refused``), :class:`ServiceError` when the pass
+    is in another state or another pass of the agent is active (I-5), :class:`StoreUnavailable`
+    when Chroma is down. A pass already ``rolling_back`` or ``rolled_back`` is returned unchanged
+    (idempotent). Otherwise the pass becomes ``rolling_back`` and :func:`pass_rollback` is
+    enqueued when the transaction commits.
+    """
+    run = Pass.objects.select_related("agent").get(pk=run.pk)
+    if run.status in (S.ROLLING_BACK, S.ROLLED_BACK):
+        return run
+    if not run.can_roll_back:
+        raise ServiceError(
+            f"Pass #{run.pk} is {run.status}; only an applied or partially applied pass can be rolled back."
+        )
+    actor = actor_name(user, "cli")
+    blockers = rollback_blockers(run=run)
+    if blockers:
+        ids = sorted(blockers)
+        message = (
+            f"Rollback refused, nothing was changed: {len(ids)} record(s) were changed after the pass "
+            f"({', '.join(ids)}). " + " ".join(blockers[i] for i in ids)
+        )
+        audit(actor=actor, verb="rollback_refused", run=run, user=user, note=message,
+                        data={"memory_ids": ids})
+        raise RollbackBlocked(message, ids)
+    telemetry = dict(run.telemetry or {})
+    telemetry["rollback"] = {"from": run.status, "actor": actor, "requested_at": timezone.now().isoformat()}
+    try:
+        with transaction.atomic():
+            run = transition(
+                run, frm=Pass.ROLLBACKABLE, to=S.ROLLING_BACK, actor=actor,
+                verb="rollback_requested", user=user, note=note or "", telemetry=telemetry,
+                progress=0.0, progress_label="Waiting to roll back", finished_at=None,
+            )
+            _enqueue_rollback(run.pk)
+    except IntegrityError:
+        raise ServiceError(
+            f"Another pass of {run.agent.name} is in progress; roll this one back when it is done."
+        ) from None
+    return run
+
+
+def _enqueue_rollback(pk: int) -> None:
+    def send() -> None:
+        from django_q.tasks import async_task
+
+        async_task(TASK_ROLLBACK, pk, task_name=f"rollback_pass:{pk}")
+
+    transaction.on_commit(send)
+
+
+def _rollback_actor(run: Pass) -> str:
+    return str((run.telemetry or {}).get("rollback", {}).get("actor") or "cli")
+
+
+def _back_to_applied(run: Pass, reason: str, actor: str, verb: str) -> Pass:
+    """Nothing was written yet: return the pass to the status it was rolled back from."""
+    frm = (run.telemetry or {}).get("rollback", {}).get("from") or S.APPLIED
+    return transition(
+        run, frm=(S.ROLLING_BACK,), to=frm, actor=actor, verb=verb, note=reason, error=reason,
+        finished_at=timezone.now(), progress=1.0, progress_label="Rollback not started",
+    )
+
+
+def pass_rollback(*, run: Pass) -> Pass:
+    """Task body: undo a ``rolling_back`` pass, or resume one (a no-op in any other state).
+
+    Applied operations are undone in reverse plan order, in batches where no memory is touched
+    twice (``batches``): restore archived originals (upsert: original id, document,
+    metadata, embedding) → read them back and compare content hashes → delete the records the
+    operations created (a rewritten source keeps its restored id) → mark the operations
+    ``rolled_back`` and their archive rows ``restored_at`` in one transaction. Failpoints
+    ``rollback:restored``, ``rollback:verified``, ``rollback:deleted``, ``rollback:marked``
+    (``$MEMORYADMIN_FAILPOINT``) kill the process after each step for the crash tests.
+
+    On a fresh start the blockers are checked again; if any (or Chroma is down before anything
+    was written) the pass returns to ``applied``/``partially_applied`` with the reason. After a
+    write, an outage leaves it ``rolling_back`` with the error for :func:`passes_recover`.
+    Ends ``rolled_back`` (audited) and refreshes the agent's checkpoint.
+    """
+    run = Pass.objects.select_related("agent").get(pk=run.pk)
+    if run.status != S.ROLLING_BACK:
+        return run
+    actor = _rollback_actor(run)
+    ops = list(run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("-index"))
+    info = dict((run.telemetry or {}).get("rollback") or {})
+    fresh = not info.get("started") and not run.operations.filter(status=OS.ROLLED_BACK).exists()
+    wrote = False
+    total = len(ops) + run.operations.filter(status=OS.ROLLED_BACK).count()
+    done = total - len(ops)
+    try:
+        store = stores.get_store(run.agent)
+        if fresh:
+            set_progress(run, 0.02, "Checking what the pass wrote against the live store")
+            blockers = rollback_blockers(run=run, store=store)
+            if blockers:
+                ids = sorted(blockers)
+                return _back_to_applied(
+                    run, f"Rollback refused, nothing was changed: changed after the pass: {', '.join(ids)}.",
+                    actor, "rollback_refused",
+                )
+        if fresh:  # from here on a failure leaves the pass rolling_back, to be resumed
+            telemetry = dict(run.telemetry or {}) | {"rollback": info | {"started": True}}
+            Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+            run.telemetry = telemetry
+        for batch in batches(ops):
+            set_progress(run, 0.05 + 0.9 * done / max(1, total),
+                                   f"Undoing operations {done + 1}–{done + len(batch)} of {total}")
+            wrote = True
+            _rollback_batch(run, batch, store)
+            done += len(batch)
+    except Exception as exc:
+        if not (isinstance(exc, StoreUnavailable) or looks_unavailable(exc)) and not isinstance(
+            exc, ServiceError
+        ):
+            log.exception("rollback of pass %s failed", run.pk)
+        message = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
+        if fresh and not wrote:
+            return _back_to_applied(run, f"Rollback could not start: {message}", actor, "rollback_failed")
+        Pass.objects.filter(pk=run.pk).update(
+            error=message, progress_label="Rollback interrupted; resume with recover_passes"
+        )
+        audit(actor=actor, verb="rollback_interrupted", run=run, note=message)
+        run.refresh_from_db()
+        return run
+    run = transition(
+        run, frm=(S.ROLLING_BACK,), to=S.ROLLED_BACK, actor=actor, verb="rolled_back",
+        note=f"{total} operation(s) undone.", error="", finished_at=timezone.now(), progress=1.0,
+        progress_label="Rolled back",
+    )
+    try:
+        _refresh_checkpoint(run, store)
+    except Exception:  # the pass is rolled back; a stale checkpoint only costs a wider next plan
+        log.exception("could not refresh the checkpoint of agent %s", run.agent_id)
+    return run
+
+
+def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
+    archived = _archived_of(batch)
+    records = []
+    missing = [a for a in archived if a.embedding is None]
+    vectors = dict(zip([a.pk for a in missing], embed([a.document for a in missing]), strict=True))
+    for a in archived:
+        emb = a.get_embedding() if a.embedding is not None else vectors[a.pk]
+        records.append(MemoryRecord(a.memory_id, a.document, emb, dict(a.metadata or {})))
+    # 1. restore the originals first: no moment where neither they nor the merged record is live
+    if records:
+        store.upsert(records)
+    failpoint("rollback:restored")
+    # 2. read them back
+    if records:
+        live = get_live(store, [r.id for r in records], include_embeddings=False)
+        for a in archived:
+            rec = live.get(a.memory_id)
+            if rec is None or rec.content_hash != a.content_hash:
+                raise ServiceError(f"Restored memory {a.memory_id} could not be read back as archived.")
+    failpoint("rollback:verified")
+    # 3. remove what the operations created (a rewritten source was restored under its own id)
+    restored_ids = {a.memory_id for a in archived}
+    doomed = sorted({op.result_id for op in batch if op.result_id and op.result_id not in restored_ids})
+    if doomed:
+        store.delete(doomed)
+    failpoint("rollback:deleted")
+    # 4. journal
+    with transaction.atomic():
+        Operation.objects.filter(pk__in=[op.pk for op in batch]).update(
+            status=OS.ROLLED_BACK, status_detail="Undone by rollback."
+        )
+        ArchivedMemory.objects.filter(pk__in=[a.pk for a in archived], restored_at__isnull=True).update(
+            restored_at=timezone.now()
+        )
+    failpoint("rollback:marked")
+
+
+def _refresh_checkpoint(run: Pass, store: Any) -> None:
+    """Checkpoint := current minus what the pass created and minus the restored originals.
+
+    Restored originals count as new again, so the next pass plans them afresh and the operator
+    gets a new proposal to review (excluding what was wrong) instead of an empty one: an undone
+    consolidation is not a consolidated one.
+    """
+    ops = list(run.operations.filter(status=OS.ROLLED_BACK))
+    checkpoint = dict(run.agent.checkpoint or {})
+    for op in ops:
+        if op.result_id:
+            checkpoint.pop(op.result_id, None)
+    for a in _archived_of(ops):
+        checkpoint.pop(a.memory_id, None)
+    Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
+
+
+# ---------------------------------------------------------------------------------------------
+# archive browser: restore one, list
+
+
+def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
+    """Put one archived memory back in its agent's store (id, document, metadata, embedding).
+
+    Refuses (:class:`ServiceError`, nothing written) when a live memory with the same id exists
+    and differs, or while a pass of the agent is applying or rolling back;
+    :class:`StoreUnavailable` when Chroma is down. Restoring a memory that is already live and
+    identical only records ``restored_at``. Sets ``restored_at`` and audits ``memory_restored``.
+    """
+    a = ArchivedMemory.objects.select_related("agent").get(pk=archived.pk)
+    agent = a.agent
+    memory_guard(agent)
+    store = stores.get_store(agent)
+    live = get_live(store, [a.memory_id], include_embeddings=False).get(a.memory_id)
+    actor = actor_name(user, "cli")
+    if live is not None and live.content_hash != a.content_hash:
+        raise ServiceError(
+            f"A live memory with the id {a.memory_id!r} exists and differs from this archived "
+            "version; nothing was restored. Edit or delete the live memory first."
+        )
+    emb = a.get_embedding()
+    if emb is None:
+        emb = embed([a.document])[0]
+    record = MemoryRecord(a.memory_id, a.document, emb, dict(a.metadata or {}))
+    if live is None:
+        store.upsert([record])
+    ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
+    audit(actor=actor, verb="memory_restored", agent=agent, user=user,
+                    data={"memory_id": a.memory_id, "archived": a.pk, "already_live": live is not None})
+    return record
+
+
+# ---------------------------------------------------------------------------------------------
+# recovery
+
+
+def _resume(run: Pass) -> Pass:
+    if run.status in (S.APPROVED, S.APPLYING):
+        return pass_apply(run=run)
+    if run.status == S.ROLLING_BACK:
+        return pass_rollback(run=run)
+    return run
+
+
+def resume_leased(run: Pass) -> tuple[Pass, bool]:
+    """Apply / roll back ``run`` under its lease; ``(pass, False)`` when another process holds it."""
+    if not lease_acquire(run):
+        return Pass.objects.get(pk=run.pk), False
+    try:
+        return _resume(run), True
+    finally:
+        lease_release(run)
+
+
+def passes_recover(
+    *, stdout: Callable[[str], None] | None = None, now: datetime | None = None
+) -> list[Pass]:
+    """Resume every pass a dead worker left behind (``manage.py recover_passes``, worker start).
+
+    - ``approved`` / ``applying``: :func:`pass_apply` resumes each operation from its
+      journal step; ``rolling_back``: :func:`pass_rollback` likewise. Each under the pass's lease:
+      a pass leased by another live process is skipped (it is being worked on).
+    - ``running`` for longer than the task timeout (django-q2 has killed that task by then):
+      planned again from the start (planning writes nothing to the store).
+
+    Returns the passes it touched.
+    """
+    now = now or timezone.now()
+    say = stdout or (lambda _line: None)
+    out: list[Pass] = []
+    active = [S.APPROVED, S.APPLYING, S.ROLLING_BACK]
+    for run in Pass.objects.filter(status__in=active).select_related("agent").order_by("pk"):
+        run, mine = resume_leased(run)
+        if not mine:
+            say(f"pass #{run.pk} of {run.agent.slug}: being resumed by {lease_holder(run) or 'another process'}")
+            continue
+        out.append(run)
+    timeout = _lease_seconds()
+    for run in Pass.objects.filter(status=S.RUNNING).select_related("agent").order_by("pk"):
+        started = run.started_at or run.created_at
+        if (now - started).total_seconds() < timeout:
+            say(f"pass #{run.pk} of {run.agent.slug}: still running (started {started:%H:%M:%S})")
+            continue
+        with transaction.atomic():
+            Operation.objects.filter(run=run).delete()
+            PassSnapshot.objects.filter(run=run).delete()
+            run = transition(run, frm=(S.RUNNING,), to=S.QUEUED, actor="cli", verb="requeued",
+                                       note="Interrupted while planning; planned again.")
+        out.append(pass_run(run=run))
+    for run in out:
+        say(f"pass #{run.pk} of {run.agent.slug}: {run.status}")
+    return out

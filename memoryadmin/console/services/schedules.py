@@ -1,0 +1,65 @@
+"""Schedule services: keep each agent's django-q2 ``Schedule`` in step with its cron.
+
+The next run times an operator sees are a read: :func:`memoryadmin.console.selectors.schedule_preview`.
+"""
+
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo
+
+from ..models import Agent
+from ..selectors import schedule_preview
+from .journal import TASK_SCHEDULED
+
+__all__ = ["schedule_sync", "schedules_sync_all"]
+
+
+def schedule_sync(*, agent: Agent) -> None:
+    """Create/update (idempotent) or remove the agent's django-q2 ``Schedule``.
+
+    django-q2 1.11's ``Schedule`` has no enabled flag, so a paused agent has no schedule row; it
+    is recreated on resume. ``next_run`` is the cron's next time after now (``settings.TIME_ZONE``).
+    """
+    from django_q.models import Schedule
+
+    if not agent.schedule_enabled:
+        Schedule.objects.filter(name=agent.schedule_name).delete()
+        return
+    next_run = schedule_preview(cron=agent.schedule_cron, tz=ZoneInfo("UTC"), count=1)[0]
+    existing = Schedule.objects.filter(name=agent.schedule_name).first()
+    if (
+        existing is not None and existing.cron == agent.schedule_cron
+        and existing.func == TASK_SCHEDULED and existing.args == repr(agent.pk)
+        and existing.schedule_type == Schedule.CRON
+    ):
+        return  # unchanged: keep next_run as the scheduler left it
+    Schedule.objects.update_or_create(
+        name=agent.schedule_name,
+        defaults={
+            "func": TASK_SCHEDULED,
+            "args": repr(agent.pk),
+            "kwargs": None,
+            "schedule_type": Schedule.CRON,
+            "cron": agent.schedule_cron,
+            "repeats": -1,
+            "next_run": next_run,
+        },
+    )
+
+
+def schedules_sync_all() -> int:
+    """Sync every agent's schedule and delete schedules of agents that no longer exist.
+
+    Returns the number of enabled agent schedules.
+    """
+    from django_q.models import Schedule
+
+    names = set()
+    for agent in Agent.objects.all():
+        schedule_sync(agent=agent)
+        if agent.schedule_enabled:
+            names.add(agent.schedule_name)
+    Schedule.objects.filter(name__startswith="consolidate:", func=TASK_SCHEDULED).exclude(
+        name__in=names
+    ).delete()
+    return len(names)
