@@ -12,9 +12,10 @@ ordering is tested in ``tests/consolidation/test_review_risk.py``):
 - near the threshold (0.4 at the threshold, falling linearly to 0 at ``NEAR_MARGIN`` above it):
   a near-duplicate merge's ``min_cosine`` above ``link_threshold``, a reconcile's ``cosine``
   above ``contradiction_threshold``.
-- differing numbers / dates / negation (0.35, + 0.15 × nearness): the sources of a same-fact
-  merge (``near_duplicate``, ``semantic_window``) state different numbers, name different
-  dates (month/weekday names) or one negates another.
+- differing numbers / dates / negation (0.35, + 0.15 × nearness; 0.2 + 0.15 × nearness when
+  the merge loses no sentence, so both sides survive in the merged text): the sources of a
+  same-fact merge (``near_duplicate``, ``semantic_window``) state different numbers, name
+  different dates (month/weekday names) or one negates another.
 - reconcile (0.3): an older memory is superseded on a text cue.
 - lost content words (0.12 each, at most 0.6): content words the result does not keep.
 - lost numbers (0.3): a lost content word holds a digit (amounts, times, days, years).
@@ -142,7 +143,9 @@ def operation_risk(
         if near > 0 and cos is not None:
             factors.append((0.4 * near, f"min cosine {cos:.3f} is within {NEAR_MARGIN:g} of the "
                                         f"link threshold {policy.link_threshold:g}"))
-        factors.extend((0.35 + 0.15 * near, why) for why in _disagreement(op))
+        # both sides kept verbatim: the agent forgets nothing, the merged memory holds both
+        base = 0.35 if loss.sentences else 0.2
+        factors.extend((base + 0.15 * near, why) for why in _disagreement(op))
     elif op.kind == "reconcile":
         cos = _number(scores.get("cosine"))
         near = _nearness(cos, policy.contradiction_threshold)
