@@ -191,3 +191,34 @@ def test_a_real_pass_stores_risk_and_lost_content(bob, agent_with_memories) -> N
     [op] = run.operations.all()
     assert op.rule == "exact_duplicate" and op.lost_sentences == 0 and op.risk == 0.0
     assert run.telemetry["review"]["scored"] is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_scores_proposals_planned_before_it() -> None:
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("console", "0004_keep_archive_and_audit_on_agent_delete")], [("console", "0005_operation_risk")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    apps = executor.loader.project_state(before).apps
+    agent = apps.get_model("console", "Agent").objects.create(name="Old", slug="old", collection_name="old-c")
+    run = apps.get_model("console", "Pass").objects.create(agent=agent, trigger="cli", status="proposed",
+                                                           entries_before=10)
+    op = apps.get_model("console", "Operation").objects.create(
+        run=run, index=0, kind="prune", rule="decay", source_ids=["p0"], removes=["p0"])
+    apps.get_model("console", "OperationSource").objects.create(
+        operation=op, position=0, memory_id="p0", document="The gym opens at 6.", metadata={},
+        content_hash="x", removed=True)
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    try:
+        executor.migrate(after)
+        apps = executor.loader.project_state(after).apps
+        scored = apps.get_model("console", "Operation").objects.get(pk=op.pk)
+        assert scored.lost_sentences == 1 and "loses the number 6" in scored.risk_reasons
+        assert apps.get_model("console", "Pass").objects.get(pk=run.pk).telemetry["review"]["scored"]
+    finally:  # leave the database as every other test expects it
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
