@@ -447,7 +447,7 @@ class ReviewFilterForm(forms.Form):
         invalid ones, which carry their errors for the template)."""
         from .triage import ReviewQuery
 
-        data = self.cleaned_data if hasattr(self, "cleaned_data") else {}
+        data = getattr(self, "cleaned_data", {})
         return ReviewQuery(
             kind=data.get("kind") or "", rule=data.get("rule") or "",
             risk=data.get("risk") or "line", q=data.get("q") or "", state=data.get("state") or "",

@@ -28,11 +28,13 @@ from .common import HtmxHttpRequest, can_review
 
 
 def _figures(run: Pass, ev: Any = None) -> dict[str, Any]:
-    """Loss totals and the approve line of ``run`` as its operations stand now."""
+    """Loss totals of ``run`` as its operations stand now, and the approve line while it can
+    still be approved (``ev``: its :class:`~..review.Evaluation` when already computed)."""
     totals = triage.pass_loss_totals(run)
-    if ev is None and run.operations.exists():
-        ev = pass_evaluate(run)
-    return {"totals": totals, "approve_line": triage.approve_line(ev, totals) if ev else ""}
+    if not run.is_reviewable:
+        return {"totals": totals, "approve_line": ""}
+    ev = ev if ev is not None else pass_evaluate(run)
+    return {"totals": totals, "approve_line": triage.approve_line(ev, totals)}
 
 
 def review_context(params: Any, run: Pass, ev: Any = None) -> dict[str, Any]:
@@ -40,10 +42,10 @@ def review_context(params: Any, run: Pass, ev: Any = None) -> dict[str, Any]:
     if not run.operations.exists():
         return {"review": None}
     form = ReviewFilterForm(params)
-    form.is_valid()
+    form.is_valid()  # invalid fields fall back to their defaults and show their errors
     query = form.query()
-    page = form.cleaned_data.get("page") or 1 if hasattr(form, "cleaned_data") else 1
-    tab = (form.cleaned_data.get("tab") if hasattr(form, "cleaned_data") else "") or "review"
+    page = form.cleaned_data.get("page") or 1
+    tab = form.cleaned_data.get("tab") or "review"
     ctx: dict[str, Any] = {
         "review": {"tab": tab, "form": form, "query": query, "params": query.params(),
                    "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
