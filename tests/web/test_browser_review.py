@@ -57,6 +57,7 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_ser
     ops = run.operations
     riskiest = ops.order_by("-risk", "index").first()
     assert riskiest.lost_sentences > 0, "the riskiest operation of this pass loses something"
+    assert riskiest.kind == "merge"
     assert ops.filter(kind="prune").count() >= 2
 
     page = browser_page
@@ -86,6 +87,16 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_ser
     expect(page.locator("#review-keys")).to_be_visible()
     page.keyboard.press("Escape")
     expect(page.locator("#review-keys")).to_be_hidden()
+    # e opens the focused merge's text for editing; i includes it again; x excludes it again
+    row = page.locator(f"#rv-{riskiest.pk}")
+    page.keyboard.press("e")
+    expect(row.locator("details[data-rv-edit] textarea")).to_be_focused()
+    row.focus()
+    page.keyboard.press("i")
+    expect(row.locator("[data-testid=rv-excluded]")).to_have_count(0)
+    expect(row).to_be_focused()
+    page.keyboard.press("x")
+    expect(row.locator("[data-testid=rv-excluded]")).to_be_visible()
 
     # bulk-exclude every prune: the loss figures are replaced once, in place
     loss_before = page.locator("#loss-fraction").inner_text()
