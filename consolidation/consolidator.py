@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .plan import OpKind, Plan
+from .planning import plan as make_plan
+from .plans import OpKind, Plan
 from .policy import Policy
 from .protocols import Embedder, MemoryStore, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
@@ -72,9 +73,12 @@ class Consolidator:
     """Plans and (optionally) applies a consolidation pass; implements both seed protocols.
 
     - ``policy``: thresholds (default :class:`Policy`).
-    - ``embedder``: an :class:`Embedder`; default: the offline all-MiniLM-L6-v2 embedder from
-      ``consolidation.adapters.embedder.get_default_embedder``, created on first use (so
-      importing this module never loads onnxruntime).
+    - ``embedder``: the :class:`Embedder` that embeds memories stored without an embedding and
+      the merged memories it writes — e.g. the offline all-MiniLM-L6-v2 embedder from
+      :func:`consolidation.adapters.get_default_embedder` (the engine never picks one itself:
+      it stays free of onnxruntime). Without one, a memory lacking an embedding, or a merge
+      to write, raises ``ValueError``; a store whose memories all carry embeddings can still
+      be planned, guarded and dry-run.
     - ``fieldmap``: metadata keys (default :class:`FieldMap`).
     - ``dry_run``: plan and guard only, never write.
     - ``clock``: ``() -> datetime`` for ``now`` (default: UTC wall clock; pass one for
@@ -91,25 +95,26 @@ class Consolidator:
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.policy = policy or Policy()
-        self._embedder = embedder
+        self.embedder = embedder
         self.fieldmap = fieldmap or FieldMap()
         self.dry_run = bool(dry_run)
         self.clock = clock or (lambda: datetime.now(UTC))
 
-    @property
-    def embedder(self) -> Embedder:
-        """The embedder, created lazily (the default imports onnxruntime on first use only)."""
-        if self._embedder is None:
-            from .adapters.embedder import get_default_embedder
-
-            self._embedder = get_default_embedder()
-        return self._embedder
+    def _require_embedder(self, what: str) -> Embedder:
+        """The embedder, or ``ValueError`` naming ``what`` needed it."""
+        if self.embedder is None:
+            raise ValueError(
+                f"{what} needs an embedder: pass Consolidator(embedder=...), e.g. "
+                "consolidation.adapters.get_default_embedder()"
+            )
+        return self.embedder
 
     def _embed_missing(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         missing = [i for i, r in enumerate(records) if r.embedding is None]
         if not missing:
             return list(records)
-        vecs = self.embedder.embed([records[i].document for i in missing])
+        embedder = self._require_embedder(f"memory {records[missing[0]].id!r} has no embedding; it")
+        vecs = embedder.embed([records[i].document for i in missing])
         out = list(records)
         for i, v in zip(missing, vecs, strict=True):
             out[i] = records[i].with_embedding(v)
@@ -121,8 +126,6 @@ class Consolidator:
 
     def plan(self, memory: Any, *, checkpoint: Mapping[str, str] | None = None) -> Plan:
         """The :class:`Plan` for ``memory`` (nothing written). See :func:`planning.plan`."""
-        from .planning import plan as make_plan
-
         return make_plan(
             self.snapshot(memory), self.policy, now=self.clock(), fieldmap=self.fieldmap,
             checkpoint=checkpoint,
@@ -138,7 +141,9 @@ class Consolidator:
         plan's ``loss_fraction`` exceeds it — in both cases nothing is written. ``context``
         holds the plan's telemetry, operation counts and ``"applied"`` (whether it wrote).
         Raises ``RuntimeError`` if a written record cannot be read back (sources are then not
-        deleted), ``TypeError``/``ValueError`` for an unusable ``memory``.
+        deleted), ``TypeError``/``ValueError`` for an unusable ``memory``, ``ValueError`` when
+        an embedding is needed (a memory without one, a merge to write) and no ``embedder``
+        was given — before anything is written.
         """
         try:
             threshold = validate_loss_threshold(max_loss_fraction)
@@ -164,7 +169,9 @@ class Consolidator:
         if self.dry_run or not writable or not the_plan.operations:
             result.context["applied"] = False
             result.context["write_skipped"] = (
-                "dry_run" if self.dry_run else "read-only memory" if not writable else "nothing to do"
+                "dry_run" if self.dry_run
+                else "read-only memory" if not writable
+                else "nothing to do"
             )
             return result
         self._apply(memory, the_plan)
@@ -185,7 +192,8 @@ class Consolidator:
         merged = [op for op in the_plan.operations if op.kind == OpKind.MERGE]
         promoted = [op for op in the_plan.operations if op.kind == OpKind.PROMOTE]
         if merged:
-            vecs = self.embedder.embed([op.result_document or "" for op in merged])
+            embedder = self._require_embedder("writing merged memories")
+            vecs = embedder.embed([op.result_document or "" for op in merged])
             for op, v in zip(merged, vecs, strict=True):
                 writes.append(MemoryRecord(
                     str(op.result_id), op.result_document or "", v, op.result_metadata or {}

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .plan import Operation, Plan
+from .plans import Operation, Plan
 from .protocols import Embedder
 from .records import EMBEDDING_DIM, FieldMap, MemoryRecord
 

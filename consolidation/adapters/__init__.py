@@ -2,6 +2,7 @@
 
 * :mod:`.embedder` — offline all-MiniLM-L6-v2 (onnxruntime + tokenizers):
   :class:`OnnxMiniLMEmbedder`, :func:`get_default_embedder` (the one embedder factory).
+* :mod:`.onnx_graph` — its model files: the weights' source and the ONNX graph built from them.
 * :mod:`.chroma_store` — :class:`ChromaMemoryStore` over a Chroma collection,
   :func:`make_client` (the one Chroma client factory), :func:`open_collection`.
 

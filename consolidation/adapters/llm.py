@@ -6,9 +6,9 @@ server, Ollama's ``/v1``, LiteLLM …). Configuration comes from the environment
 ``MEMORYADMIN_LLM_MODEL``); with no model configured it returns ``None`` and nothing ever
 touches the network (I-8).
 
-Failures are translated into the engine's two exceptions (``consolidation.distill``):
-:class:`~consolidation.distill.LLMUnavailable` — timeout, connection refused, HTTP 4xx/5xx — and
-:class:`~consolidation.distill.LLMOutputError` — an answer with no usable text. A call never
+Failures are translated into the engine's two exceptions (``consolidation.protocols``):
+:class:`~consolidation.protocols.LLMUnavailable` — timeout, connection refused, HTTP 4xx/5xx — and
+:class:`~consolidation.protocols.LLMOutputError` — an answer with no usable text. A call never
 takes longer than ``timeout_seconds`` per attempt (plus ~0.25 s): besides the SDK's per-phase
 timeouts, a watchdog bounds the whole attempt, so a server trickling bytes cannot stall a pass.
 """
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from ..distill import LLMOutputError, LLMUnavailable
+from ..protocols import LLMOutputError, LLMUnavailable
 
 __all__ = ["DEFAULT_TIMEOUT_SECONDS", "LLMWriter", "llm_from_env"]
 
@@ -104,7 +104,8 @@ class LLMWriter:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"LLMWriter(model={self.model!r}, base_url={self.base_url!r}, timeout={self.timeout_seconds:g}s)"
+        return (f"LLMWriter(model={self.model!r}, base_url={self.base_url!r}, "
+                f"timeout={self.timeout_seconds:g}s)")
 
     def describe(self) -> str:
         """``"<model> at <base_url>"`` for display (never includes the key)."""
@@ -204,7 +205,8 @@ class LLMWriter:
         return box["value"]
 
     def _translate(self, exc: openai.OpenAIError) -> Exception:
-        """SDK exception → ``_Retryable(LLMUnavailable)``, ``LLMUnavailable`` or ``LLMOutputError``."""
+        """SDK exception → ``_Retryable(LLMUnavailable)``, ``LLMUnavailable`` or
+        ``LLMOutputError``."""
         where = f"LLM endpoint {self.base_url}"
         if isinstance(exc, openai.APITimeoutError):
             return _Retryable(

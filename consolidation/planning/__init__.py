@@ -1,6 +1,12 @@
 """Planning strategies: candidate search, contradictions, merge/promote/prune → a `Plan`.
 
 Pure and deterministic (I-8): no store access, no network, the clock passed in as ``now``.
+
+:func:`plan` (:mod:`.engine`) runs the stages in order over one :class:`~.state.PlanState`:
+:mod:`.state` (prepare), :mod:`.prune`, :mod:`.grouping` (candidates, exact, contradictions,
+complete linkage), :mod:`.windows` (folds, session and semantic windows) and
+:mod:`.operations` (merge, promote, budget). :mod:`.candidates` is the pair search and
+:mod:`.metadata` unites the metadata of merged memories.
 """
 
 from __future__ import annotations

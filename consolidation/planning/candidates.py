@@ -114,7 +114,9 @@ def candidate_pairs(
     ii: list[np.ndarray] = []
     jj: list[np.ndarray] = []
 
-    def _collect(a_idx: np.ndarray, b0: int, tile: np.ndarray, bound: float, diagonal: bool) -> None:
+    def _collect(
+        a_idx: np.ndarray, b0: int, tile: np.ndarray, bound: float, diagonal: bool
+    ) -> None:
         r, c = np.nonzero(tile >= bound)
         if diagonal:  # a tile on the diagonal: keep each pair once, no self pairs
             keep = a_idx[r] < b0 + c

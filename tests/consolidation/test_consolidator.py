@@ -18,6 +18,7 @@ from consolidation import (
     Policy,
     WritableMemoryStore,
 )
+from consolidation.adapters import get_default_embedder
 
 from ._vectors import at_cosine, basis
 
@@ -208,7 +209,7 @@ def test_it_consolidates_asynchronously():
 def test_it_builds_with_no_arguments():
     c = Consolidator()
     assert c.policy == Policy() and c.dry_run is False
-    assert c._embedder is None  # created lazily, on first use
+    assert c.embedder is None  # the engine never picks an embedder itself (no onnxruntime)
 
 
 def test_it_uses_the_default_offline_embedder_when_embeddings_are_missing():
@@ -218,10 +219,22 @@ def test_it_uses_the_default_offline_embedder_when_embeddings_are_missing():
         {"id": "3", "text": "Alice likes jazz", "metadata": {"created_at": "2024-12-01"}},
         {"id": "4", "text": "Alice likes jazz.", "metadata": {"created_at": "2024-12-02"}},
     ]
-    plan = Consolidator(clock=clock).plan(PraisonMemory(items))
+    plan = Consolidator(clock=clock, embedder=get_default_embedder()).plan(PraisonMemory(items))
     (op,) = plan.operations
     assert op.kind == OpKind.MERGE and op.source_ids == ["3", "4"]  # the role swap is kept apart
     assert plan.context["contradictions"]["found"] == {"role_swap": 1}
+
+
+def test_it_asks_for_an_embedder_when_one_is_needed_and_writes_nothing():
+    items = praison_items()
+    del items[2]["embedding"]
+    with pytest.raises(ValueError, match="memory '3' has no embedding.*get_default_embedder"):
+        Consolidator(clock=clock).plan(PraisonMemory(items))
+    store = DictStore(store_records())
+    before = store.snapshot()
+    with pytest.raises(ValueError, match="writing merged memories needs an embedder"):
+        Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
+    assert store.snapshot() == before and not any(k in ("upsert", "delete") for k, _ in store.log)
 
 
 def _chroma_store():
@@ -235,7 +248,8 @@ def _chroma_store():
 
 def test_it_consolidates_a_chroma_collection():
     store, collection = _chroma_store()
-    result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
+    embedder = get_default_embedder()
+    result = Consolidator(clock=clock, embedder=embedder).consolidate(store, max_loss_fraction=0.5)
     assert not result.rejected and result.context["applied"] is True
     ids = set(collection.get()["ids"])
     assert {"c", "d", "e"} <= ids and not ({"a", "b"} & ids) and len(ids) == 4
@@ -246,7 +260,7 @@ def test_it_consolidates_a_chroma_collection():
     assert merged.metadata["session"] == ["s1", "s2"] and merged.metadata["importance"] == 0.3
     assert store.get(["c"])[0].metadata["tier"] == "curated"
     # a second pass over the consolidated store finds nothing more to do
-    again = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
+    again = Consolidator(clock=clock, embedder=embedder).consolidate(store, max_loss_fraction=0.5)
     assert again.context["operations"]["merge"] == 0 and again.loss_fraction == 0.0
 
 

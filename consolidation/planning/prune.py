@@ -1,0 +1,111 @@
+"""Prune stages: time-based decay (``decay``) and decay of covered episodic turns
+(``decay_covered``).
+
+Decay score ``importance × 0.5 ** (age_days / prune_half_life_days)`` (seed 002, "Time-based
+decay"); thresholds from :class:`~consolidation.policy.Policy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..plans import Fate, Operation, OpKind
+from ..text import content_tokens
+from .operations import promotion_rules
+from .state import EPISODIC, PlanState
+
+__all__ = ["prune_covered", "prune_decayed"]
+
+
+def prune_decayed(st: PlanState) -> None:
+    """Stage ``prune``: PRUNE (rule ``decay``) new memories whose decay score is under
+    ``prune_threshold`` and ``age_days ≥ prune_min_age_days``.
+
+    Never pinned/curated, never a memory without ``created_at``, never one that meets a
+    promotion rule. An episodic memory with no explicit importance (neutral 0.5) is only noted
+    in ``st.decayed`` when ``prune_coverage > 0``: :func:`prune_covered` decides it later; a
+    fact or summary never decays on a missing importance.
+    """
+    policy, fm, metas, ids, hashes = st.policy, st.fm, st.metas, st.ids, st.hashes
+    if not policy.prune:
+        return
+    for i in range(st.n):
+        if not st.is_new[i] or st.protected[i]:
+            continue
+        created = fm.get_created_at(metas[i])
+        if created is None or promotion_rules(metas[i], policy, fm):
+            continue
+        age_days = max(0.0, (st.now - created).total_seconds() / 86400.0)
+        explicit = fm.get_importance(metas[i], default=-1.0) >= 0.0
+        importance = fm.get_importance(metas[i])
+        score = importance * 0.5 ** (age_days / policy.prune_half_life_days)
+        if score < policy.prune_threshold and age_days >= policy.prune_min_age_days:
+            if not explicit and policy.prune_coverage > 0.0:
+                if st.layers[i] != {EPISODIC}:
+                    continue  # facts and summaries never decay on a missing importance
+                # neutral importance only: pruned later, and only when covered
+                st.decayed[i] = (score, age_days)
+                continue
+            st.removed[i] = True
+            st.fates[ids[i]] = Fate.PRUNED
+            st.ops_prune.append(Operation(
+                kind=OpKind.PRUNE, source_ids=[ids[i]], source_hashes=[hashes[i]],
+                removes=[ids[i]], rule="decay",
+                reason=(f"stale: importance {importance:.2f} × 0.5^({age_days:.0f} d / "
+                        f"{policy.prune_half_life_days:g} d) = {score:.4f} < "
+                        f"{policy.prune_threshold:g}, age ≥ {policy.prune_min_age_days:g} d"),
+                scores={"score": round(score, 6), "age_days": round(age_days, 3),
+                        "importance": importance},
+            ))
+
+
+def prune_covered(st: PlanState) -> None:
+    """Stage ``covered prune``: PRUNE (rule ``decay_covered``) the memories in ``st.decayed``
+    not removed, folded or protected, whose content words (fraction ≥ ``prune_coverage``) the
+    rest of their session keeps (folds included), smallest first.
+
+    Runs after evidence folds and before windows, so a window only gathers what would
+    otherwise be lost. Sets ``st.candidates["covered_pruned"]``.
+    """
+    policy, docs, sessions, units = st.policy, st.docs, st.sessions, st.units
+    covered_pruned = 0
+    if st.decayed:
+        counts: dict[tuple[str, ...] | str, dict[str, int]] = {}
+
+        def count(text: str, sess: Sequence[str], sign: int) -> None:
+            for tok in set(content_tokens(text)):
+                for ss in sess:
+                    c = counts.setdefault(ss, {})
+                    c[tok] = c.get(tok, 0) + sign
+
+        for i in range(st.n):
+            if not st.removed[i] and i not in units.of:
+                count(docs[i], sessions[i], 1)
+        for u in units.live():
+            count(units.text[u], sorted({x for k in units.members[u] for x in sessions[k]}), 1)
+        for i in sorted(st.decayed, key=lambda i: (len(docs[i]), st.ids[i])):
+            if st.removed[i] or i in units.of or not st.eligible[i] or not sessions[i]:
+                continue
+            toks = set(content_tokens(docs[i]))
+            hit = sum(1 for tok in toks
+                      if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in sessions[i]))
+            frac = hit / len(toks) if toks else 1.0
+            if frac + 1e-12 < policy.prune_coverage:
+                continue
+            count(docs[i], sessions[i], -1)
+            score, age_days = st.decayed[i]
+            st.removed[i] = True
+            st.fates[st.ids[i]] = Fate.PRUNED
+            covered_pruned += 1
+            st.ops_prune.append(Operation(
+                kind=OpKind.PRUNE, source_ids=[st.ids[i]], source_hashes=[st.hashes[i]],
+                removes=[st.ids[i]], rule="decay_covered",
+                reason=(f"stale and covered: no importance set (neutral 0.5) × 0.5^("
+                        f"{age_days:.0f} d / {policy.prune_half_life_days:g} d) = {score:.4f}"
+                        f" < {policy.prune_threshold:g}, and {frac:.0%} of its content words"
+                        f" are kept by other memories of its session (≥ "
+                        f"{policy.prune_coverage:.0%})"),
+                scores={"score": round(score, 6), "age_days": round(age_days, 3),
+                        "coverage": round(frac, 4), "confidence": round(frac, 4)},
+            ))
+    st.candidates["covered_pruned"] = covered_pruned
