@@ -57,7 +57,6 @@ def review_context(params: Any, run: Pass, ev: Any = None) -> dict[str, Any]:
     else:
         ctx["review"]["page"] = triage.review_page(run=run, query=query, page=page)
         ctx["review"]["rest"] = triage.review_rest(run)
-        ctx["review"]["above"] = run.operations.filter(risk__gte=triage.RISK_LINE).count()
     return ctx
 
 
@@ -97,6 +96,24 @@ def pass_review(request: HtmxHttpRequest, pk: int):
     return render(request, "console/_review.html#review-panel", ctx)
 
 
+def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tuple[str, list[int]]:
+    """Resolve the bulk form's operations and call the service once: ``(error, changed)``."""
+    if not form.is_valid():
+        return " ".join(e for errs in form.errors.values() for e in errs), []
+    d = form.cleaned_data
+    ids, scope = triage.bulk_targets(run=run, scope=d["scope"], ops=d["ops"], query=form.query(),
+                                     group=d["group"], below=d["below"])
+    try:
+        _, changed = services.operations_set_excluded(
+            run=run, operation_ids=ids, excluded=d["action"] == "exclude", user=request.user,
+            scope=scope)
+    except (services.ServiceError, ValueError) as exc:
+        return str(exc), []
+    verb = "excluded" if d["action"] == "exclude" else "included"
+    messages.success(request, f"{len(changed):,} operation{'s' if len(changed) != 1 else ''} {verb}.")
+    return "", changed
+
+
 @can_review
 @require_POST
 def review_bulk(request: HtmxHttpRequest, pk: int):
@@ -104,22 +121,7 @@ def review_bulk(request: HtmxHttpRequest, pk: int):
     (below a confidence) in one service call; the panel and the figures update once."""
     run = get_object_or_404(Pass.objects.select_related("agent"), pk=pk)
     form = BulkReviewForm(request.POST)
-    error, changed = "", []
-    if form.is_valid():
-        d = form.cleaned_data
-        ids, scope = triage.bulk_targets(run=run, scope=d["scope"], ops=d["ops"], query=form.query(),
-                                         group=d["group"], below=d["below"])
-        try:
-            _, changed = services.operations_set_excluded(
-                run=run, operation_ids=ids, excluded=d["action"] == "exclude", user=request.user,
-                scope=scope)
-        except (services.ServiceError, ValueError) as exc:
-            error = str(exc)
-        else:
-            verb = "excluded" if d["action"] == "exclude" else "included"
-            messages.success(request, f"{len(changed):,} operation{'s' if len(changed) != 1 else ''} {verb}.")
-    else:
-        error = " ".join(e for errs in form.errors.values() for e in errs)
+    error, changed = _bulk_apply(request, run, form)
     if not request.htmx:
         if error:
             messages.error(request, error)
