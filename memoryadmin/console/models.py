@@ -239,11 +239,19 @@ class Operation(models.Model):
     edited = models.BooleanField(default=False)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     status_detail = models.TextField(blank=True)
+    # Review aids (consolidation.review), computed when the proposal is stored.
+    risk = models.FloatField(default=0.0, help_text="0..1, higher = review first")
+    risk_reasons = models.JSONField(default=list, blank=True)
+    lost = models.JSONField(default=dict, blank=True, help_text="OperationLoss.to_dict()")
+    lost_sentences = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["run", "index"]
         constraints = [models.UniqueConstraint(fields=["run", "index"], name="op_index_unique")]
-        indexes = [models.Index(fields=["run", "kind"])]
+        indexes = [
+            models.Index(fields=["run", "kind"]),
+            models.Index(fields=["run", "-risk"], name="op_run_risk"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.index} of pass {self.run_id}"

@@ -10,8 +10,8 @@ One module per step of a pass's life, plus its neighbours:
 - :mod:`.schedules` — ``schedule_sync`` / ``schedules_sync_all`` (django-q2 schedules)
 - :mod:`.passes` — ``pass_request`` / ``pass_run`` (snapshot → plan → stored proposal) /
   ``pass_fail``
-- :mod:`.review` — ``operation_set_excluded`` / ``operation_edit_text`` / ``pass_approve`` /
-  ``pass_reject``
+- :mod:`.review` — ``operation_set_excluded`` / ``operations_set_excluded`` (bulk) /
+  ``operation_edit_text`` / ``pass_approve`` / ``pass_reject`` / ``pass_score_operations``
 - :mod:`.apply` — ``pass_apply`` (journaled per operation, resumable)
 - :mod:`.rollback` — leases, ``pass_rollback_request`` / ``pass_rollback``,
   ``archive_restore``, ``passes_recover``
@@ -46,8 +46,10 @@ from .review import (
     operation_edit_text,
     operation_set_excluded,
     operations_carry_over,
+    operations_set_excluded,
     pass_approve,
     pass_reject,
+    pass_score_operations,
 )
 from .rollback import (
     RollbackBlocked,
@@ -88,6 +90,7 @@ __all__ = [
     "operation_edit_text",
     "operation_set_excluded",
     "operations_carry_over",
+    "operations_set_excluded",
     "pass_apply",
     "pass_approve",
     "pass_evaluate",
@@ -98,6 +101,7 @@ __all__ = [
     "pass_rollback",
     "pass_rollback_request",
     "pass_run",
+    "pass_score_operations",
     "pass_stale_operations",
     "passes_recover",
     "resume_leased",

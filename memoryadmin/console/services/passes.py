@@ -18,7 +18,7 @@ from django.utils import timezone
 from consolidation import FieldMap, MemoryRecord, OpKind, Policy, summarize
 from consolidation.plans import leave_out
 
-from .. import stores
+from .. import stores, triage
 from ..errors import PassAlreadyActive, ServiceError
 from ..models import (
     Agent,
@@ -289,17 +289,24 @@ def _store_proposal(
         telemetry["policy_override"] = run.telemetry["policy_override"]
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
+    scored = triage.plan_scores(
+        agent=run.agent, records=records, operations=plan.operations, policy=policy,
+        fieldmap=run.agent.get_field_map(), now=now,
+    )
+    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE}
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         PassSnapshot.objects.create(
             run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids})
-        for index, op in enumerate(plan.operations):
+        for index, (op, (loss, risk)) in enumerate(zip(plan.operations, scored, strict=True)):
             row = Operation.objects.create(
                 run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",
                 scores=jsonable(op.scores or {}), source_ids=list(op.source_ids),
                 removes=list(op.removes), result_id=op.result_id or "",
                 result_document=op.result_document or "", planned_document=op.result_document or "",
                 result_metadata=jsonable(op.result_metadata) if op.result_metadata is not None else None,
+                risk=risk.score, risk_reasons=list(risk.reasons), lost=loss.to_dict(),
+                lost_sentences=len(loss.sentences),
             )
             sources = []
             for position, sid in enumerate(op.source_ids):

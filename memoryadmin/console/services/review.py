@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -10,7 +11,7 @@ from django.utils import timezone
 
 from consolidation import Policy
 
-from .. import stores
+from .. import stores, triage
 from ..errors import GuardRefused, ServiceError
 from ..models import Operation, Pass
 from ..review import Evaluation, pass_evaluate
@@ -25,11 +26,14 @@ from .journal import (
 )
 
 __all__ = [
+    "MAX_BULK_OPERATIONS",
     "operation_edit_text",
     "operation_set_excluded",
     "operations_carry_over",
+    "operations_set_excluded",
     "pass_approve",
     "pass_reject",
+    "pass_score_operations",
 ]
 
 S = Pass.Status
@@ -137,11 +141,83 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         before = op.result_document
         op.result_document = text
         op.edited = text != op.planned_document
-        op.save(update_fields=["result_document", "edited"])
+        loss, risk = triage.rescore_operation(op)
+        op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
+        op.risk, op.risk_reasons = risk.score, list(risk.reasons)
+        op.save(update_fields=["result_document", "edited", "lost", "lost_sentences", "risk",
+                               "risk_reasons"])
         audit(actor=actor_name(user, "cli"), verb="edited", run=run, user=user,
                data={"operation": op.index, "before": before, "after": text})
     operation.result_document, operation.edited = op.result_document, op.edited
     return pass_evaluate(run)
+
+
+MAX_BULK_OPERATIONS = 100_000
+"""Upper bound on the operations one bulk review action may name (a pass is far smaller)."""
+
+
+@transaction.atomic
+def operations_set_excluded(
+    *, run: Pass, operation_ids: Iterable[int], excluded: bool, user: Any, scope: str = ""
+) -> tuple[Evaluation, list[int]]:
+    """Exclude (or include again) many operations of a proposed pass in one action.
+
+    ``operation_ids`` are ``Operation`` primary keys of ``run`` (others are ignored); ``scope``
+    says in words how they were chosen (``"all prunes below confidence 0.9"``). Only operations
+    whose state changes are written; the action is audited as ONE event listing their indexes
+    (``bulk_excluded`` / ``bulk_included``; a single operation without a scope is audited like
+    :func:`operation_set_excluded`), and the pass's summary is re-evaluated once. Returns
+    ``(evaluation, changed indexes)``. Raises :class:`ServiceError` when the pass is no longer
+    proposed, ``ValueError`` for more than :data:`MAX_BULK_OPERATIONS` ids.
+    """
+    ids = {int(i) for i in operation_ids}
+    if len(ids) > MAX_BULK_OPERATIONS:
+        raise ValueError(f"Choose at most {MAX_BULK_OPERATIONS:,} operations at once.")
+    run = _reviewable(run)
+    excluded = bool(excluded)
+    rows = (
+        Operation.objects.select_for_update()
+        .filter(run=run, pk__in=ids, excluded=not excluded)
+        .exclude(status=OS.CONFLICT)
+        .order_by("index")
+    )
+    changed = list(rows.values_list("pk", "index", "kind"))
+    indexes = [index for _, index, _ in changed]
+    actor = actor_name(user, "cli")
+    if len(changed) == 1 and not scope:  # one operation: the same event as a single toggle
+        audit(actor=actor, verb="excluded" if excluded else "included", run=run, user=user,
+              data={"operation": indexes[0], "kind": changed[0][2]})
+    elif changed:
+        shown = ", ".join(f"#{i}" for i in indexes[:50]) + (" …" if len(indexes) > 50 else "")
+        note = f"{len(indexes):,} operations: {shown}"
+        audit(actor=actor, verb="bulk_excluded" if excluded else "bulk_included", run=run,
+              user=user, note=f"{scope} — {note}" if scope else note,
+              data={"operations": indexes, "scope": scope})
+    if changed:
+        Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).update(
+            excluded=excluded, status=OS.EXCLUDED if excluded else OS.PENDING
+        )
+    ev = pass_evaluate(run)
+    _save_evaluation(run, ev)
+    return ev, indexes
+
+
+@transaction.atomic
+def pass_score_operations(*, run: Pass) -> int:
+    """Compute the risk and lost content of every operation of ``run`` from its stored rows
+    (for a pass planned before scoring existed, or built row by row). Without the store, a
+    sentence counts as kept elsewhere only when another operation of the pass keeps it.
+    Returns the number of operations scored."""
+    ops = list(run.operations.prefetch_related("sources").order_by("index"))
+    for op, (loss, risk) in zip(ops, triage.stored_scores(run, ops), strict=True):
+        op.risk, op.risk_reasons = risk.score, list(risk.reasons)
+        op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
+    Operation.objects.bulk_update(ops, ["risk", "risk_reasons", "lost", "lost_sentences"],
+                                  batch_size=500)
+    telemetry = dict(run.telemetry or {})
+    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE, "from": "stored rows"}
+    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+    return len(ops)
 
 
 def pass_approve(*, run: Pass, user: Any, note: str = "") -> Pass:

@@ -28,6 +28,7 @@ from .passes import (
     pass_reject,
 )
 from .probes import probe_create, probe_delete, probe_edit, probe_list, probe_recall
+from .review import pass_review, review_bulk
 from .transfer import memories_export, memories_import
 
 __all__ = [
@@ -37,5 +38,5 @@ __all__ = [
     "memory_list", "memory_pin", "operation_edit", "operation_exclude", "pass_approve",
     "pass_detail", "pass_progress", "pass_reject", "schedule_preview",
     "memories_export", "memories_import", "probe_create", "probe_delete", "probe_edit", "probe_list",
-    "probe_recall",
+    "probe_recall", "pass_review", "review_bulk",
 ]

@@ -19,10 +19,11 @@ from .. import services
 from ..convergence import pass_deferred, pass_policy_note
 from ..forms import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
-from ..review import count_label, pass_evaluate
+from ..review import Evaluation, count_label, pass_evaluate
 from ..selectors import operation_view, pass_operation_pages, pass_stale_operations
 from ..templatetags.console import status_words
 from .common import HtmxHttpRequest, can_review, request_zone
+from .review import operation_oob_context, review_context
 
 
 def _summary(run: Pass) -> Any:
@@ -84,6 +85,8 @@ def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) 
         "planning": run.status in (Pass.Status.QUEUED, Pass.Status.RUNNING),
         "deferred": pass_deferred(run), "policy_note": pass_policy_note(run), **extra,
     }
+    ev = ctx["ev"]
+    ctx.update(review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None))
     return render(request, "console/pass_detail.html", ctx, status=status)
 
 
@@ -153,7 +156,7 @@ def _op_response(request: HtmxHttpRequest, op: Operation, error: str = "", **ext
     op.refresh_from_db()
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
     ctx = {"run": run, "ov": operation_view(op), "ev": _summary(run), "op_error": error,
-           "reviewed": _reviewed(run), **extra}
+           "reviewed": _reviewed(run), **operation_oob_context(op), **extra}
     return render(request, "console/_op_response.html", ctx)
 
 
