@@ -11,6 +11,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..records import metadata_key_problem
+
 __all__ = ["JSON_MARKER", "check_text", "decode_metadata", "encode_metadata"]
 
 JSON_MARKER = "json:"
@@ -82,13 +84,9 @@ def _native(value: Any) -> bool:
 def _check_key(key: Any) -> str:
     if not isinstance(key, str):
         raise ValueError(f"metadata keys must be strings, got {key!r}")
-    if not key:
-        raise ValueError("metadata keys must not be empty")
-    if key.startswith(("#", "$")) or key.startswith("chroma:"):
-        raise ValueError(
-            f"metadata key {key!r} is reserved by Chroma (keys may not start with '#', '$' "
-            "or 'chroma:')"
-        )
+    problem = metadata_key_problem(key)
+    if problem:
+        raise ValueError(problem)
     check_text(key, repr(key))
     return key
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import MISSING, fields
+from datetime import date
 from typing import Any
 
 from django import forms
@@ -433,6 +434,10 @@ class AuditFilterForm(forms.Form):
         data = super().clean()
         if data.get("since") and data.get("until") and data["since"] > data["until"]:
             self.add_error("until", "The end date is before the start date.")
+        for name in ("since", "until"):
+            # The day after the last date must exist: ``until`` is inclusive (midnight after it).
+            if data.get(name) and data[name] >= date.max:
+                self.add_error(name, f"Choose a date before {date.max:%Y-%m-%d}.")
         return data
 
 
@@ -462,6 +467,20 @@ class JsonlUploadForm(forms.Form):
         help_text="Write the valid lines and list the others (otherwise nothing is written when "
         "any line is invalid).",
     )
+
+    def clean_file(self) -> Any:
+        """Refuse a file over ``settings.MEMORYADMIN_MAX_UPLOAD_BYTES`` (before it is queued)."""
+        from django.conf import settings
+
+        upload = self.cleaned_data["file"]
+        cap = settings.MEMORYADMIN_MAX_UPLOAD_BYTES
+        if upload.size > cap:
+            raise forms.ValidationError(
+                f"The file is {upload.size / 2**20:,.1f} MB; uploads are limited to "
+                f"{cap / 2**20:,.0f} MB (MEMORYADMIN_MAX_UPLOAD_MB). Import larger files with "
+                "manage.py import_memories."
+            )
+        return upload
 
 
 class ProbeForm(forms.Form):

@@ -183,3 +183,11 @@ def key_list(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(str(v) for v in value) or "none"
     return str(value) if value not in (None, "") else "(the document)"
+
+
+@register.simple_tag
+def max_upload_mb() -> int:
+    """The upload size cap in MB (``MEMORYADMIN_MAX_UPLOAD_MB``), for the upload form's help."""
+    from django.conf import settings
+
+    return settings.MEMORYADMIN_MAX_UPLOAD_BYTES // 2**20
