@@ -107,6 +107,7 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "memoryadmin.console",
+    "memoryadmin.api",
 ]
 
 MIDDLEWARE = [

@@ -12,5 +12,6 @@ urlpatterns = [
     # Before Django's auth URLs: without EMAIL_HOST it says an administrator resets passwords.
     path("accounts/password_reset/", password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("memoryadmin.api.urls")),
     path("", include("memoryadmin.console.urls")),
 ]
