@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from ..policy import Policy
 from ..records import FieldMap
-from ..text import NEGATIONS, content_tokens
+from ..text import content_tokens, parse
 from .lost import OperationLoss, OperationText, is_number, pass_losses
 
 __all__ = ["NEAR_MARGIN", "RISK_LINE", "Risk", "operation_risk", "review_operations"]
@@ -76,11 +76,15 @@ def _words(text: str) -> list[str]:
 
 
 def _cues(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
-    """``(numbers, date words, negated)`` of ``text`` (negated: odd count of negation words)."""
+    """``(numbers, date words, negated)`` of ``text``.
+
+    negated: an odd count of negation cues from the multilingual table
+    (:mod:`consolidation.cues`, via :func:`consolidation.text.parse`).
+    """
     words = _words(text)
     numbers = frozenset(t for t in content_tokens(text) if is_number(t))
     dates = frozenset(w for w in words if w in _DATE_WORDS)
-    return numbers, dates, sum(1 for w in words if w in NEGATIONS) % 2 == 1
+    return numbers, dates, parse(text).negations % 2 == 1
 
 
 def _nearness(value: float | None, threshold: float) -> float:

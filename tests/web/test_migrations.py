@@ -1,5 +1,5 @@
-"""Data migrations of issue 10: "dismissed" becomes "rejected" (0005) and stored policies plan
-within the loss budget (0006)."""
+"""Data migrations of issue 10: "dismissed" becomes "rejected" (0007) and stored policies plan
+within the loss budget (0008)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_it_renames_dismissed_to_rejected_and_turns_the_budget_on():
     AuditEvent.objects.create(agent=agent, run=run, actor="bob", verb="dismissed",
                               from_status="proposed", to_status="dismissed")
     try:
-        new = migrate("0006_policy_within_budget")
+        new = migrate("0008_policy_within_budget")
         Agent, Pass, AuditEvent = (new.get_model("console", m) for m in ("Agent", "Pass", "AuditEvent"))
         assert Pass.objects.get(pk=run.pk).status == "rejected"
         event = AuditEvent.objects.get(run_id=run.pk)

@@ -198,7 +198,7 @@ def test_the_migration_scores_proposals_planned_before_it() -> None:
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    before, after = [("console", "0004_keep_archive_and_audit_on_agent_delete")], [("console", "0005_operation_risk")]
+    before, after = [("console", "0004_keep_archive_and_audit_on_agent_delete")], [("console", "0009_operation_risk")]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     apps = executor.loader.project_state(before).apps

@@ -16,7 +16,7 @@ def forwards(apps, schema_editor) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("console", "0005_rejected_status"),
+        ("console", "0007_rejected_status"),
     ]
 
     operations = [migrations.RunPython(forwards, migrations.RunPython.noop)]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0004_keep_archive_and_audit_on_agent_delete'),
+        ("console", "0005_agent_embedder"),
     ]
 
     operations = [

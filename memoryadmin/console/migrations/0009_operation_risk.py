@@ -54,7 +54,7 @@ def score_pending_proposals(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0004_keep_archive_and_audit_on_agent_delete'),
+        ("console", "0008_policy_within_budget"),
     ]
 
     operations = [

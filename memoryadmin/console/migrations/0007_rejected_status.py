@@ -24,7 +24,7 @@ def backwards(apps, schema_editor) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("console", "0004_keep_archive_and_audit_on_agent_delete"),
+        ("console", "0006_operation_kind_conflict"),
     ]
 
     operations = [

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0004_keep_archive_and_audit_on_agent_delete'),
+        ("console", "0009_operation_risk"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
