@@ -12,23 +12,12 @@ from typing import Any, Literal
 from ninja import Field, Schema
 from pydantic import field_validator
 
-PassStatus = Literal[
-    "queued",
-    "running",
-    "proposed",
-    "rejected_by_guard",
-    "failed",
-    "approved",
-    "applying",
-    "applied",
-    "partially_applied",
-    "dismissed",
-    "stale",
-    "rolling_back",
-    "rolled_back",
-]
-"""Every value of ``Pass.Status`` (ARCHITECTURE.md "The pass lifecycle")."""
-OperationKind = Literal["merge", "promote", "prune", "reconcile", "distill"]
+from memoryadmin.console.models import Operation, Pass
+
+PassStatus = Literal[tuple(Pass.Status.values)]  # type: ignore[valid-type]
+"""Every value of ``Pass.Status`` (the pass lifecycle, docs/ARCHITECTURE.md)."""
+OperationKind = Literal[tuple(Operation.Kind.values)]  # type: ignore[valid-type]
+"""Every value of ``Operation.Kind`` (conflict items included)."""
 
 
 class ErrorOut(Schema):
