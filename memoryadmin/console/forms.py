@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import MISSING, fields
+from datetime import date
 from typing import Any
 
 from django import forms
@@ -333,6 +334,10 @@ class AuditFilterForm(forms.Form):
         data = super().clean()
         if data.get("since") and data.get("until") and data["since"] > data["until"]:
             self.add_error("until", "The end date is before the start date.")
+        for name in ("since", "until"):
+            # The day after the last date must exist: ``until`` is inclusive (midnight after it).
+            if data.get(name) and data[name] >= date.max:
+                self.add_error(name, f"Choose a date before {date.max:%Y-%m-%d}.")
         return data
 
 

@@ -52,12 +52,20 @@ AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
 """Audit page status filters: name → statuses (empty tuple = every pass)."""
 
 
+MAX_ZONE_NAME = 64
+"""Longest zone name tried; the longest IANA key is 32 characters ("America/Argentina/ComodRivadavia")."""
+
+
 def operator_zone(name: str | None) -> ZoneInfo:
-    """The operator's time zone: ``name`` when it is a valid IANA zone, else ``settings.TIME_ZONE``."""
-    if name:
+    """The operator's time zone: ``name`` when it is a valid IANA zone, else ``settings.TIME_ZONE``.
+
+    Anything else falls back, never raises: an unknown key, a path outside the zone database, a
+    NUL byte, or a name longer than :data:`MAX_ZONE_NAME` (the OS refuses such file names).
+    """
+    if name and len(name) <= MAX_ZONE_NAME:
         try:
             return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):
             pass
     return ZoneInfo(settings.TIME_ZONE)
 

@@ -289,3 +289,69 @@ def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(agent_
     assert run.status == "failed"
     assert "tim" in run.error.lower() and len(run.error) < 500, run.error  # readable: timed out / timeout
     assert services.agent_census(agent=agent) == before
+
+
+# ----- time zones, dates and ids that used to answer 500 (issue 11) -------------------------
+
+LONG_ZONE = "Europe/" + "a" * 300
+BAD_ZONES = [LONG_ZONE, "a" * 256, "../../etc/passwd", "Not/AZone", "UTC\\x"]
+
+
+@pytest.mark.parametrize("zone", BAD_ZONES, ids=["long-key", "256-chars", "path", "unknown", "backslash"])
+@pytest.mark.parametrize("how", ["query", "cookie"])
+def test_a_bad_time_zone_falls_back_to_the_default(client: Client, carol, agent_with_memories, settings, zone: str, how: str) -> None:
+    agent = agent_with_memories(1)
+    client.force_login(carol)
+    if how == "cookie":
+        client.cookies["tz"] = zone
+    params = {"tz": zone} if how == "query" else {}
+    for url in (reverse("dashboard"), reverse("agent_list"), reverse("agent_detail", args=[agent.slug]),
+                reverse("audit"), reverse("audit_csv"), reverse("schedule_preview") + "?schedule_cron=0+3+*+*+*"):
+        r = client.get(url, params)
+        assert r.status_code == 200, url
+    page = client.get(reverse("agent_list"), params).content.decode()
+    assert f'title="times are shown in this zone">{settings.TIME_ZONE}<' in page
+
+
+@pytest.mark.parametrize("params", [{"until": "9999-12-31"}, {"since": "9999-12-31"},
+                                    {"since": "2020-01-01", "until": "9999-12-31"}])
+def test_audit_dates_past_the_calendar_are_a_form_error(client: Client, carol, params: dict) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("audit"), params)
+    assert r.status_code == 200 and "Choose a date before 9999-12-31." in r.content.decode()
+    r = client.get(reverse("audit_csv"), params)
+    assert r.status_code == 400 and not r["Content-Type"].startswith("text/csv")
+    assert "Choose a date before 9999-12-31." in r.content.decode()
+
+
+@pytest.mark.parametrize("view", ["memory_edit", "memory_pin", "memory_delete"])
+def test_a_memory_post_without_an_id_is_a_message(client: Client, alice, agent_with_memories, view: str) -> None:
+    agent = agent_with_memories(2)
+    before = services.agent_census(agent=agent)
+    client.force_login(alice)
+    r = client.post(reverse(view, args=[agent.slug]), {"document": "New text", "pinned": "1"}, follow=True)
+    assert r.status_code == 200
+    shown = [str(m) for m in r.context["messages"]]
+    assert shown and all(m.strip() for m in shown), shown
+    assert services.agent_census(agent=agent) == before
+
+
+# ----- audit CSV: every formula start is neutralised (issue 11) ------------------------------
+
+FORMULA_NOTES = ["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "\nx", ";x", "|calc", ",x", "%x",
+                 "  =1+1"]
+
+
+@pytest.mark.parametrize("note", FORMULA_NOTES, ids=[repr(n) for n in FORMULA_NOTES])
+def test_audit_csv_cells_never_start_a_formula(client: Client, carol, unique_name, note: str) -> None:
+    import csv
+    import io
+
+    a = Agent.objects.create(name="Csv", slug=unique_name("csv"), collection_name=unique_name("c"))
+    run = Pass.objects.create(agent=a, trigger="operator", status="rejected", note=note, reason=note,
+                              error=note)
+    client.force_login(carol)
+    rows = list(csv.DictReader(io.StringIO(client.get(reverse("audit_csv")).content.decode())))
+    row = next(r for r in rows if int(r["pass"]) == run.pk)
+    for col in ("note", "reason", "error"):
+        assert row[col] == "'" + note, (col, row[col])
