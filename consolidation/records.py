@@ -17,10 +17,34 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EMBEDDING_DIM", "FieldMap", "MemoryRecord", "content_hash", "parse_timestamp"]
+__all__ = [
+    "EMBEDDING_DIM",
+    "RESERVED_KEY_PREFIXES",
+    "FieldMap",
+    "MemoryRecord",
+    "content_hash",
+    "metadata_key_problem",
+    "parse_timestamp",
+]
 
 EMBEDDING_DIM = 384
 """Width of all-MiniLM-L6-v2 sentence embeddings (Chroma's default model)."""
+
+
+RESERVED_KEY_PREFIXES = ("#", "$", "chroma:")
+"""Metadata key prefixes Chroma refuses (``#``, ``$``) or silently drops (``chroma:``)."""
+
+
+def metadata_key_problem(key: str) -> str | None:
+    """Why ``key`` cannot be a stored metadata key (empty, reserved prefix), else ``None``."""
+    if not key:
+        return "metadata keys must not be empty"
+    if key.startswith(RESERVED_KEY_PREFIXES):
+        return (
+            f"metadata key {key!r} is reserved by Chroma (keys may not start with '#', '$' "
+            "or 'chroma:')"
+        )
+    return None
 
 
 def _canonical_json(value: Any) -> str:

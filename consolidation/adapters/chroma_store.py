@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ..records import EMBEDDING_DIM, MemoryRecord
+from ..records import EMBEDDING_DIM, MemoryRecord, metadata_key_problem
 
 __all__ = [
     "JSON_MARKER",
@@ -287,13 +287,9 @@ def _native(value: Any) -> bool:
 def _check_key(key: Any) -> str:
     if not isinstance(key, str):
         raise ValueError(f"metadata keys must be strings, got {key!r}")
-    if not key:
-        raise ValueError("metadata keys must not be empty")
-    if key.startswith(("#", "$")) or key.startswith("chroma:"):
-        raise ValueError(
-            f"metadata key {key!r} is reserved by Chroma (keys may not start with '#', '$' "
-            "or 'chroma:')"
-        )
+    problem = metadata_key_problem(key)
+    if problem:
+        raise ValueError(problem)
     _check_text(key, repr(key))
     return key
 
