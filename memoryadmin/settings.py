@@ -248,6 +248,10 @@ CHROMA_TOKEN = os.getenv("CHROMA_TOKEN", "")
 CHROMA_MODE = os.getenv("CHROMA_MODE", "http")
 CHROMA_PATH = Path(os.getenv("CHROMA_PATH", VAR_DIR / "chroma"))
 
+# Largest JSONL upload on the agent page (the worker imports it; `manage.py import_memories` has
+# no cap). 200 MB is ~100,000 memories with their 384-number embeddings (~2 KB a line).
+MEMORYADMIN_MAX_UPLOAD_BYTES = envint("MEMORYADMIN_MAX_UPLOAD_MB", 200) * 1024 * 1024
+
 MEMORYADMIN_MODEL_DIR = Path(os.getenv("MEMORYADMIN_MODEL_DIR", VAR_DIR / "models"))
 os.environ.setdefault("MEMORYADMIN_MODEL_DIR", str(MEMORYADMIN_MODEL_DIR))
 

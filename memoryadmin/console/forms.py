@@ -368,6 +368,20 @@ class JsonlUploadForm(forms.Form):
         "any line is invalid).",
     )
 
+    def clean_file(self) -> Any:
+        """Refuse a file over ``settings.MEMORYADMIN_MAX_UPLOAD_BYTES`` (before it is queued)."""
+        from django.conf import settings
+
+        upload = self.cleaned_data["file"]
+        cap = settings.MEMORYADMIN_MAX_UPLOAD_BYTES
+        if upload.size > cap:
+            raise forms.ValidationError(
+                f"The file is {upload.size / 2**20:,.1f} MB; uploads are limited to "
+                f"{cap / 2**20:,.0f} MB (MEMORYADMIN_MAX_UPLOAD_MB). Import larger files with "
+                "manage.py import_memories."
+            )
+        return upload
+
 
 class ProbeForm(forms.Form):
     """Add or edit a probe query; ``evidence_ids`` is a comma/space-separated list."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 
 from . import services
-from .models import Agent, Pass
+from .models import Agent, ImportJob, Pass
 
-__all__ = ["apply_pass", "rollback_pass", "run_pass", "scheduled_pass"]
+__all__ = ["apply_pass", "import_memories", "rollback_pass", "run_pass", "scheduled_pass"]
 
 log = logging.getLogger(__name__)
 
@@ -77,3 +77,14 @@ def scheduled_pass(agent_id: int) -> str:
         log.exception("scheduled_pass(%s) crashed", agent_id)
         return f"agent {agent.slug}: {type(exc).__name__}: {exc}"
     return f"agent {agent.slug}: pass #{run.pk} queued"
+
+
+def import_memories(job_id: int) -> str:
+    """Import the JSONL upload of job ``job_id`` (a no-op unless it is queued)."""
+    from .import_jobs import import_job_run
+
+    job = ImportJob.objects.select_related("agent", "user").filter(pk=job_id).first()
+    if job is None:
+        return f"import #{job_id} does not exist"
+    job = import_job_run(job=job)
+    return f"import #{job_id}: {job.status}"

@@ -40,6 +40,7 @@ urlpatterns = [
     path("agents/<slug:slug>/archive/", views.archive_list, name="archive_list"),
     path("agents/<slug:slug>/archive/<int:pk>/restore/", views.archive_restore, name="archive_restore"),
     path("agents/<slug:slug>/import/", views.memories_import, name="memories_import"),
+    path("agents/<slug:slug>/imports/<int:pk>/", views.memories_import_status, name="memories_import_status"),
     path("agents/<slug:slug>/export.jsonl", views.memories_export, name="memories_export"),
     path("agents/<slug:slug>/probes/", views.probe_list, name="probe_list"),
     path("agents/<slug:slug>/probes/new/", views.probe_create, name="probe_create"),

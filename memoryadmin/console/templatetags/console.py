@@ -107,3 +107,11 @@ def operator_tz(context: template.Context) -> Any:
 
         return operator_zone(None)
     return request_zone(request)
+
+
+@register.simple_tag
+def max_upload_mb() -> int:
+    """The upload size cap in MB (``MEMORYADMIN_MAX_UPLOAD_MB``), for the upload form's help."""
+    from django.conf import settings
+
+    return settings.MEMORYADMIN_MAX_UPLOAD_BYTES // 2**20

@@ -9,7 +9,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from .. import services
 from ..forms import AgentCreateForm, AgentEditForm, CronPreviewForm
-from ..models import Agent, Pass
+from ..models import Agent, ImportJob, Pass
 from ..selectors import next_runs, store_status
 from .common import HtmxHttpRequest, can_manage, request_zone
 
@@ -30,6 +30,7 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
         "passes": agent.passes.select_related("decided_by")[:20],
         "active": agent.passes.filter(status__in=Pass.ACTIVE).first(),
         "policy": agent.policy, "field_map": agent.get_field_map().to_dict(),
+        "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
     }
     return render(request, "console/agent_detail.html", ctx)
 
