@@ -274,8 +274,9 @@ def write_jsonl(
 ) -> int:
     """Write ``records`` one JSON object per line to a text file object; returns the count.
 
-    Each float32 embedding value is written as its exact float64 value, so export → import gives
-    bit-identical embeddings.
+    Each float32 embedding value is written as its exact float64 value, so the file holds the
+    store's embeddings exactly and reading it back gives the same float32 bytes. (Writing them
+    into a Chroma ``cosine`` collection may still move a value by 1 ulp: see the adapter.)
     """
     n = 0
     for r in records:

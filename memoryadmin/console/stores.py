@@ -18,6 +18,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from django.conf import settings
 
 from .errors import StoreUnavailable
@@ -33,6 +34,7 @@ __all__ = [
     "get_client",
     "get_store",
     "reset_client_cache",
+    "embeddings_within_ulp",
     "store_census",
     "validate_collection_name",
 ]
@@ -200,10 +202,23 @@ def get_store(agent: Agent) -> ChromaMemoryStore:
 
 
 def store_census(store: Any) -> dict[str, Any]:
-    """Record count and SHA-256 over the sorted ids, documents, metadata and embeddings.
+    """Record count and two SHA-256 hashes over the records sorted by id.
 
-    Two censuses are equal exactly when the store is byte-identical in what I-2 names (ids,
-    documents, metadata, embeddings as float32 bytes). Returns ``{"count": int, "sha256": hex}``.
+    Returns ``{"count": int, "sha256": hex, "content_sha256": hex}``:
+
+    - ``sha256`` covers ids, documents, metadata (canonical JSON) and embeddings as float32
+      bytes: equal exactly when the store is byte-identical in what I-2 names.
+    - ``content_sha256`` covers ids, documents and metadata only.
+
+    Why two: Chroma's ``cosine`` collections (every agent's default) do not store an embedding
+    exactly as written. A written vector reads back within 1 ulp per value (≤ 1.5e-8 for unit
+    vectors), and re-writing what was read can move it again: measured on chromadb 1.5 with
+    2,000 unit vectors, 557 moved on the first write, 280 when written back, then 124, 55 …
+    (``l2``/``ip`` collections are exact). So a pass rolled back, an import undone, or an
+    export imported again re-writes records and may change ``sha256`` while ``content_sha256``
+    stays equal and every embedding stays within 1 ulp of the original. The census never hides
+    that drift (``sha256`` reports it); tests of those paths compare ``content_sha256`` exactly
+    and embeddings with :func:`embeddings_within_ulp`.
     """
     rows: list[tuple[str, str, str, bytes]] = []
     for page in store.iter_pages(page_size=5000, include_embeddings=True):
@@ -212,9 +227,23 @@ def store_census(store: Any) -> dict[str, Any]:
             meta = json.dumps(r.metadata, sort_keys=True, ensure_ascii=False, default=str)
             rows.append((r.id, r.document, meta, emb))
     rows.sort(key=lambda row: row[0])
-    h = hashlib.sha256()
+    h, content = hashlib.sha256(), hashlib.sha256()
     for rid, doc, meta, emb in rows:
         for part in (rid.encode(), doc.encode(), meta.encode(), emb):
             h.update(len(part).to_bytes(8, "big"))
             h.update(part)
-    return {"count": len(rows), "sha256": h.hexdigest()}
+        for part in (rid.encode(), doc.encode(), meta.encode()):
+            content.update(len(part).to_bytes(8, "big"))
+            content.update(part)
+    return {"count": len(rows), "sha256": h.hexdigest(), "content_sha256": content.hexdigest()}
+
+
+def embeddings_within_ulp(a: Any, b: Any, *, ulps: int = 1) -> bool:
+    """True when two ``(n, 384)`` (or ``(384,)``) float32 arrays differ by at most ``ulps``
+    units in the last place in every value: the tolerance of a Chroma cosine-collection
+    re-write (see :func:`store_census`)."""
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    if a.shape != b.shape:
+        return False
+    return bool(np.all(np.abs(a - b) <= ulps * np.spacing(np.maximum(np.abs(a), np.abs(b)))))
