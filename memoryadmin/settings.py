@@ -3,6 +3,10 @@
 Defaults: SQLite under ``var/`` (WAL, IMMEDIATE transactions, busy timeout), django-q2 on the ORM
 broker in the same database, Chroma at a local server on 127.0.0.1:8765. Scale out by setting
 ``DATABASE_URL`` (PostgreSQL), ``Q_REDIS_URL`` (Redis broker), ``CHROMA_*`` and ``OPENAI_*``.
+
+Production defaults: ``DEBUG`` is off unless ``DEBUG=1``; without ``SECRET_KEY`` a key is made
+once into ``var/secret_key`` (mode 0600); ``MEMORYADMIN_HTTPS=1`` behind TLS; a strict
+Content-Security-Policy (django-csp) and login throttling (django-axes) are always on.
 """
 
 from __future__ import annotations
