@@ -273,6 +273,8 @@ LOGGING = {
     "loggers": {
         "chromadb": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        # django-axes logs every successful login at INFO; lockouts and failures stay (WARNING).
+        "axes": {"level": "WARNING"},
         # One handler for Django's messages (its own default would print each line twice), and
         # expected 4xx responses (403 for a viewer's POST) without a traceback; 500s still log.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
