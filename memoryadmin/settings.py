@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "template_partials",
     "django_q",
     "memoryadmin.console",
+    "memoryadmin.api",
 ]
 
 MIDDLEWARE = [

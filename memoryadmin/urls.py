@@ -8,5 +8,6 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("memoryadmin.api.urls")),
     path("", include("memoryadmin.console.urls")),
 ]
