@@ -6,6 +6,7 @@ from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
+from pydantic import field_validator
 
 from memoryadmin.console import selectors
 from memoryadmin.console.models import Agent
@@ -57,8 +58,15 @@ def memory_list(request: HttpRequest, slug: str, filters: Query[MemoryFilters]):
 
 
 class SearchParams(Schema):
-    q: str = Field(min_length=1, max_length=2000, pattern=r"\S")
+    q: str = Field(min_length=1, max_length=2000)
     k: int = Field(10, ge=1, le=100)
+
+    @field_validator("q")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("say what to search for")
+        return value
 
 
 @router.get("/agents/{slug}/memories/search", response=list[s.MemoryOut],

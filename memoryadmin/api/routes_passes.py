@@ -4,7 +4,7 @@ or dry run), approve, reject, exclude/include an operation, roll back."""
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router, Schema, Status
 
 from memoryadmin.console import services
 from memoryadmin.console.models import Pass
@@ -70,7 +70,7 @@ def pass_create(request: HttpRequest, payload: s.PassCreateIn):
     agent = actions.get_agent(payload.agent)
     out = actions.consolidate(agent=agent, user=request.user, dry_run=payload.dry_run,
                               policy=payload.policy)
-    return (200 if out.dry_run else 202), out
+    return Status(200 if out.dry_run else 202, out)
 
 
 @router.post("/passes/{pass_id}/approve", response=s.PassOut,

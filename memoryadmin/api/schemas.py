@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Schema
+from pydantic import field_validator
 
 PassStatus = Literal[
     "queued", "running", "proposed", "rejected_by_guard", "failed", "approved", "applying",
@@ -249,4 +250,11 @@ class NoteIn(Schema):
 
 
 class RequiredNoteIn(Schema):
-    note: str = Field(min_length=1, max_length=2000, pattern=r"\S")
+    note: str = Field(max_length=2000)
+
+    @field_validator("note")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a note is required: say why the proposal is rejected")
+        return value.strip()
