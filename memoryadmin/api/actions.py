@@ -151,8 +151,10 @@ def compact(*, agent: Agent, user: Any, layer: str) -> s.PassOut:
 
     The agent's policy with promote, prune, evidence folding and session windows switched off
     (seed 003's ``compact(layer=SEMANTIC)``); the loss guard and review are the usual ones.
-    ``layer`` names the memory layer asked for (``semantic`` by default) and is recorded with
-    the pass.
+    ``layer`` (one of :data:`COMPACT_LAYERS`) is validated and recorded with the pass
+    (``telemetry.policy_override = "compact:<layer>"``). Limitation: the planner has no
+    per-layer filter yet, so the reconcile/dedupe operations may touch memories of any layer;
+    restricting them needs an engine option (e.g. ``Policy.layers``), not an API one.
     """
     require_manage(user, f"start a pass of {agent.slug}")
     layer = (layer or "").strip().lower()

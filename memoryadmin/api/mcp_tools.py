@@ -170,7 +170,8 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
                                     "summary")] = "semantic",
     ) -> s.PassOut:
         """A pass restricted to reconciling contradictions and folding duplicates (admins), as a
-        proposal for review."""
+        proposal for review. The layer is recorded with the pass; the planner does not yet
+        filter operations by layer."""
         return actions.compact(agent=actions.get_agent(agent), user=current_user(), layer=layer)
 
     @server.tool()
