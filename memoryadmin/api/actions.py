@@ -22,7 +22,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from consolidation import NAMED_POLICIES, Policy
-from memoryadmin.console import rollback, services
+from memoryadmin.console import services
 from memoryadmin.console.models import Agent, Operation, Pass
 from memoryadmin.console.roles import can_manage, can_review
 
@@ -250,7 +250,7 @@ def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:
     """Start rolling back an applied pass (reviewers); refused naming records changed since."""
     require_review(user, f"roll back pass #{run.pk}")
     try:
-        rollback.pass_rollback_request(run=run, user=user, note=note)
+        services.pass_rollback_request(run=run, user=user, note=note)
     except (services.ServiceError, ValueError) as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))

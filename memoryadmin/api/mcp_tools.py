@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from django.contrib.auth import get_user_model
+from django.core.paginator import EmptyPage
 from django.db import close_old_connections
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -47,7 +48,6 @@ INSTRUCTIONS = (
 )
 PROPOSALS_LISTED = 50
 """``list_proposals`` returns at most this many proposals, newest first."""
-OPS_PER_PAGE = 20
 
 
 class TokenVerifier:
@@ -195,13 +195,10 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     ) -> s.PassDetailOut:
         """One pass: summary, loss guard, recall and its operations (20 a page)."""
         current_user()
-        from django.core.paginator import Paginator
-
-        run = actions.get_pass(pass_id)
-        paginator = Paginator(run.operations.prefetch_related("sources").order_by("index"), OPS_PER_PAGE)
-        current = paginator.get_page(page)
-        return pass_detail_out(run, list(current), page=current.number, pages=paginator.num_pages,
-                               count=paginator.count, stale={}, stale_error="")
+        try:
+            return pass_detail_out(actions.get_pass(pass_id), page=page)
+        except EmptyPage:
+            raise actions.NotFound(f"Pass #{pass_id} has no page {page} of operations.") from None
 
     @server.tool()
     @_tool

@@ -9,11 +9,19 @@ from __future__ import annotations
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from django.core.paginator import Paginator
 from django.db.models import Count
 
+from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Agent, AuditEvent, Operation, Pass
 from memoryadmin.console.review import pass_evaluate
-from memoryadmin.console.selectors import MemoryView, next_runs, operation_view, store_status
+from memoryadmin.console.selectors import (
+    MemoryView,
+    next_runs,
+    operation_view,
+    pass_stale_operations,
+    store_status,
+)
 
 from . import schemas as s
 
@@ -95,18 +103,34 @@ def operation_out(op: Operation, stale: dict[int, str] | None = None) -> s.Opera
         sources=[s.SourceOut(memory_id=src.memory_id, document=src.document,
                              metadata=src.metadata or {}, removed=src.removed)
                  for src in view["sources"]],
-        stale=(stale or {}).get(op.pk, "") or (stale or {}).get(op.index, ""),
+        stale=(stale or {}).get(op.pk, ""),
     )
 
 
-def pass_detail_out(
-    run: Pass, ops: list[Operation], *, page: int, pages: int, count: int,
-    stale: dict[int, str], stale_error: str,
-) -> s.PassDetailOut:
+OPS_PER_PAGE = 20
+"""Operations per page of a pass's detail (the pass page shows 20 per kind)."""
+
+
+def pass_detail_out(run: Pass, *, kind: str | None = None, page: int = 1) -> s.PassDetailOut:
+    """A pass with one page of its operations (``kind`` filters), each flagged when the store has
+    overtaken it (proposed passes; ``stale_error`` says why that could not be checked).
+    Raises ``EmptyPage`` for a page past the last one."""
+    qs = run.operations.prefetch_related("sources").order_by("index")
+    if kind:
+        qs = qs.filter(kind=kind)
+    paginator = Paginator(qs, OPS_PER_PAGE)
+    current = paginator.page(page) if paginator.count else paginator.get_page(1)
+    stale: dict[int, str] = {}
+    stale_error = ""
+    if run.status == Pass.Status.PROPOSED:
+        try:
+            stale = pass_stale_operations(run=run)
+        except ServiceError as exc:
+            stale_error = str(exc)
     return s.PassDetailOut(
         **_pass_fields(run), policy=run.policy or {}, stale_error=stale_error,
-        operations_page=page, operations_pages=pages, operations_count=count,
-        items=[operation_out(op, stale) for op in ops],
+        operations_page=current.number, operations_pages=paginator.num_pages,
+        operations_count=paginator.count, items=[operation_out(op, stale) for op in current],
     )
 
 

@@ -3,10 +3,10 @@ or dry run), approve, reject, exclude/include an operation, roll back."""
 
 from __future__ import annotations
 
+from django.core.paginator import EmptyPage
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
-from memoryadmin.console import services
 from memoryadmin.console.models import Pass
 
 from . import actions
@@ -16,8 +16,6 @@ from .present import pass_detail_out, pass_out
 router = Router(tags=["passes"])
 
 PASSES_PER_PAGE = 50
-OPS_PER_PAGE = 20
-"""Operations per page of a pass's detail (the pass page's 20 per kind)."""
 
 
 class PassFilters(Schema):
@@ -47,21 +45,12 @@ class OpFilters(Schema):
 @router.get("/passes/{pass_id}", response=s.PassDetailOut,
             summary="One pass: summary, guard, recall and its operations (20 a page)")
 def pass_detail(request: HttpRequest, pass_id: int, filters: Query[OpFilters]):
-    from .api import paginate
-
     run = actions.get_pass(pass_id)
-    qs = run.operations.prefetch_related("sources").order_by("index")
-    if filters.kind:
-        qs = qs.filter(kind=filters.kind)
-    page, count, pages = paginate(qs, filters.page, OPS_PER_PAGE)
-    stale, stale_error = {}, ""
-    if run.status == Pass.Status.PROPOSED:
-        try:
-            stale = services.pass_stale_operations(run=run)
-        except services.ServiceError as exc:
-            stale_error = str(exc)
-    return pass_detail_out(run, list(page), page=page.number, pages=pages, count=count,
-                           stale=stale, stale_error=stale_error)
+    try:
+        return pass_detail_out(run, kind=filters.kind, page=filters.page)
+    except EmptyPage:
+        raise actions.NotFound(f"Page {filters.page} of pass #{pass_id}'s operations does not "
+                               "exist.", field="page") from None
 
 
 @router.post("/passes", response={200: s.ConsolidateOut, 202: s.ConsolidateOut},
