@@ -263,3 +263,20 @@ def test_pass_detail_pages_operations_and_lists_filter_by_status(api_as, agent) 
     make_proposal(agent, status="dismissed")
     listed = api.get("/passes", status="dismissed", agent=agent.slug).json()
     assert listed["count"] == 1 and listed["items"][0]["status"] == "dismissed"
+
+
+def test_writes_need_no_csrf_token_with_a_bearer_token(alice, agent) -> None:
+    from django.test import Client
+
+    from memoryadmin.api.tokens import token_create
+
+    _t, raw = token_create(user=alice)
+    strict = Client(enforce_csrf_checks=True)
+    r = strict.post("/api/v1/passes", {"agent": agent.slug, "dry_run": True},
+                    content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert r.status_code == 200, r.content
+
+
+def test_a_session_login_is_not_an_api_credential(client, alice, agent) -> None:
+    client.force_login(alice)
+    assert client.get("/api/v1/agents").status_code == 401
