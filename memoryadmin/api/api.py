@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
-from django.core.paginator import EmptyPage, Page, Paginator
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
-from .actions import ActionError, NotFound
+from . import routes_agents, routes_passes
+from .actions import ActionError
 from .tokens import token_user
 
 
@@ -77,27 +77,8 @@ def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return _error(request, 422, detail, errors)
 
 
-def paginate(items: Any, page: int, per_page: int) -> tuple[Page, int, int]:
-    """``(page, count, pages)`` of ``items``; :class:`NotFound` for a page past the last one."""
-    paginator = Paginator(items, per_page)
-    try:
-        current = paginator.page(page)
-    except EmptyPage:
-        if page == 1:
-            return paginator.get_page(1), 0, 1
-        raise NotFound(f"Page {page} does not exist; there are {paginator.num_pages} page(s).",
-                       field="page") from None
-    return current, paginator.count, paginator.num_pages
-
-
-def _register() -> None:
-    from . import routes_agents, routes_passes
-
-    api.add_router("/", routes_agents.router)
-    api.add_router("/", routes_passes.router)
-
-
-_register()
+api.add_router("/", routes_agents.router)
+api.add_router("/", routes_passes.router)
 
 
 def urls() -> tuple[list[Any], str, str]:

@@ -57,6 +57,7 @@ def agent_out(agent: Agent, *, detail: bool = False) -> s.AgentOut:
 
 
 def memory_out(m: MemoryView) -> s.MemoryOut:
+    """A browser :class:`MemoryView` as the API's memory."""
     return s.MemoryOut(id=m.id, document=m.document, metadata=m.metadata, tier=m.tier,
                        pinned=m.pinned, score=m.score)
 
@@ -95,6 +96,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
 
 
 def operation_out(op: Operation, stale: dict[int, str] | None = None) -> s.OperationOut:
+    """One operation with its frozen sources; ``stale`` maps ``Operation.pk`` → why it is stale."""
     view = operation_view(op)
     return s.OperationOut(
         index=op.index, kind=op.kind, rule=op.rule, reason=op.reason, scores=op.scores or {},
@@ -135,6 +137,7 @@ def pass_detail_out(run: Pass, *, kind: str | None = None, page: int = 1) -> s.P
 
 
 def event_out(e: AuditEvent) -> s.EventOut:
+    """One audit event."""
     return s.EventOut(
         id=e.pk, created_at=e.created_at, actor=e.actor, verb=e.verb,
         agent=e.agent.slug if e.agent else None, pass_id=e.run_id, from_status=e.from_status,

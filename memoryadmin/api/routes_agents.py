@@ -13,6 +13,7 @@ from memoryadmin.console.models import Agent
 
 from . import schemas as s
 from .actions import NotFound, Unavailable, get_agent
+from .paging import paginate
 from .present import agent_out, event_out, memory_out
 
 router = Router(tags=["agents"])
@@ -22,11 +23,14 @@ EVENTS_PER_PAGE = 50
 
 @router.get("/agents", response=list[s.AgentOut], summary="List agents with counts and schedule")
 def agent_list(request: HttpRequest):
+    """Every agent with its memory count (``None`` when Chroma cannot be read), pass counts and
+    schedule."""
     return [agent_out(a) for a in Agent.objects.order_by("name")]
 
 
 @router.get("/agents/{slug}", response=s.AgentDetailOut, summary="One agent: counts, schedule, policy")
 def agent_detail(request: HttpRequest, slug: str):
+    """One agent: the list fields plus its policy, field map and probe-query count."""
     return agent_out(get_agent(slug), detail=True)
 
 
@@ -47,6 +51,8 @@ def _store_call(fn, *args, **kwargs):
 @router.get("/agents/{slug}/memories", response=s.MemoryPage,
             summary="Memories, 50 a page, sorted by id; filter by tier, pinned, text")
 def memory_list(request: HttpRequest, slug: str, filters: Query[MemoryFilters]):
+    """One page of the agent's memories (50, sorted by id); tier, pinned and text filters as in
+    the browser."""
     agent = get_agent(slug)
     query = selectors.MemoryQuery(tier=filters.tier, pinned=filters.pinned, contains=filters.contains)
     page, tiers = _store_call(selectors.memory_page, agent=agent, query=query, page=filters.page)
@@ -72,6 +78,8 @@ class SearchParams(Schema):
 @router.get("/agents/{slug}/memories/search", response=list[s.MemoryOut],
             summary="Semantic search: the k memories closest to q (cosine), best first")
 def memory_search(request: HttpRequest, slug: str, params: Query[SearchParams]):
+    """The ``k`` memories closest to ``q`` by cosine similarity of all-MiniLM-L6-v2 embeddings,
+    best first."""
     agent = get_agent(slug)
     return [memory_out(m) for m in _store_call(selectors.memory_search, agent=agent, text=params.q, k=params.k)]
 
@@ -79,6 +87,8 @@ def memory_search(request: HttpRequest, slug: str, params: Query[SearchParams]):
 @router.get("/agents/{slug}/memory", response=s.MemoryDetailOut,
             summary="One memory (?id=…) and every pass that read, wrote or archived it")
 def memory_detail(request: HttpRequest, slug: str, id: str = Query(..., min_length=1)):
+    """A memory (``current`` is ``None`` once removed) with its archived copies and the
+    operations that touched it."""
     agent = get_agent(slug)
     d = _store_call(selectors.memory_detail, agent=agent, memory_id=id)
     if d.current is None and not d.archived and not d.operations:
@@ -103,8 +113,8 @@ class EventFilters(Schema):
 @router.get("/audit/events", response=s.EventPage, tags=["audit"],
             summary="Audit events, newest first; filter by agent, verb, pass")
 def audit_event_list(request: HttpRequest, filters: Query[EventFilters]):
-    from .api import paginate
-
+    """Audit events (every transition, review action, memory change, token change), newest
+    first, 50 a page."""
     if filters.agent:
         get_agent(filters.agent)
     qs = selectors.audit_events(agent=filters.agent, verb=filters.verb)

@@ -11,6 +11,7 @@ from memoryadmin.console.models import Pass
 
 from . import actions
 from . import schemas as s
+from .paging import paginate
 from .present import pass_detail_out, pass_out
 
 router = Router(tags=["passes"])
@@ -26,8 +27,7 @@ class PassFilters(Schema):
 
 @router.get("/passes", response=s.PassPage, summary="Passes, newest first; filter by agent, status")
 def pass_list(request: HttpRequest, filters: Query[PassFilters]):
-    from .api import paginate
-
+    """Passes, newest first, 50 a page, with their summaries."""
     qs = Pass.objects.select_related("agent", "requested_by", "decided_by").order_by("-created_at", "-id")
     if filters.agent:
         qs = qs.filter(agent=actions.get_agent(filters.agent))
@@ -45,6 +45,7 @@ class OpFilters(Schema):
 @router.get("/passes/{pass_id}", response=s.PassDetailOut,
             summary="One pass: summary, guard, recall and its operations (20 a page)")
 def pass_detail(request: HttpRequest, pass_id: int, filters: Query[OpFilters]):
+    """A pass with one page of its operations; ``?kind=`` filters them."""
     run = actions.get_pass(pass_id)
     try:
         return pass_detail_out(run, kind=filters.kind, page=filters.page)
@@ -56,6 +57,8 @@ def pass_detail(request: HttpRequest, pass_id: int, filters: Query[OpFilters]):
 @router.post("/passes", response={200: s.ConsolidateOut, 202: s.ConsolidateOut},
              summary="Run a pass now (admins) or a dry run (anyone; nothing is stored)")
 def pass_create(request: HttpRequest, payload: s.PassCreateIn):
+    """200 with the dry run's figures, or 202 with the new pass's id and status (planned by the
+    worker)."""
     agent = actions.get_agent(payload.agent)
     out = actions.consolidate(agent=agent, user=request.user, dry_run=payload.dry_run,
                               policy=payload.policy)
@@ -65,18 +68,21 @@ def pass_create(request: HttpRequest, payload: s.PassCreateIn):
 @router.post("/passes/{pass_id}/approve", response=s.PassOut,
              summary="Approve a proposal (reviewers); the guard is re-checked")
 def pass_approve(request: HttpRequest, pass_id: int, payload: s.NoteIn):
+    """Approve; 409 with the guard's reason when the included operations now exceed it."""
     return actions.approve(run=actions.get_pass(pass_id), user=request.user, note=payload.note)
 
 
 @router.post("/passes/{pass_id}/reject", response=s.PassOut,
              summary="Reject a proposal with a note (reviewers); the store is untouched")
 def pass_reject(request: HttpRequest, pass_id: int, payload: s.RequiredNoteIn):
+    """Reject (dismiss) with a required note."""
     return actions.reject(run=actions.get_pass(pass_id), user=request.user, note=payload.note)
 
 
 @router.post("/passes/{pass_id}/operations/{index}/exclude", response=s.PassOut,
              summary="Exclude one operation of a proposal (reviewers)")
 def operation_exclude(request: HttpRequest, pass_id: int, index: int):
+    """Exclude operation ``index``; the pass's summary and guard verdict follow."""
     return actions.set_excluded(run=actions.get_pass(pass_id), index=index, excluded=True,
                                 user=request.user)
 
@@ -84,6 +90,7 @@ def operation_exclude(request: HttpRequest, pass_id: int, index: int):
 @router.post("/passes/{pass_id}/operations/{index}/include", response=s.PassOut,
              summary="Include an excluded operation again (reviewers)")
 def operation_include(request: HttpRequest, pass_id: int, index: int):
+    """Include operation ``index`` again."""
     return actions.set_excluded(run=actions.get_pass(pass_id), index=index, excluded=False,
                                 user=request.user)
 
@@ -91,6 +98,7 @@ def operation_include(request: HttpRequest, pass_id: int, index: int):
 @router.post("/passes/{pass_id}/rollback", response=s.PassOut,
              summary="Roll back an applied pass (reviewers)")
 def pass_rollback(request: HttpRequest, pass_id: int, payload: s.NoteIn):
+    """Start undoing an applied pass; 409 naming the records changed since, when blocked."""
     return actions.roll_back(run=actions.get_pass(pass_id), user=request.user, note=payload.note)
 
 
