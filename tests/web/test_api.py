@@ -97,13 +97,17 @@ WRITES = {
 }
 
 
-@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("role", ["anonymous", *ROLES])
 @pytest.mark.parametrize("action", sorted(WRITES))
 def test_each_write_is_allowed_exactly_for_its_roles(api_as, role, action, agent) -> None:
     run = make_proposal(agent, status="applied" if action == "rollback" else "proposed")
     path, body, allowed = WRITES[action]
     body = {k: (v.format(agent=agent.slug) if isinstance(v, str) else v) for k, v in body.items()}
     r = api_as(role).post(path.format(run=run.pk), body)
+    if role == "anonymous":
+        assert r.status_code == 401 and r.json()["detail"].startswith("Authentication required")
+        assert not AuditEvent.objects.filter(run=run).exists()
+        return
     if role not in allowed:
         assert r.status_code == 403, r.content
         assert r.json()["detail"].startswith(f"{ {'viewer': 'carol', 'reviewer': 'bob'}[role]} ({role})")
