@@ -118,7 +118,8 @@ def named_policy(name: str | None) -> Policy | None:
     if name not in NAMED_POLICIES:
         raise BadInput(
             f"Unknown policy {name!r}; named policies: {', '.join(sorted(NAMED_POLICIES))} "
-            "(or null for the agent's own).", field="policy",
+            "(or null for the agent's own).",
+            field="policy",
         )
     return NAMED_POLICIES[name]
 
@@ -159,16 +160,32 @@ def compact(*, agent: Agent, user: Any, layer: str) -> s.PassOut:
     require_manage(user, f"start a pass of {agent.slug}")
     layer = (layer or "").strip().lower()
     if layer not in COMPACT_LAYERS:
-        raise BadInput(f"Unknown layer {layer!r}; layers: {', '.join(COMPACT_LAYERS)}.", field="layer")
+        raise BadInput(
+            f"Unknown layer {layer!r}; layers: {', '.join(COMPACT_LAYERS)}.", field="layer"
+        )
     try:
         base = agent.get_policy()
     except ValueError as exc:
         raise Conflict(f"Agent {agent.slug!r} has an invalid policy: {exc}") from None
-    policy = replace(base, promote=False, prune=False, fold_evidence=False, window_max_size=1,
-                     semantic_window_size=1, reconcile=True, merge_exact=True, merge_near=True)
+    policy = replace(
+        base,
+        promote=False,
+        prune=False,
+        fold_evidence=False,
+        window_max_size=1,
+        semantic_window_size=1,
+        reconcile=True,
+        merge_exact=True,
+        merge_near=True,
+    )
     try:
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=user,
-                                    policy=policy, policy_name=f"compact:{layer}")
+        run = services.pass_request(
+            agent=agent,
+            trigger=Pass.Trigger.OPERATOR,
+            user=user,
+            policy=policy,
+            policy_name=f"compact:{layer}",
+        )
     except services.ServiceError as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))
@@ -180,14 +197,26 @@ COMPACT_LAYERS = ("semantic", "episodic", "procedural", "summary")
 
 def _created(run: Pass, policy: str) -> s.ConsolidateOut:
     return s.ConsolidateOut(
-        dry_run=False, pass_id=run.pk, status=run.status, agent=run.agent.slug, policy=policy,
-        entries_before=run.entries_before, entries_after=run.entries_after, merged=run.merged,
-        promoted=run.promoted, pruned=run.pruned, reconciled=run.reconciled,
-        loss_fraction=run.loss_fraction, max_loss_fraction=run.max_loss_fraction,
-        guard_passed=run.guard_passed, guard_reason=run.guard_reason or run.reason or run.error,
-        recall_passed=(run.recall or {}).get("passed"), recall_reason=(run.recall or {}).get("reason"),
+        dry_run=False,
+        pass_id=run.pk,
+        status=run.status,
+        agent=run.agent.slug,
+        policy=policy,
+        entries_before=run.entries_before,
+        entries_after=run.entries_after,
+        merged=run.merged,
+        promoted=run.promoted,
+        pruned=run.pruned,
+        reconciled=run.reconciled,
+        loss_fraction=run.loss_fraction,
+        max_loss_fraction=run.max_loss_fraction,
+        guard_passed=run.guard_passed,
+        guard_reason=run.guard_reason or run.reason or run.error,
+        recall_passed=(run.recall or {}).get("passed"),
+        recall_reason=(run.recall or {}).get("reason"),
         recall_before=(run.recall or {}).get("answer_recall_before"),
-        recall_after=(run.recall or {}).get("answer_recall_after"), url=run.get_absolute_url(),
+        recall_after=(run.recall or {}).get("answer_recall_after"),
+        url=run.get_absolute_url(),
     )
 
 
@@ -202,11 +231,30 @@ def _dry_run(agent: Agent, policy: str | None) -> s.ConsolidateOut:
         raise (BadInput if exc.returncode == 2 else Unavailable)(str(exc)) from None
     o = json.loads(out.getvalue())
     return s.ConsolidateOut(
-        dry_run=True, pass_id=None, status="dry_run", agent=agent.slug, policy=o["policy"],
-        **{k: o[k] for k in ("entries_before", "entries_after", "merged", "promoted", "pruned",
-                             "reconciled", "loss_fraction", "max_loss_fraction", "guard_passed",
-                             "guard_reason", "recall_passed", "recall_reason", "recall_before",
-                             "recall_after")},
+        dry_run=True,
+        pass_id=None,
+        status="dry_run",
+        agent=agent.slug,
+        policy=o["policy"],
+        **{
+            k: o[k]
+            for k in (
+                "entries_before",
+                "entries_after",
+                "merged",
+                "promoted",
+                "pruned",
+                "reconciled",
+                "loss_fraction",
+                "max_loss_fraction",
+                "guard_passed",
+                "guard_reason",
+                "recall_passed",
+                "recall_reason",
+                "recall_before",
+                "recall_after",
+            )
+        },
     )
 
 

@@ -34,14 +34,19 @@ class BearerToken(HttpBearer):
 
 
 api = NinjaAPI(
-    title="memoryadmin API", version="1", urls_namespace="api-v1", auth=BearerToken(),
+    title="memoryadmin API",
+    version="1",
+    urls_namespace="api-v1",
+    auth=BearerToken(),
     description="Agents, memories, consolidation passes (proposals) and the audit trail. "
     "A token acts with its user's role: viewer (read, dry run), reviewer (+ review, roll back), "
     "admin (+ start passes).",
 )
 
 
-def _error(request: HttpRequest, status: int, detail: str, errors: list[dict[str, str]] | None = None) -> HttpResponse:
+def _error(
+    request: HttpRequest, status: int, detail: str, errors: list[dict[str, str]] | None = None
+) -> HttpResponse:
     return api.create_response(request, {"detail": detail, "errors": errors or []}, status=status)
 
 
@@ -53,10 +58,15 @@ def _action_error(request: HttpRequest, exc: ActionError) -> HttpResponse:
 
 @api.exception_handler(AuthenticationError)
 def _unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    response = _error(request, 401, (
-        "Authentication required: send 'Authorization: Bearer <token>' with an active API token "
-        "(manage.py create_api_token USERNAME). This token is missing, unknown or revoked."
-    ))
+    response = _error(
+        request,
+        401,
+        (
+            "Authentication required: send 'Authorization: Bearer <token>' with an active API "
+            "token "
+            "(manage.py create_api_token USERNAME). This token is missing, unknown or revoked."
+        ),
+    )
     response["WWW-Authenticate"] = "Bearer"
     return response
 
@@ -70,7 +80,11 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     errors = []
     for err in exc.errors:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "payload", "filters")]
+        loc = [
+            str(p)
+            for p in err.get("loc", ())
+            if p not in ("body", "query", "path", "payload", "filters")
+        ]
         field = ".".join(loc) or "body"
         errors.append({"field": field, "message": str(err.get("msg", "invalid"))})
     detail = "Invalid input: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors)

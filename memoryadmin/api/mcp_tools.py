@@ -64,8 +64,9 @@ class TokenVerifier:
         user = await anyio.to_thread.run_sync(lookup)
         if user is None:
             return None
-        return AccessToken(token=token, client_id="memoryadmin-api-token", scopes=[],
-                           subject=str(user.pk))
+        return AccessToken(
+            token=token, client_id="memoryadmin-api-token", scopes=[], subject=str(user.pk)
+        )
 
 
 def _tool(fn: F) -> F:
@@ -106,8 +107,11 @@ def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None
         return user
 
     server = MCPServer(
-        "memoryadmin", instructions=INSTRUCTIONS, version="1",
-        auth=auth, token_verifier=TokenVerifier() if auth else None,
+        "memoryadmin",
+        instructions=INSTRUCTIONS,
+        version="1",
+        auth=auth,
+        token_verifier=TokenVerifier() if auth else None,
     )
     _register(server, current_user)
     return server
@@ -117,7 +121,9 @@ def http_app(*, host: str, port: int) -> Any:
     """The streamable-HTTP Starlette app (endpoint ``/mcp``) that requires an API token; served
     by ``mcp_server --transport http`` with uvicorn (and by the tests in a thread)."""
     base = f"http://{host}:{port}"
-    auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False)
+    auth = AuthSettings(
+        issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False
+    )
     return build_server(auth=auth).streamable_http_app(host=host)
 
 
@@ -135,7 +141,9 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     @_tool
     def search_memories(
         agent: Annotated[str, Field(description="agent slug (see list_agents)")],
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="text to search for")],
+        query: Annotated[
+            str, Field(min_length=1, max_length=2000, description="text to search for")
+        ],
         k: Annotated[int, Field(ge=1, le=100, description="how many memories")] = 10,
     ) -> list[s.MemoryOut]:
         """The k memories of an agent closest in meaning to the query (cosine), best first."""
@@ -152,22 +160,26 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     def memory_consolidate(
         agent: Annotated[str, Field(description="agent slug (see list_agents)")],
         dry_run: Annotated[bool, Field(description="plan and measure only; write nothing")] = False,
-        policy: Annotated[str | None, Field(description="named policy (default, aggressive); "
-                                             "null = the agent's own")] = None,
+        policy: Annotated[
+            str | None,
+            Field(description="named policy (default, aggressive); null = the agent's own"),
+        ] = None,
     ) -> s.ConsolidateOut:
         """Plan a consolidation pass. With dry_run: the ConsolidationResult figures (entries
         before/after, merged, promoted, pruned, loss fraction), the loss-guard verdict and recall
         figures, nothing written. Otherwise (admins): a proposal for review, or applied per the
         agent's auto-apply policy; returns its id and status."""
-        return actions.consolidate(agent=actions.get_agent(agent), user=current_user(),
-                                   dry_run=dry_run, policy=policy)
+        return actions.consolidate(
+            agent=actions.get_agent(agent), user=current_user(), dry_run=dry_run, policy=policy
+        )
 
     @server.tool()
     @_tool
     def memory_compact(
         agent: Annotated[str, Field(description="agent slug (see list_agents)")],
-        layer: Annotated[str, Field(description="memory layer: semantic, episodic, procedural, "
-                                    "summary")] = "semantic",
+        layer: Annotated[
+            str, Field(description="memory layer: semantic, episodic, procedural, summary")
+        ] = "semantic",
     ) -> s.PassOut:
         """A pass restricted to reconciling contradictions and folding duplicates (admins), as a
         proposal for review. The layer is recorded with the pass; the planner does not yet
@@ -181,8 +193,11 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     ) -> list[s.PassOut]:
         """Passes waiting for review (status proposed), newest first (at most 50)."""
         current_user()
-        qs = Pass.objects.filter(status=Pass.Status.PROPOSED).select_related(
-            "agent", "requested_by", "decided_by").order_by("-created_at", "-id")
+        qs = (
+            Pass.objects.filter(status=Pass.Status.PROPOSED)
+            .select_related("agent", "requested_by", "decided_by")
+            .order_by("-created_at", "-id")
+        )
         if agent is not None:
             qs = qs.filter(agent=actions.get_agent(agent))
         return [pass_out(p) for p in qs[:PROPOSALS_LISTED]]

@@ -13,7 +13,9 @@ from django.utils import timezone
 class ApiToken(models.Model):
     """One bearer token of one user; it acts with its user's role until revoked."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
     name = models.CharField(max_length=100, blank=True, help_text="what the token is for")
     prefix = models.CharField(max_length=16, help_text="first characters, to recognise a token")
     token_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 hex of the token")

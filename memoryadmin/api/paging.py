@@ -17,6 +17,7 @@ def paginate(items: Any, page: int, per_page: int) -> tuple[Page, int, int]:
     except EmptyPage:
         if page == 1:
             return paginator.get_page(1), 0, 1
-        raise NotFound(f"Page {page} does not exist; there are {paginator.num_pages} page(s).",
-                       field="page") from None
+        raise NotFound(
+            f"Page {page} does not exist; there are {paginator.num_pages} page(s).", field="page"
+        ) from None
     return current, paginator.count, paginator.num_pages

@@ -28,7 +28,9 @@ def agent_list(request: HttpRequest):
     return [agent_out(a) for a in Agent.objects.order_by("name")]
 
 
-@router.get("/agents/{slug}", response=s.AgentDetailOut, summary="One agent: counts, schedule, policy")
+@router.get(
+    "/agents/{slug}", response=s.AgentDetailOut, summary="One agent: counts, schedule, policy"
+)
 def agent_detail(request: HttpRequest, slug: str):
     """One agent: the list fields plus its policy, field map and probe-query count."""
     return agent_out(get_agent(slug), detail=True)
@@ -48,19 +50,31 @@ def _store_call(fn, *args, **kwargs):
         raise Unavailable(f"The agent's store cannot be read now: {exc}") from None
 
 
-@router.get("/agents/{slug}/memories", response=s.MemoryPage,
-            summary="Memories, 50 a page, sorted by id; filter by tier, pinned, text")
+@router.get(
+    "/agents/{slug}/memories",
+    response=s.MemoryPage,
+    summary="Memories, 50 a page, sorted by id; filter by tier, pinned, text",
+)
 def memory_list(request: HttpRequest, slug: str, filters: Query[MemoryFilters]):
     """One page of the agent's memories (50, sorted by id); tier, pinned and text filters as in
     the browser."""
     agent = get_agent(slug)
-    query = selectors.MemoryQuery(tier=filters.tier, pinned=filters.pinned, contains=filters.contains)
+    query = selectors.MemoryQuery(
+        tier=filters.tier, pinned=filters.pinned, contains=filters.contains
+    )
     page, tiers = _store_call(selectors.memory_page, agent=agent, query=query, page=filters.page)
     if filters.page > page.paginator.num_pages and page.paginator.count:
-        raise NotFound(f"Page {filters.page} does not exist; there are "
-                       f"{page.paginator.num_pages} page(s).", field="page")
-    return s.MemoryPage(count=page.paginator.count, page=page.number, pages=page.paginator.num_pages,
-                        tiers=tiers, items=[memory_out(m) for m in page])
+        raise NotFound(
+            f"Page {filters.page} does not exist; there are {page.paginator.num_pages} page(s).",
+            field="page",
+        )
+    return s.MemoryPage(
+        count=page.paginator.count,
+        page=page.number,
+        pages=page.paginator.num_pages,
+        tiers=tiers,
+        items=[memory_out(m) for m in page],
+    )
 
 
 class SearchParams(Schema):
@@ -75,17 +89,26 @@ class SearchParams(Schema):
         return value
 
 
-@router.get("/agents/{slug}/memories/search", response=list[s.MemoryOut],
-            summary="Semantic search: the k memories closest to q (cosine), best first")
+@router.get(
+    "/agents/{slug}/memories/search",
+    response=list[s.MemoryOut],
+    summary="Semantic search: the k memories closest to q (cosine), best first",
+)
 def memory_search(request: HttpRequest, slug: str, params: Query[SearchParams]):
     """The ``k`` memories closest to ``q`` by cosine similarity of all-MiniLM-L6-v2 embeddings,
     best first."""
     agent = get_agent(slug)
-    return [memory_out(m) for m in _store_call(selectors.memory_search, agent=agent, text=params.q, k=params.k)]
+    return [
+        memory_out(m)
+        for m in _store_call(selectors.memory_search, agent=agent, text=params.q, k=params.k)
+    ]
 
 
-@router.get("/agents/{slug}/memory", response=s.MemoryDetailOut,
-            summary="One memory (?id=…) and every pass that read, wrote or archived it")
+@router.get(
+    "/agents/{slug}/memory",
+    response=s.MemoryDetailOut,
+    summary="One memory (?id=…) and every pass that read, wrote or archived it",
+)
 def memory_detail(request: HttpRequest, slug: str, id: str = Query(..., min_length=1)):
     """A memory (``current`` is ``None`` once removed) with its archived copies and the
     operations that touched it."""
@@ -94,12 +117,25 @@ def memory_detail(request: HttpRequest, slug: str, id: str = Query(..., min_leng
     if d.current is None and not d.archived and not d.operations:
         raise NotFound(f"Agent {slug!r} has no memory {id!r}, now or in its history.", field="id")
     return s.MemoryDetailOut(
-        id=d.memory_id, current=memory_out(d.current) if d.current else None,
-        archived=[{"action": a.action, "pass_id": a.run_id, "archived_at": a.archived_at.isoformat(),
-                   "restored_at": a.restored_at.isoformat() if a.restored_at else None,
-                   "document": a.document, "actor": a.actor} for a in d.archived],
-        operations=[s.MemoryHistoryItem(pass_id=op.run_id, operation=op.index, kind=op.kind,
-                                        status=op.status) for op in d.operations],
+        id=d.memory_id,
+        current=memory_out(d.current) if d.current else None,
+        archived=[
+            {
+                "action": a.action,
+                "pass_id": a.run_id,
+                "archived_at": a.archived_at.isoformat(),
+                "restored_at": a.restored_at.isoformat() if a.restored_at else None,
+                "document": a.document,
+                "actor": a.actor,
+            }
+            for a in d.archived
+        ],
+        operations=[
+            s.MemoryHistoryItem(
+                pass_id=op.run_id, operation=op.index, kind=op.kind, status=op.status
+            )
+            for op in d.operations
+        ],
     )
 
 
@@ -110,8 +146,12 @@ class EventFilters(Schema):
     page: int = Field(1, ge=1)
 
 
-@router.get("/audit/events", response=s.EventPage, tags=["audit"],
-            summary="Audit events, newest first; filter by agent, verb, pass")
+@router.get(
+    "/audit/events",
+    response=s.EventPage,
+    tags=["audit"],
+    summary="Audit events, newest first; filter by agent, verb, pass",
+)
 def audit_event_list(request: HttpRequest, filters: Query[EventFilters]):
     """Audit events (every transition, review action, memory change, token change), newest
     first, 50 a page."""
@@ -121,4 +161,6 @@ def audit_event_list(request: HttpRequest, filters: Query[EventFilters]):
     if filters.pass_id is not None:
         qs = qs.filter(run_id=filters.pass_id)
     page, count, pages = paginate(qs, filters.page, EVENTS_PER_PAGE)
-    return s.EventPage(count=count, page=page.number, pages=pages, items=[event_out(e) for e in page])
+    return s.EventPage(
+        count=count, page=page.number, pages=pages, items=[event_out(e) for e in page]
+    )

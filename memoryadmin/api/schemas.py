@@ -13,8 +13,19 @@ from ninja import Field, Schema
 from pydantic import field_validator
 
 PassStatus = Literal[
-    "queued", "running", "proposed", "rejected_by_guard", "failed", "approved", "applying",
-    "applied", "partially_applied", "dismissed", "stale", "rolling_back", "rolled_back",
+    "queued",
+    "running",
+    "proposed",
+    "rejected_by_guard",
+    "failed",
+    "approved",
+    "applying",
+    "applied",
+    "partially_applied",
+    "dismissed",
+    "stale",
+    "rolling_back",
+    "rolled_back",
 ]
 """Every value of ``Pass.Status`` (ARCHITECTURE.md "The pass lifecycle")."""
 OperationKind = Literal["merge", "promote", "prune", "reconcile", "distill"]
@@ -28,6 +39,8 @@ class ErrorOut(Schema):
 
 
 class ScheduleOut(Schema):
+    """The agent's 5-field cron schedule; ``next_run`` in UTC (``None`` when paused)."""
+
     cron: str
     enabled: bool
     next_run: datetime | None = None
@@ -70,6 +83,8 @@ class MemoryOut(Schema):
 
 
 class MemoryPage(Schema):
+    """One page of memories; ``tiers`` lists every tier seen in the store."""
+
     count: int
     page: int
     pages: int
@@ -78,6 +93,8 @@ class MemoryPage(Schema):
 
 
 class MemoryHistoryItem(Schema):
+    """An operation of a pass that read, wrote or archived the memory."""
+
     pass_id: int | None
     operation: int | None = None
     kind: str
@@ -94,7 +111,8 @@ class MemoryDetailOut(Schema):
 
 
 class RecallOut(Schema):
-    """Answer recall@k over the agent's probe queries before/after the plan (``None``: no probes)."""
+    """Answer recall@k over the agent's probe queries before/after the plan (``None``: no
+    probes)."""
 
     passed: bool | None = None
     reason: str | None = None
@@ -140,6 +158,8 @@ class PassOut(Schema):
 
 
 class PassPage(Schema):
+    """One page of passes (50), newest first."""
+
     count: int
     page: int
     pages: int
@@ -147,6 +167,8 @@ class PassPage(Schema):
 
 
 class SourceOut(Schema):
+    """An original memory an operation reads, frozen at planning; ``removed``: leaves the store."""
+
     memory_id: str
     document: str
     metadata: dict[str, Any]
@@ -180,6 +202,9 @@ class PassDetailOut(PassOut):
 
 
 class EventOut(Schema):
+    """One audit event: who (``actor``) did what (``verb``) to which pass, when, and why
+    (``note``)."""
+
     id: int
     created_at: datetime
     actor: str
@@ -193,6 +218,8 @@ class EventOut(Schema):
 
 
 class EventPage(Schema):
+    """One page of audit events (50), newest first."""
+
     count: int
     page: int
     pages: int
@@ -241,15 +268,21 @@ class PassCreateIn(Schema):
 
 
 class CompactIn(Schema):
+    """``memory_compact``'s input: agent slug and memory layer."""
+
     agent: str = Field(min_length=1, max_length=80)
     layer: str = Field(default="semantic", min_length=1, max_length=40)
 
 
 class NoteIn(Schema):
+    """An optional note (approve, roll back)."""
+
     note: str = Field(default="", max_length=2000)
 
 
 class RequiredNoteIn(Schema):
+    """A required, non-blank note (reject)."""
+
     note: str = Field(max_length=2000)
 
     @field_validator("note")

@@ -51,9 +51,13 @@ def token_create(*, user: Any, name: str = "", by: Any = None) -> tuple[ApiToken
     if not user.is_active:
         raise ValueError(f"User {user.get_username()!r} is inactive; no token was created.")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, name=name, prefix=raw[:10], token_hash=hash_token(raw))
+    token = ApiToken.objects.create(
+        user=user, name=name, prefix=raw[:10], token_hash=hash_token(raw)
+    )
     AuditEvent.objects.create(
-        actor=_actor(by), user=by if by is not None else None, verb="api_token_created",
+        actor=_actor(by),
+        user=by if by is not None else None,
+        verb="api_token_created",
         note=f"API token {token.prefix}… ({name or 'unnamed'}) for {user.get_username()}",
         data={"token_id": token.pk, "owner": user.get_username()},
     )
@@ -69,8 +73,13 @@ def token_revoke(*, token: ApiToken, by: Any = None) -> ApiToken:
     token.revoked_at = timezone.now()
     token.save(update_fields=["revoked_at"])
     AuditEvent.objects.create(
-        actor=_actor(by), user=by if by is not None else None, verb="api_token_revoked",
-        note=f"API token {token.prefix}… ({token.name or 'unnamed'}) of {token.user.get_username()}",
+        actor=_actor(by),
+        user=by if by is not None else None,
+        verb="api_token_revoked",
+        note=(
+            f"API token {token.prefix}… ({token.name or 'unnamed'}) "
+            f"of {token.user.get_username()}"
+        ),
         data={"token_id": token.pk, "owner": token.user.get_username()},
     )
     return token
@@ -80,9 +89,11 @@ def token_user(raw: str) -> Any | None:
     """The active user a raw token belongs to, or ``None`` (unknown, revoked, inactive user)."""
     if not raw or not raw.startswith(TOKEN_PREFIX):
         return None
-    token = ApiToken.objects.select_related("user").filter(
-        token_hash=hash_token(raw), revoked_at__isnull=True
-    ).first()
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(token_hash=hash_token(raw), revoked_at__isnull=True)
+        .first()
+    )
     if token is None or not token.user.is_active:
         return None
     now = timezone.now()

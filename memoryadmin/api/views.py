@@ -23,13 +23,19 @@ def token_list(request: HttpRequest):
     new_token = ""
     if request.method == "POST" and form.is_valid():
         try:
-            _token, new_token = tokens.token_create(user=request.user, name=form.cleaned_data["name"],
-                                             by=request.user)
+            _token, new_token = tokens.token_create(
+                user=request.user, name=form.cleaned_data["name"], by=request.user
+            )
         except ValueError as exc:
             form.add_error("name", str(exc))
         else:
             form = TokenForm()
-    ctx = {"nav": "tokens", "tokens": tokens.tokens_of(request.user), "form": form, "new_token": new_token}
+    ctx = {
+        "nav": "tokens",
+        "tokens": tokens.tokens_of(request.user),
+        "form": form,
+        "new_token": new_token,
+    }
     return render(request, "api/tokens.html", ctx)
 
 

@@ -20,7 +20,9 @@ class Api:
         return self.client.get(f"/api/v1{path}", params, **self.headers)
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        return self.client.post(f"/api/v1{path}", body or {}, content_type="application/json", **self.headers)
+        return self.client.post(
+            f"/api/v1{path}", body or {}, content_type="application/json", **self.headers
+        )
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         fn = getattr(self.client, method.lower())

@@ -11,8 +11,16 @@ from typing import Any
 import pytest
 
 LOCOMO7 = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo" / "locomo7.json"
-TOOLS = {"list_agents", "search_memories", "memory_consolidate", "memory_compact", "list_proposals",
-         "get_pass", "approve_pass", "reject_pass"}
+TOOLS = {
+    "list_agents",
+    "search_memories",
+    "memory_consolidate",
+    "memory_compact",
+    "list_proposals",
+    "get_pass",
+    "approve_pass",
+    "reject_pass",
+}
 
 
 def locomo_file() -> Path:

@@ -29,9 +29,14 @@ def agent(agent_with_memories: Any) -> Any:
 
 def reads(agent: Any, run: Pass) -> list[str]:
     return [
-        "/agents", f"/agents/{agent.slug}", f"/agents/{agent.slug}/memories",
-        f"/agents/{agent.slug}/memories/search?q=rescue+cat", f"/agents/{agent.slug}/memory?id=mem-000",
-        "/passes", f"/passes/{run.pk}", "/audit/events",
+        "/agents",
+        f"/agents/{agent.slug}",
+        f"/agents/{agent.slug}/memories",
+        f"/agents/{agent.slug}/memories/search?q=rescue+cat",
+        f"/agents/{agent.slug}/memory?id=mem-000",
+        "/passes",
+        f"/passes/{run.pk}",
+        "/audit/events",
     ]
 
 
@@ -52,7 +57,9 @@ def test_every_read_needs_a_token_and_any_role_may_read(api_as, role, agent) -> 
             assert r["Content-Type"].startswith("application/json")
 
 
-@pytest.mark.parametrize("header", ["Bearer ma_not-a-real-token", "Bearer ", "Basic YWxpY2U6cGFzc3dvcmQ=", "ma_x"])
+@pytest.mark.parametrize(
+    "header", ["Bearer ma_not-a-real-token", "Bearer ", "Basic YWxpY2U6cGFzc3dvcmQ=", "ma_x"]
+)
 def test_a_bad_token_is_401_json(client, header, agent) -> None:
     r = client.get("/api/v1/agents", HTTP_AUTHORIZATION=header)
     assert r.status_code == 401 and "API token" in r.json()["detail"]
@@ -110,7 +117,9 @@ def test_each_write_is_allowed_exactly_for_its_roles(api_as, role, action, agent
         return
     if role not in allowed:
         assert r.status_code == 403, r.content
-        assert r.json()["detail"].startswith(f"{ {'viewer': 'carol', 'reviewer': 'bob'}[role]} ({role})")
+        assert r.json()["detail"].startswith(
+            f"{ {'viewer': 'carol', 'reviewer': 'bob'}[role] } ({role})"
+        )
         run.refresh_from_db()
         assert run.operations.filter(excluded=True).count() == 0
         return
@@ -123,8 +132,14 @@ def test_each_write_is_allowed_exactly_for_its_roles(api_as, role, action, agent
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("delete", "/agents"), ("post", "/agents"), ("get", "/passes/{run}/approve"),
-     ("put", "/passes/{run}"), ("get", "/passes/{run}/rollback"), ("patch", "/audit/events")],
+    [
+        ("delete", "/agents"),
+        ("post", "/agents"),
+        ("get", "/passes/{run}/approve"),
+        ("put", "/passes/{run}"),
+        ("get", "/passes/{run}/rollback"),
+        ("patch", "/audit/events"),
+    ],
 )
 def test_a_wrong_method_is_405(api_as, method, path, agent) -> None:
     run = make_proposal(agent)
@@ -142,11 +157,16 @@ def test_review_through_the_api_is_audited_with_the_tokens_user(api_as, agent, b
     r = api.post(f"/passes/{run.pk}/operations/1/exclude")
     assert r.status_code == 200 and r.json()["excluded_operations"] == 1
     # the summary follows the exclusion, as on the page
-    assert r.json()["merged"] < before["merged"] and r.json()["loss_fraction"] < before["loss_fraction"]
+    assert (
+        r.json()["merged"] < before["merged"]
+        and r.json()["loss_fraction"] < before["loss_fraction"]
+    )
     r = api.post(f"/passes/{run.pk}/reject", {"note": "wrong agent"})
     assert r.status_code == 200 and r.json()["status"] == "dismissed"
     assert r.json()["decided_by"] == "bob" and r.json()["note"] == "wrong agent"
-    verbs = list(AuditEvent.objects.filter(run=run).order_by("id").values_list("verb", "actor", "user"))
+    verbs = list(
+        AuditEvent.objects.filter(run=run).order_by("id").values_list("verb", "actor", "user")
+    )
     assert verbs == [("excluded", "bob", bob.pk), ("dismissed", "bob", bob.pk)]
     events = api.get("/audit/events", pass_id=run.pk).json()
     assert [e["verb"] for e in events["items"]] == ["dismissed", "excluded"]
@@ -211,12 +231,16 @@ def test_reviewing_a_pass_that_is_no_longer_proposed_is_409(api_as, agent) -> No
         ("get", "/audit/events?agent=ghost", None, 404, "agent"),
     ],
 )
-def test_bad_input_is_a_json_error_naming_the_field(api_as, agent, method, path, body, status, field) -> None:
+def test_bad_input_is_a_json_error_naming_the_field(
+    api_as, agent, method, path, body, status, field
+) -> None:
     run = make_proposal(agent)
     path = path.format(run=run.pk, agent=agent.slug)
     api = api_as("admin")
     if body is not None:
-        body = {k: (v.format(agent=agent.slug) if isinstance(v, str) else v) for k, v in body.items()}
+        body = {
+            k: (v.format(agent=agent.slug) if isinstance(v, str) else v) for k, v in body.items()
+        }
     r = api.post(path, body) if method == "post" else api.get(path)
     assert r.status_code == status, r.content
     data = r.json()
@@ -276,8 +300,12 @@ def test_writes_need_no_csrf_token_with_a_bearer_token(alice, agent) -> None:
 
     _t, raw = token_create(user=alice)
     strict = Client(enforce_csrf_checks=True)
-    r = strict.post("/api/v1/passes", {"agent": agent.slug, "dry_run": True},
-                    content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    r = strict.post(
+        "/api/v1/passes",
+        {"agent": agent.slug, "dry_run": True},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
     assert r.status_code == 200, r.content
 
 

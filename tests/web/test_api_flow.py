@@ -50,7 +50,9 @@ def agent(agent_with_memories: Any) -> Any:
 def test_create_review_apply_and_roll_back_over_http(
     alice, bob, carol, agent, django_capture_on_commit_callbacks
 ) -> None:
-    admin, reviewer, _viewer = (api_factory(alice, bob, carol)(r) for r in ("admin", "reviewer", "viewer"))
+    admin, reviewer, _viewer = (
+        api_factory(alice, bob, carol)(r) for r in ("admin", "reviewer", "viewer")
+    )
     original = store_state(agent)
 
     with django_capture_on_commit_callbacks(execute=True):  # django-q2 sync: the task runs here
@@ -90,7 +92,11 @@ def test_create_review_apply_and_roll_back_over_http(
 
     events = reviewer.get("/audit/events", pass_id=pass_id).json()["items"]
     trail = [(e["verb"], e["actor"]) for e in reversed(events)]
-    for step in [("requested", "alice"), ("excluded", "bob"), ("approved", "bob"),
-                 ("rollback_requested", "bob")]:
+    for step in [
+        ("requested", "alice"),
+        ("excluded", "bob"),
+        ("approved", "bob"),
+        ("rollback_requested", "bob"),
+    ]:
         assert step in trail, trail
     assert trail.index(("excluded", "bob")) < trail.index(("approved", "bob"))

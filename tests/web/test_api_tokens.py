@@ -81,7 +81,9 @@ def test_it_redirects_anonymous_to_login(client: Client) -> None:
     assert r.status_code == 302 and "/accounts/login/" in r["Location"]
 
 
-def test_the_page_lists_only_own_tokens_and_is_linked_from_the_user_menu(client: Client, carol, bob) -> None:
+def test_the_page_lists_only_own_tokens_and_is_linked_from_the_user_menu(
+    client: Client, carol, bob
+) -> None:
     mine, _ = token_create(user=carol, name="laptop")
     theirs, _ = token_create(user=bob, name="bobs-ci")
     client.force_login(carol)
@@ -110,6 +112,8 @@ def test_revoking_on_the_page(client: Client, carol, bob) -> None:
     r = client.post(f"/account/api-tokens/{token.pk}/revoke/", follow=True)
     assert "revoked" in r.content.decode()
     assert Client().get("/api/v1/agents", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 401
-    assert Client().get("/api/v1/agents", HTTP_AUTHORIZATION=f"Bearer {other_raw}").status_code == 200
+    assert (
+        Client().get("/api/v1/agents", HTTP_AUTHORIZATION=f"Bearer {other_raw}").status_code == 200
+    )
     ev = AuditEvent.objects.get(verb="api_token_revoked")
     assert ev.actor == "carol" and ev.user == carol

@@ -34,8 +34,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def mcp_url() -> Iterator[str]:
     port = free_port()
-    config = uvicorn.Config(http_app(host="127.0.0.1", port=port), host="127.0.0.1", port=port,
-                            log_level="warning")
+    config = uvicorn.Config(
+        http_app(host="127.0.0.1", port=port), host="127.0.0.1", port=port, log_level="warning"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -56,8 +57,11 @@ def calls(url: str, token: str, *steps: tuple[str, dict[str, Any]]) -> list[Any]
         async with Client(streamable_http_client(url, http_client=http)) as client:
             out = []
             for name, args in steps:
-                out.append(await client.list_tools() if name == "tools/list" else
-                           await client.call_tool(name, args))
+                out.append(
+                    await client.list_tools()
+                    if name == "tools/list"
+                    else await client.call_tool(name, args)
+                )
             return out
 
     return anyio.run(run)
@@ -70,23 +74,34 @@ def test_tools_are_listed_with_typed_inputs(mcp_url, carol) -> None:
     assert set(tools) == TOOLS
     search = tools["search_memories"].input_schema
     assert search["required"] == ["agent", "query"]
-    assert search["properties"]["k"]["type"] == "integer" and search["properties"]["k"]["minimum"] == 1
+    assert (
+        search["properties"]["k"]["type"] == "integer" and search["properties"]["k"]["minimum"] == 1
+    )
     consolidate = tools["memory_consolidate"]
     assert consolidate.input_schema["properties"]["dry_run"]["type"] == "boolean"
     assert "loss_fraction" in consolidate.output_schema["properties"]
     assert tools["reject_pass"].input_schema["required"] == ["pass_id", "note"]
 
 
-def test_dry_run_on_a_locomo_agent_writes_nothing_and_search_finds_by_meaning(mcp_url, carol) -> None:
+def test_dry_run_on_a_locomo_agent_writes_nothing_and_search_finds_by_meaning(
+    mcp_url, carol
+) -> None:
     out = StringIO()
-    call_command("import_locomo", str(locomo_file()), "--conversation", "conv-30", "--json", stdout=out)
+    call_command(
+        "import_locomo", str(locomo_file()), "--conversation", "conv-30", "--json", stdout=out
+    )
     agent = Agent.objects.get(slug="locomo-conv-30")
     before = stores.get_store(agent).count()
     _t, raw = token_create(user=carol)  # a viewer: a dry run writes nothing, so anyone may
     agents, dry, hits = calls(
-        mcp_url, raw, ("list_agents", {}),
+        mcp_url,
+        raw,
+        ("list_agents", {}),
         ("memory_consolidate", {"agent": "locomo-conv-30", "dry_run": True}),
-        ("search_memories", {"agent": "locomo-conv-30", "query": "Jon lost his job as a banker", "k": 5}),
+        (
+            "search_memories",
+            {"agent": "locomo-conv-30", "query": "Jon lost his job as a banker", "k": 5},
+        ),
     )
     [row] = result(agents)
     assert row["slug"] == "locomo-conv-30" and row["memories"] == before == 557
@@ -102,7 +117,9 @@ def test_dry_run_on_a_locomo_agent_writes_nothing_and_search_finds_by_meaning(mc
     assert any("bank" in h["document"].lower() for h in found[:3]), [h["document"] for h in found]
 
 
-def test_a_viewer_may_not_approve_and_a_reviewer_may(mcp_url, carol, bob, agent_with_memories) -> None:
+def test_a_viewer_may_not_approve_and_a_reviewer_may(
+    mcp_url, carol, bob, agent_with_memories
+) -> None:
     agent = agent_with_memories(4)
     run = make_proposal(agent, entries_before=40)
     _t, viewer = token_create(user=carol)
@@ -111,18 +128,25 @@ def test_a_viewer_may_not_approve_and_a_reviewer_may(mcp_url, carol, bob, agent_
     run.refresh_from_db()
     assert run.status == "proposed"
     _t, reviewer = token_create(user=bob)
-    proposals, approved = calls(mcp_url, reviewer, ("list_proposals", {"agent": agent.slug}),
-                                ("approve_pass", {"pass_id": run.pk, "note": "lgtm"}))
+    proposals, approved = calls(
+        mcp_url,
+        reviewer,
+        ("list_proposals", {"agent": agent.slug}),
+        ("approve_pass", {"pass_id": run.pk, "note": "lgtm"}),
+    )
     assert [p["id"] for p in result(proposals)] == [run.pk]
     assert result(approved)["status"] in ("approved", "applying", "applied", "partially_applied")
     assert AuditEvent.objects.filter(run=run, verb="approved", actor="bob").exists()
 
 
-def test_unknown_agents_bad_arguments_and_missing_passes_are_tool_errors(mcp_url, alice, agent_with_memories) -> None:
+def test_unknown_agents_bad_arguments_and_missing_passes_are_tool_errors(
+    mcp_url, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(3)
     _t, raw = token_create(user=alice)
     unknown, bad_k, bad_policy, no_pass, blank_note, bad_layer, after = calls(
-        mcp_url, raw,
+        mcp_url,
+        raw,
         ("search_memories", {"agent": "ghost", "query": "anything"}),
         ("search_memories", {"agent": agent.slug, "query": "x", "k": 0}),
         ("memory_consolidate", {"agent": agent.slug, "dry_run": True, "policy": "reckless"}),
@@ -140,7 +164,9 @@ def test_unknown_agents_bad_arguments_and_missing_passes_are_tool_errors(mcp_url
     assert [a["slug"] for a in result(after)] == [agent.slug]
 
 
-def test_compact_creates_a_reconcile_and_dedupe_proposal_for_admins_only(mcp_url, alice, carol, agent_with_memories) -> None:
+def test_compact_creates_a_reconcile_and_dedupe_proposal_for_admins_only(
+    mcp_url, alice, carol, agent_with_memories
+) -> None:
     agent = agent_with_memories(5)
     _t, viewer = token_create(user=carol)
     [refused] = calls(mcp_url, viewer, ("memory_compact", {"agent": agent.slug}))

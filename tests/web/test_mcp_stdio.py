@@ -47,18 +47,41 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "MEMORYADMIN_VAR_DIR": str(tmp),
         "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
         "MEMORYADMIN_MODEL_DIR": str(settings.MEMORYADMIN_MODEL_DIR),
-        "CHROMA_MODE": "http", "CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(port),
+        "CHROMA_MODE": "http",
+        "CHROMA_HOST": "127.0.0.1",
+        "CHROMA_PORT": str(port),
         "Q_SYNC": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+        ),
     }
     log = open(tmp / "chroma.log", "wb")  # noqa: SIM115 - closed below
     chroma = subprocess.Popen(
-        [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(tmp / "chroma"),
-         "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=log)
+        [
+            str(Path(sys.executable).parent / "chroma"),
+            "run",
+            "--path",
+            str(tmp / "chroma"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=log,
+    )
 
     def manage(*args: str) -> str:
-        done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [PYTHON, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
 
@@ -84,20 +107,29 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 
 def session(stack: dict[str, Any], user: str, *steps: tuple[str, dict[str, Any]]) -> list[Any]:
-    params = StdioServerParameters(command=PYTHON, args=["manage.py", "mcp_server", "--user", user],
-                                   env=stack["env"], cwd=str(ROOT))
+    params = StdioServerParameters(
+        command=PYTHON,
+        args=["manage.py", "mcp_server", "--user", user],
+        env=stack["env"],
+        cwd=str(ROOT),
+    )
 
     async def run() -> list[Any]:
         async with Client(params, read_timeout_seconds=180) as client:
-            return [await client.list_tools() if name == "tools/list" else
-                    await client.call_tool(name, args) for name, args in steps]
+            return [
+                await client.list_tools()
+                if name == "tools/list"
+                else await client.call_tool(name, args)
+                for name, args in steps
+            ]
 
     return anyio.run(run)
 
 
 def test_a_viewer_over_stdio(stack) -> None:
     listing, dry, hits, refused, unknown = session(
-        stack, "carol",
+        stack,
+        "carol",
         ("tools/list", {}),
         ("memory_consolidate", {"agent": "locomo-conv-30", "dry_run": True}),
         ("search_memories", {"agent": "locomo-conv-30", "query": "adopting a dog", "k": 3}),
@@ -114,6 +146,13 @@ def test_a_viewer_over_stdio(stack) -> None:
 
 
 def test_an_unknown_user_is_refused_before_serving(stack) -> None:
-    done = subprocess.run([PYTHON, "manage.py", "mcp_server", "--user", "mallory"], cwd=ROOT,
-                          env=stack["env"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [PYTHON, "manage.py", "mcp_server", "--user", "mallory"],
+        cwd=ROOT,
+        env=stack["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2 and "mallory" in done.stderr and done.stdout == ""
