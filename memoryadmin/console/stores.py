@@ -191,7 +191,7 @@ def _console_store_class() -> type:
     namespace: dict[str, Any] = {"__doc__": "The adapter's store, raising the console's StoreUnavailable."}
     for name in ("count", "get", "query", "upsert", "delete", "unwritable"):
         namespace[name] = translated(name)
-    for name in ("iter_pages", "iter_records"):
+    for name in ("iter_pages", "iter_records", "iter_stored"):
         namespace[name] = translated(name, generator=True)
     _ConsoleStore = type("ConsoleStore", (ChromaMemoryStore,), namespace)
     return _ConsoleStore
@@ -273,12 +273,13 @@ def store_census(store: Any) -> dict[str, Any]:
     """Record count and SHA-256 over the sorted ids, documents, metadata and embeddings.
 
     Two censuses are equal exactly when the store is byte-identical in what I-2 names (ids,
-    documents, metadata, embeddings as float32 bytes). Returns ``{"count": int, "sha256": hex}``.
+    documents, metadata, embeddings as float32 bytes). The embeddings are the vectors the
+    collection stores (an attached mem0 collection's 1536-d ones, not our planning embeddings).
+    Returns ``{"count": int, "sha256": hex}``.
     """
     rows: list[tuple[str, str, str, bytes]] = []
-    for page in store.iter_pages(page_size=5000, include_embeddings=True):
-        for r in page:
-            emb = b"" if r.embedding is None else r.embedding.astype("float32").tobytes()
+    for page in store.iter_stored(page_size=5000):
+        for r, emb in page:
             meta = json.dumps(r.metadata, sort_keys=True, ensure_ascii=False, default=str)
             rows.append((r.id, r.document, meta, emb))
     rows.sort(key=lambda row: row[0])
