@@ -357,6 +357,31 @@ class ChromaMemoryStore:
                 return
             offset += got
 
+    def iter_stored(
+        self, *, page_size: int | None = None
+    ) -> Iterator[list[tuple[MemoryRecord, bytes]]]:
+        """Every record (without planning embeddings) with its stored vector as float32 bytes
+        (``b""`` when none), in pages: what the collection holds, whatever the vectors' model
+        (a census compares these; :meth:`iter_pages` gives the engine's embeddings instead)."""
+        size = self.page_size if page_size is None else _check_page_size(page_size)
+        offset = 0
+        while True:
+            with _translate(f"read {self.name!r}"):
+                result = self.collection.get(
+                    limit=size, offset=offset, include=["documents", "metadatas", "embeddings"]
+                )
+            got = len(result.get("ids") or [])
+            embs = result.get("embeddings")
+            records = self._records(result, include_embeddings=False)
+            if records:
+                yield [
+                    (r, b"" if embs is None else np.asarray(embs[i], np.float32).tobytes())
+                    for i, r in enumerate(records)
+                ]
+            if got < size:
+                return
+            offset += got
+
     def iter_records(self, *, include_embeddings: bool = True) -> Iterator[MemoryRecord]:
         """Every record, one at a time (paged underneath)."""
         for page in self.iter_pages(include_embeddings=include_embeddings):

@@ -193,7 +193,7 @@ def _console_store_class() -> type:
     namespace: dict[str, Any] = {"__doc__": "The adapter's store, raising the console's StoreUnavailable."}
     for name in ("count", "get", "query", "upsert", "delete", "unwritable"):
         namespace[name] = translated(name)
-    for name in ("iter_pages", "iter_records"):
+    for name in ("iter_pages", "iter_records", "iter_stored"):
         namespace[name] = translated(name, generator=True)
     _ConsoleStore = type("ConsoleStore", (ChromaMemoryStore,), namespace)
     return _ConsoleStore
@@ -289,11 +289,13 @@ def store_census(store: Any) -> dict[str, Any]:
     stays equal and every embedding stays within 1 ulp of the original. The census never hides
     that drift (``sha256`` reports it); tests of those paths compare ``content_sha256`` exactly
     and embeddings with :func:`embeddings_within_ulp`.
+
+    The embeddings are the vectors the collection stores (an attached mem0 collection's
+    1536-d ones, not our planning embeddings).
     """
     rows: list[tuple[str, str, str, bytes]] = []
-    for page in store.iter_pages(page_size=5000, include_embeddings=True):
-        for r in page:
-            emb = b"" if r.embedding is None else r.embedding.astype("float32").tobytes()
+    for page in store.iter_stored(page_size=5000):
+        for r, emb in page:
             meta = json.dumps(r.metadata, sort_keys=True, ensure_ascii=False, default=str)
             rows.append((r.id, r.document, meta, emb))
     rows.sort(key=lambda row: row[0])

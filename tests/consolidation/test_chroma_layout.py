@@ -221,3 +221,13 @@ def test_the_consolidator_keeps_praisonais_documents_and_vectors():
     assert sorted(got["documents"]) == sorted(TEXTS)
     assert {len(e) for e in got["embeddings"]} == {FOREIGN_DIM}
     assert col.configuration_json["hnsw"]["space"] == "cosine"
+
+
+def test_iter_stored_gives_the_collections_own_vectors(mem0_collection):
+    collection, ids = mem0_collection
+    store = mem0_store(collection, VectorCache(":memory:"))
+    [page] = list(store.iter_stored())
+    assert {r.id for r, _ in page} == set(ids)
+    for r, vec in page:
+        assert r.embedding is None and r.document in TEXTS
+        assert np.array_equal(np.frombuffer(vec, np.float32), np.float32(foreign_vector(r.document)))
