@@ -376,6 +376,12 @@ class ProbeQuery(models.Model):
     def __str__(self) -> str:
         return self.question[:80]
 
+    @property
+    def number(self) -> int:
+        """1-based position among its agent's probes (what the console shows as "#n": per
+        agent, not the database id shared by every agent)."""
+        return ProbeQuery.objects.filter(agent_id=self.agent_id, id__lte=self.pk).count()
+
 
 class StoreSample(models.Model):
     """Store size of an agent at a moment (dashboard chart: store size over time)."""

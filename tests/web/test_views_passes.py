@@ -401,3 +401,30 @@ def test_it_serves_a_favicon(client: Client) -> None:
     assert r.status_code == 301 and r["Location"].endswith("favicon.svg")
     html = Client().get(reverse("login")).content.decode()
     assert 'rel="icon"' in html and "favicon.svg" in html
+
+
+@pytest.mark.parametrize("status", ["queued", "running"])
+def test_a_queued_or_running_pass_shows_one_state(client: Client, carol, agent, status) -> None:
+    run = Pass.objects.create(agent=agent, trigger="operator", status=status)
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'id="pass-progress"' in html and 'id="planning-note"' in html
+    assert "not evaluated" not in html and "0 → 0" not in html
+
+
+def test_a_pass_run_with_another_policy_says_so(client: Client, carol, agent) -> None:
+    named = make_proposal(agent)
+    named.telemetry = {"policy_override": "aggressive"}
+    named.max_loss_fraction = 0.9
+    named.save()
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[named.pk])).content.decode()
+    assert "This pass ran with the “aggressive” policy, not the agent&#x27;s own" in html
+
+    changed = make_proposal(agent, status="applied")
+    changed.policy = {"link_threshold": 0.8}
+    changed.save()
+    html = client.get(reverse("pass_detail", args=[changed.pk])).content.decode()
+    assert "The agent&#x27;s policy changed after this pass ran (link threshold)" in html
+    plain = make_proposal(agent)
+    assert 'data-testid="policy-note"' not in client.get(reverse("pass_detail", args=[plain.pk])).content.decode()

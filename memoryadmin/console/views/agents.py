@@ -103,8 +103,16 @@ def agent_delete(request: HtmxHttpRequest, slug: str):
 @can_manage
 @require_POST
 def agent_run(request: HtmxHttpRequest, slug: str):
-    """"Run now": queue a pass; refused with a message when one is already active (I-5)."""
+    """"Run now": queue a pass; refused with a message when one is already active (I-5).
+
+    With a proposal waiting for review it first asks for confirmation (``confirm=1``): the new
+    pass makes the waiting one stale and carries its exclusions and edits over.
+    """
     agent = get_object_or_404(Agent, slug=slug)
+    pending = agent.passes.filter(status=Pass.Status.PROPOSED).order_by("-created_at").first()
+    if pending is not None and request.POST.get("confirm") != "1":
+        ctx = {"nav": "agents", "agent": agent, "pending": pending}
+        return render(request, "console/agent_run_confirm.html", ctx)
     try:
         run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=request.user)
     except services.PassAlreadyActive as exc:
