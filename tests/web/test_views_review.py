@@ -239,3 +239,13 @@ def test_the_panel_reads_one_page_whatever_the_size_of_the_pass(client: Client, 
         assert len(_rows(r.content.decode())) == 25
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]
+
+
+def test_the_panel_needs_a_login_and_a_get(client: Client, carol, agent) -> None:
+    run = _proposal(agent)
+    url = reverse("pass_review", args=[run.pk])
+    r = client.get(url, HTTP_HX_REQUEST="true")
+    assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
+    client.force_login(carol)
+    assert client.post(url).status_code == 405
+    assert client.get(reverse("pass_review", args=[999999]), HTTP_HX_REQUEST="true").status_code == 404
