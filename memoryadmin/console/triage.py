@@ -199,7 +199,9 @@ class ReviewQuery:
             qs = qs.filter(excluded=True)
         if self.q.strip():
             q = self.q.strip()
-            matching = OperationSource.objects.filter(document__icontains=q).values("operation_id")
+            matching = OperationSource.objects.filter(
+                operation__in=qs, document__icontains=q
+            ).values("operation_id")
             qs = qs.filter(
                 Q(reason__icontains=q) | Q(result_document__icontains=q) | Q(pk__in=matching)
             )

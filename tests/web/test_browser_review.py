@@ -108,10 +108,12 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_ser
                     window.__lossSwaps += 1;
         }).observe(document.body, {childList: true, subtree: true});
     }""")
+    # (no query from this thread while a request is in flight: SQLite's shared in-memory test
+    # database refuses concurrent access instead of waiting)
+    prunes = ops.filter(kind="prune").count()
     page.select_option("#bulk-form select[name=scope]", "rule")
     page.select_option("#bulk-form select[name=group]", "prune:")
     page.click('#bulk-form [data-bulk="exclude"]')
-    prunes = ops.filter(kind="prune").count()
     expect(page.locator("#review-messages")).to_contain_text(f"{prunes} operations excluded.")
     expect(page.locator("#loss-fraction")).not_to_have_text(loss_before)
     assert page.evaluate("window.__lossSwaps") == 1

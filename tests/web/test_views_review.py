@@ -222,3 +222,30 @@ def test_the_migration_scores_proposals_planned_before_it() -> None:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_the_panel_reads_one_page_whatever_the_size_of_the_pass(client: Client, carol, agent) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    small = make_proposal(agent, entries_before=400, merges=30)
+    big = make_proposal(agent, entries_before=900, merges=90)
+    client.force_login(carol)
+    counts = []
+    for run in (small, big):
+        with CaptureQueriesContext(connection) as ctx:
+            r = client.get(reverse("pass_review", args=[run.pk]), {"risk": "all", "sort": "loss"},
+                           HTTP_HX_REQUEST="true")
+        assert len(_rows(r.content.decode())) == 25
+        counts.append(len(ctx.captured_queries))
+    assert counts[0] == counts[1]
+
+
+def test_the_panel_needs_a_login_and_a_get(client: Client, carol, agent) -> None:
+    run = _proposal(agent)
+    url = reverse("pass_review", args=[run.pk])
+    r = client.get(url, HTTP_HX_REQUEST="true")
+    assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
+    client.force_login(carol)
+    assert client.post(url).status_code == 405
+    assert client.get(reverse("pass_review", args=[999999]), HTTP_HX_REQUEST="true").status_code == 404

@@ -27,18 +27,20 @@ from ..selectors import operation_view
 from .common import HtmxHttpRequest, can_review
 
 
-def _figures(run: Pass, ev: Any = None) -> dict[str, Any]:
-    """Loss totals of ``run`` as its operations stand now, and the approve line while it can
-    still be approved (``ev``: its :class:`~..review.Evaluation` when already computed)."""
+def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
+    """Loss totals of ``run`` as its operations stand now, and (``approve``) the approve line
+    while it can still be approved (``ev``: its :class:`~..review.Evaluation` when already
+    computed; evaluating reads every operation, so the panel's own GETs skip it)."""
     totals = triage.pass_loss_totals(run)
-    if not run.is_reviewable:
+    if not approve or not run.is_reviewable:
         return {"totals": totals, "approve_line": ""}
     ev = ev if ev is not None else pass_evaluate(run)
     return {"totals": totals, "approve_line": triage.approve_line(ev, totals)}
 
 
-def review_context(params: Any, run: Pass, ev: Any = None) -> dict[str, Any]:
-    """Everything ``_review.html`` needs, from the request's query ``params``."""
+def review_context(params: Any, run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
+    """Everything ``_review.html`` needs, from the request's query ``params`` (``approve``:
+    also the approve line, which lives outside the panel)."""
     if not run.operations.exists():
         return {"review": None}
     form = ReviewFilterForm(params)
@@ -50,7 +52,7 @@ def review_context(params: Any, run: Pass, ev: Any = None) -> dict[str, Any]:
         "review": {"tab": tab, "form": form, "query": query, "params": query.params(),
                    "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
                    "line": triage.RISK_LINE, "rules": triage.review_rules(run)},
-        **_figures(run, ev),
+        **_figures(run, ev, approve=approve),
     }
     if tab == "lost":
         ctx["review"]["lost"] = triage.lost_page(run=run, page=page)
@@ -92,7 +94,7 @@ def pass_review(request: HtmxHttpRequest, pk: int):
     if not request.htmx:
         query = urlencode({k: v for k, v in request.GET.items() if v})
         return redirect(f"{reverse('pass_detail', args=[run.pk])}?{query}#review-panel")
-    ctx = {"run": run, **review_context(request.GET, run)}
+    ctx = {"run": run, **review_context(request.GET, run, approve=False)}
     return render(request, "console/_review.html#review-panel", ctx)
 
 
