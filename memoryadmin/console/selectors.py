@@ -226,21 +226,22 @@ def _iter_memories(agent: Agent, *, embeddings: bool = False) -> Iterable[Memory
 
 
 def memory_page(*, agent: Agent, query: MemoryQuery, page: int | str = 1) -> tuple[Page, list[str]]:
-    """One page (50) of the agent's memories matching ``query``, sorted by id, and the tiers seen.
+    """One page (50) of the agent's memories matching ``query``, in the store's insertion order,
+    and the tiers present in the store.
 
-    Reads the store in 5,000-row pages (Chroma's safe limit) and filters in Python, so tier and
-    pinned follow the agent's field map whatever keys the collection uses. Raises whatever the
-    store raises (the view reports it).
+    The filters and the paging run in Chroma (``where``, ``where_document``, ``limit`` /
+    ``offset``, ``count``; see :mod:`memoryadmin.console.memory_filters`), so a page reads 50
+    records whatever the store's size. Raises whatever the store raises (the view reports it).
     """
-    tiers: set[str] = set()
-    rows = []
-    for rec in _iter_memories(agent):
-        m = MemoryView.from_record(rec, agent)
-        tiers.add(m.tier)
-        if query.matches(m):
-            rows.append(m)
-    rows.sort(key=lambda m: m.id)
-    return Paginator(rows, MEMORY_PAGE_SIZE).get_page(page), sorted(tiers)
+    from .memory_filters import filtered_records, known_tiers
+
+    collection = _store(agent).collection
+    fm = agent.get_field_map()
+    records = filtered_records(collection, fm, tier=query.tier, pinned=query.pinned,
+                               contains=query.contains)
+    got = Paginator(records, MEMORY_PAGE_SIZE).get_page(page)
+    got.object_list = [MemoryView.from_record(rec, agent) for rec in got.object_list]
+    return got, sorted(known_tiers(collection, fm))
 
 
 def memory_search(*, agent: Agent, text: str, k: int = 10) -> list[MemoryView]:
