@@ -30,7 +30,7 @@ from consolidation.locomo import LocomoConversation, load_locomo
 
 from . import stores
 from .errors import ServiceError
-from .models import Agent, AuditEvent, ProbeQuery
+from .models import Agent, AuditEvent, ProbeQuery, StoreSample
 
 __all__ = [
     "ImportRefused",
@@ -164,6 +164,8 @@ def memories_write(
             written += len(todo)
         if progress:
             progress(len(batch), f"{agent.slug}: {start + len(batch):,} of {len(records):,}")
+    if written:  # the dashboard's memory count comes from the latest sample, not the store
+        StoreSample.objects.create(agent=agent, count=store.count())
     return written, unchanged, embedded
 
 

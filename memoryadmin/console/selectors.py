@@ -137,21 +137,36 @@ class AgentRow:
 
 
 def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRow]:
-    """One :class:`AgentRow` per agent, ordered by name (one store count per agent)."""
-    agents = Agent.objects.annotate(
-        pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED))
-    ).order_by("name")
+    """One :class:`AgentRow` per agent, ordered by name, from the database in four queries.
+
+    The memory count is the agent's latest :class:`StoreSample` (recorded by every pass when it
+    plans and applies, and by imports), so the page never reads the stores; only an agent with
+    no sample yet is counted live (one ``count``; "unavailable" when its store is down).
+    """
+    from django.db.models import OuterRef, Subquery
+
+    latest = StoreSample.objects.filter(agent=OuterRef("pk")).order_by("-taken_at", "-id")
+    last = Pass.objects.filter(agent=OuterRef("pk")).order_by("-created_at", "-id")
+    agents = list(Agent.objects.annotate(
+        pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED)),
+        sampled=Subquery(latest.values("count")[:1]),
+        last_pk=Subquery(last.values("pk")[:1]),
+    ).order_by("name"))
+    passes = Pass.objects.in_bulk([a.last_pk for a in agents if a.last_pk])
+    active: dict[int, Pass] = {}
+    for run in Pass.objects.filter(status__in=Pass.ACTIVE).order_by("-pk"):
+        active[run.agent_id] = run
     rows = []
     for agent in agents:
-        last = agent.passes.order_by("-created_at", "-id").first()
-        active = agent.passes.filter(status__in=Pass.ACTIVE).first()
         nxt = None
         if agent.schedule_enabled:
             try:
                 nxt = next(iter(next_runs(cron=agent.schedule_cron, tz=tz, count=1, now=now)), None)
             except ValueError:
                 nxt = None
-        rows.append(AgentRow(agent, store_status(agent), agent.pending, last, nxt, active))
+        store = StoreStatus(agent.sampled) if agent.sampled is not None else store_status(agent)
+        rows.append(AgentRow(agent, store, agent.pending, passes.get(agent.last_pk), nxt,
+                             active.get(agent.pk)))
     return rows
 
 
