@@ -228,7 +228,8 @@ STORAGES = {
 
 # django-q2: Redis when Q_REDIS_URL is set (many workers on many hosts), else the ORM broker.
 Q_CLUSTER: dict = {
-    "name": "memoryadmin",
+    # Q_NAME: the queue's name (its Redis keys); clusters sharing a broker and name share work.
+    "name": os.getenv("Q_NAME", "memoryadmin"),
     "workers": envint("Q_WORKERS", 2),
     "timeout": envint("Q_TIMEOUT", 1800),
     "retry": envint("Q_RETRY", 3600),

@@ -33,7 +33,7 @@ from consolidation.locomo import LocomoConversation, load_locomo
 
 from . import stores
 from .errors import ServiceError
-from .models import Agent, AuditEvent, ProbeQuery
+from .models import Agent, AuditEvent, ProbeQuery, StoreSample
 
 __all__ = [
     "ImportInterrupted",
@@ -198,6 +198,8 @@ def memories_write(
         if journal is None:
             raise
         _undo_or_explain(store, journal, exc, written)
+    if written:  # the dashboard's memory count comes from the latest sample, not the store
+        StoreSample.objects.create(agent=agent, count=store.count())
     return written, unchanged, embedded
 
 

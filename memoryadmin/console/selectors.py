@@ -177,22 +177,36 @@ class AgentRow:
 
 
 def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRow]:
-    """One :class:`AgentRow` per agent, ordered by name (one store count per agent)."""
-    agents = Agent.objects.annotate(
-        pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED))
-    ).order_by("name")
+    """One :class:`AgentRow` per agent, ordered by name, from the database in four queries.
+
+    The memory count is the agent's latest :class:`StoreSample` (recorded by every pass when it
+    plans and applies, and by imports), so the page never reads the stores; only an agent with
+    no sample yet is counted live (one ``count``; "unavailable" when its store is down).
+    """
+    from django.db.models import OuterRef, Subquery
+
+    latest = StoreSample.objects.filter(agent=OuterRef("pk")).order_by("-taken_at", "-id")
+    last = Pass.objects.filter(agent=OuterRef("pk")).order_by("-created_at", "-id")
+    agents = list(Agent.objects.annotate(
+        pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED)),
+        sampled=Subquery(latest.values("count")[:1]),
+        last_pk=Subquery(last.values("pk")[:1]),
+    ).order_by("name"))
+    passes = Pass.objects.in_bulk([a.last_pk for a in agents if a.last_pk])
+    active: dict[int, Pass] = {}
+    for run in Pass.objects.filter(status__in=Pass.ACTIVE).order_by("-pk"):
+        active[run.agent_id] = run
     rows = []
     for agent in agents:
-        last = agent.passes.order_by("-created_at", "-id").first()
-        active = agent.passes.filter(status__in=Pass.ACTIVE).first()
         nxt = None
         if agent.schedule_enabled:
             try:
                 nxt = next(iter(next_runs(cron=agent.schedule_cron, tz=tz, count=1, now=now)), None)
             except ValueError:
                 nxt = None
-        rows.append(AgentRow(agent, store_status(agent), agent.pending, last, nxt, active,
-                             agent_convergence(agent)))
+        store = StoreStatus(agent.sampled) if agent.sampled is not None else store_status(agent)
+        rows.append(AgentRow(agent, store, agent.pending, passes.get(agent.last_pk), nxt,
+                             active.get(agent.pk), agent_convergence(agent)))
     return rows
 
 
@@ -267,21 +281,22 @@ def _iter_memories(agent: Agent, *, embeddings: bool = False) -> Iterable[Memory
 
 
 def memory_page(*, agent: Agent, query: MemoryQuery, page: int | str = 1) -> tuple[Page, list[str]]:
-    """One page (50) of the agent's memories matching ``query``, sorted by id, and the tiers seen.
+    """One page (50) of the agent's memories matching ``query``, in the store's insertion order,
+    and the tiers present in the store.
 
-    Reads the store in 5,000-row pages (Chroma's safe limit) and filters in Python, so tier and
-    pinned follow the agent's field map whatever keys the collection uses. Raises whatever the
-    store raises (the view reports it).
+    The filters and the paging run in Chroma (``where``, ``where_document``, ``limit`` /
+    ``offset``, ``count``; see :mod:`memoryadmin.console.memory_filters`), so a page reads 50
+    records whatever the store's size. Raises whatever the store raises (the view reports it).
     """
-    tiers: set[str] = set()
-    rows = []
-    for rec in _iter_memories(agent):
-        m = MemoryView.from_record(rec, agent)
-        tiers.add(m.tier)
-        if query.matches(m):
-            rows.append(m)
-    rows.sort(key=lambda m: m.id)
-    return Paginator(rows, MEMORY_PAGE_SIZE).get_page(page), sorted(tiers)
+    from .memory_filters import filtered_records, known_tiers
+
+    collection = _store(agent).collection
+    fm = agent.get_field_map()
+    records = filtered_records(collection, fm, tier=query.tier, pinned=query.pinned,
+                               contains=query.contains)
+    got = Paginator(records, MEMORY_PAGE_SIZE).get_page(page)
+    got.object_list = [MemoryView.from_record(rec, agent) for rec in got.object_list]
+    return got, sorted(known_tiers(collection, fm))
 
 
 def memory_search(*, agent: Agent, text: str, k: int = 10) -> list[MemoryView]:
