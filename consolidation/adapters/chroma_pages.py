@@ -38,8 +38,10 @@ class FilteredRecords:
         *,
         where: Mapping[str, Any] | None = None,
         where_document: Mapping[str, Any] | None = None,
+        text_key: str = "",
     ) -> None:
         self.collection = collection
+        self.text_key = text_key  # FieldMap.document: the text lives in this metadata key
         self.filters: dict[str, Any] = {}
         if where:
             self.filters["where"] = dict(where)
@@ -70,11 +72,13 @@ class FilteredRecords:
         got = self.collection.get(limit=limit, offset=start, include=["documents", "metadatas"],
                                   **self.filters)
         docs, metas = got.get("documents") or [], got.get("metadatas") or []
-        return [
-            MemoryRecord(id=rid, document=docs[i] or "", embedding=None,
-                         metadata=decode_metadata(metas[i] if i < len(metas) else None))
-            for i, rid in enumerate(got.get("ids") or [])
-        ]
+        out = []
+        for i, rid in enumerate(got.get("ids") or []):
+            meta = decode_metadata(metas[i] if i < len(metas) else None)
+            text = meta.get(self.text_key) if self.text_key else (docs[i] if i < len(docs) else "")
+            out.append(MemoryRecord(id=rid, document=text if isinstance(text, str) else "",
+                                    embedding=None, metadata=meta))
+        return out
 
 
 def distinct_values(collection: Any, key: str) -> set[Any]:

@@ -82,7 +82,8 @@ def _cues(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
     (:mod:`consolidation.cues`, via :func:`consolidation.text.parse`).
     """
     words = _words(text)
-    numbers = frozenset(t for t in content_tokens(text) if is_number(t))
+    # Atoms keep their unit ("june 3." is one date atom): shown without trailing punctuation.
+    numbers = frozenset(t.rstrip(".,;:") for t in content_tokens(text) if is_number(t))
     dates = frozenset(w for w in words if w in _DATE_WORDS)
     return numbers, dates, parse(text).negations % 2 == 1
 

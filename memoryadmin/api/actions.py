@@ -269,7 +269,7 @@ def approve(*, run: Pass, user: Any, note: str) -> s.PassOut:
 
 
 def reject(*, run: Pass, user: Any, note: str) -> s.PassOut:
-    """Reject (dismiss) a proposal with a required note (reviewers); the store is untouched."""
+    """Reject a proposal with a required note (reviewers); the store is untouched."""
     require_review(user, f"reject pass #{run.pk}")
     if not (note or "").strip():
         raise BadInput("Say why the proposal is rejected (a note is required).", field="note")

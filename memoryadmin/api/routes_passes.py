@@ -91,7 +91,7 @@ def pass_approve(request: HttpRequest, pass_id: int, payload: s.NoteIn):
     summary="Reject a proposal with a note (reviewers); the store is untouched",
 )
 def pass_reject(request: HttpRequest, pass_id: int, payload: s.RequiredNoteIn):
-    """Reject (dismiss) with a required note."""
+    """Reject with a required note (status "rejected")."""
     return actions.reject(run=actions.get_pass(pass_id), user=request.user, note=payload.note)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .models import Agent, Pass
 
-__all__ = ["PLANNED", "agent_convergence", "pass_deferred", "pass_policy_note"]
+__all__ = ["PLANNED", "agent_convergence", "convergence_words", "pass_deferred", "pass_policy_note"]
 
 
 PLANNED = (
@@ -52,6 +52,12 @@ def agent_convergence(agent: Agent) -> str:
     """The agent's convergence in words, from its latest pass that made a plan: "converged",
     "N operations deferred, about K more passes", or "" before any plan."""
     last = agent.passes.filter(status__in=PLANNED).order_by("-created_at", "-id").first()
+    return convergence_words(last)
+
+
+def convergence_words(last: Pass | None) -> str:
+    """:func:`agent_convergence` from the latest planned pass already loaded (no query), so the
+    dashboard reads every agent's in one query."""
     if last is None:
         return ""
     deferred = pass_deferred(last)

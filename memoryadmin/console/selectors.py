@@ -28,7 +28,7 @@ from consolidation import MemoryRecord
 from consolidation.shapes import ShapeReport
 
 from . import stores
-from .convergence import agent_convergence
+from .convergence import PLANNED, convergence_words
 from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
 
 logger = logging.getLogger(__name__)
@@ -191,8 +191,10 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
         pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED)),
         sampled=Subquery(latest.values("count")[:1]),
         last_pk=Subquery(last.values("pk")[:1]),
+        planned_pk=Subquery(last.filter(status__in=PLANNED).values("pk")[:1]),
     ).order_by("name"))
-    passes = Pass.objects.in_bulk([a.last_pk for a in agents if a.last_pk])
+    passes = Pass.objects.in_bulk(
+        [pk for a in agents for pk in (a.last_pk, a.planned_pk) if pk])
     active: dict[int, Pass] = {}
     for run in Pass.objects.filter(status__in=Pass.ACTIVE).order_by("-pk"):
         active[run.agent_id] = run
@@ -206,7 +208,7 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
                 nxt = None
         store = StoreStatus(agent.sampled) if agent.sampled is not None else store_status(agent)
         rows.append(AgentRow(agent, store, agent.pending, passes.get(agent.last_pk), nxt,
-                             active.get(agent.pk), agent_convergence(agent)))
+                             active.get(agent.pk), convergence_words(passes.get(agent.planned_pk))))
     return rows
 
 

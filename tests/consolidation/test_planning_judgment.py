@@ -18,6 +18,9 @@ from .test_planning_engine import assert_accounted
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 AGGRESSIVE = NAMED_POLICIES["aggressive"]
+# These stores hold a handful of memories, so one merge is over the 25 % loss budget: the
+# judgment under test is read with the budget off (budget planning has its own tests).
+DEFAULT = Policy(trim_to_guard=False)
 
 
 def day(n: float) -> str:
@@ -35,7 +38,7 @@ def removed(p: Plan) -> set[str]:
 # --- scope --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", [Policy(), AGGRESSIVE], ids=["default", "aggressive"])
+@pytest.mark.parametrize("policy", [DEFAULT, AGGRESSIVE], ids=["default", "aggressive"])
 def test_it_never_merges_across_users(policy):
     """Issue 9 case: alice's and bob's identical memory stay two memories."""
     records = [
@@ -55,7 +58,7 @@ def test_it_never_windows_or_folds_across_scopes():
     turns = [rec(f"t{k}", f"Speaker: turn number {k} about the trip", basis(k),
                  layer="episodic", session=1, run_id=f"r{k // 3}", created_at=day(10 + k))
              for k in range(6)]
-    p = plan(turns, Policy(prune=False), now=NOW)
+    p = plan(turns, Policy(trim_to_guard=False, prune=False), now=NOW)
     for op in p.by_kind(OpKind.MERGE):
         runs = {next(r for r in turns if r.id == sid).metadata["run_id"] for sid in op.source_ids}
         assert len(runs) == 1
@@ -85,7 +88,7 @@ def test_empty_texts_are_never_duplicates():
         ("Fixed the bug in v1.2.3", "Fixed the bug in v1.2.4"),
     ],
 )
-@pytest.mark.parametrize("policy", [Policy(), AGGRESSIVE], ids=["default", "aggressive"])
+@pytest.mark.parametrize("policy", [DEFAULT, AGGRESSIVE], ids=["default", "aggressive"])
 def test_issue_cases_keep_both_memories(a, b, policy):
     records = [rec("a", a, basis(0), created_at=day(30)),
                rec("b", b, at_cosine(0, 0.95, 1), created_at=day(3))]
@@ -112,7 +115,7 @@ def test_a_negated_instruction_is_never_merged(dated):
 def test_a_past_state_is_superseded_by_the_current_statement():
     records = [rec("old", "Sam used to smoke", basis(0), created_at=day(30)),
                rec("new", "Sam smokes", at_cosine(0, 0.85, 1), created_at=day(3))]
-    p = plan(records, Policy(), now=NOW)
+    p = plan(records, DEFAULT, now=NOW)
     (op,) = p.by_kind(OpKind.RECONCILE)
     assert op.source_ids == ["new", "old"] and op.removes == ["old"] and op.rule == "past_state"
 
@@ -125,7 +128,7 @@ def test_updated_at_decides_which_memory_is_current():
         rec("second", "Is not allergic to penicillin", at_cosine(0, 0.9, 1),
             created_at="2025-03-01"),
     ]
-    p = plan(records, Policy(), now=NOW)
+    p = plan(records, DEFAULT, now=NOW)
     (op,) = p.by_kind(OpKind.RECONCILE)
     assert op.source_ids == ["first", "second"] and op.removes == ["second"]
 
@@ -148,7 +151,7 @@ def test_an_unsure_contradiction_becomes_a_conflict_item():
 def test_a_pinned_memory_that_would_be_superseded_is_a_conflict():
     records = [rec("old", "Alice lives in Paris", basis(0), created_at=day(30), pinned=True),
                rec("new", "Alice lives in Berlin", at_cosine(0, 0.9, 1), created_at=day(3))]
-    p = plan(records, Policy(), now=NOW)
+    p = plan(records, DEFAULT, now=NOW)
     assert not p.by_kind(OpKind.RECONCILE) and len(p.by_kind(OpKind.CONFLICT)) == 1
 
 
@@ -168,7 +171,7 @@ def test_a_pinned_memory_that_would_be_superseded_is_a_conflict():
 def test_age_alone_never_removes_a_unique_memory(meta, pruned):
     records = [rec("m", "The build server password rotates on Mondays", basis(0),
                    created_at=day(700), **meta)]
-    p = plan(records, Policy(), now=NOW)
+    p = plan(records, DEFAULT, now=NOW)
     assert (p.fates["m"] == Fate.PRUNED) is pruned
 
 

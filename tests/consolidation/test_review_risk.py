@@ -66,7 +66,7 @@ def test_the_pinned_examples_are_ordered_riskiest_first():
     ("name", "reason_part"),
     [
         ("conflict", "reviewer picks"),
-        ("near number merge", "different numbers (3 vs 5)"),
+        ("near number merge", "different numbers (june 3 vs june 5)"),
         ("near number merge", "loses the number 5"),
         ("near number merge", "within 0.03 of the link threshold 0.9"),
         ("uncovered prune", "never accessed"),

@@ -162,14 +162,14 @@ def test_review_through_the_api_is_audited_with_the_tokens_user(api_as, agent, b
         and r.json()["loss_fraction"] < before["loss_fraction"]
     )
     r = api.post(f"/passes/{run.pk}/reject", {"note": "wrong agent"})
-    assert r.status_code == 200 and r.json()["status"] == "dismissed"
+    assert r.status_code == 200 and r.json()["status"] == "rejected"
     assert r.json()["decided_by"] == "bob" and r.json()["note"] == "wrong agent"
     verbs = list(
         AuditEvent.objects.filter(run=run).order_by("id").values_list("verb", "actor", "user")
     )
-    assert verbs == [("excluded", "bob", bob.pk), ("dismissed", "bob", bob.pk)]
+    assert verbs == [("excluded", "bob", bob.pk), ("rejected", "bob", bob.pk)]
     events = api.get("/audit/events", pass_id=run.pk).json()
-    assert [e["verb"] for e in events["items"]] == ["dismissed", "excluded"]
+    assert [e["verb"] for e in events["items"]] == ["rejected", "excluded"]
 
 
 # ----- constraints: same as the console ---------------------------------------------------------
@@ -193,7 +193,7 @@ def test_approve_is_refused_with_the_guards_reason_when_it_fails_now(api_as, age
 
 
 def test_reviewing_a_pass_that_is_no_longer_proposed_is_409(api_as, agent) -> None:
-    run = make_proposal(agent, status="dismissed")
+    run = make_proposal(agent, status="rejected")
     api = api_as("reviewer")
     for path in (f"/passes/{run.pk}/approve", f"/passes/{run.pk}/operations/0/exclude"):
         r = api.post(path, {"note": "x"})
@@ -288,9 +288,9 @@ def test_pass_detail_pages_operations_and_lists_filter_by_status(api_as, agent) 
     assert [o["index"] for o in second["items"]] == list(range(20, 28))
     prunes = api.get(f"/passes/{run.pk}", kind="prune").json()
     assert {o["kind"] for o in prunes["items"]} == {"prune"} and prunes["operations_count"] == 3
-    make_proposal(agent, status="dismissed")
-    listed = api.get("/passes", status="dismissed", agent=agent.slug).json()
-    assert listed["count"] == 1 and listed["items"][0]["status"] == "dismissed"
+    make_proposal(agent, status="rejected")
+    listed = api.get("/passes", status="rejected", agent=agent.slug).json()
+    assert listed["count"] == 1 and listed["items"][0]["status"] == "rejected"
 
 
 def test_writes_need_no_csrf_token_with_a_bearer_token(alice, agent) -> None:

@@ -123,7 +123,6 @@ def test_undoing_the_pass_restores_mem0s_records_byte_identical(
     assert raw(name) == before  # ids, no documents, metadata and the original 1536-d vectors
 
 
-@pytest.mark.xfail(strict=True, reason="needs scope rule from judgment branch")
 def test_nothing_leaves_its_users_scope(unique_name, alice, bob, django_capture_on_commit_callbacks):
     name = unique_name("mem0")
     memories = ([Mem0Memory(t, user_id="alice") for t in ALICE]

@@ -158,7 +158,7 @@ def test_bulk_is_post_only_and_refused_once_decided(client: Client, bob, agent) 
     client.force_login(bob)
     url = reverse("review_bulk", args=[run.pk])
     assert client.get(url).status_code == 405
-    Pass.objects.filter(pk=run.pk).update(status=Pass.Status.DISMISSED)
+    Pass.objects.filter(pk=run.pk).update(status=Pass.Status.REJECTED)
     r = client.post(url, {"action": "exclude", "scope": "rule", "group": "prune:"}, HTTP_HX_REQUEST="true")
     assert "only a proposed pass can be reviewed" in r.content.decode()
     assert not run.operations.filter(excluded=True).exists()
