@@ -14,6 +14,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .atoms import ATOM_KINDS, fold, scan
 from .cues import NEGATION, PAST_STATE
@@ -123,8 +124,13 @@ class Parsed:
     raw: tuple[str, ...] = ()
 
 
+@lru_cache(maxsize=16384)
 def parse(text: str) -> Parsed:
-    """Parse ``text`` into content tokens, atoms and cues (see :class:`Parsed`)."""
+    """Parse ``text`` into content tokens, atoms and cues (see :class:`Parsed`).
+
+    Memoised (16,384 texts): a planning pass judges each memory against many partners, and a
+    parse costs ~1.5 ms. The result is shared: treat it as read-only.
+    """
     sc = scan(text)
     toks: list[str] = []
     raw: list[str] = []
