@@ -30,6 +30,7 @@ from consolidation.shapes import ShapeReport
 from . import stores
 from .convergence import PLANNED, convergence_words
 from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
+from .triage import conflict_view
 
 logger = logging.getLogger(__name__)
 
@@ -395,7 +396,8 @@ def operation_view(op: Operation) -> dict[str, Any]:
     ):
         pairwise = [(s, list(row)) for s, row in zip(sources, matrix, strict=True)]
     other_scores = {k: v for k, v in (op.scores or {}).items() if k != "pairwise"}
-    return {"op": op, "sources": sources, "pairwise": pairwise, "scores": other_scores}
+    return {"op": op, "sources": sources, "pairwise": pairwise, "scores": other_scores,
+            "conflict": conflict_view(op)}
 
 
 # ----- audit -------------------------------------------------------------------------------

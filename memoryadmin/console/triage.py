@@ -46,6 +46,8 @@ __all__ = [
     "ReviewQuery",
     "approve_line",
     "bulk_targets",
+    "conflict_counts",
+    "conflict_view",
     "group_words",
     "lost_page",
     "pass_loss_totals",
@@ -242,6 +244,7 @@ def review_card(op: Operation) -> dict[str, Any]:
         "nothing_lost": loss.nothing_lost and op.kind not in ("promote", "conflict"),
         "reasons": list(op.risk_reasons or []),
         "above_line": op.risk >= RISK_LINE,
+        "conflict": conflict_view(op),
     }
 
 
@@ -329,9 +332,67 @@ def pass_loss_totals(run: Pass) -> LossTotals:
     return loss_totals((OperationLoss.from_dict(lost) for lost in rows), kept=index)
 
 
-def approve_line(ev: Any, totals: LossTotals) -> str:
+def conflict_view(op: Operation, fieldmap: FieldMap | None = None) -> dict[str, Any] | None:
+    """Display data of a conflict item (decided or not), ``None`` for any other operation:
+    ``{"cue", "reason", "decision": {keep, by, at} | None, "sides": [{"label": "A" | "B",
+    "key": "a" | "b", "source", "created", "updated", "recency", "kept": True | False | None}]}``
+    in the order the engine planned (A = the newer when known). Dates are the metadata values
+    under ``fieldmap``'s ``created_at`` / ``updated_at`` keys as stored ("" when absent);
+    ``recency`` is what the engine compared. ``kept`` is ``None`` until a reviewer decided."""
+    scores = op.scores or {}
+    picked = op.kind == Operation.Kind.RECONCILE and op.rule == "reviewer_pick"
+    if op.kind != Operation.Kind.CONFLICT and not picked:
+        return None
+    origin = scores.get("conflict") if isinstance(scores.get("conflict"), dict) else {}
+    by_id = {s.memory_id: s for s in op.sources.all()}
+    ids = [i for i in (origin.get("ids") or list(op.source_ids[:2])) if i in by_id]
+    decision = scores.get("decision") if isinstance(scores.get("decision"), dict) else None
+    dates = scores.get("dates") if isinstance(scores.get("dates"), list) else []
+    fm = fieldmap or FieldMap()
+    sides = []
+    for n, mid in enumerate(ids):
+        src = by_id[mid]
+        meta = src.metadata or {}
+        key = "ab"[n] if n < 2 else str(n)
+        kept = None if decision is None else decision.get("keep") in ("both", key)
+        sides.append({
+            "label": key.upper(), "key": key, "source": src,
+            "created": str(meta.get(fm.created_at, "") or ""),
+            "updated": str(meta.get(fm.updated_at, "") or ""),
+            "recency": dates[n] if n < len(dates) and dates[n] else "", "kept": kept,
+        })
+    return {"cue": origin.get("rule") or op.rule or "contradiction", "decision": decision,
+            "sides": sides}
+
+
+def conflict_counts(run: Pass) -> dict[str, int]:
+    """Conflict items of ``run``: ``{"total", "undecided", "picked", "both"}`` (one aggregate
+    query). ``picked`` became ``reviewer_pick`` reconciles; ``both`` were decided "keep both";
+    ``undecided`` wait for a reviewer (approving keeps both of each)."""
+    rows = run.operations.filter(
+        Q(kind=Operation.Kind.CONFLICT) | Q(kind=Operation.Kind.RECONCILE, rule="reviewer_pick")
+    ).aggregate(
+        total=Count("id"), picked=Count("id", filter=Q(kind=Operation.Kind.RECONCILE)),
+        both=Count("id", filter=Q(kind=Operation.Kind.CONFLICT, scores__has_key="decision")),
+    )
+    counts = {k: int(v or 0) for k, v in rows.items()}
+    counts["undecided"] = counts["total"] - counts["picked"] - counts["both"]
+    return counts
+
+
+def approve_line(ev: Any, totals: LossTotals, conflicts: dict[str, int] | None = None) -> str:
     """What approving applies, in one line: ``"412 operations, 6 excluded, loses 38 sentences in
-    17 memories; loss 23.9% of 25.0%"`` (``ev`` a :class:`~.review.Evaluation`)."""
+    17 memories; loss 23.9% of 25.0%"`` (``ev`` a :class:`~.review.Evaluation`), followed by
+    what happens to conflicts nobody decided (``conflicts``: :func:`conflict_counts`): they stay,
+    both memories kept, nothing removed."""
+    undecided = (conflicts or {}).get("undecided", 0)
+    tail = (f"; {undecided:,} undecided conflict{'s' if undecided != 1 else ''} "
+            f"stay{'s' if undecided == 1 else ''} as “kept both” (nothing removed)"
+            if undecided else "")
+    return _approve_line(ev, totals) + tail
+
+
+def _approve_line(ev: Any, totals: LossTotals) -> str:
     total = ev.included_ops + ev.excluded_ops
     if totals.sentences:
         loses = (f"loses {totals.sentences:,} sentence{'s' if totals.sentences != 1 else ''} in "

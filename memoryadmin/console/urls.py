@@ -56,6 +56,7 @@ urlpatterns = [
     path("passes/<int:pk>/review/bulk/", views.review_bulk, name="review_bulk"),
     path("passes/<int:pk>/ops/<int:op_id>/exclude/", views.operation_exclude, name="operation_exclude"),
     path("passes/<int:pk>/ops/<int:op_id>/edit/", views.operation_edit, name="operation_edit"),
+    path("passes/<int:pk>/ops/<int:op_id>/resolve/", views.conflict_resolve, name="conflict_resolve"),
     path("audit/", views.audit, name="audit"),
     path("audit/export.csv", views.audit_csv, name="audit_csv"),
     path("audit/events/", views.audit_event_list, name="audit_events"),

@@ -7,8 +7,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memoryadmin.console import services
-from memoryadmin.console.models import Operation, Pass
+from consolidation import MemoryRecord
+from memoryadmin.console import services, stores
+from memoryadmin.console.models import ArchivedMemory, Operation, Pass
+from tests.conftest import DISTINCT_FACTS
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +42,11 @@ def test_the_pass_page_shows_both_sides_of_a_conflict(agent_with_memories, clien
     client.force_login(alice)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert 'data-testid="conflict-note"' in html
-    assert html.count('data-testid="conflict-side"') == 2
+    # both sides, on the Review tab's card and in "All operations", with their dates
+    assert html.count('data-testid="conflict-side"') == 4
+    assert html.count('data-testid="conflict-created">2025-03-01T00:00:00+00:00<') == 4
+    for keep in ("a", "b", "both"):
+        assert html.count(f'data-conflict-keep="{keep}"') == 2
     for text in CONTRADICTION:
         assert text in html
 
@@ -53,3 +60,159 @@ def test_approving_a_pass_never_applies_its_conflicts(agent_with_memories, bob):
     assert run.status == Pass.Status.APPLIED
     assert run.operations.get().status == Operation.Status.PENDING
     assert services.agent_census(agent=agent) == before
+
+
+# ----- the reviewer's decision (conflict_resolve) ---------------------------------------------
+
+CONTEXT = DISTINCT_FACTS[:6]  # unrelated memories: removing one side stays under the loss guard
+
+
+def _conflicted(agent_with_memories, **fields):
+    """A proposed pass whose operations are one conflict (A = "Is allergic…", B = "… not …")
+    over a store of 8 memories; returns ``(agent, run, op)``."""
+    agent = agent_with_memories(CONTRADICTION + CONTEXT, SAME_TIME + [{}] * len(CONTEXT), **fields)
+    run = _run(agent)
+    op = run.operations.get(kind=Operation.Kind.CONFLICT)
+    return agent, run, op
+
+
+def _ids(agent):
+    return {r.id for page in stores.get_store(agent).iter_pages(page_size=100) for r in page}
+
+
+def test_keep_a_is_a_reviewers_reconcile_archived_on_apply_and_undone_by_rollback(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    agent, run, op = _conflicted(agent_with_memories)
+    a_id, b_id = op.source_ids
+    before = _ids(agent)
+
+    ev = services.conflict_resolve(operation=op, keep="a", user=bob)
+
+    op.refresh_from_db()
+    assert op.kind == Operation.Kind.RECONCILE and op.rule == "reviewer_pick"
+    assert op.source_ids == [a_id, b_id] and op.removes == [b_id]
+    assert op.scores["decision"]["by"] == "bob" and op.scores["decision"]["keep"] == "a"
+    assert "bob" in op.status_detail
+    assert [(s.memory_id, s.removed) for s in op.sources.order_by("position")] == [
+        (a_id, False), (b_id, True)]
+    run.refresh_from_db()
+    assert ev.loss_fraction == run.loss_fraction == pytest.approx(1 / len(before))
+    assert run.reconciled == 1 and run.guard_passed
+    (event,) = run.events.filter(verb="conflict_resolved")
+    assert event.user == bob and event.data["removed"] == [b_id] and CONTRADICTION[0] in event.note
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.pass_approve(run=run, user=bob)
+    run.refresh_from_db()
+    assert run.status == Pass.Status.APPLIED
+    assert _ids(agent) == before - {b_id}
+    archived = ArchivedMemory.objects.get(run=run, memory_id=b_id)
+    assert archived.action == "reconcile" and archived.document == CONTRADICTION[1]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.pass_rollback_request(run=run, user=bob, note="wrong pick")
+    run.refresh_from_db()
+    assert run.status == Pass.Status.ROLLED_BACK
+    assert _ids(agent) == before
+
+
+def test_keep_b_keeps_the_second_memory(agent_with_memories, bob):
+    agent, run, op = _conflicted(agent_with_memories)
+    a_id, b_id = op.source_ids
+    services.conflict_resolve(operation=op, keep="b", user=bob)
+    op.refresh_from_db()
+    assert op.source_ids == [b_id, a_id] and op.removes == [a_id]
+    services.pass_approve(run=run, user=bob)
+    services.pass_apply(run=run)
+    assert _ids(agent) == {f"mem-{i:03d}" for i in range(8)} - {a_id}
+
+
+def test_keep_both_removes_nothing(agent_with_memories, bob):
+    agent, run, op = _conflicted(agent_with_memories)
+    before = services.agent_census(agent=agent)
+    services.conflict_resolve(operation=op, keep="both", user=bob)
+    op.refresh_from_db()
+    assert op.kind == Operation.Kind.CONFLICT and op.removes == []
+    assert op.scores["decision"]["keep"] == "both" and op.risk < 0.5
+    run.refresh_from_db()
+    assert run.loss_fraction == 0.0 and run.reconciled == 0
+    services.pass_approve(run=run, user=bob)
+    assert services.pass_apply(run=run).status == Pass.Status.APPLIED
+    assert services.agent_census(agent=agent) == before
+    assert not ArchivedMemory.objects.filter(run=run).exists()
+
+
+def test_a_pick_can_be_changed_while_proposed(agent_with_memories, bob):
+    agent, run, op = _conflicted(agent_with_memories)
+    a_id, b_id = op.source_ids
+    services.conflict_resolve(operation=op, keep="a", user=bob)
+    services.conflict_resolve(operation=op, keep="both", user=bob)
+    op.refresh_from_db()
+    assert op.kind == Operation.Kind.CONFLICT and op.removes == [] and op.source_ids == [a_id, b_id]
+    assert not op.sources.filter(removed=True).exists()
+    run.refresh_from_db()
+    assert run.loss_fraction == 0.0 and run.events.filter(verb="conflict_resolved").count() == 2
+
+
+def test_auto_apply_leaves_conflicts_undecided(agent_with_memories):
+    dup = ["The standup meeting starts at nine sharp.", "The standup meeting starts at nine sharp."]
+    agent = agent_with_memories(
+        CONTRADICTION + dup + CONTEXT, SAME_TIME + [{}] * (len(dup) + len(CONTEXT)),
+        auto_apply=True)
+    run = _run(agent)
+    run = services.pass_apply(run=run) if run.status == Pass.Status.APPROVED else run
+    assert run.status == Pass.Status.APPLIED and run.decided_actor == "policy"
+    op = run.operations.get(kind=Operation.Kind.CONFLICT)
+    assert op.status == Operation.Status.PENDING and "decision" not in op.scores
+    assert set(op.source_ids) <= _ids(agent)  # both sides still in the store
+    assert not run.events.filter(verb="conflict_resolved").exists()
+    with pytest.raises(services.ServiceError, match="only a proposed pass"):
+        services.conflict_resolve(operation=op, keep="a", user=None)
+
+
+def test_refused_when_the_pass_is_not_proposed(agent_with_memories, bob):
+    agent, run, op = _conflicted(agent_with_memories)
+    services.pass_reject(run=run, user=bob, note="later")
+    with pytest.raises(services.ServiceError, match="rejected"):
+        services.conflict_resolve(operation=op, keep="both", user=bob)
+    op.refresh_from_db()
+    assert op.kind == Operation.Kind.CONFLICT and "decision" not in op.scores
+
+
+def test_refused_when_a_source_changed_since_planning(agent_with_memories, bob):
+    agent, run, op = _conflicted(agent_with_memories)
+    a_id = op.source_ids[0]
+    store = stores.get_store(agent)
+    (rec,) = store.get([a_id], include_embeddings=True)
+    store.upsert([MemoryRecord(rec.id, rec.document + " (edited)", rec.embedding, rec.metadata)])
+    with pytest.raises(services.ServiceError, match="changed after the pass was planned"):
+        services.conflict_resolve(operation=op, keep="b", user=bob)
+    op.refresh_from_db()
+    assert op.kind == Operation.Kind.CONFLICT and op.removes == []
+    assert not run.events.filter(verb="conflict_resolved").exists()
+
+
+@pytest.mark.parametrize("keep", ["", "c", "A and B"])
+def test_an_unknown_choice_is_refused(agent_with_memories, bob, keep):
+    _, _, op = _conflicted(agent_with_memories)
+    with pytest.raises(ValueError, match="a, b or both"):
+        services.conflict_resolve(operation=op, keep=keep, user=bob)
+
+
+def test_only_a_conflict_can_be_resolved(agent_with_memories, bob):
+    run = make_proposal(agent_with_memories(0), merges=1)
+    with pytest.raises(ValueError, match="not a conflict"):
+        services.conflict_resolve(operation=run.operations.get(), keep="a", user=bob)
+
+
+def test_the_approve_line_says_undecided_conflicts_stay(agent_with_memories, bob, client):
+    _, run, op = _conflicted(agent_with_memories)
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "1 undecided conflict stays as “kept both” (nothing removed)" in html
+    assert 'data-testid="conflict-count">1: 1 undecided' in html
+    services.conflict_resolve(operation=op, keep="a", user=bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "undecided conflict" not in html
+    assert 'data-testid="conflict-count">1: 1 reviewer\'s pick' in html

@@ -11,7 +11,7 @@ One module per step of a pass's life, plus its neighbours:
 - :mod:`.passes` — ``pass_request`` / ``pass_run`` (snapshot → plan → stored proposal) /
   ``pass_fail``
 - :mod:`.review` — ``operation_set_excluded`` / ``operations_set_excluded`` (bulk) /
-  ``operation_edit_text`` / ``pass_approve`` / ``pass_reject`` / ``pass_score_operations``
+  ``operation_edit_text`` / ``conflict_resolve`` / ``pass_approve`` / ``pass_reject`` / ``pass_score_operations``
 - :mod:`.apply` — ``pass_apply`` (journaled per operation, resumable)
 - :mod:`.rollback` — leases, ``pass_rollback_request`` / ``pass_rollback``,
   ``archive_restore``, ``passes_recover``
@@ -43,6 +43,7 @@ from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, validate_cron
 from .memories import memory_delete, memory_edit, memory_set_pinned
 from .passes import pass_fail, pass_request, pass_request_scheduled, pass_run
 from .review import (
+    conflict_resolve,
     operation_edit_text,
     operation_set_excluded,
     operations_carry_over,
@@ -81,6 +82,7 @@ __all__ = [
     "agent_update",
     "archive_page",
     "archive_restore",
+    "conflict_resolve",
     "lease_acquire",
     "lease_holder",
     "lease_release",

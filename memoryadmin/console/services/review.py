@@ -13,20 +13,26 @@ from consolidation import Policy
 
 from .. import stores, triage
 from ..errors import GuardRefused, ServiceError
-from ..models import Operation, Pass
+from ..models import Operation, OperationSource, Pass
 from ..review import Evaluation, pass_evaluate
 from .journal import (
     TASK_APPLY,
     actor_name,
     audit,
     enqueue,
+    get_live,
+    stale_reason,
     transition,
     user_or_none,
     validate_document,
 )
 
 __all__ = [
+    "CONFLICT_CHOICES",
     "MAX_BULK_OPERATIONS",
+    "REVIEWER_PICK",
+    "conflict_resolve",
+    "is_conflict",
     "operation_edit_text",
     "operation_set_excluded",
     "operations_carry_over",
@@ -150,6 +156,113 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
                data={"operation": op.index, "before": before, "after": text})
     operation.result_document, operation.edited = op.result_document, op.edited
     return pass_evaluate(run)
+
+
+CONFLICT_CHOICES = ("a", "b", "both")
+"""A reviewer's answer to a conflict: keep memory A (``source_ids[0]`` as planned), keep B, or
+keep both."""
+
+REVIEWER_PICK = "reviewer_pick"
+"""``rule`` of a reconcile a reviewer decided (a conflict where the reviewer picked a side)."""
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _conflict_origin(op: Operation) -> dict[str, Any]:
+    """The conflict as the engine planned it: ``{"ids": [a, b], "rule": cue}`` (kept in
+    ``scores["conflict"]`` once a reviewer decided, so the decision can be changed)."""
+    origin = (op.scores or {}).get("conflict")
+    if isinstance(origin, dict) and len(origin.get("ids") or []) == 2:
+        return origin
+    return {"ids": list(op.source_ids[:2]), "rule": op.rule or "contradiction"}
+
+
+def is_conflict(op: Operation) -> bool:
+    """True for a conflict item, decided or not (a reviewer's pick is a ``reviewer_pick``
+    reconcile that remembers the conflict it came from)."""
+    return op.kind == Operation.Kind.CONFLICT or (
+        op.kind == Operation.Kind.RECONCILE and op.rule == REVIEWER_PICK
+    )
+
+
+@transaction.atomic
+def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Evaluation:
+    """Decide a conflict of a proposed pass (issue 9, item 7); returns the pass's new evaluation.
+
+    ``keep`` is ``"a"`` (the conflict's first memory), ``"b"`` (its second) or ``"both"``
+    (``None`` means ``"both"``). Keeping one side turns the operation into a ``reconcile`` with
+    rule :data:`REVIEWER_PICK`: the kept memory is ``source_ids[0]``, the other is removed on
+    apply (archived first, restored by a rollback, exactly as an engine reconcile) and now
+    counts in the loss fraction. Keeping both leaves a ``conflict`` that removes nothing,
+    marked decided. Either way the reviewer's name and the time are in
+    ``scores["decision"] = {"keep", "by", "at"}`` and ``status_detail``, the planned conflict in
+    ``scores["conflict"]`` (so the decision can be changed while the pass is proposed), the risk
+    and lost content are re-scored, the pass's summary and loss guard are re-evaluated, and one
+    ``conflict_resolved`` event is audited with a note naming what was kept.
+
+    Raises ``ValueError`` for another ``keep`` or an operation that is not a conflict;
+    :class:`ServiceError` when the pass is not proposed, or (keeping one side) when a source
+    changed or left the store since planning (:class:`StoreUnavailable` when the store cannot
+    be read to check).
+    """
+    keep = "both" if keep is None else str(keep).strip().lower()
+    if keep not in CONFLICT_CHOICES:
+        raise ValueError("Choose which memory to keep: a, b or both.")
+    run = _reviewable(operation.run)
+    op = Operation.objects.select_for_update().get(pk=operation.pk)
+    if not is_conflict(op):
+        raise ValueError(f"Operation #{op.index} is a {op.kind}, not a conflict.")
+    origin = _conflict_origin(op)
+    a_id, b_id = origin["ids"]
+    sources = {s.memory_id: s for s in op.sources.all()}
+    if keep != "both":
+        live = get_live(stores.get_store(run.agent), [a_id, b_id], include_embeddings=False)
+        why = stale_reason(op, list(sources.values()), live, {})
+        if why:
+            raise ServiceError(f"{why} Plan a new pass to decide this conflict on current memories.")
+    actor = actor_name(user, "cli")
+    at = timezone.now().isoformat()
+    scores = dict(op.scores or {})
+    scores["conflict"] = origin
+    scores["decision"] = {"keep": keep, "by": actor, "at": at}
+    if keep == "both":
+        kept, gone = [a_id, b_id], []
+        op.kind, op.rule, op.removes = Operation.Kind.CONFLICT, origin["rule"], []
+        op.source_ids = [a_id, b_id]
+        detail = f"Kept both: decided by {actor}."
+        note = (f"Conflict #{op.index}: {actor} kept both “{_short(sources[a_id].document)}” "
+                f"and “{_short(sources[b_id].document)}”; nothing is removed.")
+    else:
+        kept, gone = ([a_id], [b_id]) if keep == "a" else ([b_id], [a_id])
+        op.kind, op.rule = Operation.Kind.RECONCILE, REVIEWER_PICK
+        op.source_ids, op.removes = kept + gone, gone
+        detail = f"Reviewer's pick: {actor} kept {keep.upper()}."
+        note = (f"Conflict #{op.index} ({origin['rule']}): {actor} kept "
+                f"{keep.upper()} “{_short(sources[kept[0]].document)}”; "
+                f"“{_short(sources[gone[0]].document)}” is removed on apply (archived).")
+    op.reason = note
+    op.scores, op.status_detail = scores, detail
+    op.excluded, op.status = False, OS.PENDING
+    for position, mid in enumerate(op.source_ids):
+        OperationSource.objects.filter(pk=sources[mid].pk).update(
+            position=position, removed=mid in gone)
+    op.save()
+    loss, risk = triage.rescore_operation(op)
+    op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
+    op.risk, op.risk_reasons = risk.score, list(risk.reasons)
+    if keep == "both":  # decided: below the risk line, the engine's doubt answered
+        op.risk, op.risk_reasons = 0.0, [f"conflict decided by {actor}: both kept"]
+    op.save(update_fields=["lost", "lost_sentences", "risk", "risk_reasons"])
+    audit(actor=actor, verb="conflict_resolved", run=run, user=user, note=note,
+          data={"operation": op.index, "keep": keep, "kept": kept, "removed": gone,
+                "rule": origin["rule"]})
+    ev = pass_evaluate(run)
+    _save_evaluation(run, ev)
+    operation.refresh_from_db()
+    return ev
 
 
 MAX_BULK_OPERATIONS = 100_000

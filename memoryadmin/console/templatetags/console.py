@@ -113,7 +113,7 @@ SCORE_LABELS: dict[str, tuple[str, str]] = {
 }
 """Operation scores (``Operation.scores``) as labelled fields; other keys get their name in words."""
 
-SCORE_HIDDEN = {"pairwise", "rule"}
+SCORE_HIDDEN = {"pairwise", "rule", "conflict", "decision"}
 """Scores shown elsewhere: the pairwise matrix as a table, the rule as the operation's badge."""
 
 METADATA_LABELS: dict[str, str] = {

@@ -20,6 +20,7 @@ from .audit import audit, audit_csv, audit_event_csv, audit_event_list
 from .dashboard import dashboard
 from .memories import memory_delete, memory_detail, memory_edit, memory_list, memory_pin
 from .passes import (
+    conflict_resolve,
     operation_edit,
     operation_exclude,
     pass_approve,
@@ -38,5 +39,5 @@ __all__ = [
     "memory_list", "memory_pin", "operation_edit", "operation_exclude", "pass_approve",
     "pass_detail", "pass_progress", "pass_reject", "schedule_preview",
     "memories_export", "memories_import", "memories_import_status", "probe_create", "probe_delete",
-    "probe_edit", "probe_list", "probe_recall", "pass_review", "review_bulk",
+    "probe_edit", "probe_list", "probe_recall", "pass_review", "review_bulk", "conflict_resolve",
 ]

@@ -147,7 +147,10 @@ def pass_progress(request: HtmxHttpRequest, pk: int):
     return response
 
 
-def _op_response(request: HtmxHttpRequest, op: Operation, error: str = "", **extra: Any) -> HttpResponse:
+def _op_response(
+    request: HtmxHttpRequest, op: Operation, error: str = "", *,
+    template: str = "console/_op_response.html", **extra: Any,
+) -> HttpResponse:
     """The operation row plus the summary swapped out-of-band (htmx), else back to the page."""
     if not request.htmx:
         if error:
@@ -157,7 +160,7 @@ def _op_response(request: HtmxHttpRequest, op: Operation, error: str = "", **ext
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
     ctx = {"run": run, "ov": operation_view(op), "ev": _summary(run), "op_error": error,
            "reviewed": _reviewed(run), **operation_oob_context(op), **extra}
-    return render(request, "console/_op_response.html", ctx)
+    return render(request, template, ctx)
 
 
 @can_review
@@ -188,6 +191,24 @@ def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
     except (services.ServiceError, ValueError) as exc:
         return _op_response(request, op, str(exc), draft=form.cleaned_data["document"])
     return _op_response(request, op)
+
+
+@can_review
+@require_POST
+def conflict_resolve(request: HtmxHttpRequest, pk: int, op_id: int):
+    """A reviewer decides a conflict: ``keep`` = ``a``, ``b`` or ``both``. With htmx both cards
+    of the operation (Review tab and "All operations"), the summary and the approve line are
+    swapped out of band; without, back to the page with a message."""
+    op = get_object_or_404(Operation, pk=op_id, run_id=pk)
+    keep = request.POST.get("keep", "")
+    kw: dict[str, Any] = {"template": "console/_conflict_response.html"}
+    try:
+        services.conflict_resolve(operation=op, keep=keep, user=request.user)
+    except (services.ServiceError, ValueError) as exc:
+        return _op_response(request, op, str(exc), **kw)
+    words = "kept both" if keep == "both" else f"kept {keep.upper()}"
+    messages.success(request, f"Conflict #{op.index}: {words}.")
+    return _op_response(request, op, **kw)
 
 
 def _decide(request: HtmxHttpRequest, pk: int, *, reject: bool) -> HttpResponse:

@@ -28,14 +28,17 @@ from .common import HtmxHttpRequest, can_review
 
 
 def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
-    """Loss totals of ``run`` as its operations stand now, and (``approve``) the approve line
+    """Loss totals and conflict counts of ``run`` as its operations stand now, and
+    (``approve``) the approve line
     while it can still be approved (``ev``: its :class:`~..review.Evaluation` when already
     computed; evaluating reads every operation, so the panel's own GETs skip it)."""
     totals = triage.pass_loss_totals(run)
+    conflicts = triage.conflict_counts(run)
     if not approve or not run.is_reviewable:
-        return {"totals": totals, "approve_line": ""}
+        return {"totals": totals, "approve_line": "", "conflicts": conflicts}
     ev = ev if ev is not None else pass_evaluate(run)
-    return {"totals": totals, "approve_line": triage.approve_line(ev, totals)}
+    return {"totals": totals, "approve_line": triage.approve_line(ev, totals, conflicts),
+            "conflicts": conflicts}
 
 
 def review_context(params: Any, run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
