@@ -294,6 +294,21 @@ def set_excluded(*, run: Pass, index: int, excluded: bool, user: Any) -> s.PassO
     return pass_out(get_pass(run.pk))
 
 
+def resolve_conflict(*, run: Pass, index: int, keep: str, user: Any) -> s.PassOut:
+    """Decide conflict ``index`` of a proposal (reviewers): keep ``a``, ``b`` or ``both``
+    (``services.conflict_resolve``); 409 when the pass is not proposed or a source changed,
+    422 when the operation is not a conflict."""
+    require_review(user, f"decide conflicts of pass #{run.pk}")
+    op = Operation.objects.filter(run=run, index=index).first()
+    if op is None:
+        raise NotFound(f"Pass #{run.pk} has no operation {index}.", field="index")
+    try:
+        services.conflict_resolve(operation=op, keep=keep, user=user)
+    except (services.ServiceError, ValueError) as exc:
+        raise _service_error(exc) from None
+    return pass_out(get_pass(run.pk))
+
+
 def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:
     """Start rolling back an applied pass (reviewers); refused naming records changed since."""
     require_review(user, f"roll back pass #{run.pk}")

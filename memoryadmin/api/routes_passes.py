@@ -1,5 +1,5 @@
 """``/api/v1/passes…``: list, detail (summary, guard, recall, operations paged), create (run now
-or dry run), approve, reject, exclude/include an operation, roll back."""
+or dry run), approve, reject, exclude/include an operation, decide a conflict, roll back."""
 
 from __future__ import annotations
 
@@ -116,6 +116,19 @@ def operation_include(request: HttpRequest, pass_id: int, index: int):
     """Include operation ``index`` again."""
     return actions.set_excluded(
         run=actions.get_pass(pass_id), index=index, excluded=False, user=request.user
+    )
+
+
+@router.post(
+    "/passes/{pass_id}/operations/{index}/resolve",
+    response=s.PassOut,
+    summary="Decide a conflict of a proposal: keep a, b or both (reviewers)",
+)
+def conflict_resolve(request: HttpRequest, pass_id: int, index: int, payload: s.ResolveIn):
+    """Keep ``a`` or ``b`` (the other is removed on apply, archived, undone by a rollback: a
+    ``reviewer_pick`` reconcile) or ``both`` (nothing removed); the summary and guard follow."""
+    return actions.resolve_conflict(
+        run=actions.get_pass(pass_id), index=index, keep=payload.keep, user=request.user
     )
 
 

@@ -269,6 +269,13 @@ class NoteIn(Schema):
     note: str = Field(default="", max_length=2000)
 
 
+class ResolveIn(Schema):
+    """A reviewer's answer to a conflict item: keep memory ``a`` (its first source as planned),
+    ``b`` (its second) or ``both``."""
+
+    keep: Literal["a", "b", "both"]
+
+
 class RequiredNoteIn(Schema):
     """A required, non-blank note (reject)."""
 
