@@ -169,6 +169,12 @@ def test_auto_apply_leaves_conflicts_undecided(agent_with_memories):
     assert not run.events.filter(verb="conflict_resolved").exists()
     with pytest.raises(services.ServiceError, match="only a proposed pass"):
         services.conflict_resolve(operation=op, keep="a", user=None)
+    # nobody saw it: the next (incremental) pass asks a reviewer again
+    agent.refresh_from_db()
+    assert agent.checkpoint and not set(op.source_ids) & set(agent.checkpoint)
+    again = _run(agent)
+    assert again.status == Pass.Status.PROPOSED
+    assert [o.kind for o in again.operations.all()] == [Operation.Kind.CONFLICT]
 
 
 def test_refused_when_the_pass_is_not_proposed(agent_with_memories, bob):

@@ -402,7 +402,8 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
 
 def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
     """The agent's checkpoint := what this pass saw (its snapshot), minus the memories it removed
-    and the sources of operations that failed (to be tried again), plus what it wrote; and a
+    and the sources of operations that failed (to be tried again) and — auto-applied by policy —
+    of conflicts nobody decided (to be asked again), plus what it wrote; and a
     :class:`StoreSample` of the store's size.
 
     Memories written to the store after planning are not in the snapshot, so the next
@@ -424,6 +425,14 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
                 written[op.result_id] = content_hash(op.result_document, op.result_metadata or {})
         elif op.status == OS.FAILED:
             for mid in op.source_ids:
+                checkpoint.pop(mid, None)
+    if run.decided_actor == "policy":
+        # Auto-applied: nobody saw its conflicts. Their memories leave the checkpoint, so the
+        # next incremental pass finds the pair again and asks a reviewer (issue 9, item 7).
+        undecided = run.operations.filter(kind=Operation.Kind.CONFLICT).exclude(
+            scores__has_key="decision").values_list("source_ids", flat=True)
+        for ids in undecided:
+            for mid in ids:
                 checkpoint.pop(mid, None)
     if written:
         live = get_live(store, sorted(written), include_embeddings=False)
