@@ -175,6 +175,8 @@ class AgentRow:
     next_run: datetime | None
     active_pass: Pass | None = None
     convergence: str = ""
+    conflicts: int = 0
+    """Conflicts of its pending proposals that no reviewer decided yet."""
 
 
 def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRow]:
@@ -188,8 +190,15 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
 
     latest = StoreSample.objects.filter(agent=OuterRef("pk")).order_by("-taken_at", "-id")
     last = Pass.objects.filter(agent=OuterRef("pk")).order_by("-created_at", "-id")
+    undecided = (
+        Operation.objects.filter(run__agent=OuterRef("pk"), run__status=Pass.Status.PROPOSED,
+                                 kind=Operation.Kind.CONFLICT)
+        .exclude(scores__has_key="decision").order_by().values("run__agent")
+        .annotate(n=Count("id")).values("n")[:1]
+    )
     agents = list(Agent.objects.annotate(
         pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED)),
+        conflicts=Subquery(undecided),
         sampled=Subquery(latest.values("count")[:1]),
         last_pk=Subquery(last.values("pk")[:1]),
         planned_pk=Subquery(last.filter(status__in=PLANNED).values("pk")[:1]),
@@ -209,7 +218,8 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
                 nxt = None
         store = StoreStatus(agent.sampled) if agent.sampled is not None else store_status(agent)
         rows.append(AgentRow(agent, store, agent.pending, passes.get(agent.last_pk), nxt,
-                             active.get(agent.pk), convergence_words(passes.get(agent.planned_pk))))
+                             active.get(agent.pk), convergence_words(passes.get(agent.planned_pk)),
+                             agent.conflicts or 0))
     return rows
 
 

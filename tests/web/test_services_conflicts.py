@@ -218,7 +218,10 @@ def test_the_approve_line_says_undecided_conflicts_stay(agent_with_memories, bob
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "1 undecided conflict stays as “kept both” (nothing removed)" in html
     assert 'data-testid="conflict-count">1: 1 undecided' in html
+    dashboard = client.get(reverse("dashboard")).content.decode()
+    assert 'data-testid="pending-conflicts">1 conflict to decide<' in dashboard
     services.conflict_resolve(operation=op, keep="a", user=bob)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "undecided conflict" not in html
+    assert "pending-conflicts" not in client.get(reverse("dashboard")).content.decode()
     assert 'data-testid="conflict-count">1: 1 reviewer\'s pick' in html
