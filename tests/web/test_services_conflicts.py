@@ -225,3 +225,22 @@ def test_the_approve_line_says_undecided_conflicts_stay(agent_with_memories, bob
     assert "undecided conflict" not in html
     assert "pending-conflicts" not in client.get(reverse("dashboard")).content.decode()
     assert 'data-testid="conflict-count">1: 1 reviewer\'s pick' in html
+
+
+def test_a_decision_carries_over_to_a_new_pass_of_the_same_memories(agent_with_memories, bob):
+    agent, run, op = _conflicted(agent_with_memories)
+    a_id, b_id = op.source_ids
+    services.conflict_resolve(operation=op, keep="b", user=bob)
+    new = _run(agent)  # "Run now" again: the pending proposal goes stale, its work carries over
+    run.refresh_from_db()
+    assert run.status == Pass.Status.STALE and new.status == Pass.Status.PROPOSED
+    (carried,) = new.operations.all()
+    assert carried.kind == "reconcile" and carried.rule == "reviewer_pick"
+    assert carried.source_ids == [b_id, a_id] and carried.removes == [a_id]
+    assert carried.scores["decision"]["by"] == "bob"
+    assert list(carried.sources.order_by("position").values_list("removed", flat=True)) == [
+        False, True]
+    assert carried.lost_sentences == 1  # scored as the pick, not as the conflict
+    new.refresh_from_db()
+    assert new.loss_fraction == pytest.approx(1 / 8)
+    assert new.events.get(verb="carried_over").data["decided"] == 1

@@ -67,20 +67,48 @@ def _identity(op: Operation) -> tuple[str, tuple[tuple[str, str], ...]]:
     return op.kind, tuple(sorted((s.memory_id, s.content_hash) for s in op.sources.all()))
 
 
+def _conflict_identity(op: Operation) -> tuple[tuple[str, str], ...]:
+    """Both memories of a conflict (decided or not) with their planned content hashes."""
+    return tuple(sorted((s.memory_id, s.content_hash) for s in op.sources.all()))
+
+
+def _carry_decisions(source: Pass, target: Pass) -> int:
+    """Each conflict of ``target`` identical to one of ``source`` that a reviewer decided (same
+    two memories, same content) gets that decision, in that reviewer's name. Returns how many."""
+    decided = {
+        _conflict_identity(op): op for op in source.operations.filter(
+            Q(kind=Operation.Kind.CONFLICT) | Q(kind=Operation.Kind.RECONCILE, rule=REVIEWER_PICK)
+        ).filter(scores__has_key="decision").prefetch_related("sources")
+    }
+    n = 0
+    # not prefetched: _decide re-reads the sources it has just re-ordered
+    for op in target.operations.filter(kind=Operation.Kind.CONFLICT) if decided else ():
+        old = decided.get(_conflict_identity(op))
+        if old is None:
+            continue
+        d, ids = old.scores["decision"], _conflict_origin(old)["ids"]
+        kept = {"a": ids[0], "b": ids[1]}.get(d.get("keep"))
+        keep = "both" if kept is None else "ab"[op.source_ids.index(kept)]
+        _decide(op, keep, by=str(d.get("by") or ""), at=str(d.get("at") or ""))
+        n += 1
+    return n
+
+
 @transaction.atomic
 def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str, int]:
     """Carry a reviewer's work from the pending proposal ``source`` to the new pass ``target``:
     each operation of ``target`` identical to one of ``source`` (same kind, same sources with the
-    same content hashes) gets its exclusion and its edited text. Returns
-    ``{"excluded": n, "edited": m}``; audited on ``target`` as ``carried_over`` when any.
+    same content hashes) gets its exclusion and its edited text, and each identical conflict the
+    reviewer decided gets the decision. Returns ``{"excluded": n, "edited": m, "decided": k}``;
+    audited on ``target`` as ``carried_over`` when any.
     ``target``'s summary is re-evaluated over what it now includes.
     """
     reviewed = {
         _identity(op): op
         for op in source.operations.filter(Q(excluded=True) | Q(edited=True)).prefetch_related("sources")
     }
-    counts = {"excluded": 0, "edited": 0}
-    if not reviewed:
+    counts = {"excluded": 0, "edited": 0, "decided": _carry_decisions(source, target)}
+    if not reviewed and not counts["decided"]:
         return counts
     for op in target.operations.prefetch_related("sources"):
         old = reviewed.get(_identity(op))
@@ -93,11 +121,13 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
             op.result_document, op.edited = old.result_document, True
             counts["edited"] += 1
         op.save(update_fields=["excluded", "status", "result_document", "edited"])
-    if counts["excluded"] or counts["edited"]:
+    if counts["excluded"] or counts["edited"] or counts["decided"]:
         audit(actor=actor, verb="carried_over", run=target, agent=target.agent,
-              note=f"From pass #{source.pk}: {counts['excluded']} exclusion(s) and "
-                   f"{counts['edited']} edited text(s) carried over to identical operations.",
-              data={"from_pass": source.pk, **counts})
+              note=f"From pass #{source.pk}: {counts['excluded']} exclusion(s), "
+                   f"{counts['edited']} edited text(s) and {counts['decided']} conflict "
+                   "decision(s) carried over to identical operations.",
+              data={"from_pass": source.pk,
+                    **{k: v for k, v in counts.items() if v or k != "decided"}})
         _save_evaluation(target, pass_evaluate(target))
     return counts
 
@@ -188,6 +218,47 @@ def is_conflict(op: Operation) -> bool:
     )
 
 
+def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[str], list[str]]:
+    """Turn conflict ``op`` into the decision ``keep`` (``"a"``, ``"b"``, ``"both"``) made by
+    ``by`` at ``at`` (ISO): kind, rule, sources' order and ``removed`` flags, reason, scores,
+    re-scored risk and loss; saved. Returns ``(note, kept ids, removed ids)``."""
+    origin = _conflict_origin(op)
+    a_id, b_id = origin["ids"]
+    sources = {s.memory_id: s for s in op.sources.all()}
+    scores = dict(op.scores or {})
+    scores["conflict"] = origin
+    scores["decision"] = {"keep": keep, "by": by, "at": at}
+    if keep == "both":
+        kept, gone = [a_id, b_id], []
+        op.kind, op.rule, op.removes = Operation.Kind.CONFLICT, origin["rule"], []
+        op.source_ids = [a_id, b_id]
+        detail = f"Kept both: decided by {by}."
+        note = (f"Conflict #{op.index}: {by} kept both “{_short(sources[a_id].document)}” "
+                f"and “{_short(sources[b_id].document)}”; nothing is removed.")
+    else:
+        kept, gone = ([a_id], [b_id]) if keep == "a" else ([b_id], [a_id])
+        op.kind, op.rule = Operation.Kind.RECONCILE, REVIEWER_PICK
+        op.source_ids, op.removes = kept + gone, gone
+        detail = f"Reviewer's pick: {by} kept {keep.upper()}."
+        note = (f"Conflict #{op.index} ({origin['rule']}): {by} kept "
+                f"{keep.upper()} “{_short(sources[kept[0]].document)}”; "
+                f"“{_short(sources[gone[0]].document)}” is removed on apply (archived).")
+    op.reason = note
+    op.scores, op.status_detail = scores, detail
+    op.excluded, op.status = False, OS.PENDING
+    for position, mid in enumerate(op.source_ids):
+        OperationSource.objects.filter(pk=sources[mid].pk).update(
+            position=position, removed=mid in gone)
+    op.save()
+    loss, risk = triage.rescore_operation(op)
+    op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
+    op.risk, op.risk_reasons = risk.score, list(risk.reasons)
+    if keep == "both":  # decided: below the risk line, the engine's doubt answered
+        op.risk, op.risk_reasons = 0.0, [f"conflict decided by {by}: both kept"]
+    op.save(update_fields=["lost", "lost_sentences", "risk", "risk_reasons"])
+    return note, kept, gone
+
+
 @transaction.atomic
 def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Evaluation:
     """Decide a conflict of a proposed pass (issue 9, item 7); returns the pass's new evaluation.
@@ -224,41 +295,10 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
         if why:
             raise ServiceError(f"{why} Plan a new pass to decide this conflict on current memories.")
     actor = actor_name(user, "cli")
-    at = timezone.now().isoformat()
-    scores = dict(op.scores or {})
-    scores["conflict"] = origin
-    scores["decision"] = {"keep": keep, "by": actor, "at": at}
-    if keep == "both":
-        kept, gone = [a_id, b_id], []
-        op.kind, op.rule, op.removes = Operation.Kind.CONFLICT, origin["rule"], []
-        op.source_ids = [a_id, b_id]
-        detail = f"Kept both: decided by {actor}."
-        note = (f"Conflict #{op.index}: {actor} kept both “{_short(sources[a_id].document)}” "
-                f"and “{_short(sources[b_id].document)}”; nothing is removed.")
-    else:
-        kept, gone = ([a_id], [b_id]) if keep == "a" else ([b_id], [a_id])
-        op.kind, op.rule = Operation.Kind.RECONCILE, REVIEWER_PICK
-        op.source_ids, op.removes = kept + gone, gone
-        detail = f"Reviewer's pick: {actor} kept {keep.upper()}."
-        note = (f"Conflict #{op.index} ({origin['rule']}): {actor} kept "
-                f"{keep.upper()} “{_short(sources[kept[0]].document)}”; "
-                f"“{_short(sources[gone[0]].document)}” is removed on apply (archived).")
-    op.reason = note
-    op.scores, op.status_detail = scores, detail
-    op.excluded, op.status = False, OS.PENDING
-    for position, mid in enumerate(op.source_ids):
-        OperationSource.objects.filter(pk=sources[mid].pk).update(
-            position=position, removed=mid in gone)
-    op.save()
-    loss, risk = triage.rescore_operation(op)
-    op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
-    op.risk, op.risk_reasons = risk.score, list(risk.reasons)
-    if keep == "both":  # decided: below the risk line, the engine's doubt answered
-        op.risk, op.risk_reasons = 0.0, [f"conflict decided by {actor}: both kept"]
-    op.save(update_fields=["lost", "lost_sentences", "risk", "risk_reasons"])
+    note, kept, gone = _decide(op, keep, by=actor, at=timezone.now().isoformat())
     audit(actor=actor, verb="conflict_resolved", run=run, user=user, note=note,
           data={"operation": op.index, "keep": keep, "kept": kept, "removed": gone,
-                "rule": origin["rule"]})
+                "rule": _conflict_origin(op)["rule"]})
     ev = pass_evaluate(run)
     _save_evaluation(run, ev)
     operation.refresh_from_db()
