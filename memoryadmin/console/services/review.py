@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from consolidation import Policy
+from consolidation.planning.state import short
 
 from .. import stores, triage
 from ..errors import GuardRefused, ServiceError
@@ -196,11 +197,6 @@ REVIEWER_PICK = "reviewer_pick"
 """``rule`` of a reconcile a reviewer decided (a conflict where the reviewer picked a side)."""
 
 
-def _short(text: str, n: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 def _conflict_origin(op: Operation) -> dict[str, Any]:
     """The conflict as the engine planned it: ``{"ids": [a, b], "rule": cue}`` (kept in
     ``scores["conflict"]`` once a reviewer decided, so the decision can be changed)."""
@@ -233,16 +229,16 @@ def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[st
         op.kind, op.rule, op.removes = Operation.Kind.CONFLICT, origin["rule"], []
         op.source_ids = [a_id, b_id]
         detail = f"Kept both: decided by {by}."
-        note = (f"Conflict #{op.index}: {by} kept both “{_short(sources[a_id].document)}” "
-                f"and “{_short(sources[b_id].document)}”; nothing is removed.")
+        note = (f"Conflict #{op.index}: {by} kept both “{short(sources[a_id].document)}” "
+                f"and “{short(sources[b_id].document)}”; nothing is removed.")
     else:
         kept, gone = ([a_id], [b_id]) if keep == "a" else ([b_id], [a_id])
         op.kind, op.rule = Operation.Kind.RECONCILE, REVIEWER_PICK
         op.source_ids, op.removes = kept + gone, gone
         detail = f"Reviewer's pick: {by} kept {keep.upper()}."
         note = (f"Conflict #{op.index} ({origin['rule']}): {by} kept "
-                f"{keep.upper()} “{_short(sources[kept[0]].document)}”; "
-                f"“{_short(sources[gone[0]].document)}” is removed on apply (archived).")
+                f"{keep.upper()} “{short(sources[kept[0]].document)}”; "
+                f"“{short(sources[gone[0]].document)}” is removed on apply (archived).")
     op.reason = note
     op.scores, op.status_detail = scores, detail
     op.excluded, op.status = False, OS.PENDING

@@ -200,7 +200,7 @@ def conflict_resolve(request: HtmxHttpRequest, pk: int, op_id: int):
     of the operation (Review tab and "All operations"), the summary and the approve line are
     swapped out of band; without, back to the page with a message."""
     op = get_object_or_404(Operation, pk=op_id, run_id=pk)
-    keep = request.POST.get("keep", "")
+    keep = request.POST.get("keep", "").strip().lower()
     kw: dict[str, Any] = {"template": "console/_conflict_response.html"}
     try:
         services.conflict_resolve(operation=op, keep=keep, user=request.user)
