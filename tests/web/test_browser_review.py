@@ -55,7 +55,8 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_ser
 
     run = locomo_pass
     ops = run.operations
-    riskiest = ops.order_by("-risk", "index").first()
+    conflicts = list(ops.filter(kind="conflict").values_list("pk", flat=True))
+    riskiest = ops.exclude(kind="conflict").order_by("-risk", "index").first()
     assert riskiest.lost_sentences > 0, "the riskiest operation of this pass loses something"
     assert riskiest.kind == "merge"
     assert ops.filter(kind="prune").count() >= 2
@@ -66,6 +67,14 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_ser
     page.fill("#id_password", "password")
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(rf"/passes/{run.pk}/$"))
+
+    # Conflicts (risk 1) head the list: the reviewer keeps both of each, in place; decided, they
+    # drop below the risk line (seen after a reload)
+    for pk in conflicts:
+        page.locator(f'#rv-{pk} [data-conflict-keep="both"]').click()
+        expect(page.locator(f'#rv-{pk} [data-testid="conflict"]')).to_have_attribute(
+            "data-decided", "both")
+    page.reload()
 
     # Review opens first: the riskiest operation heads the list, its loss struck through in place
     expect(page.locator('[data-testid="tab-review"][aria-current="page"]')).to_be_visible()
@@ -129,5 +138,5 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_ser
     run.refresh_from_db()
     assert run.status == Pass.Status.APPLIED
     applied = ops.filter(status=Operation.Status.APPLIED).count()
-    assert applied == total - excluded
+    assert applied == total - excluded - len(conflicts)  # kept both: nothing to apply
     assert ops.filter(excluded=True, status=Operation.Status.EXCLUDED).count() == excluded
