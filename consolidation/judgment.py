@@ -222,6 +222,10 @@ def _no_cue(a: str, b: str, pa: Parsed, pb: Parsed, cosine: float | None,
         return _distinct("a negation or past-state cue differs and so does the wording")
     if pa.numbers - pb.numbers and pb.numbers - pa.numbers:
         return _distinct("different numbers and different wording")
+    if {statement_kind(a, pa), statement_kind(b, pb)} == {"state", "event"}:
+        # "User owns a Tesla" / "User sold the Tesla" (getzep/graphiti#1666): a state and an
+        # event that changed it are two facts, however similar the words.
+        return _distinct("one text states a fact, the other reports an event")
     names_a, names_b = proper_names(a), proper_names(b)
     if da & names_a and db & names_b:
         return _distinct(f"a different name ({', '.join(sorted(da & names_a))} vs "
