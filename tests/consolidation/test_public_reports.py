@@ -178,6 +178,31 @@ CASES = [
     case("memo", "pr263-negation", [m("a", "El usuario toma café por la mañana"),
                                     m("b", "El usuario no toma café por la mañana")],
          "conflict"),
+    # --- Cognee --------------------------------------------------------------------------------
+    # https://github.com/topoteretes/cognee/issues/1831 — a later ingestion brings a different
+    # value (weight 2040 → 2100 g) and a new property (capacity): first write wins there. A
+    # changed number of one state statement: the newer value is kept (issue 9, item 6). Before
+    # the fix "2040 g" was read as the year 2040 and the pair as two dated events.
+    case("cognee", "1831", [
+        m("old", "The Osprey Atmos 65 backpack weighs 2040 g", created_at=OLD),
+        m("new", "The Osprey Atmos 65 backpack weighs 2100 g", created_at=NEW)], "reconcile:new"),
+    # The added property is more detail, never a reason to drop it: both kept or one merge
+    # that keeps the capacity.
+    case("cognee", "1831-property", [
+        m("a", "The Osprey Atmos 65 is a backpack"),
+        m("b", "The Osprey Atmos 65 is a backpack with a capacity of 65 litres")],
+         ("keep", "merge"), must_keep=("capacity",)),
+    # --- aihub-core (mem0's reconcile pass) ----------------------------------------------------
+    # https://github.com/bbvch-ai/aihub-core/issues/1717 — "I moved to Zurich" should
+    # supersede "User lives in Bern"; an event does not say what holds now, so the engine keeps
+    # both rather than guess (never a merge of the two).
+    case("aihub-core", "1717", [m("old", "User lives in Bern", created_at=OLD),
+                                m("new", "I moved to Zurich", created_at=NEW)], "keep"),
+    # --- MeetOnMemory --------------------------------------------------------------------------
+    # https://github.com/imuniqueshiv/MeetOnMemory/issues/267 — three wordings of one home city.
+    case("meetonmemory", "267", [m("a", "I live in Delhi"), m("b", "I live in Delhi."),
+                                 m("c", "I currently live in Delhi")], "merge",
+         must_keep=("Delhi",)),
     # --- MemOS ---------------------------------------------------------------------------------
     # https://github.com/MemTensor/MemOS/issues/130 — Chinese input became "The user plans to
     # visit Paris on 2025-05-26."; a plan on another date is another plan.
