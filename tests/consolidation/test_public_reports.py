@@ -25,7 +25,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from consolidation import NAMED_POLICIES, MemoryRecord, OpKind, Plan, Policy
+from consolidation import NAMED_POLICIES, Fate, MemoryRecord, OpKind, Plan, Policy
 from consolidation.adapters.embedder import get_default_embedder
 from consolidation.planning import plan
 
@@ -40,9 +40,11 @@ def m(mid: str, text: str, **meta) -> tuple[str, str, dict]:
     return (mid, text, {**U, **meta} if "user_id" not in meta else meta)
 
 
-def case(system: str, ref: str, memories, expected, *, must_keep=(), marks=()):
-    """A table row: id ``<system>-<issue>``; ``expected`` is one outcome or (default, aggressive)."""
-    return pytest.param(memories, expected, tuple(must_keep), id=f"{system}-{ref}", marks=marks)
+def case(system: str, ref: str, memories, expected, *, must_keep=(), untouched=(), marks=()):
+    """A table row: id ``<system>-<issue>``; ``expected`` is one outcome or (default,
+    aggressive); ``must_keep``: words every merged text keeps; ``untouched``: ids kept as is."""
+    return pytest.param(memories, expected, tuple(must_keep), tuple(untouched),
+                        id=f"{system}-{ref}", marks=marks)
 
 
 CASES = [
@@ -120,6 +122,11 @@ CASES = [
     case("netclaw", "1241-disk", [
         m("a", "Disk usage on build-01 was 71% on May 3", created_at=OLD),
         m("b", "Disk usage on build-01 was 88% on May 17", created_at=NEW)], "keep"),
+    # https://github.com/netclaw-dev/netclaw/issues/1241 — the curation prompt "wrongly merged
+    # ~45% of the hard 'looks similar but is actually distinct' pairs": one value swapped for
+    # another (cosine 0.91 here, above both link thresholds) is two facts.
+    case("netclaw", "1241-near-distinct", [m("a", "Prefers dark roast coffee"),
+                                           m("b", "Prefers light roast coffee")], "keep"),
     # --- Vellum --------------------------------------------------------------------------------
     # https://github.com/vellum-ai/vellum-assistant/pull/24045 — duplicates must be the same
     # fact, not the same topic (745 of 931 memories were destroyed).
@@ -163,6 +170,23 @@ CASES = [
         m("old", "项目技术栈：FastAPI + PostgreSQL + Redis，部署在 Docker 容器中", created_at=OLD),
         m("new", "项目技术栈：FastAPI + MySQL + Redis，部署在 Docker 容器中", created_at=NEW)],
          "keep"),
+    # https://github.com/matrixorigin/memoria/issues/88 — the migration note next to the old
+    # stack was not flagged; the two are different statements (a stack, a migration event),
+    # so they are never merged into one.
+    case("memoria", "88", [
+        m("old", "项目技术栈：FastAPI + PostgreSQL + Redis，部署在 Docker 容器中，使用 GitHub "
+                 "Actions 做 CI/CD", created_at=OLD),
+        m("new", "项目技术栈已迁移：从 PostgreSQL 切换到 MySQL，原因是团队更熟悉 MySQL",
+          created_at=NEW)], "keep"),
+    # --- Hindsight -----------------------------------------------------------------------------
+    # https://github.com/vectorize-io/hindsight/issues/1094 — exact duplicates created by
+    # repeated retain cycles, next to an obsolete operational fact: the duplicates are one
+    # memory; the other fact (a different time) is untouched.
+    case("hindsight", "1094", [
+        m("a", "Deploy window is Tuesday 14:00-16:00 UTC", created_at=OLD),
+        m("b", "Deploy window is Tuesday 14:00-16:00 UTC", created_at=NEW),
+        m("c", "Deploy window is Thursday 09:00-11:00 UTC", created_at=MID)], "merge",
+         untouched=("c",)),
     # --- croit llm-gateway (German) ------------------------------------------------------------
     # https://github.com/croit/llm-gateway/issues/17 — "ich bin jetzt nicht mehr im
     # Platform-Team" stored next to the old fact; the newer past-state statement wins. Before
@@ -239,11 +263,13 @@ def outcome(p: Plan) -> str:
 
 
 @pytest.mark.parametrize("policy_name", list(POLICIES))
-@pytest.mark.parametrize(("memories", "expected", "must_keep"), CASES)
-def test_public_report(memories, expected, must_keep, policy_name):
+@pytest.mark.parametrize(("memories", "expected", "must_keep", "untouched"), CASES)
+def test_public_report(memories, expected, must_keep, untouched, policy_name):
     want = expected if isinstance(expected, str) else expected[policy_name == "aggressive"]
     p = plan(records_of(memories), POLICIES[policy_name], now=NOW)
     assert outcome(p) == want
     for op in p.by_kind(OpKind.MERGE):
         for word in must_keep:
             assert word in op.result_document
+    for mid in untouched:
+        assert p.fates[mid] == Fate.KEPT
