@@ -49,6 +49,9 @@ _MONTHS = (
     "|januari|februari|maart|mei|augustus"
     "|января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря"
 )
+_UNITS_Y = "k|m|bn|km|kg|g|mg|ml|l|cm|mm|h|min|ms|gb|mb|tb|kb|px|litres|liters|grams|meters|metres"
+"""Units after a bare 1800–2199 number that make it a quantity, not a year ("weighs 2040 g",
+cognee#1831); "s" is left out ("the 1990 s" is rare, "in 2021 s…" is not a unit)."""
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _ORD = "(?:st|nd|rd|th|\\.)?"
 _DATE = "|".join([
@@ -62,10 +65,11 @@ _DATE = "|".join([
     rf"{_NB}\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?{_NA}",
     rf"{_NB}\d{{1,2}}\s*[ap]\.?m\.?{_NA}",
     rf"{_NB}(?:{_WEEKDAYS}){_NA}",
-    rf"{_NB}(?:1[89]\d\d|2[01]\d\d)(?![0-9{_L}_]|[.,]\d)",
+    rf"{_NB}(?:1[89]\d\d|2[01]\d\d)(?![0-9{_L}_]|[.,]\d|\s?(?:%|°|(?:{_UNITS_Y}){_NA}))",
 ])
 """Dates and times: ISO 8601, CJK (年月日), d/m/y, month names (en de fr es pt it nl ru),
-clock times, English weekdays, and a bare year 1800–2199 (a heuristic: "in 2021")."""
+clock times, English weekdays, and a bare year 1800–2199 not followed by a unit (a heuristic:
+"in 2021", not "2040 g")."""
 
 _UNITS = "st|nd|rd|th|k|m|bn|km|kg|g|mg|ml|l|cm|mm|h|min|s|ms|x|gb|mb|tb|kb|px"
 _ID = "|".join([

@@ -16,7 +16,7 @@ English ``n't`` and French ``n'`` expanded). ``match`` says how:
 
 ``stands_for`` is put back in place of the cue so the rest of the text compares equal: "没有"
 ("not have") leaves "有" ("have"), Korean "없" ("not exist") leaves "있" ("exist"), English
-"hates" leaves "like" (``"Alice hates jazz"`` is ``"Alice likes jazz"`` negated).
+"hates" leaves "likes" (``"Alice hates jazz"`` is ``"Alice likes jazz"`` negated).
 
 Sources: each row names the English Wiktionary entry (``wiktionary:<page>``) that documents the
 word's negating or past-state sense, or the grammar topic for a discontinuous pair. Matching is
@@ -70,8 +70,11 @@ _W, _S, _N, _P = "word", "substring", NEGATION, PAST_STATE
 CUES: tuple[CueRow, ...] = tuple(
     # English
     _rows("en", _N, _W, "not; no; never; nor; none; nothing; nobody; no one; neither; without")
-    + _rows("en", _N, _W, "dislike; dislikes; disliked=dislike; hate; hates=hate; hated=hate",
-            stands_for="like")
+    # The negating verb leaves the positive verb in the same form, so the statement keeps its
+    # kind ("Dislikes pizza" is a state like "Likes pizza"; "hated" an event like "liked").
+    + _rows("en", _N, _W, "dislike; hate", stands_for="like")
+    + _rows("en", _N, _W, "dislikes=dislike; hates=hate", stands_for="likes")
+    + _rows("en", _N, _W, "disliked=dislike; hated=hate", stands_for="liked")
     + _rows("en", _P, _W, "no longer; not … anymore=anymore; not … any more=any more;"
             " anymore; no more; used to=used to; formerly; former; previously; ex=ex-;"
             " stopped=stop; quit; gave up=give up; in the past=in the past")
@@ -257,6 +260,7 @@ reading, which a newer text never supersedes."""
 
 STATE_MARKERS: dict[str, str] = {
     "en": (r"\b(?:is|are|am|has|have|does|do|lives|works|likes|loves|prefers|wants|needs|uses"
+           r"|like|love|prefer|want|need|own"  # first person: "I love Chinese food" (mem0)
            r"|owns|knows|speaks|weighs|costs|earns|smokes|drinks|eats|plays|believes|holds"
            r"|manages|leads|contains|includes|supports|allows|requires)\b"),
     "de": (r"\b(?:ist|sind|bin|bist|hat|haben|habe|wohnt|lebt|arbeitet|mag|mögen|liebt"

@@ -64,6 +64,17 @@ def _english_past(rest: str) -> bool:
     return False
 
 
+def _verb_token(tok: str, p: Parsed) -> bool:
+    """True when the content token ``tok`` of ``p`` comes from a verb (a state or event
+    marker, or an English ``-ed`` verb): "went", "attend(ed)", "prefer(s)"."""
+    for w in p.rest.split():
+        w = w.strip(".,;:!?")
+        if w.startswith(tok) and (_EVENT_RE.fullmatch(w) or _STATE_RE.fullmatch(w)
+                                  or _english_past(w)):
+            return True
+    return False
+
+
 def statement_kind(text: str, parsed: Parsed | None = None) -> str:
     """``"event"``, ``"state"`` or ``"unknown"`` for one memory text.
 
@@ -222,6 +233,18 @@ def _no_cue(a: str, b: str, pa: Parsed, pb: Parsed, cosine: float | None,
         return _distinct("a negation or past-state cue differs and so does the wording")
     if pa.numbers - pb.numbers and pb.numbers - pa.numbers:
         return _distinct("different numbers and different wording")
+    if len(da) == 1 and len(db) == 1 and len(ta) == len(tb):
+        (wa,), (wb,) = da, db
+        if not (_verb_token(wa, pa) and _verb_token(wb, pb)):
+            # One word swapped for another that is no synonym: "dark roast" / "light roast",
+            # "likes jazz" / "likes rock" are two values, both may hold — the near-but-distinct
+            # pairs a merge must leave alone (netclaw-dev/netclaw#1241). Two verbs are a
+            # paraphrase of one event ("went to" / "attended").
+            return _distinct(f"one word differs ({wa} vs {wb}): two values, not one fact")
+    if {statement_kind(a, pa), statement_kind(b, pb)} == {"state", "event"}:
+        # "User owns a Tesla" / "User sold the Tesla" (getzep/graphiti#1666): a state and an
+        # event that changed it are two facts, however similar the words.
+        return _distinct("one text states a fact, the other reports an event")
     names_a, names_b = proper_names(a), proper_names(b)
     if da & names_a and db & names_b:
         return _distinct(f"a different name ({', '.join(sorted(da & names_a))} vs "

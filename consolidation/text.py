@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .atoms import ATOM_KINDS, fold, scan
-from .cues import NEGATION, PAST_STATE
+from .cues import CUES, EVENT_MARKERS, NEGATION, PAST_STATE, STATE_MARKERS
 
 __all__ = [
     "Cue",
@@ -65,9 +65,18 @@ STOPWORDS = frozenset(_STOP_TEXT.split())
 so "She likes jazz" and "Alice likes jazz" are not a changed value). Other languages keep all
 their words: a function word that both texts share compares equal anyway."""
 
+_NOW_TEXT = """jetzt nun inzwischen mittlerweile maintenant désormais ahora actualmente agora
+    atualmente adesso attualmente nu tegenwoordig сейчас теперь"""
+NOW_WORDS = frozenset(_NOW_TEXT.split())
+""""Now" / "currently" in de, fr, es, pt, it, nl, ru (English "now" is a stopword): the
+present tense already says it, so "Ich bin jetzt nicht mehr im Team" is "Ich bin im Team"
+plus a past-state cue (croit/llm-gateway#17), not a reworded statement. Hand-picked from the
+languages' usual adverbs; ignoring one only makes two texts compare closer on that word."""
+
 _SYNONYMS = {
     "called": "named", "call": "name", "calls": "names", "resides": "lives", "reside": "live",
-    "resided": "lived", "enjoys": "likes", "enjoy": "like", "enjoyed": "liked", "film": "movie",
+    "resided": "lived", "enjoys": "likes", "enjoy": "like", "enjoyed": "liked", "loves": "likes",
+    "love": "like", "loved": "liked", "film": "movie",
     "films": "movies", "kids": "children", "kid": "child", "automobile": "car",
 }
 """English words that state the same attribute ("named"/"called"): not a changed value
@@ -139,7 +148,7 @@ def parse(text: str) -> Parsed:
         if kind == "word":
             word = _stem(_SYNONYMS.get(value, value))
             raw.append(word)
-            if value in STOPWORDS:
+            if value in STOPWORDS or value in NOW_WORDS:
                 continue
             toks.append(word)
         else:
@@ -203,16 +212,40 @@ ru articles and pronouns)."""
 _CAP_RE = re.compile(r"(?<!\w)([^\W\d_][\w-]*)(?:['\u2019]s)?(?!\w)")
 
 
+_VERB_RE = re.compile("|".join(f"(?:{rx})" for rx in (*STATE_MARKERS.values(),
+                                                      EVENT_MARKERS["en"])))
+_VERB_CUES = frozenset(r.phrase for r in CUES if r.stands_for and r.match == "word")
+
+
+def _opening_verb(word: str) -> bool:
+    """A capitalised first word that is a statement verb, not a name: mem0 and other agents
+    write subjectless facts ("Likes Chinese food", "Dislikes cheese pizza", "Prefiere el
+    café"). Verbs are the state markers of every language, the English event markers and
+    the verb cues ("dislikes", "hates"); an all-capitals word ("USA") stays a name."""
+    if word.isupper():
+        return False
+    f = fold(word)
+    return f in _VERB_CUES or _VERB_RE.fullmatch(f) is not None
+
+
 def _subject(text: str) -> str | None:
     """The first word when it is a capitalised name ("Caroline", "Jon:"), else ``None``."""
     m = _CAP_RE.match(text.strip())
     if not m or not m.group(1)[0].isupper() or m.group(1) in _STARTERS:
         return None
+    if _opening_verb(m.group(1)):
+        return None
     return m.group(1)
 
 
 def _names(text: str) -> set[str]:
-    return {w for w in _CAP_RE.findall(text) if w[0].isupper() and w not in _STARTERS}
+    out = {w for w in _CAP_RE.findall(text) if w[0].isupper() and w not in _STARTERS}
+    m = _CAP_RE.match(text.strip())
+    if m and m.group(1) in out and _opening_verb(m.group(1)):
+        rest = _CAP_RE.findall(text.strip()[m.end():])
+        if m.group(1) not in rest:
+            out.discard(m.group(1))
+    return out
 
 
 def proper_names(text: str) -> set[str]:
