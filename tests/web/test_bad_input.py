@@ -21,11 +21,11 @@ from consolidation import Policy
 from memoryadmin.console import services, stores
 from memoryadmin.console.models import Agent, Pass
 from tests.conftest import DISTINCT_FACTS as F
+from tests.web.conftest import XSS_MIXED as XSS
 
 pytest_plugins = ["tests.llm_stub"]
 pytestmark = pytest.mark.django_db
 
-XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 ONE_MB = "x" * (1024 * 1024)
 
 

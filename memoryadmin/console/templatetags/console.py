@@ -107,3 +107,12 @@ def operator_tz(context: template.Context) -> Any:
 
         return operator_zone(None)
     return request_zone(request)
+
+
+@register.filter
+def query_without(query: Any, key: str) -> str:
+    """A ``QueryDict`` (``request.GET``) urlencoded without ``key`` (``"q=x&page=2"`` with
+    ``key="page"`` → ``"q=x"``), for links that set ``key`` themselves (``_pager.html``)."""
+    params = query.copy()
+    params.pop(key, None)
+    return params.urlencode()
