@@ -17,11 +17,19 @@ from .protocols import (
     MemoryStore,
     WritableMemoryStore,
 )
-from .records import EMBEDDING_DIM, FieldMap, MemoryRecord, content_hash, parse_timestamp
+from .records import (
+    EMBEDDING_DIM,
+    MAX_DOCUMENT_CHARS,
+    FieldMap,
+    MemoryRecord,
+    content_hash,
+    parse_timestamp,
+)
 from .result import ConsolidationResult, validate_loss_threshold
 
 __all__ = [
     "EMBEDDING_DIM",
+    "MAX_DOCUMENT_CHARS",
     "NAMED_POLICIES",
     "AsyncMemoryConsolidationProtocol",
     "ConsolidationResult",
