@@ -1,8 +1,8 @@
 """`ConsolidationResult` and the loss-guard maths.
 
-Source: PraisonAI's memory-consolidation contract (``shared/docs/seeds/000_d3dd56547e3fbb5f.txt``),
-kept exactly, with the fail-closed superset ARCHITECTURE.md asks for (``None`` is also refused,
-``retained_originals`` is clamped to ``[0, entries_before]``).
+Source: PraisonAI's memory-consolidation contract (seeds/000, quoted in ``docs/SOURCES.md``),
+kept exactly, with the fail-closed superset ``docs/ARCHITECTURE.md`` asks for (``None`` is also
+refused, ``retained_originals`` is clamped to ``[0, entries_before]``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ConsolidationResult:
     Counts are numbers of memory entries. ``merged`` counts original entries folded into merged
     memories, ``promoted`` entries moved to the curated tier, ``pruned`` entries removed as stale.
     ``retained_originals`` is how many original entries survive unchanged in identity (a merge
-    source is *not* retained, ARCHITECTURE.md "Loss guard"); it is clamped to
+    source is *not* retained, docs/ARCHITECTURE.md "Loss guard and budget"); it is clamped to
     ``[0, entries_before]``. ``context`` holds telemetry (``None`` becomes ``{}``).
     """
 

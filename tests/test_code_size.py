@@ -1,4 +1,4 @@
-"""Size limits from the house rules (STYLE.md, issue 8): no module under ``consolidation/`` or
+"""Size limits (docs/ARCHITECTURE.md "Limits", issue 8): no module under ``consolidation/`` or
 ``memoryadmin/`` over 600 lines, no function or method over 120 lines (migrations aside).
 
 A failure names every module and function past its limit with its length, so the fix is a

@@ -66,7 +66,7 @@ JSON_MARKER = "json:"
 """Prefix of metadata strings that hold a JSON-encoded value (see module docstring)."""
 
 MAX_PAGE_SIZE = 5000
-"""Largest page read from Chroma (ARCHITECTURE.md "Chroma facts": larger gets can fail)."""
+"""Largest page read from Chroma (docs/ARCHITECTURE.md "Chroma facts": larger gets can fail)."""
 
 _DEFAULT_WRITE_BATCH = 1000  # ~1.5 MB of JSON per HTTP request with 384-d embeddings
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

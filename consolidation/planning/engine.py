@@ -8,7 +8,7 @@ brackets, seconds):
    matters), normalise embeddings.
 2. ``prune`` [prune] (:mod:`.prune`) — decay score ``importance × 0.5 ** (age_days /
    prune_half_life_days)`` below ``prune_threshold`` and ``age_days ≥ prune_min_age_days``
-   (seed 002, "Time-based decay"). Never pinned/curated, never a memory without
+   (seeds/002, docs/SOURCES.md). Never pinned/curated, never a memory without
    ``created_at``, never a memory that meets a promotion rule (a durable fact by definition).
    Decided first, so pruned memories take part in no merge or reconcile. An episodic memory
    with no importance set is only noted here; step 9 decides it.

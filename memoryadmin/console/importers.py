@@ -10,7 +10,7 @@ Services (keyword-only, ``<entity>_<verb>``) used by the management commands and
 - :func:`memories_export_jsonl` — the agent's store as JSONL, with embeddings.
 
 Writes to a store are upserts of records whose embeddings are reused when the same id already
-holds the same text ("existing embeddings are reused, never recomputed", ARCHITECTURE.md) and
+holds the same text ("existing embeddings are reused, never recomputed", docs/ARCHITECTURE.md) and
 computed in batches otherwise.
 """
 

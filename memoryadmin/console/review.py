@@ -3,7 +3,7 @@
 The summary and loss-guard verdict a reviewer sees are recomputed from the stored operations with
 the engine's own maths (:func:`consolidation.summarize`, :meth:`ConsolidationResult.exceeds_loss`),
 so excluding an operation or re-checking at apply time gives exactly what the planner would have
-given for that set (ARCHITECTURE.md "Loss guard").
+given for that set (docs/ARCHITECTURE.md "Loss guard and budget").
 """
 
 from __future__ import annotations

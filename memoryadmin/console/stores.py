@@ -4,7 +4,7 @@
 single-process tools; every EphemeralClient of a process shares one in-memory state, so tests use
 unique collection names). Any other mode gives an ``HttpClient`` to ``CHROMA_HOST:CHROMA_PORT``
 (``CHROMA_SSL``, bearer ``CHROMA_TOKEN``): web and worker are separate processes and Chroma's
-embedded ``PersistentClient`` is not process-safe (ARCHITECTURE.md "Processes").
+embedded ``PersistentClient`` is not process-safe (docs/ARCHITECTURE.md "Processes").
 
 Every failure to reach or open a store becomes :class:`StoreUnavailable` with a sentence an
 operator can act on.

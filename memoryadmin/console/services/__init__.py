@@ -19,7 +19,8 @@ One module per step of a pass's life, plus its neighbours:
 - :mod:`.journal` — the helpers they share (audited transitions, progress, enqueueing,
   validation, the live-store read, failpoints)
 
-Lifecycle (ARCHITECTURE.md): ``queued → running → proposed | rejected_by_guard | failed``;
+Lifecycle (the full list of transitions is in docs/ARCHITECTURE.md):
+``queued → running → proposed | rejected_by_guard | failed``;
 ``proposed → approved → applying → applied | partially_applied``; ``proposed → dismissed | stale``;
 ``applied | partially_applied → rolling_back → rolled_back``.
 Every transition is a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent`
