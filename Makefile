@@ -6,9 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHARTJS := static/vendor/chart.umd.min.js
-PORT ?= 8000
 
-.PHONY: run test test-fast lint install chromium seed clean bench
+.PHONY: run test test-services services test-fast lint install chromium seed clean bench
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +39,32 @@ run: install
 test: install chromium
 	$(BIN)/ruff check .
 	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider
+
+# The web, worker and concurrency tests (marker `services`) again on PostgreSQL + the Redis broker.
+# pytest-django creates and drops the test database test_<name>; process-level tests create and
+# drop their own (tests/servicedb.py). Start the two servers first with `make services`.
+SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/memoryadmin
+SERVICES_REDIS_URL ?= redis://127.0.0.1:6379/0
+SERVICES_STAMP := $(VENV)/.installed-services
+
+$(SERVICES_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[test,postgres,redis]'
+	@touch $(SERVICES_STAMP)
+
+test-services: install $(SERVICES_STAMP)
+	DATABASE_URL=$(SERVICES_DATABASE_URL) Q_REDIS_URL=$(SERVICES_REDIS_URL) CI=$${CI:-} \
+	  $(BIN)/pytest -p no:cacheprovider -m services
+
+# Start PostgreSQL and Redis when they are not answering (the commands of this machine kind).
+services:
+	@pg_isready -q -h 127.0.0.1 -p 5432 || \
+	  pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
+	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || \
+	  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+	    --dir /var/lib/redis --logfile /var/log/redis/ci.log
+	@for i in $$(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && \
+	  redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && exit 0; sleep 1; done; \
+	  echo "PostgreSQL or Redis did not start"; exit 1
 
 test-fast: install
 	$(BIN)/pytest -m "not slow" -x -q

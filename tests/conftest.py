@@ -205,3 +205,18 @@ DISTINCT_FACTS = [
     "The bakery downstairs sells sourdough only on Thursdays.",
 ]
 """Twenty unrelated facts (no two similar enough to merge under the default policy)."""
+
+
+SERVICES_FILES = ("test_views_*.py", "test_tasks.py", "test_services_concurrency.py",
+                  "test_services_stack.py", "test_chroma_token.py")
+"""The web, worker and concurrency tests: marked ``services``, so ``make test-services`` runs them
+again on PostgreSQL + Redis (``pytest -m services``); the default run runs them on SQLite."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SERVICES_FILES` ``services``."""
+    from fnmatch import fnmatch
+
+    for item in items:
+        if any(fnmatch(item.path.name, pattern) for pattern in SERVICES_FILES):
+            item.add_marker(pytest.mark.services)

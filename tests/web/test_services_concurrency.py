@@ -1,5 +1,6 @@
 """I-5 under real concurrency: ten processes press "Run now" for one agent at the same instant
-(on a SQLite file, as web workers would); exactly one pass is queued, nine are refused."""
+(on a SQLite file, as web workers would; on PostgreSQL in ``make test-services``); exactly one
+pass is queued, nine are refused."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.servicedb import fresh_database
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,10 +42,15 @@ print("COUNT", Pass.objects.count(), AuditEvent.objects.filter(verb="refused").c
 
 @pytest.mark.slow
 def test_ten_simultaneous_requests_queue_exactly_one_pass(tmp_path):
+    with fresh_database(tmp_path) as url:
+        ten_requests_at_once(tmp_path, url)
+
+
+def ten_requests_at_once(tmp_path: Path, url: str) -> None:
     env = os.environ | {
         "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
         "MEMORYADMIN_VAR_DIR": str(tmp_path),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "DATABASE_URL": url,
         "Q_SYNC": "0",
     }
     manage = [sys.executable, "manage.py"]

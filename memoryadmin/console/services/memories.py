@@ -10,7 +10,7 @@ from consolidation import MemoryRecord
 
 from .. import stores
 from ..errors import ServiceError
-from ..models import Agent, ArchivedMemory, Pass, embedding_to_bytes
+from ..models import Agent, ArchivedMemory, Pass, StoreSample, embedding_to_bytes
 from .journal import actor_name, audit, embed, get_live, jsonable, validate_document
 
 __all__ = ["memory_delete", "memory_edit", "memory_guard", "memory_set_pinned"]
@@ -85,5 +85,6 @@ def memory_delete(*, agent: Agent, memory_id: str, user: Any) -> None:
     store, rec = _memory_get(agent, memory_id)
     _archive_operator(agent, rec, ArchivedMemory.Action.OPERATOR_DELETE, user)
     store.delete([memory_id])
+    StoreSample.objects.create(agent=agent, count=store.count())  # the dashboard's count
     audit(actor=actor_name(user, "cli"), verb="memory_deleted", agent=agent, user=user,
            data={"memory_id": memory_id})

@@ -1,0 +1,45 @@
+"""The dashboard's figures come from the database (samples recorded by passes, applies and
+imports), so 50 agents cost a few queries and no store reads."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent, Pass, StoreSample
+
+pytestmark = pytest.mark.django_db
+
+
+def test_counts_come_from_the_latest_sample_even_with_chroma_down(client: Client, carol, settings,
+                                                                 unique_name) -> None:
+    agents = [Agent.objects.create(name=f"Agent {i:02d}", slug=unique_name("a"),
+                                   collection_name=unique_name("c")) for i in range(12)]
+    for i, agent in enumerate(agents):
+        StoreSample.objects.create(agent=agent, count=10 + i)
+        StoreSample.objects.create(agent=agent, count=1000 + i)  # the latest one counts
+        Pass.objects.create(agent=agent, trigger="operator", status="proposed")
+    settings.CHROMA_MODE, settings.CHROMA_HOST, settings.CHROMA_PORT = "http", "127.0.0.1", 9
+    stores.reset_client_cache()  # any store read would now say "unavailable"
+    client.force_login(carol)
+    with CaptureQueriesContext(connection) as queries:
+        r = client.get(reverse("dashboard"))
+    assert r.status_code == 200 and b"unavailable" not in r.content
+    assert [row.store.count for row in r.context["rows"]] == [1000 + i for i in range(12)]
+    assert all(row.pending == 1 and row.last_pass is not None for row in r.context["rows"])
+    assert len(queries) < 20  # not proportional to the number of agents
+
+
+def test_an_import_records_the_store_size(agent_with_memories) -> None:
+    from consolidation import MemoryRecord
+    from memoryadmin.console.importers import memories_write
+
+    agent = agent_with_memories(2)
+    assert not StoreSample.objects.filter(agent=agent).exists()
+    rec = MemoryRecord("new-1", "A fresh memory about kites.", None, {"importance": 0.5})
+    memories_write(agent=agent, records=[rec])
+    assert StoreSample.objects.filter(agent=agent).latest("taken_at").count == 3
