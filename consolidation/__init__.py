@@ -25,7 +25,7 @@ from .records import (
     content_hash,
     parse_timestamp,
 )
-from .result import ConsolidationResult, validate_loss_threshold
+from .result import ConsolidationResult, guard_verdict, validate_loss_threshold
 
 __all__ = [
     "EMBEDDING_DIM",
@@ -46,6 +46,7 @@ __all__ = [
     "Policy",
     "WritableMemoryStore",
     "content_hash",
+    "guard_verdict",
     "merged_id",
     "parse_timestamp",
     "records_from_memory",

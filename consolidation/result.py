@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
 
-__all__ = ["ConsolidationResult", "validate_loss_threshold"]
+__all__ = ["ConsolidationResult", "guard_verdict", "validate_loss_threshold"]
 
 
 def validate_loss_threshold(max_loss_fraction: Any) -> float:
@@ -95,3 +95,30 @@ class ConsolidationResult:
             "loss_fraction": self.loss_fraction,
             "context": self.context,
         }
+
+
+def guard_verdict(result: ConsolidationResult, max_loss_fraction: float) -> tuple[bool, str]:
+    """The loss guard's verdict on ``result``: ``(passed, reason)`` — the one place it is made.
+
+    ``passed`` is ``not result.exceeds_loss(max_loss_fraction)`` (strict ``>``, seed contract)
+    and ``result.rejected`` false (an engine-side rejection also fails). ``reason`` is one
+    sentence for the operator with the figures: loss as a percentage of ``entries_before``
+    originals, how many were removed, the threshold. Used by the console's evaluation of a pass
+    (planning, review, apply), ``manage.py consolidate`` and the :class:`Consolidator`. Raises
+    ``ValueError`` for an invalid threshold (fail closed, seed contract).
+    """
+    before = result.entries_before
+    retained = (
+        result.retained_originals if result.retained_originals is not None
+        else result.entries_after
+    )
+    removed = max(0, before - retained)
+    figures = (
+        f"loss {result.loss_fraction:.1%} of {before} originals ({removed} removed), "
+        f"threshold {validate_loss_threshold(max_loss_fraction):.1%}"
+    )
+    if result.exceeds_loss(max_loss_fraction):
+        return False, f"Loss guard tripped: {figures}."
+    if result.rejected:
+        return False, result.reason or "Rejected by the engine."
+    return True, f"Loss guard passed: {figures}."

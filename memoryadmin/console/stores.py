@@ -294,7 +294,7 @@ def store_census(store: Any) -> dict[str, Any]:
     1536-d ones, not our planning embeddings).
     """
     rows: list[tuple[str, str, str, bytes]] = []
-    for page in store.iter_stored(page_size=5000):
+    for page in store.iter_stored():
         for r, emb in page:
             meta = json.dumps(r.metadata, sort_keys=True, ensure_ascii=False, default=str)
             rows.append((r.id, r.document, meta, emb))
