@@ -4,7 +4,8 @@ Both embed the same LoCoMo dialog turns (default: the first 1,000 of locomo7.jso
 order) with the same all-MiniLM-L6-v2 weights; the stock function runs offline from the layout
 made by ``prepare_chroma_stock_layout``. Prints texts/s of each, the ratio, the worst cosine
 between the two, CPU seconds and the load average (this box is shared: figures under load are
-lower). Targets (ARCHITECTURE.md "Embeddings"): ours ≥ 300 texts/s and ≥ 12× the stock function.
+lower). Targets (docs/ARCHITECTURE.md "Embeddings"): ours ≥ 300 texts/s and ≥ 12× the stock
+function.
 
     .venv/bin/python bench/embed_bench.py [--texts 1000] [--repeat 3] [--threads 2]
 

@@ -17,11 +17,19 @@ from .protocols import (
     MemoryStore,
     WritableMemoryStore,
 )
-from .records import EMBEDDING_DIM, FieldMap, MemoryRecord, content_hash, parse_timestamp
-from .result import ConsolidationResult, validate_loss_threshold
+from .records import (
+    EMBEDDING_DIM,
+    MAX_DOCUMENT_CHARS,
+    FieldMap,
+    MemoryRecord,
+    content_hash,
+    parse_timestamp,
+)
+from .result import ConsolidationResult, guard_verdict, validate_loss_threshold
 
 __all__ = [
     "EMBEDDING_DIM",
+    "MAX_DOCUMENT_CHARS",
     "NAMED_POLICIES",
     "AsyncMemoryConsolidationProtocol",
     "ConsolidationResult",
@@ -38,6 +46,7 @@ __all__ = [
     "Policy",
     "WritableMemoryStore",
     "content_hash",
+    "guard_verdict",
     "merged_id",
     "parse_timestamp",
     "records_from_memory",

@@ -1,7 +1,8 @@
 """`Consolidator`: PraisonAI's consolidation protocols over any memory source.
 
-``Consolidator().consolidate(memory, max_loss_fraction=0.25)`` reads a snapshot, plans
-(:func:`consolidation.planning.plan`), applies the loss guard, and only then — and only when
+``Consolidator().consolidate(memory, max_loss_fraction=0.25)`` reads a snapshot and plans
+(:func:`consolidation.snapshot.plan_snapshot`, the path every pass takes), applies the loss guard
+(:func:`consolidation.result.guard_verdict`), and only then — and only when
 ``memory`` is a :class:`~consolidation.protocols.WritableMemoryStore` and ``dry_run`` is off —
 writes through the store protocol in the I-3 order: upsert merged/promoted records → verify they
 are readable → delete removed ids. A rejected pass (invalid or tripped guard) writes nothing
@@ -12,61 +13,19 @@ archive in the database; this class is the library entry point PraisonAI users c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-
-from .planning import plan as make_plan
-from .plans import OpKind, Plan, leave_out
+from .plans import OpKind, Plan
 from .policy import Policy
-from .protocols import Embedder, MemoryStore, WritableMemoryStore
+from .protocols import Embedder, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
-from .result import ConsolidationResult, validate_loss_threshold
+from .result import ConsolidationResult, guard_verdict, validate_loss_threshold
+from .snapshot import embed_missing, plan_snapshot, records_from_memory
 
 __all__ = ["Consolidator", "records_from_memory"]
-
-_TEXT_KEYS = ("text", "memory", "content", "document")
-
-
-def _record_from_dict(item: Mapping[str, Any], position: int) -> MemoryRecord:
-    if not isinstance(item, Mapping):
-        raise ValueError(f"get_all_memories() item {position} is not a dict: {item!r}")
-    mid = item.get("id")
-    if mid is None or mid == "":
-        raise ValueError(f"get_all_memories() item {position} has no id")
-    text = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), None)
-    if text is None:
-        raise ValueError(f"memory {mid!r} has no text/memory/content string")
-    meta = item.get("metadata") or {}
-    if not isinstance(meta, Mapping):
-        raise ValueError(f"memory {mid!r}: metadata must be a dict")
-    emb = item.get("embedding")
-    return MemoryRecord(str(mid), text, None if emb is None else np.asarray(emb), dict(meta))
-
-
-def records_from_memory(memory: Any) -> list[MemoryRecord]:
-    """Snapshot of ``memory`` as records (embeddings as stored, possibly ``None``).
-
-    Accepts a :class:`MemoryStore` (read with ``iter_pages``) or any object with PraisonAI's
-    ``get_all_memories()`` returning dicts with ``id``, ``text``/``memory``/``content`` and
-    ``metadata`` (an ``embedding`` key is reused). Raises ``TypeError`` for anything else and
-    ``ValueError`` for malformed items.
-    """
-    if isinstance(memory, MemoryStore):
-        out: list[MemoryRecord] = []
-        for page in memory.iter_pages(include_embeddings=True):
-            out.extend(page)
-        return out
-    getter = getattr(memory, "get_all_memories", None)
-    if callable(getter):
-        return [_record_from_dict(item, i) for i, item in enumerate(getter() or [])]
-    raise TypeError(
-        "memory must implement MemoryStore (count/iter_pages/get) or have get_all_memories(), "
-        f"got {type(memory).__name__}"
-    )
 
 
 class Consolidator:
@@ -111,37 +70,19 @@ class Consolidator:
             )
         return self.embedder
 
-    def _embed_missing(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
-        missing = [i for i, r in enumerate(records) if r.embedding is None]
-        if not missing:
-            return list(records)
-        embedder = self._require_embedder(f"memory {records[missing[0]].id!r} has no embedding; it")
-        vecs = embedder.embed([records[i].document for i in missing])
-        out = list(records)
-        for i, v in zip(missing, vecs, strict=True):
-            out[i] = records[i].with_embedding(v)
-        return out
-
     def snapshot(self, memory: Any) -> list[MemoryRecord]:
         """Records of ``memory`` with every embedding present (computed where missing)."""
-        return self._embed_missing(records_from_memory(memory))
+        return embed_missing(records_from_memory(memory), self.embedder)
 
     def plan(self, memory: Any, *, checkpoint: Mapping[str, str] | None = None) -> Plan:
-        """The :class:`Plan` for ``memory`` (nothing written). See :func:`planning.plan`.
-
-        When ``memory`` can say which texts it cannot write (``unwritable(texts) -> {text:
-        reason}``, as the Chroma store does for empty texts and for new texts in a collection of
-        another model's vectors), those operations are left out (:func:`plans.leave_out`).
+        """The :class:`Plan` for ``memory`` (nothing written): the engine's one snapshot path,
+        :func:`consolidation.snapshot.plan_snapshot` (read, embed what is missing, plan with
+        ``checkpoint``; operations whose text the store says it cannot write are left out).
         """
-        records = self.snapshot(memory)
-        the_plan = make_plan(
-            records, self.policy, now=self.clock(), fieldmap=self.fieldmap, checkpoint=checkpoint,
-        )
-        unwritable = getattr(memory, "unwritable", None)
-        texts = [op.result_document for op in the_plan.operations if op.result_document is not None]
-        if callable(unwritable) and texts:
-            the_plan = leave_out(the_plan, unwritable(texts), len(records))
-        return the_plan
+        return plan_snapshot(
+            memory, self.policy, now=self.clock(), fieldmap=self.fieldmap,
+            embedder=self.embedder, checkpoint=checkpoint,
+        ).plan
 
     def consolidate(
         self, memory: Any, *, max_loss_fraction: float = 0.25
@@ -168,13 +109,10 @@ class Consolidator:
         result = replace(the_plan.result, context=dict(the_plan.context))
         result.context["max_loss_fraction"] = threshold
         result.context["dry_run"] = self.dry_run
-        if result.exceeds_loss(threshold):
+        passed, reason = guard_verdict(result, threshold)
+        if not passed:
             result.rejected = True
-            result.reason = (
-                f"loss guard tripped: the pass would remove {result.loss_fraction:.1%} of "
-                f"{result.entries_before} memories (retained {result.retained_originals}), "
-                f"more than the allowed {threshold:.1%}"
-            )
+            result.reason = reason
             result.context["applied"] = False
             return result
         writable = isinstance(memory, WritableMemoryStore)

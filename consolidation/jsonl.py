@@ -34,7 +34,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .records import EMBEDDING_DIM, MemoryRecord, metadata_key_problem
+from .records import EMBEDDING_DIM, MAX_DOCUMENT_CHARS, MemoryRecord, metadata_key_problem
 
 __all__ = [
     "MAX_DEPTH",
@@ -47,10 +47,6 @@ __all__ = [
     "write_jsonl",
 ]
 
-MAX_DOCUMENT_CHARS = 100_000
-"""Longest accepted document (characters). A memory is a fact or a turn, not a book: 100,000
-characters is ~25,000 tokens, far beyond what an agent retrieves per memory, so anything longer
-is almost surely a mistake (e.g. a whole file pasted as one memory)."""
 
 MAX_ID_CHARS = 512
 """Longest accepted id (characters); matches the console's ``memory_id`` columns."""

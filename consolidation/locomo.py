@@ -1,7 +1,7 @@
 """Parse LoCoMo's published ``locomo10.json`` format into memories and probe queries (pure).
 
-Source format: snap-research/LoCoMo ``data/locomo10.json`` (Maharana et al., ACL 2024), described
-in ``../shared/data/locomo/README.md``: a JSON list of samples, each with ``sample_id``,
+Source format: snap-research/LoCoMo ``data/locomo10.json`` (Maharana et al., ACL 2024; see
+``docs/SOURCES.md`` "LoCoMo"): a JSON list of samples, each with ``sample_id``,
 ``conversation`` (``speaker_a``, ``speaker_b``, ``session_N_date_time``, ``session_N`` turns),
 ``observation``, ``session_summary`` and ``qa``.
 

@@ -1,6 +1,6 @@
 """`Operation` and `Plan`: what a pass proposes, as pure, serialisable data.
 
-A plan is data before it is action (ARCHITECTURE.md): nothing writes to a store while planning.
+A plan is data before it is action (docs/ARCHITECTURE.md): nothing writes to a store while planning.
 Each operation carries its source ids and their content hashes (to detect staleness at apply
 time, I-4), its scores, a human-readable reason and, for a merge, the merged record to write.
 """
@@ -168,7 +168,7 @@ def summarize(
     (``scores["promoted"]``).
 
     Used at planning time and again at review/apply time on the operations actually kept (the
-    guard is re-evaluated on what is applied, ARCHITECTURE.md "Loss guard").
+    guard is re-evaluated on what is applied, docs/ARCHITECTURE.md "Loss guard and budget").
     """
     removed: set[str] = set()
     added = merged = promoted = pruned = reconciled = 0

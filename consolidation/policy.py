@@ -46,7 +46,7 @@ class Policy:
     Fields and sources:
 
     - ``max_loss_fraction`` (0.25): loss-guard threshold; the seed contract's default
-      (``seeds/000``, "Start with a conservative max_loss_fraction").
+      (``seeds/000`` in docs/SOURCES.md, "Start with a conservative max_loss_fraction").
     - ``merge_exact`` (True): fold exact duplicates (same normalised text).
     - ``merge_near`` (True): fold near-duplicates found by cosine similarity.
     - ``link_threshold`` (0.90): every pair inside a near-duplicate group must be at least this
@@ -78,11 +78,11 @@ class Policy:
     - ``promote`` (True), ``curated_tier`` ("curated"), ``promote_min_sessions`` (3),
       ``promote_min_importance`` (0.8), ``promote_min_access`` (5): a memory is promoted when it
       was reinforced in at least ``promote_min_sessions`` sessions, or has importance ≥
-      ``promote_min_importance``, or was accessed ≥ ``promote_min_access`` times (seed 002,
+      ``promote_min_importance``, or was accessed ≥ ``promote_min_access`` times (seeds/002,
       "Importance scoring": reference frequency and explicit importance).
     - ``prune`` (True), ``prune_half_life_days`` (30), ``prune_threshold`` (0.05),
       ``prune_min_age_days`` (30): a memory older than the minimum age whose
-      ``importance × 0.5 ** (age / half_life)`` falls below the threshold is pruned (seed 002,
+      ``importance × 0.5 ** (age / half_life)`` falls below the threshold is pruned (seeds/002,
       "Time-based decay": exponential forgetting curve; 30 days is its medium-compression step).
     - ``prune_max_importance`` (0.3): age alone never removes a unique memory (issue 9, item 8):
       decay by itself prunes only a memory whose *explicit* importance is below this value. 0.3

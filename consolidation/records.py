@@ -19,6 +19,7 @@ import numpy as np
 
 __all__ = [
     "EMBEDDING_DIM",
+    "MAX_DOCUMENT_CHARS",
     "RESERVED_KEY_PREFIXES",
     "FieldMap",
     "MemoryRecord",
@@ -29,6 +30,13 @@ __all__ = [
 
 EMBEDDING_DIM = 384
 """Width of all-MiniLM-L6-v2 sentence embeddings (Chroma's default model)."""
+
+MAX_DOCUMENT_CHARS = 100_000
+"""Longest memory text accepted anywhere: a JSONL import (:mod:`consolidation.jsonl`), an
+operator's edit of a memory, the console's upload. One limit, so every memory that imports can
+also be edited. A memory is a fact or a turn, not a book: 100,000 characters is ~25,000 tokens,
+far beyond what an agent retrieves per memory (MiniLM itself reads only the first 256 tokens),
+so anything longer is almost surely a mistake (a whole file pasted as one memory)."""
 
 
 RESERVED_KEY_PREFIXES = ("#", "$", "chroma:")
@@ -54,7 +62,7 @@ def _canonical_json(value: Any) -> str:
 def content_hash(document: str, metadata: Mapping[str, Any] | None) -> str:
     """SHA-256 hex digest of ``document`` + canonical JSON of ``metadata``.
 
-    Used to detect that a memory changed between planning and apply (ARCHITECTURE.md I-4).
+    Used to detect that a memory changed between planning and apply (docs/ARCHITECTURE.md, I-4).
     """
     h = hashlib.sha256()
     h.update(document.encode("utf-8"))

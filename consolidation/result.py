@@ -1,8 +1,8 @@
 """`ConsolidationResult` and the loss-guard maths.
 
-Source: PraisonAI's memory-consolidation contract (``shared/docs/seeds/000_d3dd56547e3fbb5f.txt``),
-kept exactly, with the fail-closed superset ARCHITECTURE.md asks for (``None`` is also refused,
-``retained_originals`` is clamped to ``[0, entries_before]``).
+Source: PraisonAI's memory-consolidation contract (seeds/000, quoted in ``docs/SOURCES.md``),
+kept exactly, with the fail-closed superset ``docs/ARCHITECTURE.md`` asks for (``None`` is also
+refused, ``retained_originals`` is clamped to ``[0, entries_before]``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
 
-__all__ = ["ConsolidationResult", "validate_loss_threshold"]
+__all__ = ["ConsolidationResult", "guard_verdict", "validate_loss_threshold"]
 
 
 def validate_loss_threshold(max_loss_fraction: Any) -> float:
@@ -38,7 +38,7 @@ class ConsolidationResult:
     Counts are numbers of memory entries. ``merged`` counts original entries folded into merged
     memories, ``promoted`` entries moved to the curated tier, ``pruned`` entries removed as stale.
     ``retained_originals`` is how many original entries survive unchanged in identity (a merge
-    source is *not* retained, ARCHITECTURE.md "Loss guard"); it is clamped to
+    source is *not* retained, docs/ARCHITECTURE.md "Loss guard and budget"); it is clamped to
     ``[0, entries_before]``. ``context`` holds telemetry (``None`` becomes ``{}``).
     """
 
@@ -95,3 +95,30 @@ class ConsolidationResult:
             "loss_fraction": self.loss_fraction,
             "context": self.context,
         }
+
+
+def guard_verdict(result: ConsolidationResult, max_loss_fraction: float) -> tuple[bool, str]:
+    """The loss guard's verdict on ``result``: ``(passed, reason)`` — the one place it is made.
+
+    ``passed`` is ``not result.exceeds_loss(max_loss_fraction)`` (strict ``>``, seed contract)
+    and ``result.rejected`` false (an engine-side rejection also fails). ``reason`` is one
+    sentence for the operator with the figures: loss as a percentage of ``entries_before``
+    originals, how many were removed, the threshold. Used by the console's evaluation of a pass
+    (planning, review, apply), ``manage.py consolidate`` and the :class:`Consolidator`. Raises
+    ``ValueError`` for an invalid threshold (fail closed, seed contract).
+    """
+    before = result.entries_before
+    retained = (
+        result.retained_originals if result.retained_originals is not None
+        else result.entries_after
+    )
+    removed = max(0, before - retained)
+    figures = (
+        f"loss {result.loss_fraction:.1%} of {before} originals ({removed} removed), "
+        f"threshold {validate_loss_threshold(max_loss_fraction):.1%}"
+    )
+    if result.exceeds_loss(max_loss_fraction):
+        return False, f"Loss guard tripped: {figures}."
+    if result.rejected:
+        return False, result.reason or "Rejected by the engine."
+    return True, f"Loss guard passed: {figures}."

@@ -7,19 +7,42 @@ and an ``agent_with_memories`` factory that writes memories with real embeddings
 - django-q2 reads ``Q_CLUSTER["sync"]`` once, at import, into ``django_q.conf.Conf.SYNC``; the
   ``q_sync`` fixture (autouse) sets that attribute, so ``async_task`` runs inline in tests.
 - Users: alice (admin), bob (reviewer), carol (viewer); password ``"password"``.
+- LoCoMo: ``locomo_path()`` is ``../shared/data/locomo/locomo7.json`` (never copied into the
+  repo); it FAILS the test when the file is missing and env ``CI`` is set, and skips otherwise.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 PASSWORD = "password"
+
+LOCOMO7 = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo" / "locomo7.json"
+"""The LoCoMo file next to the repository (``../shared/data/locomo/locomo7.json``)."""
+
+
+def locomo_path() -> Path:
+    """:data:`LOCOMO7`; the calling test FAILS when it is missing and env ``CI`` is set (the
+    data is required in CI) and is skipped otherwise."""
+    if not LOCOMO7.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"LoCoMo data missing at {LOCOMO7} (required when CI is set)")
+        pytest.skip(f"LoCoMo data not found at {LOCOMO7}")
+    return LOCOMO7
+
+
+@pytest.fixture
+def locomo_file() -> Path:
+    """The LoCoMo file (see :func:`locomo_path`)."""
+    return locomo_path()
 
 _EMBED_CACHE: dict[str, np.ndarray] = {}
 

@@ -2,7 +2,7 @@
 
 Works with any endpoint speaking ``POST {base_url}/chat/completions`` (OpenAI, vLLM, llama.cpp
 server, Ollama's ``/v1``, LiteLLM …). Configuration comes from the environment via
-:func:`llm_from_env` (ARCHITECTURE.md "Processes": ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
+:func:`llm_from_env` (docs/ARCHITECTURE.md "Processes": ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
 ``MEMORYADMIN_LLM_MODEL``); with no model configured it returns ``None`` and nothing ever
 touches the network (I-8).
 

@@ -1,8 +1,8 @@
 """LLM distillation: episodic memories → durable semantic facts, as DISTILL proposal operations.
 
-This is the "dream pass" of ``seeds/003`` (extremis' ``LLMConsolidator``): read the episodic
-entries not yet consolidated (a checkpoint of ids makes re-runs idempotent), group them by
-session/conversation, send every group of at least two memories to an LLM, and turn the facts it
+This is the "dream pass" of ``seeds/003`` (extremis' ``LLMConsolidator``, quoted in
+``docs/SOURCES.md``): read the episodic entries not yet consolidated (a checkpoint of ids makes
+re-runs idempotent), group them by session/conversation, send every group of at least two memories to an LLM, and turn the facts it
 returns into new memories linked to their sources. Distillation only *adds* memories: every
 operation has ``removes == []``, so ``summarize()`` reports a loss fraction of 0.
 
@@ -11,7 +11,7 @@ Everything here is pure (no network, no ``openai`` import): the network call goe
 tests). The two exceptions the LLM path raises live in :mod:`consolidation.protocols` (and are
 re-exported here) so callers can catch them without importing the adapter.
 
-Untrusted text (ARCHITECTURE.md I-7):
+Untrusted text (docs/ARCHITECTURE.md, I-7):
 
 - memory text (and ids, speakers, session names) is sent only as quoted data: one JSON document
   inside ``<memories>…</memories>`` in the user message, with ``<``, ``>`` and ``&`` escaped as

@@ -8,7 +8,7 @@ brackets, seconds):
    matters), normalise embeddings.
 2. ``prune`` [prune] (:mod:`.prune`) — decay score ``importance × 0.5 ** (age_days /
    prune_half_life_days)`` below ``prune_threshold`` and ``age_days ≥ prune_min_age_days``
-   (seed 002, "Time-based decay"). Age alone prunes only a memory whose *explicit* importance
+   (seeds/002, docs/SOURCES.md). Age alone prunes only a memory whose *explicit* importance
    is below ``prune_max_importance`` (issue 9, item 8); a decayed episodic memory otherwise is
    only noted here and step 9 prunes it only when its content is covered. Never
    pinned/curated, never a memory without ``created_at``, never a memory that meets a

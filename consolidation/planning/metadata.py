@@ -1,4 +1,4 @@
-"""Metadata union for merged memories (ARCHITECTURE.md "Operations → merge").
+"""Metadata union for merged memories (docs/ARCHITECTURE.md "Operations").
 
 Metadata is united, never dropped: every key of every source is kept. Rules by key:
 

@@ -1,8 +1,8 @@
 """Prune stages: time-based decay (``decay``) and decay of covered episodic turns
 (``decay_covered``).
 
-Decay score ``importance × 0.5 ** (age_days / prune_half_life_days)`` (seed 002, "Time-based
-decay"); thresholds from :class:`~consolidation.policy.Policy`.
+Decay score ``importance × 0.5 ** (age_days / prune_half_life_days)`` (seeds/002 "Time-based
+decay", quoted in docs/SOURCES.md); thresholds from :class:`~consolidation.policy.Policy`.
 """
 
 from __future__ import annotations

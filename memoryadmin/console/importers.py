@@ -13,7 +13,7 @@ Uploads from the agent page run on the worker: see :mod:`memoryadmin.console.imp
 - :func:`memories_export_jsonl` — the agent's store as JSONL, with embeddings.
 
 Writes to a store are upserts of records whose embeddings are reused when the same id already
-holds the same text ("existing embeddings are reused, never recomputed", ARCHITECTURE.md) and
+holds the same text ("existing embeddings are reused, never recomputed", docs/ARCHITECTURE.md) and
 computed in batches otherwise.
 """
 
@@ -323,11 +323,12 @@ def memories_export_jsonl(
 ) -> int:
     """Write every memory of the agent's store to ``fileobj`` (text) as JSONL; returns the count.
 
-    Reads in pages of 5,000 (Chroma's safe limit). Raises ``StoreUnavailable``.
+    Reads in the store's pages (at most 5,000 rows, Chroma's safe limit). Raises
+    ``StoreUnavailable``.
     """
     store = stores.get_store(agent)
     n = 0
-    for page in store.iter_pages(page_size=5000, include_embeddings=include_embeddings):
+    for page in store.iter_pages(include_embeddings=include_embeddings):
         n += write_jsonl(page, fileobj, include_embeddings=include_embeddings)
         if progress:
             progress(len(page), f"{agent.slug}: {n:,} exported")

@@ -1,7 +1,7 @@
 """Console models: agents, passes (proposals), operations with their originals, archive, audit.
 
 Domain behaviour lives in small model methods; writes go through ``services``; reads through
-``selectors``. State names follow ARCHITECTURE.md "The pass lifecycle".
+``selectors``. State names follow docs/ARCHITECTURE.md "The pass lifecycle".
 """
 
 from __future__ import annotations

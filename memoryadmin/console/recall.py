@@ -58,14 +58,13 @@ def agent_probes(agent: Agent) -> list[Probe]:
 
 
 def read_records(agent: Agent, *, include_embeddings: bool = True) -> list[MemoryRecord]:
-    """Every memory of the agent's store (paged reads). Raises ``StoreUnavailable``."""
+    """Every memory of the agent's store (:func:`consolidation.snapshot.read_all`, the one
+    whole-store read). Raises ``StoreUnavailable``."""
+    from consolidation.snapshot import read_all
+
     from .stores import get_store
 
-    store = get_store(agent)
-    out: list[MemoryRecord] = []
-    for page in store.iter_pages(page_size=5000, include_embeddings=include_embeddings):
-        out.extend(page)
-    return out
+    return read_all(get_store(agent), include_embeddings=include_embeddings)
 
 
 def recall_evaluate(

@@ -3,7 +3,7 @@
 The summary and loss-guard verdict a reviewer sees are recomputed from the stored operations with
 the engine's own maths (:func:`consolidation.summarize`, :meth:`ConsolidationResult.exceeds_loss`),
 so excluding an operation or re-checking at apply time gives exactly what the planner would have
-given for that set (ARCHITECTURE.md "Loss guard").
+given for that set (docs/ARCHITECTURE.md "Loss guard and budget").
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from consolidation import ConsolidationResult, OpKind, summarize
 from consolidation import Operation as EngineOperation
+from consolidation import OpKind, guard_verdict, summarize
 
 if TYPE_CHECKING:
     from .models import Operation, Pass
@@ -26,6 +26,7 @@ __all__ = [
     "evaluate",
     "guard_verdict",
     "pass_evaluate",
+    "plan_verdict",
     "to_engine_operation",
 ]
 
@@ -110,27 +111,6 @@ def count_label(kind: str, operations: int, memories: int, curated: int = 0) -> 
     return f"{ops} · {_n(memories, 'memory', 'memories')} {words}"
 
 
-def guard_verdict(result: ConsolidationResult, max_loss_fraction: float) -> tuple[bool, str]:
-    """``(passed, reason)`` of the loss guard for ``result`` at ``max_loss_fraction``.
-
-    ``passed`` is ``not result.exceeds_loss(max_loss_fraction)`` and ``result.rejected`` is false
-    (an engine-side rejection, e.g. the recall guard, also fails). Raises ``ValueError`` for an
-    invalid threshold (fail closed, seed contract).
-    """
-    before = result.entries_before
-    retained = result.retained_originals if result.retained_originals is not None else result.entries_after
-    removed = max(0, before - retained)
-    figures = (
-        f"loss {result.loss_fraction:.1%} of {before} originals ({removed} removed), "
-        f"threshold {max_loss_fraction:.1%}"
-    )
-    if result.exceeds_loss(max_loss_fraction):
-        return False, f"Loss guard tripped: {figures}."
-    if result.rejected:
-        return False, result.reason or "Rejected by the engine."
-    return True, f"Loss guard passed: {figures}."
-
-
 def to_engine_operation(op: Operation, source_hashes: list[str] | None = None) -> EngineOperation:
     """The engine :class:`consolidation.Operation` equivalent of a stored operation.
 
@@ -194,6 +174,25 @@ def evaluate(
         merged_promoted=merged_promoted,
         kinds={k: (v[0], v[1]) for k, v in kinds.items()},
     )
+
+
+def plan_verdict(
+    ev: Evaluation, result: Any, recall: dict[str, Any] | None
+) -> tuple[bool, str]:
+    """All the guards of a freshly planned pass: ``(passed, reason)`` as the pass records it.
+
+    The loss guard (``ev``, from :func:`evaluate`), then an engine-side rejection
+    (``result.rejected`` of the plan's :class:`~consolidation.ConsolidationResult`), then the
+    recall guard (``recall["passed"]`` from :func:`memoryadmin.console.recall.recall_check`);
+    the first that fails gives the reason.
+    """
+    if not ev.guard_passed:
+        return False, ev.guard_reason
+    if getattr(result, "rejected", False):
+        return False, getattr(result, "reason", None) or "Rejected by the engine."
+    if recall is not None and not recall.get("passed", True):
+        return False, f"Recall guard tripped: {recall.get('reason')}"
+    return True, ev.guard_reason
 
 
 def effective_threshold(run: Pass) -> float:

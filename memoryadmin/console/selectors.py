@@ -289,8 +289,7 @@ class MemoryQuery:
 
 
 def _iter_memories(agent: Agent, *, embeddings: bool = False) -> Iterable[MemoryRecord]:
-    for page in _store(agent).iter_pages(page_size=5000, include_embeddings=embeddings):
-        yield from page
+    yield from _store(agent).iter_records(include_embeddings=embeddings)
 
 
 def memory_page(*, agent: Agent, query: MemoryQuery, page: int | str = 1) -> tuple[Page, list[str]]:

@@ -4,7 +4,7 @@
 single-process tools; every EphemeralClient of a process shares one in-memory state, so tests use
 unique collection names). Any other mode gives an ``HttpClient`` to ``CHROMA_HOST:CHROMA_PORT``
 (``CHROMA_SSL``, bearer ``CHROMA_TOKEN``): web and worker are separate processes and Chroma's
-embedded ``PersistentClient`` is not process-safe (ARCHITECTURE.md "Processes").
+embedded ``PersistentClient`` is not process-safe (docs/ARCHITECTURE.md "Processes").
 
 Every failure to reach or open a store becomes :class:`StoreUnavailable` with a sentence an
 operator can act on.
@@ -294,7 +294,7 @@ def store_census(store: Any) -> dict[str, Any]:
     1536-d ones, not our planning embeddings).
     """
     rows: list[tuple[str, str, str, bytes]] = []
-    for page in store.iter_stored(page_size=5000):
+    for page in store.iter_stored():
         for r, emb in page:
             meta = json.dumps(r.metadata, sort_keys=True, ensure_ascii=False, default=str)
             rows.append((r.id, r.document, meta, emb))

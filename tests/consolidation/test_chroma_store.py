@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from consolidation.adapters.chroma_store import (
 )
 from consolidation.protocols import MemoryStore, WritableMemoryStore
 from consolidation.records import MemoryRecord
+from tests.web.conftest import free_port
 
 DIM = 384
 
@@ -519,12 +519,6 @@ def test_it_reports_an_unreachable_server_as_store_unavailable() -> None:
 
 
 # ---- a real `chroma run` server -------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def chroma_executable() -> str:

@@ -7,7 +7,6 @@ through the ``openai`` SDK (no mocks).
 from __future__ import annotations
 
 import json
-import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,7 @@ from consolidation.distill import (
 )
 from consolidation.plans import OpKind, summarize
 from consolidation.records import FieldMap, MemoryRecord
+from tests.web.conftest import free_port
 
 pytest_plugins = ["tests.llm_stub"]  # the `llm_stub` fixture
 
@@ -568,9 +568,7 @@ def test_it_explains_client_errors(llm_stub, status, message):
 
 
 def test_it_reports_a_refused_connection_as_unavailable():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nobody listens there
     writer = LLMWriter(f"http://127.0.0.1:{port}/v1", None, "m", 1)
     start = time.monotonic()
     with pytest.raises(

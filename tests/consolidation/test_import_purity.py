@@ -1,4 +1,4 @@
-"""The engine core never loads Django, chromadb, onnxruntime or openai (STYLE.md rule 1).
+"""The engine core never loads Django, chromadb, onnxruntime or openai (docs/ARCHITECTURE.md "Layers").
 
 One check for the whole core: every module of ``consolidation`` outside ``adapters/`` is
 imported in a fresh interpreter (and a ``Consolidator`` built and run over a memory that

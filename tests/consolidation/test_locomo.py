@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from consolidation.locomo import load_locomo, normalize_evidence, parse_samples, parse_session_date
-
-REPO = Path(__file__).resolve().parents[2]
-LOCOMO7 = REPO / ".." / "shared" / "data" / "locomo" / "locomo7.json"
-
-
-def locomo_path() -> Path:
-    """The real file; FAIL under CI when it is missing (TEAM.md), skip locally."""
-    if not LOCOMO7.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"LoCoMo data missing at {LOCOMO7} (required when CI is set)")
-        pytest.skip("LoCoMo data not available")
-    return LOCOMO7
+from tests.conftest import locomo_path
 
 
 @pytest.fixture(scope="module")

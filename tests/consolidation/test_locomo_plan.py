@@ -6,21 +6,17 @@ set and the file is missing; skips otherwise.
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from consolidation import OpKind, Policy
 from consolidation.planning import plan
+from tests.conftest import locomo_path
 
 from .test_planning_engine import assert_accounted
-
-REPO = Path(__file__).resolve().parents[2]
-LOCOMO = REPO / "../shared/data/locomo/locomo7.json"
 
 # Real pairs that say opposite things about who did what (role swaps) or are about different
 # people, with their MiniLM cosine: all similar enough to be merged by cosine alone.
@@ -47,19 +43,12 @@ PINNED = {
 }
 
 
-def _require_data() -> None:
-    if not LOCOMO.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"LoCoMo data missing at {LOCOMO} (required when CI is set)")
-        pytest.skip(f"LoCoMo data not found at {LOCOMO}")
-
-
 @cache
 def _planned(sample: str):
     from consolidation.adapters.embedder import get_default_embedder
     from consolidation.locomo import load_locomo
 
-    (conv,) = load_locomo(LOCOMO, conversations=[sample])
+    (conv,) = load_locomo(locomo_path(), conversations=[sample])
     records = [m for m in conv.memories if m.metadata.get("layer") != "summary"]
     vectors = get_default_embedder().embed([r.document for r in records])
     records = [r.with_embedding(v) for r, v in zip(records, vectors, strict=True)]
@@ -69,7 +58,7 @@ def _planned(sample: str):
 
 @pytest.mark.parametrize("sample", sorted(PINNED))
 def test_it_plans_a_real_conversation_consistently(sample):
-    _require_data()
+    locomo_path()
     records, p = _planned(sample)
     assert len(records) > 400
     assert_accounted(records, p)
@@ -84,7 +73,7 @@ def test_it_plans_a_real_conversation_consistently(sample):
     ("sample", "a", "b", "min_cos"), [(s, a, b, c) for s, pairs in PINNED.items() for a, b, c in pairs]
 )
 def test_it_never_merges_real_role_swaps(sample, a, b, min_cos):
-    _require_data()
+    locomo_path()
     records, p = _planned(sample)
     by_id = {r.id: r for r in records}
     cos = float(np.dot(by_id[a].embedding, by_id[b].embedding))

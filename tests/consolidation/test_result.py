@@ -1,4 +1,5 @@
-"""The loss guard: the seed contract's examples (seeds/000) plus the fail-closed superset."""
+"""The loss guard: the seed contract's examples (seeds/000, quoted in docs/SOURCES.md) plus the
+fail-closed superset."""
 
 from __future__ import annotations
 

@@ -3,14 +3,14 @@ own client and reading the structured result or the tool error."""
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.conftest import locomo_path
+from tests.web.conftest import free_port
 
-LOCOMO7 = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo" / "locomo7.json"
+__all__ = ["TOOLS", "error", "free_port", "locomo_file", "result"]
+
 TOOLS = {
     "list_agents",
     "search_memories",
@@ -25,17 +25,7 @@ TOOLS = {
 
 def locomo_file() -> Path:
     """The LoCoMo subset; a failure (not a skip) when it is missing and ``CI`` is set."""
-    if not LOCOMO7.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"LoCoMo data missing at {LOCOMO7} (required when CI is set)")
-        pytest.skip("LoCoMo data not available")
-    return LOCOMO7.resolve()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return locomo_path().resolve()
 
 
 def result(call: Any) -> Any:

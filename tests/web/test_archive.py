@@ -12,17 +12,12 @@ from django.urls import reverse
 from memoryadmin.console import rollback, services, stores
 from memoryadmin.console.models import ArchivedMemory, Pass
 from tests.conftest import DISTINCT_FACTS as F
+from tests.web.conftest import XSS_MIXED as XSS
+from tests.web.conftest import login
 
 from .test_rollback import applied, every_kind, same, state
 
 pytestmark = pytest.mark.django_db
-
-XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
-
-
-def login(client: Client, user: Any) -> Client:
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -18,15 +18,15 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from consolidation import Policy
+from consolidation import MAX_DOCUMENT_CHARS, Policy
 from memoryadmin.console import services, stores
 from memoryadmin.console.models import Agent, Pass
 from tests.conftest import DISTINCT_FACTS as F
+from tests.web.conftest import XSS_MIXED as XSS
 
 pytest_plugins = ["tests.llm_stub"]
 pytestmark = pytest.mark.django_db
 
-XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 ONE_MB = "x" * (1024 * 1024)
 
 
@@ -164,7 +164,7 @@ def test_every_command_names_an_unknown_agent(tmp_path: Path, command: str, args
 
 
 @pytest.mark.parametrize(("document", "message"), [
-    ("", "required"), ("   \n\t ", "required"), (ONE_MB, "the limit is 20,000"),
+    ("", "required"), ("   \n\t ", "required"), (ONE_MB, f"the limit is {MAX_DOCUMENT_CHARS:,}"),
 ])
 def test_the_memory_edit_form_refuses(client: Client, alice, agent_with_memories, document: str, message: str) -> None:
     agent = agent_with_memories(3)

@@ -8,21 +8,18 @@ exactly the operations the approve line announced.
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from memoryadmin.console import services
 from memoryadmin.console.importers import locomo_import
 from memoryadmin.console.models import Operation, Pass
+from tests.conftest import locomo_path
 
 from .test_browser import browser_page  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-
-LOCOMO7 = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo" / "locomo7.json"
 
 # Loss guard and recall guard opened wide: the first pass over a whole conversation removes most
 # of it (windows and covered prunes), and this test is about reviewing it, not about the guard.
@@ -31,11 +28,7 @@ POLICY = {"max_loss_fraction": 0.95, "min_recall_retention": None}
 
 @pytest.fixture
 def locomo_pass(transactional_db, bob, unique_name) -> Pass:
-    if not LOCOMO7.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"LoCoMo data missing at {LOCOMO7} (required when CI is set)")
-        pytest.skip("LoCoMo data not available")
-    [report] = locomo_import(path=LOCOMO7, conversations=["conv-30"],
+    [report] = locomo_import(path=locomo_path(), conversations=["conv-30"],
                              collection_prefix=unique_name("lc") + "-")
     agent = services.agent_update(agent=report_agent(report.agent), policy=POLICY)
     run = services.pass_request(agent=agent, trigger="operator", user=bob)

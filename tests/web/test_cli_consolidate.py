@@ -146,3 +146,32 @@ def test_evaluate_recall_prints_the_live_figures(fading_agent):
     with pytest.raises(CommandError) as exc:
         call_command("evaluate_recall", "nobody")
     assert exc.value.returncode == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("checkpointed", [False, True])
+def test_dry_run_plans_the_operations_propose_stores(agent_with_memories, checkpointed):
+    """--dry-run previews the pass: same snapshot, same checkpoint, same operations. With a
+    checkpoint the two old duplicates are not searched again (nothing to merge); without one
+    they merge — in both modes alike."""
+    from memoryadmin.console import services
+
+    texts = DISTINCT_FACTS[:12] + [DISTINCT_FACTS[0]]  # mem-000 and mem-012: duplicates
+    agent = agent_with_memories(texts, [fresh() for _ in texts])
+    if checkpointed:  # as if the last applied pass saw every memory but one new one
+        records = read_records(agent)
+        agent.checkpoint = {r.id: r.content_hash for r in records if r.id != "mem-003"}
+        agent.save(update_fields=["checkpoint"])
+    planned = services.pass_plan(agent=agent, policy=agent.get_policy(), now=timezone.now())
+    dry = consolidate(agent.slug, "--dry-run")
+    assert not Pass.objects.filter(agent=agent).exists()
+    proposed = consolidate(agent.slug, "--propose")
+    run = Pass.objects.get(pk=proposed["pass_id"])
+
+    figures = ("entries_before", "entries_after", "merged", "promoted", "pruned", "reconciled",
+               "loss_fraction", "guard_passed", "recall_before", "recall_after")
+    assert {k: dry[k] for k in figures} == {k: proposed[k] for k in figures}
+    stored = [(op.kind, op.source_ids, op.removes) for op in run.operations.order_by("index")]
+    assert stored == [(op.kind.value, list(op.source_ids), list(op.removes))
+                      for op in planned.plan.operations]
+    assert dry["merged"] == (0 if checkpointed else 2)

@@ -4,7 +4,6 @@ read-only Django admin."""
 from __future__ import annotations
 
 import io
-import socket
 
 import pytest
 from django.contrib.auth.models import User
@@ -13,6 +12,7 @@ from django.core.management import call_command
 from memoryadmin.console import stores
 from memoryadmin.console.management.commands import setup_demo
 from memoryadmin.console.models import Agent, Pass
+from tests.web.conftest import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -66,12 +66,6 @@ def test_builtin_demo_has_a_pending_proposal_and_is_idempotent(django_capture_on
     run = Pass.objects.get(agent=agent)
     assert run.status == "proposed" and run.merged == 4 and run.pruned == 1
     assert stores.get_store(agent).count() == len(setup_demo.DEMO_MEMORIES)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.slow

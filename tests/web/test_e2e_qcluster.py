@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
+
+from tests.web.conftest import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -45,12 +46,6 @@ stores.get_store(agent).upsert([
 ])
 print("seeded", stores.get_store(agent).count())
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(predicate, timeout: float, what: str, procs: list[subprocess.Popen]) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import httpx
 import psutil
 import pytest
 from django.conf import settings
+
+from tests.web.conftest import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -80,12 +81,6 @@ print(run.status)
 
 APPLY_STEPS = ["apply:archived", "apply:written", "apply:verified", "apply:deleted", "apply:applied"]
 ROLLBACK_STEPS = ["rollback:restored", "rollback:verified", "rollback:deleted", "rollback:marked", "rollback:marked"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -165,3 +165,21 @@ def test_embeddings_within_ulp_is_exactly_one_ulp():
     assert stores.embeddings_within_ulp(x, x) and stores.embeddings_within_ulp(x, one)
     assert not stores.embeddings_within_ulp(x, np.nextafter(one, np.float32(2)))
     assert not stores.embeddings_within_ulp(x, x[:10])
+
+
+@pytest.mark.django_db
+def test_a_memory_at_the_import_limit_can_be_edited(agent_with_memories, alice):
+    from consolidation import MAX_DOCUMENT_CHARS
+    from memoryadmin.console import services
+
+    agent = agent_with_memories(0)
+    longest = "tea " * (MAX_DOCUMENT_CHARS // 4 - 1) + "tea!"
+    assert len(longest) == MAX_DOCUMENT_CHARS
+    line = json.dumps({"id": "long", "document": longest}) + "\n"
+    report = memories_import_jsonl(agent=agent, fileobj=line.encode(), user=alice)
+    assert report.written == 1
+    edited = longest[:-1] + "?"
+    services.memory_edit(agent=agent, memory_id="long", document=edited, user=alice)
+    assert all_records(agent)["long"].document == edited
+    with pytest.raises(ValueError, match=f"the limit is {MAX_DOCUMENT_CHARS:,}"):
+        services.memory_edit(agent=agent, memory_id="long", document=edited + "!", user=alice)

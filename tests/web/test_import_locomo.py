@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -13,17 +11,6 @@ from django.core.management.base import CommandError
 
 from memoryadmin.console import stores
 from memoryadmin.console.models import Agent, ProbeQuery
-
-LOCOMO7 = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo" / "locomo7.json"
-
-
-@pytest.fixture
-def locomo_file() -> Path:
-    if not LOCOMO7.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"LoCoMo data missing at {LOCOMO7} (required when CI is set)")
-        pytest.skip("LoCoMo data not available")
-    return LOCOMO7
 
 
 def run(*args: str) -> dict:

@@ -14,7 +14,6 @@ from django.core.management import call_command
 from memoryadmin.console import services, stores
 from memoryadmin.console.convergence import agent_convergence
 from memoryadmin.console.models import Agent, Pass
-from tests.web.test_import_locomo import locomo_file  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

@@ -29,6 +29,7 @@ import pytest
 from django.conf import settings
 
 from tests.servicedb import fresh_database, query
+from tests.web.conftest import free_port
 
 pytestmark = [
     pytest.mark.slow,
@@ -83,14 +84,6 @@ from memoryadmin.console.models import Pass
 services.pass_approve(run=Pass.objects.get(pk={pk}), user=User.objects.get(username="ops"))
 print("approved")
 """
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until(predicate, timeout: float, what: str, logs: Path) -> None:

@@ -11,10 +11,9 @@ from django.test import Client
 from django.urls import reverse
 
 from memoryadmin.console.models import Agent, AuditEvent, Pass
+from tests.web.conftest import XSS
 
 pytestmark = pytest.mark.django_db
-
-XSS = "<script>alert(1)</script>"
 
 
 @pytest.fixture
@@ -35,12 +34,6 @@ def passes(unique_name, bob) -> dict[str, Pass]:
                                        note="=HYPERLINK(1)", created_at=datetime(2026, 10, 9, tzinfo=UTC)),
     }
     return out
-
-
-def test_it_redirects_anonymous_to_login(client: Client) -> None:
-    for name in ("audit", "audit_csv"):
-        r = client.get(reverse(name))
-        assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
 
 
 def test_it_lists_every_pass_with_its_decision(client: Client, carol, passes) -> None:
@@ -120,12 +113,6 @@ def test_it_links_the_csv_with_the_current_filters(client: Client, carol, passes
     client.force_login(carol)
     html = client.get(reverse("audit"), {"status": "failed"}).content.decode()
     assert f'{reverse("audit_csv")}?status=failed' in html
-
-
-@pytest.mark.parametrize("name", ["audit", "audit_csv"])
-def test_it_refuses_post_with_405(client: Client, carol, name: str) -> None:
-    client.force_login(carol)
-    assert client.post(reverse(name)).status_code == 405
 
 
 def test_it_shows_times_in_the_operators_zone(client: Client, carol, passes) -> None:

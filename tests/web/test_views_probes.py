@@ -10,19 +10,18 @@ from django.urls import reverse
 from memoryadmin.console import probes
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Agent, AuditEvent, ProbeQuery
+from tests.web.conftest import XSS
+from tests.web.conftest import XSS_ESCAPED as ESCAPED
 
 from .proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 
-XSS = "<script>alert(1)</script>"
-ESCAPED = b"&lt;script&gt;alert(1)&lt;/script&gt;"
-
 
 @pytest.fixture
-def agent(unique_name) -> Agent:
+def agent(bare_agent) -> Agent:
     """An agent row without a collection (the probe pages need no store, except "Check recall")."""
-    return Agent.objects.create(name="Probe bot", slug=unique_name("a"), collection_name=unique_name("c"))
+    return bare_agent(name="Probe bot")
 
 
 def probe(agent: Agent, n: int = 0, **kw) -> ProbeQuery:
@@ -131,15 +130,8 @@ def test_it_enforces_csrf(alice, agent, name: str) -> None:
     assert list(agent.probes.values_list("question", flat=True)) == ["Question 0?"]
 
 
-@pytest.mark.parametrize(("name", "method"), [("list", "post"), ("create", "get"), ("create", "put"),
-                                              ("edit", "put"), ("delete", "get"), ("recall", "post")])
-def test_it_refuses_the_wrong_method(client: Client, alice, agent, name: str, method: str) -> None:
-    client.force_login(alice)
-    assert getattr(client, method)(_urls(agent, probe(agent))[name]).status_code == 405
-
-
-def test_it_404s_for_a_probe_of_another_agent(client: Client, alice, agent, unique_name) -> None:
-    other = Agent.objects.create(name="Other", slug=unique_name("o"), collection_name=unique_name("c"))
+def test_it_404s_for_a_probe_of_another_agent(bare_agent, client: Client, alice, agent) -> None:
+    other = bare_agent(name="Other")
     p = probe(other)
     client.force_login(alice)
     assert client.get(reverse("probe_edit", args=[agent.slug, p.pk])).status_code == 404
@@ -231,8 +223,8 @@ def test_an_unchanged_edit_writes_no_event(alice, agent) -> None:
     assert not AuditEvent.objects.filter(verb="probe_updated").exists()
 
 
-def test_the_services_refuse_a_probe_of_another_agent(alice, agent, unique_name) -> None:
-    other = Agent.objects.create(name="Other", slug=unique_name("o"), collection_name=unique_name("c"))
+def test_the_services_refuse_a_probe_of_another_agent(bare_agent, alice, agent) -> None:
+    other = bare_agent(name="Other")
     p = probe(other)
     with pytest.raises(ServiceError):
         probes.probe_delete(agent=agent, probe=p, user=alice)

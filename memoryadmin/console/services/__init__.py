@@ -8,7 +8,8 @@ One module per step of a pass's life, plus its neighbours:
 
 - :mod:`.agents` — ``agent_create`` / ``agent_update`` / ``agent_delete``
 - :mod:`.schedules` — ``schedule_sync`` / ``schedules_sync_all`` (django-q2 schedules)
-- :mod:`.passes` — ``pass_request`` / ``pass_run`` (snapshot → plan → stored proposal) /
+- :mod:`.passes` — ``pass_request`` / ``pass_plan`` (snapshot → plan → guards, no writes) /
+  ``pass_run`` (the same, stored as a proposal) /
   ``pass_fail``
 - :mod:`.review` — ``operation_set_excluded`` / ``operations_set_excluded`` (bulk) /
   ``operation_edit_text`` / ``conflict_resolve`` / ``pass_approve`` / ``pass_reject`` / ``pass_score_operations``
@@ -19,7 +20,8 @@ One module per step of a pass's life, plus its neighbours:
 - :mod:`.journal` — the helpers they share (audited transitions, progress, enqueueing,
   validation, the live-store read, failpoints)
 
-Lifecycle (ARCHITECTURE.md): ``queued → running → proposed | rejected_by_guard | failed``;
+Lifecycle (the full list of transitions is in docs/ARCHITECTURE.md):
+``queued → running → proposed | rejected_by_guard | failed``;
 ``proposed → approved → applying → applied | partially_applied``; ``proposed → rejected | stale``;
 ``applied | partially_applied → rolling_back → rolled_back``.
 Every transition is a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent`
@@ -41,7 +43,7 @@ from .agents import agent_create, agent_delete, agent_update
 from .apply import APPLY_BATCH, pass_apply
 from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, validate_cron
 from .memories import memory_delete, memory_edit, memory_set_pinned
-from .passes import pass_fail, pass_request, pass_request_scheduled, pass_run
+from .passes import PassPlan, pass_fail, pass_plan, pass_request, pass_request_scheduled, pass_run
 from .review import (
     conflict_resolve,
     operation_edit_text,
@@ -73,6 +75,7 @@ __all__ = [
     "Evaluation",
     "GuardRefused",
     "PassAlreadyActive",
+    "PassPlan",
     "RollbackBlocked",
     "ServiceError",
     "StoreUnavailable",
@@ -97,6 +100,7 @@ __all__ = [
     "pass_approve",
     "pass_evaluate",
     "pass_fail",
+    "pass_plan",
     "pass_reject",
     "pass_request",
     "pass_request_scheduled",

@@ -412,8 +412,7 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
     snapshot = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first()
     if snapshot is None:  # planned before snapshots were kept: fall back to the live store
         snapshot = {
-            rec.id: rec.content_hash
-            for page in store.iter_pages(page_size=5000, include_embeddings=False) for rec in page
+            rec.id: rec.content_hash for rec in store.iter_records(include_embeddings=False)
         }
     checkpoint = dict(snapshot)
     written: dict[str, str] = {}

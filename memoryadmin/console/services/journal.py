@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
-from consolidation import FieldMap, MemoryRecord, Policy
+from consolidation import MAX_DOCUMENT_CHARS, FieldMap, MemoryRecord, Policy
 
 from ..errors import ServiceError
 from ..models import Agent, AuditEvent, Operation, OperationSource, Pass
@@ -53,10 +53,6 @@ __all__ = [
     "validate_policy",
 ]
 
-MAX_DOCUMENT_CHARS = 20_000
-"""Longest memory text an operator may write (characters). MiniLM reads only the first 256 tokens
-(~1,000 characters), so longer texts are almost certainly pasted by mistake; a 1 MB document is
-refused with this limit in the message."""
 
 # django-q2 task names (stored in queued tasks and schedules: never rename).
 TASK_RUN = "memoryadmin.console.tasks.run_pass"

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from consolidation import FieldMap, MemoryRecord, OpKind, Policy, summarize
-from consolidation.plans import leave_out
+from consolidation import MemoryRecord, OpKind, Plan, Policy
+from consolidation.snapshot import plan_snapshot
 
 from .. import stores, triage
 from ..errors import PassAlreadyActive, ServiceError
@@ -29,13 +30,12 @@ from ..models import (
     StoreSample,
     embedding_to_bytes,
 )
-from ..review import evaluate
+from ..review import Evaluation, evaluate, plan_verdict
 from .journal import (
     TASK_APPLY,
     TASK_RUN,
     actor_name,
     audit,
-    embed,
     enqueue,
     jsonable,
     run_actor,
@@ -45,7 +45,7 @@ from .journal import (
 )
 from .review import operations_carry_over
 
-__all__ = ["pass_fail", "pass_request", "pass_request_scheduled", "pass_run"]
+__all__ = ["PassPlan", "pass_fail", "pass_plan", "pass_request", "pass_request_scheduled", "pass_run"]
 
 log = logging.getLogger(__name__)
 
@@ -129,28 +129,72 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
 
 
-def _snapshot(store: Any, run: Pass) -> list[MemoryRecord]:
-    """Every record of the store, with embeddings (reused; computed when missing)."""
-    records: list[MemoryRecord] = []
-    total = max(1, store.count())
-    for page in store.iter_pages(page_size=5000, include_embeddings=True):
-        records.extend(page)
-        set_progress(run, 0.05 + 0.25 * min(1.0, len(records) / total),
-                      f"Reading the store: {len(records):,} of {total:,} memories")
-    missing = [i for i, r in enumerate(records) if r.embedding is None]
-    if missing:
-        set_progress(run, 0.32, f"Embedding {len(missing):,} memories without embeddings")
-        vectors = embed([records[i].document for i in missing])
-        for i, vec in zip(missing, vectors, strict=True):
-            records[i] = records[i].with_embedding(vec)
-    return records
-
-
 def _snapshot_hash(records: Iterable[MemoryRecord]) -> str:
     h = hashlib.sha256()
     for rid, ch in sorted((r.id, r.content_hash) for r in records):
         h.update(f"{rid}\x00{ch}\x01".encode())
     return h.hexdigest()
+
+
+@dataclass
+class PassPlan:
+    """What a pass plans and measures before anything is stored (:func:`pass_plan`).
+
+    ``records``: the snapshot (every memory with its ``(384,) float32`` embedding); ``plan``:
+    the engine's plan; ``evaluation``: summary and loss guard over every operation; ``recall``:
+    the recall check (``Pass.recall`` shape); ``guard_passed`` / ``guard_reason``: every guard
+    together (:func:`memoryadmin.console.review.plan_verdict`), as the pass records it.
+    """
+
+    records: list[MemoryRecord]
+    plan: Plan
+    evaluation: Evaluation
+    recall: dict[str, Any]
+    guard_passed: bool
+    guard_reason: str
+
+
+def pass_plan(
+    *, agent: Agent, policy: Policy, now: datetime,
+    progress: Callable[[float, str], None] | None = None,
+) -> PassPlan:
+    """Snapshot → plan → guards for ``agent``, writing nothing: what :func:`pass_run` stores
+    and ``manage.py consolidate --dry-run`` prints, so a dry run previews the pass exactly.
+
+    Runs the engine's one snapshot path (:func:`consolidation.snapshot.plan_snapshot`) over
+    the agent's store with its field map and checkpoint (empty: plan the whole store), the
+    offline embedder, and the LLM writer when one is configured (``MEMORYADMIN_LLM_MODEL``;
+    none: no network, I-8); then the recall check and the guards. ``progress(fraction,
+    label)`` follows it (0..1). Raises :class:`StoreUnavailable` when the store cannot be read,
+    ``ValueError`` for invalid agent settings, ``LLMUnavailable`` / ``LLMOutputError`` from the
+    distillation.
+    """
+    from consolidation.adapters.embedder import get_default_embedder
+    from consolidation.adapters.llm import llm_from_env
+
+    from ..recall import recall_check
+
+    progress = progress or (lambda fraction, label: None)
+    store = stores.get_store(agent)
+    writer = llm_from_env()
+    try:
+        snap = plan_snapshot(
+            store, policy, now=now, fieldmap=agent.get_field_map(),
+            embedder=get_default_embedder(), checkpoint=agent.checkpoint or None, writer=writer,
+            progress=lambda f, label: progress(0.85 * f, label),
+        )
+    finally:
+        if writer is not None:
+            writer.close()
+    progress(0.9, f"Checking recall on {agent.probes.count():,} probe queries")
+    recall = recall_check(agent, snap.records, snap.plan, policy)
+    ev = evaluate(
+        entries_before=len(snap.records), included=snap.plan.operations, excluded_count=0,
+        max_loss_fraction=policy.max_loss_fraction,
+    )
+    passed, reason = plan_verdict(ev, snap.plan.result, recall)
+    progress(1.0, "Planned")
+    return PassPlan(snap.records, snap.plan, ev, recall, passed, reason)
 
 
 def pass_fail(*, run: Pass, error: str, actor: str | None = None) -> Pass:
@@ -186,7 +230,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
         # The agent's policy as saved now, unless the request overrode it for this pass.
         override = (run.telemetry or {}).get("policy_override")
         policy = Policy.from_dict(run.policy) if override else agent.get_policy()
-        field_map = agent.get_field_map()
+        agent.get_field_map()  # validated before the pass starts: a bad map fails it here
     except ValueError as exc:
         return pass_fail(run=run, error=f"Invalid agent settings: {exc}")
     try:
@@ -199,22 +243,12 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     except ServiceError:
         return Pass.objects.get(pk=run.pk)
     try:
-        store = stores.get_store(agent)
-        records = _snapshot(store, run)
-        set_progress(run, 0.4, f"Planning over {len(records):,} memories")
-        from consolidation.planning import plan as plan_records
-
-        # An empty checkpoint means "never consolidated": plan over the whole store.
-        checkpoint = dict(agent.checkpoint) if agent.checkpoint else None
-        plan = plan_records(records, policy, now=now, fieldmap=field_map, checkpoint=checkpoint)
-        plan = _add_distillation(run, records, plan, field_map)
-        plan = _leave_out_unwritable(store, records, plan)
-        set_progress(run, 0.75, f"Checking recall on {run.agent.probes.count():,} probe queries")
-        from ..recall import recall_check
-
-        recall = recall_check(agent, records, plan, policy)
-        set_progress(run, 0.85, f"Storing {len(plan.operations):,} proposed operations")
-        run = _store_proposal(run, records, plan, policy, actor, now, recall=recall)
+        planned = pass_plan(
+            agent=agent, policy=policy, now=now,
+            progress=lambda f, label: set_progress(run, 0.05 + 0.75 * f, label),
+        )
+        set_progress(run, 0.85, f"Storing {len(planned.plan.operations):,} proposed operations")
+        run = _store_proposal(run, planned, policy, actor, now)
     except Exception as exc:
         if isinstance(exc, ServiceError):  # expected (e.g. Chroma down): one line, no traceback
             log.warning("pass %s failed: %s", run.pk, exc)
@@ -227,59 +261,10 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     return run
 
 
-def _add_distillation(run: Pass, records: list[MemoryRecord], plan: Any, field_map: FieldMap) -> Any:
-    """Append LLM ``distill`` operations to ``plan`` when an LLM endpoint is configured.
-
-    Offline (no ``MEMORYADMIN_LLM_MODEL``) this returns ``plan`` unchanged and touches no network
-    (I-8). Episodic memories already distilled are skipped: the checkpoint is every id named in a
-    live memory's ``derived_from``. Distillations only add memories (loss unchanged). Raises
-    ``LLMUnavailable`` / ``LLMOutputError`` (the pass then fails with the reason, nothing written).
-    """
-    from consolidation.adapters.llm import llm_from_env
-
-    writer = llm_from_env()
-    if writer is None:
-        return plan
-    from consolidation.distill import distill
-
-    set_progress(run, 0.6, f"Distilling episodic memories with {writer.model}")
-    done = {i for r in records for i in field_map.get_list(r.metadata, "derived_from")}
-    try:
-        res = distill(records, writer, fields=field_map, checkpoint=done)
-    finally:
-        writer.close()
-    if not res.operations:
-        plan.context["distill"] = res.to_context()
-        return plan
-    plan.operations.extend(res.operations)
-    plan.result = summarize(len(records), plan.operations)
-    plan.context["distill"] = res.to_context()
-    return plan
-
-
-def _leave_out_unwritable(store: Any, records: list[MemoryRecord], plan: Any) -> Any:
-    """Drop the operations whose result text the store cannot write (reasons in the telemetry,
-    ``left_out``): in a collection of another model's vectors a new text needs that model's
-    embedder (``consolidation.adapters.chroma_layout``); an empty text is never written."""
-    texts = [op.result_document for op in plan.operations if op.result_document is not None]
-    bad = store.unwritable(texts) if texts else {}
-    return leave_out(plan, bad, len(records)) if bad else plan
-
-
-def _store_proposal(
-    run: Pass, records: list[MemoryRecord], plan: Any, policy: Policy, actor: str, now: datetime,
-    *, recall: dict[str, Any] | None = None,
-) -> Pass:
+def _store_proposal(run: Pass, planned: PassPlan, policy: Policy, actor: str, now: datetime) -> Pass:
+    records, plan, ev, recall = planned.records, planned.plan, planned.evaluation, planned.recall
+    guard_passed, guard_reason = planned.guard_passed, planned.guard_reason
     by_id = {r.id: r for r in records}
-    ev = evaluate(
-        entries_before=len(records), included=plan.operations, excluded_count=0,
-        max_loss_fraction=policy.max_loss_fraction,
-    )
-    guard_passed, guard_reason = ev.guard_passed, ev.guard_reason
-    if guard_passed and getattr(plan.result, "rejected", False):
-        guard_passed, guard_reason = False, plan.result.reason or "Rejected by the engine."
-    if guard_passed and recall is not None and not recall.get("passed", True):
-        guard_passed, guard_reason = False, f"Recall guard tripped: {recall.get('reason')}"
     trimmed = (plan.context or {}).get("trimmed") or {}
     # Sources of operations the loss budget deferred leave the snapshot (and so the checkpoint
     # after apply): the next incremental pass sees them as new and plans them again.

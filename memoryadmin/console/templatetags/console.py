@@ -191,3 +191,22 @@ def max_upload_mb() -> int:
     from django.conf import settings
 
     return settings.MEMORYADMIN_MAX_UPLOAD_BYTES // 2**20
+
+
+@register.filter
+def query_without(query: Any, key: str) -> str:
+    """A ``QueryDict`` (``request.GET``) urlencoded without ``key`` (``"q=x&page=2"`` with
+    ``key="page"`` → ``"q=x"``), for links that set ``key`` themselves (``_pager.html``)."""
+    params = query.copy()
+    params.pop(key, None)
+    return params.urlencode()
+
+
+@register.filter
+def as_query(mapping: Any, first: str = "") -> str:
+    """A mapping as a query string (``{"q": "a b"}`` → ``"q=a+b"``), after ``first`` (an
+    already encoded ``"k=v"``) when given; for ``_pager.html``'s ``params``."""
+    from urllib.parse import urlencode
+
+    rest = urlencode([(str(k), str(v)) for k, v in dict(mapping or {}).items()])
+    return "&".join(part for part in (first, rest) if part)

@@ -20,9 +20,9 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from .. import services, triage
-from ..forms import BulkReviewForm, ReviewFilterForm
 from ..models import Operation, Pass
 from ..review import pass_evaluate
+from ..review_forms import BulkReviewForm, ReviewFilterForm
 from ..selectors import operation_view
 from .common import HtmxHttpRequest, can_review
 

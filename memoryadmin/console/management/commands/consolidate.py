@@ -4,7 +4,9 @@ Runs a pass in the foreground (actor ``cli``):
 
 - ``--propose`` (default): snapshot → plan → stored proposal → guards; review it in the console.
 - ``--apply``: the same, then — when the guards pass — approve (actor ``cli``) and apply it now.
-- ``--dry-run``: plan and measure only; nothing is stored and no pass is recorded.
+- ``--dry-run``: the same pass with its writes switched off (:func:`services.pass_plan`: the
+  snapshot, checkpoint, distillation and guards of ``--propose``); nothing is stored and no
+  pass is recorded.
 
 With ``--json`` it prints exactly one JSON object (keys in :data:`KEYS`). Exit status: 0 when the
 pass ran, whatever the verdict; 2 for bad input (unknown agent, unknown policy) with one line on
@@ -15,15 +17,14 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
 from consolidation import NAMED_POLICIES, Policy
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Pass
-from memoryadmin.console.recall import read_records, recall_check
 
 from ._cli import bad_input, failed, get_agent, is_terminal, progress_bar
 
@@ -34,17 +35,6 @@ KEYS = (
     "context_chars_before", "context_chars_after", "seconds",
 )
 """Keys of the ``--json`` object (issue 4, plus agent/mode/policy and the recall guard's verdict)."""
-
-
-def _embed_missing(records: list[Any]) -> list[Any]:
-    missing = [i for i, r in enumerate(records) if r.embedding is None]
-    if missing:
-        from consolidation.adapters.embedder import get_default_embedder
-
-        vecs = get_default_embedder().embed([records[i].document for i in missing])
-        for i, v in zip(missing, vecs, strict=True):
-            records[i] = records[i].with_embedding(v)
-    return records
 
 
 class Command(BaseCommand):
@@ -100,30 +90,32 @@ class Command(BaseCommand):
     # ------------------------------------------------------------------------------------------
 
     def _dry_run(self, agent: Any, policy: Policy, show: bool) -> dict[str, Any]:
-        from consolidation.planning import plan as make_plan
+        """The pass as ``--propose`` would plan it (:func:`services.pass_plan`: same snapshot,
+        checkpoint, distillation and guards), with nothing stored."""
+        from memoryadmin.console import services
+        from memoryadmin.console.review import plan_verdict
 
-        bar = progress_bar(3, "reading the store", show)
-        records = _embed_missing(read_records(agent))
-        bar.update()
-        bar.set_description("planning")
-        p = make_plan(records, policy, now=datetime.now(UTC), fieldmap=agent.get_field_map())
-        bar.update()
-        bar.set_description("measuring recall")
-        rc = recall_check(agent, records, p, policy)
-        bar.update()
+        bar = progress_bar(100, "reading the store", show)
+        done = [0]  # percent shown so far
+
+        def progress(fraction: float, label: str) -> None:
+            bar.set_description(label)
+            bar.update(max(0, int(fraction * 100) - done[0]))
+            done[0] = max(done[0], int(fraction * 100))
+
+        planned = services.pass_plan(
+            agent=agent, policy=policy, now=timezone.now(), progress=progress
+        )
         bar.close()
-        r = p.result
-        loss_ok = not r.exceeds_loss(policy.max_loss_fraction) and not r.rejected
+        ev = planned.evaluation
+        # The loss guard (and an engine rejection) here; the recall guard has its own keys.
+        guard_passed, guard_reason = plan_verdict(ev, planned.plan.result, None)
         return {
-            "pass_id": None, "status": "dry_run", "entries_before": r.entries_before,
-            "entries_after": r.entries_after, "merged": r.merged, "promoted": r.promoted,
-            "pruned": r.pruned, "reconciled": (r.context or {}).get("reconciled", 0),
-            "loss_fraction": r.loss_fraction, "max_loss_fraction": policy.max_loss_fraction,
-            "guard_passed": loss_ok,
-            "guard_reason": r.reason or (
-                f"loss {r.loss_fraction:.1%} {'≤' if loss_ok else '>'} maximum {policy.max_loss_fraction:.1%}"
-            ),
-            **self._recall_fields(rc),
+            "pass_id": None, "status": "dry_run", "entries_before": ev.entries_before,
+            "entries_after": ev.entries_after, "merged": ev.merged, "promoted": ev.promoted,
+            "pruned": ev.pruned, "reconciled": ev.reconciled, "loss_fraction": ev.loss_fraction,
+            "max_loss_fraction": ev.max_loss_fraction, "guard_passed": guard_passed,
+            "guard_reason": guard_reason, **self._recall_fields(planned.recall),
         }
 
     def _run(self, agent: Any, policy: Policy, policy_name: str | None, apply: bool, show: bool) -> dict[str, Any]:
@@ -140,13 +132,6 @@ class Command(BaseCommand):
         run.refresh_from_db()
         bar.update()
         rc = run.recall or {}
-        if not rc and run.status in (Pass.Status.PROPOSED, Pass.Status.REJECTED_BY_GUARD):
-            # The pass did not measure recall itself: measure it here (store is unchanged).
-            bar.set_description("measuring recall")
-            from memoryadmin.console.review import to_engine_operation
-
-            ops = [to_engine_operation(op) for op in run.operations.filter(excluded=False)]
-            rc = recall_check(agent, _embed_missing(read_records(agent)), ops, policy)
         bar.update()
         if apply and run.status == Pass.Status.PROPOSED and rc.get("passed", True):
             bar.set_description("applying")

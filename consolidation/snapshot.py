@@ -1,0 +1,199 @@
+"""The one snapshot path of a pass: read the store, embed what is missing, plan with the checkpoint.
+
+:func:`plan_snapshot` is what every caller runs — the console's pass (``services.pass_run``),
+``manage.py consolidate --dry-run`` (the same pass with its writes switched off) and the
+:class:`~consolidation.consolidator.Consolidator` — so a preview plans exactly what the pass
+will propose:
+
+1. read every memory (:func:`read_all`: the store's own page iterator, or PraisonAI's
+   ``get_all_memories()``);
+2. embed the memories stored without an embedding (:func:`embed_missing`; stored embeddings are
+   reused, never recomputed);
+3. plan (:func:`consolidation.planning.plan`) with the checkpoint, so only new or changed
+   memories are searched;
+4. with an LLM ``writer``, add DISTILL operations (:func:`consolidation.distill.distill`) for
+   the episodic memories no live memory was derived from yet;
+5. leave out the operations whose result text the store says it cannot write
+   (``store.unwritable(texts)``, when the store has it: :func:`consolidation.plans.leave_out`).
+
+Pure apart from the store, embedder and writer it is handed (I-8: ``now`` is passed in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .distill import distill
+from .planning import plan as make_plan
+from .plans import Plan, leave_out, summarize
+from .policy import Policy
+from .protocols import Embedder, JSONWriter, MemoryStore
+from .records import FieldMap, MemoryRecord
+
+__all__ = [
+    "Progress",
+    "Snapshot",
+    "embed_missing",
+    "plan_snapshot",
+    "read_all",
+    "records_from_memory",
+]
+
+Progress = Callable[[float, str], None]
+"""``progress(fraction, label)``: ``fraction`` in [0, 1] of :func:`plan_snapshot`'s work."""
+
+
+def _quiet(fraction: float, label: str) -> None:
+    return None
+
+
+@dataclass
+class Snapshot:
+    """What a pass planned over: ``records`` (every memory, each with a ``(384,) float32``
+    embedding) and the ``plan`` made from them."""
+
+    records: list[MemoryRecord]
+    plan: Plan
+
+
+def read_all(
+    store: MemoryStore, *, include_embeddings: bool = True, progress: Progress | None = None
+) -> list[MemoryRecord]:
+    """Every memory of ``store``, read with its own page iterator (the adapter's page size, at
+    most 5,000 rows: docs/ARCHITECTURE.md "Chroma facts") — the one whole-store read loop.
+    ``progress`` (when given) gets the fraction read, from ``store.count()``."""
+    total = max(1, store.count()) if progress is not None else 1
+    out: list[MemoryRecord] = []
+    for page in store.iter_pages(include_embeddings=include_embeddings):
+        out.extend(page)
+        if progress is not None:
+            progress(min(1.0, len(out) / total),
+                     f"Reading the store: {len(out):,} of {total:,} memories")
+    return out
+
+
+def embed_missing(
+    records: Sequence[MemoryRecord], embedder: Embedder | None
+) -> list[MemoryRecord]:
+    """``records`` with every embedding present: the ones stored without one are embedded with
+    ``embedder``. Raises ``ValueError`` naming the first such memory when ``embedder`` is
+    ``None``."""
+    missing = [i for i, r in enumerate(records) if r.embedding is None]
+    out = list(records)
+    if not missing:
+        return out
+    if embedder is None:
+        raise ValueError(
+            f"memory {records[missing[0]].id!r} has no embedding; it needs an embedder: pass "
+            "one, e.g. consolidation.adapters.get_default_embedder()"
+        )
+    vectors = embedder.embed([records[i].document for i in missing])
+    for i, vec in zip(missing, vectors, strict=True):
+        out[i] = records[i].with_embedding(vec)
+    return out
+
+
+
+_TEXT_KEYS = ("text", "memory", "content", "document")
+
+
+def _record_from_dict(item: Mapping[str, Any], position: int) -> MemoryRecord:
+    if not isinstance(item, Mapping):
+        raise ValueError(f"get_all_memories() item {position} is not a dict: {item!r}")
+    mid = item.get("id")
+    if mid is None or mid == "":
+        raise ValueError(f"get_all_memories() item {position} has no id")
+    text = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), None)
+    if text is None:
+        raise ValueError(f"memory {mid!r} has no text/memory/content string")
+    meta = item.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        raise ValueError(f"memory {mid!r}: metadata must be a dict")
+    emb = item.get("embedding")
+    return MemoryRecord(str(mid), text, None if emb is None else np.asarray(emb), dict(meta))
+
+
+def records_from_memory(memory: Any, *, progress: Progress | None = None) -> list[MemoryRecord]:
+    """Snapshot of ``memory`` as records (embeddings as stored, possibly ``None``).
+
+    Accepts a :class:`MemoryStore` (read with :func:`read_all`) or any object with PraisonAI's
+    ``get_all_memories()`` returning dicts with ``id``, ``text``/``memory``/``content`` and
+    ``metadata`` (an ``embedding`` key is reused). Raises ``TypeError`` for anything else and
+    ``ValueError`` for malformed items.
+    """
+    if isinstance(memory, MemoryStore):
+        return read_all(memory, progress=progress)
+    getter = getattr(memory, "get_all_memories", None)
+    if callable(getter):
+        return [_record_from_dict(item, i) for i, item in enumerate(getter() or [])]
+    raise TypeError(
+        "memory must implement MemoryStore (count/iter_pages/get) or have get_all_memories(), "
+        f"got {type(memory).__name__}"
+    )
+
+
+def plan_snapshot(
+    memory: Any,
+    policy: Policy,
+    *,
+    now: datetime,
+    fieldmap: FieldMap | None = None,
+    embedder: Embedder | None = None,
+    checkpoint: Mapping[str, str] | None = None,
+    writer: JSONWriter | None = None,
+    progress: Progress | None = None,
+) -> Snapshot:
+    """Read ``memory``, embed what is missing, plan with ``checkpoint`` — the pass's snapshot.
+
+    - ``memory``: a :class:`MemoryStore`, or an object with PraisonAI's ``get_all_memories()``
+      (see :func:`records_from_memory`).
+    - ``checkpoint``: memory id → content hash of what the last applied pass saw; ``None`` or
+      empty plans the whole store (never consolidated).
+    - ``writer``: an LLM writer; when given, DISTILL operations are added (network use is the
+      caller's choice: no writer, no network, I-8).
+    - ``progress``: ``progress(fraction, label)`` as the work advances.
+
+    Raises ``TypeError``/``ValueError`` for an unusable ``memory``, ``ValueError`` when a memory
+    has no embedding and no ``embedder`` was given, ``LLMUnavailable``/``LLMOutputError`` from
+    the distillation, and whatever the store raises when it cannot be read.
+    """
+    progress = progress or _quiet
+    fieldmap = fieldmap or FieldMap()
+    records = records_from_memory(memory, progress=lambda f, label: progress(0.5 * f, label))
+    if any(r.embedding is None for r in records):
+        n = sum(r.embedding is None for r in records)
+        progress(0.55, f"Embedding {n:,} memories without embeddings")
+    records = embed_missing(records, embedder)
+    progress(0.6, f"Planning over {len(records):,} memories")
+    the_plan = make_plan(
+        records, policy, now=now, fieldmap=fieldmap, checkpoint=dict(checkpoint or {}) or None
+    )
+    if writer is not None:
+        progress(0.8, f"Distilling episodic memories with {getattr(writer, 'model', 'the LLM')}")
+        the_plan = _add_distillation(records, the_plan, writer, fieldmap)
+    unwritable = getattr(memory, "unwritable", None)
+    texts = [op.result_document for op in the_plan.operations if op.result_document is not None]
+    if callable(unwritable) and texts:
+        the_plan = leave_out(the_plan, unwritable(texts), len(records))
+    progress(1.0, f"Planned {len(the_plan.operations):,} operations")
+    return Snapshot(records, the_plan)
+
+
+def _add_distillation(
+    records: list[MemoryRecord], the_plan: Plan, writer: JSONWriter, fieldmap: FieldMap
+) -> Plan:
+    """``the_plan`` plus DISTILL operations (additions only: the loss is unchanged). Episodic
+    memories already distilled are skipped: the checkpoint is every id named in a live
+    memory's ``derived_from``."""
+    done = {i for r in records for i in fieldmap.get_list(r.metadata, "derived_from")}
+    res = distill(records, writer, fields=fieldmap, checkpoint=done)
+    the_plan.context["distill"] = res.to_context()
+    if res.operations:
+        the_plan.operations.extend(res.operations)
+        the_plan.result = summarize(len(records), the_plan.operations)
+    return the_plan

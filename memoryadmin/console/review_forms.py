@@ -1,0 +1,80 @@
+"""Forms of the Review tab of a pass: its filters and the bulk exclude/include.
+
+Validation only, like :mod:`memoryadmin.console.forms`; the views hand the cleaned data to
+:mod:`memoryadmin.console.triage` (reads) and the review services (writes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+__all__ = ["OPERATION_KIND_CHOICES", "BulkReviewForm", "ReviewFilterForm"]
+
+REVIEW_RISK_CHOICES = [("line", "above the risk line"), ("all", "any risk"), ("below", "below the line")]
+REVIEW_SORT_CHOICES = [("risk", "riskiest first"), ("loss", "most lost first"), ("index", "plan order")]
+REVIEW_STATE_CHOICES = [("", "included and excluded"), ("included", "included"), ("excluded", "excluded")]
+OPERATION_KIND_CHOICES = [
+    ("", "any kind"), ("merge", "merge"), ("promote", "promote"), ("prune", "prune"),
+    ("reconcile", "reconcile"), ("distill", "distill"), ("conflict", "conflict"),
+]
+
+
+class ReviewFilterForm(forms.Form):
+    """Filters of the Review tab (all optional; blank means the default)."""
+
+    tab = forms.ChoiceField(choices=[("review", "Review"), ("lost", "Lost content")], required=False)
+    kind = forms.ChoiceField(choices=OPERATION_KIND_CHOICES, required=False)
+    rule = forms.CharField(max_length=60, required=False)
+    risk = forms.ChoiceField(choices=REVIEW_RISK_CHOICES, required=False)
+    q = forms.CharField(max_length=200, required=False, label="Text")
+    state = forms.ChoiceField(choices=REVIEW_STATE_CHOICES, required=False)
+    sort = forms.ChoiceField(choices=REVIEW_SORT_CHOICES, required=False)
+    op = forms.IntegerField(min_value=1, required=False)
+    page = forms.IntegerField(min_value=1, required=False)
+
+    def query(self) -> Any:
+        """The :class:`~memoryadmin.console.triage.ReviewQuery` of the valid fields (defaults for
+        invalid ones, which carry their errors for the template)."""
+        from .triage import ReviewQuery
+
+        data = getattr(self, "cleaned_data", {})
+        return ReviewQuery(
+            kind=data.get("kind") or "", rule=data.get("rule") or "",
+            risk=data.get("risk") or "line", q=data.get("q") or "", state=data.get("state") or "",
+            sort=data.get("sort") or "risk", op=data.get("op") or 0,
+        )
+
+
+class BulkReviewForm(ReviewFilterForm):
+    """Exclude or include many operations at once.
+
+    ``scope``: ``selected`` (the ``ops`` ids posted), ``filter`` (every operation matching the
+    posted Review filters, on every page) or ``rule`` (every operation of ``group`` =
+    ``"kind:rule"`` or ``"kind:"`` for a whole kind, with ``scores["confidence"]`` below
+    ``below`` when given).
+    """
+
+    action = forms.ChoiceField(choices=[("exclude", "Exclude"), ("include", "Include")])
+    scope = forms.ChoiceField(
+        choices=[("selected", "selected"), ("filter", "all matching the filter"),
+                 ("rule", "all of a rule")],
+    )
+    group = forms.CharField(max_length=80, required=False)
+    below = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Below confidence")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        ids: list[int] = []
+        for raw in self.data.getlist("ops") if hasattr(self.data, "getlist") else []:
+            try:
+                ids.append(int(raw))
+            except (TypeError, ValueError):
+                raise forms.ValidationError(f"Not an operation id: {raw!r}.") from None
+        data["ops"] = ids
+        if data.get("scope") == "selected" and not ids:
+            raise forms.ValidationError("Select at least one operation (tick its box) first.")
+        if data.get("scope") == "rule" and ":" not in (data.get("group") or ""):
+            self.add_error("group", "Choose a kind or rule.")
+        return data
