@@ -187,7 +187,8 @@ def main() -> None:
     full_max = rows[len(sizes) - 1]
     print(f"\ntarget full {sizes[-1] // 1000}K ≤ 30 s: {full_max['wall']:.1f} s "
           f"({'ok' if full_max['wall'] <= 30 else 'MISSED'}); "
-          f"incremental ≤ 3 s: {rows[-1]['wall']:.2f} s ({'ok' if rows[-1]['wall'] <= 3 else 'MISSED'})")
+          f"incremental ≤ 3 s: {rows[-1]['wall']:.2f} s "
+          f"({'ok' if rows[-1]['wall'] <= 3 else 'MISSED'})")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     if args.no_methods:
         return
@@ -195,7 +196,8 @@ def main() -> None:
     print(f"\ncandidate search only, {n // 1000}K rows, cosine ≥ 0.75 (same pairs, different filter):")
     for method in ("exact", "split"):
         r = spawn("method", str(n), method)
-        print(f"  {method:<6} {r['wall']:>7.2f} s wall {r['cpu']:>7.2f} s cpu  pairs {r['pairs']}  (planted {r['planted']})")
+        print(f"  {method:<6} {r['wall']:>7.2f} s wall {r['cpu']:>7.2f} s cpu  "
+              f"pairs {r['pairs']}  (planted {r['planted']})")
 
 
 if __name__ == "__main__":

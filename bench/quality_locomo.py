@@ -32,8 +32,8 @@ Goal (issue 4): ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline ans
 default policy reaches its goal with ``converge`` (every pass under the guard) within 5 passes.
 
 Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
-[--policy default ...] [--passes N] [--set FIELD=VALUE ...] [--json]``. Embeddings are cached under ``var/cache/`` (keyed by text
-hash) so a rerun only pays for planning.
+[--policy default ...] [--passes N] [--set FIELD=VALUE ...] [--json]``. Embeddings are cached
+under ``var/cache/`` (keyed by text hash) so a rerun only pays for planning.
 """
 
 from __future__ import annotations
@@ -153,7 +153,8 @@ def run_one(
     p = make_plan(records, full, now=now)
     after_records: list[MemoryRecord] = simulate_after(records, p, embedder)
     loss_ok = not p.result.exceeds_loss(policy.max_loss_fraction)
-    guard = f"loss {p.result.loss_fraction:.0%} {'≤' if loss_ok else '>'} {policy.max_loss_fraction:.0%}"
+    guard = (f"loss {p.result.loss_fraction:.0%} {'≤' if loss_ok else '>'} "
+             f"{policy.max_loss_fraction:.0%}")
     rows = [row("single", after_records, [p], guard, time.perf_counter() - t0, int(loss_ok))]
 
     # converge: the policy as is (within the loss budget by default); apply a plan only when
@@ -250,18 +251,23 @@ def verdict(t: dict[str, Any]) -> str:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = (
-        f"{'conv':<8} {'policy':<10} {'mode':<8} {'before':>6} {'after':>6} {'red.':>6} {'R@10 b':>7} {'R@10 a':>7} "
-        f"{'ratio':>6} {'ctx b':>6} {'ctx a':>6} {'ev b':>5} {'ev a':>5} {'cur':>4} {'sec':>6}  guard / operations"
+        f"{'conv':<8} {'policy':<10} {'mode':<8} {'before':>6} {'after':>6} {'red.':>6} "
+        f"{'R@10 b':>7} {'R@10 a':>7} "
+        f"{'ratio':>6} {'ctx b':>6} {'ctx a':>6} {'ev b':>5} {'ev a':>5} {'cur':>4} {'sec':>6}  "
+        f"guard / operations"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         ops = " ".join(f"{k}={v}" for k, v in sorted(r["operations"].items()))
         print(
-            f"{r['conversation']:<8} {r['policy']:<10} {r['mode']:<8} {r['entries_before']:>6} {r['entries_after']:>6} "
+            f"{r['conversation']:<8} {r['policy']:<10} {r['mode']:<8} "
+            f"{r['entries_before']:>6} {r['entries_after']:>6} "
             f"{r['reduction']:>6.1%} {r['recall_before']:>7.3f} {r['recall_after']:>7.3f} "
-            f"{(r['recall_ratio'] or 0):>6.1%} {r['context_before']:>6.0f} {r['context_after']:>6.0f} "
-            f"{(r['evidence_before'] or 0):>5.2f} {(r['evidence_after'] or 0):>5.2f} {r['curated']:>4} {r['seconds']:>6.1f}  "
+            f"{(r['recall_ratio'] or 0):>6.1%} "
+            f"{r['context_before']:>6.0f} {r['context_after']:>6.0f} "
+            f"{(r['evidence_before'] or 0):>5.2f} {(r['evidence_after'] or 0):>5.2f} "
+            f"{r['curated']:>4} {r['seconds']:>6.1f}  "
             f"{r['guard']}{' / ' if r['guard'] else ''}{ops}"
         )
 
@@ -279,8 +285,10 @@ def print_convergence(rows: list[dict[str, Any]]) -> None:
             path = " → ".join(str(x) for x in [r["entries_before"], *r["trajectory"]])
             target = f"goal after pass {r['target_at']}" if r["target_at"] else "goal not reached"
             ctx = r["context_after"] / r["context_before"] if r["context_before"] else 0.0
-            print(f"  {r['conversation']:<8} {r['passes']} passes: {path} ({r['reduction']:.1%} fewer, "
-                  f"recall {(r['recall_ratio'] or 0):.1%}, context {ctx:.2f}×; {target}; {r['guard']})")
+            print(f"  {r['conversation']:<8} {r['passes']} passes: {path} "
+                  f"({r['reduction']:.1%} fewer, "
+                  f"recall {(r['recall_ratio'] or 0):.1%}, context {ctx:.2f}×; "
+                  f"{target}; {r['guard']})")
         t = totals(rows, policy_name, "converge")
         before = t["entries_before"]
         sizes = []  # total memories after pass i (a conversation that stopped keeps its size)
@@ -288,7 +296,8 @@ def print_convergence(rows: list[dict[str, Any]]) -> None:
             sizes.append(sum((r["trajectory"][i - 1] if len(r["trajectory"]) >= i else r["entries_after"])
                              for r in rs))
         met = next((i for i, n in enumerate(sizes, 1) if 1 - n / before >= min_red), None)
-        print(f"  TOTAL    {t['passes']} passes applied (at most {t['max_passes']} per conversation): "
+        print(f"  TOTAL    {t['passes']} passes applied "
+              f"(at most {t['max_passes']} per conversation): "
               f"{' → '.join(str(x) for x in [before, *sizes])} memories; "
               f"{t['reduction']:.1%} fewer, recall {(t['recall_ratio'] or 0):.1%}, context "
               f"{t['context_after'] / t['context_before']:.2f}×; reduction goal met in total after "

@@ -2,7 +2,8 @@
 
 Format: UTF-8, one JSON object per line::
 
-    {"id": "m1", "document": "Alice prefers tea", "metadata": {"speaker": "Alice"}, "embedding": [...]}
+    {"id": "m1", "document": "Alice prefers tea",
+     "metadata": {"speaker": "Alice"}, "embedding": [...]}
 
 - ``id``: non-empty string of at most :data:`MAX_ID_CHARS` characters, unique in the file;
 - ``document``: non-empty (not only whitespace) string of at most :data:`MAX_DOCUMENT_CHARS`;
@@ -149,7 +150,8 @@ def _validate(obj: Any) -> str | None:
         return f"expected a JSON object, got {type(obj).__name__}"
     unknown = sorted(set(obj) - _FIELDS)
     if unknown:
-        return f"unknown field(s) {', '.join(map(repr, unknown))} (allowed: id, document, metadata, embedding)"
+        names = ", ".join(map(repr, unknown))
+        return f"unknown field(s) {names} (allowed: id, document, metadata, embedding)"
     mid = obj.get("id")
     if not isinstance(mid, str) or not mid.strip():
         return "'id' must be a non-empty string"

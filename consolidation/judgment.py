@@ -42,9 +42,9 @@ SAME, SUPERSEDES, CONFLICT, DISTINCT = "same", "supersedes", "conflict", "distin
 
 _EVENT_RE = re.compile("|".join(f"(?:{rx})" for rx in EVENT_MARKERS.values()))
 _STATE_RE = re.compile("|".join(f"(?:{rx})" for rx in STATE_MARKERS.values()))
-_ADJ_ED_TEXT = """need speed seed feed bleed breed indeed red bed shed wed fed led hundred kindred sacred
-    naked wicked beloved aged ashamed tired interested married based located named called used
-    supposed excited retired skilled talented experienced qualified committed dedicated related
+_ADJ_ED_TEXT = """need speed seed feed bleed breed indeed red bed shed wed fed led hundred kindred
+    sacred naked wicked beloved aged ashamed tired interested married based located named called
+    used supposed excited retired skilled talented experienced qualified committed dedicated related
     advanced limited detailed complicated organized organised motivated licensed certified
     reserved scared worried bored pleased surprised concerned"""
 _ADJ_ED = frozenset(_ADJ_ED_TEXT.split())
@@ -184,8 +184,9 @@ def judge_pair(
     names the scope and time keys (default :class:`FieldMap`); ``policy`` gives
     ``link_threshold``: positive evidence for ``"same"``, and how similar a pair with a
     contradiction cue *and* other wording differences must be to be raised as a
-    ``"conflict"`` (it would otherwise be a merge candidate) rather than left ``"distinct"``. No threshold can turn a pair
-    with a contradiction cue or a replaced fact atom into ``"same"``. Never raises.
+    ``"conflict"`` (it would otherwise be a merge candidate) rather than left ``"distinct"``.
+    No threshold can turn a pair with a contradiction cue or a replaced fact atom into
+    ``"same"``. Never raises.
     """
     fm = fieldmap or FieldMap()
     pol = policy or Policy()

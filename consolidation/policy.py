@@ -60,8 +60,8 @@ class Policy:
       folded into the most similar such memory: the semantic text plus the turn's sentences
       that carry new content words, never longer than ``fold_max_chars``. The bound is tight on
       purpose: a folded fact is retrieved like the fact it extends, so its length is what the
-      agent pays per hit (bench/quality_locomo.py, default policy on LoCoMo: 150 → 102 % of baseline answer
-      recall at 1.22× context; 170 → 103 % at 1.26×).
+      agent pays per hit (bench/quality_locomo.py, default policy on LoCoMo: 150 → 102 % of
+      baseline answer recall at 1.22× context; 170 → 103 % at 1.26×).
     - ``window_max_size`` (6; 1 disables): episodic memories left after folding are merged into
       windows of up to this many consecutive memories of the same session ("Speaker: text"
       lines, repeated content dropped), bounded by ``max_merged_chars``.
@@ -216,4 +216,5 @@ NAMED_POLICIES: dict[str, Policy] = {
         min_recall_retention=0.95,
     ),
 }
-"""Named policies for the CLI and the console. Values are tuned on LoCoMo (bench/quality_locomo.py)."""
+"""Named policies for the CLI and the console. Values are tuned on LoCoMo
+(bench/quality_locomo.py)."""

@@ -53,9 +53,10 @@ def normalize_text(text: str) -> str:
     return _TRAILING_RE.sub("", t)
 
 
-_STOP_TEXT = """a an the is are was were be been being am do does did doing has have had having to of in on
-    at for with and or but that this these those it its he she they them his her hers their theirs
-    i me my mine we us our ours you your yours him himself herself themselves itself myself also
+_STOP_TEXT = """a an the is are was were be been being am do does did doing has have had having to
+    of in on at for with and or but that this these those it its he she they them his her hers
+    their theirs i me my mine we us our ours you your yours him himself herself themselves
+    itself myself also
     so very really just too as by from into about than then there here what which who whom whose
     when where why how all any some more most other such only own same can will would should could
     may might must shall longer anymore still again now used would ever yet both each few much
@@ -83,7 +84,8 @@ _SYNONYMS = {
 (issue 9, item 6). Hand-picked; a synonym missing here makes a pair *distinct*, never merged."""
 
 _SINGLE_VALUED_RE = re.compile(
-    r"\b(?:liv(?:e|es|ed|ing) in|mov(?:e|es|ed|ing) to|relocat\w* to|work(?:s|ed|ing)? (?:at|as|for)"
+    r"\b(?:liv(?:e|es|ed|ing) in|mov(?:e|es|ed|ing) to|relocat\w* to"
+    r"|work(?:s|ed|ing)? (?:at|as|for)"
     r"|born (?:in|on)|years? old|age|aged|name is|named|called|favou?rite|married to|engaged to"
     r"|dating|based in|located in|stud(?:y|ies|ied|ying) at|major(?:s|ed|ing)? in|drives? an?"
     r"|job is|lives? with|birthday|is from|comes? from|grew up in|owns? an?|has an?|had an?)\b"
@@ -184,7 +186,8 @@ class Cue:
 
 
 def _role_swap(a: tuple[str, ...], b: tuple[str, ...]) -> str | None:
-    """A pivot word with the words before/after it exchanged ("Alice hired Bob" / "Bob hired Alice")."""
+    """A pivot word with the words before/after it exchanged
+    ("Alice hired Bob" / "Bob hired Alice")."""
     for idx, w in enumerate(a):
         if a.count(w) != 1 or b.count(w) != 1:
             continue
@@ -196,9 +199,10 @@ def _role_swap(a: tuple[str, ...], b: tuple[str, ...]) -> str | None:
     return None
 
 
-_STARTERS_TEXT = """The A An On In At Yesterday Today Tomorrow Last Next This That These Those I We You He She
-    They It My Our Your His Her Their Thanks Thank Hey Hi Hello Wow Yes No Yeah Oh Sure Absolutely
-    Awesome Great Nice Cool So And But After Before When While During Since For With As If
+_STARTERS_TEXT = """The A An On In At Yesterday Today Tomorrow Last Next This That These Those I We
+    You He She They It My Our Your His Her Their Thanks Thank Hey Hi Hello Wow Yes No Yeah Oh
+    Sure Absolutely Awesome Great Nice Cool So And But After Before When While During Since For
+    With As If
     Although Every Each Some Many Most All Both One Also Then Now Recently Lately Still Just Really
     Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June
     July August September October November December What Why How Where Who Haha Aw Ah Congrats

@@ -67,8 +67,8 @@ def load_secret_key(var_dir: Path) -> str:
             raise ImproperlyConfigured(f"{path} is empty: delete it to generate a new key")
     if key == PLACEHOLDER_SECRET_KEY:
         raise ImproperlyConfigured(
-            "SECRET_KEY is the public placeholder: unset it (a key is generated into var/) or set a "
-            "real one"
+            "SECRET_KEY is the public placeholder: unset it (a key is generated into var/) "
+            "or set a real one"
         )
     return key
 

@@ -3,8 +3,9 @@
 ``StubLLM`` runs the stdlib ``http.server`` in a daemon thread on ``127.0.0.1:<free port>`` and
 serves ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` (any other path → 404).
 Replies come from a FIFO script of steps pushed by the test; when the script is empty the
-``default`` step is used (an empty ``{"facts": []}`` answer). Every request is recorded (path, headers, decoded JSON body) in
-:attr:`StubLLM.requests`, in arrival order, *before* it is answered.
+``default`` step is used (an empty ``{"facts": []}`` answer). Every request is recorded (path,
+headers, decoded JSON body) in :attr:`StubLLM.requests`, in arrival order, *before* it is
+answered.
 
 Scripted steps:
 

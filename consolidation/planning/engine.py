@@ -58,8 +58,8 @@ brackets, seconds):
     the most confident removing operations that fit the loss guard; then the summary and
     telemetry.
 
-Operations come out as reconcile, conflict, merge, promote, prune. Pinned or curated memories are never
-pruned, superseded or merged (I-6). Incremental mode (``checkpoint`` given): only new or
+Operations come out as reconcile, conflict, merge, promote, prune. Pinned or curated memories
+are never pruned, superseded or merged (I-6). Incremental mode (``checkpoint`` given): only new or
 changed records are searched against the whole store (O(new × store)); prune and promote are
 evaluated on new/changed records only; old records can still be merged with, or superseded
 by, a new one.

@@ -1,7 +1,7 @@
 """Grouping stages: candidate search, exact duplicates, contradictions, complete linkage.
 
-Also the pair predicates the later stages share: :func:`verdict` (memoised :func:`~consolidation.judgment.judge_pair`),
-:func:`pair_sim`, :func:`linked` and :func:`conflicts`.
+Also the pair predicates the later stages share: :func:`verdict` (memoised
+:func:`~consolidation.judgment.judge_pair`), :func:`pair_sim`, :func:`linked` and :func:`conflicts`.
 """
 
 from __future__ import annotations

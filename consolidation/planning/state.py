@@ -101,11 +101,11 @@ class PlanState:
 
     Inputs (set by :func:`prepare`): ``policy``, ``fm``, ``now``, ``candidate_method``, the
     snapshot columns ``ids``/``docs``/``metas``/``hashes``/``scopes``, ``emb``
-    (``(n, 384) float32``, L2-normalised rows), ``protected`` (pinned or curated), ``is_new`` / ``new_idx`` (not in
-    the checkpoint), ``incremental`` (a checkpoint was given) and ``partial`` (only some records
-    are new: only new × store pairs are searched). Outputs: ``fates``, ``removed`` and the
-    operation lists (``ops_conflict``: contradictions for a reviewer); telemetry in
-    ``candidates`` and ``contra_stats``. The rest is working
+    (``(n, 384) float32``, L2-normalised rows), ``protected`` (pinned or curated),
+    ``is_new`` / ``new_idx`` (not in the checkpoint), ``incremental`` (a checkpoint was given)
+    and ``partial`` (only some records are new: only new × store pairs are searched).
+    Outputs: ``fates``, ``removed`` and the operation lists (``ops_conflict``: contradictions
+    for a reviewer); telemetry in ``candidates`` and ``contra_stats``. The rest is working
     state of the stages that fill it (similarities, keys, groups, units).
     """
 

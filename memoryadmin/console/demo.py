@@ -138,13 +138,16 @@ def _coding(rng: random.Random) -> list[tuple[str, str, dict[str, Any]]]:
     for i, proj in enumerate(projects):
         lang = LANGS[i % len(LANGS)]
         k = f"p{i:02d}"
+        runner = "pytest" if lang == "Python" else "the standard test runner"
+        db = ["PostgreSQL", "SQLite", "Redis", "DynamoDB"][i % 4]
+        width = [88, 100, 120][i % 3]
         out += [
             (f"{k}-lang", f"The {proj} project is written in {lang}.", {}),
-            (f"{k}-test", f"The {proj} tests run with {'pytest' if lang == 'Python' else 'the standard test runner'}.", {}),
+            (f"{k}-test", f"The {proj} tests run with {runner}.", {}),
             (f"{k}-ci", f"The {proj} project deploys from the main branch through GitHub Actions.", {}),
-            (f"{k}-db", f"The {proj} service stores its data in {['PostgreSQL', 'SQLite', 'Redis', 'DynamoDB'][i % 4]}.", {}),
+            (f"{k}-db", f"The {proj} service stores its data in {db}.", {}),
             (f"{k}-owner", f"{_person(i)} reviews pull requests for {proj}.", {}),
-            (f"{k}-lint", f"The {proj} repository enforces a line length of {[88, 100, 120][i % 3]} characters.", {}),
+            (f"{k}-lint", f"The {proj} repository enforces a line length of {width} characters.", {}),
             (f"{k}-port", f"The {proj} dev server listens on port {3000 + i}.", {}),
             (f"{k}-bug", f"A flaky test in {proj} fails when the clock crosses midnight.", {}),
             (f"{k}-env", f"The {proj} project reads its secrets from environment variables.", {}),
@@ -178,19 +181,25 @@ def _personal(rng: random.Random) -> list[tuple[str, str, dict[str, Any]]]:
         who = FRIENDS[i]
         city = CITIES[i % len(CITIES)]
         k = f"f{i:02d}"
+        rel = ["college friend", "cousin", "colleague", "neighbour", "climbing partner"][i % 5]
+        month = ["March", "June", "September", "December"][i % 4]
+        food = ("vegetarian" if i % 3 == 0 else "allergic to shellfish" if i % 3 == 1
+                else "fond of spicy food")
+        gift = ["book", "plant", "scarf", "board game"][i % 4]
+        hobby = ["bouldering", "sailing", "pottery", "chess", "running"][i % 5]
         out += [
-            (f"{k}-rel", f"{who} is a {['college friend', 'cousin', 'colleague', 'neighbour', 'climbing partner'][i % 5]} of the user.", {}),
-            (f"{k}-bday", f"{who}'s birthday is on {1 + i % 28} {['March', 'June', 'September', 'December'][i % 4]}.", {}),
+            (f"{k}-rel", f"{who} is a {rel} of the user.", {}),
+            (f"{k}-bday", f"{who}'s birthday is on {1 + i % 28} {month}.", {}),
             (f"{k}-city", f"{who} is based in {city}.", {}),
-            (f"{k}-food", f"{who} is {'vegetarian' if i % 3 == 0 else 'allergic to shellfish' if i % 3 == 1 else 'fond of spicy food'}.", {}),
-            (f"{k}-gift", f"Last year the user gave {who} a {['book', 'plant', 'scarf', 'board game'][i % 4]}.", {}),
+            (f"{k}-food", f"{who} is {food}.", {}),
+            (f"{k}-gift", f"Last year the user gave {who} a {gift}.", {}),
             (f"{k}-kids", f"{who} has {i % 4} children.", {}),
-            (f"{k}-hobby", f"{who} enjoys {['bouldering', 'sailing', 'pottery', 'chess', 'running'][i % 5]} on weekends.", {}),
+            (f"{k}-hobby", f"{who} enjoys {hobby} on weekends.", {}),
             (f"{k}-phone", f"{who} prefers voice messages to long texts.", {}),
             (f"{k}-met", f"The user met {who} in {2010 + i % 12}.", {}),
         ]
         if i % 3 == 0:
-            out.append((f"{k}-bday-p", f"{who} celebrates their birthday on {1 + i % 28} {['March', 'June', 'September', 'December'][i % 4]}.", {}))
+            out.append((f"{k}-bday-p", f"{who} celebrates their birthday on {1 + i % 28} {month}.", {}))
         if i % 4 == 0:
             out.append((f"{k}-city-dup", f"{who} is based in {city}.", {}))
         if i % 5 == 2:
@@ -224,7 +233,8 @@ DEMO_AGENTS: list[_Spec] = [
     ),
     _Spec(
         "demo-coding", "Coding assistant",
-        "Pair-programming agent: forty projects, their stacks, conventions and the user's preferences.",
+        ("Pair-programming agent: forty projects, their stacks, conventions and the user's "
+         "preferences."),
         _coding,
         [("Which language is atlas-api written in?", "Python"),
          ("How does the user like indentation?", "four-space spaces"),
@@ -328,7 +338,8 @@ def seed_demo_agents(stdout: Any = None, *, collection_prefix: str = "") -> list
             services.agent_update(agent=agent, policy=normal)
             agent.refresh_from_db()
         run = _run_pass(agent)
-        say(f"{spec.name}: {len(records):,} memories, {len(spec.probes)} probes; pass #{run.pk} {run.status} "
+        say(f"{spec.name}: {len(records):,} memories, {len(spec.probes)} probes; "
+            f"pass #{run.pk} {run.status} "
             f"({run.entries_before:,} → {run.entries_after:,})")
         agents.append(agent)
     return agents

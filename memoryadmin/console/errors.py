@@ -10,7 +10,8 @@ class ServiceError(Exception):
 
 
 class PassAlreadyActive(ServiceError):
-    """Another pass of the same agent is queued, running, approved, applying or rolling back (I-5)."""
+    """Another pass of the same agent is queued, running, approved, applying or rolling back
+    (I-5)."""
 
 
 class GuardRefused(ServiceError):

@@ -52,7 +52,9 @@ POLICY_HELP: dict[str, str] = {
     "promote_min_access": "Promote a memory accessed at least this many times (default 5).",
     "prune": "Prune old, low-value memories by exponential decay.",
     "prune_half_life_days": "Half-life of importance decay, in days (> 0; default 30).",
-    "prune_threshold": "Prune when importance × 0.5^(age/half-life) falls below this (0–1; default 0.05).",
+    "prune_threshold": (
+        "Prune when importance × 0.5^(age/half-life) falls below this (0–1; default 0.05)."
+    ),
     "prune_max_importance": (
         "Age alone prunes only memories whose explicit importance is below this (0–1; default "
         "0.3); others decay away only when the store keeps their content."
@@ -460,7 +462,8 @@ class JsonlUploadForm(forms.Form):
 
     file = forms.FileField(
         label="JSONL file",
-        help_text="One JSON object per line: id, document, optional metadata and embedding (UTF-8).",
+        help_text=("One JSON object per line: id, document, optional metadata and embedding "
+                   "(UTF-8)."),
     )
     skip_invalid = forms.BooleanField(
         required=False, label="Skip invalid lines",
@@ -492,8 +495,8 @@ class ProbeForm(forms.Form):
                              "memories for the probe to count as recalled.")
     evidence_ids = forms.CharField(
         required=False, label="Evidence ids", max_length=60_000,
-        help_text="Evidence ids that hold the answer (e.g. LoCoMo dia_ids “D1:3”), as listed in the "
-        "memories' evidence metadata; separated by commas or spaces.",
+        help_text=("Evidence ids that hold the answer (e.g. LoCoMo dia_ids “D1:3”), "
+                   "as listed in the memories' evidence metadata; separated by commas or spaces."),
     )
     category = forms.IntegerField(required=False, min_value=0, max_value=1000,
                                   help_text="Optional (LoCoMo: 1–4).")
@@ -516,7 +519,8 @@ class ProbeForm(forms.Form):
             raise forms.ValidationError(str(exc)) from exc
 
     def service_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``probes.probe_create`` / ``probe_update`` (after ``is_valid()``)."""
+        """Keyword arguments for ``probes.probe_create`` / ``probe_update``
+        (after ``is_valid()``)."""
         d = self.cleaned_data
         return {"question": d["question"], "answer": d["answer"], "evidence_ids": d["evidence_ids"],
                 "category": d["category"]}

@@ -258,7 +258,8 @@ class Operation(models.Model):
 
 
 class OperationSource(models.Model):
-    """An original memory an operation reads, frozen at planning time (review never needs the store)."""
+    """An original memory an operation reads, frozen at planning time (review never needs the
+    store)."""
 
     operation = models.ForeignKey(Operation, on_delete=models.CASCADE, related_name="sources")
     position = models.PositiveIntegerField()
@@ -414,7 +415,8 @@ class PassSnapshot(models.Model):
 
 
 def embedding_to_bytes(embedding: Any) -> bytes | None:
-    """``(384,) float32`` array (or list) → raw bytes for a ``BinaryField``; ``None`` passes through."""
+    """``(384,) float32`` array (or list) → raw bytes for a ``BinaryField``; ``None`` passes
+    through."""
     if embedding is None:
         return None
     return np.asarray(embedding, dtype=np.float32).reshape(-1).tobytes()

@@ -70,7 +70,8 @@ class Evaluation:
 
     @property
     def net_change(self) -> str:
-        """The store's change in words: "118 originals removed, 25 new memories written: 93 fewer"."""
+        """The store's change in words, e.g.
+        "118 originals removed, 25 new memories written: 93 fewer"."""
         diff = self.entries_before - self.entries_after
         tail = f"{diff} fewer" if diff >= 0 else f"{-diff} more"
         return f"{self.removed} originals removed, {self.written} new memories written: {tail}"

@@ -1,4 +1,5 @@
-"""Roles as groups with permissions: viewer (reads), reviewer (+ proposals), admin (+ agents, memories).
+"""Roles as groups with permissions: viewer (reads), reviewer (+ proposals), admin (+ agents,
+memories).
 
 Login is required everywhere, so a viewer needs no permission to read. ``ensure_roles`` is
 idempotent (``manage.py setup_roles``).
@@ -24,7 +25,8 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 
 
 def ensure_roles() -> dict[str, int]:
-    """Create the three groups and set their permissions exactly; returns group → permission count."""
+    """Create the three groups and set their permissions exactly; returns group → permission
+    count."""
     from django.contrib.auth.models import Group, Permission
 
     out = {}

@@ -59,7 +59,8 @@ AUDIT_FILTER_ALIASES: dict[str, str] = {"dismissed": "rejected"}
 
 
 MAX_ZONE_NAME = 64
-"""Longest zone name tried; the longest IANA key is 32 characters ("America/Argentina/ComodRivadavia")."""
+"""Longest zone name tried; the longest IANA key is 32 characters
+("America/Argentina/ComodRivadavia")."""
 
 
 def operator_zone(name: str | None) -> ZoneInfo:
@@ -272,7 +273,8 @@ class MemoryView:
 
 @dataclass
 class MemoryQuery:
-    """Browser filters: tier (exact, "" = any), pinned ("yes"/"no"/""), text contains (case-insensitive)."""
+    """Browser filters: tier (exact, "" = any), pinned ("yes"/"no"/""), text contains
+    (case-insensitive)."""
 
     tier: str = ""
     pinned: str = ""

@@ -93,7 +93,8 @@ def get_client() -> Any:
 
 
 def reset_client_cache() -> None:
-    """Forget cached clients (tests that change ``CHROMA_*`` settings, or after a server restart)."""
+    """Forget cached clients (tests that change ``CHROMA_*`` settings, or after a server
+    restart)."""
     with _lock:
         _clients.clear()
 

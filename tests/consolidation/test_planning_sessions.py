@@ -1,4 +1,5 @@
-"""plan(): evidence-linked folds, session windows, semantic windows, covered prune, trim to guard."""
+"""plan(): evidence-linked folds, session windows, semantic windows, covered prune, trim to
+guard."""
 
 from __future__ import annotations
 

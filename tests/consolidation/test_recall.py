@@ -134,7 +134,8 @@ QUERIES = np.stack([unit(1, 0, 0), unit(0, 0.7, 0.7)])
 @pytest.mark.parametrize(
     ("k", "recall", "evidence", "chars"),
     [
-        # k=1: probe 1 gets t1 (no date → miss); probe 2 gets s1 (summary: hit, but evidence not counted).
+        # k=1: probe 1 gets t1 (no date → miss); probe 2 gets s1 (summary: hit, but evidence
+        # not counted).
         (1, 0.5, 0.5, (len(STORE[0].document) + len(STORE[3].document)) / 2),
         # k=2: probe 1 gets t1+o1 (hit), probe 2 gets s1+t2 (hit; evidence from t2 counts).
         (2, 1.0, 1.0, None),

@@ -85,7 +85,8 @@ def test_it_excludes_a_merge_live_then_approves_and_applies(live_server, transac
 CSP_LISTENER = """
 window.__csp = [];
 document.addEventListener("securitypolicyviolation", function (e) {
-  window.__csp.push(e.violatedDirective + " " + (e.blockedURI || "inline") + " " + (e.sourceFile || "") + ":" + e.lineNumber);
+  window.__csp.push(e.violatedDirective + " " + (e.blockedURI || "inline") + " " +
+                    (e.sourceFile || "") + ":" + e.lineNumber);
 });
 """
 

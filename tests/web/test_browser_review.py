@@ -106,7 +106,8 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_ser
         window.__lossSwaps = 0;
         new MutationObserver((records) => {
             for (const r of records) for (const n of r.addedNodes)
-                if (n.nodeType === 1 && (n.id === 'loss-fraction' || n.querySelector?.('#loss-fraction')))
+                if (n.nodeType === 1 && (n.id === 'loss-fraction'
+                                         || n.querySelector?.('#loss-fraction')))
                     window.__lossSwaps += 1;
         }).observe(document.body, {childList: true, subtree: true});
     }""")

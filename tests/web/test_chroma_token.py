@@ -33,7 +33,9 @@ def test_the_console_talks_to_a_chroma_server_with_a_token(settings, tmp_path):
 
     port = free_port()
     env = os.environ | {
-        "CHROMA_SERVER_AUTHN_PROVIDER": "chromadb.auth.token_authn.TokenAuthenticationServerProvider",
+        "CHROMA_SERVER_AUTHN_PROVIDER": (
+            "chromadb.auth.token_authn.TokenAuthenticationServerProvider"
+        ),
         "CHROMA_SERVER_AUTHN_CREDENTIALS": TOKEN,
         "CHROMA_AUTH_TOKEN_TRANSPORT_HEADER": "Authorization",
     }

@@ -45,13 +45,14 @@ from django.contrib.auth.models import User
 from memoryadmin.console import services, stores
 from tests.conftest import DISTINCT_FACTS as F, days_ago
 slug = "{slug}"
-words = ("amber basil cedar delta ember fjord garnet harbor iris juniper kelp lumen maple nectar onyx "
-         "pepper quartz raven sable thistle umber violet willow xenon yarrow zephyr anchor bramble copper "
-         "dune falcon glacier hazel indigo jasper kestrel lotus meadow nickel orchid pebble quill ridge "
-         "saffron tundra velvet walnut").split()
+words = ("amber basil cedar delta ember fjord garnet harbor iris juniper kelp lumen maple "
+         "nectar onyx pepper quartz raven sable thistle umber violet willow xenon yarrow "
+         "zephyr anchor bramble copper dune falcon glacier hazel indigo jasper kestrel lotus "
+         "meadow nickel orchid pebble quill ridge saffron tundra velvet walnut").split()
 r = random.Random(5)
 uniq = [" ".join(r.sample(words, 7)) + f" {{r.randint(1000, 9999)}}" for _ in range(115)]
-texts = uniq[:105] + uniq[:105] + uniq[105:] + [F[3], F[4], "Alice likes jazz", "Alice no longer likes jazz"]
+texts = (uniq[:105] + uniq[:105] + uniq[105:]
+         + [F[3], F[4], "Alice likes jazz", "Alice no longer likes jazz"])
 metas = [dict(created_at=days_ago(1), importance=0.5) for _ in texts]
 metas[220] = dict(created_at=days_ago(400), importance=0.1)
 metas[221] = dict(created_at=days_ago(1), importance=0.95)
@@ -75,7 +76,8 @@ ROLLBACK = """
 from django.contrib.auth.models import User
 from memoryadmin.console import rollback
 from memoryadmin.console.models import Pass
-run = rollback.pass_rollback_request(run=Pass.objects.get(pk={pk}), user=User.objects.get(username="{slug}"))
+run = rollback.pass_rollback_request(run=Pass.objects.get(pk={pk}),
+                                     user=User.objects.get(username="{slug}"))
 print(run.status)
 """
 

@@ -1,4 +1,5 @@
-"""Demo seed: three agents of 500–2,000 memories, every operation, proposals, one guard rejection."""
+"""Demo seed: three agents of 500–2,000 memories, every operation, proposals, one guard
+rejection."""
 
 from __future__ import annotations
 

@@ -74,7 +74,8 @@ def test_the_public_placeholder_key_is_refused(tmp_path: Path, debug: str) -> No
 
 
 def test_https_turns_on_secure_cookies_hsts_redirect_and_the_proxy_header(tmp_path: Path) -> None:
-    code = ("print(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE, settings.SECURE_SSL_REDIRECT,"
+    code = ("print(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE,"
+            " settings.SECURE_SSL_REDIRECT,"
             " settings.SECURE_HSTS_SECONDS > 0, settings.SECURE_PROXY_SSL_HEADER)")
     on = run_django(tmp_path, code, MEMORYADMIN_HTTPS="1", SECRET_KEY=REAL_KEY)
     assert on.stdout.strip() == "True True True True ('HTTP_X_FORWARDED_PROTO', 'https')", on.stderr
@@ -143,7 +144,7 @@ def test_another_user_is_not_locked_out_and_success_resets_the_count(client: Cli
         assert client.post(url, {"username": "carol", "password": "wrong"}).status_code == 200
 
 
-# ----- a stale CSRF token --------------------------------------------------------------------------
+# ----- a stale CSRF token ---------------------------------------------------------------------
 
 
 def test_a_stale_csrf_token_in_htmx_gets_a_message_with_a_reload_link(alice, agent_with_memories) -> None:
@@ -170,7 +171,7 @@ def test_a_stale_csrf_token_without_htmx_gets_a_page_with_a_reload_link(alice, a
     assert "<html" in html and "out of date" in html and "Reload the page" in html
 
 
-# ----- password reset without mail ------------------------------------------------------------------
+# ----- password reset without mail ------------------------------------------------------------
 
 
 def test_password_reset_without_mail_says_an_administrator_resets_it(client: Client, carol) -> None:

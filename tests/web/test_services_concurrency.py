@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SETUP = """
 from memoryadmin.console.models import Agent
-Agent.objects.create(name="Busy", slug="busy", collection_name="busy-memories", schedule_enabled=False)
+Agent.objects.create(name="Busy", slug="busy", collection_name="busy-memories",
+                     schedule_enabled=False)
 """
 
 REQUEST = """

@@ -69,8 +69,8 @@ def agent_create(
     ``embedder``: the attached collection's own embedder (:func:`validate_embedder`).
     Raises ``ValueError`` for a blank name, a bad slug, a collection name Chroma refuses, an
     invalid policy/field map/cron/embedder, a slug or collection already used by an agent,
-    attaching a collection that does not exist or creating one that does; :class:`StoreUnavailable` when
-    Chroma is down. Nothing is written on error.
+    attaching a collection that does not exist or creating one that does;
+    :class:`StoreUnavailable` when Chroma is down. Nothing is written on error.
     """
     name = (name or "").strip()
     if not name:

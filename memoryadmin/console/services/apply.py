@@ -79,7 +79,8 @@ per stage and batch (a per-operation round trip costs ~16–25 ms in Chroma per 
 
 def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
     """The records ``ops`` write (one each). A text equal to the rewritten source's keeps that
-    source's embedding; any other text (a merge, an edit, a distillation) is embedded, in one call."""
+    source's embedding; any other text (a merge, an edit, a distillation) is embedded, in one
+    call."""
     prior = {
         (a.operation_id, a.memory_id): a
         for a in ArchivedMemory.objects.filter(operation__in=ops)
@@ -262,9 +263,9 @@ def pass_apply(*, run: Pass) -> Pass:
     reason. Operations that conflict later only lower the loss, so the check cannot newly trip.
 
     ``conflict`` operations are never applied (they remove and write nothing; a reviewer
-    resolves them). Ends ``applied``, or ``partially_applied`` when any operation conflicted or failed. If Chroma
-    is unreachable before any operation started, the pass goes back to ``proposed`` (store
-    untouched, exclusions and edits kept, audited as ``apply_postponed``);
+    resolves them). Ends ``applied``, or ``partially_applied`` when any operation conflicted or
+    failed. If Chroma is unreachable before any operation started, the pass goes back to
+    ``proposed`` (store untouched, exclusions and edits kept, audited as ``apply_postponed``);
     after that it stays ``applying`` with the error and is resumed by running this again
     (``tasks.apply_pass`` / ``manage.py recover_passes``); no step is done twice. Afterwards the
     agent's checkpoint is refreshed and a :class:`StoreSample` is recorded.
@@ -359,7 +360,8 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
         # to review with the reviewers' exclusions and edits intact, to be approved again once
         # the store answers (a fresh-user test lost a reviewed proposal to a "failed" here).
         Operation.objects.filter(run=run, status=OS.CONFLICT).update(status=OS.PENDING, status_detail="")
-        note = f"Not applied, nothing was written: {error.rstrip('. ')}. Approve again when the store is back."
+        note = (f"Not applied, nothing was written: {error.rstrip('. ')}. "
+                "Approve again when the store is back.")
         return transition(
             run, frm=(S.APPLYING,), to=S.PROPOSED, actor=actor, verb="apply_postponed", note=note,
             error=note, decided_by=None, decided_actor="", decided_at=None, progress=0.0,

@@ -232,7 +232,8 @@ def validate_field_map(field_map: FieldMap | Mapping[str, Any] | None) -> dict[s
 
 
 def validate_cron(cron: Any) -> str:
-    """Return a 5-field cron expression stripped, or raise ``ValueError`` (validated with croniter)."""
+    """Return a 5-field cron expression stripped, or raise ``ValueError`` (validated with
+    croniter)."""
     from croniter import croniter
 
     if not isinstance(cron, str) or len(cron.split()) != 5:

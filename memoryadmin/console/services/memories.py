@@ -80,7 +80,8 @@ def memory_edit(*, agent: Agent, memory_id: str, document: str, user: Any) -> Me
 
 
 def memory_delete(*, agent: Agent, memory_id: str, user: Any) -> None:
-    """Delete one memory after archiving it (restorable); audited. Errors as :func:`memory_set_pinned`."""
+    """Delete one memory after archiving it (restorable); audited. Errors as
+    :func:`memory_set_pinned`."""
     memory_guard(agent)
     store, rec = _memory_get(agent, memory_id)
     _archive_operator(agent, rec, ArchivedMemory.Action.OPERATOR_DELETE, user)

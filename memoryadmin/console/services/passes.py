@@ -198,7 +198,8 @@ def pass_plan(
 
 
 def pass_fail(*, run: Pass, error: str, actor: str | None = None) -> Pass:
-    """Mark a queued or running pass ``failed`` with ``error`` (nothing was written to the store)."""
+    """Mark a queued or running pass ``failed`` with ``error`` (nothing was written to the
+    store)."""
     try:
         return transition(
             run, frm=(S.QUEUED, S.RUNNING), to=S.FAILED, actor=actor or run_actor(run),

@@ -90,7 +90,8 @@ def _me() -> str:
 
 
 def _lease_seconds() -> float:
-    # django-q2 kills a task after Q_CLUSTER["timeout"] seconds, so a lease never needs to outlive it.
+    # django-q2 kills a task after Q_CLUSTER["timeout"] seconds, so a lease never needs to
+    # outlive it.
     return float(settings.Q_CLUSTER.get("timeout") or 1800)
 
 
@@ -199,14 +200,16 @@ def pass_rollback_request(*, run: Pass, user: Any, note: str = "") -> Pass:
         return run
     if not run.can_roll_back:
         raise ServiceError(
-            f"Pass #{run.pk} is {run.status}; only an applied or partially applied pass can be rolled back."
+            f"Pass #{run.pk} is {run.status}; "
+            "only an applied or partially applied pass can be rolled back."
         )
     actor = actor_name(user, "cli")
     blockers = rollback_blockers(run=run)
     if blockers:
         ids = sorted(blockers)
         message = (
-            f"Rollback refused, nothing was changed: {len(ids)} record(s) were changed after the pass "
+            f"Rollback refused, nothing was changed: {len(ids)} record(s) were changed "
+            "after the pass "
             f"({', '.join(ids)}). " + " ".join(blockers[i] for i in ids)
         )
         audit(actor=actor, verb="rollback_refused", run=run, user=user, note=message,
@@ -284,8 +287,9 @@ def pass_rollback(*, run: Pass) -> Pass:
             blockers = rollback_blockers(run=run, store=store)
             if blockers:
                 ids = sorted(blockers)
+                changed = ", ".join(ids)
                 return _back_to_applied(
-                    run, f"Rollback refused, nothing was changed: changed after the pass: {', '.join(ids)}.",
+                    run, f"Rollback refused, nothing was changed: changed after the pass: {changed}.",
                     actor, "rollback_refused",
                 )
         if fresh:  # from here on a failure leaves the pass rolling_back, to be resumed
@@ -428,7 +432,8 @@ def _resume(run: Pass) -> Pass:
 
 
 def resume_leased(run: Pass) -> tuple[Pass, bool]:
-    """Apply / roll back ``run`` under its lease; ``(pass, False)`` when another process holds it."""
+    """Apply / roll back ``run`` under its lease; ``(pass, False)`` when another process holds
+    it."""
     if not lease_acquire(run):
         return Pass.objects.get(pk=run.pk), False
     try:
@@ -457,7 +462,8 @@ def passes_recover(
     for run in Pass.objects.filter(status__in=active).select_related("agent").order_by("pk"):
         run, mine = resume_leased(run)
         if not mine:
-            say(f"pass #{run.pk} of {run.agent.slug}: being resumed by {lease_holder(run) or 'another process'}")
+            holder = lease_holder(run) or "another process"
+            say(f"pass #{run.pk} of {run.agent.slug}: being resumed by {holder}")
             continue
         out.append(run)
     timeout = _lease_seconds()

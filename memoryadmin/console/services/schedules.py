@@ -1,6 +1,7 @@
 """Schedule services: keep each agent's django-q2 ``Schedule`` in step with its cron.
 
-The next run times an operator sees are a read: :func:`memoryadmin.console.selectors.schedule_preview`.
+The next run times an operator sees are a read:
+:func:`memoryadmin.console.selectors.schedule_preview`.
 """
 
 from __future__ import annotations

@@ -111,7 +111,8 @@ SCORE_LABELS: dict[str, tuple[str, str]] = {
     "newer_created_at": ("newer memory created", "words"),
     "sources": ("sources", "num"),
 }
-"""Operation scores (``Operation.scores``) as labelled fields; other keys get their name in words."""
+"""Operation scores (``Operation.scores``) as labelled fields; other keys get their name in
+words."""
 
 SCORE_HIDDEN = {"pairwise", "rule", "conflict", "decision"}
 """Scores shown elsewhere: the pairwise matrix as a table, the rule as the operation's badge."""

@@ -29,7 +29,8 @@ def _ctx(request: HtmxHttpRequest, agent: Agent, page: Any = None, **extra: Any)
 @require_GET
 @vary_on_headers("HX-Request")
 def probe_list(request: HtmxHttpRequest, slug: str):
-    """Probe queries, 25 per page (htmx ``?page=N``: the list only), with the add form for admins."""
+    """Probe queries, 25 per page (htmx ``?page=N``: the list only), with the add form for
+    admins."""
     agent = get_object_or_404(Agent, slug=slug)
     return render(request, f"{PAGE}#probe-list" if request.htmx else PAGE, _ctx(request, agent))
 

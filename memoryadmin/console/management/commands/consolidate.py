@@ -34,7 +34,8 @@ KEYS = (
     "guard_reason", "recall_passed", "recall_reason", "recall_before", "recall_after",
     "context_chars_before", "context_chars_after", "seconds",
 )
-"""Keys of the ``--json`` object (issue 4, plus agent/mode/policy and the recall guard's verdict)."""
+"""Keys of the ``--json`` object (issue 4, plus agent/mode/policy and the recall guard's
+verdict)."""
 
 
 class Command(BaseCommand):
@@ -61,9 +62,8 @@ class Command(BaseCommand):
         mode = opts["mode"] or "propose"
         if opts["policy"] is not None:
             if opts["policy"] not in NAMED_POLICIES:
-                raise bad_input(
-                    f"Unknown policy {opts['policy']!r}; named policies: {', '.join(sorted(NAMED_POLICIES))}."
-                )
+                names = ", ".join(sorted(NAMED_POLICIES))
+                raise bad_input(f"Unknown policy {opts['policy']!r}; named policies: {names}.")
             policy = NAMED_POLICIES[opts["policy"]]
         else:
             try:
@@ -168,11 +168,14 @@ class Command(BaseCommand):
         head = f"pass #{o['pass_id']}" if o["pass_id"] else "dry run"
         return "\n".join([
             f"{head} of {o['agent']}: {o['status']} ({o['seconds']:.1f} s)",
-            f"  entries {o['entries_before']:,} → {o['entries_after']:,}: merged {o['merged']}, "
+            f"  entries {o['entries_before']:,} → {o['entries_after']:,}: "
+            f"merged {o['merged']}, "
             f"promoted {o['promoted']}, pruned {o['pruned']}, reconciled {o['reconciled']}",
             f"  loss {f(o['loss_fraction'], '.1%')} (max {f(o['max_loss_fraction'], '.1%')}); "
             f"guard {'passed' if o['guard_passed'] else 'failed'}: {o['guard_reason'] or ''}",
-            f"  answer recall@10 {f(o['recall_before'], '.3f')} → {f(o['recall_after'], '.3f')}; "
-            f"context {f(o['context_chars_before'], ',.0f')} → {f(o['context_chars_after'], ',.0f')} chars; "
+            f"  answer recall@10 {f(o['recall_before'], '.3f')} → "
+            f"{f(o['recall_after'], '.3f')}; "
+            f"context {f(o['context_chars_before'], ',.0f')} → "
+            f"{f(o['context_chars_after'], ',.0f')} chars; "
             f"{o['recall_reason'] or ''}",
         ])

@@ -45,6 +45,7 @@ class Command(BaseCommand):
         ev = "n/a" if report.evidence_recall is None else f"{report.evidence_recall:.3f}"
         self.stdout.write(
             f"{agent.slug}: {report.entries:,} memories, {report.probes:,} probes — "
-            f"answer recall@{report.k} {report.answer_recall:.3f}, context {report.context_chars:,.0f} chars, "
+            f"answer recall@{report.k} {report.answer_recall:.3f}, "
+            f"context {report.context_chars:,.0f} chars, "
             f"evidence recall@{report.k} {ev} ({report.evidence_probes:,} probes with evidence)"
         )

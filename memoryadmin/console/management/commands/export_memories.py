@@ -17,7 +17,8 @@ from ._cli import bad_input, failed, get_agent
 
 
 class Command(BaseCommand):
-    help = "Export every memory of an agent as JSONL (id, document, metadata, embedding); '-' is stdout."
+    help = ("Export every memory of an agent as JSONL (id, document, metadata, embedding); "
+            "'-' is stdout.")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("agent", help="agent slug")

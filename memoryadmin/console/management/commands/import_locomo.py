@@ -1,4 +1,5 @@
-"""``manage.py import_locomo PATH [--conversation conv-26 ...]``: LoCoMo → one agent per conversation."""
+"""``manage.py import_locomo PATH [--conversation conv-26 ...]``: LoCoMo → one agent per
+conversation."""
 
 from __future__ import annotations
 
