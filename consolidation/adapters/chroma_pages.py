@@ -28,8 +28,9 @@ class FilteredRecords:
     ``None`` for none), without embeddings, in insertion order.
 
     ``len()``/``count()``: the number of matches (``collection.count()`` when unfiltered, else
-    one ids-only ``get``), computed once. ``records[a:b]``: one ``get(limit=b-a, offset=a)``
-    (at most 5,000 rows). Errors are Chroma's (the caller reports them).
+    one ids-only ``get`` whose ids are kept), computed once. ``records[a:b]`` (at most 5,000
+    rows): unfiltered, one ``get(limit=b-a, offset=a)``; filtered, one ``get(ids=…)`` of the
+    kept ids, so the filter is evaluated once per request. Errors are Chroma's.
     """
 
     def __init__(
@@ -46,12 +47,14 @@ class FilteredRecords:
         if where_document:
             self.filters["where_document"] = dict(where_document)
         self._count: int | None = None
+        self._ids: list[str] | None = None
 
     def count(self) -> int:
         """Number of matching records."""
         if self._count is None:
             if self.filters:
-                self._count = len(self.collection.get(include=[], **self.filters)["ids"] or [])
+                self._ids = list(self.collection.get(include=[], **self.filters)["ids"] or [])
+                self._count = len(self._ids)
             else:
                 self._count = int(self.collection.count())
         return self._count
@@ -67,14 +70,20 @@ class FilteredRecords:
         limit = min(max(0, stop - start), MAX_PAGE_SIZE)
         if limit == 0:
             return []
-        got = self.collection.get(limit=limit, offset=start, include=["documents", "metadatas"],
-                                  **self.filters)
+        include = ["documents", "metadatas"]
+        if self._ids is not None:
+            wanted = self._ids[start : start + limit]
+            got = self.collection.get(ids=wanted, include=include) if wanted else {"ids": []}
+        else:
+            got = self.collection.get(limit=limit, offset=start, include=include, **self.filters)
         docs, metas = got.get("documents") or [], got.get("metadatas") or []
-        return [
-            MemoryRecord(id=rid, document=docs[i] or "", embedding=None,
-                         metadata=decode_metadata(metas[i] if i < len(metas) else None))
+        records = {
+            rid: MemoryRecord(id=rid, document=docs[i] or "", embedding=None,
+                              metadata=decode_metadata(metas[i] if i < len(metas) else None))
             for i, rid in enumerate(got.get("ids") or [])
-        ]
+        }
+        order = self._ids[start : start + limit] if self._ids is not None else list(records)
+        return [records[rid] for rid in order if rid in records]
 
 
 def distinct_values(collection: Any, key: str) -> set[Any]:
