@@ -6,7 +6,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHARTJS := static/vendor/chart.umd.min.js
-PORT ?= 8000
 
 .PHONY: run test test-services services test-fast lint install chromium seed clean bench
 

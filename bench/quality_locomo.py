@@ -9,13 +9,17 @@ after the plan); then totals (entries summed, recall micro-averaged over probes)
 
 Two rows per conversation × policy:
 
-- ``single``: one plan as proposed; the guard column shows its loss fraction against the
-  policy's ``max_loss_fraction`` (a pass over the threshold would be rejected by the console;
-  the figures show what it would do if approved anyway);
-- ``iterated``: up to ``--passes`` plans (default 6) with ``trim_to_guard=True`` (each plan keeps
-  its most confident operations within the loss budget), each applied in memory
+- ``single``: one full plan (``trim_to_guard=False``); the guard column shows its loss fraction
+  against the policy's ``max_loss_fraction`` (a pass over the threshold would be rejected by the
+  console; the figures show what it would do if approved anyway);
+- ``converge``: what scheduled passes do (issue 10): up to ``--passes`` plans (default 5) with
+  the policy as it is (by default within the loss budget: each plan proposes its most certain
+  operations that fit and defers the rest), each applied in memory
   (:func:`consolidation.recall.simulate_after`) only when the loss guard and the recall guard
-  (``min_recall_retention``) pass; it stops when a plan removes nothing or a guard trips.
+  (``min_recall_retention``, this pass's after/before) pass, as the console would; it stops when
+  a plan removes nothing (converged) or a guard trips. ``passes`` is the number applied,
+  ``target@`` the first pass after which the conversation met the reduction goal, and the
+  trajectory lists the memories after each pass.
 
 ``cur`` is the number of curated memories after (promotion must not lock the store up).
 ``--set FIELD=VALUE`` overrides a policy field for a tuning run (JSON value).
@@ -24,7 +28,8 @@ The clock (``now``) is one day after the conversation's last session, so "age" m
 between a memory's session and the end of the conversation.
 
 Goal (issue 4): ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline answer recall;
-``aggressive`` ≥ 80 % fewer with ≥ 95 %; context size ≤ 1.25× baseline in both.
+``aggressive`` ≥ 80 % fewer with ≥ 95 %; context size ≤ 1.25× baseline in both. Issue 10: the
+default policy reaches its goal with ``converge`` (every pass under the guard) within 5 passes.
 
 Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
 [--policy default ...] [--passes N] [--set FIELD=VALUE ...] [--json]``. Embeddings are cached under ``var/cache/`` (keyed by text
@@ -112,10 +117,11 @@ def _ops(plans: list[Any]) -> dict[str, int]:
 def run_one(
     conv: LocomoConversation, policy_name: str, embedder: CachedEmbedder, k: int, passes: int
 ) -> list[dict[str, Any]]:
-    """Two rows for one conversation × policy: ``single`` (one plan, guard verdict shown, the
-    store simulated after the whole plan) and ``iterated`` (up to ``passes`` plans with
-    ``trim_to_guard=True``, each applied in memory only when both guards pass)."""
+    """Two rows for one conversation × policy: ``single`` (one full plan, guard verdict shown,
+    the store simulated after the whole plan) and ``converge`` (up to ``passes`` plans with the
+    policy as it is, each applied in memory only when both guards pass)."""
     policy = NAMED_POLICIES[policy_name].with_(**OVERRIDES)
+    full = policy.with_(trim_to_guard=False)
     vecs = embedder.embed([m.document for m in conv.memories])
     records = [m.with_embedding(v) for m, v in zip(conv.memories, vecs, strict=True)]
     queries = embedder.embed([p.question for p in conv.probes])
@@ -144,36 +150,46 @@ def run_one(
 
     # single pass: the plan as proposed, simulated whole whatever the guard says
     t0 = time.perf_counter()
-    p = make_plan(records, policy, now=now)
+    p = make_plan(records, full, now=now)
     after_records: list[MemoryRecord] = simulate_after(records, p, embedder)
     loss_ok = not p.result.exceeds_loss(policy.max_loss_fraction)
     guard = f"loss {p.result.loss_fraction:.0%} {'≤' if loss_ok else '>'} {policy.max_loss_fraction:.0%}"
     rows = [row("single", after_records, [p], guard, time.perf_counter() - t0, int(loss_ok))]
 
-    # iterated: trim each plan to the loss budget, apply it only when both guards pass
+    # converge: the policy as is (within the loss budget by default); apply a plan only when
+    # both guards pass, as the console does; stop when nothing is left to remove
     t0 = time.perf_counter()
-    it_policy = policy.with_(trim_to_guard=True)
-    current, plans, stop = records, [], f"{passes} passes"
+    current, plans, stop, sizes, target_at = records, [], f"{passes} passes", [], None
+    min_red = GOALS.get(policy_name, (0.0, 0.0))[0]
     for _ in range(passes):
-        p = make_plan(current, it_policy, now=now)
+        p = make_plan(current, policy, now=now)
         if not any(op.removes for op in p.operations):
             stop = "converged"
             break
-        if p.result.exceeds_loss(it_policy.max_loss_fraction):
+        if p.result.exceeds_loss(policy.max_loss_fraction):
             stop = "loss guard"
             break
         nxt = simulate_after(current, p, embedder)
         ok, _ratio, _why = recall_guard(
             evaluate_recall(current, conv.probes, k=k, query_embeddings=queries).answer_recall,
             evaluate_recall(nxt, conv.probes, k=k, query_embeddings=queries).answer_recall,
-            it_policy.min_recall_retention,
+            policy.min_recall_retention,
         )
         if not ok:
             stop = "recall guard"
             break
         current = nxt
         plans.append(p)
-    rows.append(row("iterated", current, plans, f"stop: {stop}", time.perf_counter() - t0, len(plans)))
+        sizes.append(len(current))
+        if target_at is None and 1 - len(current) / len(records) >= min_red:
+            target_at = len(plans)
+    else:
+        if not any(op.removes for op in make_plan(current, policy, now=now).operations):
+            stop = "converged"
+    deferred = (plans[-1].context.get("trimmed") or {}).get("dropped_operations", 0) if plans else 0
+    r = row("converge", current, plans, f"stop: {stop}", time.perf_counter() - t0, len(plans))
+    r.update(trajectory=sizes, target_at=target_at, deferred_last=deferred)
+    rows.append(r)
     return rows
 
 
@@ -195,6 +211,9 @@ def totals(rows: list[dict[str, Any]], policy_name: str, mode: str) -> dict[str,
         "mode": mode,
         "guard": "",
         "passes": sum(r["passes"] for r in rs),
+        "max_passes": max((r["passes"] for r in rs), default=0),
+        "target_at": (None if any(r.get("target_at") is None for r in rs)
+                      else max((r.get("target_at") or 0) for r in rs)) if mode == "converge" else None,
         "curated": sum(r["curated"] for r in rs),
         "entries_before": eb,
         "entries_after": ea,
@@ -247,14 +266,43 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def print_convergence(rows: list[dict[str, Any]]) -> None:
+    """Issue 10's figure: passes applied one after another, each under the guard, per
+    conversation and in total — memories after each pass, passes needed for the goal."""
+    for policy_name in sorted({r["policy"] for r in rows}):
+        rs = [r for r in rows if r["policy"] == policy_name and r["mode"] == "converge"]
+        min_red, min_ratio = GOALS.get(policy_name, (0.0, 0.0))
+        print(f"\nConvergence, {policy_name} policy (each pass within the loss budget and under "
+              f"both guards; goal ≥{min_red:.0%} fewer at ≥{min_ratio:.0%} recall, "
+              f"≤{MAX_CONTEXT_RATIO}× context):")
+        for r in rs:
+            path = " → ".join(str(x) for x in [r["entries_before"], *r["trajectory"]])
+            target = f"goal after pass {r['target_at']}" if r["target_at"] else "goal not reached"
+            ctx = r["context_after"] / r["context_before"] if r["context_before"] else 0.0
+            print(f"  {r['conversation']:<8} {r['passes']} passes: {path} ({r['reduction']:.1%} fewer, "
+                  f"recall {(r['recall_ratio'] or 0):.1%}, context {ctx:.2f}×; {target}; {r['guard']})")
+        t = totals(rows, policy_name, "converge")
+        before = t["entries_before"]
+        sizes = []  # total memories after pass i (a conversation that stopped keeps its size)
+        for i in range(1, t["max_passes"] + 1):
+            sizes.append(sum((r["trajectory"][i - 1] if len(r["trajectory"]) >= i else r["entries_after"])
+                             for r in rs))
+        met = next((i for i, n in enumerate(sizes, 1) if 1 - n / before >= min_red), None)
+        print(f"  TOTAL    {t['passes']} passes applied (at most {t['max_passes']} per conversation): "
+              f"{' → '.join(str(x) for x in [before, *sizes])} memories; "
+              f"{t['reduction']:.1%} fewer, recall {(t['recall_ratio'] or 0):.1%}, context "
+              f"{t['context_after'] / t['context_before']:.2f}×; reduction goal met in total after "
+              f"{f'pass {met}' if met else '— (not met)'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--file", type=Path, default=DEFAULT_FILE)
     ap.add_argument("--conversation", action="append", default=None)
     ap.add_argument("--policy", action="append", default=None, choices=sorted(NAMED_POLICIES))
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--passes", type=int, default=6,
-                    help="iterated mode: at most this many passes (stops earlier when converged)")
+    ap.add_argument("--passes", type=int, default=5,
+                    help="converge mode: at most this many passes (stops earlier when converged)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="override a policy field for this run (JSON value), e.g. fold_max_chars=200")
@@ -278,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     all_rows = []
     summary = {}
     for policy_name in policies:
-        for mode in ("single", "iterated"):
+        for mode in ("single", "converge"):
             t = totals(rows, policy_name, mode)
             all_rows += [r for r in rows if r["policy"] == policy_name and r["mode"] == mode] + [t]
             summary[f"{policy_name} {mode}"] = verdict(t)
@@ -286,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": all_rows, "goals": summary}, indent=1))
     else:
         print_table(all_rows)
+        print_convergence(rows)
         print()
         for v in summary.values():
             print(v)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .planning import plan as make_plan
-from .plans import OpKind, Plan
+from .plans import OpKind, Plan, leave_out
 from .policy import Policy
 from .protocols import Embedder, MemoryStore, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
@@ -72,7 +72,9 @@ def records_from_memory(memory: Any) -> list[MemoryRecord]:
 class Consolidator:
     """Plans and (optionally) applies a consolidation pass; implements both seed protocols.
 
-    - ``policy``: thresholds (default :class:`Policy`).
+    - ``policy``: thresholds (default :class:`Policy` with ``trim_to_guard=False``: the seed
+      contract's ``consolidate(memory, max_loss_fraction=…)`` judges the whole pass and rejects
+      it when it would lose more; pass a policy with the budget option to plan within it).
     - ``embedder``: the :class:`Embedder` that embeds memories stored without an embedding and
       the merged memories it writes — e.g. the offline all-MiniLM-L6-v2 embedder from
       :func:`consolidation.adapters.get_default_embedder` (the engine never picks one itself:
@@ -94,7 +96,7 @@ class Consolidator:
         dry_run: bool = False,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self.policy = policy or Policy()
+        self.policy = policy or Policy(trim_to_guard=False)
         self.embedder = embedder
         self.fieldmap = fieldmap or FieldMap()
         self.dry_run = bool(dry_run)
@@ -125,11 +127,21 @@ class Consolidator:
         return self._embed_missing(records_from_memory(memory))
 
     def plan(self, memory: Any, *, checkpoint: Mapping[str, str] | None = None) -> Plan:
-        """The :class:`Plan` for ``memory`` (nothing written). See :func:`planning.plan`."""
-        return make_plan(
-            self.snapshot(memory), self.policy, now=self.clock(), fieldmap=self.fieldmap,
-            checkpoint=checkpoint,
+        """The :class:`Plan` for ``memory`` (nothing written). See :func:`planning.plan`.
+
+        When ``memory`` can say which texts it cannot write (``unwritable(texts) -> {text:
+        reason}``, as the Chroma store does for empty texts and for new texts in a collection of
+        another model's vectors), those operations are left out (:func:`plans.leave_out`).
+        """
+        records = self.snapshot(memory)
+        the_plan = make_plan(
+            records, self.policy, now=self.clock(), fieldmap=self.fieldmap, checkpoint=checkpoint,
         )
+        unwritable = getattr(memory, "unwritable", None)
+        texts = [op.result_document for op in the_plan.operations if op.result_document is not None]
+        if callable(unwritable) and texts:
+            the_plan = leave_out(the_plan, unwritable(texts), len(records))
+        return the_plan
 
     def consolidate(
         self, memory: Any, *, max_loss_fraction: float = 0.25

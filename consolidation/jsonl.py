@@ -13,12 +13,19 @@ Format: UTF-8, one JSON object per line::
 Blank lines are ignored. Any other key is an error (a typo such as ``"documnet"`` would otherwise
 import empty memories). Every error carries its 1-based line number; validation continues past
 errors so one run lists them all (up to :data:`MAX_ERRORS`).
+
+Everything a store would refuse half-way through a write is caught here, before the first write:
+strings that are not valid Unicode (a lone surrogate such as ``"\\ud800"`` in the id, the
+document, a metadata key or value), metadata keys Chroma reserves, values nested deeper than
+:data:`MAX_DEPTH`, integers longer than Python parses (4,300 digits) and embedding values that
+overflow float32.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from numbers import Real
@@ -27,9 +34,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from .records import EMBEDDING_DIM, MemoryRecord
+from .records import EMBEDDING_DIM, MemoryRecord, metadata_key_problem
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_DOCUMENT_CHARS",
     "MAX_ERRORS",
     "MAX_ID_CHARS",
@@ -50,7 +58,17 @@ MAX_ID_CHARS = 512
 MAX_ERRORS = 1000
 """Validation stops collecting errors after this many (the file is rejected anyway)."""
 
+MAX_DEPTH = 32
+"""Deepest nesting of lists/objects accepted in a line (the line object itself is depth 1).
+Memory metadata is flat in practice; 32 is far beyond any real use and far below the depth at
+which Python's parser runs out of stack (~1,000)."""
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""Largest embedding value (≈3.4e38): beyond it a float32 embedding would hold ±inf."""
+
 _FIELDS = {"id", "document", "metadata", "embedding"}
+_NOT_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[^\[\]{}"]+')
+"""Strings and everything but brackets: what :func:`_depth` skips."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +82,60 @@ class LineError:
         return f"line {self.line}: {self.message}"
 
 
+def _depth(text: str) -> int:
+    """Deepest list/object nesting of a JSON text (brackets inside strings do not count)."""
+    deepest = level = 0
+    for ch in _NOT_STRUCTURE.sub("", text):
+        level += 1 if ch in "[{" else -1
+        deepest = max(deepest, level)
+    return deepest
+
+
+def _surrogate(value: str) -> str | None:
+    """``"\\ud800 at character 5"`` when ``value`` holds a lone surrogate, else ``None``."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"\\u{ord(value[exc.start]):04x} at character {exc.start + 1}"
+    return None
+
+
+def _text_problem(obj: dict[str, Any]) -> str | None:
+    """The first string of a line that is not valid Unicode, named by where it is."""
+    for name in ("id", "document"):
+        if isinstance(obj.get(name), str) and (where := _surrogate(obj[name])):
+            return f"{name!r} holds a lone surrogate {where}: not valid Unicode"
+    stack: list[tuple[str, Any]] = [("'metadata'", obj.get("metadata"))]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str) and (where := _surrogate(value)):
+            return f"{path} holds a lone surrogate {where}: not valid Unicode"
+        if isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if where := _surrogate(k):
+                    return f"{path} has a key with a lone surrogate {where}: not valid Unicode"
+                stack.append((f"{path}[{k!r}]", v))
+    return None
+
+
+def _parse(text: str) -> tuple[Any, str | None]:
+    """``json.loads`` that never raises: ``(value, None)`` or ``(None, problem)``."""
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(text) > MAX_DEPTH:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:  # unreachable after the depth check; kept as the last guard
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    except ValueError as exc:  # an integer over sys.get_int_max_str_digits() (4,300) digits
+        return None, f"invalid JSON ({str(exc).split(':')[0].lower()})"
+
+
 def _is_json_value(v: Any, depth: int = 0) -> bool:
-    if depth > 32:
+    if depth > MAX_DEPTH:
         return False
     if v is None or isinstance(v, str | bool | int):
         return True
@@ -99,6 +169,9 @@ def _validate(obj: Any) -> str | None:
     meta = obj.get("metadata", {})
     if not isinstance(meta, dict):
         return f"'metadata' must be an object, got {type(meta).__name__}"
+    for key in meta:
+        if problem := metadata_key_problem(key):
+            return problem
     if not _is_json_value(meta):
         return "'metadata' holds a value that is not plain JSON"
     if "embedding" in obj:
@@ -108,9 +181,17 @@ def _validate(obj: Any) -> str | None:
         if len(emb) != EMBEDDING_DIM:
             return f"'embedding' has {len(emb)} numbers (expected {EMBEDDING_DIM})"
         for x in emb:
-            if isinstance(x, bool) or not isinstance(x, Real) or not math.isfinite(x):
-                return f"'embedding' holds {x!r}: every value must be a finite number"
-    return None
+            if isinstance(x, bool) or not isinstance(x, Real) or not _finite32(x):
+                shown = repr(x) if len(repr(x)) <= 40 else repr(x)[:37] + "…"
+                return f"'embedding' holds {shown}: every value must be a finite float32 number"
+    return _text_problem(obj)
+
+
+def _finite32(x: Real) -> bool:
+    try:
+        return math.isfinite(x) and abs(float(x)) <= FLOAT32_MAX
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _lines(source: bytes | str | Path | IO[bytes]) -> Iterator[bytes]:
@@ -136,8 +217,11 @@ def read_jsonl(
     files stream). Each record's ``embedding`` is ``(384,) float32`` or ``None``. Detected, each
     with its line number: bytes that are not UTF-8, invalid/truncated JSON, a non-object line,
     unknown fields, wrong types, empty or over-long ids/documents, non-finite or wrongly sized
-    embeddings, and duplicate ids (the second occurrence is the error). Never raises for bad
-    content; ``OSError`` propagates when a path cannot be read.
+    embeddings, strings that are not valid Unicode (lone surrogates), reserved metadata keys,
+    nesting deeper than :data:`MAX_DEPTH`, over-long integers, and duplicate ids (the second
+    occurrence is the error). Never raises for bad content (a line that a store would refuse is
+    an error here, so a clean result writes whole); ``OSError`` propagates when a path cannot be
+    read.
     """
     records: list[MemoryRecord] = []
     errors: list[LineError] = []
@@ -152,10 +236,9 @@ def read_jsonl(
             continue
         if not text.strip():
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            errors.append(LineError(n, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+        obj, problem = _parse(text)
+        if problem:
+            errors.append(LineError(n, problem))
             continue
         problem = _validate(obj)
         if problem:
@@ -191,8 +274,9 @@ def write_jsonl(
 ) -> int:
     """Write ``records`` one JSON object per line to a text file object; returns the count.
 
-    Each float32 embedding value is written as its exact float64 value, so export → import gives
-    bit-identical embeddings.
+    Each float32 embedding value is written as its exact float64 value, so the file holds the
+    store's embeddings exactly and reading it back gives the same float32 bytes. (Writing them
+    into a Chroma ``cosine`` collection may still move a value by 1 ulp: see the adapter.)
     """
     n = 0
     for r in records:

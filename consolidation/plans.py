@@ -8,14 +8,14 @@ time, I-4), its scores, a human-readable reason and, for a merge, the merged rec
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from .result import ConsolidationResult
 
-__all__ = ["Fate", "OpKind", "Operation", "Plan", "merged_id", "summarize"]
+__all__ = ["Fate", "OpKind", "Operation", "Plan", "leave_out", "merged_id", "summarize"]
 
 
 class OpKind(StrEnum):
@@ -26,6 +26,7 @@ class OpKind(StrEnum):
     PRUNE = "prune"
     RECONCILE = "reconcile"
     DISTILL = "distill"
+    CONFLICT = "conflict"
 
 
 class Fate(StrEnum):
@@ -55,12 +56,15 @@ def merged_id(source_ids: Iterable[str], source_hashes: Iterable[str]) -> str:
 class Operation:
     """One proposed change.
 
-    - ``kind``: merge | promote | prune | reconcile | distill.
+    - ``kind``: merge | promote | prune | reconcile | distill | conflict. A ``conflict`` holds a
+      contradiction the engine could not settle (``source_ids``: both memories; ``rule``: the
+      cue; ``scores``: cosine, cue and both dates); it removes nothing, writes nothing, is
+      outside the loss fraction and is never applied automatically (issue 9, item 7).
     - ``source_ids``: the memories it reads, in display order. For reconcile, ``source_ids[0]``
       is the winner (kept) and the rest are superseded.
     - ``source_hashes``: ``content_hash`` of each source at planning time (same order).
     - ``removes``: ids that leave the store when applied (merge: all sources; prune: the
-      source; reconcile: the superseded ones; promote/distill: none).
+      source; reconcile: the superseded ones; promote/distill/conflict: none).
     - ``result_id`` / ``result_document`` / ``result_metadata``: the record to write (merge:
       the merged memory; promote: the source id with its new metadata; distill: a new memory).
     - ``scores``: figures behind the decision, e.g. ``{"min_cosine": 0.93}`` (cosine in
@@ -193,3 +197,35 @@ def summarize(
         retained_originals=entries_before - len(removed),
         context={"operations": counts, "reconciled": reconciled},
     )
+
+
+def leave_out(plan: Plan, reasons: Mapping[str, str], entries_before: int) -> Plan:
+    """``plan`` without the operations whose result text the store cannot write.
+
+    ``reasons`` maps a result text to why it cannot be written (from the store's
+    ``unwritable(texts)``: an empty text; a new text for a collection of another model's vectors
+    with no embedder for it). Those operations are dropped, every source they would have removed
+    is ``KEPT`` again (unless a kept operation removes it), ``result`` is recomputed with
+    :func:`summarize` over ``entries_before`` memories, and ``context["left_out"]`` lists
+    ``{"kind", "source_ids", "text", "reason"}`` for each. Returns ``plan`` (changed in place)
+    untouched when no reason applies.
+    """
+    def reason_of(op: Operation) -> str | None:
+        return None if op.result_document is None else reasons.get(op.result_document)
+
+    dropped = [op for op in plan.operations if reason_of(op) is not None]
+    if not dropped:
+        return plan
+    plan.operations = [op for op in plan.operations if reason_of(op) is None]
+    still_removed = {rid for op in plan.operations for rid in op.removes}
+    for op in dropped:
+        for rid in op.removes:
+            if rid not in still_removed and rid in plan.fates:
+                plan.fates[rid] = Fate.KEPT
+    plan.context.setdefault("left_out", []).extend(
+        {"kind": op.kind.value, "source_ids": list(op.source_ids),
+         "text": (op.result_document or "")[:200], "reason": reason_of(op)}
+        for op in dropped
+    )
+    plan.result = summarize(entries_before, plan.operations)
+    return plan

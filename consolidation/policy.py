@@ -68,10 +68,13 @@ class Policy:
     - ``semantic_window_size`` (1 = off), ``semantic_window_chars`` (300): semantic memories
       (with what was folded into them) of the same session and speaker merged, up to this many
       per window and this many characters.
-    - ``contradiction_threshold`` (0.75): pairs at least this similar are checked for
-      contradiction (negation, changed value, "no longer", swapped roles) before any merge.
-    - ``reconcile`` (True): contradicting pairs become reconcile operations (newer kept, older
-      superseded) when the cue is unambiguous; otherwise both are left alone.
+    - ``contradiction_threshold`` (0.75): pairs at least this similar are judged for
+      contradiction (:func:`consolidation.judgment.judge_pair`: negation, past state, changed
+      value or number, swapped roles) before any merge; folds and windows never join such a
+      pair. No threshold makes a pair with a contradiction cue mergeable.
+    - ``reconcile`` (True): a contradiction between two state statements whose recency is
+      known becomes a reconcile (newer kept, older superseded); anything less sure — and every
+      such pair when this is off — becomes a ``conflict`` item for a reviewer (both kept).
     - ``promote`` (True), ``curated_tier`` ("curated"), ``promote_min_sessions`` (3),
       ``promote_min_importance`` (0.8), ``promote_min_access`` (5): a memory is promoted when it
       was reinforced in at least ``promote_min_sessions`` sessions, or has importance ≥
@@ -81,17 +84,34 @@ class Policy:
       ``prune_min_age_days`` (30): a memory older than the minimum age whose
       ``importance × 0.5 ** (age / half_life)`` falls below the threshold is pruned (seed 002,
       "Time-based decay": exponential forgetting curve; 30 days is its medium-compression step).
+    - ``prune_max_importance`` (0.3): age alone never removes a unique memory (issue 9, item 8):
+      decay by itself prunes only a memory whose *explicit* importance is below this value. 0.3
+      is the bottom of the usual "low" band of 0–1 importance scales (mem0 and PraisonAI write
+      0.5 as neutral; seed 002 scores below ~0.3 as low-value); with the default half-life a
+      memory at importance 0.3 would otherwise fall below ``prune_threshold`` after ~78 days,
+      so a store of neutral memories (0.5) was pruned wholesale at ~100 days. A decayed
+      memory at or above this value, or without an importance, may be pruned only when its
+      content is covered (``prune_coverage``).
     - ``prune_coverage`` (1.0): a decayed memory *without an explicit importance* (scored at the
       neutral 0.5) is pruned only when at least this fraction of its content words appear in the
       memories its session keeps after the pass's merges (0.0 = prune on missing importance
       alone, the old rule, which on LoCoMo deleted dialog turns at random: 72 % recall).
+      Whatever the value, at least half of the words must be kept elsewhere
+      (``consolidation.planning.prune.MIN_COVERAGE``, issue 9: age alone never removes a
+      unique memory), so 0.0 now acts as 0.5.
       Only episodic memories decay on a missing importance; facts (``semantic``) and summaries
       without one are never pruned by age (pruning covered observations on LoCoMo cost recall
       and *raised* context: short facts were replaced in the top-k by longer texts).
-    - ``trim_to_guard`` (False): when the pass would exceed ``max_loss_fraction``, keep the
-      highest-confidence removing operations that fit the budget and drop the rest (recorded in
-      ``plan.context["trimmed"]``) instead of proposing a pass the guard rejects. The trimmed
-      plan is still a proposal for review.
+    - ``trim_to_guard`` (True): plan **within the loss budget**. When the full plan would remove
+      more than ``max_loss_fraction`` of the originals, propose the most certain removing
+      operations that fit (exact duplicates, reconciles, near-duplicates by confidence, folds and
+      windows, then prunes) and record the rest as deferred (``plan.context["trimmed"]``: budget,
+      kept and deferred removals, deferred operations by kind); the next pass proposes the next
+      slice. On by default since issue 10: with it off, a LoCoMo agent's nightly passes were all
+      rejected by the guard (loss 68 % > 25 %) and the store never shrank; with it on the same
+      conversations converge in a few passes (bench/quality_locomo.py). The loss guard itself is
+      unchanged and still rejects whatever exceeds the budget (a reviewer's edits, an LLM
+      operation, a policy with this option off).
     - ``min_recall_retention`` (0.98 or ``None``): reject a pass whose after/before answer
       recall@k ratio falls below this (issue 4); ``None`` disables the recall guard.
     - ``recall_k`` (10): k for answer recall@k.
@@ -120,13 +140,14 @@ class Policy:
     prune_threshold: float = 0.05
     prune_min_age_days: float = 30.0
     prune_coverage: float = 1.0
-    trim_to_guard: bool = False
+    prune_max_importance: float = 0.3
+    trim_to_guard: bool = True
     min_recall_retention: float | None = 0.98
     recall_k: int = 10
 
     def __post_init__(self) -> None:
         unit = {"max_loss_fraction", "link_threshold", "promote_min_importance", "prune_threshold",
-                "prune_coverage"}
+                "prune_coverage", "prune_max_importance"}
         cosine = {"contradiction_threshold"}
         for f in fields(self):
             name, v = f.name, getattr(self, f.name)

@@ -17,10 +17,34 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EMBEDDING_DIM", "FieldMap", "MemoryRecord", "content_hash", "parse_timestamp"]
+__all__ = [
+    "EMBEDDING_DIM",
+    "RESERVED_KEY_PREFIXES",
+    "FieldMap",
+    "MemoryRecord",
+    "content_hash",
+    "metadata_key_problem",
+    "parse_timestamp",
+]
 
 EMBEDDING_DIM = 384
 """Width of all-MiniLM-L6-v2 sentence embeddings (Chroma's default model)."""
+
+
+RESERVED_KEY_PREFIXES = ("#", "$", "chroma:")
+"""Metadata key prefixes Chroma refuses (``#``, ``$``) or silently drops (``chroma:``)."""
+
+
+def metadata_key_problem(key: str) -> str | None:
+    """Why ``key`` cannot be a stored metadata key (empty, reserved prefix), else ``None``."""
+    if not key:
+        return "metadata keys must not be empty"
+    if key.startswith(RESERVED_KEY_PREFIXES):
+        return (
+            f"metadata key {key!r} is reserved by Chroma (keys may not start with '#', '$' "
+            "or 'chroma:')"
+        )
+    return None
 
 
 def _canonical_json(value: Any) -> str:
@@ -106,6 +130,9 @@ class MemoryRecord:
         return MemoryRecord(self.id, self.document, embedding, self.metadata)
 
 
+_KEY_LISTS = ("scope", "text_copies")  # FieldMap fields holding several keys
+
+
 @dataclass(frozen=True)
 class FieldMap:
     """Which metadata keys hold the fields the engine reads and writes.
@@ -120,6 +147,11 @@ class FieldMap:
     - ``scope``: metadata keys that partition a collection (mem0 writes ``user_id``,
       ``agent_id``, ``run_id``; ``actor_id`` for multi-party chats). Memories whose scope values
       differ are never compared (:meth:`scope_key`).
+    - ``text_hash``: metadata key holding the MD5 hex digest of the text, refreshed whenever the
+      store writes a text (mem0 deduplicates new memories by its ``hash``); ``""`` = none.
+    - ``text_copies``: metadata keys holding a derived copy of the text, set to the new text when
+      the store writes one (mem0's ``text_lemmatized``, whose value is the text itself when
+      mem0 runs without spaCy: ``mem0/utils/lemmatization.py``).
     """
 
     created_at: str = "created_at"
@@ -137,6 +169,8 @@ class FieldMap:
     updated_at: str = "updated_at"
     document: str = ""
     scope: tuple[str, ...] = ("user_id", "agent_id", "run_id", "actor_id")
+    text_hash: str = ""
+    text_copies: tuple[str, ...] = ()
 
     def get_created_at(self, meta: Mapping[str, Any]) -> datetime | None:
         """Creation time (aware UTC) or ``None`` when absent/unparseable."""
@@ -221,9 +255,9 @@ class FieldMap:
         return self.get_list(meta, self.session)
 
     def to_dict(self) -> dict[str, Any]:
-        """The mapping as a plain JSON-able dict (for storing per agent); ``scope`` is a list."""
+        """The mapping as a plain JSON-able dict (for storing per agent); tuples are lists."""
         return {
-            k: list(getattr(self, k)) if k == "scope" else getattr(self, k)
+            k: list(getattr(self, k)) if k in _KEY_LISTS else getattr(self, k)
             for k in self.__dataclass_fields__
         }
 
@@ -240,11 +274,11 @@ class FieldMap:
             raise ValueError(f"unknown field-map keys: {sorted(unknown)}")
         kwargs: dict[str, Any] = {}
         for k, v in data.items():
-            if k == "scope":
+            if k in _KEY_LISTS:
                 if v is None:
                     continue
                 keys = v.split(",") if isinstance(v, str) else list(v)
-                kwargs["scope"] = tuple(str(x).strip() for x in keys if str(x).strip())
+                kwargs[k] = tuple(str(x).strip() for x in keys if str(x).strip())
             elif v:
                 kwargs[k] = str(v)
         return cls(**kwargs)

@@ -1,9 +1,11 @@
-"""Text helpers for planning: normalisation, contradiction cues and the extractive merge.
+"""Text helpers for planning: normalisation, content words, contradiction cues, extractive merge.
 
-Everything here is offline, deterministic string processing (no model, no LLM). The cues are
-deliberately conservative: a pair is called a contradiction when the two texts say the same
-thing except for a negation, a number, a single-valued attribute's value or the order of two
-roles; anything less clear is reported as *unsure* so the planner leaves both memories alone.
+Everything here is offline, deterministic string processing (no model, no LLM). Tokens come from
+:mod:`consolidation.atoms` (every script, fact atoms kept whole) and negation/past-state cues from
+the data table in :mod:`consolidation.cues`. The cues are deliberately conservative: a pair is
+called a contradiction when the two texts say the same thing except for a negation, a past-state
+cue, a number, a single-valued attribute's value or the order of two roles; anything less clear
+is reported as *unsure*. :func:`consolidation.judgment.judge_pair` turns that into a verdict.
 """
 
 from __future__ import annotations
@@ -12,58 +14,44 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+from .atoms import ATOM_KINDS, fold, scan
+from .cues import NEGATION, PAST_STATE
 
 __all__ = [
     "Cue",
+    "Parsed",
+    "compare",
     "content_tokens",
     "detect_contradiction",
     "extractive_merge",
     "labelled_fragment",
     "normalize_text",
     "novel_sentences",
+    "parse",
+    "proper_names",
     "split_sentences",
     "strip_label",
 ]
 
-_PUNCT_RE = re.compile(r"[^\w\s]+", re.UNICODE)
-_WS_RE = re.compile(r"\s+")
-_WORD_RE = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)?", re.UNICODE)
-_SENT_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SENT_RE = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])|\n+")
+_TRAILING_RE = re.compile(r"\s*[.!\u3002]+$")
 
 
 def normalize_text(text: str) -> str:
-    """Key for exact-duplicate detection: NFKC, casefold, punctuation → space, whitespace collapsed.
+    """Key for exact-duplicate detection: NFKC, casefold, whitespace collapsed — nothing else.
 
-    ``"Alice  likes JAZZ!"`` and ``"alice likes jazz"`` give the same key.
+    Symbols, signs, digits, emoji and punctuation inside the text are kept, so ``"User prefers
+    C++"`` and ``"User prefers C"`` (or 👍 / 👎) never share a key (issue 9, item 3). The one
+    exception is a trailing run of full stops or exclamation marks (``.``, ``!``, ``。``): it ends
+    a sentence without changing what it states, and dialog memories differ in it ("Alice likes
+    jazz" / "alice likes jazz!"). A trailing ``?`` is kept: a question is not a statement.
+    An empty or whitespace-only text gives ``""``, which callers must never treat as a duplicate.
     """
-    t = unicodedata.normalize("NFKC", text).casefold()
-    t = t.replace("\u2019", "'").replace("'", "")
-    t = _PUNCT_RE.sub(" ", t)
-    return _WS_RE.sub(" ", t).strip()
+    t = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return _TRAILING_RE.sub("", t)
 
-
-# Contractions are expanded before tokenising so "doesn't" carries an explicit "not".
-_CONTRACTIONS = [
-    (re.compile(r"\bwon't\b"), "will not"),
-    (re.compile(r"\bcan't\b"), "can not"),
-    (re.compile(r"\bcannot\b"), "can not"),
-    (re.compile(r"n't\b"), " not"),
-    (re.compile(r"'re\b"), " are"),
-    (re.compile(r"'s\b"), ""),
-    (re.compile(r"'ve\b"), " have"),
-    (re.compile(r"'ll\b"), " will"),
-    (re.compile(r"'d\b"), " would"),
-    (re.compile(r"'m\b"), " am"),
-]
-
-NEGATIONS = frozenset(
-    {"not", "no", "never", "nor", "none", "nothing", "nobody", "neither", "stopped", "quit",
-     "without", "dislike", "dislikes", "disliked", "hates", "hate", "hated"}
-)
-"""Words that flip a statement. "dislike"/"hate" flip "like" (they count as negation + like)."""
-
-_FLIP_TO = {"dislike": "lik", "dislikes": "lik", "disliked": "lik", "hates": "lik", "hate": "lik",
-            "hated": "lik"}
 
 _STOP_TEXT = """a an the is are was were be been being am do does did doing has have had having to of in on
     at for with and or but that this these those it its he she they them his her hers their theirs
@@ -73,8 +61,17 @@ _STOP_TEXT = """a an the is are was were be been being am do does did doing has 
     may might must shall longer anymore still again now used would ever yet both each few much
     many lot lots well even quite rather up out over off back"""
 STOPWORDS = frozenset(_STOP_TEXT.split())
-"""Function words ignored when comparing the facts two texts state (pronouns included, so
-"She likes jazz" and "Alice likes jazz" are not a changed value)."""
+"""English function words ignored when comparing the facts two texts state (pronouns included,
+so "She likes jazz" and "Alice likes jazz" are not a changed value). Other languages keep all
+their words: a function word that both texts share compares equal anyway."""
+
+_SYNONYMS = {
+    "called": "named", "call": "name", "calls": "names", "resides": "lives", "reside": "live",
+    "resided": "lived", "enjoys": "likes", "enjoy": "like", "enjoyed": "liked", "film": "movie",
+    "films": "movies", "kids": "children", "kid": "child", "automobile": "car",
+}
+"""English words that state the same attribute ("named"/"called"): not a changed value
+(issue 9, item 6). Hand-picked; a synonym missing here makes a pair *distinct*, never merged."""
 
 _SINGLE_VALUED_RE = re.compile(
     r"\b(?:liv(?:e|es|ed|ing) in|mov(?:e|es|ed|ing) to|relocat\w* to|work(?:s|ed|ing)? (?:at|as|for)"
@@ -85,17 +82,13 @@ _SINGLE_VALUED_RE = re.compile(
 """Attributes that hold one value at a time; a different value for one is a changed value
 (``"lives in Paris"`` vs ``"lives in Berlin"``). Hand-picked from LoCoMo observations."""
 
-_NUM_RE = re.compile(r"^[0-9]+(?:[.,][0-9]+)?$")
-_NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-    "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
-}
+_ASCII_WORD = re.compile(r"^[a-z]+$")
 
 
 def _stem(w: str) -> str:
-    """A tiny suffix stripper so "likes"/"like"/"liked" and "lives"/"lived" compare equal."""
-    if _NUM_RE.match(w) or len(w) <= 3:
+    """A tiny English suffix stripper ("likes"/"like"/"liked" compare equal); ASCII words of
+    more than three letters only, so other languages are never stemmed (conservative)."""
+    if len(w) <= 3 or not _ASCII_WORD.match(w):
         return w
     for suf, rep in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
         if w.endswith(suf) and len(w) - len(suf) >= 3 and not w.endswith("ss"):
@@ -106,61 +99,74 @@ def _stem(w: str) -> str:
     return w
 
 
-_IDIOMS_RE = re.compile(
-    r"\b(?:can not wait|no problem|no worries|long time no (?:see|talk|chat)|no doubt|not only"
-    r"|never mind|no matter|never been better|could not be happier|can not thank)\b"
-)
-"""Negation words that do not negate a fact (seen in LoCoMo dialog: "can't wait!")."""
-
-
-def _words(text: str) -> list[str]:
-    t = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
-    for rx, rep in _CONTRACTIONS:
-        t = rx.sub(rep, t)
-    t = _IDIOMS_RE.sub(" ", t)
-    return _WORD_RE.findall(t)
-
-
 @dataclass(frozen=True)
-class _Parsed:
-    tokens: tuple[str, ...]  # stemmed content tokens, in order (negations removed)
+class Parsed:
+    """What :func:`parse` reads from a text.
+
+    - ``tokens``: content tokens in order — stemmed English words (stopwords dropped), other
+      words as folded, character bigrams, and fact atoms (numbers, dates, ids, symbols, emoji)
+      as their values; cues removed.
+    - ``kinds``: ``{token: kind}`` for the atoms among ``tokens``.
+    - ``negations``: how many negation cues; ``past_state``: the past-state cues found.
+    - ``numbers``: the number atoms; ``folded``: :func:`consolidation.atoms.fold` of the text;
+      ``rest``: the folded text without atoms and cues (for verb markers).
+    - ``raw``: every token in order, stopwords included (stemmed like ``tokens``), for
+      aligning two texts (a one-letter grade "A" is a stopword, "A+" is not).
+    """
+
+    tokens: tuple[str, ...]
+    kinds: dict[str, str]
     negations: int
+    past_state: tuple[str, ...]
     numbers: frozenset[str]
-    norm: str
+    folded: str
+    rest: str
+    raw: tuple[str, ...] = ()
 
 
-def _parse(text: str) -> _Parsed:
+@lru_cache(maxsize=16384)
+def parse(text: str) -> Parsed:
+    """Parse ``text`` into content tokens, atoms and cues (see :class:`Parsed`).
+
+    Memoised (16,384 texts): a planning pass judges each memory against many partners, and a
+    parse costs ~1.5 ms. The result is shared: treat it as read-only.
+    """
+    sc = scan(text)
     toks: list[str] = []
-    neg = 0
-    nums: set[str] = set()
-    for w in _words(text):
-        w = _NUMBER_WORDS.get(w, w)
-        if w in NEGATIONS:
-            neg += 1
-            if w in _FLIP_TO:
-                toks.append(_FLIP_TO[w])
-            continue
-        if w in STOPWORDS:
-            continue
-        if _NUM_RE.match(w):
-            nums.add(w.replace(",", "."))
-        toks.append(_stem(w))
-    return _Parsed(tuple(toks), neg, frozenset(nums), " ".join(_words(text)))
+    raw: list[str] = []
+    kinds: dict[str, str] = {}
+    for kind, value in sc.tokens:
+        if kind == "word":
+            word = _stem(_SYNONYMS.get(value, value))
+            raw.append(word)
+            if value in STOPWORDS:
+                continue
+            toks.append(word)
+        else:
+            raw.append(value)
+            toks.append(value)
+            if kind in ATOM_KINDS:
+                kinds[value] = kind
+    neg = sum(1 for c in sc.cues if c.kind == NEGATION)
+    past = tuple(c.phrase for c in sc.cues if c.kind == PAST_STATE)
+    nums = frozenset(v for v, k in kinds.items() if k == "number")
+    return Parsed(tuple(toks), kinds, neg, past, nums, fold(text), sc.rest, tuple(raw))
 
 
 def content_tokens(text: str) -> list[str]:
-    """Stemmed content words and numbers of ``text`` in order (stopwords and negations removed)."""
-    return list(_parse(text).tokens)
+    """Content tokens of ``text`` in order (stemmed English words, other words, CJK/Thai
+    bigrams, atoms; stopwords and cues removed). Works for every script."""
+    return list(parse(text).tokens)
 
 
 @dataclass(frozen=True)
 class Cue:
     """Why two similar texts disagree.
 
-    ``kind`` is one of ``"negation"``, ``"changed_number"``, ``"changed_value"``,
-    ``"role_swap"``, ``"different_subject"``. ``unambiguous`` is True only when
-    the texts are otherwise the same statement; the planner reconciles only those. ``detail``
-    is a short human-readable explanation.
+    ``kind`` is one of ``"negation"``, ``"past_state"``, ``"changed_number"``,
+    ``"changed_value"``, ``"role_swap"``, ``"different_subject"``. ``unambiguous`` is True only
+    when the texts are otherwise the same statement. ``detail`` is a short human-readable
+    explanation.
     """
 
     kind: str
@@ -187,35 +193,59 @@ _STARTERS_TEXT = """The A An On In At Yesterday Today Tomorrow Last Next This Th
     Although Every Each Some Many Most All Both One Also Then Now Recently Lately Still Just Really
     Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June
     July August September October November December What Why How Where Who Haha Aw Ah Congrats
-    Congratulations Good Well Okay Ok OK Not Never Maybe Sorry Please Let Love Glad"""
+    Congratulations Good Well Okay Ok OK Not Never Maybe Sorry Please Let Love Glad Is Was Has
+    Der Die Das Ein Eine Er Sie Es Wir Ich Le La Les Un Une Il Elle Je Nous El Los Las Ella Yo
+    Lo Gli Lei Io Het De Een Hij Zij Wij Ik Os Ele Ela Eu Он Она Они Мы Я"""
 _STARTERS = frozenset(_STARTERS_TEXT.split())
-"""Capitalised words that start sentences without naming anyone."""
+"""Capitalised words that start sentences without naming anyone (en, de, fr, es, it, nl, pt,
+ru articles and pronouns)."""
 
-_CAP_RE = re.compile(r"\b([A-Z][a-zA-Z-]+)(?:['\u2019]s)?\b")
+_CAP_RE = re.compile(r"(?<!\w)([^\W\d_][\w-]*)(?:['\u2019]s)?(?!\w)")
 
 
 def _subject(text: str) -> str | None:
     """The first word when it is a capitalised name ("Caroline", "Jon:"), else ``None``."""
     m = _CAP_RE.match(text.strip())
-    return m.group(1) if m and m.group(1) not in _STARTERS else None
+    if not m or not m.group(1)[0].isupper() or m.group(1) in _STARTERS:
+        return None
+    return m.group(1)
 
 
 def _names(text: str) -> set[str]:
-    return {w for w in _CAP_RE.findall(text) if w not in _STARTERS}
+    return {w for w in _CAP_RE.findall(text) if w[0].isupper() and w not in _STARTERS}
+
+
+def proper_names(text: str) -> set[str]:
+    """Capitalised words of ``text`` that are not sentence starters, as content tokens (folded,
+    stemmed): ``proper_names("Alice moved to Berlin")`` → ``{"alice", "berlin"}``."""
+    out = set()
+    for w in _names(text):
+        f = fold(w)
+        out.add(_stem(_SYNONYMS.get(f, f)))
+    return out
 
 
 def detect_contradiction(a: str, b: str) -> Cue | None:
     """The contradiction cue between texts ``a`` and ``b``, or ``None`` when they agree.
 
-    Rules (checked in order; tokens are stemmed content words):
+    Shorthand for ``compare(a, b, parse(a), parse(b))``; see :func:`compare` for the rules.
+    """
+    return compare(a, b, parse(a), parse(b))
+
+
+def compare(a: str, b: str, pa: Parsed, pb: Parsed) -> Cue | None:
+    """The contradiction cue between texts ``a`` and ``b`` (parsed as ``pa``, ``pb``).
+
+    Rules (checked in order; tokens are content tokens, :func:`content_tokens`):
 
     0. both texts open with a different name (the subject: "Caroline ...", "Jon: ..."): a role
        swap when each names the other's subject ("Caroline appreciates Melanie" / "Melanie
        appreciates Caroline"; LoCoMo dialog "Gina: Thanks, Jon!" / "Jon: Thanks, Gina!"),
        otherwise ``different_subject`` — both unsure, so never merged nor reconciled;
-    1. negation parity differs ("likes jazz" / "doesn't like jazz" / "no longer likes jazz" /
-       "never liked jazz"): unambiguous when the content words are identical, unsure when they
-       overlap (Jaccard ≥ 0.5) but differ a little;
+    1. negation parity differs ("likes jazz" / "doesn't like jazz" / "never liked jazz"), or
+       one text has a past-state cue the other lacks ("used to", "no longer", "formerly" …,
+       in any language of :data:`consolidation.cues.CUES`): unambiguous when the content
+       tokens are identical, unsure when they overlap (Jaccard ≥ 0.5) but differ a little;
     2. same content words in a different order with a pivot whose sides swapped: role swap
        (unsure: symmetric verbs such as "met" make both true, and a swap is not an update in
        time, so it is never reconciled automatically — only kept apart);
@@ -223,7 +253,7 @@ def detect_contradiction(a: str, b: str) -> Cue | None:
     4. exactly one content word replaced by another while a single-valued attribute
        ("lives in", "works at", "favorite", ...) is named: changed value (unambiguous). A
        one-word change on a many-valued attribute ("likes jazz" / "likes rock") is not a
-       contradiction: both facts can hold, and the extractive merge keeps both.
+       contradiction: both facts can hold.
 
     Identical content in the same order ("same fact twice") returns ``None``.
     """
@@ -232,15 +262,19 @@ def detect_contradiction(a: str, b: str) -> Cue | None:
         if subj_b in _names(a) and subj_a in _names(b):
             return Cue("role_swap", False, f"{subj_a} and {subj_b} swap roles")
         return Cue("different_subject", False, f"about {subj_a} vs about {subj_b}")
-    pa, pb = _parse(a), _parse(b)
     sa, sb = set(pa.tokens), set(pb.tokens)
     union = sa | sb
     jacc = len(sa & sb) / len(union) if union else 1.0
-    if (pa.negations % 2) != (pb.negations % 2):
+    past_a, past_b = bool(pa.past_state), bool(pb.past_state)
+    if (pa.negations % 2) != (pb.negations % 2) or past_a != past_b:
+        kind = "past_state" if past_a != past_b else "negation"
+        words = ", ".join(sorted(set(pa.past_state) ^ set(pb.past_state))) or "not / never"
         if sa == sb:
-            return Cue("negation", True, "one text negates the other (not / no longer / never)")
+            what = ("one text says it no longer holds" if kind == "past_state"
+                    else "one text negates the other")
+            return Cue(kind, True, f"{what} ({words})")
         if jacc >= 0.5:
-            return Cue("negation", False, "negation differs and the wording differs too")
+            return Cue(kind, False, f"{kind.replace('_', ' ')} cue ({words}) and the wording differs")
         return None
     if sa == sb and sorted(pa.tokens) == sorted(pb.tokens):
         if pa.tokens != pb.tokens:
@@ -261,7 +295,7 @@ def detect_contradiction(a: str, b: str) -> Cue | None:
         return None
     if len(da) == 1 and len(db) == 1:
         (va,), (vb,) = da, db
-        if _SINGLE_VALUED_RE.search(pa.norm) and _SINGLE_VALUED_RE.search(pb.norm):
+        if _SINGLE_VALUED_RE.search(pa.folded) and _SINGLE_VALUED_RE.search(pb.folded):
             return Cue("changed_value", True, f"the value changed ({va!r} vs {vb!r})")
     return None
 
@@ -272,7 +306,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _facts(text: str) -> set[str]:
-    return set(_parse(text).tokens)
+    return set(parse(text).tokens)
 
 
 def extractive_merge(texts: Sequence[str], max_chars: int) -> str | None:

@@ -3,11 +3,16 @@
 Defaults: SQLite under ``var/`` (WAL, IMMEDIATE transactions, busy timeout), django-q2 on the ORM
 broker in the same database, Chroma at a local server on 127.0.0.1:8765. Scale out by setting
 ``DATABASE_URL`` (PostgreSQL), ``Q_REDIS_URL`` (Redis broker), ``CHROMA_*`` and ``OPENAI_*``.
+
+Production defaults: ``DEBUG`` is off unless ``DEBUG=1``; without ``SECRET_KEY`` a key is made
+once into ``var/secret_key`` (mode 0600); ``MEMORYADMIN_HTTPS=1`` behind TLS; a strict
+Content-Security-Policy (django-csp) and login throttling (django-axes) are always on.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -32,13 +37,60 @@ def envint(name: str, default: int) -> int:
 
 
 PLACEHOLDER_SECRET_KEY = "dev-only-insecure-placeholder-change-me"
-DEBUG = envbool("DEBUG", True)
-SECRET_KEY = os.getenv("SECRET_KEY", PLACEHOLDER_SECRET_KEY)
-if not DEBUG and SECRET_KEY == PLACEHOLDER_SECRET_KEY:
-    raise RuntimeError("Set SECRET_KEY in the environment: refusing to start with DEBUG off")
+"""The key this repository once shipped: public, so refused wherever it appears."""
+
+DEBUG = envbool("DEBUG", False)
+
+
+def load_secret_key(var_dir: Path) -> str:
+    """``SECRET_KEY`` from the environment, else ``var_dir/secret_key`` (made once, mode 0600).
+
+    So ``make run`` works with one command and the key survives restarts without ever being in
+    the repository. Raises ``ImproperlyConfigured`` for the public placeholder key or an empty
+    key file.
+    """
+    from django.core.exceptions import ImproperlyConfigured
+    from django.core.management.utils import get_random_secret_key
+
+    key = os.getenv("SECRET_KEY", "").strip()
+    if not key:
+        path = var_dir / "secret_key"
+        try:  # O_EXCL: two processes starting at once never write two different keys
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            key = path.read_text(encoding="utf-8").strip()
+        else:
+            key = get_random_secret_key()
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(key + "\n")
+        if not key:
+            raise ImproperlyConfigured(f"{path} is empty: delete it to generate a new key")
+    if key == PLACEHOLDER_SECRET_KEY:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is the public placeholder: unset it (a key is generated into var/) or set a "
+            "real one"
+        )
+    return key
+
+
+SECRET_KEY = load_secret_key(VAR_DIR)
 
 ALLOWED_HOSTS = [h for h in os.getenv("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.getenv("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+# Behind TLS (MEMORYADMIN_HTTPS=1): cookies only over HTTPS, HSTS, redirect plain HTTP, and trust
+# the proxy's X-Forwarded-Proto (the proxy must set it, and strip it from clients).
+HTTPS = envbool("MEMORYADMIN_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31_536_000) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS and envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = HTTPS and envbool("SECURE_HSTS_PRELOAD", True)  # adds "preload" only
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+CSRF_FAILURE_VIEW = "memoryadmin.console.views.errors.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -52,7 +104,10 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_q",
+    "axes",
+    "csp",
     "memoryadmin.console",
+    "memoryadmin.api",
 ]
 
 MIDDLEWARE = [
@@ -65,8 +120,46 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = [
+    # First, so a locked-out username/IP is refused before the password is even checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# Login throttling (django-axes): AXES_FAILURE_LIMIT wrong passwords for one username from one
+# address lock that pair out for AXES_COOLOFF_MINUTES; a successful login resets the count.
+# OWASP's authentication cheat sheet suggests a lockout after a handful of failures; 5 per 15 min
+# keeps a typo-prone human well inside and a guesser to ~480 tries a day.
+AXES_ENABLED = envbool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/lockout.html"
+AXES_VERBOSE = False
+
+# Content-Security-Policy (django-csp 4): only our own scripts, styles and images; no inline
+# script or style anywhere (bars are SVG attributes, confirms and htmx settings live in app.js).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 ROOT_URLCONF = "memoryadmin.urls"
 WSGI_APPLICATION = "memoryadmin.wsgi.application"
@@ -107,6 +200,15 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
+# Mail: only when EMAIL_HOST is set; without it, "Forgot your password?" says that an
+# administrator resets it (manage.py changepassword USERNAME) instead of pretending to send mail.
+EMAIL_HOST = os.getenv("EMAIL_HOST", "")
+EMAIL_PORT = envint("EMAIL_PORT", 587)
+EMAIL_HOST_USER = os.getenv("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.getenv("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "memoryadmin@localhost")
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.getenv("TIME_ZONE", "UTC")
 USE_I18N = True
@@ -116,6 +218,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root
+# Static files are served by WhiteNoise straight from STATICFILES_DIRS (no collectstatic step), so
+# `make run` works the same with DEBUG off.
+WHITENOISE_USE_FINDERS = True
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -129,7 +234,13 @@ Q_CLUSTER: dict = {
     "timeout": envint("Q_TIMEOUT", 1800),
     "retry": envint("Q_RETRY", 3600),
     "max_attempts": 1,
-    "catch_up": False,
+    # True, although we never want missed runs replayed: django-q2 only replays MINUTES/DAILY…
+    # schedules (ours are CRON, whose next run is computed from "now" either way), and with False
+    # its scheduler busy-loops at the autumn clock change (croniter's 02:30 CET compares "not
+    # after" 02:30:20 CEST: same zone, wall-clock comparison) until the wall clock goes back,
+    # for up to an hour. The repeated 02:30 is skipped by pass_request_scheduled (one run per
+    # local slot).
+    "catch_up": True,
     "sync": envbool("Q_SYNC", False),
     "poll": 0.5,
     "save_limit": 1000,
@@ -149,7 +260,16 @@ CHROMA_TOKEN = os.getenv("CHROMA_TOKEN", "")
 CHROMA_MODE = os.getenv("CHROMA_MODE", "http")
 CHROMA_PATH = Path(os.getenv("CHROMA_PATH", VAR_DIR / "chroma"))
 
+# Largest JSONL upload on the agent page (the worker imports it; `manage.py import_memories` has
+# no cap). 200 MB is ~100,000 memories with their 384-number embeddings (~2 KB a line).
+MEMORYADMIN_MAX_UPLOAD_BYTES = envint("MEMORYADMIN_MAX_UPLOAD_MB", 200) * 1024 * 1024
+
 MEMORYADMIN_MODEL_DIR = Path(os.getenv("MEMORYADMIN_MODEL_DIR", VAR_DIR / "models"))
+# Our embeddings of attached collections' texts and their own vectors, by content hash
+# (consolidation/adapters/vector_cache.py): shared by web and worker, safe to delete.
+VECTOR_CACHE_PATH = Path(
+    os.getenv("MEMORYADMIN_VECTOR_CACHE", VAR_DIR / "cache" / "vectors.sqlite3")
+)
 os.environ.setdefault("MEMORYADMIN_MODEL_DIR", str(MEMORYADMIN_MODEL_DIR))
 
 # Optional OpenAI-compatible LLM (distill/summarize); unset means offline, extractive only.
@@ -164,8 +284,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
     "loggers": {
-        "chromadb": {"level": "WARNING"},
-        "httpx": {"level": "WARNING"},
+        # Third-party INFO chatter (every worker start/stop, every heartbeat) stays out of
+        # `make run`'s output; LIBS_LOG_LEVEL=INFO brings it back when debugging.
+        "chromadb": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
+        "httpx": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
+        "django-q": {"level": os.getenv("LIBS_LOG_LEVEL", "WARNING")},
+        # django-axes logs every successful login at INFO; lockouts and failures stay (WARNING).
+        "axes": {"level": "WARNING"},
         # One handler for Django's messages (its own default would print each line twice), and
         # expected 4xx responses (403 for a viewer's POST) without a traceback; 500s still log.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},

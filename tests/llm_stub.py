@@ -1,9 +1,9 @@
 """A real, local OpenAI-compatible HTTP server for tests of the LLM paths.
 
 ``StubLLM`` runs the stdlib ``http.server`` in a daemon thread on ``127.0.0.1:<free port>`` and
-serves ``POST /v1/chat/completions`` (any other path → 404). Replies come from a FIFO script of
-steps pushed by the test; when the script is empty the ``default`` step is used (an empty
-``{"facts": []}`` answer). Every request is recorded (path, headers, decoded JSON body) in
+serves ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` (any other path → 404).
+Replies come from a FIFO script of steps pushed by the test; when the script is empty the
+``default`` step is used (an empty ``{"facts": []}`` answer). Every request is recorded (path, headers, decoded JSON body) in
 :attr:`StubLLM.requests`, in arrival order, *before* it is answered.
 
 Scripted steps:
@@ -18,6 +18,12 @@ Scripted steps:
   seconds for ``seconds`` (per-read timeouts never fire; only a total deadline stops it);
 - :meth:`StubLLM.respond_with` — a callable ``(request_body: dict) -> content str``, used for
   every request until replaced (for answers that cite the ids actually sent).
+
+Embeddings: every input text gets :func:`tests.agent_stores.foreign_vector` of width
+:attr:`StubLLM.embedding_dim` (1536, OpenAI ``text-embedding-3-small``'s; the request's
+``dimensions`` wins when given) — the same vectors the mem0/PraisonAI fixtures store, so an
+agent embedding a text through the stub gets the vector the library would have written.
+A scripted :meth:`StubLLM.push_status` step answers an embeddings request too.
 
 Use it from any test file with the ``llm_stub`` fixture (or ``with StubLLM() as stub:``)::
 
@@ -94,6 +100,13 @@ def _completion(content: str, model: str, n: int, finish_reason: str = "stop") -
     }
 
 
+def _b64(vector: list[float]) -> str:
+    import base64
+    import struct
+
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+
+
 class StubLLM:
     """The scripted OpenAI-compatible server; see the module docstring.
 
@@ -101,7 +114,8 @@ class StubLLM:
     ``requests`` (list of :class:`RecordedRequest`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, embedding_dim: int = 1536) -> None:
+        self.embedding_dim = embedding_dim
         self.requests: list[RecordedRequest] = []
         self._script: deque[_Step] = deque()
         self._responder: Responder | None = None
@@ -217,12 +231,36 @@ class StubLLM:
                         )
                     )
                 try:
+                    if self.path.rstrip("/") == "/v1/embeddings":
+                        self._embeddings(body if isinstance(body, dict) else {})
+                        return
                     if self.path.rstrip("/") != "/v1/chat/completions":
                         self._send_json(404, {"error": {"message": "not found", "type": "stub"}})
                         return
                     self._answer(stub._next_step(body if isinstance(body, dict) else None), body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout) — expected in timeout tests
+
+            def _embeddings(self, body: dict[str, Any]) -> None:
+                from tests.agent_stores import foreign_vector
+
+                with stub._lock:
+                    step = stub._script.popleft() if stub._script else None
+                if step is not None and step.kind == "status":
+                    self._send_json(step.status, {"error": {"message": step.content,
+                                                            "type": "server_error"}})
+                    return
+                texts = body.get("input")
+                texts = [texts] if isinstance(texts, str) else list(texts or [])
+                dim = int(body.get("dimensions") or stub.embedding_dim)
+                as_b64 = body.get("encoding_format") == "base64"  # the SDK's default encoding
+                vectors = [foreign_vector(t, dim) for t in texts]
+                data = [{"object": "embedding", "index": i,
+                         "embedding": _b64(v) if as_b64 else v}
+                        for i, v in enumerate(vectors)]
+                self._send_json(200, {"object": "list", "data": data,
+                                      "model": str(body.get("model") or "stub-embed"),
+                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
             def _answer(self, step: _Step, body: Any) -> None:
                 model = str((body or {}).get("model") or "stub-model")

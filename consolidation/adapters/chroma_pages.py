@@ -39,8 +39,10 @@ class FilteredRecords:
         *,
         where: Mapping[str, Any] | None = None,
         where_document: Mapping[str, Any] | None = None,
+        text_key: str = "",
     ) -> None:
         self.collection = collection
+        self.text_key = text_key  # FieldMap.document: the text lives in this metadata key
         self.filters: dict[str, Any] = {}
         if where:
             self.filters["where"] = dict(where)
@@ -77,13 +79,14 @@ class FilteredRecords:
         else:
             got = self.collection.get(limit=limit, offset=start, include=include, **self.filters)
         docs, metas = got.get("documents") or [], got.get("metadatas") or []
-        records = {
-            rid: MemoryRecord(id=rid, document=docs[i] or "", embedding=None,
-                              metadata=decode_metadata(metas[i] if i < len(metas) else None))
-            for i, rid in enumerate(got.get("ids") or [])
-        }
-        order = self._ids[start : start + limit] if self._ids is not None else list(records)
-        return [records[rid] for rid in order if rid in records]
+        found: dict[str, MemoryRecord] = {}
+        for i, rid in enumerate(got.get("ids") or []):
+            meta = decode_metadata(metas[i] if i < len(metas) else None)
+            text = meta.get(self.text_key) if self.text_key else (docs[i] if i < len(docs) else "")
+            found[rid] = MemoryRecord(id=rid, document=text if isinstance(text, str) else "",
+                                      embedding=None, metadata=meta)
+        order = self._ids[start : start + limit] if self._ids is not None else list(found)
+        return [found[rid] for rid in order if rid in found]
 
 
 def distinct_values(collection: Any, key: str) -> set[Any]:

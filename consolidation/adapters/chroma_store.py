@@ -37,8 +37,6 @@ dicts with non-string keys, …) are rejected with ``ValueError`` before anythin
 from __future__ import annotations
 
 import ipaddress
-import json
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -47,6 +45,8 @@ from typing import Any
 import numpy as np
 
 from ..records import EMBEDDING_DIM, MemoryRecord
+from .chroma_layout import Layout
+from .chroma_metadata import JSON_MARKER, check_text, decode_metadata, encode_metadata
 
 __all__ = [
     "JSON_MARKER",
@@ -59,17 +59,14 @@ __all__ = [
     "encode_metadata",
     "make_client",
     "open_collection",
+    "translate_errors",
     "validate_collection_name",
 ]
-
-JSON_MARKER = "json:"
-"""Prefix of metadata strings that hold a JSON-encoded value (see module docstring)."""
 
 MAX_PAGE_SIZE = 5000
 """Largest page read from Chroma (ARCHITECTURE.md "Chroma facts": larger gets can fail)."""
 
 _DEFAULT_WRITE_BATCH = 1000  # ~1.5 MB of JSON per HTTP request with 384-d embeddings
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 
 
@@ -115,6 +112,10 @@ def _translate(action: str) -> Iterator[None]:
                 f"Chroma is unreachable while trying to {action}: {exc}"
             ) from exc
         raise
+
+
+translate_errors = _translate
+"""Public name of :func:`_translate` for the other Chroma adapter modules."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,110 +227,6 @@ def open_collection(client: Any, name: str, *, create: bool = True) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# Metadata encoding
-# --------------------------------------------------------------------------------------------
-
-
-def _check_json_value(value: Any, where: str) -> None:
-    """Raise ``ValueError`` unless ``value`` is exactly representable as JSON."""
-    if value is None or isinstance(value, bool | int | str):
-        if isinstance(value, str):
-            _check_text(value, where)
-        return
-    if isinstance(value, float):
-        return
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_json_value(item, f"{where}[{i}]")
-        return
-    if isinstance(value, dict):
-        for k, item in value.items():
-            if not isinstance(k, str):
-                raise ValueError(f"metadata {where}: dict keys must be strings, got {k!r}")
-            _check_text(k, where)
-            _check_json_value(item, f"{where}[{k!r}]")
-        return
-    raise ValueError(
-        f"metadata {where}: {type(value).__name__} has no exact JSON form "
-        "(use str, int, float, bool, None, list or dict)"
-    )
-
-
-def _check_text(value: str, where: str) -> None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"metadata {where}: string is not valid Unicode ({exc.reason})") from exc
-
-
-def _native_scalar(value: Any) -> bool:
-    """True when Chroma stores ``value`` faithfully as a scalar (or list item)."""
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return _INT64_MIN <= value <= _INT64_MAX
-    if isinstance(value, float):
-        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)
-    return isinstance(value, str)
-
-
-def _native(value: Any) -> bool:
-    if isinstance(value, str):
-        return not value.startswith(JSON_MARKER)
-    if isinstance(value, list):
-        if not value or not all(_native_scalar(v) for v in value):
-            return False
-        kinds = {bool if isinstance(v, bool) else type(v) for v in value}
-        return len(kinds) == 1
-    return _native_scalar(value)
-
-
-def _check_key(key: Any) -> str:
-    if not isinstance(key, str):
-        raise ValueError(f"metadata keys must be strings, got {key!r}")
-    if not key:
-        raise ValueError("metadata keys must not be empty")
-    if key.startswith(("#", "$")) or key.startswith("chroma:"):
-        raise ValueError(
-            f"metadata key {key!r} is reserved by Chroma (keys may not start with '#', '$' "
-            "or 'chroma:')"
-        )
-    _check_text(key, repr(key))
-    return key
-
-
-def encode_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Encode a record's metadata for Chroma (scheme in the module docstring).
-
-    Returns a new dict (empty for ``None``/``{}``). Raises ``ValueError`` naming the key for a
-    reserved or non-string key or a value with no exact JSON form.
-    """
-    out: dict[str, Any] = {}
-    for key, value in (metadata or {}).items():
-        _check_key(key)
-        _check_json_value(value, repr(key))
-        if _native(value):
-            out[key] = list(value) if isinstance(value, list) else value
-        else:
-            out[key] = JSON_MARKER + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return out
-
-
-def decode_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Inverse of :func:`encode_metadata`: ``json:``-marked strings become their values."""
-    out: dict[str, Any] = {}
-    for key, value in (metadata or {}).items():
-        if isinstance(value, str) and value.startswith(JSON_MARKER):
-            try:
-                out[key] = json.loads(value[len(JSON_MARKER) :])
-            except ValueError:  # not ours: keep the foreign string as it is
-                out[key] = value
-        else:
-            out[key] = value
-    return out
-
-
-# --------------------------------------------------------------------------------------------
 # The store
 # --------------------------------------------------------------------------------------------
 
@@ -361,17 +258,25 @@ class ChromaMemoryStore:
             :meth:`iter_records` and :meth:`get`.
         write_batch: records per write call; capped at ``client.get_max_batch_size()``.
             Default 1,000.
+        layout: where the text lives and whose vectors the collection holds
+            (:class:`~consolidation.adapters.chroma_layout.Layout`); default: memoryadmin's own
+            (text in the document, all-MiniLM-L6-v2 vectors).
 
-    Records read back have ``embedding`` ``(384,) float32`` (when requested), ``document`` ``""``
-    where Chroma holds none, and decoded metadata. Connection failures raise
+    Records read back have ``document`` = the memory text (from metadata ``FieldMap.document``
+    when the layout says so; ``""`` where there is none), decoded metadata, and ``embedding``
+    ``(384,) float32`` when requested: the stored vector, or, for a collection of another
+    model's vectors, the engine's embedding of the text. Writes keep the collection's own
+    vectors and never write an empty text (``chroma_layout``). Connection failures raise
     :class:`StoreUnavailable`; invalid input raises ``ValueError``/``TypeError`` before
     anything is written.
     """
 
     def __init__(
-        self, collection: Any, *, page_size: int = MAX_PAGE_SIZE, write_batch: int | None = None
+        self, collection: Any, *, page_size: int = MAX_PAGE_SIZE, write_batch: int | None = None,
+        layout: Layout | None = None,
     ) -> None:
         self.collection = collection
+        self.layout = layout or Layout(str(collection.name))
         self.page_size = _check_page_size(page_size)
         if write_batch is not None and (
             isinstance(write_batch, bool) or not isinstance(write_batch, int) or write_batch < 1
@@ -405,24 +310,24 @@ class ChromaMemoryStore:
             return int(self.collection.count())
 
     def _records(self, result: Mapping[str, Any], include_embeddings: bool) -> list[MemoryRecord]:
-        ids = result.get("ids") or []
+        ids = list(result.get("ids") or [])
         docs = result.get("documents")
-        metas = result.get("metadatas")
-        embs = result.get("embeddings") if include_embeddings else None
-        records = []
-        for i, rid in enumerate(ids):
-            emb = None
-            if embs is not None and len(embs) > i and embs[i] is not None:
-                emb = np.asarray(embs[i], dtype=np.float32)
-            records.append(
-                MemoryRecord(
-                    id=rid,
-                    document=(docs[i] if docs is not None and docs[i] is not None else ""),
-                    embedding=emb,
-                    metadata=decode_metadata(metas[i] if metas is not None else None),
+        metas = [decode_metadata(m) for m in (result.get("metadatas") or [None] * len(ids))]
+        texts = [
+            self.layout.text_of(docs[i] if docs is not None else None, metas[i])
+            for i in range(len(ids))
+        ]
+        embs: list[Any] = [None] * len(ids)
+        stored = result.get("embeddings") if include_embeddings else None
+        if stored is not None:
+            with _translate(f"embed the texts of {self.name!r}"):
+                embs = self.layout.our_embeddings(
+                    ids, texts, [stored[i] if len(stored) > i else None for i in range(len(ids))]
                 )
-            )
-        return records
+        return [
+            MemoryRecord(id=rid, document=texts[i], embedding=embs[i], metadata=metas[i])
+            for i, rid in enumerate(ids)
+        ]
 
     @staticmethod
     def _include(include_embeddings: bool) -> list[str]:
@@ -448,6 +353,31 @@ class ChromaMemoryStore:
             seen.update(r.id for r in page)
             if page:
                 yield page
+            if got < size:
+                return
+            offset += got
+
+    def iter_stored(
+        self, *, page_size: int | None = None
+    ) -> Iterator[list[tuple[MemoryRecord, bytes]]]:
+        """Every record (without planning embeddings) with its stored vector as float32 bytes
+        (``b""`` when none), in pages: what the collection holds, whatever the vectors' model
+        (a census compares these; :meth:`iter_pages` gives the engine's embeddings instead)."""
+        size = self.page_size if page_size is None else _check_page_size(page_size)
+        offset = 0
+        while True:
+            with _translate(f"read {self.name!r}"):
+                result = self.collection.get(
+                    limit=size, offset=offset, include=["documents", "metadatas", "embeddings"]
+                )
+            got = len(result.get("ids") or [])
+            embs = result.get("embeddings")
+            records = self._records(result, include_embeddings=False)
+            if records:
+                yield [
+                    (r, b"" if embs is None else np.asarray(embs[i], np.float32).tobytes())
+                    for i, r in enumerate(records)
+                ]
             if got < size:
                 return
             offset += got
@@ -489,6 +419,9 @@ class ChromaMemoryStore:
             raise ValueError("query embedding is all zeros")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
+        self._see_width()
+        if self.layout.foreign():
+            return self._scan_query(q / norm, k)
         total = self.count()
         if total == 0:
             return []
@@ -514,40 +447,75 @@ class ChromaMemoryStore:
         scored.sort(key=lambda pair: (-pair[1], pair[0].id))
         return scored
 
+    def _scan_query(self, qn: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
+        # The index holds another model's vectors: rank by our (cached) embeddings instead,
+        # reading the whole collection (O(n); fine for the operator's search box).
+        scored = []
+        for r in self.iter_records(include_embeddings=True):
+            if r.embedding is not None:
+                cos = float(np.clip(qn @ r.embedding.astype(np.float64), -1.0, 1.0))
+                scored.append((r, cos))
+        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return scored[:k]
+
+    def unwritable(self, texts: Sequence[str]) -> dict[str, str]:
+        """``{text: reason}`` for texts :meth:`upsert` would refuse (empty, or no vector of the
+        collection's model for them); the planner leaves their operations out."""
+        self._see_width()
+        with _translate(f"read {self.name!r}"):
+            return self.layout.unwritable(self.collection, texts)
+
+    def _see_width(self) -> None:
+        if self.layout.width is None and self.layout.own_vectors is None:
+            with _translate(f"read {self.name!r}"):
+                got = self.collection.get(limit=1, include=["embeddings"])
+            embs = got.get("embeddings")
+            self.layout.see_width(len(embs[0]) if embs is not None and len(embs) else None)
+
     # ---- writes --------------------------------------------------------------------------
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Insert or replace ``records`` (document, embedding and metadata replaced whole).
 
-        Every record is validated before the first write (unique ids, an embedding each,
-        encodable metadata); on bad input ``ValueError``/``TypeError`` is raised and nothing
+        Every record is validated before the first write (unique ids, a non-empty text, an
+        embedding each — or, in a collection of another model's vectors, a vector of that model
+        for each text (``chroma_layout``) — and encodable metadata); on bad input
+        ``ValueError``/``TypeError`` (``EmptyText``, ``NoVectorForText``) is raised and nothing
         is written. Writes go in batches of ``write_batch``; a batch is one Chroma call, so a
         failure part-way leaves earlier batches written — re-running is idempotent.
         """
         records = list(records)
         seen: set[str] = set()
-        prepared: list[tuple[str, str, np.ndarray, dict[str, Any]]] = []
+        prepared: list[tuple[str, str | None, np.ndarray, dict[str, Any]]] = []
+        self._see_width()
+        foreign = self.layout.foreign()
         for r in records:
             if not isinstance(r, MemoryRecord):
                 raise TypeError(f"upsert takes MemoryRecord objects, got {type(r).__name__}")
             if r.id in seen:
                 raise ValueError(f"upsert: id {r.id!r} appears more than once")
             seen.add(r.id)
-            if r.embedding is None:
+            check_text(r.document, f"document of {r.id!r}")
+            document, placed = self.layout.placed(r.id, r.document, r.metadata)
+            if not foreign and r.embedding is None:
                 raise ValueError(f"upsert: record {r.id!r} has no embedding")
-            if not np.all(np.isfinite(r.embedding)):
+            if not foreign and not np.all(np.isfinite(r.embedding)):
                 raise ValueError(f"upsert: record {r.id!r} has a non-finite embedding")
-            _check_text(r.document, f"document of {r.id!r}")
             try:
-                meta = encode_metadata(r.metadata)
+                meta = encode_metadata(placed)
             except ValueError as exc:
                 raise ValueError(f"upsert: record {r.id!r}: {exc}") from exc
-            prepared.append((r.id, r.document, r.embedding, meta))
+            prepared.append((r.id, document, r.embedding, meta))
+        if foreign:  # vectors of the collection's own model, all found before the first write
+            with _translate(f"read {self.name!r}"):
+                native = self.layout.vectors_for(self.collection, [r.document for r in records])
+            prepared = [(p[0], p[1], v, p[3]) for p, v in zip(prepared, native, strict=True)]
 
         for start in range(0, len(prepared), self.write_batch):
             batch = prepared[start : start + self.write_batch]
             ids = [p[0] for p in batch]
             with _translate(f"write to {self.name!r}"):
+                self.layout.remember(self.collection, ids)  # foreign: old vectors outlive it
                 existing = self.collection.get(ids=ids, include=["metadatas"])
                 old_keys = {
                     rid: set(m or {})
@@ -559,9 +527,10 @@ class ChromaMemoryStore:
                     # Chroma merges metadata on upsert; None removes a key we no longer have.
                     full.update({key: None for key in old_keys.get(rid, ()) if key not in meta})
                     metadatas.append(full or None)
+                docs = [p[1] for p in batch]
                 self.collection.upsert(
                     ids=ids,
-                    documents=[p[1] for p in batch],
+                    documents=None if all(d is None for d in docs) else docs,
                     embeddings=np.stack([p[2] for p in batch]).astype(np.float32),
                     metadatas=metadatas,
                 )
@@ -570,5 +539,8 @@ class ChromaMemoryStore:
         """Delete records by id; missing ids are ignored (idempotent). Batched."""
         ids = list(dict.fromkeys(_check_ids(ids, "delete")))
         for start in range(0, len(ids), self.write_batch):
+            chunk = ids[start : start + self.write_batch]
             with _translate(f"delete from {self.name!r}"):
-                self.collection.delete(ids=ids[start : start + self.write_batch])
+                self._see_width()
+                self.layout.remember(self.collection, chunk)  # foreign: for reuse and rollback
+                self.collection.delete(ids=chunk)

@@ -8,27 +8,32 @@ brackets, seconds):
    matters), normalise embeddings.
 2. ``prune`` [prune] (:mod:`.prune`) — decay score ``importance × 0.5 ** (age_days /
    prune_half_life_days)`` below ``prune_threshold`` and ``age_days ≥ prune_min_age_days``
-   (seed 002, "Time-based decay"). Never pinned/curated, never a memory without
-   ``created_at``, never a memory that meets a promotion rule (a durable fact by definition).
-   Decided first, so pruned memories take part in no merge or reconcile. An episodic memory
-   with no importance set is only noted here; step 9 decides it.
+   (seed 002, "Time-based decay"). Age alone prunes only a memory whose *explicit* importance
+   is below ``prune_max_importance`` (issue 9, item 8); a decayed episodic memory otherwise is
+   only noted here and step 9 prunes it only when its content is covered. Never
+   pinned/curated, never a memory without ``created_at``, never a memory that meets a
+   promotion rule (a durable fact by definition). Decided first, so pruned memories take part
+   in no merge or reconcile.
 3. ``candidates`` [candidates] (:mod:`.grouping`) — every pair with cosine ≥
    ``min(link_threshold, contradiction_threshold)``
    (:func:`~consolidation.planning.candidates.candidate_pairs`, exact, blocked).
 4. ``exact`` [exact] (:mod:`.grouping`) — same normalised text
    (:func:`consolidation.text.normalize_text`).
 5. ``contradictions`` [contradictions] (:mod:`.grouping`) — pairs with cosine ≥
-   ``contradiction_threshold`` are checked with :func:`consolidation.text.detect_contradiction`.
-   A contradicting pair is never merged. An unambiguous cue with both ``created_at`` set and
-   different becomes a ``reconcile`` (newer kept = ``source_ids[0]``, older superseded);
-   otherwise both are left alone and counted as ``unsure`` (role swaps are always unsure: see
-   the function's docstring).
+   ``contradiction_threshold`` are judged by :func:`consolidation.judgment.judge_pair`
+   (**unsure means keep both and ask**). ``"supersedes"`` (two state statements, only the value
+   or a negation/past-state cue differs, recency known) becomes a ``reconcile`` (newer kept =
+   ``source_ids[0]``, older superseded); ``"conflict"`` becomes a ``conflict`` item with both
+   memories, the cue and their dates — it removes nothing, is outside the loss fraction and
+   its memories are held out of every merge, fold and window of the pass.
 6. ``grouping`` [grouping] (:mod:`.grouping`) — greedy complete linkage: links (exact
    duplicates first, then by descending cosine, ties by id) join two groups only if *every*
-   cross pair is linked (cosine ≥ ``link_threshold`` or same normalised text, and not
-   contradicting), the union has at most ``max_group_size`` members and its extractive merge
-   fits ``max_merged_chars``. So A~B, B~C, A≁C never puts A and C in one group. Reconcile
-   winners are not grouped in the same pass (the reconcile reads them).
+   cross pair is linked (verdict ``"same"``: same normalised text, or cosine ≥
+   ``link_threshold`` with no replaced fact atom, cue, name or scope), the union has at most
+   ``max_group_size`` members and its extractive merge fits ``max_merged_chars``. So A~B,
+   B~C, A≁C never puts A and C in one group. Reconcile winners are not grouped in the same
+   pass (the reconcile reads them). Memories of different scopes (``FieldMap.scope``) are
+   never compared here nor in any later stage; an empty text is never grouped.
 7. ``units`` (:mod:`.windows`) — one merge unit per group.
 8. ``folds`` (:mod:`.windows`) — an episodic memory joins the semantic memory citing its
    evidence (``evidence_fold``, ≤ ``fold_max_chars``).
@@ -53,7 +58,7 @@ brackets, seconds):
     the most confident removing operations that fit the loss guard; then the summary and
     telemetry.
 
-Operations come out as reconcile, merge, promote, prune. Pinned or curated memories are never
+Operations come out as reconcile, conflict, merge, promote, prune. Pinned or curated memories are never
 pruned, superseded or merged (I-6). Incremental mode (``checkpoint`` given): only new or
 changed records are searched against the whole store (O(new × store)); prune and promote are
 evaluated on new/changed records only; old records can still be merged with, or superseded
@@ -135,10 +140,12 @@ def plan(
 
 
 def _finish(st: PlanState) -> Plan:
-    """Stage ``budget`` and the summary: operations in reconcile, merge, promote, prune order,
+    """Stage ``budget`` and the summary: operations in reconcile, conflict, merge, promote, prune
+    order (a conflict removes nothing, so the budget always keeps it),
     trimmed to the guard when ``policy.trim_to_guard``, with the telemetry context."""
     policy, n = st.policy, st.n
-    operations = st.ops_reconcile + st.ops_merge + st.ops_promote + st.ops_prune
+    operations = (st.ops_reconcile + st.ops_conflict + st.ops_merge + st.ops_promote
+                  + st.ops_prune)
     trimmed = None
     if policy.trim_to_guard:
         operations, trimmed = trim_to_guard(operations, n, policy.max_loss_fraction, st.fates)
@@ -151,6 +158,7 @@ def _finish(st: PlanState) -> Plan:
         "contradictions": st.contra_stats,
         "operations": result.context["operations"],
         "reconciled": result.context["reconciled"],
+        "conflicts": len(st.ops_conflict),
         "loss_fraction": result.loss_fraction,
         "records": n,
         "candidate_method": st.candidate_method,

@@ -1,23 +1,22 @@
 """Grouping stages: candidate search, exact duplicates, contradictions, complete linkage.
 
-Also the pair predicates the later stages share: :func:`check_contradiction` (memoised),
+Also the pair predicates the later stages share: :func:`verdict` (memoised :func:`~consolidation.judgment.judge_pair`),
 :func:`pair_sim`, :func:`linked` and :func:`conflicts`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from ..judgment import CONFLICT, SAME, SUPERSEDES, PairVerdict, judge_pair
 from ..plans import Fate, Operation, OpKind
-from ..text import detect_contradiction, extractive_merge, normalize_text
+from ..text import extractive_merge, normalize_text
 from .candidates import candidate_pairs
 from .state import PlanState, short
 
 __all__ = [
-    "check_contradiction",
     "conflicts",
     "find_exact",
     "link_groups",
@@ -25,6 +24,7 @@ __all__ = [
     "pair_sim",
     "reconcile_contradictions",
     "search_candidates",
+    "verdict",
 ]
 
 
@@ -50,7 +50,8 @@ def search_candidates(st: PlanState) -> None:
 
 def find_exact(st: PlanState) -> None:
     """Stage ``exact``: normalised text keys (:func:`~consolidation.text.normalize_text`) and
-    the exact-duplicate link edges (chunks of ``max_group_size``, each with a new member).
+    the exact-duplicate link edges (chunks of ``max_group_size``, each with a new member),
+    within one scope; an empty or whitespace text gets no key.
 
     Partial incremental pass: only new records and their similarity partners get a key. An
     exact duplicate has the same text, hence (with one embedding model) the same vector, so it
@@ -63,10 +64,11 @@ def find_exact(st: PlanState) -> None:
         keyed = list(range(n))
     keys: list[str | None] = [None] * n
     for i in keyed:
-        keys[i] = normalize_text(st.docs[i])
-    by_key: dict[str, list[int]] = {}
+        keys[i] = normalize_text(st.docs[i]) or None  # an empty text is nobody's duplicate
+    by_key: dict[tuple[tuple[str, ...], str], list[int]] = {}
     for i in keyed:
-        by_key.setdefault(keys[i], []).append(i)
+        if keys[i] is not None:
+            by_key.setdefault((st.scopes[i], keys[i]), []).append(i)
     exact_edges: list[tuple[int, int]] = []
     exact_pairs = 0
     if policy.merge_exact:
@@ -82,47 +84,88 @@ def find_exact(st: PlanState) -> None:
     st.candidates["exact_pairs"] = exact_pairs
 
 
-def check_contradiction(st: PlanState, a: int, b: int, s: float) -> Any:
-    """The contradiction cue of pair ``a < b`` at cosine ``s`` (memoised), or ``None``.
+def verdict(st: PlanState, a: int, b: int) -> PairVerdict:
+    """:func:`~consolidation.judgment.judge_pair` of memories ``a`` and ``b`` at their cosine
+    (memoised per pair in ``st.contra``; cues counted in ``st.contra_stats["found"]``).
 
-    Only pairs at ``s ≥ contradiction_threshold`` with different normalised text are checked
-    (:func:`~consolidation.text.detect_contradiction`), each counted in ``st.contra_stats``.
+    Every stage that would merge, fold, window or reconcile a pair asks this first: different
+    scopes and empty texts are always ``"distinct"``.
     """
-    if (a, b) in st.contra:
-        return st.contra[(a, b)]
-    cue = None
-    if s >= st.policy.contradiction_threshold and st.keys[a] != st.keys[b]:
+    key = (a, b) if a < b else (b, a)
+    v = st.contra.get(key)
+    if v is None:
+        x, y = key
+        s = st.sim.get(key)
+        if s is None:
+            s = float(np.dot(st.emb[x], st.emb[y]))
+        v = judge_pair(st.docs[x], st.metas[x], st.docs[y], st.metas[y], cosine=s,
+                       fieldmap=st.fm, policy=st.policy)
+        st.contra[key] = v
         stats = st.contra_stats
         stats["checked"] += 1
-        cue = detect_contradiction(st.docs[a], st.docs[b])
-        if cue is not None:
-            stats["found"][cue.kind] = stats["found"].get(cue.kind, 0) + 1
-    st.contra[(a, b)] = cue
-    return cue
+        if v.cue is not None:
+            stats["found"][v.cue] = stats["found"].get(v.cue, 0) + 1
+    return v
+
+
+def _recency_text(st: PlanState, i: int) -> str | None:
+    t = st.fm.get_recency(st.metas[i])
+    return t.isoformat() if t else None
+
+
+def _conflict(st: PlanState, a: int, b: int, s: float, v: PairVerdict, why: str) -> None:
+    """A CONFLICT item for a reviewer: both memories (the newer first when known), the cue and
+    their dates; removes nothing; both are held out of merges, folds and windows."""
+    ids, docs = st.ids, st.docs
+    first, second = (a, b) if v.newer in (None, 0) else (b, a)
+    st.held.update((a, b))
+    st.contra_stats["conflicts"] = st.contra_stats.get("conflicts", 0) + 1
+    st.ops_conflict.append(Operation(
+        kind=OpKind.CONFLICT, source_ids=[ids[first], ids[second]],
+        source_hashes=[st.hashes[first], st.hashes[second]], removes=[],
+        rule=v.cue or "contradiction",
+        reason=(f"unsure, keep both and ask: “{short(docs[first])}” vs “{short(docs[second])}”"
+                f" — {'; '.join(v.reasons)}{why}"),
+        scores={"cosine": round(s, 6), "cue": v.cue or "", "verdict": v.kind,
+                "dates": [_recency_text(st, first), _recency_text(st, second)]},
+    ))
 
 
 def reconcile_contradictions(st: PlanState) -> None:
-    """Stage ``contradictions``: check similar pairs by descending cosine; an unambiguous cue
-    with both ``created_at`` set and different becomes a RECONCILE (newer kept =
-    ``source_ids[0]``, older superseded); otherwise both are left alone and counted as
-    ``unsure``. A protected loser blocks it (``blocked_protected``)."""
+    """Stage ``contradictions``: pairs with cosine ≥ ``contradiction_threshold``, by
+    descending cosine, judged by :func:`verdict`.
+
+    ``"supersedes"`` becomes a RECONCILE (newer kept = ``source_ids[0]``, older superseded)
+    when ``policy.reconcile`` is on and the older memory is not pinned/curated, not a winner
+    or conflict member of this pass; otherwise, and for every ``"conflict"``, a CONFLICT item
+    is proposed instead (both kept; a reviewer decides). Nothing with a removed side.
+    """
     policy, fm, metas, ids, hashes, docs = st.policy, st.fm, st.metas, st.ids, st.hashes, st.docs
     stats = st.contra_stats
-    pending: list[tuple[float, int, int, Any]] = []
+    stats.setdefault("conflicts", 0)
+    pending: list[tuple[float, int, int, PairVerdict]] = []
     for (a, b), s in sorted(st.sim.items(), key=lambda kv: (-kv[1], kv[0])):
-        cue = check_contradiction(st, a, b, s)
-        if cue is not None:
-            pending.append((s, a, b, cue))
-    for s, a, b, cue in pending:
+        if s < policy.contradiction_threshold:
+            continue
+        v = verdict(st, a, b)
+        if v.kind in (SUPERSEDES, CONFLICT):
+            pending.append((s, a, b, v))
+    for s, a, b, v in pending:
         if st.removed[a] or st.removed[b]:
             continue
-        ta, tb = fm.get_created_at(metas[a]), fm.get_created_at(metas[b])
-        if not (policy.reconcile and cue.unambiguous and ta and tb and ta != tb):
-            stats["unsure"] += 1
+        if v.kind == CONFLICT:
+            _conflict(st, a, b, s, v, "")
             continue
-        win, lose = (a, b) if ta > tb else (b, a)
+        win, lose = (a, b) if v.newer == 0 else (b, a)
+        if not policy.reconcile:
+            _conflict(st, a, b, s, v, "; reconcile is off in this policy")
+            continue
         if st.protected[lose]:
             stats["blocked_protected"] += 1
+            _conflict(st, a, b, s, v, "; the older memory is pinned or curated")
+            continue
+        if lose in st.winners or lose in st.held or win in st.held:
+            stats["unsure"] += 1  # one decision per memory and pass; the next pass sees the rest
             continue
         st.removed[lose] = True
         st.winners.add(win)
@@ -130,11 +173,14 @@ def reconcile_contradictions(st: PlanState) -> None:
         stats["reconciled"] += 1
         st.ops_reconcile.append(Operation(
             kind=OpKind.RECONCILE, source_ids=[ids[win], ids[lose]],
-            source_hashes=[hashes[win], hashes[lose]], removes=[ids[lose]], rule=cue.kind,
-            reason=(f"{cue.kind.replace('_', ' ')}: {cue.detail}; newer "
-                    f"“{short(docs[win])}” supersedes older “{short(docs[lose])}”"),
-            scores={"cosine": round(s, 6), "newer_created_at": str(metas[win][fm.created_at]),
-                    "older_created_at": str(metas[lose][fm.created_at])},
+            source_hashes=[hashes[win], hashes[lose]], removes=[ids[lose]],
+            rule=v.cue or "supersedes",
+            reason=(f"{'; '.join(v.reasons)}: newer “{short(docs[win])}” supersedes older "
+                    f"“{short(docs[lose])}”"),
+            scores={"cosine": round(s, 6), "newer_at": _recency_text(st, win),
+                    "older_at": _recency_text(st, lose),
+                    "newer_created_at": str(metas[win].get(fm.created_at, "")),
+                    "older_created_at": str(metas[lose].get(fm.created_at, ""))},
         ))
     st.candidates["contradiction_checked"] = stats["checked"]
 
@@ -153,29 +199,34 @@ def pair_sim(st: PlanState, a: int, b: int) -> float | None:
 
 
 def linked(st: PlanState, a: int, b: int) -> bool:
-    """Whether ``a`` and ``b`` may share a group: same normalised text (``merge_exact``), or
-    cosine ≥ ``link_threshold`` (``merge_near``) and not contradicting."""
+    """Whether ``a`` and ``b`` may share a group: :func:`verdict` ``"same"`` and either the
+    same normalised text (``merge_exact``) or cosine ≥ ``link_threshold`` (``merge_near``)."""
     policy = st.policy
     if st.keys[a] is not None and st.keys[a] == st.keys[b] and policy.merge_exact:
-        return True
+        return verdict(st, a, b).kind == SAME
     if not policy.merge_near:
         return False
     s = pair_sim(st, a, b)
     if s is None or s < policy.link_threshold:
         return False
-    key = (a, b) if a < b else (b, a)
-    return check_contradiction(st, key[0], key[1], s) is None
+    return verdict(st, a, b).kind == SAME
 
 
 def conflicts(st: PlanState, a: int, members: Sequence[int]) -> bool:
-    """Whether ``a`` contradicts any of ``members`` (cosine ≥ ``contradiction_threshold``)."""
+    """Whether ``a`` may not join ``members`` in a fold or window: a different scope, or a
+    pair at cosine ≥ ``contradiction_threshold`` with any cue (negation, past state, changed
+    value, role swap, different subject …) or a supersedes/conflict verdict."""
     for b in members:
+        if st.scopes[a] != st.scopes[b]:
+            return True
         x, y = (a, b) if a < b else (b, a)
         s = st.sim.get((x, y))
         if s is None:  # not searched (below the candidate threshold, or search off)
             s = float(np.dot(st.emb[x], st.emb[y]))
-        if s >= st.policy.contradiction_threshold and check_contradiction(st, x, y, s):
-            return True
+        if s >= st.policy.contradiction_threshold:
+            v = verdict(st, x, y)
+            if v.cue is not None or v.kind in (SUPERSEDES, CONFLICT):
+                return True
     return False
 
 
@@ -186,16 +237,18 @@ def link_groups(st: PlanState) -> None:
     if *every* cross pair is :func:`linked`, the union has at most ``max_group_size`` members
     and its extractive merge fits ``max_merged_chars``. A reconcile winner is not merged in the
     same pass: the reconcile reads it, and applying a merge first would make that operation
-    stale (I-4). It can merge on the next pass. Sets ``st.eligible``.
+    stale (I-4). It can merge on the next pass; so can a memory held in a conflict. An empty
+    text is never eligible. Sets ``st.eligible``.
     """
     policy, n = st.policy, st.n
     st.eligible = [not st.protected[i] and not st.removed[i] and i not in st.winners
-                   for i in range(n)]
+                   and i not in st.held and bool(st.docs[i].strip()) for i in range(n)]
     edges: list[tuple[int, float, int, int]] = [(0, -1.0, a, b) for a, b in st.exact_edges]
     if policy.merge_near:
         edges.extend(
             (1, -s, a, b) for (a, b), s in st.sim.items()
-            if s >= policy.link_threshold and st.contra.get((a, b)) is None
+            if s >= policy.link_threshold
+            and (st.contra.get((a, b)) is None or st.contra[(a, b)].kind == SAME)
         )
     edges.sort()
     st.candidates["link_edges"] = len(edges)

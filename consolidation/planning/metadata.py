@@ -10,6 +10,9 @@ Metadata is united, never dropped: every key of every source is kept. Rules by k
 - ``evidence``, ``session``, ``supersedes`` and any list-valued key: union, sorted, deduplicated
   (sessions are what "reinforced across sessions" promotion counts);
 - ``merged_from`` = the sorted source ids;
+- scope keys (:attr:`FieldMap.scope`: ``user_id``, ``agent_id`` …) stay scalars: sources of one
+  merge always share their scope (the planner never compares across scopes), and a merge whose
+  sources disagree on one raises ``ValueError`` rather than writing a list of users;
 - booleans OR-ed (``pinned`` included), other numbers = max (e.g. ``confidence``);
 - strings: kept when all sources agree, else the sorted list of distinct values (nothing lost);
 - anything else (dicts): the first source's value in the given order.
@@ -40,11 +43,15 @@ def merge_metadata(
     """United metadata of a merge's sources (rules in the module docstring).
 
     ``metas`` and ``source_ids`` are in the same order; the first is the primary source (the
-    one whose text the merge starts from). Returns a new dict with sorted keys.
+    one whose text the merge starts from). Returns a new dict with sorted keys. Raises
+    ``ValueError`` when the sources' scope values differ (issue 9, item 1).
     """
     fm = fieldmap or FieldMap()
     if len(metas) != len(source_ids):
         raise ValueError("metas and source_ids must have the same length")
+    scopes = {fm.scope_key(m) for m in metas}
+    if len(scopes) > 1:
+        raise ValueError(f"a merge never crosses scopes: {sorted(scopes)}")
     keys = sorted({k for m in metas for k in m})
     out: dict[str, Any] = {}
     list_keys = {fm.evidence, fm.session, fm.supersedes}

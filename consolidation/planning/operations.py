@@ -172,9 +172,13 @@ def trim_to_guard(
     ``max_loss × n``.
 
     Order: :data:`RULE_ORDER`, then ``scores["confidence"]`` descending, then the operation key.
-    Dropped operations' sources get back :attr:`Fate.KEPT`. Operations that remove nothing
+    Dropped operations' sources get back :attr:`Fate.KEPT`; they are *deferred*: the next pass
+    plans them again (the console shows them as deferred work). Operations that remove nothing
     (promote) are always kept. Returns ``(operations, info)``; ``info`` is ``None`` when the
-    plan already fits.
+    plan already fits, else ``{"budget", "kept_removals", "dropped_operations",
+    "dropped_removals", "planned_removals", "deferred_by_kind": {kind: operations},
+    "deferred_ids"}`` (counts of originals and operations; ``deferred_ids``: every source of a
+    deferred operation, which an incremental next pass must treat as new to plan it again).
     """
     budget = int(math.floor(max_loss * n + 1e-9))
     total = len({rid for op in operations for rid in op.removes})
@@ -192,13 +196,18 @@ def trim_to_guard(
             keep.add(id(op))
             used += len(op.removes)
     out, dropped, dropped_removals = [], 0, 0
+    by_kind: dict[str, int] = {}
+    deferred_ids: set[str] = set()
     for op in operations:
         if not op.removes or id(op) in keep:
             out.append(op)
             continue
         dropped += 1
+        deferred_ids.update(op.source_ids)
         dropped_removals += len(op.removes)
+        by_kind[op.kind.value] = by_kind.get(op.kind.value, 0) + 1
         for rid in op.removes:
             fates[rid] = Fate.KEPT
     return out, {"budget": budget, "kept_removals": used, "dropped_operations": dropped,
-                 "dropped_removals": dropped_removals}
+                 "dropped_removals": dropped_removals, "planned_removals": total,
+                 "deferred_by_kind": by_kind, "deferred_ids": sorted(deferred_ids)}

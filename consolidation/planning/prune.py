@@ -8,23 +8,38 @@ decay"); thresholds from :class:`~consolidation.policy.Policy`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..plans import Fate, Operation, OpKind
 from ..text import content_tokens
 from .operations import promotion_rules
 from .state import EPISODIC, PlanState
 
-__all__ = ["prune_covered", "prune_decayed"]
+__all__ = ["MIN_COVERAGE", "prune_covered", "prune_decayed"]
+
+MIN_COVERAGE = 0.5
+"""Least fraction of a decayed memory's content words that other memories of its session must
+keep for ``decay_covered`` to remove it, whatever ``prune_coverage`` says: below half, the
+memory is mostly unique, and age alone never removes a unique memory (issue 9, item 8). A
+policy's ``prune_coverage`` of 0.0 (the old "missing importance alone" rule) acts as 0.5."""
+
+
+def importance_text(st: PlanState, i: int) -> str:
+    """``"0.50"`` for an explicit importance, ``"not set (neutral 0.5)"`` otherwise."""
+    v = st.fm.get_importance(st.metas[i], default=-1.0)
+    return f"{v:.2f}" if v >= 0.0 else "not set (neutral 0.5)"
 
 
 def prune_decayed(st: PlanState) -> None:
     """Stage ``prune``: PRUNE (rule ``decay``) new memories whose decay score is under
-    ``prune_threshold`` and ``age_days ≥ prune_min_age_days``.
+    ``prune_threshold``, ``age_days ≥ prune_min_age_days`` and whose *explicit* importance is
+    below ``prune_max_importance``.
 
-    Never pinned/curated, never a memory without ``created_at``, never one that meets a
-    promotion rule. An episodic memory with no explicit importance (neutral 0.5) is only noted
-    in ``st.decayed`` when ``prune_coverage > 0``: :func:`prune_covered` decides it later; a
-    fact or summary never decays on a missing importance.
+    Age alone never removes a unique memory (issue 9, item 8): a decayed episodic memory with a
+    higher or no importance is only noted in ``st.decayed`` and :func:`prune_covered` prunes it
+    only when its session keeps its content; a decayed fact or summary with a higher or no
+    importance is kept. Never pinned/curated, never a memory without ``created_at``, never one
+    that meets a promotion rule.
     """
     policy, fm, metas, ids, hashes = st.policy, st.fm, st.metas, st.ids, st.hashes
     if not policy.prune:
@@ -40,18 +55,17 @@ def prune_decayed(st: PlanState) -> None:
         importance = fm.get_importance(metas[i])
         score = importance * 0.5 ** (age_days / policy.prune_half_life_days)
         if score < policy.prune_threshold and age_days >= policy.prune_min_age_days:
-            if not explicit and policy.prune_coverage > 0.0:
-                if st.layers[i] != {EPISODIC}:
-                    continue  # facts and summaries never decay on a missing importance
-                # neutral importance only: pruned later, and only when covered
-                st.decayed[i] = (score, age_days)
+            if not (explicit and importance < policy.prune_max_importance):
+                if st.layers[i] == {EPISODIC}:
+                    st.decayed[i] = (score, age_days)  # pruned later, and only when covered
                 continue
             st.removed[i] = True
             st.fates[ids[i]] = Fate.PRUNED
             st.ops_prune.append(Operation(
                 kind=OpKind.PRUNE, source_ids=[ids[i]], source_hashes=[hashes[i]],
                 removes=[ids[i]], rule="decay",
-                reason=(f"stale: importance {importance:.2f} × 0.5^({age_days:.0f} d / "
+                reason=(f"stale and unimportant: importance {importance:.2f} (< "
+                        f"{policy.prune_max_importance:g}) × 0.5^({age_days:.0f} d / "
                         f"{policy.prune_half_life_days:g} d) = {score:.4f} < "
                         f"{policy.prune_threshold:g}, age ≥ {policy.prune_min_age_days:g} d"),
                 scores={"score": round(score, 6), "age_days": round(age_days, 3),
@@ -61,8 +75,9 @@ def prune_decayed(st: PlanState) -> None:
 
 def prune_covered(st: PlanState) -> None:
     """Stage ``covered prune``: PRUNE (rule ``decay_covered``) the memories in ``st.decayed``
-    not removed, folded or protected, whose content words (fraction ≥ ``prune_coverage``) the
-    rest of their session keeps (folds included), smallest first.
+    not removed, folded, held or protected, whose content words (fraction ≥
+    ``max(prune_coverage, MIN_COVERAGE)``) the rest of their session — in the same scope —
+    keeps (folds included), smallest first.
 
     Runs after evidence folds and before windows, so a window only gathers what would
     otherwise be lost. Sets ``st.candidates["covered_pruned"]``.
@@ -72,27 +87,31 @@ def prune_covered(st: PlanState) -> None:
     if st.decayed:
         counts: dict[tuple[str, ...] | str, dict[str, int]] = {}
 
-        def count(text: str, sess: Sequence[str], sign: int) -> None:
+        def count(text: str, sess: Sequence[Any], sign: int) -> None:
             for tok in set(content_tokens(text)):
                 for ss in sess:
                     c = counts.setdefault(ss, {})
                     c[tok] = c.get(tok, 0) + sign
 
+        def where(k: int) -> list[Any]:  # a session is compared within its scope only
+            return [(st.scopes[k], x) for x in sessions[k]]
+
         for i in range(st.n):
             if not st.removed[i] and i not in units.of:
-                count(docs[i], sessions[i], 1)
+                count(docs[i], where(i), 1)
         for u in units.live():
-            count(units.text[u], sorted({x for k in units.members[u] for x in sessions[k]}), 1)
+            count(units.text[u], sorted({x for k in units.members[u] for x in where(k)}), 1)
+        need = max(policy.prune_coverage, MIN_COVERAGE)
         for i in sorted(st.decayed, key=lambda i: (len(docs[i]), st.ids[i])):
             if st.removed[i] or i in units.of or not st.eligible[i] or not sessions[i]:
                 continue
             toks = set(content_tokens(docs[i]))
             hit = sum(1 for tok in toks
-                      if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in sessions[i]))
+                      if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in where(i)))
             frac = hit / len(toks) if toks else 1.0
-            if frac + 1e-12 < policy.prune_coverage:
+            if frac + 1e-12 < need:
                 continue
-            count(docs[i], sessions[i], -1)
+            count(docs[i], where(i), -1)
             score, age_days = st.decayed[i]
             st.removed[i] = True
             st.fates[st.ids[i]] = Fate.PRUNED
@@ -100,11 +119,10 @@ def prune_covered(st: PlanState) -> None:
             st.ops_prune.append(Operation(
                 kind=OpKind.PRUNE, source_ids=[st.ids[i]], source_hashes=[st.hashes[i]],
                 removes=[st.ids[i]], rule="decay_covered",
-                reason=(f"stale and covered: no importance set (neutral 0.5) × 0.5^("
+                reason=(f"stale and covered: importance {importance_text(st, i)} × 0.5^("
                         f"{age_days:.0f} d / {policy.prune_half_life_days:g} d) = {score:.4f}"
                         f" < {policy.prune_threshold:g}, and {frac:.0%} of its content words"
-                        f" are kept by other memories of its session (≥ "
-                        f"{policy.prune_coverage:.0%})"),
+                        f" are kept by other memories of its session (≥ {need:.0%})"),
                 scores={"score": round(score, 6), "age_days": round(age_days, 3),
                         "coverage": round(frac, 4), "confidence": round(frac, 4)},
             ))

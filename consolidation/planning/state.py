@@ -100,11 +100,12 @@ class PlanState:
     """Everything the planning stages share.
 
     Inputs (set by :func:`prepare`): ``policy``, ``fm``, ``now``, ``candidate_method``, the
-    snapshot columns ``ids``/``docs``/``metas``/``hashes``, ``emb`` (``(n, 384) float32``,
-    L2-normalised rows), ``protected`` (pinned or curated), ``is_new`` / ``new_idx`` (not in
+    snapshot columns ``ids``/``docs``/``metas``/``hashes``/``scopes``, ``emb``
+    (``(n, 384) float32``, L2-normalised rows), ``protected`` (pinned or curated), ``is_new`` / ``new_idx`` (not in
     the checkpoint), ``incremental`` (a checkpoint was given) and ``partial`` (only some records
-    are new: only new × store pairs are searched). Outputs: ``fates``, ``removed`` and the four
-    operation lists; telemetry in ``candidates`` and ``contra_stats``. The rest is working
+    are new: only new × store pairs are searched). Outputs: ``fates``, ``removed`` and the
+    operation lists (``ops_conflict``: contradictions for a reviewer); telemetry in
+    ``candidates`` and ``contra_stats``. The rest is working
     state of the stages that fill it (similarities, keys, groups, units).
     """
 
@@ -130,6 +131,12 @@ class PlanState:
     ops_merge: list[Operation] = field(default_factory=list)
     ops_promote: list[Operation] = field(default_factory=list)
     ops_prune: list[Operation] = field(default_factory=list)
+    ops_conflict: list[Operation] = field(default_factory=list)
+    scopes: list[tuple[str, ...]] = field(default_factory=list)
+    """:meth:`FieldMap.scope_key` of each memory: memories of different scopes are never
+    compared (no merge, reconcile, fold or window across them)."""
+    held: set[int] = field(default_factory=set)
+    """Memories in a ``conflict`` item: kept as they are until a reviewer decides."""
     candidates: dict[str, int] = field(default_factory=dict)
     contra_stats: dict[str, Any] = field(default_factory=lambda: {
         "checked": 0, "found": {}, "reconciled": 0, "unsure": 0, "blocked_protected": 0})
@@ -206,4 +213,5 @@ def prepare(
         partial=incremental and len(new_idx) < n,
         timer=timer, fates=dict.fromkeys(ids, Fate.KEPT), removed=[False] * n,
         layers=[frozenset(fm.get_list(m, fm.layer)) for m in metas],
+        scopes=[fm.scope_key(m) for m in metas],
     )

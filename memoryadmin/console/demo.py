@@ -14,7 +14,8 @@ nothing is copied from LoCoMo). Each store shows every operation:
 - probe queries whose answers live in the durable facts (the recall check).
 
 After seeding, every demo agent has a pending proposal, and the personal assistant also has an
-earlier pass rejected by the loss guard (run once with ``max_loss_fraction`` 0.02). Texts and ids
+earlier pass rejected by the loss guard (run once with ``max_loss_fraction`` 0.02 and the
+budget option off). Texts and ids
 are deterministic; ``created_at`` is relative to the seeding time so ages look natural.
 Idempotent: an existing demo agent is left as it is (no rewrite, no second proposal).
 """
@@ -316,9 +317,11 @@ def seed_demo_agents(stdout: Any = None, *, collection_prefix: str = "") -> list
                     defaults={"question": question, "answer": answer},
                 )
         if spec.slug == "demo-personal":
-            # A pass under a strict loss guard, rejected; then the normal policy's proposal.
+            # A pass under a strict loss guard without the budget option, rejected; then the
+            # normal policy's proposal (within the budget).
             normal = dict(agent.policy or {})
-            services.agent_update(agent=agent, policy={**normal, "max_loss_fraction": 0.02})
+            strict = {**normal, "max_loss_fraction": 0.02, "trim_to_guard": False}
+            services.agent_update(agent=agent, policy=strict)
             rejected = _run_pass(agent)
             say(f"{spec.name}: pass #{rejected.pk} {rejected.status} (max_loss_fraction 0.02)")
             agent.refresh_from_db()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import MISSING, fields
+from datetime import date
 from typing import Any
 
 from django import forms
@@ -17,7 +18,7 @@ from django.core.validators import RegexValidator
 from consolidation import FieldMap, Policy
 
 from .models import Agent
-from .selectors import AUDIT_FILTERS
+from .selectors import AUDIT_FILTER_ALIASES, AUDIT_FILTERS
 
 POLICY_HELP: dict[str, str] = {
     "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
@@ -27,10 +28,23 @@ POLICY_HELP: dict[str, str] = {
     "link_threshold": "Every pair in a near-duplicate group must be at least this similar "
     "(cosine, 0–1; default 0.90).",
     "max_group_size": "Most sources one merge may fold (≥ 2; default 8).",
-    "max_merged_chars": "Longest merged text, in characters (≥ 20; default 800).",
+    "max_merged_chars": "Longest merged text (near-duplicate group or session window), in "
+    "characters (≥ 20; default 800).",
+    "fold_evidence": "Fold an episodic turn into the fact (semantic memory) that cites all of its "
+    "evidence: the fact plus the turn's new words.",
+    "fold_max_chars": "Longest text a fold may produce, in characters (≥ 20; default 150): a "
+    "folded fact is retrieved like the fact, so its length is what the agent pays per hit.",
+    "window_max_size": "Episodic turns left after folding are merged into windows of up to this "
+    "many consecutive turns of one session (1 = off; default 6).",
+    "semantic_window_size": "Facts of one session and speaker merged into windows of up to this "
+    "many (1 = off; default 1).",
+    "semantic_window_chars": "Longest text of a fact window, in characters (≥ 20; default 300).",
     "contradiction_threshold": "Pairs at least this similar are checked for contradiction "
     "before any merge (cosine, −1–1; default 0.75).",
-    "reconcile": "Turn unambiguous contradictions into reconcile operations (newer kept).",
+    "reconcile": (
+        "Turn sure contradictions (two states, known dates) into reconcile operations (newer "
+        "kept); the unsure ones are conflict items a reviewer decides."
+    ),
     "promote": "Promote reinforced or important memories to the curated tier.",
     "curated_tier": "Tier name given to promoted memories (default “curated”).",
     "promote_min_sessions": "Promote a memory seen in at least this many sessions (default 3).",
@@ -39,14 +53,44 @@ POLICY_HELP: dict[str, str] = {
     "prune": "Prune old, low-value memories by exponential decay.",
     "prune_half_life_days": "Half-life of importance decay, in days (> 0; default 30).",
     "prune_threshold": "Prune when importance × 0.5^(age/half-life) falls below this (0–1; default 0.05).",
+    "prune_max_importance": (
+        "Age alone prunes only memories whose explicit importance is below this (0–1; default "
+        "0.3); others decay away only when the store keeps their content."
+    ),
     "prune_min_age_days": "Never prune memories younger than this many days (≥ 0; default 30).",
+    "prune_coverage": "A decayed turn without an importance is pruned only when at least this "
+    "fraction of its content words stays in what its session keeps (0–1; default 1).",
+    "trim_to_guard": "Plan within the loss budget: when the full plan would remove more than the "
+    "loss guard allows, propose the most certain operations that fit (exact duplicates first, "
+    "prunes last) and defer the rest to the next passes. Off: such a pass is rejected by the "
+    "guard.",
     "min_recall_retention": "Reject a pass whose answer recall@k falls below this fraction of "
     "the recall before (0–1; empty disables the recall guard; default 0.98).",
     "recall_k": "k for answer recall@k (default 10).",
 }
 
-FIELD_MAP_KEYS = ("created_at", "importance", "tier", "pinned")
+FIELD_MAP_KEYS = ("document", "created_at", "updated_at", "importance", "tier", "pinned", "scope")
 """Field-map keys an operator sets when attaching an existing collection."""
+
+FIELD_MAP_LABELS = {
+    "document": ("Text key", "Metadata key holding the memory text when the collection stores "
+                 "no document (mem0: “data”); empty means the document."),
+    "created_at": ("Created-at key", None),
+    "updated_at": ("Updated-at key", None),
+    "importance": ("Importance key", None),
+    "tier": ("Tier key", None),
+    "pinned": ("Pinned key", None),
+    "scope": ("Scope keys", "Comma-separated metadata keys that keep memories apart (default "
+              "“user_id, agent_id, run_id, actor_id”): different values are never merged."),
+}
+
+PRESET_CHOICES = [
+    ("auto", "Detect from the records"),
+    ("mem0", "mem0 (text in metadata “data”)"),
+    ("praisonai", "PraisonAI memory"),
+    ("plain", "Plain documents"),
+    ("custom", "Custom (the keys below)"),
+]
 
 _COLLECTION_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 collection_name_validator = RegexValidator(
@@ -77,8 +121,12 @@ def policy_help(name: str, default: Any) -> str:
     return _DEFAULT_RE.sub(lambda _m: f"default {shown}", text, count=1)
 
 
+POLICY_LABELS: dict[str, str] = {"trim_to_guard": "Plan within the loss budget"}
+"""Form labels that differ from the field name in words."""
+
+
 def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
-    label = name.replace("_", " ").capitalize()
+    label = POLICY_LABELS.get(name, name.replace("_", " ").capitalize())
     help_text = policy_help(name, default)
     if type_name == "bool":
         return forms.BooleanField(label=label, required=False, initial=default, help_text=help_text)
@@ -171,17 +219,39 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
     auto_apply = forms.BooleanField(
         required=False, help_text="Apply a proposal that passes the guard without review."
     )
-    field_created_at = forms.CharField(required=False, max_length=120, label="Created-at key")
-    field_importance = forms.CharField(required=False, max_length=120, label="Importance key")
-    field_tier = forms.CharField(required=False, max_length=120, label="Tier key")
-    field_pinned = forms.CharField(required=False, max_length=120, label="Pinned key")
+    preset = forms.ChoiceField(
+        choices=PRESET_CHOICES, required=False, initial="auto", label="Collection written by",
+        help_text="For an attached collection: the field map is chosen from its records or the "
+        "library that wrote it; keys typed below override it.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         defaults = FieldMap()
         for key in FIELD_MAP_KEYS:
-            self.fields[f"field_{key}"].help_text = f"Metadata key (default “{getattr(defaults, key)}”)."
-        order = ["name", "slug", "description", "collection_name", "attach", *[f"field_{k}" for k in FIELD_MAP_KEYS],
+            label, help_text = FIELD_MAP_LABELS[key]
+            self.fields[f"field_{key}"] = forms.CharField(
+                required=False, max_length=300, label=label,
+                help_text=help_text or f"Metadata key (default “{getattr(defaults, key)}”).",
+            )
+        self.fields["field_embedder_url"] = forms.URLField(
+            required=False, max_length=500, label="Collection's embedder URL",
+            assume_scheme="https",
+            help_text="OpenAI-compatible endpoint of the model that made the collection's vectors "
+            "(e.g. https://api.openai.com/v1 for mem0's default). Without it, a pass writes no "
+            "new text to a collection of another model's vectors.",
+        )
+        self.fields["field_embedder_model"] = forms.CharField(
+            required=False, max_length=200, label="Embedder model",
+            help_text="e.g. text-embedding-3-small",
+        )
+        self.fields["field_embedder_key_env"] = forms.CharField(
+            required=False, max_length=120, label="Embedder key variable",
+            help_text="Environment variable holding its API key (the key is never stored).",
+        )
+        order = ["name", "slug", "description", "collection_name", "attach", "preset",
+                 *[f"field_{k}" for k in FIELD_MAP_KEYS], "field_embedder_url",
+                 "field_embedder_model", "field_embedder_key_env",
                  "auto_apply", "schedule_cron", "schedule_enabled"]
         self.order_fields(order)
 
@@ -200,8 +270,32 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         data["policy"] = self.clean_policy()
-        data["field_map"] = {k: data[f"field_{k}"].strip() for k in FIELD_MAP_KEYS if data.get(f"field_{k}", "").strip()}
+        typed = {
+            k: data[f"field_{k}"].strip()
+            for k in FIELD_MAP_KEYS if data.get(f"field_{k}", "").strip()
+        }
+        data["field_map"] = typed
+        preset = data.get("preset") or "custom"
+        if data.get("attach") and preset != "custom" and data.get("collection_name"):
+            data["field_map"] = self._preset_field_map(data["collection_name"], preset, typed)
         return data
+
+    def _preset_field_map(
+        self, collection: str, preset: str, typed: dict[str, str]
+    ) -> dict[str, Any]:
+        """The preset's (or detected) field map with the typed keys on top; errors on the form."""
+        from .errors import StoreUnavailable
+        from .selectors import collection_shape
+
+        try:
+            report = collection_shape(collection_name=collection, preset=preset)
+        except StoreUnavailable as exc:
+            self.add_error(None, str(exc))
+            return typed
+        except ValueError as exc:
+            self.add_error("collection_name" if "no collection" in str(exc) else "preset", str(exc))
+            return typed
+        return {**report.field_map.to_dict(), **typed}
 
     def service_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``services.agent_create`` (after ``is_valid()``)."""
@@ -209,6 +303,9 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
         return {
             "name": d["name"], "slug": d["slug"], "collection_name": d["collection_name"],
             "attach": d["attach"], "field_map": d["field_map"], "policy": d["policy"].to_dict(),
+            "embedder": {"base_url": d.get("field_embedder_url") or "",
+                         "model": d.get("field_embedder_model") or "",
+                         "api_key_env": d.get("field_embedder_key_env") or ""},
             "auto_apply": d["auto_apply"], "schedule_cron": d["schedule_cron"],
             "schedule_enabled": d["schedule_enabled"], "description": d["description"],
         }
@@ -325,14 +422,22 @@ class AuditFilterForm(forms.Form):
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        status = data.get("status") if data is not None else None
+        if status in AUDIT_FILTER_ALIASES:  # old links (?status=dismissed) keep working
+            data = data.copy()
+            data["status"] = AUDIT_FILTER_ALIASES[status]
+        super().__init__(data, *args, **kwargs)
         self.fields["agent"].choices = [("", "all agents"), *Agent.objects.values_list("slug", "name")]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if data.get("since") and data.get("until") and data["since"] > data["until"]:
             self.add_error("until", "The end date is before the start date.")
+        for name in ("since", "until"):
+            # The day after the last date must exist: ``until`` is inclusive (midnight after it).
+            if data.get(name) and data[name] >= date.max:
+                self.add_error(name, f"Choose a date before {date.max:%Y-%m-%d}.")
         return data
 
 
@@ -362,6 +467,20 @@ class JsonlUploadForm(forms.Form):
         help_text="Write the valid lines and list the others (otherwise nothing is written when "
         "any line is invalid).",
     )
+
+    def clean_file(self) -> Any:
+        """Refuse a file over ``settings.MEMORYADMIN_MAX_UPLOAD_BYTES`` (before it is queued)."""
+        from django.conf import settings
+
+        upload = self.cleaned_data["file"]
+        cap = settings.MEMORYADMIN_MAX_UPLOAD_BYTES
+        if upload.size > cap:
+            raise forms.ValidationError(
+                f"The file is {upload.size / 2**20:,.1f} MB; uploads are limited to "
+                f"{cap / 2**20:,.0f} MB (MEMORYADMIN_MAX_UPLOAD_MB). Import larger files with "
+                "manage.py import_memories."
+            )
+        return upload
 
 
 class ProbeForm(forms.Form):
@@ -418,3 +537,71 @@ __all__ = [
     "PinForm",
     "ProbeForm",
 ]
+
+
+REVIEW_RISK_CHOICES = [("line", "above the risk line"), ("all", "any risk"), ("below", "below the line")]
+REVIEW_SORT_CHOICES = [("risk", "riskiest first"), ("loss", "most lost first"), ("index", "plan order")]
+REVIEW_STATE_CHOICES = [("", "included and excluded"), ("included", "included"), ("excluded", "excluded")]
+OPERATION_KIND_CHOICES = [
+    ("", "any kind"), ("merge", "merge"), ("promote", "promote"), ("prune", "prune"),
+    ("reconcile", "reconcile"), ("distill", "distill"), ("conflict", "conflict"),
+]
+
+
+class ReviewFilterForm(forms.Form):
+    """Filters of the Review tab (all optional; blank means the default)."""
+
+    tab = forms.ChoiceField(choices=[("review", "Review"), ("lost", "Lost content")], required=False)
+    kind = forms.ChoiceField(choices=OPERATION_KIND_CHOICES, required=False)
+    rule = forms.CharField(max_length=60, required=False)
+    risk = forms.ChoiceField(choices=REVIEW_RISK_CHOICES, required=False)
+    q = forms.CharField(max_length=200, required=False, label="Text")
+    state = forms.ChoiceField(choices=REVIEW_STATE_CHOICES, required=False)
+    sort = forms.ChoiceField(choices=REVIEW_SORT_CHOICES, required=False)
+    op = forms.IntegerField(min_value=1, required=False)
+    page = forms.IntegerField(min_value=1, required=False)
+
+    def query(self) -> Any:
+        """The :class:`~memoryadmin.console.triage.ReviewQuery` of the valid fields (defaults for
+        invalid ones, which carry their errors for the template)."""
+        from .triage import ReviewQuery
+
+        data = getattr(self, "cleaned_data", {})
+        return ReviewQuery(
+            kind=data.get("kind") or "", rule=data.get("rule") or "",
+            risk=data.get("risk") or "line", q=data.get("q") or "", state=data.get("state") or "",
+            sort=data.get("sort") or "risk", op=data.get("op") or 0,
+        )
+
+
+class BulkReviewForm(ReviewFilterForm):
+    """Exclude or include many operations at once.
+
+    ``scope``: ``selected`` (the ``ops`` ids posted), ``filter`` (every operation matching the
+    posted Review filters, on every page) or ``rule`` (every operation of ``group`` =
+    ``"kind:rule"`` or ``"kind:"`` for a whole kind, with ``scores["confidence"]`` below
+    ``below`` when given).
+    """
+
+    action = forms.ChoiceField(choices=[("exclude", "Exclude"), ("include", "Include")])
+    scope = forms.ChoiceField(
+        choices=[("selected", "selected"), ("filter", "all matching the filter"),
+                 ("rule", "all of a rule")],
+    )
+    group = forms.CharField(max_length=80, required=False)
+    below = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Below confidence")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        ids: list[int] = []
+        for raw in self.data.getlist("ops") if hasattr(self.data, "getlist") else []:
+            try:
+                ids.append(int(raw))
+            except (TypeError, ValueError):
+                raise forms.ValidationError(f"Not an operation id: {raw!r}.") from None
+        data["ops"] = ids
+        if data.get("scope") == "selected" and not ids:
+            raise forms.ValidationError("Select at least one operation (tick its box) first.")
+        if data.get("scope") == "rule" and ":" not in (data.get("group") or ""):
+            self.add_error("group", "Choose a kind or rule.")
+        return data

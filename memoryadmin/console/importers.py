@@ -6,7 +6,10 @@ Services (keyword-only, ``<entity>_<verb>``) used by the management commands and
   turns, observations and session summaries, with its QA items as probe queries. Idempotent:
   ids are deterministic, unchanged memories are not rewritten, probes are keyed.
 - :func:`memories_import_jsonl` — validate a JSONL file (:mod:`consolidation.jsonl`) and write it
-  all-or-nothing (or only the valid lines with ``skip_invalid``).
+  all-or-nothing (or only the valid lines with ``skip_invalid``); a store failure part-way is
+  undone. Used by ``manage.py import_memories`` (synchronously) and by the worker.
+
+Uploads from the agent page run on the worker: see :mod:`memoryadmin.console.import_jobs`.
 - :func:`memories_export_jsonl` — the agent's store as JSONL, with embeddings.
 
 Writes to a store are upserts of records whose embeddings are reused when the same id already
@@ -33,6 +36,7 @@ from .errors import ServiceError
 from .models import Agent, AuditEvent, ProbeQuery, StoreSample
 
 __all__ = [
+    "ImportInterrupted",
     "ImportRefused",
     "ImportReport",
     "LocomoImportReport",
@@ -47,6 +51,16 @@ WRITE_BATCH = 1000
 
 Progress = Callable[[int, str], None]
 """``progress(n, label)``: ``n`` more memories handled (for a tqdm bar)."""
+
+
+class ImportInterrupted(ServiceError):
+    """The store failed part-way through writing an import. ``undone`` tells whether what had
+    been written was taken back (else re-running the same import completes it)."""
+
+    def __init__(self, message: str, *, written: int, undone: bool) -> None:
+        super().__init__(message)
+        self.written = written
+        self.undone = undone
 
 
 class ImportRefused(ServiceError):
@@ -125,48 +139,113 @@ def _embed(texts: list[str]) -> np.ndarray:
     return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
 
 
+@dataclass
+class _Journal:
+    """What a write changed, to undo it: ids it created and the records it replaced."""
+
+    created: list[str] = field(default_factory=list)
+    replaced: list[MemoryRecord] = field(default_factory=list)
+
+    def undo(self, store: Any) -> None:
+        """Delete the created ids and write the replaced records back (raises on failure)."""
+        if self.created:
+            store.delete(self.created)
+        for start in range(0, len(self.replaced), WRITE_BATCH):
+            store.upsert(self.replaced[start : start + WRITE_BATCH])
+
+
 def memories_write(
-    *, agent: Agent, records: Sequence[MemoryRecord], progress: Progress | None = None
+    *, agent: Agent, records: Sequence[MemoryRecord], progress: Progress | None = None,
+    undo_on_failure: bool = False,
 ) -> tuple[int, int, int]:
     """Upsert ``records`` into the agent's store; returns ``(written, unchanged, embedded)``.
 
     A record whose id already holds the same document and metadata (and, when the record brings
     one, the same embedding) is left alone; a record without an embedding reuses the stored one
     when the text is unchanged, else it is embedded (batched). Raises ``StoreUnavailable``.
+
+    Undoable with ``undo_on_failure``: the ids each batch creates and the records it replaces
+    are journaled (in memory) before the batch is written; when any write fails, the journal is
+    played back (created ids deleted, replaced records written back) and
+    :class:`ImportInterrupted` is raised with ``undone=True``. When the undo fails too (the
+    store is gone), it is raised with ``undone=False``: re-running the same records completes
+    the write, as records already written count as unchanged. Without it, a failure leaves the
+    earlier batches written (idempotent to re-run; what ``locomo_import`` relies on).
     """
     store = stores.get_store(agent)
+    journal = _Journal() if undo_on_failure else None
     written = unchanged = embedded = 0
-    for start in range(0, len(records), WRITE_BATCH):
-        batch = list(records[start : start + WRITE_BATCH])
-        live = {r.id: r for r in store.get([r.id for r in batch], include_embeddings=True)}
-        todo: list[MemoryRecord] = []
-        need: list[int] = []
-        for r in batch:
-            old = live.get(r.id)
-            if old is not None and old.content_hash == r.content_hash and (
-                r.embedding is None or (old.embedding is not None and np.array_equal(old.embedding, r.embedding))
-            ):
-                unchanged += 1
-                continue
-            if r.embedding is None:
-                if old is not None and old.embedding is not None and old.document == r.document:
-                    r = r.with_embedding(old.embedding)
-                else:
-                    need.append(len(todo))
-            todo.append(r)
-        if need:
-            vecs = _embed([todo[i].document for i in need])
-            for i, v in zip(need, vecs, strict=True):
-                todo[i] = todo[i].with_embedding(v)
-            embedded += len(need)
-        if todo:
-            store.upsert(todo)
-            written += len(todo)
-        if progress:
-            progress(len(batch), f"{agent.slug}: {start + len(batch):,} of {len(records):,}")
+    try:
+        for start in range(0, len(records), WRITE_BATCH):
+            batch = list(records[start : start + WRITE_BATCH])
+            live = {r.id: r for r in store.get([r.id for r in batch], include_embeddings=True)}
+            todo, need, same = _plan_batch(batch, live)
+            unchanged += same
+            if need:
+                vecs = _embed([todo[i].document for i in need])
+                for i, v in zip(need, vecs, strict=True):
+                    todo[i] = todo[i].with_embedding(v)
+                embedded += len(need)
+            if todo:
+                if journal is not None:
+                    journal.created.extend(r.id for r in todo if r.id not in live)
+                    journal.replaced.extend(live[r.id] for r in todo if r.id in live)
+                store.upsert(todo)
+                written += len(todo)
+            if progress:
+                progress(len(batch), f"{agent.slug}: {start + len(batch):,} of {len(records):,}")
+    except Exception as exc:
+        if journal is None:
+            raise
+        _undo_or_explain(store, journal, exc, written)
     if written:  # the dashboard's memory count comes from the latest sample, not the store
         StoreSample.objects.create(agent=agent, count=store.count())
     return written, unchanged, embedded
+
+
+def _plan_batch(
+    batch: list[MemoryRecord], live: dict[str, MemoryRecord]
+) -> tuple[list[MemoryRecord], list[int], int]:
+    """``(records to write, indexes of those needing an embedding, count unchanged)``."""
+    todo: list[MemoryRecord] = []
+    need: list[int] = []
+    unchanged = 0
+    for r in batch:
+        old = live.get(r.id)
+        if old is not None and old.content_hash == r.content_hash and (
+            r.embedding is None
+            or (old.embedding is not None and np.array_equal(old.embedding, r.embedding))
+        ):
+            unchanged += 1
+            continue
+        if r.embedding is None:
+            if old is not None and old.embedding is not None and old.document == r.document:
+                r = r.with_embedding(old.embedding)
+            else:
+                need.append(len(todo))
+        todo.append(r)
+    return todo, need, unchanged
+
+
+def _undo_or_explain(store: Any, journal: _Journal, exc: Exception, written: int) -> None:
+    """Undo a failed write and raise :class:`ImportInterrupted` saying what the store holds."""
+    if not journal.created and not journal.replaced:
+        raise exc  # nothing was written: the store's own error says it best
+    reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ServiceError) else str(exc)
+    try:
+        journal.undo(store)
+    except Exception as undo_exc:
+        raise ImportInterrupted(
+            f"The store failed after {written:,} memories were written ({reason}) and they could "
+            f"not be taken back ({undo_exc}). Run the same import again once the store is back: "
+            "memories already written are skipped.",
+            written=written, undone=False,
+        ) from exc
+    raise ImportInterrupted(
+        f"The store failed part-way ({reason}); the {written:,} memories written before it were "
+        "taken back, so nothing was imported.",
+        written=written, undone=True,
+    ) from exc
 
 
 def _audit(agent: Agent, user: Any, actor: str, verb: str, note: str, data: dict[str, Any]) -> None:
@@ -184,35 +263,58 @@ def memories_import_jsonl(
     user: Any = None,
     actor: str = "cli",
     progress: Progress | None = None,
+    name: str | None = None,
+    on_valid: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Validate a JSONL memory file and write it to the agent's store.
+    """Validate a JSONL memory file and write it to the agent's store, all or nothing.
 
-    ``fileobj``: bytes, a path or a binary file object (an upload). Every line is validated
-    before anything is written. With invalid lines: raises :class:`ImportRefused` (message:
-    one sentence; ``errors``: every line) and writes nothing — unless ``skip_invalid``, which
-    writes the valid lines and reports the rest in ``ImportReport.errors``. Raises
-    ``StoreUnavailable`` when Chroma is down. The import is audited (verb ``memories_imported``).
+    ``fileobj``: bytes, a path or a binary file object (an upload); ``name`` overrides the file
+    name shown in messages. Every line is validated before anything is written. With invalid
+    lines: raises :class:`ImportRefused` (message: one sentence; ``errors``: every line) and
+    writes nothing — unless ``skip_invalid``, which writes the valid lines and reports the rest
+    in ``ImportReport.errors``. Raises ``StoreUnavailable`` when Chroma is down before the first
+    write, and :class:`ImportInterrupted` when it fails part-way: the write is undone (see
+    :func:`memories_write`). ``on_valid(n)`` is called with the count of valid records once the
+    file is validated. Audited on success (``memories_imported``), refusal
+    (``memories_import_refused``) and failure (``memories_import_failed``).
     """
     records, errors = read_jsonl(fileobj)
-    name = getattr(fileobj, "name", None) or (fileobj if isinstance(fileobj, str | Path) else "the file")
-    name = Path(str(name)).name
-    if errors and not skip_invalid:
-        first = errors[0]
-        more = f" (and {len(errors) - 1:,} more)" if len(errors) > 1 else ""
-        raise ImportRefused(
-            f"{name}: {len(errors):,} invalid line(s), nothing written — {first}{more}. "
-            f"Fix them or import the {len(records):,} valid lines with --skip-invalid.",
-            errors,
+    if name is None:
+        name = getattr(fileobj, "name", None) or (
+            fileobj if isinstance(fileobj, str | Path) else "the file"
         )
-    if not records and not errors:
-        raise ImportRefused(f"{name}: the file holds no memories; nothing written.", [])
+        name = Path(str(name)).name
+    if (errors and not skip_invalid) or (not records and not errors):
+        refused = _refusal(name, records, errors)
+        _audit(agent, user, actor, "memories_import_refused", str(refused),
+               {"file": name, "invalid_lines": len(errors), "errors": [str(e) for e in errors[:100]]})
+        raise refused
+    if on_valid:
+        on_valid(len(records))
     report = ImportReport(agent=agent.slug, valid=len(records), errors=list(errors))
-    report.written, report.unchanged, report.embedded = memories_write(
-        agent=agent, records=records, progress=progress
-    )
+    try:
+        report.written, report.unchanged, report.embedded = memories_write(
+            agent=agent, records=records, progress=progress, undo_on_failure=True
+        )
+    except ServiceError as exc:
+        _audit(agent, user, actor, "memories_import_failed", f"{name}: {exc}",
+               {"file": name, "valid": len(records), "written": getattr(exc, "written", 0),
+                "undone": getattr(exc, "undone", True)})
+        raise
     _audit(agent, user, actor, "memories_imported", report.summary(),
            {"file": name, **report.to_dict(), "errors": [str(e) for e in errors[:100]]})
     return report
+
+
+def _refusal(name: str, records: list[MemoryRecord], errors: list[LineError]) -> ImportRefused:
+    if not errors:
+        return ImportRefused(f"{name}: the file holds no memories; nothing written.", [])
+    more = f" (and {len(errors) - 1:,} more)" if len(errors) > 1 else ""
+    return ImportRefused(
+        f"{name}: {len(errors):,} invalid line(s), nothing written — {errors[0]}{more}. "
+        f"Fix them or import the {len(records):,} valid lines with --skip-invalid.",
+        errors,
+    )
 
 
 def memories_export_jsonl(

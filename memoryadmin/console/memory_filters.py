@@ -83,5 +83,52 @@ def filtered_records(
         clauses.append({fm.tier: tier})
     if (p := pinned_where(fm, pinned)) is not None:
         clauses.append(p)
-    where_document = {"$regex": "(?i)" + re.escape(contains)} if contains else None
-    return FilteredRecords(collection, where=_and(clauses), where_document=where_document)
+    pattern = {"$regex": "(?i)" + re.escape(contains)} if contains else None
+    if fm.document and pattern:
+        # The text lives in a metadata key (mem0's ``data``); Chroma's regex applies to
+        # documents only, so the text filter reads the matching metadata key's pages instead.
+        return _MetadataTextFilter(collection, fm, _and(clauses), contains)
+    return FilteredRecords(collection, where=_and(clauses), where_document=pattern,
+                           text_key=fm.document)
+
+
+class _MetadataTextFilter(FilteredRecords):
+    """Text filter for a collection whose text is in a metadata key: one metadata-only scan of
+    the ``where`` matches (O(n), attached collections only), then pages by id."""
+
+    def __init__(self, collection: Any, fm: FieldMap, where: Any, contains: str) -> None:
+        super().__init__(collection, where=where, text_key=fm.document)
+        needle = contains.casefold()
+        self._ids: list[str] = []
+        offset = 0
+        while True:
+            got = collection.get(limit=5000, offset=offset, include=["metadatas"],
+                                 **self.filters)
+            ids = got.get("ids") or []
+            for rid, meta in zip(ids, got.get("metadatas") or [], strict=False):
+                text = (meta or {}).get(fm.document)
+                if isinstance(text, str) and needle in text.casefold():
+                    self._ids.append(rid)
+            if len(ids) < 5000:
+                break
+            offset += 5000
+
+    def count(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, item: slice) -> list[Any]:
+        ids = self._ids[item]
+        if not ids:
+            return []
+        got = self.collection.get(ids=ids, include=["documents", "metadatas"])
+        by_id = dict(zip(got.get("ids") or [], got.get("metadatas") or [], strict=False))
+        from consolidation.adapters.chroma_metadata import decode_metadata
+        from consolidation.records import MemoryRecord
+
+        out = []
+        for rid in ids:
+            meta = decode_metadata(by_id.get(rid))
+            text = meta.get(self.text_key)
+            out.append(MemoryRecord(id=rid, document=text if isinstance(text, str) else "",
+                                    embedding=None, metadata=meta))
+        return out

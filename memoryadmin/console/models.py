@@ -35,6 +35,13 @@ class Agent(models.Model):
         default=False, help_text="True when an existing collection was attached (read as is)."
     )
     field_map = models.JSONField(default=dict, blank=True)
+    embedder = models.JSONField(
+        default=dict, blank=True,
+        help_text="The attached collection's own embedder, for writing new texts to a collection "
+        "of another model's vectors: {base_url, model, api_key_env} of an OpenAI-compatible "
+        "endpoint (the key stays in the environment variable named), and optionally "
+        "own_vectors (true/false) to overrule detection by width.",
+    )
     policy = models.JSONField(default=dict, blank=True)
     auto_apply = models.BooleanField(default=False)
     schedule_cron = models.CharField(max_length=120, default="0 3 * * *")
@@ -64,6 +71,10 @@ class Agent(models.Model):
         """The agent's :class:`FieldMap` (defaults for missing keys)."""
         return FieldMap.from_dict(self.field_map)
 
+    def get_embedder_config(self) -> dict[str, Any]:
+        """The ``embedder`` setting as a dict (empty when none)."""
+        return dict(self.embedder) if isinstance(self.embedder, dict) else {}
+
     @property
     def schedule_name(self) -> str:
         """Name of the django-q2 ``Schedule`` row for this agent (unique, stable)."""
@@ -83,7 +94,8 @@ class Pass(models.Model):
         APPLYING = "applying"
         APPLIED = "applied"
         PARTIALLY_APPLIED = "partially_applied"
-        DISMISSED = "dismissed"
+        # "Reject" leads to "rejected" (issue 10; was "dismissed", migration 0005).
+        REJECTED = "rejected"
         STALE = "stale"
         ROLLING_BACK = "rolling_back"
         ROLLED_BACK = "rolled_back"
@@ -100,7 +112,7 @@ class Pass(models.Model):
         Status.FAILED,
         Status.APPLIED,
         Status.PARTIALLY_APPLIED,
-        Status.DISMISSED,
+        Status.REJECTED,
         Status.STALE,
         Status.ROLLED_BACK,
     )
@@ -189,7 +201,8 @@ class Pass(models.Model):
 
 
 class Operation(models.Model):
-    """One operation of a pass (merge/promote/prune/reconcile/distill) and its apply state."""
+    """One operation of a pass (merge/promote/prune/reconcile/distill/conflict) and its apply
+    state. A ``conflict`` removes nothing and is never applied: it waits for a reviewer."""
 
     class Kind(models.TextChoices):
         MERGE = "merge"
@@ -197,6 +210,7 @@ class Operation(models.Model):
         PRUNE = "prune"
         RECONCILE = "reconcile"
         DISTILL = "distill"
+        CONFLICT = "conflict"
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -225,11 +239,19 @@ class Operation(models.Model):
     edited = models.BooleanField(default=False)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     status_detail = models.TextField(blank=True)
+    # Review aids (consolidation.review), computed when the proposal is stored.
+    risk = models.FloatField(default=0.0, help_text="0..1, higher = review first")
+    risk_reasons = models.JSONField(default=list, blank=True)
+    lost = models.JSONField(default=dict, blank=True, help_text="OperationLoss.to_dict()")
+    lost_sentences = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["run", "index"]
         constraints = [models.UniqueConstraint(fields=["run", "index"], name="op_index_unique")]
-        indexes = [models.Index(fields=["run", "kind"])]
+        indexes = [
+            models.Index(fields=["run", "kind"]),
+            models.Index(fields=["run", "-risk"], name="op_run_risk"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.index} of pass {self.run_id}"
@@ -354,6 +376,12 @@ class ProbeQuery(models.Model):
     def __str__(self) -> str:
         return self.question[:80]
 
+    @property
+    def number(self) -> int:
+        """1-based position among its agent's probes (what the console shows as "#n": per
+        agent, not the database id shared by every agent)."""
+        return ProbeQuery.objects.filter(agent_id=self.agent_id, id__lte=self.pk).count()
+
 
 class StoreSample(models.Model):
     """Store size of an agent at a moment (dashboard chart: store size over time)."""
@@ -370,7 +398,8 @@ class StoreSample(models.Model):
 
 
 class PassSnapshot(models.Model):
-    """What a pass's planner saw: memory id → content hash of every record in its snapshot.
+    """What a pass's planner saw: memory id → content hash of every record in its snapshot,
+    except the sources of operations the loss budget deferred (so the next pass plans them again).
 
     Kept apart from :class:`Pass` so listing passes never loads it. After apply it becomes the
     agent's checkpoint (minus what the pass removed, plus what it wrote), so memories written
@@ -389,3 +418,58 @@ def embedding_to_bytes(embedding: Any) -> bytes | None:
     if embedding is None:
         return None
     return np.asarray(embedding, dtype=np.float32).reshape(-1).tobytes()
+
+
+class ImportJob(models.Model):
+    """A JSONL upload imported by the worker (``tasks.import_memories``), with its progress.
+
+    The file is saved under ``var/imports/`` until the job ends. ``done`` of ``total`` valid
+    memories have been handled; ``report`` is ``ImportReport.to_dict()`` once done; ``errors``
+    holds the first :data:`memoryadmin.console.importers.MAX_JOB_ERRORS` invalid lines as
+    ``[line, message]`` pairs and ``error_count`` all of them.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        VALIDATING = "validating"
+        IMPORTING = "importing"
+        DONE = "done"
+        REFUSED = "refused"
+        FAILED = "failed"
+
+    ACTIVE = (Status.QUEUED, Status.VALIDATING, Status.IMPORTING)
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="import_jobs")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor = models.CharField(max_length=150, default="web")
+    file_name = models.CharField(max_length=255)
+    path = models.CharField(max_length=1024)
+    size = models.BigIntegerField(default=0)
+    skip_invalid = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    report = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    error_count = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"import #{self.pk} of {self.file_name} into {self.agent_id}: {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        """True while queued, validating or importing."""
+        return self.status in self.ACTIVE
+
+    @property
+    def progress(self) -> float:
+        """Fraction in [0, 1] of the valid memories handled so far (0 while validating)."""
+        return min(1.0, self.done / self.total) if self.total else 0.0

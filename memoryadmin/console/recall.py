@@ -104,7 +104,7 @@ def recall_check(
         {"k", "probes", "answer_recall_before", "answer_recall_after", "ratio",
          "context_chars_before", "context_chars_after", "evidence_recall_before",
          "evidence_recall_after", "evidence_probes", "min_recall_retention", "passed", "reason",
-         "lost": int, "lost_probes": [{"id", "question", "answer"}...], "seconds"}
+         "lost": int, "lost_probes": [{"id", "number", "question", "answer"}...], "seconds"}
 
     ``passed`` is ``False`` when after/before answer recall falls below
     ``policy.min_recall_retention`` (the reason carries the figures); with no probes the check
@@ -133,6 +133,7 @@ def recall_check(
         before.answer_recall, after.answer_recall, policy.min_recall_retention
     )
     lost = [p for p, hb, ha in zip(probes, before.hits, after.hits, strict=True) if hb and not ha]
+    numbers = {pk: i for i, pk in enumerate(agent.probes.order_by("id").values_list("pk", flat=True), 1)}
     return {
         "k": k,
         "probes": before.probes,
@@ -149,7 +150,9 @@ def recall_check(
         "reason": reason,
         "lost": len(lost),
         "lost_probes": [
-            {"id": int(p.key), "question": p.question, "answer": p.answer} for p in lost[:MAX_LOST_LISTED]
+            {"id": int(p.key), "number": numbers.get(int(p.key)), "question": p.question,
+             "answer": p.answer}
+            for p in lost[:MAX_LOST_LISTED]
         ],
         "seconds": time.perf_counter() - t0,
     }

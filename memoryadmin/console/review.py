@@ -9,7 +9,7 @@ given for that set (ARCHITECTURE.md "Loss guard").
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from consolidation import ConsolidationResult, OpKind, summarize
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from .models import Operation, Pass
 
 __all__ = [
+    "KIND_ORDER",
     "Evaluation",
+    "count_label",
     "effective_threshold",
     "evaluate",
     "guard_verdict",
@@ -35,7 +37,12 @@ class Evaluation:
     Counts are memory entries; ``loss_fraction`` and ``max_loss_fraction`` are fractions in
     [0, 1] of the ``entries_before`` originals; ``guard_passed`` is ``not exceeds_loss`` (strict
     ``>``, seed contract); ``guard_reason`` is a sentence for the operator.
-    ``included_ops`` / ``excluded_ops`` count operations.
+    ``included_ops`` / ``excluded_ops`` count operations. ``removed`` is the number of
+    originals that leave the store, ``written`` the number of new memories (merged or
+    distilled): ``entries_after = entries_before − removed + written``. ``kinds`` maps each
+    operation kind to ``(operations, memories)`` over the included operations (memories: merged
+    sources, promoted memories, pruned, superseded, new memories); ``merged_promoted`` counts
+    merges whose result is written straight into the curated tier (counted in ``promoted``).
     """
 
     entries_before: int
@@ -50,10 +57,57 @@ class Evaluation:
     guard_reason: str
     included_ops: int
     excluded_ops: int
+    removed: int = 0
+    written: int = 0
+    merged_promoted: int = 0
+    kinds: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def loss_arithmetic(self) -> str:
+        """The loss fraction's arithmetic: "118 originals removed ÷ 630 originals before"."""
+        return f"{self.removed} originals removed ÷ {self.entries_before} originals before"
+
+    @property
+    def net_change(self) -> str:
+        """The store's change in words: "118 originals removed, 25 new memories written: 93 fewer"."""
+        diff = self.entries_before - self.entries_after
+        tail = f"{diff} fewer" if diff >= 0 else f"{-diff} more"
+        return f"{self.removed} originals removed, {self.written} new memories written: {tail}"
+
+    def labels(self) -> list[tuple[str, str]]:
+        """``[(kind, label)]`` for every kind with included operations, in :data:`KIND_ORDER`."""
+        return [
+            (k, count_label(k, *self.kinds[k], curated=self.merged_promoted if k == "merge" else 0))
+            for k in KIND_ORDER if self.kinds.get(k, (0, 0))[0]
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field."""
         return asdict(self)
+
+
+KIND_ORDER = ("merge", "promote", "prune", "reconcile", "distill")
+"""Order of kinds on the summary and the proposal page."""
+
+
+def _n(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def count_label(kind: str, operations: int, memories: int, curated: int = 0) -> str:
+    """What a kind's figures count, in words — the one wording of the summary, the groups and
+    the tests: ``count_label("merge", 25, 50)`` → "25 merge operations · 50 memories merged into
+    25", plus "(1 written to the curated tier)" for ``curated`` promoted merges (they count in
+    the pass's ``promoted``, so a pass can promote without promote operations); promote:
+    "… · 10 memories promoted"; prune: "… memories pruned"; reconcile: "… memories superseded
+    (older side)"; distill: "… memories written (distilled)"."""
+    ops = _n(operations, f"{kind} operation", f"{kind} operations")
+    if kind == "merge":
+        text = f"{ops} · {_n(memories, 'memory', 'memories')} merged into {operations}"
+        return text + (f" ({curated} written to the curated tier)" if curated else "")
+    words = {"promote": "promoted", "prune": "pruned", "reconcile": "superseded (older side)",
+             "distill": "written (distilled)"}.get(kind, kind)
+    return f"{ops} · {_n(memories, 'memory', 'memories')} {words}"
 
 
 def guard_verdict(result: ConsolidationResult, max_loss_fraction: float) -> tuple[bool, str]:
@@ -110,6 +164,18 @@ def evaluate(
     ops = list(included)
     result = summarize(entries_before, ops)
     passed, reason = guard_verdict(result, max_loss_fraction)
+    kinds: dict[str, list[int]] = {}
+    merged_promoted = 0
+    for op in ops:
+        k = kinds.setdefault(op.kind.value, [0, 0])
+        k[0] += 1
+        if op.kind in (OpKind.MERGE, OpKind.PRUNE, OpKind.RECONCILE):
+            k[1] += len(op.removes)
+        else:  # promote: the memory itself; distill: the new memory
+            k[1] += 1
+        if op.kind == OpKind.MERGE and op.scores.get("promoted"):
+            merged_promoted += 1
+    retained = result.retained_originals if result.retained_originals is not None else result.entries_after
     return Evaluation(
         entries_before=result.entries_before,
         entries_after=result.entries_after,
@@ -123,6 +189,10 @@ def evaluate(
         guard_reason=reason,
         included_ops=len(ops),
         excluded_ops=excluded_count,
+        removed=max(0, result.entries_before - retained),
+        written=result.entries_after - retained,
+        merged_promoted=merged_promoted,
+        kinds={k: (v[0], v[1]) for k, v in kinds.items()},
     )
 
 

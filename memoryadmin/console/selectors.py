@@ -25,8 +25,10 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from consolidation import MemoryRecord
+from consolidation.shapes import ShapeReport
 
 from . import stores
+from .convergence import PLANNED, convergence_words
 from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
 
 logger = logging.getLogger(__name__)
@@ -41,7 +43,7 @@ AUDIT_PAGE_SIZE = 50
 AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
     "all": (),
     "rejected_by_guard": (Pass.Status.REJECTED_BY_GUARD,),
-    "dismissed": (Pass.Status.DISMISSED,),
+    "rejected": (Pass.Status.REJECTED,),
     "failed": (Pass.Status.FAILED,),
     "stale": (Pass.Status.STALE,),
     "applied": (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED),
@@ -51,13 +53,24 @@ AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
 }
 """Audit page status filters: name → statuses (empty tuple = every pass)."""
 
+AUDIT_FILTER_ALIASES: dict[str, str] = {"dismissed": "rejected"}
+"""Old filter names that links and bookmarks still use (``?status=dismissed``, before issue 10)."""
+
+
+MAX_ZONE_NAME = 64
+"""Longest zone name tried; the longest IANA key is 32 characters ("America/Argentina/ComodRivadavia")."""
+
 
 def operator_zone(name: str | None) -> ZoneInfo:
-    """The operator's time zone: ``name`` when it is a valid IANA zone, else ``settings.TIME_ZONE``."""
-    if name:
+    """The operator's time zone: ``name`` when it is a valid IANA zone, else ``settings.TIME_ZONE``.
+
+    Anything else falls back, never raises: an unknown key, a path outside the zone database, a
+    NUL byte, or a name longer than :data:`MAX_ZONE_NAME` (the OS refuses such file names).
+    """
+    if name and len(name) <= MAX_ZONE_NAME:
         try:
             return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):
             pass
     return ZoneInfo(settings.TIME_ZONE)
 
@@ -117,11 +130,37 @@ def schedule_preview(
             tz = ZoneInfo(tz)
         except Exception as exc:
             raise ValueError(f"Unknown time zone {tz!r}.") from exc
-    start = (now or timezone.now()).astimezone(_cron_zone())
+    zone = _cron_zone()
+    start = (now or timezone.now()).astimezone(zone)
     it = croniter(cron, start)
-    return [it.get_next(datetime).astimezone(tz) for _ in range(max(0, int(count)))]
+    out: list[datetime] = []
+    seen: set[datetime] = {start.replace(tzinfo=None)}
+    while len(out) < max(0, int(count)):
+        when = it.get_next(datetime)
+        wall = when.astimezone(zone).replace(tzinfo=None)
+        if wall <= max(seen):
+            # The autumn clock change repeats a local hour: croniter yields 02:30 CEST and 02:30
+            # CET, but a schedule runs once per local slot (pass_request_scheduled skips the
+            # repeat), so the preview lists what will really run.
+            continue
+        seen.add(wall)
+        out.append(when.astimezone(tz))
+    return out
 
 
+def schedule_slot(*, cron: str, now: datetime) -> str:
+    """The local calendar slot a scheduled run at ``now`` belongs to: the cron's latest
+    wall-clock time at or before ``now`` in ``settings.TIME_ZONE``, as ``"YYYY-MM-DDTHH:MM"``.
+
+    Both runs of a ``30 2 * * *`` cron in the night the clocks go back (02:30 CEST, 02:30 CET)
+    get the same slot ``"2025-10-26T02:30"``. Raises ``ValueError`` for a bad cron.
+    """
+    from croniter import croniter
+
+    wall = now.astimezone(_cron_zone()).replace(tzinfo=None, microsecond=0)
+    if croniter.match(cron, wall.replace(second=0)):
+        return wall.replace(second=0).isoformat(timespec="minutes")
+    return croniter(cron, wall).get_prev(datetime).isoformat(timespec="minutes")
 
 
 @dataclass
@@ -134,6 +173,7 @@ class AgentRow:
     last_pass: Pass | None
     next_run: datetime | None
     active_pass: Pass | None = None
+    convergence: str = ""
 
 
 def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRow]:
@@ -151,8 +191,10 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
         pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED)),
         sampled=Subquery(latest.values("count")[:1]),
         last_pk=Subquery(last.values("pk")[:1]),
+        planned_pk=Subquery(last.filter(status__in=PLANNED).values("pk")[:1]),
     ).order_by("name"))
-    passes = Pass.objects.in_bulk([a.last_pk for a in agents if a.last_pk])
+    passes = Pass.objects.in_bulk(
+        [pk for a in agents for pk in (a.last_pk, a.planned_pk) if pk])
     active: dict[int, Pass] = {}
     for run in Pass.objects.filter(status__in=Pass.ACTIVE).order_by("-pk"):
         active[run.agent_id] = run
@@ -166,7 +208,7 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
                 nxt = None
         store = StoreStatus(agent.sampled) if agent.sampled is not None else store_status(agent)
         rows.append(AgentRow(agent, store, agent.pending, passes.get(agent.last_pk), nxt,
-                             active.get(agent.pk)))
+                             active.get(agent.pk), convergence_words(passes.get(agent.planned_pk))))
     return rows
 
 
@@ -492,3 +534,37 @@ def archive_page(*, agent: Agent, contains: str = "", page: int | str = 1) -> Pa
     return Paginator(qs, ARCHIVE_PAGE_SIZE).get_page(page)
 
 
+def collection_shape(*, collection_name: str, preset: str = "auto") -> ShapeReport:
+    """How the existing collection was written and the field map to attach it with.
+
+    Samples its first records (:func:`stores.collection_sample`) and runs
+    :func:`consolidation.shapes.detect_shape` with our embedder, so the report says whether our
+    all-MiniLM-L6-v2 produces the stored vectors. Raises ``ValueError`` for a missing
+    collection, an unknown preset or one the records contradict; :class:`StoreUnavailable` when
+    Chroma is down.
+    """
+    from consolidation.shapes import detect_shape
+
+    sample = stores.collection_sample(collection_name)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        from consolidation.adapters.embedder import get_default_embedder
+
+        return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
+
+    return detect_shape(sample, preset=preset, embed=embed)
+
+
+def rollback_counts(run: Pass) -> dict[str, int]:
+    """What rolling ``run`` back does, counted like the pass page counts: ``operations`` (applied
+    operations undone), ``originals`` (removed originals restored: merged, pruned, superseded —
+    the pass page's "originals removed"), ``promoted`` (promoted memories given their prior
+    metadata back) and ``written`` (new memories the pass wrote, removed again)."""
+    archived = ArchivedMemory.objects.filter(run=run, restored_at__isnull=True)
+    applied = run.operations.filter(status=Operation.Status.APPLIED)
+    return {
+        "operations": applied.count(),
+        "originals": archived.exclude(action=ArchivedMemory.Action.PROMOTE).count(),
+        "promoted": archived.filter(action=ArchivedMemory.Action.PROMOTE).count(),
+        "written": applied.filter(kind__in=[Operation.Kind.MERGE, Operation.Kind.DISTILL]).count(),
+    }

@@ -18,23 +18,30 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from django.conf import settings
 
 from .errors import StoreUnavailable
 
 if TYPE_CHECKING:
+    from consolidation.adapters.chroma_layout import Layout
     from consolidation.adapters.chroma_store import ChromaMemoryStore
+    from consolidation.shapes import CollectionSample
 
     from .models import Agent
 
 __all__ = [
     "collection_exists",
+    "collection_sample",
     "create_collection",
     "get_client",
     "get_store",
     "reset_client_cache",
+    "embeddings_within_ulp",
     "store_census",
+    "store_layout",
     "validate_collection_name",
+    "vector_cache",
 ]
 
 log = logging.getLogger(__name__)
@@ -127,6 +134,25 @@ def collection_exists(name: str) -> bool:
     return True
 
 
+def collection_sample(name: str) -> CollectionSample:
+    """The first records of the existing collection ``name``, with its vector width and space.
+
+    Raises ``ValueError`` when there is no such collection (or Chroma refuses the name),
+    :class:`StoreUnavailable` when Chroma is down.
+    """
+    from consolidation.adapters.chroma_info import sample_collection
+    from consolidation.adapters.chroma_store import CollectionNotFound
+    from consolidation.adapters.chroma_store import StoreUnavailable as AdapterUnavailable
+
+    name = validate_collection_name(name)
+    try:
+        return sample_collection(_open(name, create=False))
+    except CollectionNotFound as exc:
+        raise ValueError(f"There is no collection named {name!r} on {_where()}.") from exc
+    except AdapterUnavailable as exc:
+        raise StoreUnavailable(f"Cannot read collection {name!r} on {_where()}: {exc}") from exc
+
+
 def create_collection(name: str) -> None:
     """Create an empty collection ``name`` (cosine space; a no-op when it exists).
 
@@ -165,9 +191,9 @@ def _console_store_class() -> type:
         return wrapper
 
     namespace: dict[str, Any] = {"__doc__": "The adapter's store, raising the console's StoreUnavailable."}
-    for name in ("count", "get", "query", "upsert", "delete"):
+    for name in ("count", "get", "query", "upsert", "delete", "unwritable"):
         namespace[name] = translated(name)
-    for name in ("iter_pages", "iter_records"):
+    for name in ("iter_pages", "iter_records", "iter_stored"):
         namespace[name] = translated(name, generator=True)
     _ConsoleStore = type("ConsoleStore", (ChromaMemoryStore,), namespace)
     return _ConsoleStore
@@ -179,15 +205,18 @@ _ConsoleStore: type | None = None
 def get_store(agent: Agent) -> ChromaMemoryStore:
     """The agent's memory store (its collection, records decoded by the adapter).
 
-    Every call on the store raises the console's :class:`StoreUnavailable` when Chroma stops
-    answering. Raises :class:`StoreUnavailable` when Chroma is down or the collection does not
-    exist.
+    The store reads and writes the collection as its writer laid it out
+    (:func:`store_layout`: text key, foreign vectors). Every call on the store raises the
+    console's :class:`StoreUnavailable` when Chroma stops answering. Raises
+    :class:`StoreUnavailable` when Chroma is down or the collection does not exist, and
+    ``ValueError`` for an invalid embedder setting.
     """
     from consolidation.adapters.chroma_store import CollectionNotFound
 
+    layout = store_layout(agent)
     try:
         collection = _open(agent.collection_name, create=False)
-        return _console_store_class()(collection)
+        return _console_store_class()(collection, layout=layout)
     except CollectionNotFound as exc:
         raise StoreUnavailable(
             f"Collection {agent.collection_name!r} of agent {agent.name!r} does not exist on "
@@ -199,22 +228,94 @@ def get_store(agent: Agent) -> ChromaMemoryStore:
         raise StoreUnavailable(f"Cannot open the store of agent {agent.name!r}: {exc}") from exc
 
 
-def store_census(store: Any) -> dict[str, Any]:
-    """Record count and SHA-256 over the sorted ids, documents, metadata and embeddings.
+def store_layout(agent: Agent) -> Layout:
+    """Where the agent's collection keeps its text and whose vectors it holds.
 
-    Two censuses are equal exactly when the store is byte-identical in what I-2 names (ids,
-    documents, metadata, embeddings as float32 bytes). Returns ``{"count": int, "sha256": hex}``.
+    From the agent's field map (``document``: the text key), its ``embedder`` setting (an
+    OpenAI-compatible endpoint for the collection's own model; ``own_vectors`` to overrule
+    detection by width), our offline embedder and the process's vector cache
+    (``settings.VECTOR_CACHE_PATH``). Raises ``ValueError`` for an invalid embedder setting.
+    """
+    import os
+
+    from consolidation.adapters.chroma_layout import Layout
+    from consolidation.adapters.remote_embedder import endpoint_embedder_from_config
+
+    config = agent.get_embedder_config()
+    native = endpoint_embedder_from_config(config, os.environ)
+    own = config.get("own_vectors")
+    return Layout(
+        agent.collection_name, field_map=agent.get_field_map(),
+        own_vectors=own if isinstance(own, bool) else None, embed=_our_embed,
+        native_embed=native.embed if native is not None else None, cache=vector_cache(),
+    )
+
+
+def _our_embed(texts: list[str]) -> Any:
+    from consolidation.adapters.embedder import get_default_embedder
+
+    return get_default_embedder().embed(texts)
+
+
+_caches: dict[str, Any] = {}
+
+
+def vector_cache() -> Any:
+    """The process's :class:`~consolidation.adapters.vector_cache.VectorCache` (one per path)."""
+    from consolidation.adapters.vector_cache import VectorCache
+
+    path = str(settings.VECTOR_CACHE_PATH)
+    with _lock:
+        if path not in _caches:
+            _caches[path] = VectorCache(path)
+        return _caches[path]
+
+
+def store_census(store: Any) -> dict[str, Any]:
+    """Record count and two SHA-256 hashes over the records sorted by id.
+
+    Returns ``{"count": int, "sha256": hex, "content_sha256": hex}``:
+
+    - ``sha256`` covers ids, documents, metadata (canonical JSON) and embeddings as float32
+      bytes: equal exactly when the store is byte-identical in what I-2 names.
+    - ``content_sha256`` covers ids, documents and metadata only.
+
+    Why two: Chroma's ``cosine`` collections (every agent's default) do not store an embedding
+    exactly as written. A written vector reads back within 1 ulp per value (≤ 1.5e-8 for unit
+    vectors), and re-writing what was read can move it again: measured on chromadb 1.5 with
+    2,000 unit vectors, 557 moved on the first write, 280 when written back, then 124, 55 …
+    (``l2``/``ip`` collections are exact). So a pass rolled back, an import undone, or an
+    export imported again re-writes records and may change ``sha256`` while ``content_sha256``
+    stays equal and every embedding stays within 1 ulp of the original. The census never hides
+    that drift (``sha256`` reports it); tests of those paths compare ``content_sha256`` exactly
+    and embeddings with :func:`embeddings_within_ulp`.
+
+    The embeddings are the vectors the collection stores (an attached mem0 collection's
+    1536-d ones, not our planning embeddings).
     """
     rows: list[tuple[str, str, str, bytes]] = []
-    for page in store.iter_pages(page_size=5000, include_embeddings=True):
-        for r in page:
-            emb = b"" if r.embedding is None else r.embedding.astype("float32").tobytes()
+    for page in store.iter_stored(page_size=5000):
+        for r, emb in page:
             meta = json.dumps(r.metadata, sort_keys=True, ensure_ascii=False, default=str)
             rows.append((r.id, r.document, meta, emb))
     rows.sort(key=lambda row: row[0])
-    h = hashlib.sha256()
+    h, content = hashlib.sha256(), hashlib.sha256()
     for rid, doc, meta, emb in rows:
         for part in (rid.encode(), doc.encode(), meta.encode(), emb):
             h.update(len(part).to_bytes(8, "big"))
             h.update(part)
-    return {"count": len(rows), "sha256": h.hexdigest()}
+        for part in (rid.encode(), doc.encode(), meta.encode()):
+            content.update(len(part).to_bytes(8, "big"))
+            content.update(part)
+    return {"count": len(rows), "sha256": h.hexdigest(), "content_sha256": content.hexdigest()}
+
+
+def embeddings_within_ulp(a: Any, b: Any, *, ulps: int = 1) -> bool:
+    """True when two ``(n, 384)`` (or ``(384,)``) float32 arrays differ by at most ``ulps``
+    units in the last place in every value: the tolerance of a Chroma cosine-collection
+    re-write (see :func:`store_census`)."""
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    if a.shape != b.shape:
+        return False
+    return bool(np.all(np.abs(a - b) <= ulps * np.spacing(np.maximum(np.abs(a), np.abs(b)))))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 
 from . import services
-from .models import Agent, Pass
+from .models import Agent, ImportJob, Pass
 
-__all__ = ["apply_pass", "rollback_pass", "run_pass", "scheduled_pass"]
+__all__ = ["apply_pass", "import_memories", "rollback_pass", "run_pass", "scheduled_pass"]
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,9 @@ def rollback_pass(pass_id: int) -> str:
 def scheduled_pass(agent_id: int) -> str:
     """The agent's django-q2 ``Schedule`` target: request a pass with trigger ``schedule``.
 
-    A pass already active for the agent makes this one refuse (recorded by the service as an
-    audit event ``refused``, not queued twice). A deleted or paused agent is skipped.
+    Skipped (audited ``skipped``) while a proposal waits for its reviewer or when this local
+    calendar slot already ran (daylight saving); refused (audited ``refused``) while a pass is
+    active. A deleted or paused agent is skipped.
     """
     agent = Agent.objects.filter(pk=agent_id).first()
     if agent is None:
@@ -70,10 +71,23 @@ def scheduled_pass(agent_id: int) -> str:
     if not agent.schedule_enabled:
         return f"agent {agent.slug}: schedule paused"
     try:
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
+        run = services.pass_request_scheduled(agent=agent)
     except services.PassAlreadyActive as exc:
         return f"agent {agent.slug}: refused ({exc})"
     except Exception as exc:
         log.exception("scheduled_pass(%s) crashed", agent_id)
         return f"agent {agent.slug}: {type(exc).__name__}: {exc}"
+    if run is None:
+        return f"agent {agent.slug}: skipped (see the audit)"
     return f"agent {agent.slug}: pass #{run.pk} queued"
+
+
+def import_memories(job_id: int) -> str:
+    """Import the JSONL upload of job ``job_id`` (a no-op unless it is queued)."""
+    from .import_jobs import import_job_run
+
+    job = ImportJob.objects.select_related("agent", "user").filter(pk=job_id).first()
+    if job is None:
+        return f"import #{job_id} does not exist"
+    job = import_job_run(job=job)
+    return f"import #{job_id}: {job.status}"

@@ -14,5 +14,22 @@
     });
   }
   document.addEventListener("DOMContentLoaded", function () { fillTimeZones(document); });
+  // <form data-confirm="Question?">: ask before submitting (inline onsubmit= is barred by the CSP).
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (form && form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+    }
+  }, true);
+  // htmx leaves 4xx responses unswapped; a 403 that names its own target (HX-Retarget: the
+  // stale-CSRF message with its reload link) is shown there instead of failing silently.
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    var xhr = ev.detail.xhr;
+    if (xhr && xhr.status === 403 && xhr.getResponseHeader("HX-Retarget")) {
+      ev.detail.shouldSwap = true;
+      ev.detail.isError = false;
+    }
+  });
   document.addEventListener("htmx:load", function (ev) { fillTimeZones(ev.target); });
 })();

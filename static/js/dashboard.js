@@ -19,7 +19,8 @@
     var data = JSON.parse(dataEl.textContent);
     var sizeCanvas = holder.querySelector('canvas[data-chart="samples"]');
     var lossCanvas = holder.querySelector('canvas[data-chart="passes"]');
-    var fmt = function (t) { return new Date(t).toLocaleString(); };
+    // Same form as every other date on the console: ISO date and time, UTC.
+    var fmt = function (t) { return new Date(t).toISOString().slice(0, 16).replace("T", " ") + " UTC"; };
     if (sizeCanvas) {
       charts.push(new window.Chart(sizeCanvas, {
         type: "line",
@@ -38,14 +39,39 @@
           labels: data.passes.map(function (p) { return "#" + p.id; }),
           datasets: [
             { label: "loss fraction", data: data.passes.map(function (p) { return p.loss; }),
-              backgroundColor: data.passes.map(function (p) { return p.loss > p.threshold ? "#b42318" : "#2457c5"; }) },
-            { type: "line", label: "threshold", data: data.passes.map(function (p) { return p.threshold; }),
-              borderColor: "#1d2330", borderDash: [4, 3], pointRadius: 2, pointStyle: "line" }
+              backgroundColor: data.passes.map(function (p) { return p.loss > p.threshold ? "#b42318" : "#2457c5"; }) }
           ]
         },
-        options: { maintainAspectRatio: false, animation: false, scales: { y: { min: 0, max: 1 } } }
+        options: { maintainAspectRatio: false, animation: false, scales: { y: { min: 0, max: 1 } },
+          plugins: { legend: { display: false } } },
+        plugins: [thresholdLine(data.passes)]
       }));
     }
+  }
+  // The loss threshold as a dashed horizontal line across each pass's whole column (a line
+  // dataset would be a lone dot for a single pass); it steps where a policy changed it.
+  function thresholdLine(passes) {
+    return {
+      id: "thresholdLine",
+      afterDatasetsDraw: function (chart) {
+        var x = chart.scales.x, y = chart.scales.y, ctx = chart.ctx, area = chart.chartArea;
+        if (!passes.length) return;
+        var step = passes.length > 1 ? x.getPixelForValue(1) - x.getPixelForValue(0) : area.right - area.left;
+        ctx.save();
+        ctx.strokeStyle = "#1d2330";
+        ctx.lineWidth = 1.5;
+        ctx.setLineDash([5, 4]);
+        ctx.beginPath();
+        passes.forEach(function (p, i) {
+          var cx = x.getPixelForValue(i), yy = y.getPixelForValue(p.threshold);
+          var left = Math.max(area.left, cx - step / 2), right = Math.min(area.right, cx + step / 2);
+          if (i === 0) ctx.moveTo(left, yy); else ctx.lineTo(left, yy);
+          ctx.lineTo(right, yy);
+        });
+        ctx.stroke();
+        ctx.restore();
+      }
+    };
   }
   window.addEventListener("load", draw);
   // The chart card is swapped by htmx when another agent is selected: redraw after a swap.

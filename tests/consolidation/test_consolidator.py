@@ -208,7 +208,7 @@ def test_it_consolidates_asynchronously():
 
 def test_it_builds_with_no_arguments():
     c = Consolidator()
-    assert c.policy == Policy() and c.dry_run is False
+    assert c.policy == Policy(trim_to_guard=False) and c.dry_run is False
     assert c.embedder is None  # the engine never picks an embedder itself (no onnxruntime)
 
 

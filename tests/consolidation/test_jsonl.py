@@ -41,6 +41,22 @@ VEC = [0.5] * 384
         (line(id="b", documnet="x"), "unknown field(s) 'documnet'"),
         (line(id="a", document="again"), "duplicate id 'a' (first on line 1)"),
         (b'{"id": "b", "document": "caf\xe9"}', "not UTF-8 (byte 0xe9 at column 29)"),
+        # issue 11: each of these used to pass validation and fail half-way through the write
+        (b'{"id": "b", "document": "x\\ud800y"}', "'document' holds a lone surrogate \\ud800 at character 2"),
+        (b'{"id": "\\udfff", "document": "x"}', "'id' holds a lone surrogate \\udfff"),
+        (b'{"id": "b", "document": "x", "metadata": {"\\ud800": 1}}', "key with a lone surrogate"),
+        (b'{"id": "b", "document": "x", "metadata": {"k": {"j": ["\\udbff"]}}}',
+         "'metadata'['k']['j'][0] holds a lone surrogate \\udbff"),
+        (b'{"id": "b", "document": "x", "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+         "nested deeper than 32 levels"),
+        (b"[" * 100_000, "nested deeper than 32 levels"),
+        (b'{"id": "b", "document": "x", "metadata": {"n": ' + b"9" * 5000 + b"}}", "4300 digits"),
+        (b'{"id": "b", "document": "x", "embedding": [' + b"1e39, " * 383 + b"1]}",
+         "every value must be a finite float32 number"),
+        (b'{"id": "b", "document": "x", "embedding": [' + b"1" + b"0" * 400 + b", 0" * 383 + b"]}",
+         "every value must be a finite float32 number"),
+        (line(id="b", document="x", metadata={"#k": 1}), "reserved by Chroma"),
+        (line(id="b", document="x", metadata={"": 1}), "must not be empty"),
     ],
 )
 def test_it_reports_each_bad_line_with_its_number(bad, message):
@@ -100,3 +116,14 @@ def test_document_limit_is_inclusive():
     ok = line(id="x", document="y" * MAX_DOCUMENT_CHARS)
     records, errors = read_jsonl(ok)
     assert errors == [] and len(records) == 1
+
+
+def test_brackets_and_escapes_inside_strings_are_not_nesting():
+    doc = "[" * 100 + '\\"' + "{" * 100
+    records, errors = read_jsonl(line(id="b", document=doc, metadata={"k": "]]]" * 50}))
+    assert errors == [] and records[0].document == doc
+
+
+def test_valid_surrogate_pairs_are_emoji_not_errors():
+    records, errors = read_jsonl(b'{"id": "e", "document": "tea \\ud83c\\udf75 time"}')
+    assert errors == [] and records[0].document == "tea \U0001f375 time"

@@ -11,11 +11,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consolidation import Fate, MemoryRecord, OpKind, Plan, Policy, content_hash, summarize
+from consolidation import Fate, MemoryRecord, OpKind, Plan, content_hash, summarize
+from consolidation import Policy as FullPolicy
 from consolidation.planning import merge_metadata, plan
 from consolidation.text import normalize_text
 
 from ._vectors import at_cosine, basis, random_unit, rotated
+
+
+def Policy(**fields):  # noqa: N802 - stands in for consolidation.Policy in these tests
+    """These tests judge each rule on the full plan; the loss budget (``trim_to_guard``, on by
+    default) is tested on its own (test_planning_budget.py and the trim tests below)."""
+    return FullPolicy(**{"trim_to_guard": False, **fields})
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -181,7 +188,7 @@ def test_it_writes_united_metadata_into_the_merge():
 @pytest.mark.parametrize(
     ("old", "new", "rule"),
     [
-        ("Alice likes jazz", "Alice no longer likes jazz", "negation"),
+        ("Alice likes jazz", "Alice no longer likes jazz", "past_state"),
         ("Alice likes jazz", "Alice doesn't like jazz", "negation"),
         ("Alice lives in Paris", "Alice lives in Berlin", "changed_value"),
         ("Alice is 30 years old", "Alice is 31 years old", "changed_number"),
@@ -202,19 +209,23 @@ def test_it_reconciles_unambiguous_contradictions_newer_wins(old, new, rule):
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "meta_a", "meta_b"),
+    ("a", "b", "meta_a", "meta_b", "conflict"),
     [
-        ("Alice hired Bob", "Bob hired Alice", {"created_at": day(9)}, {"created_at": day(1)}),
-        ("Alice likes jazz", "Alice no longer likes jazz", {}, {}),  # no dates: unsure
+        # a role swap is two facts (both can be true): kept apart, no item
+        ("Alice hired Bob", "Bob hired Alice", {"created_at": day(9)}, {"created_at": day(1)},
+         False),
+        # issue 9: an unsure contradiction is a conflict item for a reviewer (was: left alone)
+        ("Alice likes jazz", "Alice no longer likes jazz", {}, {}, True),  # no dates
         ("Alice likes jazz", "Alice no longer likes jazz", {"created_at": day(2)},
-         {"created_at": day(2)}),  # same time: unsure
+         {"created_at": day(2)}, True),  # same time
     ],
 )
-def test_it_leaves_unsure_contradictions_alone_and_never_merges_them(a, b, meta_a, meta_b):
+def test_it_never_merges_unsure_contradictions_and_asks_about_them(a, b, meta_a, meta_b,
+                                                                     conflict):
     records = [rec("a", a, basis(0), **meta_a), rec("b", b, at_cosine(0, 0.97, 1), **meta_b)]
     p = plan(records, Policy(), now=NOW)
-    assert p.operations == []
-    assert p.context["contradictions"]["unsure"] == 1
+    assert [op.kind for op in p.operations] == ([OpKind.CONFLICT] if conflict else [])
+    assert all(op.removes == [] for op in p.operations)
     assert set(p.fates.values()) == {Fate.KEPT}
 
 
@@ -234,7 +245,9 @@ def test_it_never_supersedes_a_protected_memory():
         rec("new", "Alice lives in Berlin", at_cosine(0, 0.95, 1), created_at=day(1)),
     ]
     p = plan(records, Policy(), now=NOW)
-    assert p.operations == [] and p.context["contradictions"]["blocked_protected"] == 1
+    assert p.context["contradictions"]["blocked_protected"] == 1
+    (op,) = p.operations  # issue 9: a reviewer decides (was: silently left alone)
+    assert op.kind == OpKind.CONFLICT and op.removes == []
 
 
 # --- I-6, promote, prune ------------------------------------------------------------------
@@ -291,11 +304,15 @@ def test_it_promotes_a_merge_reinforced_across_sessions():
 @pytest.mark.parametrize(
     ("age_days", "importance", "pruned"),
     [
-        (200, 0.5, True),  # 0.5 × 0.5^(200/30) ≈ 0.0049
-        (100, 0.5, True),  # ≈ 0.0496 < 0.05
-        (90, 0.5, False),  # ≈ 0.0625
+        # issue 9, item 8: age alone prunes only an explicit importance below
+        # prune_max_importance (0.3); 0.5 (neutral) was pruned after ~100 days before
+        (200, 0.5, False),
+        (400, 0.79, False),
+        (200, 0.2, True),  # 0.2 × 0.5^(200/30) ≈ 0.0020
+        (100, 0.29, True),  # ≈ 0.0287 < 0.05
+        (40, 0.1, True),  # ≈ 0.0397
+        (30, 0.1, False),  # ≈ 0.05: not below the threshold
         (20, 0.01, False),  # below threshold but younger than the minimum age
-        (400, 0.79, True),
         (400, 0.8, False),  # meets the promotion rule: durable, never decayed away
     ],
 )

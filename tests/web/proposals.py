@@ -62,6 +62,9 @@ def make_proposal(
         _source(op, 0, ids[0], f"Jon lives in Paris now ({i})", False)
         _source(op, 1, ids[1], f"Jon lives in Rome ({i})", True)
         index += 1
+    from memoryadmin.console.services import pass_score_operations
+
+    pass_score_operations(run=run)
     ev = pass_evaluate(run)
     Pass.objects.filter(pk=run.pk).update(
         entries_after=ev.entries_after, merged=ev.merged, pruned=ev.pruned, reconciled=ev.reconciled,

@@ -130,7 +130,7 @@ def test_rollback_is_forbidden_for_a_viewer(client, carol, agent):
 
 
 def test_rollback_of_a_pass_that_is_not_applied_says_why(client, bob, agent):
-    run = Pass.objects.create(agent=agent, trigger="operator", status="dismissed")
+    run = Pass.objects.create(agent=agent, trigger="operator", status="rejected")
     r = login(client, bob).post(reverse("pass_rollback", args=[run.pk]), {"note": ""})
     assert r.status_code == 200 and "only an applied or partially applied pass" in r.content.decode()
 

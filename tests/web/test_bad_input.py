@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
@@ -289,3 +290,208 @@ def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(agent_
     assert run.status == "failed"
     assert "tim" in run.error.lower() and len(run.error) < 500, run.error  # readable: timed out / timeout
     assert services.agent_census(agent=agent) == before
+
+
+# ----- time zones, dates and ids that used to answer 500 (issue 11) -------------------------
+
+LONG_ZONE = "Europe/" + "a" * 300
+BAD_ZONES = [LONG_ZONE, "a" * 256, "../../etc/passwd", "Not/AZone", "UTC\\x"]
+
+
+@pytest.mark.parametrize("zone", BAD_ZONES, ids=["long-key", "256-chars", "path", "unknown", "backslash"])
+@pytest.mark.parametrize("how", ["query", "cookie"])
+def test_a_bad_time_zone_falls_back_to_the_default(client: Client, carol, agent_with_memories, settings, zone: str, how: str) -> None:
+    agent = agent_with_memories(1)
+    client.force_login(carol)
+    if how == "cookie":
+        client.cookies["tz"] = zone
+    params = {"tz": zone} if how == "query" else {}
+    for url in (reverse("dashboard"), reverse("agent_list"), reverse("agent_detail", args=[agent.slug]),
+                reverse("audit"), reverse("audit_csv"), reverse("schedule_preview") + "?schedule_cron=0+3+*+*+*"):
+        r = client.get(url, params)
+        assert r.status_code == 200, url
+    page = client.get(reverse("agent_list"), params).content.decode()
+    assert f'title="times are shown in this zone">{settings.TIME_ZONE}<' in page
+
+
+@pytest.mark.parametrize("params", [{"until": "9999-12-31"}, {"since": "9999-12-31"},
+                                    {"since": "2020-01-01", "until": "9999-12-31"}])
+def test_audit_dates_past_the_calendar_are_a_form_error(client: Client, carol, params: dict) -> None:
+    client.force_login(carol)
+    r = client.get(reverse("audit"), params)
+    assert r.status_code == 200 and "Choose a date before 9999-12-31." in r.content.decode()
+    r = client.get(reverse("audit_csv"), params)
+    assert r.status_code == 400 and not r["Content-Type"].startswith("text/csv")
+    assert "Choose a date before 9999-12-31." in r.content.decode()
+
+
+@pytest.mark.parametrize("view", ["memory_edit", "memory_pin", "memory_delete"])
+def test_a_memory_post_without_an_id_is_a_message(client: Client, alice, agent_with_memories, view: str) -> None:
+    agent = agent_with_memories(2)
+    before = services.agent_census(agent=agent)
+    client.force_login(alice)
+    r = client.post(reverse(view, args=[agent.slug]), {"document": "New text", "pinned": "1"}, follow=True)
+    assert r.status_code == 200
+    shown = [str(m) for m in r.context["messages"]]
+    assert shown and all(m.strip() for m in shown), shown
+    assert services.agent_census(agent=agent) == before
+
+
+# ----- audit CSV: every formula start is neutralised (issue 11) ------------------------------
+
+FORMULA_NOTES = ["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "\nx", ";x", "|calc", ",x", "%x",
+                 "  =1+1"]
+
+
+@pytest.mark.parametrize("note", FORMULA_NOTES, ids=[repr(n) for n in FORMULA_NOTES])
+def test_audit_csv_cells_never_start_a_formula(client: Client, carol, unique_name, note: str) -> None:
+    import csv
+    import io
+
+    a = Agent.objects.create(name="Csv", slug=unique_name("csv"), collection_name=unique_name("c"))
+    run = Pass.objects.create(agent=a, trigger="operator", status="rejected", note=note, reason=note,
+                              error=note)
+    client.force_login(carol)
+    rows = list(csv.DictReader(io.StringIO(client.get(reverse("audit_csv")).content.decode())))
+    row = next(r for r in rows if int(r["pass"]) == run.pk)
+    for col in ("note", "reason", "error"):
+        assert row[col] == "'" + note, (col, row[col])
+
+
+# ----- JSONL: one bad line among 1,500 refuses the whole file (issue 11) ----------------------
+
+BAD_1501 = {
+    "surrogate-document": b'{"id": "x", "document": "bad \\ud800 text"}',
+    "surrogate-id": b'{"id": "x\\ud800", "document": "fine"}',
+    "surrogate-metadata-key": b'{"id": "x", "document": "fine", "metadata": {"k\\udc00": 1}}',
+    "surrogate-metadata-value": b'{"id": "x", "document": "fine", "metadata": {"k": ["\\udbff"]}}',
+    "nested-100000": b'{"id": "x", "document": "fine", "metadata": {"k": ' + b"[" * 100_000
+    + b"]" * 100_000 + b"}}",
+    "int-5000-digits": b'{"id": "x", "document": "fine", "metadata": {"n": ' + b"7" * 5000 + b"}}",
+    "reserved-key": b'{"id": "x", "document": "fine", "metadata": {"chroma:x": 1}}',
+    "embedding-overflow": b'{"id": "x", "document": "fine", "embedding": [' + b"1e39, " * 384
+    + b"]}",
+}
+
+
+def file_1501(bad: bytes) -> bytes:
+    good = [json.dumps({"id": f"ok-{i:04d}", "document": f"Valid memory number {i}."}).encode()
+            for i in range(1500)]
+    return b"\n".join([*good, bad.replace(b", ]", b"]")]) + b"\n"
+
+
+@pytest.mark.parametrize("kind", list(BAD_1501))
+def test_one_bad_line_among_1500_refuses_the_whole_file_from_the_command(agent_with_memories, tmp_path: Path, kind: str) -> None:
+    from memoryadmin.console.models import AuditEvent
+
+    agent = agent_with_memories(2)
+    before = services.agent_census(agent=agent)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(file_1501(BAD_1501[kind]))
+    with pytest.raises(CommandError) as info:
+        call_command("import_memories", agent.slug, str(path))
+    assert info.value.returncode == 2
+    message = str(info.value)
+    assert "1 invalid line(s), nothing written — line 1501: " in message, message
+    assert "Traceback" not in message and len(message) < 600
+    assert services.agent_census(agent=agent) == before
+    event = AuditEvent.objects.get(agent=agent, verb="memories_import_refused")
+    assert "line 1501" in event.note and event.actor == "cli"
+
+
+@pytest.mark.parametrize("kind", ["surrogate-document", "nested-100000", "int-5000-digits"])
+def test_one_bad_line_among_1500_refuses_the_whole_upload(client: Client, alice, agent_with_memories, kind: str) -> None:
+    from tests.web.test_views_upload import post
+
+    agent = agent_with_memories(2)
+    before = services.agent_census(agent=agent)
+    client.force_login(alice)
+    r = post(client, agent, file_1501(BAD_1501[kind]))
+    html = r.content.decode()
+    assert r.status_code == 200 and "Nothing was written." in html
+    assert '<td class="num mono">1501</td>' in html
+    assert services.agent_census(agent=agent) == before
+
+
+# ----- JSONL: a store failing half-way through the write (issue 11) ---------------------------
+
+
+class UpsertFails:
+    """The agent's real store, except that upsert call number ``fail_at`` (1-based) raises, as a
+    Chroma server dying mid-import would; with ``undo_fails`` the store stays down for deletes."""
+
+    def __init__(self, store: Any, fail_at: int, undo_fails: bool = False) -> None:
+        self._store, self.fail_at, self.undo_fails, self.calls = store, fail_at, undo_fails, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def upsert(self, records: Any) -> None:
+        self.calls += 1
+        if self.calls == self.fail_at or (self.undo_fails and self.calls > self.fail_at):
+            raise services.StoreUnavailable("Cannot reach the Chroma server (test)")
+        self._store.upsert(records)
+
+    def delete(self, ids: Any) -> None:
+        if self.undo_fails:
+            raise services.StoreUnavailable("Cannot reach the Chroma server (test)")
+        self._store.delete(ids)
+
+
+def big_file_with_embeddings(n: int) -> bytes:
+    rng = np.random.default_rng(11)
+    vecs = rng.normal(size=(n, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    rows = [{"id": f"mem-{i:03d}" if i < 2 else f"new-{i:04d}", "document": f"Imported memory {i}.",
+             "metadata": {"n": i}, "embedding": [float(x) for x in vecs[i]]} for i in range(n)]
+    return "\n".join(json.dumps(r) for r in rows).encode() + b"\n"
+
+
+def store_records(agent: Any) -> list[Any]:
+    return sorted((r for page in stores.get_store(agent).iter_pages(include_embeddings=True)
+                   for r in page), key=lambda r: r.id)
+
+
+def contents(agent: Any) -> dict[str, tuple[str, str]]:
+    return {r.id: (r.document, json.dumps(r.metadata, sort_keys=True))
+            for page in stores.get_store(agent).iter_pages() for r in page}
+
+
+def test_a_store_failing_half_way_is_undone(agent_with_memories, tmp_path: Path, monkeypatch) -> None:
+    from memoryadmin.console.models import AuditEvent
+
+    agent = agent_with_memories(3)  # mem-000..002; the file replaces mem-000 and mem-001
+    before, census = contents(agent), services.agent_census(agent=agent)
+    old = store_records(agent)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(big_file_with_embeddings(1500))
+    real = stores.get_store
+    monkeypatch.setattr(stores, "get_store", lambda a: UpsertFails(real(a), fail_at=2))
+    with pytest.raises(CommandError) as info:
+        call_command("import_memories", agent.slug, str(path))
+    assert "taken back, so nothing was imported" in str(info.value)
+    monkeypatch.setattr(stores, "get_store", real)
+    assert contents(agent) == before  # the 1,000 written memories were taken back
+    after = services.agent_census(agent=agent)
+    assert after["store"]["content_sha256"] == census["store"]["content_sha256"]
+    assert after["archive"] == census["archive"] and after["store"]["count"] == 3
+    # The two replaced memories were written back: equal within Chroma's 1-ulp re-write.
+    assert stores.embeddings_within_ulp(np.stack([r.embedding for r in old]),
+                                        np.stack([r.embedding for r in store_records(agent)]))
+    event = AuditEvent.objects.get(agent=agent, verb="memories_import_failed")
+    assert event.data["undone"] is True and event.data["written"] == 1000
+
+
+def test_an_undo_that_fails_too_says_to_run_the_import_again(agent_with_memories, tmp_path: Path, monkeypatch) -> None:
+    agent = agent_with_memories(3)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(big_file_with_embeddings(1500))
+    real = stores.get_store
+    monkeypatch.setattr(stores, "get_store", lambda a: UpsertFails(real(a), fail_at=2, undo_fails=True))
+    with pytest.raises(CommandError) as info:
+        call_command("import_memories", agent.slug, str(path))
+    assert "Run the same import again" in str(info.value)
+    monkeypatch.setattr(stores, "get_store", real)
+    call_command("import_memories", agent.slug, str(path))  # resumable: finishes the job
+    got = contents(agent)
+    assert len(got) == 1501 and got["new-1499"][0] == "Imported memory 1499."

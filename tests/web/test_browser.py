@@ -80,3 +80,76 @@ def test_it_excludes_a_merge_live_then_approves_and_applies(live_server, transac
     assert run.status == Pass.Status.APPLIED
     assert run.operations.filter(status="applied").count() == 1
     assert run.operations.filter(excluded=True).count() == 1
+
+
+CSP_LISTENER = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__csp.push(e.violatedDirective + " " + (e.blockedURI || "inline") + " " + (e.sourceFile || "") + ":" + e.lineNumber);
+});
+"""
+
+
+def test_no_page_breaks_the_content_security_policy(live_server, transactional_db, alice, agent_with_memories, browser_page) -> None:
+    """The main pages, the dashboard's Chart.js and htmx swaps run with no CSP violation."""
+    from playwright.sync_api import expect
+
+    dup = "Jon's favourite colour is teal."
+    agent = agent_with_memories([*DISTINCT_FACTS[:6], dup, dup], policy={"prune": False, "promote": False})
+    run = services.pass_request(agent=agent, trigger="operator", user=alice, run_inline=True)
+    page = browser_page
+    console_errors: list[str] = []
+    page.on("console", lambda m: console_errors.append(m.text) if "Content Security Policy" in m.text else None)
+    page.add_init_script(CSP_LISTENER)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/$"))
+    expect(page.locator('#agent-chart canvas[data-chart="samples"]')).to_be_visible()
+    page.wait_for_function("document.querySelector('#agent-chart canvas').width > 0")
+    urls = ["/agents/", f"/agents/{agent.slug}/", f"/agents/{agent.slug}/memories/",
+            f"/agents/{agent.slug}/memory/?id=mem-000", f"/agents/{agent.slug}/import/",
+            f"/agents/{agent.slug}/archive/", f"/passes/{run.pk}/", "/audit/", "/audit/events/",
+            "/agents/new/"]
+    for url in urls:
+        page.goto(live_server.url + url)
+        page.wait_for_load_state("load")
+        assert page.evaluate("window.__csp") == [], (url, page.evaluate("window.__csp"))
+    # htmx swaps under the policy: a filter change on the audit page swaps the results in place.
+    page.goto(f"{live_server.url}/audit/")
+    page.evaluate("window.__noReload = 1")
+    page.select_option("#id_status", "all")
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("window.__noReload") == 1 and page.evaluate("window.__csp") == []
+    assert console_errors == []
+
+
+def test_a_stale_csrf_token_shows_a_message_with_a_reload_link(live_server, transactional_db, bob, agent_with_memories, browser_page) -> None:
+    from playwright.sync_api import expect
+
+    dup_a, dup_b = "Caroline moved to Boston in May.", "Jon's favourite colour is teal."
+    agent = agent_with_memories([*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b], policy={"prune": False, "promote": False})
+    run = services.pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/?next=/passes/{run.pk}/")
+    page.fill("#id_username", "bob")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(rf"/passes/{run.pk}/$"))
+    loss = page.locator("#loss-fraction")
+    expect(loss).to_have_text("20.0%")
+    # As after logging in again in another tab: the CSRF secret in the cookie is new, so every
+    # token this page holds is stale.
+    page.context.add_cookies([{"name": "csrftoken", "value": "N3wS3cretFromAnotherTabLogin0000",
+                               "url": live_server.url}])
+    page.locator('[data-kind="merge"] [data-action="toggle-exclude"]').first.click()
+    message = page.locator('#messages [data-testid="csrf-failure"]')
+    expect(message).to_be_visible()
+    expect(message).to_contain_text("out of date")
+    expect(loss).to_have_text("20.0%")  # nothing changed, and the page was not replaced
+    expect(page.locator("#approve-btn")).to_be_visible()
+    message.locator('[data-testid="reload"]').click()
+    page.wait_for_url(re.compile(rf"/passes/{run.pk}/$"))
+    page.locator('[data-kind="merge"] [data-action="toggle-exclude"]').first.click()
+    expect(loss).to_have_text("10.0%")  # after the reload the same click works

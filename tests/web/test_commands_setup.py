@@ -26,6 +26,8 @@ def recorded_seed(monkeypatch):
 
     def fake_seed(stdout=None):
         calls.append(stores.collection_exists("probe-collection"))  # Chroma answers meanwhile
+        if stdout is not None:
+            stdout.write("demo agent seeded")
 
     monkeypatch.setattr(demo, "seed_demo_agents", fake_seed)
     return calls
@@ -43,6 +45,17 @@ def test_setup_demo_creates_users_in_roles_and_is_idempotent(recorded_seed, monk
     op = User.objects.get(username="operator")
     assert op.check_password("s3cret-demo") and op.is_staff and not op.is_superuser
     assert recorded_seed == [False, False]
+
+
+def test_setup_demo_prints_the_logins_last_with_the_web_port(recorded_seed, monkeypatch):
+    """`make run` shows these lines right before the servers' output: nothing may follow them."""
+    monkeypatch.setenv("WEB_PORT", "8123")
+    out = io.StringIO()
+    call_command("setup_demo", stdout=out)
+    lines = out.getvalue().strip().splitlines()
+    assert "demo agent seeded" in lines
+    assert lines[-1].startswith("log in at http://127.0.0.1:8123/ as 'operator'")
+    assert lines[-2].startswith("demo users: operator (admin, created)")
 
 
 def test_builtin_demo_has_a_pending_proposal_and_is_idempotent(django_capture_on_commit_callbacks):
@@ -79,7 +92,9 @@ def test_the_admin_lists_console_models_read_only(client):
     from django.contrib.auth.models import User
 
     User.objects.create_superuser("root", "r@example.org", "pw-root-123")
-    client.login(username="root", password="pw-root-123")
+    # Through the login page: django-axes checks every authentication against its request.
+    r = client.post("/accounts/login/", {"username": "root", "password": "pw-root-123"})
+    assert r.status_code == 302
     for model in ("agent", "pass", "operation", "archivedmemory", "auditevent"):
         assert client.get(f"/admin/console/{model}/").status_code == 200
         assert client.get(f"/admin/console/{model}/add/").status_code == 403

@@ -106,7 +106,7 @@ def stack(tmp_path: Path) -> Iterator[dict]:
                  60, "chroma", procs)
         manage("migrate", "--noinput")
         assert "seeded 18" in manage("shell", "-c", SEED)
-        start("worker", str(BIN / "python"), "manage.py", "qcluster")
+        start("worker", str(BIN / "python"), "manage.py", "run_worker")
         start("web", str(BIN / "python"), "manage.py", "runserver", f"127.0.0.1:{web_port}", "--noreload")
         base = f"http://127.0.0.1:{web_port}"
         wait_for(lambda: httpx.get(f"{base}/accounts/login/").status_code == 200, 60, "web", procs)

@@ -32,19 +32,19 @@ def op_for(run: Pass, memory_id: str) -> Any:
 
 
 def test_a_pass_rejected_by_the_guard_leaves_the_census_identical(agent_with_memories, django_capture_on_commit_callbacks):
-    agent = agent_with_memories(DUPES, policy={"max_loss_fraction": 0.05})
+    agent = agent_with_memories(DUPES, policy={"max_loss_fraction": 0.05, "trim_to_guard": False})
     before = services.agent_census(agent=agent)
     run = propose(agent, django_capture_on_commit_callbacks)
     assert run.status == "rejected_by_guard"
     assert services.agent_census(agent=agent) == before
 
 
-def test_a_dismissed_pass_leaves_the_census_identical(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_a_rejected_pass_leaves_the_census_identical(agent_with_memories, bob, django_capture_on_commit_callbacks):
     agent = agent_with_memories(DUPES, policy=LOOSE)
     before = services.agent_census(agent=agent)
     run = propose(agent, django_capture_on_commit_callbacks)
     services.pass_reject(run=run, user=bob, note="not now")
-    assert Pass.objects.get(pk=run.pk).status == "dismissed"
+    assert Pass.objects.get(pk=run.pk).status == "rejected"
     assert services.agent_census(agent=agent) == before
 
 

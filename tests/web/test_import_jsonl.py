@@ -130,3 +130,38 @@ def test_unknown_agent_is_bad_input(tmp_path):
         with pytest.raises(CommandError) as exc:
             call_command(cmd, "no-such-agent", *args)
         assert exc.value.returncode == 2 and "Unknown agent 'no-such-agent'" in str(exc.value)
+
+
+@pytest.mark.django_db
+def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(agent_with_memories, tmp_path):
+    """What the census compares after a re-write into a cosine collection (issue 11): the content
+    hash exactly, each embedding within 1 ulp; the full hash reports any drift, never hides it."""
+    from consolidation import MemoryRecord
+    from memoryadmin.console import selectors
+
+    rng = np.random.default_rng(5)
+    vecs = rng.normal(size=(300, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    source = agent_with_memories(0)
+    stores.get_store(source).upsert([MemoryRecord(f"r{i:03d}", f"Fact {i}.", vecs[i], {"i": i})
+                                     for i in range(300)])
+    path = tmp_path / "out.jsonl"
+    call_command("export_memories", source.slug, str(path), stdout=StringIO())
+    target = agent_with_memories(0)
+    call_command("import_memories", target.slug, str(path), stdout=StringIO())
+    a, b = selectors.agent_census(agent=source), selectors.agent_census(agent=target)
+    assert a["store"]["content_sha256"] == b["store"]["content_sha256"]
+    ra, rb = all_records(source), all_records(target)
+    ids = sorted(ra)
+    assert stores.embeddings_within_ulp(np.stack([ra[i].embedding for i in ids]),
+                                        np.stack([rb[i].embedding for i in ids]))
+    drifted = sum(not np.array_equal(ra[i].embedding, rb[i].embedding) for i in ids)
+    assert (a["store"]["sha256"] == b["store"]["sha256"]) == (drifted == 0)
+
+
+def test_embeddings_within_ulp_is_exactly_one_ulp():
+    x = np.linspace(-1, 1, 384, dtype=np.float32)
+    one = np.nextafter(x, np.float32(2))
+    assert stores.embeddings_within_ulp(x, x) and stores.embeddings_within_ulp(x, one)
+    assert not stores.embeddings_within_ulp(x, np.nextafter(one, np.float32(2)))
+    assert not stores.embeddings_within_ulp(x, x[:10])

@@ -88,6 +88,11 @@ def test_it_restores_the_store_byte_identical(agent_with_memories, bob, django_c
     verbs = list(run.events.order_by("id").values_list("verb", flat=True))
     assert verbs[-2:] == ["rollback_requested", "rolled_back"]
     assert run.events.get(verb="rollback_requested").actor == "bob"
+    # the dashboard's store-size chart ends at the size after the rollback
+    from memoryadmin.console.selectors import agent_chart_data
+
+    samples = [s["count"] for s in agent_chart_data(agent)["samples"]]
+    assert samples[-1] == len(before) and samples[-2] < len(before)
 
 
 def test_running_it_twice_is_a_no_op(agent_with_memories, bob, django_capture_on_commit_callbacks):
@@ -144,7 +149,7 @@ def test_a_partially_applied_pass_undoes_only_what_it_applied(agent_with_memorie
     assert same(state(agent), before)
 
 
-@pytest.mark.parametrize("status", ["proposed", "dismissed", "failed", "rejected_by_guard", "stale"])
+@pytest.mark.parametrize("status", ["proposed", "rejected", "failed", "rejected_by_guard", "stale"])
 def test_only_an_applied_pass_can_be_rolled_back(agent_with_memories, bob, status):
     agent = agent_with_memories(3)
     run = Pass.objects.create(agent=agent, trigger="operator", status=status)

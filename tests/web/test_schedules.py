@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -111,3 +111,71 @@ def test_django_q_scheduler_fires_the_agents_schedule_into_a_proposal(agent_with
     assert (run.trigger, run.status) == ("schedule", "proposed")
     assert run.events.get(verb="requested").actor == "schedule"
     assert Schedule.objects.get(name="consolidate:nightly").next_run > timezone.now()
+
+
+def test_a_scheduled_run_with_a_pending_proposal_is_skipped_and_audited(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
+    from tests.conftest import DISTINCT_FACTS
+
+    agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert "queued" in tasks.scheduled_pass(agent.pk)
+    pending = Pass.objects.get(agent=agent)
+    assert pending.status == "proposed"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert "skipped" in tasks.scheduled_pass(agent.pk)
+    assert Pass.objects.filter(agent=agent).count() == 1  # nothing planned, nothing made stale
+    pending.refresh_from_db()
+    assert pending.status == "proposed"
+    event = AuditEvent.objects.get(agent=agent, verb="skipped")
+    assert event.actor == "schedule" and event.run_id == pending.pk
+    assert f"pass #{pending.pk} is waiting for its reviewer" in event.note
+
+
+BERLIN_NIGHT = datetime(2025, 10, 26, 0, 30, 20, tzinfo=UTC)  # 02:30:20 CEST, clocks go back at 03:00
+
+
+def test_preview_lists_the_repeated_local_hour_once(settings):
+    settings.TIME_ZONE = "Europe/Berlin"
+    runs = services.schedule_preview(cron="30 2 * * *", tz="Europe/Berlin",
+                                     now=datetime(2025, 10, 25, 12, 0, tzinfo=UTC))
+    assert [(r.day, r.hour, r.minute) for r in runs] == [(26, 2, 30), (27, 2, 30), (28, 2, 30),
+                                                         (29, 2, 30), (30, 2, 30)]
+    assert runs[0].astimezone(UTC) == datetime(2025, 10, 26, 0, 30, tzinfo=UTC)  # the first 02:30
+
+
+def test_a_schedule_runs_once_per_local_slot_across_the_autumn_clock_change(
+    settings, monkeypatch, time_machine, agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    from django_q.conf import Conf
+    from django_q.scheduler import scheduler
+
+    from tests.conftest import DISTINCT_FACTS
+
+    settings.TIME_ZONE = "Europe/Berlin"
+    monkeypatch.setattr(Conf, "TIME_ZONE", "Europe/Berlin")  # django-q2 reads it at import
+    time_machine.move_to(datetime(2025, 10, 25, 12, 0, tzinfo=UTC), tick=False)
+    agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2], schedule_cron="30 2 * * *")
+    assert Schedule.objects.get(name=agent.schedule_name).next_run == datetime(2025, 10, 26, 0, 30, tzinfo=UTC)
+
+    time_machine.move_to(BERLIN_NIGHT, tick=False)  # 02:30 CEST
+    with django_capture_on_commit_callbacks(execute=True):
+        scheduler()
+    first = Pass.objects.get(agent=agent)
+    services.pass_reject(run=first, user=bob, note="not tonight")  # nothing pending any more
+
+    # django-q2 computes the next run from local 02:30:20 CEST: 02:30 CET, one hour later
+    assert Schedule.objects.get(name=agent.schedule_name).next_run == datetime(2025, 10, 26, 1, 30, tzinfo=UTC)
+    time_machine.move_to(BERLIN_NIGHT + timedelta(hours=1), tick=False)  # 02:30 CET
+    with django_capture_on_commit_callbacks(execute=True):
+        scheduler()
+    assert Pass.objects.filter(agent=agent).count() == 1  # the repeated 02:30 did not plan again
+    skipped = AuditEvent.objects.get(agent=agent, verb="skipped")
+    assert skipped.data["slot"] == "2025-10-26T02:30" and "already happened" in skipped.note
+    assert first.events.get(verb="requested").data["slot"] == "2025-10-26T02:30"
+
+    time_machine.move_to(BERLIN_NIGHT + timedelta(days=1, hours=1), tick=False)  # next night
+    with django_capture_on_commit_callbacks(execute=True):
+        scheduler()
+    assert Pass.objects.filter(agent=agent).count() == 2

@@ -25,7 +25,7 @@ def passes(unique_name, bob) -> dict[str, Pass]:
     out = {
         "guard": Pass.objects.create(agent=a, trigger="schedule", status="rejected_by_guard", created_at=when,
                                      guard_reason="Loss guard tripped: loss 40.0%", decided_actor="policy"),
-        "dismissed": Pass.objects.create(agent=a, trigger="operator", status="dismissed", decided_by=bob,
+        "rejected": Pass.objects.create(agent=a, trigger="operator", status="rejected", decided_by=bob,
                                          decided_at=when, note=XSS, created_at=datetime(2026, 10, 6, tzinfo=UTC)),
         "failed": Pass.objects.create(agent=b, trigger="cli", status="failed", error="Chroma down",
                                       created_at=datetime(2026, 10, 7, tzinfo=UTC)),
@@ -56,8 +56,8 @@ def test_it_lists_every_pass_with_its_decision(client: Client, carol, passes) ->
 
 @pytest.mark.parametrize(
     ("status", "expected"),
-    [("rejected_by_guard", {"guard"}), ("dismissed", {"dismissed"}), ("failed", {"failed"}),
-     ("stale", {"stale"}), ("applied", {"applied"}), ("all", {"guard", "dismissed", "failed", "stale", "applied"})],
+    [("rejected_by_guard", {"guard"}), ("rejected", {"rejected"}), ("dismissed", {"rejected"}), ("failed", {"failed"}),
+     ("stale", {"stale"}), ("applied", {"applied"}), ("all", {"guard", "rejected", "failed", "stale", "applied"})],
 )
 def test_it_filters_by_status(client: Client, carol, passes, status: str, expected: set[str]) -> None:
     client.force_login(carol)
@@ -90,7 +90,7 @@ def test_it_returns_the_results_fragment_for_htmx(client: Client, carol, passes)
 
 def test_it_paginates(client: Client, carol, unique_name) -> None:
     a = Agent.objects.create(name="Many", slug=unique_name("m"), collection_name=unique_name("c"))
-    Pass.objects.bulk_create([Pass(agent=a, trigger="schedule", status="dismissed") for _ in range(55)])
+    Pass.objects.bulk_create([Pass(agent=a, trigger="schedule", status="rejected") for _ in range(55)])
     client.force_login(carol)
     assert len(client.get(reverse("audit")).context["page"].object_list) == 50
     r = client.get(reverse("audit"), {"page": 2})
@@ -112,8 +112,8 @@ def test_it_exports_everything_without_filters(client: Client, carol, passes) ->
     client.force_login(carol)
     rows = list(csv.DictReader(io.StringIO(client.get(reverse("audit_csv")).content.decode())))
     assert len(rows) == 5
-    dismissed = next(row for row in rows if int(row["pass"]) == passes["dismissed"].pk)
-    assert dismissed["decided_by"] == "bob" and dismissed["note"] == XSS  # CSV is data, not HTML
+    rejected = next(row for row in rows if int(row["pass"]) == passes["rejected"].pk)
+    assert rejected["decided_by"] == "bob" and rejected["note"] == XSS  # CSV is data, not HTML
 
 
 def test_it_links_the_csv_with_the_current_filters(client: Client, carol, passes) -> None:
@@ -149,11 +149,11 @@ def test_it_falls_back_to_the_server_zone_for_a_bogus_cookie(client: Client, car
 
 @pytest.fixture
 def events(passes, bob) -> dict[str, AuditEvent]:
-    a, b = passes["dismissed"].agent, passes["applied"].agent
+    a, b = passes["rejected"].agent, passes["applied"].agent
     when = datetime(2026, 10, 10, 9, tzinfo=UTC)
     return {
-        "dismissed": AuditEvent.objects.create(agent=a, run=passes["dismissed"], user=bob, actor="bob", verb="dismissed",
-                                               from_status="proposed", to_status="dismissed", note=XSS, created_at=when),
+        "rejected": AuditEvent.objects.create(agent=a, run=passes["rejected"], user=bob, actor="bob", verb="rejected",
+                                               from_status="proposed", to_status="rejected", note=XSS, created_at=when),
         "rollback": AuditEvent.objects.create(agent=b, run=passes["applied"], user=bob, actor="bob", verb="rollback_requested",
                                               from_status="applied", to_status="rolling_back", note="=undo", created_at=when),
         "pin": AuditEvent.objects.create(agent=b, actor="alice", verb="memory_pinned", created_at=when),

@@ -67,6 +67,15 @@ def test_it_filters(client: Client, carol, agent, params: dict, expected: list[s
     assert [m.id for m in r.context["page"]] == expected
 
 
+@pytest.mark.parametrize("htmx", [False, True])
+def test_it_says_no_memories_match_a_filter_with_no_matches(client: Client, carol, agent, htmx) -> None:
+    client.force_login(carol)
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    r = client.get(reverse("memory_list", args=[agent.slug]), {"contains": "no such words"}, **headers)
+    assert r.status_code == 200
+    assert "No memories match these filters." in r.content.decode()
+
+
 def test_it_returns_the_results_fragment_for_htmx(client: Client, carol, agent) -> None:
     client.force_login(carol)
     r = client.get(reverse("memory_list", args=[agent.slug]), {"contains": "cat"}, HTTP_HX_REQUEST="true")
@@ -106,7 +115,9 @@ def test_it_shows_detail_with_metadata_and_passes(client: Client, carol, agent) 
     r = client.get(_detail(agent, "mem-000"))
     assert r.status_code == 200
     html = r.content.decode()
-    assert "Pixel" in html and "curated" in html and "&quot;pinned&quot;: true" in html
+    assert "Pixel" in html and "curated" in html
+    fields = html[html.index('data-testid="memory-metadata"'):]
+    assert '<dt>pinned</dt><dd class="memtext">yes</dd>' in fields and "&quot;pinned&quot;" not in html
     assert reverse("pass_detail", args=[run.pk]) in html
     assert "Edit text" not in html  # viewers cannot edit
 

@@ -47,7 +47,7 @@ def test_it_shows_summary_and_operations_by_kind(client: Client, carol, agent) -
     for kind in ("merge", "prune", "reconcile"):
         assert f'id="ops-{kind}"' in html
     assert "0.931" in html  # pairwise cosine
-    assert "score=0.012" in html and "decay" in html  # prune score and rule
+    assert "<dt>decayed importance</dt><dd class=\"memtext\">0.012</dd>" in html and "decay" in html
     assert "wins" in html and "superseded" in html and "newer statement wins" in html
     # viewers see no review controls
     assert "Approve" not in html and 'data-action="toggle-exclude"' not in html
@@ -139,7 +139,7 @@ def test_it_redirects_back_without_htmx(client: Client, bob, agent) -> None:
 
 
 def test_it_reports_exclude_on_a_decided_pass(client: Client, bob, agent) -> None:
-    run = make_proposal(agent, status="dismissed")
+    run = make_proposal(agent, status="rejected")
     op = _merge_ops(run)[0]
     client.force_login(bob)
     r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"}, HTTP_HX_REQUEST="true")
@@ -218,8 +218,8 @@ def test_it_rejects_with_a_note(client: Client, bob, agent) -> None:
     r = client.post(reverse("pass_reject", args=[run.pk]), {"note": XSS}, follow=True)
     assert r.status_code == 200
     run.refresh_from_db()
-    assert run.status == "dismissed" and run.note == XSS
-    assert XSS.encode() not in r.content and b"dismissed" in r.content
+    assert run.status == "rejected" and run.note == XSS
+    assert XSS.encode() not in r.content and b"rejected" in r.content and b"dismissed" not in r.content
 
 
 @pytest.mark.parametrize("name", ["pass_approve", "pass_reject"])
@@ -316,9 +316,9 @@ def test_it_says_a_stale_approve_was_not_recorded(client: Client, bob, alice, ag
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ship it"})
     assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
     html = client.get(r["Location"]).content.decode()
-    assert "was already rejected by alice" in html and "(now dismissed)" in html and "your approval was not recorded" in html and "ship it" in html
+    assert "was already rejected by alice" in html and "(now rejected)" in html and "your approval was not recorded" in html and "ship it" in html
     run.refresh_from_db()
-    assert run.status == "dismissed"
+    assert run.status == "rejected"
 
 
 def test_it_lists_the_pass_history_with_who_did_what(client: Client, bob, carol, agent) -> None:
@@ -329,8 +329,8 @@ def test_it_lists_the_pass_history_with_who_did_what(client: Client, bob, carol,
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     section = html[html.index('id="pass-history"'):html.index("<h2>Operations</h2>")]
-    assert 'data-verb="excluded"' in section and 'data-verb="dismissed"' in section
-    assert "bob" in section and "proposed → dismissed" in section and "not now &lt;b&gt;" in section
+    assert 'data-verb="excluded"' in section and 'data-verb="rejected"' in section
+    assert "bob" in section and "proposed → rejected" in section and "not now &lt;b&gt;" in section
 
 
 def test_it_shows_who_rolled_back_in_the_history(client: Client, carol, bob, agent) -> None:
@@ -372,9 +372,11 @@ def test_it_collapses_operation_kinds_of_a_long_proposal(client: Client, bob, ag
     assert '<details id="ops-merge" class="opgroup" open>' in short
     long_run = make_proposal(agent, entries_before=400, merges=60, prunes=30, reconciles=10)
     html = client.get(reverse("pass_detail", args=[long_run.pk])).content.decode()
-    for kind, n in (("merge", 60), ("prune", 30), ("reconcile", 10)):
+    for kind, label in (("merge", "60 merge operations · 120 memories merged into 60"),
+                        ("prune", "30 prune operations · 30 memories pruned"),
+                        ("reconcile", "10 reconcile operations · 10 memories superseded (older side)")):
         assert f'<details id="ops-{kind}" class="opgroup">' in html
-        assert f'{kind.capitalize()} <span class="muted">({n})</span>' in html
+        assert f'data-testid="group-{kind}">{label}</span>' in html
     page2 = client.get(reverse("pass_detail", args=[long_run.pk]), {"kind": "merge", "merge_page": 2}, HTTP_HX_REQUEST="true")
     assert page2.content.decode().lstrip().startswith('<details id="ops-merge" class="opgroup" open>')
 
@@ -399,3 +401,30 @@ def test_it_serves_a_favicon(client: Client) -> None:
     assert r.status_code == 301 and r["Location"].endswith("favicon.svg")
     html = Client().get(reverse("login")).content.decode()
     assert 'rel="icon"' in html and "favicon.svg" in html
+
+
+@pytest.mark.parametrize("status", ["queued", "running"])
+def test_a_queued_or_running_pass_shows_one_state(client: Client, carol, agent, status) -> None:
+    run = Pass.objects.create(agent=agent, trigger="operator", status=status)
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'id="pass-progress"' in html and 'id="planning-note"' in html
+    assert "not evaluated" not in html and "0 → 0" not in html
+
+
+def test_a_pass_run_with_another_policy_says_so(client: Client, carol, agent) -> None:
+    named = make_proposal(agent)
+    named.telemetry = {"policy_override": "aggressive"}
+    named.max_loss_fraction = 0.9
+    named.save()
+    client.force_login(carol)
+    html = client.get(reverse("pass_detail", args=[named.pk])).content.decode()
+    assert "This pass ran with the “aggressive” policy, not the agent&#x27;s own" in html
+
+    changed = make_proposal(agent, status="applied")
+    changed.policy = {"link_threshold": 0.8}
+    changed.save()
+    html = client.get(reverse("pass_detail", args=[changed.pk])).content.decode()
+    assert "The agent&#x27;s policy changed after this pass ran (link threshold)" in html
+    plain = make_proposal(agent)
+    assert 'data-testid="policy-note"' not in client.get(reverse("pass_detail", args=[plain.pk])).content.decode()

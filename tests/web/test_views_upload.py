@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
+from django.test import Client, TestCase
 from django.urls import reverse
 
 from memoryadmin.console import stores
@@ -33,11 +33,20 @@ def ids_in(agent: Agent) -> set[str]:
 
 
 def post(client: Client, agent: Agent, content, *, skip: bool = False, htmx: bool = False):
+    """Upload, let the worker's task run (django-q2 sync mode, after commit), then show the job
+    as the page's polling would: its final state (htmx: 286, which stops the polling)."""
     data = {"file": upload(content)}
     if skip:
         data["skip_invalid"] = "on"
     extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
-    return client.post(reverse("memories_import", args=[agent.slug]), data, **extra)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        r = client.post(reverse("memories_import", args=[agent.slug]), data, **extra)
+    job = r.context["job"] if r.status_code == 200 and r.context else None
+    if job is None:
+        return r
+    r = client.get(reverse("memories_import_status", args=[agent.slug, job.pk]), **extra)
+    assert r.status_code == (286 if htmx else 200)
+    return r
 
 
 # ----- the agent page ----------------------------------------------------------------------
@@ -131,7 +140,7 @@ def test_it_returns_only_the_result_to_htmx(client: Client, alice, agent_with_me
     client.force_login(alice)
     r = post(client, agent, line("a") + "\n", htmx=True)
     html = r.content.decode()
-    assert r.status_code == 200 and html.lstrip().startswith('<div id="import-result"')
+    assert r.status_code == 286 and html.lstrip().startswith('<div id="import-result"')
     assert "<html" not in html and "<strong>1</strong> memory written" in html
     assert ids_in(agent) == {"a"}
     assert "HX-Request" in r["Vary"]
@@ -175,7 +184,7 @@ def test_it_refuses_a_malformed_file_whole(client: Client, alice, agent_with_mem
     agent = agent_with_memories(2)
     client.force_login(alice)
     r = post(client, agent, content, htmx=htmx)
-    assert r.status_code == 200
+    assert r.status_code == (286 if htmx else 200)
     html = r.content.decode()
     assert "Nothing was written." in html
     assert f'<td class="num mono">{lineno}</td>' in html, html[:3000]
@@ -227,7 +236,8 @@ def test_it_reports_a_store_outage_without_a_500(client: Client, alice, unique_n
     agent = Agent.objects.create(name="No store", slug=unique_name("a"), collection_name=unique_name("missing"))
     client.force_login(alice)
     r = post(client, agent, line("a") + "\n")
-    assert r.status_code == 200 and b"store is unavailable" in r.content and b"Nothing was written." in r.content
+    assert r.status_code == 200 and b"store is unavailable" in r.content
+    assert b"The import failed." in r.content and b"nothing was written" in r.content
 
 
 # ----- escaping ----------------------------------------------------------------------------

@@ -10,8 +10,8 @@ One module per step of a pass's life, plus its neighbours:
 - :mod:`.schedules` — ``schedule_sync`` / ``schedules_sync_all`` (django-q2 schedules)
 - :mod:`.passes` — ``pass_request`` / ``pass_run`` (snapshot → plan → stored proposal) /
   ``pass_fail``
-- :mod:`.review` — ``operation_set_excluded`` / ``operation_edit_text`` / ``pass_approve`` /
-  ``pass_reject``
+- :mod:`.review` — ``operation_set_excluded`` / ``operations_set_excluded`` (bulk) /
+  ``operation_edit_text`` / ``pass_approve`` / ``pass_reject`` / ``pass_score_operations``
 - :mod:`.apply` — ``pass_apply`` (journaled per operation, resumable)
 - :mod:`.rollback` — leases, ``pass_rollback_request`` / ``pass_rollback``,
   ``archive_restore``, ``passes_recover``
@@ -20,7 +20,7 @@ One module per step of a pass's life, plus its neighbours:
   validation, the live-store read, failpoints)
 
 Lifecycle (ARCHITECTURE.md): ``queued → running → proposed | rejected_by_guard | failed``;
-``proposed → approved → applying → applied | partially_applied``; ``proposed → dismissed | stale``;
+``proposed → approved → applying → applied | partially_applied``; ``proposed → rejected | stale``;
 ``applied | partially_applied → rolling_back → rolled_back``.
 Every transition is a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent`
 in one transaction, so two workers can never both move the same pass, and one active pass per
@@ -41,8 +41,16 @@ from .agents import agent_create, agent_delete, agent_update
 from .apply import APPLY_BATCH, pass_apply
 from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, validate_cron
 from .memories import memory_delete, memory_edit, memory_set_pinned
-from .passes import pass_fail, pass_request, pass_run
-from .review import operation_edit_text, operation_set_excluded, pass_approve, pass_reject
+from .passes import pass_fail, pass_request, pass_request_scheduled, pass_run
+from .review import (
+    operation_edit_text,
+    operation_set_excluded,
+    operations_carry_over,
+    operations_set_excluded,
+    pass_approve,
+    pass_reject,
+    pass_score_operations,
+)
 from .rollback import (
     RollbackBlocked,
     archive_restore,
@@ -81,15 +89,19 @@ __all__ = [
     "memory_set_pinned",
     "operation_edit_text",
     "operation_set_excluded",
+    "operations_carry_over",
+    "operations_set_excluded",
     "pass_apply",
     "pass_approve",
     "pass_evaluate",
     "pass_fail",
     "pass_reject",
     "pass_request",
+    "pass_request_scheduled",
     "pass_rollback",
     "pass_rollback_request",
     "pass_run",
+    "pass_score_operations",
     "pass_stale_operations",
     "passes_recover",
     "resume_leased",

@@ -20,8 +20,32 @@ __all__ = ["agent_create", "agent_delete", "agent_update"]
 
 _AGENT_FIELDS = {
     "name", "slug", "description", "field_map", "policy", "auto_apply", "schedule_cron",
-    "schedule_enabled",
+    "schedule_enabled", "embedder",
 }
+_EMBEDDER_KEYS = {"base_url", "model", "api_key_env", "own_vectors"}
+
+
+def validate_embedder(embedder: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The agent's ``embedder`` setting as stored (blank values dropped).
+
+    ``{"base_url", "model", "api_key_env", "own_vectors"}``: an OpenAI-compatible endpoint of the
+    attached collection's own model (URL and model together; the key stays in the environment
+    variable named) and/or ``own_vectors`` (bool). Raises ``ValueError`` for unknown keys, a
+    half-filled endpoint or a bad URL. Does no network I/O.
+    """
+    from consolidation.adapters.remote_embedder import endpoint_embedder_from_config
+
+    data = {k: v for k, v in dict(embedder or {}).items() if v not in (None, "")}
+    unknown = set(data) - _EMBEDDER_KEYS
+    if unknown:
+        raise ValueError(f"Unknown embedder settings: {', '.join(sorted(unknown))}.")
+    if "own_vectors" in data and not isinstance(data["own_vectors"], bool):
+        raise ValueError("own_vectors must be true or false.")
+    for key in ("base_url", "model", "api_key_env"):
+        if key in data:
+            data[key] = str(data[key]).strip()
+    endpoint_embedder_from_config(data, {})  # raises ValueError when invalid
+    return data
 
 
 @transaction.atomic
@@ -37,13 +61,15 @@ def agent_create(
     schedule_cron: str = "0 3 * * *",
     schedule_enabled: bool = True,
     description: str = "",
+    embedder: Mapping[str, Any] | None = None,
     user: Any = None,
 ) -> Agent:
     """Create an agent, its collection (or attach an existing one) and its schedule.
 
+    ``embedder``: the attached collection's own embedder (:func:`validate_embedder`).
     Raises ``ValueError`` for a blank name, a bad slug, a collection name Chroma refuses, an
-    invalid policy/field map/cron, a slug or collection already used by an agent, attaching a
-    collection that does not exist or creating one that does; :class:`StoreUnavailable` when
+    invalid policy/field map/cron/embedder, a slug or collection already used by an agent,
+    attaching a collection that does not exist or creating one that does; :class:`StoreUnavailable` when
     Chroma is down. Nothing is written on error.
     """
     name = (name or "").strip()
@@ -55,6 +81,7 @@ def agent_create(
     collection_name = stores.validate_collection_name(collection_name)
     policy_d = validate_policy(policy)
     fm_d = validate_field_map(field_map)
+    embedder_d = validate_embedder(embedder)
     cron = validate_cron(schedule_cron)
     if Agent.objects.filter(slug=slug).exists():
         raise ValueError(f"An agent with the slug {slug!r} already exists.")
@@ -70,7 +97,7 @@ def agent_create(
     agent = Agent.objects.create(
         name=name, slug=slug, description=description or "", collection_name=collection_name,
         attached=bool(attach), field_map=fm_d, policy=policy_d, auto_apply=bool(auto_apply),
-        schedule_cron=cron, schedule_enabled=bool(schedule_enabled),
+        schedule_cron=cron, schedule_enabled=bool(schedule_enabled), embedder=embedder_d,
     )
     audit(actor=actor_name(user, "cli"), verb="agent_created", agent=agent, user=user,
            data={"collection": collection_name, "attached": bool(attach)})
@@ -108,6 +135,8 @@ def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
             value = validate_policy(value)
         elif key == "field_map":
             value = validate_field_map(value)
+        elif key == "embedder":
+            value = validate_embedder(value)
         elif key == "schedule_cron":
             value = validate_cron(value)
         elif key in ("auto_apply", "schedule_enabled"):

@@ -202,7 +202,7 @@ def _apply_batch_stages(
                             "agent": run.agent, "document": rec.document,
                             "metadata": jsonable(rec.metadata), "embedding": embedding_to_bytes(emb),
                             "content_hash": rec.content_hash, "action": _ARCHIVE_ACTION[op.kind],
-                            "run": run, "actor": actor,
+                            "run": run, "actor": run.decided_actor or actor,
                         },
                     )
             _mark(fresh, OS.ARCHIVED)
@@ -261,7 +261,8 @@ def pass_apply(*, run: Pass) -> Pass:
     store size. If it trips, nothing is written: the pass ends ``rejected_by_guard`` with the
     reason. Operations that conflict later only lower the loss, so the check cannot newly trip.
 
-    Ends ``applied``, or ``partially_applied`` when any operation conflicted or failed. If Chroma
+    ``conflict`` operations are never applied (they remove and write nothing; a reviewer
+    resolves them). Ends ``applied``, or ``partially_applied`` when any operation conflicted or failed. If Chroma
     is unreachable before any operation started, the pass goes back to ``proposed`` (store
     untouched, exclusions and edits kept, audited as ``apply_postponed``);
     after that it stays ``applying`` with the error and is resumed by running this again
@@ -269,7 +270,7 @@ def pass_apply(*, run: Pass) -> Pass:
     agent's checkpoint is refreshed and a :class:`StoreSample` is recorded.
     """
     run = Pass.objects.select_related("agent", "decided_by").get(pk=run.pk)
-    actor = run.decided_actor or run_actor(run)
+    actor = run_actor(run)  # the worker applies; who approved is on the "approved" event
     if run.status == S.APPROVED:
         try:
             run = transition(run, frm=(S.APPROVED,), to=S.APPLYING, actor=actor, verb="applying",
@@ -279,9 +280,10 @@ def pass_apply(*, run: Pass) -> Pass:
     elif run.status != S.APPLYING:
         return run
     agent = run.agent
+    # A conflict waits for a reviewer's pick; approving or auto-applying never resolves it.
     ops = list(
         run.operations.filter(excluded=False).exclude(status=OS.EXCLUDED)
-        .prefetch_related("sources").order_by("index")
+        .exclude(kind=Operation.Kind.CONFLICT).prefetch_related("sources").order_by("index")
     )
     # The guard re-check runs until its verdict is recorded (also after a crash in between).
     fresh = "apply_guard" not in (run.telemetry or {}) and all(

@@ -41,6 +41,7 @@ __all__ = [
     "get_live",
     "jsonable",
     "looks_unavailable",
+    "SYSTEM_ACTOR",
     "run_actor",
     "set_progress",
     "stale_reason",
@@ -74,11 +75,15 @@ def user_or_none(user: Any) -> Any:
     return user if user is not None and getattr(user, "is_authenticated", False) else None
 
 
+SYSTEM_ACTOR = "system"
+"""Actor of the steps a pass takes by itself (started, proposed, stale, failed, applying …)."""
+
+
 def run_actor(run: Pass) -> str:
-    """Who a pass acts for: its requester's username, else its trigger ("schedule", "cli", …)."""
-    if run.requested_by_id:
-        return run.requested_by.get_username()
-    return run.trigger
+    """Who performs a pass's own steps: always :data:`SYSTEM_ACTOR` (issue 10: the history said
+    a user "operator" started and proposed the pass). The person who asked for the pass is on
+    its ``requested`` event, the one who approved it on ``approved``."""
+    return SYSTEM_ACTOR
 
 
 def audit(

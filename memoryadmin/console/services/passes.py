@@ -15,9 +15,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from consolidation import FieldMap, MemoryRecord, Policy, summarize
+from consolidation import FieldMap, MemoryRecord, OpKind, Policy, summarize
+from consolidation.plans import leave_out
 
-from .. import stores
+from .. import stores, triage
 from ..errors import PassAlreadyActive, ServiceError
 from ..models import (
     Agent,
@@ -42,8 +43,9 @@ from .journal import (
     transition,
     user_or_none,
 )
+from .review import operations_carry_over
 
-__all__ = ["pass_fail", "pass_request", "pass_run"]
+__all__ = ["pass_fail", "pass_request", "pass_request_scheduled", "pass_run"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,7 @@ def pass_request(
     run_inline: bool = False,
     policy: Policy | None = None,
     policy_name: str = "",
+    slot: str = "",
 ) -> Pass:
     """Queue a pass for ``agent`` and enqueue :func:`tasks.run_pass` when the transaction commits.
 
@@ -67,7 +70,8 @@ def pass_request(
     instead of on the queue (CLI). ``policy`` overrides the agent's policy for this pass only
     (e.g. ``consolidate --policy aggressive``; ``policy_name`` is recorded with it). Raises
     :class:`PassAlreadyActive` — and records an ``AuditEvent`` with verb ``"refused"`` — when
-    another pass of the agent is active (I-5).
+    another pass of the agent is active (I-5). ``slot`` (scheduled runs) is the local calendar
+    slot recorded on the ``requested`` event.
     """
     trigger = Pass.Trigger(trigger).value
     actor = actor or actor_name(user, trigger)
@@ -81,7 +85,8 @@ def pass_request(
                 telemetry={"policy_override": policy_name or "explicit"} if override else {},
             )
             audit(actor=actor, verb="requested", run=run, agent=agent, user=user,
-                   to_status=S.QUEUED, data={"trigger": trigger})
+                   to_status=S.QUEUED,
+                   data={"trigger": trigger, **({"slot": slot} if slot else {})})
     except IntegrityError:
         active = agent.passes.filter(status__in=Pass.ACTIVE).first()
         detail = f"pass #{active.pk} is {active.status}" if active else "another pass is active"
@@ -91,6 +96,37 @@ def pass_request(
         raise PassAlreadyActive(message) from None
     enqueue(TASK_RUN, run.pk, inline=run_inline)
     return run
+
+
+def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass | None:
+    """The agent's schedule fired: queue a pass (trigger ``schedule``), unless
+
+    - a proposal of the agent is pending: it is somebody's work, so nothing is planned (a
+      ``* * * * *`` schedule stacked a stale proposal every minute, each discarding the
+      reviewer's exclusions); or
+    - this local calendar slot already ran: in the autumn daylight-saving change a ``30 2 * * *``
+      cron fires twice (02:30 CEST and 02:30 CET); the slot is the cron's latest local wall-clock
+      time (``selectors.schedule_slot``).
+
+    Both are audited as ``skipped`` (actor ``schedule``) and return ``None``. Raises
+    :class:`PassAlreadyActive` (audited ``refused``) when a pass is active.
+    """
+    from ..selectors import schedule_slot
+
+    slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
+    pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
+    if pending is not None:
+        audit(actor="schedule", verb="skipped", agent=agent, run=pending,
+              note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
+                   "nothing was planned.", data={"slot": slot, "pending_pass": pending.pk})
+        return None
+    repeat = agent.events.filter(verb="requested", data__slot=slot, data__trigger="schedule")
+    if repeat.exists() and not agent.passes.filter(status__in=Pass.ACTIVE).exists():
+        audit(actor="schedule", verb="skipped", agent=agent,
+              note=f"Scheduled run skipped: the {slot} run already happened (the clock went back "
+                   "an hour for daylight saving).", data={"slot": slot})
+        return None
+    return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
 
 
 def _snapshot(store: Any, run: Pass) -> list[MemoryRecord]:
@@ -172,6 +208,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
         checkpoint = dict(agent.checkpoint) if agent.checkpoint else None
         plan = plan_records(records, policy, now=now, fieldmap=field_map, checkpoint=checkpoint)
         plan = _add_distillation(run, records, plan, field_map)
+        plan = _leave_out_unwritable(store, records, plan)
         set_progress(run, 0.75, f"Checking recall on {run.agent.probes.count():,} probe queries")
         from ..recall import recall_check
 
@@ -220,6 +257,15 @@ def _add_distillation(run: Pass, records: list[MemoryRecord], plan: Any, field_m
     return plan
 
 
+def _leave_out_unwritable(store: Any, records: list[MemoryRecord], plan: Any) -> Any:
+    """Drop the operations whose result text the store cannot write (reasons in the telemetry,
+    ``left_out``): in a collection of another model's vectors a new text needs that model's
+    embedder (``consolidation.adapters.chroma_layout``); an empty text is never written."""
+    texts = [op.result_document for op in plan.operations if op.result_document is not None]
+    bad = store.unwritable(texts) if texts else {}
+    return leave_out(plan, bad, len(records)) if bad else plan
+
+
 def _store_proposal(
     run: Pass, records: list[MemoryRecord], plan: Any, policy: Policy, actor: str, now: datetime,
     *, recall: dict[str, Any] | None = None,
@@ -234,21 +280,33 @@ def _store_proposal(
         guard_passed, guard_reason = False, plan.result.reason or "Rejected by the engine."
     if guard_passed and recall is not None and not recall.get("passed", True):
         guard_passed, guard_reason = False, f"Recall guard tripped: {recall.get('reason')}"
+    trimmed = (plan.context or {}).get("trimmed") or {}
+    # Sources of operations the loss budget deferred leave the snapshot (and so the checkpoint
+    # after apply): the next incremental pass sees them as new and plans them again.
+    deferred_ids = set(trimmed.pop("deferred_ids", None) or ())
     telemetry = jsonable(dict(plan.context or {}))
     if (run.telemetry or {}).get("policy_override"):
         telemetry["policy_override"] = run.telemetry["policy_override"]
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
+    scored = triage.plan_scores(
+        agent=run.agent, records=records, operations=plan.operations, policy=policy,
+        fieldmap=run.agent.get_field_map(), now=now,
+    )
+    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE}
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
-        PassSnapshot.objects.create(run=run, hashes={r.id: r.content_hash for r in records})
-        for index, op in enumerate(plan.operations):
+        PassSnapshot.objects.create(
+            run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids})
+        for index, (op, (loss, risk)) in enumerate(zip(plan.operations, scored, strict=True)):
             row = Operation.objects.create(
                 run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",
                 scores=jsonable(op.scores or {}), source_ids=list(op.source_ids),
                 removes=list(op.removes), result_id=op.result_id or "",
                 result_document=op.result_document or "", planned_document=op.result_document or "",
                 result_metadata=jsonable(op.result_metadata) if op.result_metadata is not None else None,
+                risk=risk.score, risk_reasons=list(risk.reasons), lost=loss.to_dict(),
+                lost_sentences=len(loss.sentences),
             )
             sources = []
             for position, sid in enumerate(op.source_ids):
@@ -259,11 +317,19 @@ def _store_proposal(
                     embedding=embedding_to_bytes(rec.embedding), removed=sid in op.removes,
                 ))
             OperationSource.objects.bulk_create(sources)
-        for old in Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk):
+        older = list(Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk)
+                     .order_by("-created_at", "-id"))
+        for old in older:
             why = f"Superseded by the newer pass #{run.pk}."
             transition(old, frm=(S.PROPOSED,), to=S.STALE, actor=actor, verb="stale", note=why,
                         reason=why, finished_at=timezone.now())
         to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
+        # A conflict is never settled nor auto-applied: a pass with only conflicts waits for a
+        # reviewer (issue 9, item 7); with other operations, auto-apply applies those only.
+        actionable = [op for op in plan.operations if op.kind != OpKind.CONFLICT]
+        label = ("Rejected by the loss guard" if not guard_passed
+                 else "Conflicts to review" if plan.operations and not actionable
+                 else "Proposal ready")
         fields: dict[str, Any] = {
             "entries_before": ev.entries_before, "entries_after": ev.entries_after,
             "merged": ev.merged, "promoted": ev.promoted, "pruned": ev.pruned,
@@ -271,7 +337,7 @@ def _store_proposal(
             "guard_passed": guard_passed, "guard_reason": guard_reason, "telemetry": telemetry,
             "recall": jsonable(recall or {}),
             "snapshot_hash": _snapshot_hash(records), "planned_at": timezone.now(), "progress": 1.0,
-            "progress_label": "Proposal ready" if guard_passed else "Rejected by the loss guard",
+            "progress_label": label,
         }
         if not guard_passed:
             fields.update(reason=guard_reason, finished_at=timezone.now())
@@ -281,6 +347,9 @@ def _store_proposal(
             note="" if guard_passed else guard_reason,
             data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction}, **fields,
         )
+        if older and guard_passed:  # the reviewer's work on the latest pending proposal is kept
+            operations_carry_over(source=older[0], target=run, actor=actor)
+            run.refresh_from_db()
         if guard_passed and not plan.operations:
             # Nothing to review and nothing to write: settle it instead of leaving an empty
             # "pending" proposal for an operator to approve (a fresh-user finding).
@@ -290,7 +359,7 @@ def _store_proposal(
                 decided_by=None, decided_actor="policy", decided_at=timezone.now(),
                 finished_at=timezone.now(), progress_label="Nothing to consolidate",
             )
-        elif guard_passed and run.agent.auto_apply:
+        elif guard_passed and actionable and run.agent.auto_apply:
             run = transition(
                 run, frm=(S.PROPOSED,), to=S.APPROVED, actor="policy", verb="approved",
                 note="Auto-applied by the agent's policy: the loss guard passed.",

@@ -37,7 +37,7 @@ from consolidation import MemoryRecord, content_hash
 
 from .. import stores
 from ..errors import ServiceError, StoreUnavailable
-from ..models import Agent, ArchivedMemory, Operation, Pass, PassSnapshot
+from ..models import Agent, ArchivedMemory, Operation, Pass, PassSnapshot, StoreSample
 from .apply import batches, pass_apply
 from .journal import (
     TASK_ROLLBACK,
@@ -362,7 +362,8 @@ def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
 
 
 def _refresh_checkpoint(run: Pass, store: Any) -> None:
-    """Checkpoint := current minus what the pass created and minus the restored originals.
+    """Checkpoint := current minus what the pass created and minus the restored originals; and a
+    :class:`StoreSample` of the store's size (the dashboard's size chart shows the rollback).
 
     Restored originals count as new again, so the next pass plans them afresh and the operator
     gets a new proposal to review (excluding what was wrong) instead of an empty one: an undone
@@ -376,6 +377,7 @@ def _refresh_checkpoint(run: Pass, store: Any) -> None:
     for a in _archived_of(ops):
         checkpoint.pop(a.memory_id, None)
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
+    StoreSample.objects.create(agent=run.agent, count=store.count())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -93,6 +93,73 @@ def human(value: Any) -> str:
     return str(value)
 
 
+SCORE_LABELS: dict[str, tuple[str, str]] = {
+    # key: (label, format) — format "cos" 3 decimals, "pct" percent, "days", "num", "words"
+    "min_cosine": ("lowest pairwise cosine", "cos"),
+    "mean_cosine": ("mean cosine", "cos"),
+    "cosine": ("cosine", "cos"),
+    "confidence": ("confidence", "cos"),
+    "score": ("decayed importance", "cos"),
+    "age_days": ("age", "days"),
+    "coverage": ("content words kept elsewhere", "pct"),
+    "importance": ("importance", "num"),
+    "sessions": ("sessions", "num"),
+    "access_count": ("accesses", "num"),
+    "rules": ("rules", "words"),
+    "promote_rules": ("promotion rules", "words"),
+    "promoted": ("merged memory promoted", "words"),
+    "newer_created_at": ("newer memory created", "words"),
+    "sources": ("sources", "num"),
+}
+"""Operation scores (``Operation.scores``) as labelled fields; other keys get their name in words."""
+
+SCORE_HIDDEN = {"pairwise", "rule"}
+"""Scores shown elsewhere: the pairwise matrix as a table, the rule as the operation's badge."""
+
+METADATA_LABELS: dict[str, str] = {
+    "created_at": "created", "updated_at": "updated", "last_accessed_at": "last accessed",
+    "access_count": "accesses", "merged_from": "merged from", "dia_id": "dialog turn",
+}
+"""Metadata keys whose label is not just the key in words."""
+
+
+def _display(value: Any, fmt: str = "") -> str:
+    if isinstance(value, bool) or value is None or isinstance(value, list | tuple | set | frozenset):
+        return human(value)
+    if isinstance(value, dict):
+        return "; ".join(f"{label(k)}: {_display(v)}" for k, v in value.items()) or "—"
+    if isinstance(value, int | float) and math.isfinite(value):
+        if fmt == "cos":
+            return f"{value:.3f}"
+        if fmt == "pct":
+            return pct(value)
+        if fmt == "days":
+            return f"{value:.1f} days"
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return str(value)
+
+
+@register.filter
+def score_fields(scores: Any) -> list[tuple[str, str]]:
+    """An operation's ``scores`` dict as ``[(label, value text)]`` in a stable order: known keys
+    first (cosines with 3 decimals, ages in days, coverage in %), then the others by name."""
+    if not isinstance(scores, dict):
+        return []
+    known = [k for k in SCORE_LABELS if k in scores]
+    other = sorted(k for k in scores if k not in SCORE_LABELS and k not in SCORE_HIDDEN)
+    out = [(SCORE_LABELS[k][0], _display(scores[k], SCORE_LABELS[k][1])) for k in known]
+    return out + [(label(k), _display(scores[k])) for k in other]
+
+
+@register.filter
+def metadata_fields(metadata: Any) -> list[tuple[str, str]]:
+    """A memory's metadata dict as ``[(label, value text)]`` sorted by key: booleans as yes/no,
+    lists comma-separated, nested objects as "key: value" pairs."""
+    if not isinstance(metadata, dict):
+        return []
+    return [(METADATA_LABELS.get(k, label(k)), _display(metadata[k])) for k in sorted(metadata)]
+
+
 @register.simple_tag(takes_context=True)
 def operator_tz(context: template.Context) -> Any:
     """The operator's time zone (``?tz=``, the ``tz`` cookie set by app.js, else the server's).
@@ -107,3 +174,20 @@ def operator_tz(context: template.Context) -> Any:
 
         return operator_zone(None)
     return request_zone(request)
+
+
+@register.filter
+def key_list(value: Any) -> str:
+    """Metadata keys as written: a list comma-separated (``user_id, run_id``), else the string;
+    an empty value is "(the document)" because only the text key may be empty."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value) if value not in (None, "") else "(the document)"
+
+
+@register.simple_tag
+def max_upload_mb() -> int:
+    """The upload size cap in MB (``MEMORYADMIN_MAX_UPLOAD_MB``), for the upload form's help."""
+    from django.conf import settings
+
+    return settings.MEMORYADMIN_MAX_UPLOAD_BYTES // 2**20

@@ -28,7 +28,8 @@ from .passes import (
     pass_reject,
 )
 from .probes import probe_create, probe_delete, probe_edit, probe_list, probe_recall
-from .transfer import memories_export, memories_import
+from .review import pass_review, review_bulk
+from .transfer import memories_export, memories_import, memories_import_status
 
 __all__ = [
     "archive_list", "archive_restore", "pass_rollback",
@@ -36,6 +37,6 @@ __all__ = [
     "audit", "audit_csv", "audit_event_csv", "audit_event_list", "dashboard", "memory_delete", "memory_detail", "memory_edit",
     "memory_list", "memory_pin", "operation_edit", "operation_exclude", "pass_approve",
     "pass_detail", "pass_progress", "pass_reject", "schedule_preview",
-    "memories_export", "memories_import", "probe_create", "probe_delete", "probe_edit", "probe_list",
-    "probe_recall",
+    "memories_export", "memories_import", "memories_import_status", "probe_create", "probe_delete",
+    "probe_edit", "probe_list", "probe_recall", "pass_review", "review_bulk",
 ]

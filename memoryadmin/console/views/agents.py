@@ -9,7 +9,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from .. import services
 from ..forms import AgentCreateForm, AgentEditForm, CronPreviewForm
-from ..models import Agent, Pass
+from ..models import Agent, ImportJob, Pass
 from ..selectors import next_runs, store_status
 from .common import HtmxHttpRequest, can_manage, request_zone
 
@@ -30,6 +30,7 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
         "passes": agent.passes.select_related("decided_by")[:20],
         "active": agent.passes.filter(status__in=Pass.ACTIVE).first(),
         "policy": agent.policy, "field_map": agent.get_field_map().to_dict(),
+        "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
     }
     return render(request, "console/agent_detail.html", ctx)
 
@@ -37,7 +38,8 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
 def _error_field(message: str, form) -> str | None:
     """The form field a service's ``ValueError`` is about (by its wording), else ``None``."""
     lowered = message.lower()
-    for word, name in (("collection", "collection_name"), ("slug", "slug"), ("cron", "schedule_cron"),
+    for word, name in (("embedder", "field_embedder_url"), ("collection", "collection_name"),
+                       ("slug", "slug"), ("cron", "schedule_cron"),
                        ("schedule", "schedule_cron"), ("name", "name")):
         if word in lowered and name in form.fields:
             return name
@@ -101,8 +103,16 @@ def agent_delete(request: HtmxHttpRequest, slug: str):
 @can_manage
 @require_POST
 def agent_run(request: HtmxHttpRequest, slug: str):
-    """"Run now": queue a pass; refused with a message when one is already active (I-5)."""
+    """"Run now": queue a pass; refused with a message when one is already active (I-5).
+
+    With a proposal waiting for review it first asks for confirmation (``confirm=1``): the new
+    pass makes the waiting one stale and carries its exclusions and edits over.
+    """
     agent = get_object_or_404(Agent, slug=slug)
+    pending = agent.passes.filter(status=Pass.Status.PROPOSED).order_by("-created_at").first()
+    if pending is not None and request.POST.get("confirm") != "1":
+        ctx = {"nav": "agents", "agent": agent, "pending": pending}
+        return render(request, "console/agent_run_confirm.html", ctx)
     try:
         run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=request.user)
     except services.PassAlreadyActive as exc:

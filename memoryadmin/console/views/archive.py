@@ -40,8 +40,7 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
             ctx["blockers"] = services.rollback_blockers(run=run)
         except services.StoreUnavailable as exc:
             ctx["store_error"] = str(exc)
-    ctx["applied_ops"] = run.operations.filter(status="applied").count()
-    ctx["to_restore"] = ArchivedMemory.objects.filter(run=run, restored_at__isnull=True).count()
+    ctx["counts"] = selectors.rollback_counts(run)
     return render(request, "console/pass_rollback.html", ctx)
 
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..forms import AuditFilterForm, EventFilterForm
-from ..models import AuditEvent
+from ..models import AuditEvent, Pass
 from ..selectors import (
     AUDIT_PAGE_SIZE,
     EVENT_PAGE_SIZE,
@@ -56,8 +56,15 @@ def audit(request: HtmxHttpRequest):
 
 @require_GET
 def audit_csv(request: HtmxHttpRequest):
-    """The filtered audit list as CSV (same filters as the page, every row, no paging)."""
-    query = _query(AuditFilterForm(request.GET)) if request.GET else AuditQuery()
+    """The filtered audit list as CSV (same filters as the page, every row, no paging).
+
+    Invalid filters (a date out of range) show the audit page with the field errors (400)."""
+    form = AuditFilterForm(request.GET or None)
+    if request.GET and not form.is_valid():
+        ctx = {"nav": "audit", "form": form, "page": Paginator(Pass.objects.none(), 1).get_page(1),
+               "params": request.GET.urlencode(), "rollbacks": {}}
+        return render(request, "console/audit.html", ctx, status=400)
+    query = _query(form) if request.GET else AuditQuery()
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="memoryadmin-audit-{timezone.now():%Y%m%d-%H%M%S}.csv"'
     writer = csv.writer(response)
@@ -69,14 +76,22 @@ def audit_csv(request: HtmxHttpRequest):
             p.decided_at.isoformat() if p.decided_at else "", p.created_at.isoformat(),
             p.finished_at.isoformat() if p.finished_at else "", p.entries_before, p.entries_after,
             f"{p.loss_fraction:.6f}", f"{p.max_loss_fraction:.6f}", "" if p.guard_passed is None else p.guard_passed,
-            _cell(p.note), _cell(p.reason), _cell(p.error),
+            csv_cell(p.note), csv_cell(p.reason), csv_cell(p.error),
         ])
     return response
 
 
-def _cell(text: str) -> str:
-    # A cell starting with = + - @ is run as a formula by spreadsheets (CSV injection).
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+FORMULA_STARTS = frozenset("=+-@\t\r\n;|,%")
+"""First characters that make a spreadsheet read a cell as a formula or split it: = + - @ (OWASP
+"CSV injection"), tab/CR/LF, and the separators ; | , that Excel's locales and DDE use, and %."""
+
+
+def csv_cell(value: object) -> str:
+    """``value`` as a CSV cell that no spreadsheet runs: a leading ``'`` when it starts with one
+    of :data:`FORMULA_STARTS` (also after leading spaces, which Excel skips)."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.lstrip(" ")[:1] in FORMULA_STARTS else text
+
 
 
 EVENT_CSV_COLUMNS = ["time", "agent", "pass", "actor", "verb", "from_status", "to_status", "note"]
@@ -117,6 +132,6 @@ def audit_event_csv(request: HtmxHttpRequest):
     for e in events.iterator(chunk_size=500):
         writer.writerow([
             e.created_at.isoformat(), getattr(e.agent, "slug", ""), e.run_id or "",
-            _cell(getattr(e.user, "username", "") or e.actor), e.verb, e.from_status, e.to_status, _cell(e.note),
+            csv_cell(getattr(e.user, "username", "") or e.actor), e.verb, e.from_status, e.to_status, csv_cell(e.note),
         ])
     return response

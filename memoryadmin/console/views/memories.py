@@ -20,6 +20,8 @@ from .common import HtmxHttpRequest, can_edit_memories
 def _detail_url(agent: Agent, memory_id: str) -> str:
     from urllib.parse import urlencode
 
+    if not memory_id:  # a POST without memory_id: back to the list, with its message
+        return reverse("memory_list", args=[agent.slug])
     return f"{reverse('memory_detail', args=[agent.slug])}?{urlencode({'id': memory_id})}"
 
 
@@ -86,6 +88,9 @@ def memory_edit(request: HtmxHttpRequest, slug: str):
     """Edit a memory's text (prior version archived, change audited); errors re-render at 200."""
     agent = get_object_or_404(Agent, slug=slug)
     memory_id = request.POST.get("memory_id", "")
+    if not memory_id:
+        messages.error(request, "Choose a memory to edit.")
+        return redirect(_detail_url(agent, memory_id))
     form = MemoryEditForm(request.POST)
     if form.is_valid():
         try:

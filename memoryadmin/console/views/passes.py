@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.contrib import messages
@@ -15,27 +16,41 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
 from .. import services
+from ..convergence import pass_deferred, pass_policy_note
 from ..forms import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
-from ..review import pass_evaluate
+from ..review import Evaluation, count_label, pass_evaluate
 from ..selectors import operation_view, pass_operation_pages, pass_stale_operations
 from ..templatetags.console import status_words
 from .common import HtmxHttpRequest, can_review, request_zone
+from .review import operation_oob_context, review_context
 
 
 def _summary(run: Pass) -> Any:
-    """Live evaluation while reviewable (or a plan exists); the stored figures otherwise."""
-    if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED) and run.operations.exists():
-        return pass_evaluate(run)
-    return run
+    """The pass's figures over its included operations (the same numbers on the summary, the
+    groups and the guard); a settled pass keeps the guard verdict it was given. A pass without
+    operations shows its stored figures."""
+    if not run.operations.exists():
+        return run
+    ev = pass_evaluate(run)
+    if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED):
+        return ev
+    return replace(ev, guard_passed=run.guard_passed, guard_reason=run.guard_reason,
+                   max_loss_fraction=run.max_loss_fraction)
 
 
-def _groups(run: Pass, params: Any) -> list[dict[str, Any]]:
+def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
     pages = {k: params.get(f"{k}_page", 1) for k in Operation.Kind.values}
-    return [
-        {"kind": kind, "total": total, "page": page, "ops": [operation_view(op) for op in page]}
-        for kind, total, page in pass_operation_pages(run=run, pages=pages)
-    ]
+    kinds = getattr(ev, "kinds", None) or {}
+    groups = []
+    for kind, total, page in pass_operation_pages(run=run, pages=pages):
+        ops, memories = kinds.get(kind, (0, 0))
+        curated = getattr(ev, "merged_promoted", 0) if kind == "merge" else 0
+        groups.append({
+            "kind": kind, "total": total, "page": page, "ops": [operation_view(op) for op in page],
+            "label": count_label(kind, ops, memories, curated=curated), "not_counted": total - ops,
+        })
+    return groups
 
 
 def _stale(run: Pass) -> tuple[dict[int, str], str]:
@@ -58,15 +73,20 @@ def _reviewed(run: Pass) -> bool:
 def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) -> HttpResponse:
     run.refresh_from_db()
     stale, stale_error = _stale(run)
-    groups = _groups(run, request.GET)
+    ev = _summary(run)
+    groups = _groups(run, request.GET, ev)
     ctx = {
-        "nav": "agents", "run": run, "ev": _summary(run), "groups": groups,
+        "nav": "agents", "run": run, "ev": ev, "groups": groups,
         "approve_form": NoteForm(), "reject_form": NoteForm(require_note=True), "stale": stale,
         "stale_error": stale_error, "reviewed": _reviewed(run),
         "events": run.events.select_related("user").order_by("created_at", "id"),
         "failed_unplanned": run.status == Pass.Status.FAILED and not groups,
-        "collapse_ops": sum(g["total"] for g in groups) > COLLAPSE_OVER, **extra,
+        "collapse_ops": sum(g["total"] for g in groups) > COLLAPSE_OVER,
+        "planning": run.status in (Pass.Status.QUEUED, Pass.Status.RUNNING),
+        "deferred": pass_deferred(run), "policy_note": pass_policy_note(run), **extra,
     }
+    ev = ctx["ev"]
+    ctx.update(review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None))
     return render(request, "console/pass_detail.html", ctx, status=status)
 
 
@@ -83,7 +103,7 @@ def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str)
         timezone.localtime(run.decided_at, request_zone(request)).strftime("%Y-%m-%d %H:%M:%S %Z")
         if run.decided_at else ""
     )
-    decided = "rejected" if run.status == Pass.Status.DISMISSED else "approved"
+    decided = "rejected" if run.status == Pass.Status.REJECTED else "approved"
     text = f"Pass #{run.pk} was already {decided}"
     if who:
         text += f" by {who}"
@@ -108,7 +128,7 @@ def pass_detail(request: HtmxHttpRequest, pk: int):
     run = get_object_or_404(Pass.objects.select_related("agent", "decided_by", "requested_by"), pk=pk)
     kind = request.GET.get("kind")
     if request.htmx and kind in Operation.Kind.values:
-        group = next((g for g in _groups(run, request.GET) if g["kind"] == kind), None)
+        group = next((g for g in _groups(run, request.GET, _summary(run)) if g["kind"] == kind), None)
         ctx = {"run": run, "group": group or {"kind": kind, "total": 0, "ops": []}, "paging": True}
         return render(request, "console/pass_detail.html#op-group", ctx)
     return _page(request, run)
@@ -136,7 +156,7 @@ def _op_response(request: HtmxHttpRequest, op: Operation, error: str = "", **ext
     op.refresh_from_db()
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
     ctx = {"run": run, "ov": operation_view(op), "ev": _summary(run), "op_error": error,
-           "reviewed": _reviewed(run), **extra}
+           "reviewed": _reviewed(run), **operation_oob_context(op), **extra}
     return render(request, "console/_op_response.html", ctx)
 
 

@@ -49,7 +49,7 @@ def probe_create(request: HtmxHttpRequest, slug: str):
             form.add_error(None, str(exc))
         else:
             if not request.htmx:
-                messages.success(request, f"Probe #{probe.pk} added.")
+                messages.success(request, f"Probe #{probe.number} added.")
                 return redirect("probe_list", agent.slug)
             ctx = _ctx(request, agent, page="last", oob_list=True, added=probe)
             return render(request, f"{PAGE}#probe-form", ctx)
@@ -70,7 +70,7 @@ def probe_edit(request: HtmxHttpRequest, slug: str, pk: int):
         except (ServiceError, ValueError) as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Probe #{probe.pk} saved.")
+            messages.success(request, f"Probe #{probe.number} saved.")
             return redirect("probe_list", agent.slug)
     return render(request, "console/probe_edit.html", {"nav": "agents", "agent": agent, "probe": probe, "form": form})
 

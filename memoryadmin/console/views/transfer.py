@@ -11,20 +11,19 @@ from django.http import FileResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseStopPolling
+
+from consolidation.jsonl import LineError
 
 from ..errors import StoreUnavailable
 from ..forms import JsonlUploadForm
-from ..importers import ImportRefused, memories_export_jsonl, memories_import_jsonl
-from ..models import Agent
+from ..import_jobs import import_job_create
+from ..importers import ImportReport, memories_export_jsonl
+from ..models import Agent, ImportJob
 from .common import HtmxHttpRequest, can_edit_memories
 
 MAX_ERRORS_SHOWN = 20
 """Invalid lines listed on the page; the rest are counted ("and N more")."""
-
-
-def _errors(errors: list[Any]) -> dict[str, Any]:
-    return {"errors": errors[:MAX_ERRORS_SHOWN], "more_errors": max(0, len(errors) - MAX_ERRORS_SHOWN),
-            "error_count": len(errors)}
 
 
 def web_wording(message: str) -> str:
@@ -35,33 +34,54 @@ def web_wording(message: str) -> str:
     )
 
 
-def _import(agent: Agent, form: JsonlUploadForm, user: Any) -> dict[str, Any]:
-    """Run the import service; its outcome as template context (never raises for bad input)."""
-    try:
-        report = memories_import_jsonl(
-            agent=agent, fileobj=form.cleaned_data["file"], skip_invalid=form.cleaned_data["skip_invalid"],
-            user=user, actor="web",
-        )
-    except ImportRefused as exc:
-        return {"refused": web_wording(str(exc)), **_errors(exc.errors)}
-    except StoreUnavailable as exc:
-        return {"refused": f"The store is unavailable, nothing was written: {exc}"}
-    return {"report": report, **_errors(report.errors)}
+def job_context(job: ImportJob | None) -> dict[str, Any]:
+    """An import job as the result template's context: progress, or report / refusal /
+    failure with the invalid lines (at most :data:`MAX_ERRORS_SHOWN`)."""
+    if job is None:
+        return {"job": None}
+    ctx: dict[str, Any] = {"job": job}
+    if job.is_active:
+        return ctx
+    errors = [LineError(n, message) for n, message in job.errors]
+    shown = {"errors": errors[:MAX_ERRORS_SHOWN], "error_count": job.error_count,
+             "more_errors": max(0, job.error_count - MAX_ERRORS_SHOWN)}
+    if job.status == ImportJob.Status.DONE:
+        fields = {k: job.report.get(k, 0) for k in ("valid", "written", "unchanged", "embedded")}
+        return {**ctx, **shown, "report": ImportReport(agent=job.agent.slug, **fields)}
+    if job.status == ImportJob.Status.REFUSED:
+        return {**ctx, **shown, "refused": web_wording(job.message)}
+    return {**ctx, "failed": job.message}
 
 
 @can_edit_memories
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def memories_import(request: HtmxHttpRequest, slug: str):
-    """Upload a JSONL file: all-or-nothing unless "skip invalid lines"; shows counts and the
-    invalid lines with their numbers (at most :data:`MAX_ERRORS_SHOWN`). htmx: the result only."""
+    """Upload a JSONL file: saved and queued for the worker (the request returns at once); the
+    result area then polls the job's progress. Size-capped by the form. htmx: the result only."""
     agent = get_object_or_404(Agent, slug=slug)
     form = JsonlUploadForm(request.POST, request.FILES) if request.method == "POST" else JsonlUploadForm()
-    ctx: dict[str, Any] = {"nav": "agents", "agent": agent, "form": form}
+    ctx: dict[str, Any] = {"nav": "agents", "agent": agent, "form": form, "job": None}
     if request.method == "POST" and form.is_valid():
-        ctx.update(_import(agent, form, request.user))
-    template = "console/agent_import.html#import-result" if request.htmx else "console/agent_import.html"
+        ctx["job"] = import_job_create(agent=agent, upload=form.cleaned_data["file"],
+                                       skip_invalid=form.cleaned_data["skip_invalid"], user=request.user)
+    template = "console/_import_result.html" if request.htmx else "console/agent_import.html"
     return render(request, template, ctx)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def memories_import_status(request: HtmxHttpRequest, slug: str, pk: int):
+    """One import job: progress while it runs (htmx polls this), then its outcome; the htmx
+    answer for an ended job is 286, which stops the polling."""
+    job = get_object_or_404(ImportJob.objects.select_related("agent"), pk=pk, agent__slug=slug)
+    ctx = {"nav": "agents", "agent": job.agent, "form": None, **job_context(job)}
+    if not request.htmx:
+        return render(request, "console/agent_import.html", {**ctx, "form": JsonlUploadForm()})
+    response = render(request, "console/_import_result.html", ctx)
+    if not job.is_active:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
 
 
 @require_GET

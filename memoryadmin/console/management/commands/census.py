@@ -14,8 +14,10 @@ from ._cli import failed, get_agent
 
 class Command(BaseCommand):
     help = (
-        "Print an agent's store record count and SHA-256 over ids, documents, metadata and "
-        "embeddings, and the same for its archive. Equal hashes mean byte-identical contents."
+        "Print an agent's store record count, a SHA-256 over ids, documents, metadata and "
+        "float32 embeddings (equal: byte-identical), a content SHA-256 without the embeddings "
+        "(a re-write into a cosine collection may move an embedding by 1 ulp), and the same "
+        "for its archive."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -34,3 +36,5 @@ class Command(BaseCommand):
         for part in ("store", "archive"):
             c = census[part]
             self.stdout.write(f"{part:8} {c['count']:>8} records  sha256 {c['sha256']}")
+            if "content_sha256" in c:
+                self.stdout.write(f"{'':8} {'':>8}          content {c['content_sha256']}")

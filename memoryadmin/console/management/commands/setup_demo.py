@@ -150,6 +150,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("setup_roles", stdout=self.stdout)
         password = os.getenv("MEMORYADMIN_DEMO_PASSWORD", DEFAULT_PASSWORD)
+        users = []
         for username, role in DEMO_USERS:
             user = User.objects.filter(username=username).first()
             if user is None:
@@ -161,12 +162,7 @@ class Command(BaseCommand):
             if username == "operator" and not user.is_staff:
                 user.is_staff = True  # may open the read-only Django admin
                 user.save(update_fields=["is_staff"])
-            self.stdout.write(f"user {username!r} ({role}, {created})")
-        self.stdout.write(
-            f"log in at http://127.0.0.1:8000/ as 'operator' (admin), 'reviewer' or 'viewer', "
-            f"each with password {password!r} (unless you changed it; set "
-            "MEMORYADMIN_DEMO_PASSWORD before the first run)"
-        )
+            users.append(f"{username} ({role}, {created})")
         with chroma_available(self.stdout):
             try:
                 demo = importlib.import_module("memoryadmin.console.demo")
@@ -178,3 +174,12 @@ class Command(BaseCommand):
                 demo.seed_demo_agents(stdout=self.stdout)
             else:
                 seed_builtin_demo(self.stdout)
+        # The logins come last: `make run` prints them just before the servers' own output, so
+        # they are on screen when the console is ready, not scrolled away by the seeding lines.
+        port = os.getenv("WEB_PORT") or "8000"
+        self.stdout.write(f"demo users: {', '.join(users)}")
+        self.stdout.write(
+            f"log in at http://127.0.0.1:{port}/ as 'operator' (admin), 'reviewer' or 'viewer', "
+            f"each with password {password!r} (unless you changed it; set "
+            "MEMORYADMIN_DEMO_PASSWORD before the first run)"
+        )

@@ -1,0 +1,262 @@
+"""Pair judgment: may two memories be merged, does one replace the other, or must a person decide?
+
+**Unsure means keep both and ask** (issue 9). :func:`judge_pair` is the one place that decides
+what the planner may do with two memories; every stage that would merge, fold, window or
+reconcile a pair asks it first. Verdicts:
+
+- ``"same"``: the texts state the same fact; they may be merged. Needs positive evidence (the
+  same text after :func:`~consolidation.text.normalize_text`, or cosine ≥ the policy's
+  ``link_threshold`` with shared content words) and no difference in a fact atom, a negation or
+  past-state cue, a single-valued attribute's value or a proper name.
+- ``"supersedes"``: both are *state* statements about the same subject and attribute, the only
+  difference is the changed value, number, negation or past-state cue, and their recency
+  (``updated_at``, else ``created_at``) orders them; the newer one (``newer``) is kept.
+- ``"conflict"``: a contradiction the engine cannot settle (unknown or equal recency, not
+  clearly states, or the wording differs as well); a person decides.
+- ``"distinct"``: different facts (different scope, an empty text, a different identifier or
+  date — two events or readings —, a different symbol or emoji, a different name, or simply
+  not similar enough); both are kept and nothing links them.
+
+Heuristics (documented where they live): the cue table (:mod:`consolidation.cues`), the state
+and event markers, the English stemmer, stopwords, synonyms and single-valued attributes
+(:mod:`consolidation.text`), and the bare-year rule (:mod:`consolidation.atoms`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Any
+
+from .cues import EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
+from .policy import Policy
+from .records import FieldMap
+from .text import Parsed, compare, normalize_text, parse, proper_names
+
+__all__ = ["CONFLICT", "DISTINCT", "SAME", "SUPERSEDES", "PairVerdict", "judge_pair",
+           "statement_kind"]
+
+SAME, SUPERSEDES, CONFLICT, DISTINCT = "same", "supersedes", "conflict", "distinct"
+
+_EVENT_RE = re.compile("|".join(f"(?:{rx})" for rx in EVENT_MARKERS.values()))
+_STATE_RE = re.compile("|".join(f"(?:{rx})" for rx in STATE_MARKERS.values()))
+_ADJ_ED_TEXT = """need speed seed feed bleed breed indeed red bed shed wed fed led hundred kindred sacred
+    naked wicked beloved aged ashamed tired interested married based located named called used
+    supposed excited retired skilled talented experienced qualified committed dedicated related
+    advanced limited detailed complicated organized organised motivated licensed certified
+    reserved scared worried bored pleased surprised concerned"""
+_ADJ_ED = frozenset(_ADJ_ED_TEXT.split())
+"""English words ending in -ed that are adjectives or not verbs ("married", "based")."""
+_LINKING_TEXT = ("is are am was were be been being get gets got feel feels seem seems become "
+                 "becomes very so too not remain remains stay stays look looks")
+_LINKING = frozenset(_LINKING_TEXT.split())
+_ED_RE = re.compile(r"\b([a-z]{2,}ed)\b")
+_POLAR = dict(POLAR_EMOJI) | {b: a for a, b in POLAR_EMOJI}
+
+
+def _english_past(rest: str) -> bool:
+    words = rest.split()
+    for i, w in enumerate(words):
+        if _ED_RE.fullmatch(w) and w not in _ADJ_ED and (i == 0 or words[i - 1] not in _LINKING):
+            return True
+    return False
+
+
+def statement_kind(text: str, parsed: Parsed | None = None) -> str:
+    """``"event"``, ``"state"`` or ``"unknown"`` for one memory text.
+
+    An *event* (or a reading) has a date or time, or a past-tense / perfect marker
+    (:data:`consolidation.cues.EVENT_MARKERS`, English ``-ed`` verbs not used as adjectives);
+    a *state* has a past-state cue ("used to" …) or a present copula, possession or habitual
+    verb (:data:`consolidation.cues.STATE_MARKERS`) and no event marker. Anything else is
+    unknown — and an unknown statement is never superseded.
+    """
+    p = parsed or parse(text)
+    if "date" in p.kinds.values():
+        return "event"
+    if _EVENT_RE.search(p.rest) or _english_past(p.rest):
+        return "event"
+    if p.past_state or _STATE_RE.search(p.rest):
+        return "state"
+    return "unknown"
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """What the planner may do with a pair (module docstring).
+
+    ``kind``: ``"same"``, ``"supersedes"``, ``"conflict"`` or ``"distinct"``; ``newer``: 0 or 1,
+    the index of the memory to keep when ``kind == "supersedes"`` (else ``None``); ``cue``: the
+    contradiction cue's kind (``"negation"``, ``"past_state"``, ``"changed_number"``,
+    ``"changed_value"``, ``"polarity"``, ``"tense"``; for a ``"distinct"`` pair also
+    ``"role_swap"`` or ``"different_subject"``) or ``None``; ``reasons``: short sentences
+    for a reviewer.
+    """
+
+    kind: str
+    newer: int | None = None
+    cue: str | None = None
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def may_merge(self) -> bool:
+        """True only for ``"same"``."""
+        return self.kind == SAME
+
+
+def _distinct(*reasons: str) -> PairVerdict:
+    return PairVerdict(DISTINCT, None, None, tuple(reasons))
+
+
+_TENSE_PRESENT = frozenset({"is", "are", "am", "has", "have", "does", "do"})
+_TENSE_PAST = frozenset({"was", "were", "had", "did"})
+
+
+def _tense(p: Parsed) -> str | None:
+    words = set(p.rest.split())
+    now, past = bool(words & _TENSE_PRESENT), bool(words & _TENSE_PAST)
+    return None if now == past else ("present" if now else "past")
+
+
+def _atom_difference(pa: Parsed, pb: Parsed) -> PairVerdict | str | None:
+    """A verdict when a fact atom was *replaced*, ``"polarity"`` for opposite emoji, else None.
+
+    The two token sequences (stopwords included) are aligned (:class:`difflib.SequenceMatcher`);
+    an atom inside a replaced span that the other text does not contain anywhere was changed
+    ("C++" → "C", "#260" → "#480", "A+" → "A"). An atom only added by one text is more detail
+    ("2 cats" / "2 cats and 1 dog"), and an atom that moved is not a change.
+    """
+    in_a, in_b = set(pa.raw), set(pb.raw)
+    changed_a: set[str] = set()
+    changed_b: set[str] = set()
+    matcher = SequenceMatcher(a=pa.raw, b=pb.raw, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "replace":
+            changed_a |= {t for t in pa.raw[i1:i2] if t in pa.kinds and t not in in_b}
+            changed_b |= {t for t in pb.raw[j1:j2] if t in pb.kinds and t not in in_a}
+    emoji_a = {t for t in in_a - in_b if pa.kinds.get(t) == "emoji"}
+    emoji_b = {t for t in in_b - in_a if pb.kinds.get(t) == "emoji"}
+    if any(_POLAR.get(t) in emoji_b for t in emoji_a):
+        return "polarity"
+    kinds = {pa.kinds[t] for t in changed_a} | {pb.kinds[t] for t in changed_b}
+    shown = f"{', '.join(sorted(changed_a)) or '—'} vs {', '.join(sorted(changed_b)) or '—'}"
+    if kinds & {"id", "date"}:
+        return _distinct(f"different identifier or date ({shown}): two events or readings")
+    if kinds & {"symbol", "emoji"}:
+        return _distinct(f"different symbol or emoji ({shown})")
+    return None
+
+
+def _recency(a_meta: Mapping[str, Any], b_meta: Mapping[str, Any], fm: FieldMap) -> int | None:
+    ra, rb = fm.get_recency(a_meta), fm.get_recency(b_meta)
+    if ra is None or rb is None or ra == rb:
+        return None
+    return 0 if ra > rb else 1
+
+
+def judge_pair(
+    a_text: str,
+    a_meta: Mapping[str, Any],
+    b_text: str,
+    b_meta: Mapping[str, Any],
+    *,
+    cosine: float | None,
+    fieldmap: FieldMap | None = None,
+    policy: Policy | None = None,
+) -> PairVerdict:
+    """Judge two memories (texts and metadata); pure and deterministic.
+
+    ``cosine`` is the pair's cosine similarity of the engine's own embeddings in [-1, 1] (or
+    ``None`` when not computed: then only identical texts can be ``"same"``). ``fieldmap``
+    names the scope and time keys (default :class:`FieldMap`); ``policy`` gives
+    ``link_threshold``: positive evidence for ``"same"``, and how similar a pair with a
+    contradiction cue *and* other wording differences must be to be raised as a
+    ``"conflict"`` (it would otherwise be a merge candidate) rather than left ``"distinct"``. No threshold can turn a pair
+    with a contradiction cue or a replaced fact atom into ``"same"``. Never raises.
+    """
+    fm = fieldmap or FieldMap()
+    pol = policy or Policy()
+    sa, sb = fm.scope_key(a_meta), fm.scope_key(b_meta)
+    if sa != sb:
+        return _distinct(f"different scope ({', '.join(sa) or 'none'} vs "
+                         f"{', '.join(sb) or 'none'}): never compared")
+    if not a_text.strip() or not b_text.strip():
+        return _distinct("an empty text is never a duplicate of anything")
+    if normalize_text(a_text) == normalize_text(b_text):
+        return PairVerdict(SAME, None, None, ("the same text after NFKC, case folding and "
+                                              "whitespace collapsing",))
+    pa, pb = parse(a_text), parse(b_text)
+    atom = _atom_difference(pa, pb)
+    if isinstance(atom, PairVerdict):
+        return atom
+    cue = compare(a_text, b_text, pa, pb)
+    if cue is not None and cue.kind in ("role_swap", "different_subject"):
+        # Two facts about different people (or who did what to whom): both kept, and the cue
+        # is named so no fold or window puts them together either.
+        return PairVerdict(DISTINCT, None, cue.kind,
+                           (f"{cue.kind.replace('_', ' ')}: {cue.detail}",))
+    clean = cue.unambiguous if cue is not None else False
+    kind = cue.kind if cue is not None else None
+    detail = cue.detail if cue is not None else ""
+    if atom == "polarity":
+        kind, detail = "polarity", "opposite emoji (👍/👎, ✅/❌ …)"
+        clean = set(pa.tokens) - set(pb.tokens) <= {t for t in pa.kinds if pa.kinds[t] == "emoji"}
+    elif kind is None and set(pa.tokens) == set(pb.tokens):
+        ta, tb = _tense(pa), _tense(pb)
+        if ta and tb and ta != tb:
+            kind, clean, detail = "tense", False, f"one text is in the {ta}, the other in the {tb}"
+    if kind is None:
+        return _no_cue(a_text, b_text, pa, pb, cosine, pol)
+    return _contradiction(kind, clean, detail, a_text, b_text, pa, pb, a_meta, b_meta,
+                          cosine, fm, pol)
+
+
+def _no_cue(a: str, b: str, pa: Parsed, pb: Parsed, cosine: float | None,
+            pol: Policy) -> PairVerdict:
+    """No contradiction cue: ``"same"`` on positive evidence, else ``"distinct"``."""
+    ta, tb = set(pa.tokens), set(pb.tokens)
+    da, db = ta - tb, tb - ta
+    if (pa.negations % 2) != (pb.negations % 2) or bool(pa.past_state) != bool(pb.past_state):
+        return _distinct("a negation or past-state cue differs and so does the wording")
+    if pa.numbers - pb.numbers and pb.numbers - pa.numbers:
+        return _distinct("different numbers and different wording")
+    names_a, names_b = proper_names(a), proper_names(b)
+    if da & names_a and db & names_b:
+        return _distinct(f"a different name ({', '.join(sorted(da & names_a))} vs "
+                         f"{', '.join(sorted(db & names_b))})")
+    if cosine is None or cosine < pol.link_threshold:
+        return _distinct("not similar enough to be the same fact")
+    if not ta & tb:
+        return _distinct("no content word in common")
+    return PairVerdict(SAME, None, None, (f"cosine {cosine:.3f} ≥ {pol.link_threshold:g}, no fact "
+                                          "atom, cue or name differs",))
+
+
+def _contradiction(kind: str, clean: bool, detail: str, a: str, b: str, pa: Parsed, pb: Parsed,
+                   a_meta: Mapping[str, Any], b_meta: Mapping[str, Any],
+                   cosine: float | None, fm: FieldMap, pol: Policy) -> PairVerdict:
+    """A contradiction cue: ``"supersedes"`` when it is safe, else conflict or distinct."""
+    states = statement_kind(a, pa) == "state" and statement_kind(b, pb) == "state"
+    newer = _recency(a_meta, b_meta, fm)
+    reasons = [f"{kind.replace('_', ' ')}: {detail}"]
+    if kind == "changed_number" and not states:
+        reasons.append("not both state statements: two readings or events, both kept")
+        return PairVerdict(DISTINCT, None, kind, tuple(reasons))
+    if clean and states and newer is not None and kind not in ("tense", "polarity"):
+        reasons.append("both are state statements and the newer one "
+                       f"({'first' if newer == 0 else 'second'}) replaces the older")
+        return PairVerdict(SUPERSEDES, newer, kind, tuple(reasons))
+    if not clean and cosine is not None and cosine < pol.link_threshold:
+        # The wording differs too and the pair is no merge candidate: nothing to protect, so
+        # no reviewer's time is spent on it (LoCoMo: paraphrases with "not give up" …).
+        reasons.append(f"cosine {cosine:.3f} < {pol.link_threshold:g}: kept apart")
+        return PairVerdict(DISTINCT, None, kind, tuple(reasons))
+    if newer is None:
+        reasons.append("which one is newer is unknown")
+    if not states:
+        reasons.append("not both clearly state statements")
+    if not clean:
+        reasons.append("the wording differs as well")
+    return PairVerdict(CONFLICT, None, kind, tuple(reasons))

@@ -1,0 +1,234 @@
+"""The MCP server: the console's agents, memories and passes as MCP tools (official ``mcp`` SDK).
+
+Tools (typed inputs, structured results — the JSON API's schemas): ``list_agents``,
+``search_memories``, ``memory_consolidate``, ``memory_compact`` (the dream-pass tool names of
+``seeds/003``), ``list_proposals``, ``get_pass``, ``approve_pass``, ``reject_pass``. Each acts
+for one user with that user's console role: the ``--user`` of a stdio server, or the owner of
+the bearer API token of an HTTP request. Every refusal or failure (unknown agent, bad argument,
+forbidden call, store down) is an MCP tool error with a readable message; nothing crashes the
+server. Tools are plain functions: the SDK runs them in worker threads, where the Django ORM
+may be used.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio.to_thread
+from django.contrib.auth import get_user_model
+from django.core.paginator import EmptyPage
+from django.db import close_old_connections
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from memoryadmin.console import selectors
+from memoryadmin.console.models import Pass
+
+from . import actions
+from . import schemas as s
+from .present import agent_out, memory_out, pass_detail_out, pass_out
+from .tokens import token_user
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+INSTRUCTIONS = (
+    "memoryadmin keeps AI agents' long-term memory healthy. Consolidation passes (merge "
+    "duplicates, reconcile contradictions, promote, prune) are planned as proposals that a "
+    "reviewer approves or rejects; nothing is removed without an archive. Use list_agents "
+    "first; memory_consolidate with dry_run=true to see what a pass would do without writing."
+)
+PROPOSALS_LISTED = 50
+"""``list_proposals`` returns at most this many proposals, newest first."""
+
+
+class TokenVerifier:
+    """The MCP SDK's bearer-token check backed by our API tokens (revoked → 401)."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        def lookup() -> Any:
+            close_old_connections()
+            try:
+                return token_user(token)
+            finally:
+                close_old_connections()
+
+        user = await anyio.to_thread.run_sync(lookup)
+        if user is None:
+            return None
+        return AccessToken(
+            token=token, client_id="memoryadmin-api-token", scopes=[], subject=str(user.pk)
+        )
+
+
+def _tool(fn: F) -> F:
+    """Run a tool body with fresh DB connections; turn every failure into a readable ToolError."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        except actions.ActionError as exc:
+            raise ToolError(exc.message) from None
+        except ToolError:
+            raise
+        except Exception as exc:  # never crash the server: log it, tell the caller what happened
+            log.exception("MCP tool %s failed", fn.__name__)
+            raise ToolError(f"{fn.__name__} failed: {type(exc).__name__}: {exc}") from None
+        finally:
+            close_old_connections()
+
+    return wrapper  # type: ignore[return-value]
+
+
+def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None) -> MCPServer:
+    """The MCP server acting as user ``user_id`` (stdio), or as each request's token owner
+    (``auth`` given: streamable HTTP with our API tokens)."""
+
+    def current_user() -> Any:
+        pk = user_id
+        if pk is None:
+            access = get_access_token()
+            if access is None or access.subject is None:
+                raise ToolError("Not authenticated: send 'Authorization: Bearer <API token>'.")
+            pk = int(access.subject)
+        user = get_user_model().objects.filter(pk=pk, is_active=True).first()
+        if user is None:
+            raise ToolError("The acting user no longer exists or is inactive.")
+        return user
+
+    server = MCPServer(
+        "memoryadmin",
+        instructions=INSTRUCTIONS,
+        version="1",
+        auth=auth,
+        token_verifier=TokenVerifier() if auth else None,
+    )
+    _register(server, current_user)
+    return server
+
+
+def http_app(*, host: str, port: int) -> Any:
+    """The streamable-HTTP Starlette app (endpoint ``/mcp``) that requires an API token; served
+    by ``mcp_server --transport http`` with uvicorn (and by the tests in a thread)."""
+    base = f"http://{host}:{port}"
+    auth = AuthSettings(
+        issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False
+    )
+    return build_server(auth=auth).streamable_http_app(host=host)
+
+
+def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    @server.tool()
+    @_tool
+    def list_agents() -> list[s.AgentOut]:
+        """Every agent with its memory count, pending proposals, pass counts and schedule."""
+        current_user()
+        from memoryadmin.console.models import Agent
+
+        return [agent_out(a) for a in Agent.objects.order_by("name")]
+
+    @server.tool()
+    @_tool
+    def search_memories(
+        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        query: Annotated[
+            str, Field(min_length=1, max_length=2000, description="text to search for")
+        ],
+        k: Annotated[int, Field(ge=1, le=100, description="how many memories")] = 10,
+    ) -> list[s.MemoryOut]:
+        """The k memories of an agent closest in meaning to the query (cosine), best first."""
+        current_user()
+        a = actions.get_agent(agent)
+        try:
+            found = selectors.memory_search(agent=a, text=query, k=k)
+        except Exception as exc:
+            raise actions.Unavailable(f"The agent's store cannot be read now: {exc}") from None
+        return [memory_out(m) for m in found]
+
+    @server.tool()
+    @_tool
+    def memory_consolidate(
+        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        dry_run: Annotated[bool, Field(description="plan and measure only; write nothing")] = False,
+        policy: Annotated[
+            str | None,
+            Field(description="named policy (default, aggressive); null = the agent's own"),
+        ] = None,
+    ) -> s.ConsolidateOut:
+        """Plan a consolidation pass. With dry_run: the ConsolidationResult figures (entries
+        before/after, merged, promoted, pruned, loss fraction), the loss-guard verdict and recall
+        figures, nothing written. Otherwise (admins): a proposal for review, or applied per the
+        agent's auto-apply policy; returns its id and status."""
+        return actions.consolidate(
+            agent=actions.get_agent(agent), user=current_user(), dry_run=dry_run, policy=policy
+        )
+
+    @server.tool()
+    @_tool
+    def memory_compact(
+        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        layer: Annotated[
+            str, Field(description="memory layer: semantic, episodic, procedural, summary")
+        ] = "semantic",
+    ) -> s.PassOut:
+        """A pass restricted to reconciling contradictions and folding duplicates (admins), as a
+        proposal for review. The layer is recorded with the pass; the planner does not yet
+        filter operations by layer."""
+        return actions.compact(agent=actions.get_agent(agent), user=current_user(), layer=layer)
+
+    @server.tool()
+    @_tool
+    def list_proposals(
+        agent: Annotated[str | None, Field(description="agent slug; null = every agent")] = None,
+    ) -> list[s.PassOut]:
+        """Passes waiting for review (status proposed), newest first (at most 50)."""
+        current_user()
+        qs = (
+            Pass.objects.filter(status=Pass.Status.PROPOSED)
+            .select_related("agent", "requested_by", "decided_by")
+            .order_by("-created_at", "-id")
+        )
+        if agent is not None:
+            qs = qs.filter(agent=actions.get_agent(agent))
+        return [pass_out(p) for p in qs[:PROPOSALS_LISTED]]
+
+    @server.tool()
+    @_tool
+    def get_pass(
+        pass_id: Annotated[int, Field(ge=1, description="pass id")],
+        page: Annotated[int, Field(ge=1, description="page of operations (20 a page)")] = 1,
+    ) -> s.PassDetailOut:
+        """One pass: summary, loss guard, recall and its operations (20 a page)."""
+        current_user()
+        try:
+            return pass_detail_out(actions.get_pass(pass_id), page=page)
+        except EmptyPage:
+            raise actions.NotFound(f"Pass #{pass_id} has no page {page} of operations.") from None
+
+    @server.tool()
+    @_tool
+    def approve_pass(
+        pass_id: Annotated[int, Field(ge=1, description="pass id")],
+        note: Annotated[str, Field(max_length=2000, description="why (optional)")] = "",
+    ) -> s.PassOut:
+        """Approve a proposal (reviewers and admins); the loss guard is checked again first."""
+        return actions.approve(run=actions.get_pass(pass_id), user=current_user(), note=note)
+
+    @server.tool()
+    @_tool
+    def reject_pass(
+        pass_id: Annotated[int, Field(ge=1, description="pass id")],
+        note: Annotated[str, Field(min_length=1, max_length=2000, description="why (required)")],
+    ) -> s.PassOut:
+        """Reject a proposal with a note (reviewers and admins); the store is left untouched."""
+        return actions.reject(run=actions.get_pass(pass_id), user=current_user(), note=note)

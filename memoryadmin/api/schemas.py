@@ -1,0 +1,282 @@
+"""Typed shapes of the JSON API and the MCP tools' structured results (one set for both).
+
+Fractions (``loss_fraction``, recall) are in [0, 1]; counts are memory entries; times are
+ISO 8601 with a UTC offset; scores are cosine similarities in [-1, 1].
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+from pydantic import field_validator
+
+from memoryadmin.console.models import Operation, Pass
+
+PassStatus = Literal[tuple(Pass.Status.values)]  # type: ignore[valid-type]
+"""Every value of ``Pass.Status`` (the pass lifecycle, docs/ARCHITECTURE.md)."""
+OperationKind = Literal[tuple(Operation.Kind.values)]  # type: ignore[valid-type]
+"""Every value of ``Operation.Kind`` (conflict items included)."""
+
+
+class ErrorOut(Schema):
+    """Every error: ``detail`` is a sentence a person can act on; ``errors`` names bad fields."""
+
+    detail: str
+    errors: list[dict[str, str]] = Field(default_factory=list)
+
+
+class ScheduleOut(Schema):
+    """The agent's 5-field cron schedule; ``next_run`` in UTC (``None`` when paused)."""
+
+    cron: str
+    enabled: bool
+    next_run: datetime | None = None
+
+
+class AgentOut(Schema):
+    """An agent with its counts: ``memories`` is ``None`` when the store cannot be read now
+    (``store_error`` says why); ``passes`` counts passes by status."""
+
+    slug: str
+    name: str
+    description: str
+    collection: str
+    attached: bool
+    auto_apply: bool
+    schedule: ScheduleOut
+    memories: int | None
+    store_error: str = ""
+    pending_proposals: int
+    passes: dict[str, int]
+    active_pass_id: int | None = None
+    last_pass_id: int | None = None
+
+
+class AgentDetailOut(AgentOut):
+    policy: dict[str, Any]
+    field_map: dict[str, Any]
+    probes: int
+
+
+class MemoryOut(Schema):
+    """A memory as the browser shows it; ``score`` is the cosine to the query (search only)."""
+
+    id: str
+    document: str
+    metadata: dict[str, Any]
+    tier: str
+    pinned: bool
+    score: float | None = None
+
+
+class MemoryPage(Schema):
+    """One page of memories; ``tiers`` lists every tier seen in the store."""
+
+    count: int
+    page: int
+    pages: int
+    tiers: list[str]
+    items: list[MemoryOut]
+
+
+class MemoryHistoryItem(Schema):
+    """An operation of a pass that read, wrote or archived the memory."""
+
+    pass_id: int | None
+    operation: int | None = None
+    kind: str
+    status: str
+
+
+class MemoryDetailOut(Schema):
+    """``current`` is ``None`` when the memory is no longer in the store (see ``archived``)."""
+
+    id: str
+    current: MemoryOut | None
+    archived: list[dict[str, Any]]
+    operations: list[MemoryHistoryItem]
+
+
+class RecallOut(Schema):
+    """Answer recall@k over the agent's probe queries before/after the plan (``None``: no
+    probes)."""
+
+    passed: bool | None = None
+    reason: str | None = None
+    k: int | None = None
+    probes: int | None = None
+    answer_recall_before: float | None = None
+    answer_recall_after: float | None = None
+    context_chars_before: float | None = None
+    context_chars_after: float | None = None
+
+
+class PassOut(Schema):
+    """A pass and its summary (the live evaluation of the included operations while proposed)."""
+
+    id: int
+    agent: str
+    status: PassStatus
+    trigger: str
+    requested_by: str | None
+    decided_by: str | None
+    note: str
+    reason: str
+    error: str
+    entries_before: int
+    entries_after: int
+    merged: int
+    promoted: int
+    pruned: int
+    reconciled: int
+    loss_fraction: float
+    max_loss_fraction: float
+    guard_passed: bool | None
+    guard_reason: str
+    recall: RecallOut
+    operations: int
+    excluded_operations: int
+    progress: float
+    progress_label: str
+    created_at: datetime
+    planned_at: datetime | None
+    finished_at: datetime | None
+    url: str
+
+
+class PassPage(Schema):
+    """One page of passes (50), newest first."""
+
+    count: int
+    page: int
+    pages: int
+    items: list[PassOut]
+
+
+class SourceOut(Schema):
+    """An original memory an operation reads, frozen at planning; ``removed``: leaves the store."""
+
+    memory_id: str
+    document: str
+    metadata: dict[str, Any]
+    removed: bool
+
+
+class OperationOut(Schema):
+    """One operation; ``stale`` says why the store has overtaken it (proposed passes only)."""
+
+    index: int
+    kind: OperationKind
+    rule: str
+    reason: str
+    scores: dict[str, Any]
+    status: str
+    excluded: bool
+    edited: bool
+    result_id: str
+    result_document: str
+    sources: list[SourceOut]
+    stale: str = ""
+
+
+class PassDetailOut(PassOut):
+    policy: dict[str, Any]
+    stale_error: str = ""
+    operations_page: int
+    operations_pages: int
+    operations_count: int
+    items: list[OperationOut]
+
+
+class EventOut(Schema):
+    """One audit event: who (``actor``) did what (``verb``) to which pass, when, and why
+    (``note``)."""
+
+    id: int
+    created_at: datetime
+    actor: str
+    verb: str
+    agent: str | None
+    pass_id: int | None
+    from_status: str
+    to_status: str
+    note: str
+    data: dict[str, Any]
+
+
+class EventPage(Schema):
+    """One page of audit events (50), newest first."""
+
+    count: int
+    page: int
+    pages: int
+    items: list[EventOut]
+
+
+class ConsolidateOut(Schema):
+    """``memory_consolidate`` / ``POST /passes``: a dry run's ``ConsolidationResult`` figures
+    (``pass_id`` is ``None``, nothing written) or the pass that was created (its id and status).
+    ``guard_passed``/``guard_reason`` are the loss guard's verdict; ``recall_*`` the recall guard's.
+    """
+
+    dry_run: bool
+    pass_id: int | None
+    status: str
+    agent: str
+    policy: str
+    entries_before: int
+    entries_after: int
+    merged: int
+    promoted: int
+    pruned: int
+    reconciled: int
+    loss_fraction: float
+    max_loss_fraction: float
+    guard_passed: bool | None
+    guard_reason: str
+    recall_passed: bool | None = None
+    recall_reason: str | None = None
+    recall_before: float | None = None
+    recall_after: float | None = None
+    url: str | None = None
+
+
+# ----- inputs -----------------------------------------------------------------------------
+
+
+class PassCreateIn(Schema):
+    """Run a pass now: ``dry_run`` plans and measures only (nothing stored); otherwise a
+    proposal is created (or auto-applied per the agent's policy). ``policy``: a named policy
+    (``default``, ``aggressive``) for this pass only; ``None`` = the agent's own."""
+
+    agent: str = Field(min_length=1, max_length=80)
+    dry_run: bool = False
+    policy: str | None = Field(default=None, max_length=40)
+
+
+class CompactIn(Schema):
+    """``memory_compact``'s input: agent slug and memory layer."""
+
+    agent: str = Field(min_length=1, max_length=80)
+    layer: str = Field(default="semantic", min_length=1, max_length=40)
+
+
+class NoteIn(Schema):
+    """An optional note (approve, roll back)."""
+
+    note: str = Field(default="", max_length=2000)
+
+
+class RequiredNoteIn(Schema):
+    """A required, non-blank note (reject)."""
+
+    note: str = Field(max_length=2000)
+
+    @field_validator("note")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a note is required: say why the proposal is rejected")
+        return value.strip()

@@ -1,0 +1,78 @@
+"""``manage.py run_worker``: the Procfile's worker — recover interrupted passes, then run the
+django-q2 cluster until SIGTERM or SIGINT, and exit within honcho's 5 s grace period.
+
+Why not ``qcluster`` directly: on SIGTERM ``qcluster`` stops its cluster from inside the signal
+handler while the interpreter is already joining the cluster's processes at exit; under honcho
+(which signals the whole process group) the main process then deadlocks on a lock and is killed
+after the grace period (measured: still running 15 s after SIGTERM). Here the handler only sets
+a flag; the main loop stops the cluster with a deadline. A task cut short is safe: apply and
+rollback are journaled per operation and resumed by ``recover_passes`` at the next start.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+STOP_GRACE_SECONDS = 3.0
+"""How long the cluster may take to stop before its processes are terminated (honcho sends
+SIGKILL 5 s after SIGTERM: ``honcho.manager.KILL_WAIT``)."""
+
+
+class Command(BaseCommand):
+    help = (
+        "Recover passes a dead worker left behind, then run the task cluster (django-q2) until "
+        "SIGTERM/SIGINT; stops within a few seconds."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--wait-for-store", type=float, default=0.0, metavar="SECONDS",
+            help="wait up to SECONDS for the Chroma server before recovering (see recover_passes)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from django_q.cluster import Cluster
+
+        stopping: list[int] = []
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            stopping.append(signum)  # only a flag: no locks, no logging inside the handler
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        call_command("recover_passes", wait_for_store=options["wait_for_store"], stdout=self.stdout)
+        if stopping:
+            return
+        cluster = Cluster()
+        # Cluster() installs its own handlers (the deadlock above); ours take over again.
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        cluster.start()
+        self.stdout.write("worker ready (stop with Ctrl-C or SIGTERM)")
+        while not stopping:
+            if cluster.sentinel is not None and not cluster.sentinel.is_alive():
+                self.stderr.write("the task cluster stopped on its own; exiting")
+                break
+            time.sleep(0.2)
+        self._stop(cluster)
+        self.stdout.write("worker stopped")
+
+    @staticmethod
+    def _stop(cluster: Any) -> None:
+        """Stop the cluster within :data:`STOP_GRACE_SECONDS`, then terminate what is left."""
+        stopper = threading.Thread(target=cluster.stop, daemon=True)
+        stopper.start()
+        stopper.join(STOP_GRACE_SECONDS)
+        if not stopper.is_alive():
+            return
+        for child in multiprocessing.active_children():
+            child.terminate()
+        os._exit(0)  # the stopper thread still waits on a dead sentinel: leave without joining

@@ -1,0 +1,43 @@
+"""Error and account pages: a stale CSRF token, and password reset without a mail server."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+
+CSRF_MESSAGE = (
+    "This page is out of date (you may have logged in again in another tab), so the action was "
+    "not done."
+)
+
+
+@login_not_required
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """``CSRF_FAILURE_VIEW``: 403 with a message and a reload link, never a silent failure.
+
+    For an htmx request the message alone is sent with ``HX-Retarget: #messages`` and
+    ``HX-Reswap: innerHTML`` (static/js/app.js lets htmx swap this 403 into the messages area),
+    so the page keeps its place instead of being replaced. ``reason`` is Django's; not shown.
+    """
+    ctx = {"message": CSRF_MESSAGE, "reload_url": request.headers.get("HX-Current-URL")
+           or request.get_full_path()}
+    if request.headers.get("HX-Request") == "true":
+        response = render(request, "403_csrf.html#csrf-message", ctx, status=403)
+        response["HX-Retarget"] = "#messages"
+        response["HX-Reswap"] = "innerHTML"
+        return response
+    return render(request, "403_csrf.html", ctx, status=403)
+
+
+@login_not_required
+@require_http_methods(["GET", "POST"])
+def password_reset(request: HttpRequest) -> HttpResponse:
+    """"Forgot your password?": Django's reset-by-mail when ``EMAIL_HOST`` is set; without a
+    mail server, a page saying an administrator resets it (``manage.py changepassword``)."""
+    if settings.EMAIL_HOST:
+        return auth_views.PasswordResetView.as_view()(request)
+    return render(request, "registration/password_reset_unavailable.html")

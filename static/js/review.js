@@ -1,0 +1,107 @@
+// Keyboard review of a proposal (issue 14): j/k move, x excludes, i includes, e edits the merged
+// text, Space ticks for a bulk action, ? shows the keys. Everything also works with the mouse
+// and without this file (every action is a form with a working action/href).
+(function () {
+  "use strict";
+  var ROW = "[data-rv-op]";
+  var lastFocused = null;
+
+  function rows() { return Array.prototype.slice.call(document.querySelectorAll("#review-list " + ROW)); }
+  function current() {
+    var el = document.activeElement;
+    return el && el.closest ? el.closest(ROW) : null;
+  }
+  function focusRow(row) {
+    if (!row) return;
+    row.focus();
+    row.scrollIntoView({ block: "nearest" });
+  }
+  function move(step) {
+    var all = rows();
+    if (!all.length) return;
+    var at = all.indexOf(current());
+    if (at === -1) {
+      var remembered = lastFocused && document.getElementById(lastFocused);
+      at = remembered ? all.indexOf(remembered) : -1;
+      focusRow(all[at === -1 ? 0 : at]);
+      return;
+    }
+    focusRow(all[Math.max(0, Math.min(all.length - 1, at + step))]);
+  }
+  function act(action) {
+    var row = current();
+    if (!row) return;
+    var button = row.querySelector('[data-review-action="' + action + '"]');
+    if (button) button.click();
+  }
+  function edit() {
+    var row = current();
+    if (!row) return;
+    var texts = row.querySelector("details.rv-texts");
+    var box = row.querySelector("details[data-rv-edit]");
+    if (!box) return;
+    if (texts) texts.open = true;
+    box.open = true;
+    var area = box.querySelector("textarea");
+    if (area) area.focus();
+  }
+  function toggleKeys() {
+    var dialog = document.getElementById("review-keys");
+    if (!dialog) return;
+    if (dialog.open) dialog.close(); else dialog.showModal();
+  }
+  function typing(el) {
+    if (!el) return false;
+    var tag = el.tagName;
+    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable;
+  }
+
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev.target)) return;
+    if (!document.getElementById("review-panel")) return;
+    switch (ev.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "x": act("exclude"); break;
+      case "i": act("include"); break;
+      case "e": edit(); break;
+      case "?": toggleKeys(); break;
+      case " ": {
+        var row = current();
+        if (!row || ev.target !== row) return;
+        var box = row.querySelector("[data-rv-check]");
+        if (box) box.checked = !box.checked;
+        break;
+      }
+      default: return;
+    }
+    ev.preventDefault();
+  });
+
+  document.addEventListener("focusin", function (ev) {
+    var row = ev.target && ev.target.closest ? ev.target.closest(ROW) : null;
+    if (row) lastFocused = row.id;
+  });
+
+  // After the panel is swapped (exclude, filter, page), give the focus back to the same row.
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!lastFocused) return;
+    var active = document.activeElement;
+    if (active && active !== document.body && document.contains(active)) return;
+    var row = document.getElementById(lastFocused);
+    if (row) row.focus({ preventScroll: true });
+  });
+
+  document.addEventListener("click", function (ev) {
+    var t = ev.target;
+    if (t && t.closest && t.closest("[data-keys-toggle]")) { toggleKeys(); return; }
+  });
+  document.addEventListener("change", function (ev) {
+    var t = ev.target;
+    if (!t || !t.matches || !t.matches("[data-check-all]")) return;
+    rows().forEach(function (row) {
+      var box = row.querySelector("[data-rv-check]");
+      if (box) box.checked = t.checked;
+    });
+  });
+})();

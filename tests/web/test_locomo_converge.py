@@ -1,0 +1,46 @@
+"""Issue 10's "done when", in the console: a LoCoMo conversation imported with import_locomo,
+passes applied one after another with the agent's default policy, every pass under the loss
+guard (within the budget), the store converging within 5 passes. conv-26 alone: 622 → 521 → 425
+→ 343 → 312, 49.8 % fewer (measured; bench/quality_locomo.py checks the ≥ 50 % goal over all
+conversations: 51.6 %). The bound below leaves room for the clock (ages are taken from now)."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from memoryadmin.console import services, stores
+from memoryadmin.console.convergence import agent_convergence
+from memoryadmin.console.models import Agent, Pass
+from tests.web.test_import_locomo import locomo_file  # noqa: F401 - fixture
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+
+def test_a_locomo_agent_converges_over_passes_each_under_the_guard(
+    locomo_file, unique_name, django_capture_on_commit_callbacks  # noqa: F811
+):
+    call_command("import_locomo", str(locomo_file), "--conversation", "conv-26",
+                 "--collection-prefix", unique_name("lc") + "-", stdout=StringIO())
+    agent = Agent.objects.get(slug="locomo-conv-26")
+    Agent.objects.filter(pk=agent.pk).update(auto_apply=True)
+    agent.refresh_from_db()
+    assert agent.get_policy().trim_to_guard is True  # the default policy plans within the budget
+    before = stores.get_store(agent).count()
+    sizes = [before]
+    for _ in range(5):
+        with django_capture_on_commit_callbacks(execute=True):
+            run = services.pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
+        run.refresh_from_db()
+        assert run.guard_passed, run.guard_reason  # never rejected: each pass fits the budget
+        assert run.loss_fraction <= run.max_loss_fraction
+        assert run.status == "applied", (run.status, run.error)
+        sizes.append(stores.get_store(agent).count())
+        if not run.operations.exists():
+            break
+    print("memories after each pass:", " → ".join(map(str, sizes)))
+    assert 1 - sizes[-1] / before >= 0.45, sizes
+    assert sizes == sorted(sizes, reverse=True)  # every pass shrank the store or converged
+    assert agent_convergence(agent) == "converged"

@@ -1,0 +1,43 @@
+"""Data migrations of issue 10: "dismissed" becomes "rejected" (0007) and stored policies plan
+within the loss budget (0008)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def migrate(target: str):
+    executor = MigrationExecutor(connection)
+    executor.migrate([("console", target)])
+    executor.loader.build_graph()
+    return executor.loader.project_state([("console", target)]).apps
+
+
+def test_it_renames_dismissed_to_rejected_and_turns_the_budget_on():
+    old = migrate("0004_keep_archive_and_audit_on_agent_delete")
+    Agent, Pass, AuditEvent = (old.get_model("console", m) for m in ("Agent", "Pass", "AuditEvent"))
+    agent = Agent.objects.create(name="A", slug="a", collection_name="c-a",
+                                 policy={"max_loss_fraction": 0.3, "trim_to_guard": False})
+    bare = Agent.objects.create(name="B", slug="b", collection_name="c-b", policy={})
+    run = Pass.objects.create(agent=agent, trigger="operator", status="dismissed")
+    AuditEvent.objects.create(agent=agent, run=run, actor="bob", verb="dismissed",
+                              from_status="proposed", to_status="dismissed")
+    try:
+        new = migrate("0008_policy_within_budget")
+        Agent, Pass, AuditEvent = (new.get_model("console", m) for m in ("Agent", "Pass", "AuditEvent"))
+        assert Pass.objects.get(pk=run.pk).status == "rejected"
+        event = AuditEvent.objects.get(run_id=run.pk)
+        assert (event.verb, event.from_status, event.to_status) == ("rejected", "proposed", "rejected")
+        assert Agent.objects.get(pk=agent.pk).policy == {"max_loss_fraction": 0.3, "trim_to_guard": True}
+        assert Agent.objects.get(pk=bare.pk).policy == {}  # the default (on) applies
+
+        back = migrate("0004_keep_archive_and_audit_on_agent_delete")
+        assert back.get_model("console", "Pass").objects.get(pk=run.pk).status == "dismissed"
+    finally:
+        from django.core.management import call_command
+
+        call_command("migrate", "console", verbosity=0)
