@@ -9,6 +9,14 @@ Targets (issue 2): 100K full plan ≤ 30 s; incremental 1K new into 100K ≤ 3 s
 
     .venv/bin/python bench/plan_bench.py            # 10K, 50K, 100K, incremental, methods
     .venv/bin/python bench/plan_bench.py --quick    # 2K, 5K, incremental 200 into 5K
+    .venv/bin/python bench/plan_bench.py --n 1000000  # issue 12: one JSON object (below)
+
+``--n N`` (issue 12, planning at 1M): the full plan of N memories (``candidate_method="auto"``:
+the HNSW index of planning/ann.py above ANN_MIN_ROWS), the incremental pass of 1K new into N,
+and the candidate search alone by both methods on ``--exact-n`` rows (default min(N, 50K)),
+where the exact method is also timed; its time at N is extrapolated as (N / exact_n)² (the
+blocked product is O(n²)), and the ANN's recall of the exact pairs is measured there.
+Targets: full plan of 1M ≤ 300 s with peak RSS ≤ 4 GB; incremental 1K into 1M ≤ 5 s.
 """
 
 from __future__ import annotations
@@ -132,10 +140,46 @@ def run_method(n: int, method: str) -> dict:
     records, pairs = make_store(n, seed=n)
     emb = np.stack([r.embedding for r in records])
     t, c = time.perf_counter(), cpu_seconds()
-    i, _, _ = candidate_pairs(emb, 0.75, method=method)
+    i, j, _ = candidate_pairs(emb, 0.75, method=method)
     wall, cpu = time.perf_counter() - t, cpu_seconds() - c
+    index = {r.id: k for k, r in enumerate(records)}
+    found = set(zip(i.tolist(), j.tolist(), strict=True))
+    planted = sum((min(index[a], index[b]), max(index[a], index[b])) in found for a, b in pairs)
     return {"case": f"search {n // 1000}K {method}", "n": n, "wall": wall, "cpu": cpu, "pairs": int(len(i)),
-            "planted": len(pairs), "rss_mb": peak_rss_mb()}
+            "planted": len(pairs), "planted_found": planted, "rss_mb": peak_rss_mb(),
+            "pair_codes": sorted(int(a) * n + int(b) for a, b in found) if n <= 200_000 else []}
+
+
+def scale_main(n: int, exact_n: int) -> None:
+    """Issue 12's figures as one JSON object (see the module docstring)."""
+    full = spawn("full", str(n), "auto")
+    incr = spawn("incr", str(n), "1000")
+    exact = spawn("method", str(exact_n), "exact")
+    ann = spawn("method", str(exact_n), "ann")
+    exact_pairs, ann_pairs = set(exact.pop("pair_codes")), set(ann.pop("pair_codes"))
+    exact_at_n = exact["wall"] * (n / exact_n) ** 2
+    cand_at_n = full["timings"].get("candidates", 0.0)
+    print(json.dumps({
+        "n": n, "load_average": round(os.getloadavg()[0], 1), "cpus": os.cpu_count(),
+        "full_plan": {"wall_s": round(full["wall"], 1), "cpu_s": round(full["cpu"], 1),
+                      "peak_rss_mb": round(full["rss_mb"]), "merges": full["merges"],
+                      "planted_recall": round(full["recall"], 4),
+                      "stages_s": {k: round(v, 2) for k, v in full["timings"].items()},
+                      "met": full["wall"] <= 300 and full["rss_mb"] <= 4096},
+        "incremental_1k": {"wall_s": round(incr["wall"], 2), "cpu_s": round(incr["cpu"], 2),
+                           "planted_recall": round(incr["recall"], 4), "met": incr["wall"] <= 5},
+        "candidate_search": {
+            "rows": exact_n, "exact_s": round(exact["wall"], 2), "ann_s": round(ann["wall"], 2),
+            "ann_recall_of_exact_pairs": round(len(ann_pairs & exact_pairs)
+                                               / max(1, len(exact_pairs)), 4),
+            "ann_false_pairs": len(ann_pairs - exact_pairs),
+            "planted_found": {"exact": exact["planted_found"], "ann": ann["planted_found"],
+                              "planted": exact["planted"]},
+            "exact_s_extrapolated_to_n": round(exact_at_n, 1),
+            "candidates_s_at_n": round(cand_at_n, 1),
+            "speedup_at_n": round(exact_at_n / cand_at_n, 1) if cand_at_n else None,
+        },
+    }))
 
 
 def child(args: argparse.Namespace) -> None:
@@ -164,10 +208,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only (seconds)")
     ap.add_argument("--no-methods", action="store_true", help="skip the exact-vs-split comparison")
+    ap.add_argument("--n", type=int, help="issue 12: full + incremental plan of N, one JSON line")
+    ap.add_argument("--exact-n", type=int, help="rows for the exact-vs-ANN search comparison")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args)
+        return
+    if args.n:
+        scale_main(args.n, args.exact_n or min(args.n, 50_000))
         return
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
           "(wall seconds scale with other load; cpu s counts all BLAS threads)")

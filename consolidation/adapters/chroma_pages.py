@@ -28,8 +28,9 @@ class FilteredRecords:
     ``None`` for none), without embeddings, in insertion order.
 
     ``len()``/``count()``: the number of matches (``collection.count()`` when unfiltered, else
-    one ids-only ``get``), computed once. ``records[a:b]``: one ``get(limit=b-a, offset=a)``
-    (at most 5,000 rows). Errors are Chroma's (the caller reports them).
+    one ids-only ``get`` whose ids are kept), computed once. ``records[a:b]`` (at most 5,000
+    rows): unfiltered, one ``get(limit=b-a, offset=a)``; filtered, one ``get(ids=…)`` of the
+    kept ids, so the filter is evaluated once per request. Errors are Chroma's.
     """
 
     def __init__(
@@ -48,12 +49,14 @@ class FilteredRecords:
         if where_document:
             self.filters["where_document"] = dict(where_document)
         self._count: int | None = None
+        self._ids: list[str] | None = None
 
     def count(self) -> int:
         """Number of matching records."""
         if self._count is None:
             if self.filters:
-                self._count = len(self.collection.get(include=[], **self.filters)["ids"] or [])
+                self._ids = list(self.collection.get(include=[], **self.filters)["ids"] or [])
+                self._count = len(self._ids)
             else:
                 self._count = int(self.collection.count())
         return self._count
@@ -69,16 +72,21 @@ class FilteredRecords:
         limit = min(max(0, stop - start), MAX_PAGE_SIZE)
         if limit == 0:
             return []
-        got = self.collection.get(limit=limit, offset=start, include=["documents", "metadatas"],
-                                  **self.filters)
+        include = ["documents", "metadatas"]
+        if self._ids is not None:
+            wanted = self._ids[start : start + limit]
+            got = self.collection.get(ids=wanted, include=include) if wanted else {"ids": []}
+        else:
+            got = self.collection.get(limit=limit, offset=start, include=include, **self.filters)
         docs, metas = got.get("documents") or [], got.get("metadatas") or []
-        out = []
+        found: dict[str, MemoryRecord] = {}
         for i, rid in enumerate(got.get("ids") or []):
             meta = decode_metadata(metas[i] if i < len(metas) else None)
             text = meta.get(self.text_key) if self.text_key else (docs[i] if i < len(docs) else "")
-            out.append(MemoryRecord(id=rid, document=text if isinstance(text, str) else "",
-                                    embedding=None, metadata=meta))
-        return out
+            found[rid] = MemoryRecord(id=rid, document=text if isinstance(text, str) else "",
+                                      embedding=None, metadata=meta)
+        order = self._ids[start : start + limit] if self._ids is not None else list(found)
+        return [found[rid] for rid in order if rid in found]
 
 
 def distinct_values(collection: Any, key: str) -> set[Any]:

@@ -21,7 +21,9 @@ Two filters, same answer (measured in ``bench/plan_bench.py``):
   Measured alternatives: k = 160 or 128 let too many pairs through the bound on isotropic
   data (0.3M / 5.5M candidates at 30K) and were 2–10× slower; 4096-row tiles were slower than
   2048. An ANN index (HNSW) would be approximate; LSH needs hundreds of bands for recall at
-  cosine 0.75 — neither guarantees every pair, which the guard and the review rely on.
+  cosine 0.75 — neither guarantees every pair, which the guard and the review rely on; so
+  the HNSW index (:mod:`.ann`) is used only above ``ANN_MIN_ROWS`` rows, where the exact
+  product would take minutes to hours.
 
 Every returned similarity is recomputed per pair from the original rows (``einsum``), so the
 result does not depend on tiling, rotation or BLAS threading (I-8 determinism).
@@ -31,17 +33,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ann import ANN_MIN_ROWS, ann_candidate_pairs
+
 __all__ = ["candidate_pairs", "normalize_rows"]
 
 _MARGIN = 1e-3
 """Safety margin on the prefilter (float32 rounding of 384-term dot products is ~1e-6)."""
 
 
-def normalize_rows(matrix: np.ndarray) -> np.ndarray:
-    """``(n, d) float32`` copy with each row scaled to unit L2 norm (zero rows stay zero)."""
+def normalize_rows(matrix: np.ndarray, *, copy: bool = True) -> np.ndarray:
+    """``(n, d) float32`` with each row scaled to unit L2 norm (zero rows stay zero).
+
+    ``copy=False`` scales a float32 ``matrix`` in place (no second ``n × d`` matrix: 1.5 GB at
+    1M × 384), for a caller that owns it (the planner's freshly stacked embeddings)."""
     m = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
+    if not copy and m is matrix:
+        m /= norms
+        return m
     return (m / norms).astype(np.float32, copy=False)
 
 
@@ -70,8 +80,10 @@ def candidate_pairs(
     - ``query``: optional ``(q,) int`` row indices; when given only pairs with at least one
       end in ``query`` are searched (incremental planning: O(q × n), not O(n²)).
     - ``block``: tile edge in rows (2048 measured fastest here, bench/plan_bench.py).
-    - ``method``: ``"exact"``, ``"split"`` or ``"auto"`` (split for a full search of n ≥ 8192
-      rows or ≥ 4096 query rows, when d ≥ 64).
+    - ``method``: ``"exact"``, ``"split"``, ``"ann"`` or ``"auto"``: the HNSW index of
+      :mod:`.ann` for a full search of n ≥ ``ANN_MIN_ROWS`` rows (approximate: a subset of the
+      exact pairs), else split for a full search of n ≥ 8192 rows or ≥ 4096 query rows, when
+      d ≥ 64. An incremental (``query``) search stays exact: it is O(q × n).
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32`` arrays sorted by ``(i, j)``.
     Raises ``ValueError`` for a non-2-D matrix or an unknown method.
@@ -79,12 +91,15 @@ def candidate_pairs(
     emb = np.asarray(emb, dtype=np.float32)
     if emb.ndim != 2:
         raise ValueError(f"embeddings must be a 2-D (n, d) matrix, got shape {emb.shape}")
-    if method not in ("auto", "exact", "split"):
+    if method not in ("auto", "exact", "split", "ann"):
         raise ValueError(f"unknown candidate method {method!r}")
     n, d = emb.shape
     empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
     if n < 2:
         return empty
+    if method == "ann" or (method == "auto" and query is None and n >= ANN_MIN_ROWS):
+        # approximate above the measured switch point (see planning/ann.py)
+        return ann_candidate_pairs(emb, threshold, query=query)
     if method == "auto":
         # the split's fixed cost (rotating all n rows, O(n·d²)) only pays off when the
         # product itself is large: a full triangle of ≥ 8192 rows, or ≥ 4096 query rows

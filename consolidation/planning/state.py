@@ -191,7 +191,8 @@ def prepare(
     metas = [r.metadata for r in recs]
     hashes = [r.content_hash for r in recs]
     emb = (
-        normalize_rows(np.stack([r.embedding for r in recs]))
+        normalize_rows(np.stack([r.embedding for r in recs]).astype(np.float32, copy=False),
+                       copy=False)
         if n
         else np.zeros((0, 384), np.float32)
     )

@@ -110,6 +110,7 @@ def stack(tmp_path: Path) -> Iterator[dict]:
             "MEMORYADMIN_MODEL_DIR": str(settings.MEMORYADMIN_MODEL_DIR),
             "CHROMA_MODE": "http", "CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(port),
             "Q_SYNC": "0", "Q_WORKERS": "1", "Q_NAME": f"stack-{uuid.uuid4().hex[:10]}",
+            "LIBS_LOG_LEVEL": "INFO",  # django-q2 logs "processing <task>" (who ran what)
             "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", ""))
                                           if p),
         }
