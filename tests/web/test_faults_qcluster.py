@@ -148,6 +148,15 @@ def worker_line() -> str:
     return line.split(":", 1)[1].strip()
 
 
+def _dead(pid: int) -> bool:
+    """True when ``pid`` is gone or a zombie: the worker's main process (``run_worker``, exec'd
+    by ``sh``) is this test's own child, so once killed it stays a zombie until reaped."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def run_worker(stack: dict, pk: int, failpoint: str | None, name: str) -> str:
     """Start the worker as the Procfile does; return "crashed" once a process working on pass
     ``pk`` died (its lease holder is gone) or "done" once the pass settled; the worker is then
@@ -166,7 +175,7 @@ def run_worker(stack: dict, pk: int, failpoint: str | None, name: str) -> str:
             if status in ("applied", "partially_applied", "rolled_back", "failed"):
                 return "done"
             pid = owner.rpartition(":")[2]
-            if owner != stale_owner and pid.isdigit() and not psutil.pid_exists(int(pid)):
+            if owner != stale_owner and pid.isdigit() and _dead(int(pid)):
                 return "crashed"
             time.sleep(0.2)
         raise AssertionError(f"{name}: pass #{pk} neither settled nor crashed: {status}\n"
