@@ -36,9 +36,13 @@ run: install
 	$(BIN)/python manage.py setup_demo
 	$(BIN)/honcho start -f Procfile
 
+# Unit and view tests on both cores (pytest-xdist), then the process-level tests (real chroma
+# server, qcluster workers, chromium) one at a time: they time their own subprocesses.
 test: install chromium
 	$(BIN)/ruff check .
-	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider
+	$(BIN)/ruff format --check .
+	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "not slow" -n 2
+	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m slow
 
 # The web, worker and concurrency tests (marker `services`) again on PostgreSQL + the Redis broker.
 # pytest-django creates and drops the test database test_<name>; process-level tests create and
@@ -71,6 +75,7 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: install
 	$(BIN)/python bench/embed_bench.py

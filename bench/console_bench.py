@@ -35,18 +35,26 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TARGET_MS = 150.0
-_WORD_LIST = ("apple river stone cloud garden violin harbor lantern meadow copper falcon orchard ribbon "
-         "canyon velvet thunder maple island compass marble pepper saddle willow glacier trumpet "
-         "cobalt poppy quartz tundra walnut zephyr bramble cinder dune ember fjord grove")
+_WORD_LIST = (
+    "apple river stone cloud garden violin harbor lantern meadow copper falcon orchard ribbon "
+    "canyon velvet thunder maple island compass marble pepper saddle willow glacier trumpet "
+    "cobalt poppy quartz tundra walnut zephyr bramble cinder dune ember fjord grove"
+)
 WORDS = _WORD_LIST.split()
 
 
 def setup_django(var: Path) -> None:
-    os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "memoryadmin.settings", "MEMORYADMIN_VAR_DIR": str(var),
-        "CHROMA_MODE": "ephemeral", "DEBUG": "0", "SECRET_KEY": "bench-only-secret",
-        "ALLOWED_HOSTS": "testserver", "LOG_LEVEL": "WARNING",
-    })
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
+            "MEMORYADMIN_VAR_DIR": str(var),
+            "CHROMA_MODE": "ephemeral",
+            "DEBUG": "0",
+            "SECRET_KEY": "bench-only-secret",
+            "ALLOWED_HOSTS": "testserver",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{var / 'bench.sqlite3'}")
     import django
 
@@ -80,8 +88,12 @@ def build_store(agent, n: int) -> None:
                 meta["pinned"] = True
             metas.append(meta)
         docs = [f"Memory {i}: " + " ".join(WORDS[w] for w in words[i]) for i in range(start, stop)]
-        collection.add(ids=[f"mem-{i:07d}" for i in range(start, stop)], embeddings=vecs,
-                       documents=docs, metadatas=metas)
+        collection.add(
+            ids=[f"mem-{i:07d}" for i in range(start, stop)],
+            embeddings=vecs,
+            documents=docs,
+            metadatas=metas,
+        )
 
 
 def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
@@ -92,35 +104,87 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
     from memoryadmin.console.models import Operation, OperationSource, Pass, StoreSample
     from memoryadmin.console.review import pass_evaluate
 
-    agents = [big] + [services.agent_create(name=f"Agent {i:02d}", slug=f"agent-{i:02d}",
-                                            collection_name=f"bench-agent-{i:02d}")
-                      for i in range(1, n_agents)]
-    StoreSample.objects.bulk_create(StoreSample(agent=a, count=1000 + i)
-                                    for i, a in enumerate(agents) for _ in range(3))
+    agents = [big] + [
+        services.agent_create(
+            name=f"Agent {i:02d}", slug=f"agent-{i:02d}", collection_name=f"bench-agent-{i:02d}"
+        )
+        for i in range(1, n_agents)
+    ]
+    StoreSample.objects.bulk_create(
+        StoreSample(agent=a, count=1000 + i) for i, a in enumerate(agents) for _ in range(3)
+    )
     statuses = ["applied", "rejected_by_guard", "dismissed", "failed", "proposed", "rolled_back"]
     now = timezone.now()
     Pass.objects.bulk_create(
-        (Pass(agent=agents[i % len(agents)], trigger="schedule", status=statuses[i % 6],
-              entries_before=1000, entries_after=950, merged=50, loss_fraction=0.05,
-              guard_passed=True, created_at=now, finished_at=now) for i in range(n_passes)),
-        batch_size=2000)
-    run = Pass.objects.create(agent=big, trigger="operator", status="proposed", policy={},
-                              entries_before=2 * n_ops, max_loss_fraction=1.0)
+        (
+            Pass(
+                agent=agents[i % len(agents)],
+                trigger="schedule",
+                status=statuses[i % 6],
+                entries_before=1000,
+                entries_after=950,
+                merged=50,
+                loss_fraction=0.05,
+                guard_passed=True,
+                created_at=now,
+                finished_at=now,
+            )
+            for i in range(n_passes)
+        ),
+        batch_size=2000,
+    )
+    run = Pass.objects.create(
+        agent=big,
+        trigger="operator",
+        status="proposed",
+        policy={},
+        entries_before=2 * n_ops,
+        max_loss_fraction=1.0,
+    )
     meta = {"created_at": "2026-10-01T00:00:00+00:00", "importance": 0.5}
     ops = Operation.objects.bulk_create(
-        (Operation(run=run, index=i, kind="merge", rule="exact_duplicate", reason="duplicates",
-                   scores={"min_cosine": 1.0}, source_ids=[f"m{i}-a", f"m{i}-b"],
-                   removes=[f"m{i}-a", f"m{i}-b"], result_id=f"merged-{i}",
-                   result_document=f"Merged note {i}", planned_document=f"Merged note {i}",
-                   result_metadata=meta) for i in range(n_ops)), batch_size=2000)
+        (
+            Operation(
+                run=run,
+                index=i,
+                kind="merge",
+                rule="exact_duplicate",
+                reason="duplicates",
+                scores={"min_cosine": 1.0},
+                source_ids=[f"m{i}-a", f"m{i}-b"],
+                removes=[f"m{i}-a", f"m{i}-b"],
+                result_id=f"merged-{i}",
+                result_document=f"Merged note {i}",
+                planned_document=f"Merged note {i}",
+                result_metadata=meta,
+            )
+            for i in range(n_ops)
+        ),
+        batch_size=2000,
+    )
     OperationSource.objects.bulk_create(
-        (OperationSource(operation=op, position=p, memory_id=f"m{op.index}-{s}",
-                         document=f"Merged note {op.index}", metadata=meta, removed=True,
-                         content_hash=content_hash(f"Merged note {op.index}", meta))
-         for op in ops for p, s in enumerate("ab")), batch_size=4000)
+        (
+            OperationSource(
+                operation=op,
+                position=p,
+                memory_id=f"m{op.index}-{s}",
+                document=f"Merged note {op.index}",
+                metadata=meta,
+                removed=True,
+                content_hash=content_hash(f"Merged note {op.index}", meta),
+            )
+            for op in ops
+            for p, s in enumerate("ab")
+        ),
+        batch_size=4000,
+    )
     ev = pass_evaluate(run)
-    Pass.objects.filter(pk=run.pk).update(entries_after=ev.entries_after, merged=ev.merged,
-                                          loss_fraction=ev.loss_fraction, guard_passed=True)
+    Pass.objects.filter(pk=run.pk).update(
+        entries_after=ev.entries_after,
+        merged=ev.merged,
+        loss_fraction=ev.loss_fraction,
+        guard_passed=True,
+    )
     return run
 
 
@@ -138,8 +202,13 @@ def time_page(client, url: str, params: dict, repeat: int) -> dict:
     cold = once()
     runs = [once() for _ in range(repeat)]
     median = statistics.median(runs)
-    return {"ms": round(median, 1), "cpu_ms": round(statistics.median(cpu[1:]), 1),
-            "cold_ms": round(cold, 1), "max_ms": round(max(runs), 1), "met": median <= TARGET_MS}
+    return {
+        "ms": round(median, 1),
+        "cpu_ms": round(statistics.median(cpu[1:]), 1),
+        "cold_ms": round(cold, 1),
+        "max_ms": round(max(runs), 1),
+        "met": median <= TARGET_MS,
+    }
 
 
 def main() -> None:
@@ -180,15 +249,28 @@ def main() -> None:
             "dashboard": (reverse("dashboard"), {}),
             "audit_page": (reverse("audit"), {}),
         }
-        results = {name: time_page(client, url, params, args.repeat)
-                   for name, (url, params) in pages.items()}
-        print(json.dumps({
-            "sizes": {"memories": args.memories, "agents": args.agents, "passes": args.passes,
-                      "operations": args.operations},
-            "load_average": round(os.getloadavg()[0], 1), "cpus": os.cpu_count(),
-            "target_ms": TARGET_MS, "setup_s": round(built, 1), "pages": results,
-            "all_met": all(r["met"] for r in results.values()),
-        }))
+        results = {
+            name: time_page(client, url, params, args.repeat)
+            for name, (url, params) in pages.items()
+        }
+        print(
+            json.dumps(
+                {
+                    "sizes": {
+                        "memories": args.memories,
+                        "agents": args.agents,
+                        "passes": args.passes,
+                        "operations": args.operations,
+                    },
+                    "load_average": round(os.getloadavg()[0], 1),
+                    "cpus": os.cpu_count(),
+                    "target_ms": TARGET_MS,
+                    "setup_s": round(built, 1),
+                    "pages": results,
+                    "all_met": all(r["met"] for r in results.values()),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -41,10 +41,64 @@ from consolidation.planning import candidate_pairs, plan  # noqa: E402
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 DIM = 384
 COS = 0.95
-WORDS = ["apple", "river", "stone", "cloud", "garden", "violin", "harbor", "lantern", "meadow", "copper", "falcon", "orchard", "ribbon", "canyon", "velvet", "thunder", "maple", "island", "compass", "marble", "pepper", "saddle", "willow", "glacier", "trumpet", "cobalt", "poppy", "quartz", "tundra", "walnut", "zephyr", "bramble", "cinder", "dune", "ember", "fjord", "grove", "hazel", "iris", "juniper", "kelp", "lilac", "moss", "nectar", "opal", "pine", "quill", "reed", "sage", "thistle", "umber"]
+WORDS = [
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "garden",
+    "violin",
+    "harbor",
+    "lantern",
+    "meadow",
+    "copper",
+    "falcon",
+    "orchard",
+    "ribbon",
+    "canyon",
+    "velvet",
+    "thunder",
+    "maple",
+    "island",
+    "compass",
+    "marble",
+    "pepper",
+    "saddle",
+    "willow",
+    "glacier",
+    "trumpet",
+    "cobalt",
+    "poppy",
+    "quartz",
+    "tundra",
+    "walnut",
+    "zephyr",
+    "bramble",
+    "cinder",
+    "dune",
+    "ember",
+    "fjord",
+    "grove",
+    "hazel",
+    "iris",
+    "juniper",
+    "kelp",
+    "lilac",
+    "moss",
+    "nectar",
+    "opal",
+    "pine",
+    "quill",
+    "reed",
+    "sage",
+    "thistle",
+    "umber",
+]
 
 
-def make_store(n: int, seed: int, dup_frac: float = 0.05) -> tuple[list[MemoryRecord], list[tuple[str, str]]]:
+def make_store(
+    n: int, seed: int, dup_frac: float = 0.05
+) -> tuple[list[MemoryRecord], list[tuple[str, str]]]:
     """``n`` records with ``n * dup_frac`` planted pairs at cosine ``COS``; returns the pairs."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, DIM)).astype(np.float32)
@@ -66,9 +120,15 @@ def make_store(n: int, seed: int, dup_frac: float = 0.05) -> tuple[list[MemoryRe
     ages[bases] = ages[dups] = 5
     records = [
         MemoryRecord(
-            f"mem-{i:07d}", texts[i], x[i],
-            {"created_at": (NOW - timedelta(days=int(ages[i]))).isoformat(),
-             "session": f"s{i % 7}", "importance": 0.5, "access_count": int(i % 4)},
+            f"mem-{i:07d}",
+            texts[i],
+            x[i],
+            {
+                "created_at": (NOW - timedelta(days=int(ages[i]))).isoformat(),
+                "session": f"s{i % 7}",
+                "importance": 0.5,
+                "access_count": int(i % 4),
+            },
         )
         for i in range(n)
     ]
@@ -100,10 +160,18 @@ def run_full(n: int, method: str) -> dict:
     t, c = time.perf_counter(), cpu_seconds()
     p = plan(records, Policy(), now=NOW, candidate_method=method)
     wall, cpu = time.perf_counter() - t, cpu_seconds() - c
-    return {"case": f"full {n // 1000}K", "n": n, "wall": wall, "cpu": cpu, "timings": p.context["timings"],
-            "recall": recall(p, pairs), "merges": len(p.by_kind(OpKind.MERGE)),
-            "prunes": len(p.by_kind(OpKind.PRUNE)), "rss_mb": peak_rss_mb(),
-            "pairs": p.context["candidates"]["similar_pairs"]}
+    return {
+        "case": f"full {n // 1000}K",
+        "n": n,
+        "wall": wall,
+        "cpu": cpu,
+        "timings": p.context["timings"],
+        "recall": recall(p, pairs),
+        "merges": len(p.by_kind(OpKind.MERGE)),
+        "prunes": len(p.by_kind(OpKind.PRUNE)),
+        "rss_mb": peak_rss_mb(),
+        "pairs": p.context["candidates"]["similar_pairs"],
+    }
 
 
 def run_incremental(n: int, new: int) -> dict:
@@ -123,17 +191,27 @@ def run_incremental(n: int, new: int) -> dict:
         else:
             vec = rng.standard_normal(DIM).astype(np.float32)
             text = " ".join(WORDS[int(w)] for w in rng.integers(0, len(WORDS), 6))
-        fresh.append(MemoryRecord(f"new-{k:05d}", text, vec,
-                                  {"created_at": NOW.isoformat(), "session": "s-new"}))
+        fresh.append(
+            MemoryRecord(
+                f"new-{k:05d}", text, vec, {"created_at": NOW.isoformat(), "session": "s-new"}
+            )
+        )
     checkpoint = {r.id: r.content_hash for r in records}
     t, c = time.perf_counter(), cpu_seconds()
     p = plan(records + fresh, Policy(), now=NOW, checkpoint=checkpoint)
     wall, cpu = time.perf_counter() - t, cpu_seconds() - c
-    return {"case": f"incr {new // 1000 or new}{'K' if new >= 1000 else ''} into {n // 1000}K",
-            "n": n + new, "wall": wall, "cpu": cpu, "timings": p.context["timings"],
-            "recall": recall(p, pairs), "merges": len(p.by_kind(OpKind.MERGE)),
-            "prunes": len(p.by_kind(OpKind.PRUNE)), "rss_mb": peak_rss_mb(),
-            "pairs": p.context["candidates"]["similar_pairs"]}
+    return {
+        "case": f"incr {new // 1000 or new}{'K' if new >= 1000 else ''} into {n // 1000}K",
+        "n": n + new,
+        "wall": wall,
+        "cpu": cpu,
+        "timings": p.context["timings"],
+        "recall": recall(p, pairs),
+        "merges": len(p.by_kind(OpKind.MERGE)),
+        "prunes": len(p.by_kind(OpKind.PRUNE)),
+        "rss_mb": peak_rss_mb(),
+        "pairs": p.context["candidates"]["similar_pairs"],
+    }
 
 
 def run_method(n: int, method: str) -> dict:
@@ -145,9 +223,17 @@ def run_method(n: int, method: str) -> dict:
     index = {r.id: k for k, r in enumerate(records)}
     found = set(zip(i.tolist(), j.tolist(), strict=True))
     planted = sum((min(index[a], index[b]), max(index[a], index[b])) in found for a, b in pairs)
-    return {"case": f"search {n // 1000}K {method}", "n": n, "wall": wall, "cpu": cpu, "pairs": int(len(i)),
-            "planted": len(pairs), "planted_found": planted, "rss_mb": peak_rss_mb(),
-            "pair_codes": sorted(int(a) * n + int(b) for a, b in found) if n <= 200_000 else []}
+    return {
+        "case": f"search {n // 1000}K {method}",
+        "n": n,
+        "wall": wall,
+        "cpu": cpu,
+        "pairs": int(len(i)),
+        "planted": len(pairs),
+        "planted_found": planted,
+        "rss_mb": peak_rss_mb(),
+        "pair_codes": sorted(int(a) * n + int(b) for a, b in found) if n <= 200_000 else [],
+    }
 
 
 def scale_main(n: int, exact_n: int) -> None:
@@ -159,27 +245,47 @@ def scale_main(n: int, exact_n: int) -> None:
     exact_pairs, ann_pairs = set(exact.pop("pair_codes")), set(ann.pop("pair_codes"))
     exact_at_n = exact["wall"] * (n / exact_n) ** 2
     cand_at_n = full["timings"].get("candidates", 0.0)
-    print(json.dumps({
-        "n": n, "load_average": round(os.getloadavg()[0], 1), "cpus": os.cpu_count(),
-        "full_plan": {"wall_s": round(full["wall"], 1), "cpu_s": round(full["cpu"], 1),
-                      "peak_rss_mb": round(full["rss_mb"]), "merges": full["merges"],
-                      "planted_recall": round(full["recall"], 4),
-                      "stages_s": {k: round(v, 2) for k, v in full["timings"].items()},
-                      "met": full["wall"] <= 300 and full["rss_mb"] <= 4096},
-        "incremental_1k": {"wall_s": round(incr["wall"], 2), "cpu_s": round(incr["cpu"], 2),
-                           "planted_recall": round(incr["recall"], 4), "met": incr["wall"] <= 5},
-        "candidate_search": {
-            "rows": exact_n, "exact_s": round(exact["wall"], 2), "ann_s": round(ann["wall"], 2),
-            "ann_recall_of_exact_pairs": round(len(ann_pairs & exact_pairs)
-                                               / max(1, len(exact_pairs)), 4),
-            "ann_false_pairs": len(ann_pairs - exact_pairs),
-            "planted_found": {"exact": exact["planted_found"], "ann": ann["planted_found"],
-                              "planted": exact["planted"]},
-            "exact_s_extrapolated_to_n": round(exact_at_n, 1),
-            "candidates_s_at_n": round(cand_at_n, 1),
-            "speedup_at_n": round(exact_at_n / cand_at_n, 1) if cand_at_n else None,
-        },
-    }))
+    print(
+        json.dumps(
+            {
+                "n": n,
+                "load_average": round(os.getloadavg()[0], 1),
+                "cpus": os.cpu_count(),
+                "full_plan": {
+                    "wall_s": round(full["wall"], 1),
+                    "cpu_s": round(full["cpu"], 1),
+                    "peak_rss_mb": round(full["rss_mb"]),
+                    "merges": full["merges"],
+                    "planted_recall": round(full["recall"], 4),
+                    "stages_s": {k: round(v, 2) for k, v in full["timings"].items()},
+                    "met": full["wall"] <= 300 and full["rss_mb"] <= 4096,
+                },
+                "incremental_1k": {
+                    "wall_s": round(incr["wall"], 2),
+                    "cpu_s": round(incr["cpu"], 2),
+                    "planted_recall": round(incr["recall"], 4),
+                    "met": incr["wall"] <= 5,
+                },
+                "candidate_search": {
+                    "rows": exact_n,
+                    "exact_s": round(exact["wall"], 2),
+                    "ann_s": round(ann["wall"], 2),
+                    "ann_recall_of_exact_pairs": round(
+                        len(ann_pairs & exact_pairs) / max(1, len(exact_pairs)), 4
+                    ),
+                    "ann_false_pairs": len(ann_pairs - exact_pairs),
+                    "planted_found": {
+                        "exact": exact["planted_found"],
+                        "ann": ann["planted_found"],
+                        "planted": exact["planted"],
+                    },
+                    "exact_s_extrapolated_to_n": round(exact_at_n, 1),
+                    "candidates_s_at_n": round(cand_at_n, 1),
+                    "speedup_at_n": round(exact_at_n / cand_at_n, 1) if cand_at_n else None,
+                },
+            }
+        )
+    )
 
 
 def child(args: argparse.Namespace) -> None:
@@ -195,13 +301,22 @@ def child(args: argparse.Namespace) -> None:
 
 
 def spawn(*argv: str) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--child", *argv], capture_output=True,
-                          text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", *argv], capture_output=True, text=True, check=True
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-STAGES = ["prepare", "prune", "exact", "candidates", "contradictions", "grouping", "merge",
-          "promote"]
+STAGES = [
+    "prepare",
+    "prune",
+    "exact",
+    "candidates",
+    "contradictions",
+    "grouping",
+    "merge",
+    "promote",
+]
 
 
 def main() -> None:
@@ -218,8 +333,10 @@ def main() -> None:
     if args.n:
         scale_main(args.n, args.exact_n or min(args.n, 50_000))
         return
-    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
-          "(wall seconds scale with other load; cpu s counts all BLAS threads)")
+    print(
+        f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+        "(wall seconds scale with other load; cpu s counts all BLAS threads)"
+    )
     sizes = [2_000, 5_000] if args.quick else [10_000, 50_000, 100_000]
     incr = (5_000, 200) if args.quick else (100_000, 1_000)
     rows = [spawn("full", str(n), "auto") for n in sizes]
@@ -231,22 +348,30 @@ def main() -> None:
     for r in rows:
         line = f"{r['case']:<20}{r['wall']:>8.2f}{r['cpu']:>8.2f}"
         line += "".join(f"{r['timings'].get(s, 0):>9.2f}" for s in STAGES)
-        line += f"{r['pairs']:>8}{r['merges']:>8}{r['prunes']:>8}{r['recall']:>8.3f}{r['rss_mb']:>8.0f}"
+        line += (
+            f"{r['pairs']:>8}{r['merges']:>8}{r['prunes']:>8}{r['recall']:>8.3f}{r['rss_mb']:>8.0f}"
+        )
         print(line)
     full_max = rows[len(sizes) - 1]
-    print(f"\ntarget full {sizes[-1] // 1000}K ≤ 30 s: {full_max['wall']:.1f} s "
-          f"({'ok' if full_max['wall'] <= 30 else 'MISSED'}); "
-          f"incremental ≤ 3 s: {rows[-1]['wall']:.2f} s "
-          f"({'ok' if rows[-1]['wall'] <= 3 else 'MISSED'})")
+    print(
+        f"\ntarget full {sizes[-1] // 1000}K ≤ 30 s: {full_max['wall']:.1f} s "
+        f"({'ok' if full_max['wall'] <= 30 else 'MISSED'}); "
+        f"incremental ≤ 3 s: {rows[-1]['wall']:.2f} s "
+        f"({'ok' if rows[-1]['wall'] <= 3 else 'MISSED'})"
+    )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     if args.no_methods:
         return
     n = 5_000 if args.quick else 50_000
-    print(f"\ncandidate search only, {n // 1000}K rows, cosine ≥ 0.75 (same pairs, different filter):")
+    print(
+        f"\ncandidate search only, {n // 1000}K rows, cosine ≥ 0.75 (same pairs, different filter):"
+    )
     for method in ("exact", "split"):
         r = spawn("method", str(n), method)
-        print(f"  {method:<6} {r['wall']:>7.2f} s wall {r['cpu']:>7.2f} s cpu  "
-              f"pairs {r['pairs']}  (planted {r['planted']})")
+        print(
+            f"  {method:<6} {r['wall']:>7.2f} s wall {r['cpu']:>7.2f} s cpu  "
+            f"pairs {r['pairs']}  (planted {r['planted']})"
+        )
 
 
 if __name__ == "__main__":

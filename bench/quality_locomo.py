@@ -85,13 +85,19 @@ class CachedEmbedder:
 
     def embed(self, texts):
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
-        todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in self.cache}.items())
+        todo = sorted(
+            {k: t for k, t in zip(keys, texts, strict=True) if k not in self.cache}.items()
+        )
         if todo:
             vecs = self.inner.embed([t for _, t in todo])
             for (k, _), v in zip(todo, vecs, strict=True):
                 self.cache[k] = v
             self.dirty = True
-        return np.stack([self.cache[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 384), np.float32)
+        return (
+            np.stack([self.cache[k] for k in keys]).astype(np.float32)
+            if keys
+            else np.zeros((0, 384), np.float32)
+        )
 
     def save(self) -> None:
         if self.dirty:
@@ -128,23 +134,42 @@ def run_one(
     now = max(conv.sessions.values()) + timedelta(days=1)
     before = evaluate_recall(records, conv.probes, k=k, query_embeddings=queries)
     base = {
-        "conversation": conv.sample_id, "policy": policy_name, "entries_before": len(records),
-        "probes": before.probes, "hits_before": sum(1 for h in before.hits if h),
-        "recall_before": before.answer_recall, "context_before": before.context_chars,
+        "conversation": conv.sample_id,
+        "policy": policy_name,
+        "entries_before": len(records),
+        "probes": before.probes,
+        "hits_before": sum(1 for h in before.hits if h),
+        "recall_before": before.answer_recall,
+        "context_before": before.context_chars,
         "evidence_before": before.evidence_recall,
     }
 
-    def row(mode: str, after_records: list[MemoryRecord], plans: list[Any], guard: str,
-            seconds: float, applied: int) -> dict[str, Any]:
+    def row(
+        mode: str,
+        after_records: list[MemoryRecord],
+        plans: list[Any],
+        guard: str,
+        seconds: float,
+        applied: int,
+    ) -> dict[str, Any]:
         after = evaluate_recall(after_records, conv.probes, k=k, query_embeddings=queries)
         curated = sum(1 for r in after_records if r.metadata.get("tier") == policy.curated_tier)
         return {
-            **base, "mode": mode, "entries_after": len(after_records),
+            **base,
+            "mode": mode,
+            "entries_after": len(after_records),
             "reduction": 1 - len(after_records) / len(records),
-            "hits_after": sum(1 for h in after.hits if h), "recall_after": after.answer_recall,
-            "recall_ratio": (after.answer_recall / before.answer_recall) if before.answer_recall else None,
-            "context_after": after.context_chars, "evidence_after": after.evidence_recall,
-            "operations": _ops(plans), "guard": guard, "passes": applied, "curated": curated,
+            "hits_after": sum(1 for h in after.hits if h),
+            "recall_after": after.answer_recall,
+            "recall_ratio": (after.answer_recall / before.answer_recall)
+            if before.answer_recall
+            else None,
+            "context_after": after.context_chars,
+            "evidence_after": after.evidence_recall,
+            "operations": _ops(plans),
+            "guard": guard,
+            "passes": applied,
+            "curated": curated,
             "seconds": seconds,
         }
 
@@ -153,8 +178,10 @@ def run_one(
     p = make_plan(records, full, now=now)
     after_records: list[MemoryRecord] = simulate_after(records, p, embedder)
     loss_ok = not p.result.exceeds_loss(policy.max_loss_fraction)
-    guard = (f"loss {p.result.loss_fraction:.0%} {'≤' if loss_ok else '>'} "
-             f"{policy.max_loss_fraction:.0%}")
+    guard = (
+        f"loss {p.result.loss_fraction:.0%} {'≤' if loss_ok else '>'} "
+        f"{policy.max_loss_fraction:.0%}"
+    )
     rows = [row("single", after_records, [p], guard, time.perf_counter() - t0, int(loss_ok))]
 
     # converge: the policy as is (within the loss budget by default); apply a plan only when
@@ -213,8 +240,13 @@ def totals(rows: list[dict[str, Any]], policy_name: str, mode: str) -> dict[str,
         "guard": "",
         "passes": sum(r["passes"] for r in rs),
         "max_passes": max((r["passes"] for r in rs), default=0),
-        "target_at": (None if any(r.get("target_at") is None for r in rs)
-                      else max((r.get("target_at") or 0) for r in rs)) if mode == "converge" else None,
+        "target_at": (
+            None
+            if any(r.get("target_at") is None for r in rs)
+            else max((r.get("target_at") or 0) for r in rs)
+        )
+        if mode == "converge"
+        else None,
         "curated": sum(r["curated"] for r in rs),
         "entries_before": eb,
         "entries_after": ea,
@@ -238,7 +270,11 @@ def verdict(t: dict[str, Any]) -> str:
     min_red, min_ratio = GOALS.get(t["policy"], (0, 0))
     checks = [
         ("reduction", t["reduction"] >= min_red, f"{t['reduction']:.1%} vs ≥{min_red:.0%}"),
-        ("recall", (t["recall_ratio"] or 0) >= min_ratio, f"{(t['recall_ratio'] or 0):.1%} vs ≥{min_ratio:.0%}"),
+        (
+            "recall",
+            (t["recall_ratio"] or 0) >= min_ratio,
+            f"{(t['recall_ratio'] or 0):.1%} vs ≥{min_ratio:.0%}",
+        ),
         (
             "context",
             t["context_after"] <= MAX_CONTEXT_RATIO * t["context_before"],
@@ -246,7 +282,8 @@ def verdict(t: dict[str, Any]) -> str:
         ),
     ]
     return f"{t['policy']} {t['mode']}: " + "; ".join(
-        f"{name} {'MET' if ok else 'MISSED'} ({txt})" for name, ok, txt in checks)
+        f"{name} {'MET' if ok else 'MISSED'} ({txt})" for name, ok, txt in checks
+    )
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -278,30 +315,40 @@ def print_convergence(rows: list[dict[str, Any]]) -> None:
     for policy_name in sorted({r["policy"] for r in rows}):
         rs = [r for r in rows if r["policy"] == policy_name and r["mode"] == "converge"]
         min_red, min_ratio = GOALS.get(policy_name, (0.0, 0.0))
-        print(f"\nConvergence, {policy_name} policy (each pass within the loss budget and under "
-              f"both guards; goal ≥{min_red:.0%} fewer at ≥{min_ratio:.0%} recall, "
-              f"≤{MAX_CONTEXT_RATIO}× context):")
+        print(
+            f"\nConvergence, {policy_name} policy (each pass within the loss budget and under "
+            f"both guards; goal ≥{min_red:.0%} fewer at ≥{min_ratio:.0%} recall, "
+            f"≤{MAX_CONTEXT_RATIO}× context):"
+        )
         for r in rs:
             path = " → ".join(str(x) for x in [r["entries_before"], *r["trajectory"]])
             target = f"goal after pass {r['target_at']}" if r["target_at"] else "goal not reached"
             ctx = r["context_after"] / r["context_before"] if r["context_before"] else 0.0
-            print(f"  {r['conversation']:<8} {r['passes']} passes: {path} "
-                  f"({r['reduction']:.1%} fewer, "
-                  f"recall {(r['recall_ratio'] or 0):.1%}, context {ctx:.2f}×; "
-                  f"{target}; {r['guard']})")
+            print(
+                f"  {r['conversation']:<8} {r['passes']} passes: {path} "
+                f"({r['reduction']:.1%} fewer, "
+                f"recall {(r['recall_ratio'] or 0):.1%}, context {ctx:.2f}×; "
+                f"{target}; {r['guard']})"
+            )
         t = totals(rows, policy_name, "converge")
         before = t["entries_before"]
         sizes = []  # total memories after pass i (a conversation that stopped keeps its size)
         for i in range(1, t["max_passes"] + 1):
-            sizes.append(sum((r["trajectory"][i - 1] if len(r["trajectory"]) >= i else r["entries_after"])
-                             for r in rs))
+            sizes.append(
+                sum(
+                    (r["trajectory"][i - 1] if len(r["trajectory"]) >= i else r["entries_after"])
+                    for r in rs
+                )
+            )
         met = next((i for i, n in enumerate(sizes, 1) if 1 - n / before >= min_red), None)
-        print(f"  TOTAL    {t['passes']} passes applied "
-              f"(at most {t['max_passes']} per conversation): "
-              f"{' → '.join(str(x) for x in [before, *sizes])} memories; "
-              f"{t['reduction']:.1%} fewer, recall {(t['recall_ratio'] or 0):.1%}, context "
-              f"{t['context_after'] / t['context_before']:.2f}×; reduction goal met in total after "
-              f"{f'pass {met}' if met else '— (not met)'}")
+        print(
+            f"  TOTAL    {t['passes']} passes applied "
+            f"(at most {t['max_passes']} per conversation): "
+            f"{' → '.join(str(x) for x in [before, *sizes])} memories; "
+            f"{t['reduction']:.1%} fewer, recall {(t['recall_ratio'] or 0):.1%}, context "
+            f"{t['context_after'] / t['context_before']:.2f}×; reduction goal met in total after "
+            f"{f'pass {met}' if met else '— (not met)'}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -310,11 +357,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversation", action="append", default=None)
     ap.add_argument("--policy", action="append", default=None, choices=sorted(NAMED_POLICIES))
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--passes", type=int, default=5,
-                    help="converge mode: at most this many passes (stops earlier when converged)")
-    ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override a policy field for this run (JSON value), e.g. fold_max_chars=200")
+    ap.add_argument(
+        "--passes",
+        type=int,
+        default=5,
+        help="converge mode: at most this many passes (stops earlier when converged)",
+    )
+    ap.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the table"
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a policy field for this run (JSON value), e.g. fold_max_chars=200",
+    )
     args = ap.parse_args(argv)
     for item in args.set:
         name, _, value = item.partition("=")

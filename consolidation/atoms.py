@@ -54,43 +54,45 @@ _UNITS_Y = "k|m|bn|km|kg|g|mg|ml|l|cm|mm|h|min|ms|gb|mb|tb|kb|px|litres|liters|g
 cognee#1831); "s" is left out ("the 1990 s" is rare, "in 2021 s…" is not a unit)."""
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _ORD = "(?:st|nd|rd|th|\\.)?"
-_DATE = "|".join([
-    r"\d{4}-\d{1,2}-\d{1,2}(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?",
-    r"\d{1,4}\s*[年년](?:\s*\d{1,2}\s*[月월](?:\s*\d{1,2}\s*[日일])?)?",
-    r"\d{1,2}\s*[月월]\s*\d{1,2}\s*[日일]",
-    rf"{_NB}\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}{_NA}",
-    rf"{_NB}(?:{_MONTHS})\.?\s+\d{{1,2}}{_ORD}(?:,?\s+\d{{4}})?(?!\d)",
-    rf"{_NB}\d{{1,2}}{_ORD}\s+(?:of\s+|de\s+)?(?:{_MONTHS})(?:,?\s+(?:de\s+)?\d{{4}})?{_NA}",
-    rf"{_NB}(?:{_MONTHS})\s+(?:de\s+)?\d{{4}}{_NA}",
-    rf"{_NB}\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?{_NA}",
-    rf"{_NB}\d{{1,2}}\s*[ap]\.?m\.?{_NA}",
-    rf"{_NB}(?:{_WEEKDAYS}){_NA}",
-    rf"{_NB}(?:1[89]\d\d|2[01]\d\d)(?![0-9{_L}_]|[.,]\d|\s?(?:%|°|(?:{_UNITS_Y}){_NA}))",
-])
+_DATE = "|".join(
+    [
+        r"\d{4}-\d{1,2}-\d{1,2}(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?",
+        r"\d{1,4}\s*[年년](?:\s*\d{1,2}\s*[月월](?:\s*\d{1,2}\s*[日일])?)?",
+        r"\d{1,2}\s*[月월]\s*\d{1,2}\s*[日일]",
+        rf"{_NB}\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}{_NA}",
+        rf"{_NB}(?:{_MONTHS})\.?\s+\d{{1,2}}{_ORD}(?:,?\s+\d{{4}})?(?!\d)",
+        rf"{_NB}\d{{1,2}}{_ORD}\s+(?:of\s+|de\s+)?(?:{_MONTHS})(?:,?\s+(?:de\s+)?\d{{4}})?{_NA}",
+        rf"{_NB}(?:{_MONTHS})\s+(?:de\s+)?\d{{4}}{_NA}",
+        rf"{_NB}\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:\s*[ap]\.?m\.?)?{_NA}",
+        rf"{_NB}\d{{1,2}}\s*[ap]\.?m\.?{_NA}",
+        rf"{_NB}(?:{_WEEKDAYS}){_NA}",
+        rf"{_NB}(?:1[89]\d\d|2[01]\d\d)(?![0-9{_L}_]|[.,]\d|\s?(?:%|°|(?:{_UNITS_Y}){_NA}))",
+    ]
+)
 """Dates and times: ISO 8601, CJK (年月日), d/m/y, month names (en de fr es pt it nl ru),
 clock times, English weekdays, and a bare year 1800–2199 not followed by a unit (a heuristic:
 "in 2021", not "2040 g")."""
 
 _UNITS = "st|nd|rd|th|k|m|bn|km|kg|g|mg|ml|l|cm|mm|h|min|s|ms|x|gb|mb|tb|kb|px"
-_ID = "|".join([
-    r"(?:https?://|www\.)[^\s<>\"']+[^\s<>\"'.,;:!?)\]]",  # URL
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",  # e-mail
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",  # UUID
-    rf"{_NB}v\d+(?:\.\d+)*(?:[-+][0-9a-z.]+)?{_NA}",  # v2, v1.4.0-rc1
-    rf"(?<![\w.])\d+(?:\.\d+){{2,}}(?:[-+][0-9a-z.]+)?(?!{_AW}|\.\d)",  # 1.2.3
-    rf"\$[a-z]{{1,5}}{_NA}",  # ticker
-    rf"{_NB}#[0-9{_L}_][0-9{_L}_-]*",  # #260, #general (not the # of C#)
-    rf"(?<![{_L}0-9_-])[a-z][a-z0-9]*-\d+{_NA}",  # PR-480, abc-123
-    rf"{_NB}(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{{7,64}}{_NA}",  # hash
-])
+_ID = "|".join(
+    [
+        r"(?:https?://|www\.)[^\s<>\"']+[^\s<>\"'.,;:!?)\]]",  # URL
+        r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",  # e-mail
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",  # UUID
+        rf"{_NB}v\d+(?:\.\d+)*(?:[-+][0-9a-z.]+)?{_NA}",  # v2, v1.4.0-rc1
+        rf"(?<![\w.])\d+(?:\.\d+){{2,}}(?:[-+][0-9a-z.]+)?(?!{_AW}|\.\d)",  # 1.2.3
+        rf"\$[a-z]{{1,5}}{_NA}",  # ticker
+        rf"{_NB}#[0-9{_L}_][0-9{_L}_-]*",  # #260, #general (not the # of C#)
+        rf"(?<![{_L}0-9_-])[a-z][a-z0-9]*-\d+{_NA}",  # PR-480, abc-123
+        rf"{_NB}(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{{7,64}}{_NA}",  # hash
+    ]
+)
 _NUMBER = (
     rf"(?<![0-9{_L}_.])(?:[+-](?=[$€£¥₹]?\d))?[$€£¥₹]?\d+(?:[.,]\d+)*"
     rf"(?:\s?%|°[cf]?|[€£¥₹]|(?:{_UNITS}){_NA})?(?!{_AW})"
 )
 _CODE = rf"{_NB}(?=[0-9{_L}_]*\d)(?=[0-9{_L}_]*[{_L}])[0-9{_L}][0-9{_L}_]*{_NA}"
-_PROTECTED = re.compile(
-    f"(?P<date>{_DATE})|(?P<id>{_ID})|(?P<number>{_NUMBER})|(?P<code>{_CODE})"
-)
+_PROTECTED = re.compile(f"(?P<date>{_DATE})|(?P<id>{_ID})|(?P<number>{_NUMBER})|(?P<code>{_CODE})")
 
 _EMOJI_BASE = "\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2300-\u23ff"
 _EMOJI = (
@@ -129,9 +131,24 @@ _IDIOMS_RE = re.compile(
 """English negation words that do not negate a fact (LoCoMo dialog: "can't wait!")."""
 
 _NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-    "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+    "twenty": "20",
+    "thirty": "30",
+    "forty": "40",
+    "fifty": "50",
+    "hundred": "100",
 }
 _THOUSANDS = re.compile(r"^([+-]?[$€£¥₹]?)(\d{1,3}(?:,\d{3})+)((?:\.\d+)?)(.*)$")
 

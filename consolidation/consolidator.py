@@ -80,13 +80,15 @@ class Consolidator:
         ``checkpoint``; operations whose text the store says it cannot write are left out).
         """
         return plan_snapshot(
-            memory, self.policy, now=self.clock(), fieldmap=self.fieldmap,
-            embedder=self.embedder, checkpoint=checkpoint,
+            memory,
+            self.policy,
+            now=self.clock(),
+            fieldmap=self.fieldmap,
+            embedder=self.embedder,
+            checkpoint=checkpoint,
         ).plan
 
-    def consolidate(
-        self, memory: Any, *, max_loss_fraction: float = 0.25
-    ) -> ConsolidationResult:
+    def consolidate(self, memory: Any, *, max_loss_fraction: float = 0.25) -> ConsolidationResult:
         """Plan, guard, then write (only a writable store, only when not ``dry_run``).
 
         Returns the pass's :class:`ConsolidationResult`; ``rejected=True`` with a reason when
@@ -102,7 +104,8 @@ class Consolidator:
             threshold = validate_loss_threshold(max_loss_fraction)
         except ValueError as exc:
             return ConsolidationResult(
-                rejected=True, reason=f"invalid loss threshold: {exc}",
+                rejected=True,
+                reason=f"invalid loss threshold: {exc}",
                 context={"applied": False},
             )
         the_plan = self.plan(memory)
@@ -119,8 +122,10 @@ class Consolidator:
         if self.dry_run or not writable or not the_plan.operations:
             result.context["applied"] = False
             result.context["write_skipped"] = (
-                "dry_run" if self.dry_run
-                else "read-only memory" if not writable
+                "dry_run"
+                if self.dry_run
+                else "read-only memory"
+                if not writable
                 else "nothing to do"
             )
             return result
@@ -145,19 +150,25 @@ class Consolidator:
             embedder = self._require_embedder("writing merged memories")
             vecs = embedder.embed([op.result_document or "" for op in merged])
             for op, v in zip(merged, vecs, strict=True):
-                writes.append(MemoryRecord(
-                    str(op.result_id), op.result_document or "", v, op.result_metadata or {}
-                ))
+                writes.append(
+                    MemoryRecord(
+                        str(op.result_id), op.result_document or "", v, op.result_metadata or {}
+                    )
+                )
         if promoted:
             current = {r.id: r for r in store.get([op.result_id for op in promoted])}
             for op in promoted:
                 src = current.get(str(op.result_id))
                 if src is None:
                     continue  # vanished since the snapshot: nothing to promote
-                writes.append(MemoryRecord(
-                    src.id, op.result_document or src.document, src.embedding,
-                    op.result_metadata or {},
-                ))
+                writes.append(
+                    MemoryRecord(
+                        src.id,
+                        op.result_document or src.document,
+                        src.embedding,
+                        op.result_metadata or {},
+                    )
+                )
         if writes:
             store.upsert(writes)
             readable = {r.id for r in store.get([w.id for w in writes], include_embeddings=False)}

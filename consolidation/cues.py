@@ -31,7 +31,14 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
-    "CUES", "NEGATION", "PAST_STATE", "POLAR_EMOJI", "CueHit", "CueRow", "find_cues", "languages",
+    "CUES",
+    "NEGATION",
+    "PAST_STATE",
+    "POLAR_EMOJI",
+    "CueHit",
+    "CueRow",
+    "find_cues",
+    "languages",
 ]
 
 NEGATION = "negation"
@@ -60,8 +67,9 @@ def _rows(lang: str, kind: str, match: str, entries: str, stands_for: str = "") 
             continue
         phrase, _, page = item.partition("=")
         phrase = phrase.strip()
-        out.append(CueRow(lang, phrase, kind, match,
-                          f"wiktionary:{(page or phrase).strip()}", stands_for))
+        out.append(
+            CueRow(lang, phrase, kind, match, f"wiktionary:{(page or phrase).strip()}", stands_for)
+        )
     return out
 
 
@@ -75,57 +83,131 @@ CUES: tuple[CueRow, ...] = tuple(
     + _rows("en", _N, _W, "dislike; hate", stands_for="like")
     + _rows("en", _N, _W, "dislikes=dislike; hates=hate", stands_for="likes")
     + _rows("en", _N, _W, "disliked=dislike; hated=hate", stands_for="liked")
-    + _rows("en", _P, _W, "no longer; not … anymore=anymore; not … any more=any more;"
-            " anymore; no more; used to=used to; formerly; former; previously; ex=ex-;"
-            " stopped=stop; quit; gave up=give up; in the past=in the past")
+    + _rows(
+        "en",
+        _P,
+        _W,
+        "no longer; not … anymore=anymore; not … any more=any more;"
+        " anymore; no more; used to=used to; formerly; former; previously; ex=ex-;"
+        " stopped=stop; quit; gave up=give up; in the past=in the past",
+    )
     # German
-    + _rows("de", _N, _W, "nicht; kein; keine=kein; keinen=kein; keinem=kein; keiner=kein;"
-            " keines=kein; nie; niemals; nichts; niemand; ohne")
-    + _rows("de", _P, _W, "nicht mehr=nicht; kein … mehr=kein; keine … mehr=kein;"
-            " keinen … mehr=kein; nie mehr=nie; nicht länger=nicht; früher; ehemals;"
-            " ehemalig; ehemalige=ehemalig; ehemaliger=ehemalig; ehemaligen=ehemalig; einst;"
-            " vorher; zuvor; aufgehört=aufhören")
+    + _rows(
+        "de",
+        _N,
+        _W,
+        "nicht; kein; keine=kein; keinen=kein; keinem=kein; keiner=kein;"
+        " keines=kein; nie; niemals; nichts; niemand; ohne",
+    )
+    + _rows(
+        "de",
+        _P,
+        _W,
+        "nicht mehr=nicht; kein … mehr=kein; keine … mehr=kein;"
+        " keinen … mehr=kein; nie mehr=nie; nicht länger=nicht; früher; ehemals;"
+        " ehemalig; ehemalige=ehemalig; ehemaliger=ehemalig; ehemaligen=ehemalig; einst;"
+        " vorher; zuvor; aufgehört=aufhören",
+    )
     # French (n' is expanded to "ne " before matching)
-    + _rows("fr", _N, _W, "ne … pas=ne … pas; ne … jamais=ne … jamais; ne … rien=ne … rien;"
-            " ne … personne=ne … personne; ne … aucun=ne … aucun; ne … aucune=ne … aucun;"
-            " pas; jamais; ne; sans; aucun; aucune=aucun")
-    + _rows("fr", _P, _W, "ne … plus=ne … plus; plus jamais=jamais; autrefois; auparavant;"
-            " anciennement; arrêté de=arrêter")
+    + _rows(
+        "fr",
+        _N,
+        _W,
+        "ne … pas=ne … pas; ne … jamais=ne … jamais; ne … rien=ne … rien;"
+        " ne … personne=ne … personne; ne … aucun=ne … aucun; ne … aucune=ne … aucun;"
+        " pas; jamais; ne; sans; aucun; aucune=aucun",
+    )
+    + _rows(
+        "fr",
+        _P,
+        _W,
+        "ne … plus=ne … plus; plus jamais=jamais; autrefois; auparavant;"
+        " anciennement; arrêté de=arrêter",
+    )
     # Spanish
-    + _rows("es", _N, _W, "no; nunca; jamás; nada; nadie; ningún=ninguno; ninguno;"
-            " ninguna=ninguno; sin; tampoco")
-    + _rows("es", _P, _W, "ya no=ya; solía=soler; solían=soler; solías=soler;"
-            " solíamos=soler; antes; anteriormente; dejó de=dejar; dejado de=dejar")
+    + _rows(
+        "es",
+        _N,
+        _W,
+        "no; nunca; jamás; nada; nadie; ningún=ninguno; ninguno; ninguna=ninguno; sin; tampoco",
+    )
+    + _rows(
+        "es",
+        _P,
+        _W,
+        "ya no=ya; solía=soler; solían=soler; solías=soler;"
+        " solíamos=soler; antes; anteriormente; dejó de=dejar; dejado de=dejar",
+    )
     # Portuguese
     + _rows("pt", _N, _W, "não; nunca; jamais; nada; ninguém; nenhum; nenhuma=nenhum; sem")
-    + _rows("pt", _P, _W, "já não=já; não … mais=não; costumava=costumar;"
-            " costumavam=costumar; antigamente; anteriormente; deixou de=deixar;"
-            " parou de=parar")
+    + _rows(
+        "pt",
+        _P,
+        _W,
+        "já não=já; não … mais=não; costumava=costumar;"
+        " costumavam=costumar; antigamente; anteriormente; deixou de=deixar;"
+        " parou de=parar",
+    )
     # Italian
     + _rows("it", _N, _W, "non; mai; niente; nulla; nessuno; nessuna=nessuno; senza")
-    + _rows("it", _P, _W, "non … più=più; non più=più; un tempo=tempo; in passato=passato;"
-            " precedentemente; smesso di=smettere; ex")
+    + _rows(
+        "it",
+        _P,
+        _W,
+        "non … più=più; non più=più; un tempo=tempo; in passato=passato;"
+        " precedentemente; smesso di=smettere; ex",
+    )
     # Dutch
     + _rows("nl", _N, _W, "niet; geen; nooit; niets; niemand; zonder")
-    + _rows("nl", _P, _W, "niet meer=niet; geen … meer=geen; nooit meer=nooit; vroeger;"
-            " voorheen; voormalig; voormalige=voormalig; gestopt met=stoppen")
+    + _rows(
+        "nl",
+        _P,
+        _W,
+        "niet meer=niet; geen … meer=geen; nooit meer=nooit; vroeger;"
+        " voorheen; voormalig; voormalige=voormalig; gestopt met=stoppen",
+    )
     # Russian
     + _rows("ru", _N, _W, "не; нет; никогда; ничего; никто; ни; без")
-    + _rows("ru", _P, _W, "больше не=больше; уже не=уже; раньше; прежде; когда-то;"
-            " бывший; бывшая=бывший; бывшее=бывший; бывшие=бывший; перестал=перестать;"
-            " перестала=перестать; перестали=перестать; бросил=бросить; бросила=бросить")
+    + _rows(
+        "ru",
+        _P,
+        _W,
+        "больше не=больше; уже не=уже; раньше; прежде; когда-то;"
+        " бывший; бывшая=бывший; бывшее=бывший; бывшие=бывший; перестал=перестать;"
+        " перестала=перестать; перестали=перестать; бросил=бросить; бросила=бросить",
+    )
     # Chinese (simplified and traditional; no spaces)
-    + _rows("zh", _N, _S, "不; 没=沒; 沒; 别; 別; 不要; 无=無; 無; 从不=從不; 從不;"
-            " 从来不=從來; 從來不=從來; 从未=從未; 從未; 并非=並非; 並非")
+    + _rows(
+        "zh",
+        _N,
+        _S,
+        "不; 没=沒; 沒; 别; 別; 不要; 无=無; 無; 从不=從不; 從不;"
+        " 从来不=從來; 從來不=從來; 从未=從未; 從未; 并非=並非; 並非",
+    )
     + _rows("zh", _N, _S, "没有=沒有; 沒有", stands_for="有")
-    + _rows("zh", _P, _S, "不再; 再也不=再也; 已经不=已經; 已經不=已經; 以前; 曾经=曾經;"
-            " 曾經; 过去=過去; 過去; 原来=原來; 原來; 从前=從前; 從前; 前任; 戒了=戒; 停止")
+    + _rows(
+        "zh",
+        _P,
+        _S,
+        "不再; 再也不=再也; 已经不=已經; 已經不=已經; 以前; 曾经=曾經;"
+        " 曾經; 过去=過去; 過去; 原来=原來; 原來; 从前=從前; 從前; 前任; 戒了=戒; 停止",
+    )
     # Japanese
-    + _rows("ja", _N, _S, "ない; なかった=ない; ではない=ではない; じゃない=じゃない; 無い;"
-            " 決して…ない=決して; 一度も…ない=一度も")
+    + _rows(
+        "ja",
+        _N,
+        _S,
+        "ない; なかった=ない; ではない=ではない; じゃない=じゃない; 無い;"
+        " 決して…ない=決して; 一度も…ない=一度も",
+    )
     + _rows("ja", _N, _S, "ません=ません", stands_for="ます")
-    + _rows("ja", _P, _S, "もう…ない=もう; もう…ません=もう; 以前は=以前; 以前; かつて;"
-            " 昔は=昔; 前は=前; やめた=やめる; 辞めた=辞める; 止めた=止める")
+    + _rows(
+        "ja",
+        _P,
+        _S,
+        "もう…ない=もう; もう…ません=もう; 以前は=以前; 以前; かつて;"
+        " 昔は=昔; 前は=前; やめた=やめる; 辞めた=辞める; 止めた=止める",
+    )
     # Korean (spaced words, plus bound endings matched as substrings)
     + _rows("ko", _N, _W, "안; 못; 절대")
     + _rows("ko", _N, _S, "않; 아니=아니다")
@@ -140,7 +222,12 @@ CUES: tuple[CueRow, ...] = tuple(
 ja ko th)."""
 
 POLAR_EMOJI: tuple[tuple[str, str], ...] = (
-    ("👍", "👎"), ("✅", "❌"), ("✔", "✖"), ("❤", "💔"), ("🙂", "🙁"), ("😀", "☹"),
+    ("👍", "👎"),
+    ("✅", "❌"),
+    ("✔", "✖"),
+    ("❤", "💔"),
+    ("🙂", "🙁"),
+    ("😀", "☹"),
 )
 """Emoji pairs with opposite meaning (Unicode CLDR short names: thumbs up/down, check mark/
 cross mark, red heart/broken heart, slightly smiling/frowning face); a difference between the
@@ -210,7 +297,7 @@ def find_cues(folded: str) -> tuple[list[CueHit], str]:
                 break
             hits.append((m.start(), CueHit(row.kind, row.phrase, row.lang)))
             right = "" if row.match == _S else " "
-            text = text[: m.start(1)] + _fill(row) + m.group(2) + right + text[m.end(3):]
+            text = text[: m.start(1)] + _fill(row) + m.group(2) + right + text[m.end(3) :]
     out: list[str] = []
     pos = 0
     for m in _SINGLE.finditer(text):
@@ -232,23 +319,33 @@ def languages() -> list[str]:
 # --- statement markers (heuristics, not cues) ---------------------------------------------------
 
 EVENT_MARKERS: dict[str, str] = {
-    "en": (r"\b(?:was|were|had|did|went|met|saw|bought|ate|drank|ran|wrote|made|took|gave|left"
-           r"|came|began|won|lost|sold|told|said|found|sent|built|paid|flew|drove|broke|chose|fell"
-           r"|forgot|got|grew|heard|kept|knew|meant|rode|rose|sang|sat|slept|spoke|spent|stood"
-           r"|swam|taught|thought|threw|understood|woke|wore|became|brought|caught|fought|felt"
-           r"|held|stole|struck|tore|yesterday|ago|last)\b"),
+    "en": (
+        r"\b(?:was|were|had|did|went|met|saw|bought|ate|drank|ran|wrote|made|took|gave|left"
+        r"|came|began|won|lost|sold|told|said|found|sent|built|paid|flew|drove|broke|chose|fell"
+        r"|forgot|got|grew|heard|kept|knew|meant|rode|rose|sang|sat|slept|spoke|spent|stood"
+        r"|swam|taught|thought|threw|understood|woke|wore|became|brought|caught|fought|felt"
+        r"|held|stole|struck|tore|yesterday|ago|last)\b"
+    ),
     "de": r"\bge[a-zäöüß]{3,}(?:t|en)\b|\b(?:war|waren|hatte|hatten|gestern)\b",
     "nl": r"\bge[a-zë]{3,}(?:d|t|en)\b|\b(?:was|waren|had|hadden|gisteren)\b",
-    "fr": (r"\b(?:ai|as|a|avons|avez|ont|est|sont|suis|es|sommes|êtes)\s+[a-zéèêàâîôûç]+"
-           r"(?:é|ée|és|ées|i|is|it|u|us|ue|ues)\b|\b[a-zéèêàâîôûç]{2,}(?:ait|aient)\b"
-           r"|\bhier\b"),
-    "es": (r"\b(?:he|has|ha|hemos|han)\s+[a-záéíóúñ]+(?:ado|ido)\b|\b[a-záéíóúñ]{2,}"
-           r"(?:ó|aron|ieron)\b|\b(?:ayer|fue|era|tenía)\b"),
+    "fr": (
+        r"\b(?:ai|as|a|avons|avez|ont|est|sont|suis|es|sommes|êtes)\s+[a-zéèêàâîôûç]+"
+        r"(?:é|ée|és|ées|i|is|it|u|us|ue|ues)\b|\b[a-zéèêàâîôûç]{2,}(?:ait|aient)\b"
+        r"|\bhier\b"
+    ),
+    "es": (
+        r"\b(?:he|has|ha|hemos|han)\s+[a-záéíóúñ]+(?:ado|ido)\b|\b[a-záéíóúñ]{2,}"
+        r"(?:ó|aron|ieron)\b|\b(?:ayer|fue|era|tenía)\b"
+    ),
     "pt": r"\b[a-záâãéêíóôõúç]{2,}(?:ou|eu|iu|aram|eram|iram)\b|\b(?:ontem|foi|era|tinha)\b",
-    "it": (r"\b(?:ho|hai|ha|abbiamo|avete|hanno|è|sono|sei|siamo|siete)\s+[a-zàèéìòù]+"
-           r"(?:ato|ata|ati|ate|uto|uta|uti|ute|ito|ita|iti|ite)\b|\b(?:ieri|era|aveva)\b"),
-    "ru": (r"\b[а-яё]{2,}(?:ал|ала|ало|али|ял|яла|яли|ил|ила|или|ел|ела|ели|ыл|ыла|ыли)\b"
-           r"|\b(?:был|была|было|были|вчера)\b"),
+    "it": (
+        r"\b(?:ho|hai|ha|abbiamo|avete|hanno|è|sono|sei|siamo|siete)\s+[a-zàèéìòù]+"
+        r"(?:ato|ata|ati|ate|uto|uta|uti|ute|ito|ita|iti|ite)\b|\b(?:ieri|era|aveva)\b"
+    ),
+    "ru": (
+        r"\b[а-яё]{2,}(?:ал|ала|ало|али|ял|яла|яли|ил|ила|или|ел|ела|ели|ыл|ыла|ыли)\b"
+        r"|\b(?:был|была|было|были|вчера)\b"
+    ),
     "zh": r"了|过|過|昨天|去年|上周|上週|上个月",
     "ja": r"ました|でした|った|んだ|いた|昨日|去年",
     "ko": r"었|았|였|했|어제|작년",
@@ -259,29 +356,47 @@ past forms; a heuristic). A statement with one of them, or with a date, reports 
 reading, which a newer text never supersedes."""
 
 STATE_MARKERS: dict[str, str] = {
-    "en": (r"\b(?:is|are|am|has|have|does|do|lives|works|likes|loves|prefers|wants|needs|uses"
-           r"|like|love|prefer|want|need|own"  # first person: "I love Chinese food" (mem0)
-           r"|owns|knows|speaks|weighs|costs|earns|smokes|drinks|eats|plays|believes|holds"
-           r"|manages|leads|contains|includes|supports|allows|requires)\b"),
-    "de": (r"\b(?:ist|sind|bin|bist|hat|haben|habe|wohnt|lebt|arbeitet|mag|mögen|liebt"
-           r"|bevorzugt|raucht|trinkt|isst|spielt|spricht|besitzt|heißt|nutzt|benutzt"
-           r"|verwendet|braucht|will)\b"),
-    "fr": (r"\b(?:est|sont|suis|es|a|ont|ai|avons|habite|vit|travaille|aime|aiment|préfère"
-           r"|fume|boit|mange|joue|parle|possède|utilise|appelle|veut)\b"),
-    "es": (r"\b(?:es|son|soy|eres|está|están|estoy|tiene|tienen|tengo|vive|vivo|trabaja"
-           r"|gusta|gustan|prefiere|fuma|bebe|come|juega|habla|usa|utiliza|llama|quiere)\b"),
-    "pt": (r"\b(?:é|são|sou|está|estão|tem|têm|tenho|mora|vive|trabalha|gosta|prefere|fuma"
-           r"|bebe|come|joga|fala|usa|utiliza|chama|quer)\b"),
-    "it": (r"\b(?:è|sono|sei|ha|hanno|ho|vive|abita|lavora|piace|preferisce|fuma|beve|mangia"
-           r"|gioca|parla|usa|utilizza|chiama|vuole)\b"),
-    "nl": (r"\b(?:is|zijn|ben|heeft|hebben|heb|woont|werkt|houdt|vindt|rookt|drinkt|eet"
-           r"|speelt|spreekt|gebruikt|heet|wil)\b"),
-    "ru": (r"\b(?:живёт|живет|работает|любит|предпочитает|курит|пьёт|пьет|ест|играет"
-           r"|говорит|использует|имеет|есть|является|зовут|хочет)\b"),
+    "en": (
+        r"\b(?:is|are|am|has|have|does|do|lives|works|likes|loves|prefers|wants|needs|uses"
+        r"|like|love|prefer|want|need|own"  # first person: "I love Chinese food" (mem0)
+        r"|owns|knows|speaks|weighs|costs|earns|smokes|drinks|eats|plays|believes|holds"
+        r"|manages|leads|contains|includes|supports|allows|requires)\b"
+    ),
+    "de": (
+        r"\b(?:ist|sind|bin|bist|hat|haben|habe|wohnt|lebt|arbeitet|mag|mögen|liebt"
+        r"|bevorzugt|raucht|trinkt|isst|spielt|spricht|besitzt|heißt|nutzt|benutzt"
+        r"|verwendet|braucht|will)\b"
+    ),
+    "fr": (
+        r"\b(?:est|sont|suis|es|a|ont|ai|avons|habite|vit|travaille|aime|aiment|préfère"
+        r"|fume|boit|mange|joue|parle|possède|utilise|appelle|veut)\b"
+    ),
+    "es": (
+        r"\b(?:es|son|soy|eres|está|están|estoy|tiene|tienen|tengo|vive|vivo|trabaja"
+        r"|gusta|gustan|prefiere|fuma|bebe|come|juega|habla|usa|utiliza|llama|quiere)\b"
+    ),
+    "pt": (
+        r"\b(?:é|são|sou|está|estão|tem|têm|tenho|mora|vive|trabalha|gosta|prefere|fuma"
+        r"|bebe|come|joga|fala|usa|utiliza|chama|quer)\b"
+    ),
+    "it": (
+        r"\b(?:è|sono|sei|ha|hanno|ho|vive|abita|lavora|piace|preferisce|fuma|beve|mangia"
+        r"|gioca|parla|usa|utilizza|chiama|vuole)\b"
+    ),
+    "nl": (
+        r"\b(?:is|zijn|ben|heeft|hebben|heb|woont|werkt|houdt|vindt|rookt|drinkt|eet"
+        r"|speelt|spreekt|gebruikt|heet|wil)\b"
+    ),
+    "ru": (
+        r"\b(?:живёт|живет|работает|любит|предпочитает|курит|пьёт|пьет|ест|играет"
+        r"|говорит|использует|имеет|есть|является|зовут|хочет)\b"
+    ),
     "zh": r"是|有|住在|喜欢|喜歡|爱|愛|偏好|使用|用|抽烟|抽菸|吸烟|喝|吃|工作|叫|要",
     "ja": r"です|だ|いる|います|ある|あります|好き|使う|使います|吸う|吸います|飲む|住んで|働いて",
-    "ko": (r"이다|입니다|이에요|예요|있다|있습니다|있어요|산다|살아요"
-           r"|살고|일한다|일해요|좋아|사용|피운다|피워"),
+    "ko": (
+        r"이다|입니다|이에요|예요|있다|있습니다|있어요|산다|살아요"
+        r"|살고|일한다|일해요|좋아|사용|피운다|피워"
+    ),
     "th": r"เป็น|มี|อยู่|ชอบ|ใช้|ดื่ม|สูบ",
 }
 """Present-tense copulas, possession and habitual/stative verbs per language (hand-picked; a

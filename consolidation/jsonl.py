@@ -175,7 +175,9 @@ def _validate(obj: Any) -> str | None:
     if "embedding" in obj:
         emb = obj["embedding"]
         if not isinstance(emb, list):
-            return f"'embedding' must be a list of {EMBEDDING_DIM} numbers, got {type(emb).__name__}"
+            return (
+                f"'embedding' must be a list of {EMBEDDING_DIM} numbers, got {type(emb).__name__}"
+            )
         if len(emb) != EMBEDDING_DIM:
             return f"'embedding' has {len(emb)} numbers (expected {EMBEDDING_DIM})"
         for x in emb:
@@ -230,7 +232,9 @@ def read_jsonl(
         try:
             text = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as exc:
-            errors.append(LineError(n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"))
+            errors.append(
+                LineError(n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
+            )
             continue
         if not text.strip():
             continue

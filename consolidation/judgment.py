@@ -35,8 +35,15 @@ from .policy import Policy
 from .records import FieldMap
 from .text import Parsed, compare, normalize_text, parse, proper_names
 
-__all__ = ["CONFLICT", "DISTINCT", "SAME", "SUPERSEDES", "PairVerdict", "judge_pair",
-           "statement_kind"]
+__all__ = [
+    "CONFLICT",
+    "DISTINCT",
+    "SAME",
+    "SUPERSEDES",
+    "PairVerdict",
+    "judge_pair",
+    "statement_kind",
+]
 
 SAME, SUPERSEDES, CONFLICT, DISTINCT = "same", "supersedes", "conflict", "distinct"
 
@@ -49,8 +56,10 @@ _ADJ_ED_TEXT = """need speed seed feed bleed breed indeed red bed shed wed fed l
     reserved scared worried bored pleased surprised concerned"""
 _ADJ_ED = frozenset(_ADJ_ED_TEXT.split())
 """English words ending in -ed that are adjectives or not verbs ("married", "based")."""
-_LINKING_TEXT = ("is are am was were be been being get gets got feel feels seem seems become "
-                 "becomes very so too not remain remains stay stays look looks")
+_LINKING_TEXT = (
+    "is are am was were be been being get gets got feel feels seem seems become "
+    "becomes very so too not remain remains stay stays look looks"
+)
 _LINKING = frozenset(_LINKING_TEXT.split())
 _ED_RE = re.compile(r"\b([a-z]{2,}ed)\b")
 _POLAR = dict(POLAR_EMOJI) | {b: a for a, b in POLAR_EMOJI}
@@ -69,8 +78,9 @@ def _verb_token(tok: str, p: Parsed) -> bool:
     marker, or an English ``-ed`` verb): "went", "attend(ed)", "prefer(s)"."""
     for w in p.rest.split():
         w = w.strip(".,;:!?")
-        if w.startswith(tok) and (_EVENT_RE.fullmatch(w) or _STATE_RE.fullmatch(w)
-                                  or _english_past(w)):
+        if w.startswith(tok) and (
+            _EVENT_RE.fullmatch(w) or _STATE_RE.fullmatch(w) or _english_past(w)
+        ):
             return True
     return False
 
@@ -192,13 +202,16 @@ def judge_pair(
     pol = policy or Policy()
     sa, sb = fm.scope_key(a_meta), fm.scope_key(b_meta)
     if sa != sb:
-        return _distinct(f"different scope ({', '.join(sa) or 'none'} vs "
-                         f"{', '.join(sb) or 'none'}): never compared")
+        return _distinct(
+            f"different scope ({', '.join(sa) or 'none'} vs "
+            f"{', '.join(sb) or 'none'}): never compared"
+        )
     if not a_text.strip() or not b_text.strip():
         return _distinct("an empty text is never a duplicate of anything")
     if normalize_text(a_text) == normalize_text(b_text):
-        return PairVerdict(SAME, None, None, ("the same text after NFKC, case folding and "
-                                              "whitespace collapsing",))
+        return PairVerdict(
+            SAME, None, None, ("the same text after NFKC, case folding and whitespace collapsing",)
+        )
     pa, pb = parse(a_text), parse(b_text)
     atom = _atom_difference(pa, pb)
     if isinstance(atom, PairVerdict):
@@ -207,8 +220,9 @@ def judge_pair(
     if cue is not None and cue.kind in ("role_swap", "different_subject"):
         # Two facts about different people (or who did what to whom): both kept, and the cue
         # is named so no fold or window puts them together either.
-        return PairVerdict(DISTINCT, None, cue.kind,
-                           (f"{cue.kind.replace('_', ' ')}: {cue.detail}",))
+        return PairVerdict(
+            DISTINCT, None, cue.kind, (f"{cue.kind.replace('_', ' ')}: {cue.detail}",)
+        )
     clean = cue.unambiguous if cue is not None else False
     kind = cue.kind if cue is not None else None
     detail = cue.detail if cue is not None else ""
@@ -221,12 +235,14 @@ def judge_pair(
             kind, clean, detail = "tense", False, f"one text is in the {ta}, the other in the {tb}"
     if kind is None:
         return _no_cue(a_text, b_text, pa, pb, cosine, pol)
-    return _contradiction(kind, clean, detail, a_text, b_text, pa, pb, a_meta, b_meta,
-                          cosine, fm, pol)
+    return _contradiction(
+        kind, clean, detail, a_text, b_text, pa, pb, a_meta, b_meta, cosine, fm, pol
+    )
 
 
-def _no_cue(a: str, b: str, pa: Parsed, pb: Parsed, cosine: float | None,
-            pol: Policy) -> PairVerdict:
+def _no_cue(
+    a: str, b: str, pa: Parsed, pb: Parsed, cosine: float | None, pol: Policy
+) -> PairVerdict:
     """No contradiction cue: ``"same"`` on positive evidence, else ``"distinct"``."""
     ta, tb = set(pa.tokens), set(pb.tokens)
     da, db = ta - tb, tb - ta
@@ -248,19 +264,36 @@ def _no_cue(a: str, b: str, pa: Parsed, pb: Parsed, cosine: float | None,
         return _distinct("one text states a fact, the other reports an event")
     names_a, names_b = proper_names(a), proper_names(b)
     if da & names_a and db & names_b:
-        return _distinct(f"a different name ({', '.join(sorted(da & names_a))} vs "
-                         f"{', '.join(sorted(db & names_b))})")
+        return _distinct(
+            f"a different name ({', '.join(sorted(da & names_a))} vs "
+            f"{', '.join(sorted(db & names_b))})"
+        )
     if cosine is None or cosine < pol.link_threshold:
         return _distinct("not similar enough to be the same fact")
     if not ta & tb:
         return _distinct("no content word in common")
-    return PairVerdict(SAME, None, None, (f"cosine {cosine:.3f} ≥ {pol.link_threshold:g}, no fact "
-                                          "atom, cue or name differs",))
+    return PairVerdict(
+        SAME,
+        None,
+        None,
+        (f"cosine {cosine:.3f} ≥ {pol.link_threshold:g}, no fact atom, cue or name differs",),
+    )
 
 
-def _contradiction(kind: str, clean: bool, detail: str, a: str, b: str, pa: Parsed, pb: Parsed,
-                   a_meta: Mapping[str, Any], b_meta: Mapping[str, Any],
-                   cosine: float | None, fm: FieldMap, pol: Policy) -> PairVerdict:
+def _contradiction(
+    kind: str,
+    clean: bool,
+    detail: str,
+    a: str,
+    b: str,
+    pa: Parsed,
+    pb: Parsed,
+    a_meta: Mapping[str, Any],
+    b_meta: Mapping[str, Any],
+    cosine: float | None,
+    fm: FieldMap,
+    pol: Policy,
+) -> PairVerdict:
     """A contradiction cue: ``"supersedes"`` when it is safe, else conflict or distinct."""
     states = statement_kind(a, pa) == "state" and statement_kind(b, pb) == "state"
     newer = _recency(a_meta, b_meta, fm)
@@ -269,8 +302,10 @@ def _contradiction(kind: str, clean: bool, detail: str, a: str, b: str, pa: Pars
         reasons.append("not both state statements: two readings or events, both kept")
         return PairVerdict(DISTINCT, None, kind, tuple(reasons))
     if clean and states and newer is not None and kind not in ("tense", "polarity"):
-        reasons.append("both are state statements and the newer one "
-                       f"({'first' if newer == 0 else 'second'}) replaces the older")
+        reasons.append(
+            "both are state statements and the newer one "
+            f"({'first' if newer == 0 else 'second'}) replaces the older"
+        )
         return PairVerdict(SUPERSEDES, newer, kind, tuple(reasons))
     if not clean and cosine is not None and cosine < pol.link_threshold:
         # The wording differs too and the pair is no merge candidate: nothing to protect, so

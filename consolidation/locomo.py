@@ -47,8 +47,20 @@ __all__ = [
 _MONTHS = {
     m: i
     for i, m in enumerate(
-        ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-         "October", "November", "December"],
+        [
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ],
         start=1,
     )
 }
@@ -65,12 +77,16 @@ def parse_session_date(text: str) -> datetime:
     """
     m = _DATE.fullmatch(text.strip()) if isinstance(text, str) else None
     if not m:
-        raise ValueError(f"unrecognised LoCoMo session date {text!r} (expected e.g. '1:56 pm on 8 May, 2023')")
+        raise ValueError(
+            f"unrecognised LoCoMo session date {text!r} (expected e.g. '1:56 pm on 8 May, 2023')"
+        )
     hour, minute, ampm, day, month_name, year = m.groups()
     month = _MONTHS.get(month_name.capitalize())
     h = int(hour)
     if month is None or not 1 <= h <= 12:
-        raise ValueError(f"unrecognised LoCoMo session date {text!r} (expected e.g. '1:56 pm on 8 May, 2023')")
+        raise ValueError(
+            f"unrecognised LoCoMo session date {text!r} (expected e.g. '1:56 pm on 8 May, 2023')"
+        )
     h = h % 12 + (12 if ampm == "pm" else 0)
     try:
         return datetime(int(year), month, int(day), h, int(minute), tzinfo=UTC)

@@ -159,9 +159,7 @@ class Plan:
         )
 
 
-def summarize(
-    entries_before: int, operations: Iterable[Operation]
-) -> ConsolidationResult:
+def summarize(entries_before: int, operations: Iterable[Operation]) -> ConsolidationResult:
     """The `ConsolidationResult` that applying ``operations`` to a store of ``entries_before``
     memories would give: removed originals are not retained; each merge/distill adds one entry;
     ``promoted`` counts promote operations and merges whose result is promoted
@@ -210,6 +208,7 @@ def leave_out(plan: Plan, reasons: Mapping[str, str], entries_before: int) -> Pl
     ``{"kind", "source_ids", "text", "reason"}`` for each. Returns ``plan`` (changed in place)
     untouched when no reason applies.
     """
+
     def reason_of(op: Operation) -> str | None:
         return None if op.result_document is None else reasons.get(op.result_document)
 
@@ -223,8 +222,12 @@ def leave_out(plan: Plan, reasons: Mapping[str, str], entries_before: int) -> Pl
             if rid not in still_removed and rid in plan.fates:
                 plan.fates[rid] = Fate.KEPT
     plan.context.setdefault("left_out", []).extend(
-        {"kind": op.kind.value, "source_ids": list(op.source_ids),
-         "text": (op.result_document or "")[:200], "reason": reason_of(op)}
+        {
+            "kind": op.kind.value,
+            "source_ids": list(op.source_ids),
+            "text": (op.result_document or "")[:200],
+            "reason": reason_of(op),
+        }
         for op in dropped
     )
     plan.result = summarize(entries_before, plan.operations)

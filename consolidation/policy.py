@@ -146,8 +146,14 @@ class Policy:
     recall_k: int = 10
 
     def __post_init__(self) -> None:
-        unit = {"max_loss_fraction", "link_threshold", "promote_min_importance", "prune_threshold",
-                "prune_coverage", "prune_max_importance"}
+        unit = {
+            "max_loss_fraction",
+            "link_threshold",
+            "promote_min_importance",
+            "prune_threshold",
+            "prune_coverage",
+            "prune_max_importance",
+        }
         cosine = {"contradiction_threshold"}
         for f in fields(self):
             name, v = f.name, getattr(self, f.name)

@@ -1,12 +1,11 @@
 """Protocols: PraisonAI's consolidation protocols, our store, embedder and LLM-writer protocols.
 
 The two consolidation protocols are the seed contract's (``seeds/000``, quoted in
-``docs/SOURCES.md``): ``@runtime_checkable``, keyword-only ``max_loss_fraction`` (default 0.25), and a ``ConsolidationResult`` return
-annotation that ``typing.get_type_hints`` resolves. The LLM path's two exceptions
-(:class:`LLMUnavailable`, :class:`LLMOutputError`) live here, beside :class:`JSONWriter`, so
-the engine and the adapter (``consolidation.adapters.llm``) share them without importing
-each other.
-"""
+``docs/SOURCES.md``): ``@runtime_checkable``, keyword-only ``max_loss_fraction`` (default 0.25),
+and a ``ConsolidationResult`` return annotation that ``typing.get_type_hints`` resolves. The LLM
+path's two exceptions (:class:`LLMUnavailable`, :class:`LLMOutputError`) live here, beside
+:class:`JSONWriter`, so the engine and the adapter (``consolidation.adapters.llm``) share them
+without importing each other."""
 
 from __future__ import annotations
 

@@ -299,8 +299,16 @@ def simulate_after(
         removed.update(op.removes)
         if op.result_id:
             base = by_id.get(op.result_id)
-            doc = op.result_document if op.result_document is not None else (base.document if base else "")
-            meta = op.result_metadata if op.result_metadata is not None else (base.metadata if base else {})
+            doc = (
+                op.result_document
+                if op.result_document is not None
+                else (base.document if base else "")
+            )
+            meta = (
+                op.result_metadata
+                if op.result_metadata is not None
+                else (base.metadata if base else {})
+            )
             results[op.result_id] = (doc, dict(meta))
             removed.discard(op.result_id)
 
@@ -314,7 +322,9 @@ def simulate_after(
         if embedder is None:
             raise ValueError(f"{len(to_embed)} new texts need embedding and no embedder was given")
         vecs = embedder.embed([results[rid][0] for rid in to_embed])
-        fresh = {rid: np.asarray(v, dtype=np.float32) for rid, v in zip(to_embed, vecs, strict=True)}
+        fresh = {
+            rid: np.asarray(v, dtype=np.float32) for rid, v in zip(to_embed, vecs, strict=True)
+        }
 
     out: list[MemoryRecord] = []
     for r in records:

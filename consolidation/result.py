@@ -22,9 +22,7 @@ def validate_loss_threshold(max_loss_fraction: Any) -> float:
     outside [0, 1] raises ``ValueError``, so an invalid threshold can never permit a rewrite.
     """
     if isinstance(max_loss_fraction, bool) or not isinstance(max_loss_fraction, Real):
-        raise ValueError(
-            f"max_loss_fraction must be a number in [0, 1], got {max_loss_fraction!r}"
-        )
+        raise ValueError(f"max_loss_fraction must be a number in [0, 1], got {max_loss_fraction!r}")
     value = float(max_loss_fraction)
     if not math.isfinite(value) or value < 0.0 or value > 1.0:
         raise ValueError(f"max_loss_fraction must be a number in [0, 1], got {max_loss_fraction!r}")
@@ -109,8 +107,7 @@ def guard_verdict(result: ConsolidationResult, max_loss_fraction: float) -> tupl
     """
     before = result.entries_before
     retained = (
-        result.retained_originals if result.retained_originals is not None
-        else result.entries_after
+        result.retained_originals if result.retained_originals is not None else result.entries_after
     )
     removed = max(0, before - retained)
     figures = (

@@ -57,12 +57,33 @@ stock vectors at cosine >= 0.999 (``tests/consolidation/test_embedder.py``); any
 _SAMPLE_TEXTS = 8  # texts embedded to compare with the stored vectors (cheap: ~30 ms)
 _MEM0_KEYS = frozenset({"data", "hash"})
 _PRAISON_KEYS = frozenset(
-    {"agent_name", "task_id", "timestamp", "quality", "completeness", "relevance", "clarity",
-     "accuracy", "trust", "origin"}
+    {
+        "agent_name",
+        "task_id",
+        "timestamp",
+        "quality",
+        "completeness",
+        "relevance",
+        "clarity",
+        "accuracy",
+        "trust",
+        "origin",
+    }
 )
 _OUR_KEYS = frozenset(
-    {"importance", "tier", "pinned", "session", "evidence", "merged_from", "layer", "speaker",
-     "supersedes", "access_count", "last_accessed_at"}
+    {
+        "importance",
+        "tier",
+        "pinned",
+        "session",
+        "evidence",
+        "merged_from",
+        "layer",
+        "speaker",
+        "supersedes",
+        "access_count",
+        "last_accessed_at",
+    }
 )
 # Metadata keys other tools keep their text in when they write no document (LangChain's
 # ``page_content``, LlamaIndex-style ``text``, generic ``content``/``memory``).
@@ -75,9 +96,15 @@ def preset_field_map(shape: str) -> FieldMap:
     """The field map of a known shape (one of :data:`SHAPES`); ``ValueError`` otherwise."""
     if shape == "mem0":
         # A mem0 ``run_id`` is one conversation: the session distillation groups by.
-        return FieldMap(document="data", created_at="created_at", updated_at="updated_at",
-                        session="run_id", scope=_MEM0_SCOPE, text_hash="hash",
-                        text_copies=("text_lemmatized",))
+        return FieldMap(
+            document="data",
+            created_at="created_at",
+            updated_at="updated_at",
+            session="run_id",
+            scope=_MEM0_SCOPE,
+            text_hash="hash",
+            text_copies=("text_lemmatized",),
+        )
     if shape == "praisonai":
         # PraisonAI stamps the write time as epoch seconds in ``timestamp``; it has no
         # updated_at. Memories of different agents of a team stay apart (``agent_name``).
@@ -130,9 +157,12 @@ class ShapeReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (the field map as :meth:`FieldMap.to_dict`)."""
         return {
-            "shape": self.shape, "field_map": self.field_map.to_dict(),
-            "vector_width": self.vector_width, "space": self.space,
-            "embedder_matches": self.embedder_matches, "notes": list(self.notes),
+            "shape": self.shape,
+            "field_map": self.field_map.to_dict(),
+            "vector_width": self.vector_width,
+            "space": self.space,
+            "embedder_matches": self.embedder_matches,
+            "notes": list(self.notes),
         }
 
 
@@ -282,6 +312,10 @@ def detect_shape(
     if sample.space:
         notes.append(f"Distance space {sample.space}; it is kept as the collection has it.")
     return ShapeReport(
-        shape=shape, field_map=fm, vector_width=sample.vector_width, space=sample.space,
-        embedder_matches=matches, notes=tuple(notes),
+        shape=shape,
+        field_map=fm,
+        vector_width=sample.vector_width,
+        space=sample.space,
+        embedder_matches=matches,
+        notes=tuple(notes),
     )

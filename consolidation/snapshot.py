@@ -72,14 +72,13 @@ def read_all(
     for page in store.iter_pages(include_embeddings=include_embeddings):
         out.extend(page)
         if progress is not None:
-            progress(min(1.0, len(out) / total),
-                     f"Reading the store: {len(out):,} of {total:,} memories")
+            progress(
+                min(1.0, len(out) / total), f"Reading the store: {len(out):,} of {total:,} memories"
+            )
     return out
 
 
-def embed_missing(
-    records: Sequence[MemoryRecord], embedder: Embedder | None
-) -> list[MemoryRecord]:
+def embed_missing(records: Sequence[MemoryRecord], embedder: Embedder | None) -> list[MemoryRecord]:
     """``records`` with every embedding present: the ones stored without one are embedded with
     ``embedder``. Raises ``ValueError`` naming the first such memory when ``embedder`` is
     ``None``."""
@@ -96,7 +95,6 @@ def embed_missing(
     for i, vec in zip(missing, vectors, strict=True):
         out[i] = records[i].with_embedding(vec)
     return out
-
 
 
 _TEXT_KEYS = ("text", "memory", "content", "document")

@@ -75,10 +75,23 @@ plus a past-state cue (croit/llm-gateway#17), not a reworded statement. Hand-pic
 languages' usual adverbs; ignoring one only makes two texts compare closer on that word."""
 
 _SYNONYMS = {
-    "called": "named", "call": "name", "calls": "names", "resides": "lives", "reside": "live",
-    "resided": "lived", "enjoys": "likes", "enjoy": "like", "enjoyed": "liked", "loves": "likes",
-    "love": "like", "loved": "liked", "film": "movie",
-    "films": "movies", "kids": "children", "kid": "child", "automobile": "car",
+    "called": "named",
+    "call": "name",
+    "calls": "names",
+    "resides": "lives",
+    "reside": "live",
+    "resided": "lived",
+    "enjoys": "likes",
+    "enjoy": "like",
+    "enjoyed": "liked",
+    "loves": "likes",
+    "love": "like",
+    "loved": "liked",
+    "film": "movie",
+    "films": "movies",
+    "kids": "children",
+    "kid": "child",
+    "automobile": "car",
 }
 """English words that state the same attribute ("named"/"called"): not a changed value
 (issue 9, item 6). Hand-picked; a synonym missing here makes a pair *distinct*, never merged."""
@@ -194,7 +207,13 @@ def _role_swap(a: tuple[str, ...], b: tuple[str, ...]) -> str | None:
         jdx = b.index(w)
         before_a, after_a = set(a[:idx]), set(a[idx + 1 :])
         before_b, after_b = set(b[:jdx]), set(b[jdx + 1 :])
-        if before_a and after_a and before_a == after_b and after_a == before_b and before_a != after_a:
+        if (
+            before_a
+            and after_a
+            and before_a == after_b
+            and after_a == before_b
+            and before_a != after_a
+        ):
             return w
     return None
 
@@ -216,8 +235,9 @@ ru articles and pronouns)."""
 _CAP_RE = re.compile(r"(?<!\w)([^\W\d_][\w-]*)(?:['\u2019]s)?(?!\w)")
 
 
-_VERB_RE = re.compile("|".join(f"(?:{rx})" for rx in (*STATE_MARKERS.values(),
-                                                      EVENT_MARKERS["en"])))
+_VERB_RE = re.compile(
+    "|".join(f"(?:{rx})" for rx in (*STATE_MARKERS.values(), EVENT_MARKERS["en"]))
+)
 _VERB_CUES = frozenset(r.phrase for r in CUES if r.stands_for and r.match == "word")
 
 
@@ -246,7 +266,7 @@ def _names(text: str) -> set[str]:
     out = {w for w in _CAP_RE.findall(text) if w[0].isupper() and w not in _STARTERS}
     m = _CAP_RE.match(text.strip())
     if m and m.group(1) in out and _opening_verb(m.group(1)):
-        rest = _CAP_RE.findall(text.strip()[m.end():])
+        rest = _CAP_RE.findall(text.strip()[m.end() :])
         if m.group(1) not in rest:
             out.discard(m.group(1))
     return out
@@ -307,11 +327,16 @@ def compare(a: str, b: str, pa: Parsed, pb: Parsed) -> Cue | None:
         kind = "past_state" if past_a != past_b else "negation"
         words = ", ".join(sorted(set(pa.past_state) ^ set(pb.past_state))) or "not / never"
         if sa == sb:
-            what = ("one text says it no longer holds" if kind == "past_state"
-                    else "one text negates the other")
+            what = (
+                "one text says it no longer holds"
+                if kind == "past_state"
+                else "one text negates the other"
+            )
             return Cue(kind, True, f"{what} ({words})")
         if jacc >= 0.5:
-            return Cue(kind, False, f"{kind.replace('_', ' ')} cue ({words}) and the wording differs")
+            return Cue(
+                kind, False, f"{kind.replace('_', ' ')} cue ({words}) and the wording differs"
+            )
         return None
     if sa == sb and sorted(pa.tokens) == sorted(pb.tokens):
         if pa.tokens != pb.tokens:
@@ -356,9 +381,7 @@ def extractive_merge(texts: Sequence[str], max_chars: int) -> str | None:
     """
     if not texts:
         raise ValueError("extractive_merge needs at least one text")
-    ranked = sorted(
-        range(len(texts)), key=lambda i: (-len(_facts(texts[i])), -len(texts[i]), i)
-    )
+    ranked = sorted(range(len(texts)), key=lambda i: (-len(_facts(texts[i])), -len(texts[i]), i))
     base = texts[ranked[0]].strip()
     covered = _facts(base)
     parts = [base]

@@ -180,7 +180,9 @@ TEMPLATES = [
 ]
 
 _sqlite_default = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(os.getenv("DATABASE_URL", _sqlite_default), conn_max_age=0)}
+DATABASES = {
+    "default": dj_database_url.parse(os.getenv("DATABASE_URL", _sqlite_default), conn_max_age=0)
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while the worker writes; IMMEDIATE takes the write lock at
     # BEGIN so two writers queue on the busy timeout instead of failing with "database is locked".

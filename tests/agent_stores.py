@@ -136,13 +136,18 @@ def write_praisonai(
     ids = [str(start + i) for i in range(len(memories))]
     metas = [
         sanitize_chroma_metadata(
-            {"agent_name": m.agent_name, "task_id": m.task_id,
-             "timestamp": m.timestamp if m.timestamp is not None else time.time()}
+            {
+                "agent_name": m.agent_name,
+                "task_id": m.task_id,
+                "timestamp": m.timestamp if m.timestamp is not None else time.time(),
+            }
         )
         for m in memories
     ]
     col.add(
-        documents=[m.text for m in memories], metadatas=metas, ids=ids,
+        documents=[m.text for m in memories],
+        metadatas=metas,
+        ids=ids,
         embeddings=[foreign_vector(m.text) for m in memories],
     )
     return ids

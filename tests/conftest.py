@@ -44,6 +44,7 @@ def locomo_file() -> Path:
     """The LoCoMo file (see :func:`locomo_path`)."""
     return locomo_path()
 
+
 _EMBED_CACHE: dict[str, np.ndarray] = {}
 
 
@@ -207,8 +208,13 @@ DISTINCT_FACTS = [
 """Twenty unrelated facts (no two similar enough to merge under the default policy)."""
 
 
-SERVICES_FILES = ("test_views_*.py", "test_tasks.py", "test_services_concurrency.py",
-                  "test_services_stack.py", "test_chroma_token.py")
+SERVICES_FILES = (
+    "test_views_*.py",
+    "test_tasks.py",
+    "test_services_concurrency.py",
+    "test_services_stack.py",
+    "test_chroma_token.py",
+)
 """The web, worker and concurrency tests: marked ``services``, so ``make test-services`` runs them
 again on PostgreSQL + Redis (``pytest -m services``); the default run runs them on SQLite."""
 

@@ -248,20 +248,28 @@ class StubLLM:
                 with stub._lock:
                     step = stub._script.popleft() if stub._script else None
                 if step is not None and step.kind == "status":
-                    self._send_json(step.status, {"error": {"message": step.content,
-                                                            "type": "server_error"}})
+                    self._send_json(
+                        step.status, {"error": {"message": step.content, "type": "server_error"}}
+                    )
                     return
                 texts = body.get("input")
                 texts = [texts] if isinstance(texts, str) else list(texts or [])
                 dim = int(body.get("dimensions") or stub.embedding_dim)
                 as_b64 = body.get("encoding_format") == "base64"  # the SDK's default encoding
                 vectors = [foreign_vector(t, dim) for t in texts]
-                data = [{"object": "embedding", "index": i,
-                         "embedding": _b64(v) if as_b64 else v}
-                        for i, v in enumerate(vectors)]
-                self._send_json(200, {"object": "list", "data": data,
-                                      "model": str(body.get("model") or "stub-embed"),
-                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                data = [
+                    {"object": "embedding", "index": i, "embedding": _b64(v) if as_b64 else v}
+                    for i, v in enumerate(vectors)
+                ]
+                self._send_json(
+                    200,
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": str(body.get("model") or "stub-embed"),
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    },
+                )
 
             def _answer(self, step: _Step, body: Any) -> None:
                 model = str((body or {}).get("model") or "stub-model")

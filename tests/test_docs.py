@@ -20,7 +20,8 @@ def _sources() -> list[Path]:
 def test_the_code_cites_no_document_outside_the_repository() -> None:
     found = [
         f"{path.relative_to(REPO)}:{n}: {line.strip()}"
-        for path in _sources() if path != Path(__file__).resolve()
+        for path in _sources()
+        if path != Path(__file__).resolve()
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if OUTSIDE.search(line)
     ]

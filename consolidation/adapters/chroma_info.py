@@ -73,6 +73,9 @@ def sample_collection(collection: Any, *, limit: int = SAMPLE_SIZE) -> Collectio
         metadatas=[
             decode_metadata(metas[i] if metas is not None else None) for i in range(len(ids))
         ],
-        vectors=vectors, vector_width=width, space=collection_space(collection),
-        embedding_function=collection_embedding_function(collection), count=count,
+        vectors=vectors,
+        vector_width=width,
+        space=collection_space(collection),
+        embedding_function=collection_embedding_function(collection),
+        count=count,
     )

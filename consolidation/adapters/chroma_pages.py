@@ -83,8 +83,12 @@ class FilteredRecords:
         for i, rid in enumerate(got.get("ids") or []):
             meta = decode_metadata(metas[i] if i < len(metas) else None)
             text = meta.get(self.text_key) if self.text_key else (docs[i] if i < len(docs) else "")
-            found[rid] = MemoryRecord(id=rid, document=text if isinstance(text, str) else "",
-                                      embedding=None, metadata=meta)
+            found[rid] = MemoryRecord(
+                id=rid,
+                document=text if isinstance(text, str) else "",
+                embedding=None,
+                metadata=meta,
+            )
         order = self._ids[start : start + limit] if self._ids is not None else list(found)
         return [found[rid] for rid in order if rid in found]
 

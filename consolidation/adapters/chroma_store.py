@@ -272,7 +272,11 @@ class ChromaMemoryStore:
     """
 
     def __init__(
-        self, collection: Any, *, page_size: int = MAX_PAGE_SIZE, write_batch: int | None = None,
+        self,
+        collection: Any,
+        *,
+        page_size: int = MAX_PAGE_SIZE,
+        write_batch: int | None = None,
         layout: Layout | None = None,
     ) -> None:
         self.collection = collection

@@ -104,8 +104,10 @@ class LLMWriter:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return (f"LLMWriter(model={self.model!r}, base_url={self.base_url!r}, "
-                f"timeout={self.timeout_seconds:g}s)")
+        return (
+            f"LLMWriter(model={self.model!r}, base_url={self.base_url!r}, "
+            f"timeout={self.timeout_seconds:g}s)"
+        )
 
     def describe(self) -> str:
         """``"<model> at <base_url>"`` for display (never includes the key)."""

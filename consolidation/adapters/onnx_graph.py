@@ -227,8 +227,10 @@ def _encoder_layer(g: _Graph, i: int, x: str, c: dict[str, str]) -> str:
     erf = node("Erf", [node("Div", [h, c["sqrt2"]], f"l{i}_gelu_div")], f"l{i}_gelu_erf")
     gelu = node(
         "Mul",
-        [node("Mul", [h, c["half"]], f"l{i}_gelu_half"),
-         node("Add", [erf, c["one"]], f"l{i}_gelu_1p")],
+        [
+            node("Mul", [h, c["half"]], f"l{i}_gelu_half"),
+            node("Add", [erf, c["one"]], f"l{i}_gelu_1p"),
+        ],
         f"l{i}_gelu",
     )
     ffn_out = linear(gelu, f"{p}.output.dense", f"l{i}_ffn_out")
@@ -258,8 +260,11 @@ def build_onnx_model(source_dir: Path | None = None) -> Any:
     _check_shapes(w)
     g = _Graph(w)
     const, node = g.const, g.node
-    c = {"one": const("c_one", 1.0), "half": const("c_half", 0.5),
-         "sqrt2": const("c_sqrt2", math.sqrt(2))}
+    c = {
+        "one": const("c_one", 1.0),
+        "half": const("c_half", 0.5),
+        "sqrt2": const("c_sqrt2", math.sqrt(2)),
+    }
     c["split_heads"] = const("shape_split_heads", [0, 0, _HEADS, _HIDDEN // _HEADS], np.int64)
     c["merge_heads"] = const("shape_merge_heads", [0, 0, _HIDDEN], np.int64)
     c["scale"] = const("c_attn_scale", 1.0 / math.sqrt(_HIDDEN // _HEADS))

@@ -40,7 +40,11 @@ class EndpointEmbedder:
     """
 
     def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, *,
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
         timeout_seconds: float = 30.0,
     ) -> None:
         parts = urlsplit(base_url or "")
@@ -48,15 +52,20 @@ class EndpointEmbedder:
             raise ValueError(f"embedder base URL must be http(s)://host[:port]/…, got {base_url!r}")
         if not (model or "").strip():
             raise ValueError("embedder model must be named")
-        if not (isinstance(timeout_seconds, int | float) and math.isfinite(timeout_seconds)
-                and timeout_seconds > 0):
+        if not (
+            isinstance(timeout_seconds, int | float)
+            and math.isfinite(timeout_seconds)
+            and timeout_seconds > 0
+        ):
             raise ValueError(f"embedder timeout must be a positive number, got {timeout_seconds!r}")
         self.base_url = base_url.rstrip("/")
         self.model = model.strip()
         self._api_key = api_key or None
         self._client = openai.OpenAI(
-            base_url=self.base_url, api_key=self._api_key or "unused",
-            timeout=float(timeout_seconds), max_retries=1,
+            base_url=self.base_url,
+            api_key=self._api_key or "unused",
+            timeout=float(timeout_seconds),
+            max_retries=1,
         )
 
     def __repr__(self) -> str:

@@ -80,9 +80,7 @@ class VectorCache:
     def _ours_key(self, text: str) -> str:
         return f"{self.model_tag}:{text_key(text)}"
 
-    def embed(
-        self, texts: Sequence[str], embed: Callable[[list[str]], object]
-    ) -> np.ndarray:
+    def embed(self, texts: Sequence[str], embed: Callable[[list[str]], object]) -> np.ndarray:
         """``(len(texts), d) float32``: cached embeddings, computing only the missing texts.
 
         ``embed`` (``list[str] -> (n, d)``) is called once with the distinct missing texts

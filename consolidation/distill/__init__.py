@@ -1,10 +1,11 @@
 """LLM distillation: episodic memories → durable semantic facts, as DISTILL proposal operations.
 
 This is the "dream pass" of ``seeds/003`` (extremis' ``LLMConsolidator``, quoted in
-``docs/SOURCES.md``): read the episodic entries not yet consolidated (a checkpoint of ids makes
-re-runs idempotent), group them by session/conversation, send every group of at least two memories to an LLM, and turn the facts it
-returns into new memories linked to their sources. Distillation only *adds* memories: every
-operation has ``removes == []``, so ``summarize()`` reports a loss fraction of 0.
+``docs/SOURCES.md``): read the episodic entries not yet consolidated (a checkpoint of ids makes re-
+runs idempotent), group them by session/conversation, send every group of at least two memories to
+an LLM, and turn the facts it returns into new memories linked to their sources. Distillation only
+*adds* memories: every operation has ``removes == []``, so ``summarize()`` reports a loss fraction
+of 0.
 
 Everything here is pure (no network, no ``openai`` import): the network call goes through a
 :class:`JSONWriter` (``consolidation.adapters.llm.LLMWriter`` in production, a stub server in

@@ -71,8 +71,14 @@ def ann_candidate_pairs(
     empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
     if n < 2:
         return empty
-    index = Index(ndim=d, metric="ip", dtype="f16", connectivity=16, expansion_add=128,
-                  expansion_search=max(64, 2 * k))
+    index = Index(
+        ndim=d,
+        metric="ip",
+        dtype="f16",
+        connectivity=16,
+        expansion_add=128,
+        expansion_search=max(64, 2 * k),
+    )
     index.add(np.arange(n, dtype=np.uint64), emb, threads=threads)
     todo = np.arange(n, dtype=np.int64) if query is None else np.unique(np.asarray(query, np.int64))
     los: list[np.ndarray] = []

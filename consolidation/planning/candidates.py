@@ -58,9 +58,7 @@ def normalize_rows(matrix: np.ndarray, *, copy: bool = True) -> np.ndarray:
 def _exact_sims(emb: np.ndarray, i: np.ndarray, j: np.ndarray, chunk: int = 65536) -> np.ndarray:
     out = np.empty(len(i), dtype=np.float32)
     for s in range(0, len(i), chunk):
-        out[s : s + chunk] = np.einsum(
-            "ij,ij->i", emb[i[s : s + chunk]], emb[j[s : s + chunk]]
-        )
+        out[s : s + chunk] = np.einsum("ij,ij->i", emb[i[s : s + chunk]], emb[j[s : s + chunk]])
     return out
 
 

@@ -112,8 +112,9 @@ def plan(
     if not isinstance(now, datetime):
         raise ValueError(f"now must be a datetime, got {now!r}")
     now = now if now.tzinfo else now.replace(tzinfo=UTC)
-    st = prepare(records, policy, fm, now=now, checkpoint=checkpoint,
-                 candidate_method=candidate_method)
+    st = prepare(
+        records, policy, fm, now=now, checkpoint=checkpoint, candidate_method=candidate_method
+    )
     lap = st.timer.lap
     lap("prepare")
     prune_decayed(st)
@@ -144,8 +145,7 @@ def _finish(st: PlanState) -> Plan:
     order (a conflict removes nothing, so the budget always keeps it),
     trimmed to the guard when ``policy.trim_to_guard``, with the telemetry context."""
     policy, n = st.policy, st.n
-    operations = (st.ops_reconcile + st.ops_conflict + st.ops_merge + st.ops_promote
-                  + st.ops_prune)
+    operations = st.ops_reconcile + st.ops_conflict + st.ops_merge + st.ops_promote + st.ops_prune
     trimmed = None
     if policy.trim_to_guard:
         operations, trimmed = trim_to_guard(operations, n, policy.max_loss_fraction, st.fates)

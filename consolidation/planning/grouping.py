@@ -37,7 +37,9 @@ def search_candidates(st: PlanState) -> None:
     t_cand = min(policy.link_threshold, policy.contradiction_threshold)
     if need_sim and st.n >= 2 and len(st.new_idx):
         pi, pj, ps = candidate_pairs(
-            st.emb, t_cand, query=st.new_idx if st.partial else None,
+            st.emb,
+            t_cand,
+            query=st.new_idx if st.partial else None,
             method=st.candidate_method,
         )
     else:
@@ -98,8 +100,15 @@ def verdict(st: PlanState, a: int, b: int) -> PairVerdict:
         s = st.sim.get(key)
         if s is None:
             s = float(np.dot(st.emb[x], st.emb[y]))
-        v = judge_pair(st.docs[x], st.metas[x], st.docs[y], st.metas[y], cosine=s,
-                       fieldmap=st.fm, policy=st.policy)
+        v = judge_pair(
+            st.docs[x],
+            st.metas[x],
+            st.docs[y],
+            st.metas[y],
+            cosine=s,
+            fieldmap=st.fm,
+            policy=st.policy,
+        )
         st.contra[key] = v
         stats = st.contra_stats
         stats["checked"] += 1
@@ -120,15 +129,25 @@ def _conflict(st: PlanState, a: int, b: int, s: float, v: PairVerdict, why: str)
     first, second = (a, b) if v.newer in (None, 0) else (b, a)
     st.held.update((a, b))
     st.contra_stats["conflicts"] = st.contra_stats.get("conflicts", 0) + 1
-    st.ops_conflict.append(Operation(
-        kind=OpKind.CONFLICT, source_ids=[ids[first], ids[second]],
-        source_hashes=[st.hashes[first], st.hashes[second]], removes=[],
-        rule=v.cue or "contradiction",
-        reason=(f"unsure, keep both and ask: “{short(docs[first])}” vs “{short(docs[second])}”"
-                f" — {'; '.join(v.reasons)}{why}"),
-        scores={"cosine": round(s, 6), "cue": v.cue or "", "verdict": v.kind,
-                "dates": [_recency_text(st, first), _recency_text(st, second)]},
-    ))
+    st.ops_conflict.append(
+        Operation(
+            kind=OpKind.CONFLICT,
+            source_ids=[ids[first], ids[second]],
+            source_hashes=[st.hashes[first], st.hashes[second]],
+            removes=[],
+            rule=v.cue or "contradiction",
+            reason=(
+                f"unsure, keep both and ask: “{short(docs[first])}” vs “{short(docs[second])}”"
+                f" — {'; '.join(v.reasons)}{why}"
+            ),
+            scores={
+                "cosine": round(s, 6),
+                "cue": v.cue or "",
+                "verdict": v.kind,
+                "dates": [_recency_text(st, first), _recency_text(st, second)],
+            },
+        )
+    )
 
 
 def reconcile_contradictions(st: PlanState) -> None:
@@ -171,17 +190,26 @@ def reconcile_contradictions(st: PlanState) -> None:
         st.winners.add(win)
         st.fates[ids[lose]] = Fate.SUPERSEDED
         stats["reconciled"] += 1
-        st.ops_reconcile.append(Operation(
-            kind=OpKind.RECONCILE, source_ids=[ids[win], ids[lose]],
-            source_hashes=[hashes[win], hashes[lose]], removes=[ids[lose]],
-            rule=v.cue or "supersedes",
-            reason=(f"{'; '.join(v.reasons)}: newer “{short(docs[win])}” supersedes older "
-                    f"“{short(docs[lose])}”"),
-            scores={"cosine": round(s, 6), "newer_at": _recency_text(st, win),
+        st.ops_reconcile.append(
+            Operation(
+                kind=OpKind.RECONCILE,
+                source_ids=[ids[win], ids[lose]],
+                source_hashes=[hashes[win], hashes[lose]],
+                removes=[ids[lose]],
+                rule=v.cue or "supersedes",
+                reason=(
+                    f"{'; '.join(v.reasons)}: newer “{short(docs[win])}” supersedes older "
+                    f"“{short(docs[lose])}”"
+                ),
+                scores={
+                    "cosine": round(s, 6),
+                    "newer_at": _recency_text(st, win),
                     "older_at": _recency_text(st, lose),
                     "newer_created_at": str(metas[win].get(fm.created_at, "")),
-                    "older_created_at": str(metas[lose].get(fm.created_at, ""))},
-        ))
+                    "older_created_at": str(metas[lose].get(fm.created_at, "")),
+                },
+            )
+        )
     st.candidates["contradiction_checked"] = stats["checked"]
 
 
@@ -241,12 +269,19 @@ def link_groups(st: PlanState) -> None:
     text is never eligible. Sets ``st.eligible``.
     """
     policy, n = st.policy, st.n
-    st.eligible = [not st.protected[i] and not st.removed[i] and i not in st.winners
-                   and i not in st.held and bool(st.docs[i].strip()) for i in range(n)]
+    st.eligible = [
+        not st.protected[i]
+        and not st.removed[i]
+        and i not in st.winners
+        and i not in st.held
+        and bool(st.docs[i].strip())
+        for i in range(n)
+    ]
     edges: list[tuple[int, float, int, int]] = [(0, -1.0, a, b) for a, b in st.exact_edges]
     if policy.merge_near:
         edges.extend(
-            (1, -s, a, b) for (a, b), s in st.sim.items()
+            (1, -s, a, b)
+            for (a, b), s in st.sim.items()
             if s >= policy.link_threshold
             and (st.contra.get((a, b)) is None or st.contra[(a, b)].kind == SAME)
         )

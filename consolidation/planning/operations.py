@@ -26,14 +26,20 @@ __all__ = [
     "trim_to_guard",
 ]
 
-RULE_ORDER = ["exact_duplicate", "reconcile", "near_duplicate", "evidence_fold", "session_window",
-              "semantic_window", "decay", "decay_covered"]
+RULE_ORDER = [
+    "exact_duplicate",
+    "reconcile",
+    "near_duplicate",
+    "evidence_fold",
+    "session_window",
+    "semantic_window",
+    "decay",
+    "decay_covered",
+]
 """Trim order (most confident first): what a removal rests on, from identical text to coverage."""
 
 
-def promotion_rules(
-    meta: Mapping[str, Any], policy: Policy, fieldmap: FieldMap
-) -> list[str]:
+def promotion_rules(meta: Mapping[str, Any], policy: Policy, fieldmap: FieldMap) -> list[str]:
     """Names of the promotion rules ``meta`` meets: ``"sessions"``, ``"importance"``, ``"access"``.
 
     Thresholds from ``policy`` (``promote_min_sessions`` distinct sessions,
@@ -53,18 +59,23 @@ def promote_reason(rules: list[str], meta: Mapping[str, Any], fm: FieldMap, poli
     """Readable reason for ``rules`` met by ``meta``, e.g. ``"accessed 9 times (≥ 5)"``."""
     parts = []
     if "sessions" in rules:
-        parts.append(f"reinforced in {len(set(fm.get_sessions(meta)))} sessions "
-                     f"(≥ {policy.promote_min_sessions})")
+        parts.append(
+            f"reinforced in {len(set(fm.get_sessions(meta)))} sessions "
+            f"(≥ {policy.promote_min_sessions})"
+        )
     if "importance" in rules:
-        parts.append(f"importance {fm.get_importance(meta, default=0.0):.2f} "
-                     f"(≥ {policy.promote_min_importance})")
+        parts.append(
+            f"importance {fm.get_importance(meta, default=0.0):.2f} "
+            f"(≥ {policy.promote_min_importance})"
+        )
     if "access" in rules:
         parts.append(f"accessed {fm.get_access_count(meta)} times (≥ {policy.promote_min_access})")
     return "; ".join(parts)
 
 
-def _merge_reason(st: PlanState, group: list[int], rule: str, mat: np.ndarray,
-                  scores: dict[str, Any]) -> str:
+def _merge_reason(
+    st: PlanState, group: list[int], rule: str, mat: np.ndarray, scores: dict[str, Any]
+) -> str:
     """Reason for a MERGE of ``group`` under ``rule``; sets ``scores["confidence"]``."""
     policy, sessions = st.policy, st.sessions
     if rule == "exact_duplicate":
@@ -72,24 +83,32 @@ def _merge_reason(st: PlanState, group: list[int], rule: str, mat: np.ndarray,
         return f"{len(group)} memories with the same text after normalisation"
     if rule == "near_duplicate":
         scores["confidence"] = scores["min_cosine"]
-        return (f"{len(group)} memories state the same fact (every pair cosine ≥ "
-                f"{policy.link_threshold:g}, min {scores['min_cosine']:.3f})")
+        return (
+            f"{len(group)} memories state the same fact (every pair cosine ≥ "
+            f"{policy.link_threshold:g}, min {scores['min_cosine']:.3f})"
+        )
     if rule == "evidence_fold":
         folded = [k for k in group if st.layers[k] == {EPISODIC}]
         scores["confidence"] = round(float(np.mean(mat[0, 1:])), 4)
-        return (f"{len(folded)} episodic memor{'y' if len(folded) == 1 else 'ies'} cited by "
-                f"the evidence of “{short(st.docs[group[0]], 60)}” folded into it (only "
-                f"sentences with new content words kept, ≤ {policy.fold_max_chars} chars)")
+        return (
+            f"{len(folded)} episodic memor{'y' if len(folded) == 1 else 'ies'} cited by "
+            f"the evidence of “{short(st.docs[group[0]], 60)}” folded into it (only "
+            f"sentences with new content words kept, ≤ {policy.fold_max_chars} chars)"
+        )
     if rule == "session_window":
         scores["confidence"] = round(float(np.mean(np.diag(mat, 1))), 4)
-        return (f"{len(group)} consecutive episodic memories of session "
-                f"{', '.join(sessions[group[0]]) or '?'} merged into one window (repeated "
-                f"content dropped, ≤ {policy.max_merged_chars} chars)")
+        return (
+            f"{len(group)} consecutive episodic memories of session "
+            f"{', '.join(sessions[group[0]]) or '?'} merged into one window (repeated "
+            f"content dropped, ≤ {policy.max_merged_chars} chars)"
+        )
     scores["confidence"] = scores["mean_cosine"]
-    return (f"{len(group)} semantic memories of session "
-            f"{', '.join(sessions[group[0]]) or '?'} about "
-            f"{', '.join(st.speakers[group[0]]) or '?'} merged "
-            f"(≤ {policy.semantic_window_chars} chars)")
+    return (
+        f"{len(group)} semantic memories of session "
+        f"{', '.join(sessions[group[0]]) or '?'} about "
+        f"{', '.join(st.speakers[group[0]]) or '?'} merged "
+        f"(≤ {policy.semantic_window_chars} chars)"
+    )
 
 
 def merge_operations(st: PlanState) -> None:
@@ -112,8 +131,9 @@ def merge_operations(st: PlanState) -> None:
         mat = np.clip(sub @ sub.T, -1.0, 1.0)
         off = mat[~np.eye(len(group), dtype=bool)]
         rule = units.rule[u]
-        meta = merge_metadata([st.metas[k] for k in group], gids, fieldmap=fm,
-                              curated_tier=policy.curated_tier)
+        meta = merge_metadata(
+            [st.metas[k] for k in group], gids, fieldmap=fm, curated_tier=policy.curated_tier
+        )
         scores: dict[str, Any] = {
             "pairwise": [[round(float(x), 4) for x in row] for row in mat],
             "min_cosine": round(float(off.min()), 4),
@@ -133,12 +153,20 @@ def merge_operations(st: PlanState) -> None:
         for k in group:
             st.removed[k] = True
             st.fates[ids[k]] = Fate.MERGED
-        st.ops_merge.append(Operation(
-            kind=OpKind.MERGE, source_ids=gids, source_hashes=ghashes, removes=list(gids),
-            rule=rule, reason=reason, scores=scores,
-            result_id=merged_id(gids, ghashes), result_document=units.text[u],
-            result_metadata=meta,
-        ))
+        st.ops_merge.append(
+            Operation(
+                kind=OpKind.MERGE,
+                source_ids=gids,
+                source_hashes=ghashes,
+                removes=list(gids),
+                rule=rule,
+                reason=reason,
+                scores=scores,
+                result_id=merged_id(gids, ghashes),
+                result_document=units.text[u],
+                result_metadata=meta,
+            )
+        )
 
 
 def promote_operations(st: PlanState) -> None:
@@ -155,14 +183,25 @@ def promote_operations(st: PlanState) -> None:
             continue
         meta = dict(metas[i])
         meta[fm.tier] = policy.curated_tier
-        st.ops_promote.append(Operation(
-            kind=OpKind.PROMOTE, source_ids=[ids[i]], source_hashes=[st.hashes[i]], removes=[],
-            rule=rules[0], reason="durable: " + promote_reason(rules, metas[i], fm, policy),
-            scores={"rules": rules, "sessions": len(set(fm.get_sessions(metas[i]))),
+        st.ops_promote.append(
+            Operation(
+                kind=OpKind.PROMOTE,
+                source_ids=[ids[i]],
+                source_hashes=[st.hashes[i]],
+                removes=[],
+                rule=rules[0],
+                reason="durable: " + promote_reason(rules, metas[i], fm, policy),
+                scores={
+                    "rules": rules,
+                    "sessions": len(set(fm.get_sessions(metas[i]))),
                     "importance": fm.get_importance(metas[i], default=0.0),
-                    "access_count": fm.get_access_count(metas[i])},
-            result_id=ids[i], result_document=st.docs[i], result_metadata=meta,
-        ))
+                    "access_count": fm.get_access_count(metas[i]),
+                },
+                result_id=ids[i],
+                result_document=st.docs[i],
+                result_metadata=meta,
+            )
+        )
 
 
 def trim_to_guard(
@@ -186,8 +225,11 @@ def trim_to_guard(
         return operations, None
     ranked = sorted(
         (op for op in operations if op.removes),
-        key=lambda op: (RULE_ORDER.index(op.rule) if op.rule in RULE_ORDER else len(RULE_ORDER),
-                        -float(op.scores.get("confidence", 0.0)), op.key),
+        key=lambda op: (
+            RULE_ORDER.index(op.rule) if op.rule in RULE_ORDER else len(RULE_ORDER),
+            -float(op.scores.get("confidence", 0.0)),
+            op.key,
+        ),
     )
     keep: set[int] = set()
     used = 0
@@ -208,6 +250,12 @@ def trim_to_guard(
         by_kind[op.kind.value] = by_kind.get(op.kind.value, 0) + 1
         for rid in op.removes:
             fates[rid] = Fate.KEPT
-    return out, {"budget": budget, "kept_removals": used, "dropped_operations": dropped,
-                 "dropped_removals": dropped_removals, "planned_removals": total,
-                 "deferred_by_kind": by_kind, "deferred_ids": sorted(deferred_ids)}
+    return out, {
+        "budget": budget,
+        "kept_removals": used,
+        "dropped_operations": dropped,
+        "dropped_removals": dropped_removals,
+        "planned_removals": total,
+        "deferred_by_kind": by_kind,
+        "deferred_ids": sorted(deferred_ids),
+    }

@@ -61,16 +61,26 @@ def prune_decayed(st: PlanState) -> None:
                 continue
             st.removed[i] = True
             st.fates[ids[i]] = Fate.PRUNED
-            st.ops_prune.append(Operation(
-                kind=OpKind.PRUNE, source_ids=[ids[i]], source_hashes=[hashes[i]],
-                removes=[ids[i]], rule="decay",
-                reason=(f"stale and unimportant: importance {importance:.2f} (< "
+            st.ops_prune.append(
+                Operation(
+                    kind=OpKind.PRUNE,
+                    source_ids=[ids[i]],
+                    source_hashes=[hashes[i]],
+                    removes=[ids[i]],
+                    rule="decay",
+                    reason=(
+                        f"stale and unimportant: importance {importance:.2f} (< "
                         f"{policy.prune_max_importance:g}) × 0.5^({age_days:.0f} d / "
                         f"{policy.prune_half_life_days:g} d) = {score:.4f} < "
-                        f"{policy.prune_threshold:g}, age ≥ {policy.prune_min_age_days:g} d"),
-                scores={"score": round(score, 6), "age_days": round(age_days, 3),
-                        "importance": importance},
-            ))
+                        f"{policy.prune_threshold:g}, age ≥ {policy.prune_min_age_days:g} d"
+                    ),
+                    scores={
+                        "score": round(score, 6),
+                        "age_days": round(age_days, 3),
+                        "importance": importance,
+                    },
+                )
+            )
 
 
 def prune_covered(st: PlanState) -> None:
@@ -106,8 +116,9 @@ def prune_covered(st: PlanState) -> None:
             if st.removed[i] or i in units.of or not st.eligible[i] or not sessions[i]:
                 continue
             toks = set(content_tokens(docs[i]))
-            hit = sum(1 for tok in toks
-                      if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in where(i)))
+            hit = sum(
+                1 for tok in toks if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in where(i))
+            )
             frac = hit / len(toks) if toks else 1.0
             if frac + 1e-12 < need:
                 continue
@@ -116,14 +127,25 @@ def prune_covered(st: PlanState) -> None:
             st.removed[i] = True
             st.fates[st.ids[i]] = Fate.PRUNED
             covered_pruned += 1
-            st.ops_prune.append(Operation(
-                kind=OpKind.PRUNE, source_ids=[st.ids[i]], source_hashes=[st.hashes[i]],
-                removes=[st.ids[i]], rule="decay_covered",
-                reason=(f"stale and covered: importance {importance_text(st, i)} × 0.5^("
+            st.ops_prune.append(
+                Operation(
+                    kind=OpKind.PRUNE,
+                    source_ids=[st.ids[i]],
+                    source_hashes=[st.hashes[i]],
+                    removes=[st.ids[i]],
+                    rule="decay_covered",
+                    reason=(
+                        f"stale and covered: importance {importance_text(st, i)} × 0.5^("
                         f"{age_days:.0f} d / {policy.prune_half_life_days:g} d) = {score:.4f}"
                         f" < {policy.prune_threshold:g}, and {frac:.0%} of its content words"
-                        f" are kept by other memories of its session (≥ {need:.0%})"),
-                scores={"score": round(score, 6), "age_days": round(age_days, 3),
-                        "coverage": round(frac, 4), "confidence": round(frac, 4)},
-            ))
+                        f" are kept by other memories of its session (≥ {need:.0%})"
+                    ),
+                    scores={
+                        "score": round(score, 6),
+                        "age_days": round(age_days, 3),
+                        "coverage": round(frac, 4),
+                        "confidence": round(frac, 4),
+                    },
+                )
+            )
     st.candidates["covered_pruned"] = covered_pruned

@@ -138,8 +138,15 @@ class PlanState:
     held: set[int] = field(default_factory=set)
     """Memories in a ``conflict`` item: kept as they are until a reviewer decides."""
     candidates: dict[str, int] = field(default_factory=dict)
-    contra_stats: dict[str, Any] = field(default_factory=lambda: {
-        "checked": 0, "found": {}, "reconciled": 0, "unsure": 0, "blocked_protected": 0})
+    contra_stats: dict[str, Any] = field(
+        default_factory=lambda: {
+            "checked": 0,
+            "found": {},
+            "reconciled": 0,
+            "unsure": 0,
+            "blocked_protected": 0,
+        }
+    )
     decayed: dict[int, tuple[float, float]] = field(default_factory=dict)
     """Decayed memories without an explicit importance: ``{index: (score, age_days)}``."""
     pi: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
@@ -191,14 +198,13 @@ def prepare(
     metas = [r.metadata for r in recs]
     hashes = [r.content_hash for r in recs]
     emb = (
-        normalize_rows(np.stack([r.embedding for r in recs]).astype(np.float32, copy=False),
-                       copy=False)
+        normalize_rows(
+            np.stack([r.embedding for r in recs]).astype(np.float32, copy=False), copy=False
+        )
         if n
         else np.zeros((0, 384), np.float32)
     )
-    protected = [
-        fm.is_pinned(m) or fm.get_tier(m) == policy.curated_tier for m in metas
-    ]
+    protected = [fm.is_pinned(m) or fm.get_tier(m) == policy.curated_tier for m in metas]
     if checkpoint is None:
         is_new = [True] * n
     else:
@@ -206,12 +212,24 @@ def prepare(
     new_idx = np.array([i for i in range(n) if is_new[i]], dtype=np.int64)
     incremental = checkpoint is not None
     return PlanState(
-        policy=policy, fm=fm, now=now, candidate_method=candidate_method,
-        ids=ids, docs=[r.document for r in recs], metas=metas, hashes=hashes, emb=emb,
-        protected=protected, is_new=is_new, new_idx=new_idx, incremental=incremental,
+        policy=policy,
+        fm=fm,
+        now=now,
+        candidate_method=candidate_method,
+        ids=ids,
+        docs=[r.document for r in recs],
+        metas=metas,
+        hashes=hashes,
+        emb=emb,
+        protected=protected,
+        is_new=is_new,
+        new_idx=new_idx,
+        incremental=incremental,
         # only some records are new: search new × store; the rest of the pairs are unknown
         partial=incremental and len(new_idx) < n,
-        timer=timer, fates=dict.fromkeys(ids, Fate.KEPT), removed=[False] * n,
+        timer=timer,
+        fates=dict.fromkeys(ids, Fate.KEPT),
+        removed=[False] * n,
         layers=[frozenset(fm.get_list(m, fm.layer)) for m in metas],
         scopes=[fm.scope_key(m) for m in metas],
     )

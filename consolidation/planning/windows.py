@@ -29,8 +29,13 @@ def _join(text: str, fragment: str) -> str:
 def episodic(st: PlanState, i: int) -> bool:
     """Whether ``i`` is an episodic-only memory free to fold or window (eligible, not removed,
     in no unit; new, in a partial incremental pass)."""
-    return (st.eligible[i] and not st.removed[i] and i not in st.units.of
-            and st.layers[i] == {EPISODIC} and (not st.partial or st.is_new[i]))
+    return (
+        st.eligible[i]
+        and not st.removed[i]
+        and i not in st.units.of
+        and st.layers[i] == {EPISODIC}
+        and (not st.partial or st.is_new[i])
+    )
 
 
 def semantic(st: PlanState, i: int) -> bool:
@@ -51,8 +56,9 @@ def start_units(st: PlanState) -> None:
     st.labels = [sp[0] if len(sp) == 1 else None for sp in st.speakers]
     st.sessions = [tuple(sorted(set(fm.get_sessions(m)))) for m in metas]
     epoch = datetime.min.replace(tzinfo=UTC)
-    st.order = [(st.sessions[i], fm.get_created_at(metas[i]) or epoch, natural(st.ids[i]))
-                for i in range(n)]
+    st.order = [
+        (st.sessions[i], fm.get_created_at(metas[i]) or epoch, natural(st.ids[i])) for i in range(n)
+    ]
 
 
 def fold_evidence(st: PlanState) -> None:
@@ -113,14 +119,21 @@ def session_windows(st: PlanState) -> None:
         lines.clear()
         covered_w.clear()
 
-    pool = [i for i in range(st.n)
-            if episodic(st, i) and not promotion_rules(st.metas[i], policy, st.fm)]
+    pool = [
+        i
+        for i in range(st.n)
+        if episodic(st, i) and not promotion_rules(st.metas[i], policy, st.fm)
+    ]
     for i in sorted(pool, key=st.order.__getitem__):
         trial = set(covered_w)
         frag = labelled_fragment(docs[i], labels[i], trial)
         text = "\n".join(lines + ([frag] if frag else []))
-        if cur and (sessions[i] != sessions[cur[0]] or len(cur) >= policy.window_max_size
-                    or len(text) > policy.max_merged_chars or conflicts(st, i, cur)):
+        if cur and (
+            sessions[i] != sessions[cur[0]]
+            or len(cur) >= policy.window_max_size
+            or len(text) > policy.max_merged_chars
+            or conflicts(st, i, cur)
+        ):
             flush()
             trial = set()
             frag = labelled_fragment(docs[i], labels[i], trial)
@@ -149,8 +162,11 @@ def semantic_windows(st: PlanState) -> None:
             units.rule[u] is None and all(semantic(st, k) for k in members)
         ):
             items.append((members[0], members, units.text[u]))
-    items += [(i, [i], st.docs[i].strip()) for i in range(st.n)
-              if semantic(st, i) and i not in units.of and (not st.partial or st.is_new[i])]
+    items += [
+        (i, [i], st.docs[i].strip())
+        for i in range(st.n)
+        if semantic(st, i) and i not in units.of and (not st.partial or st.is_new[i])
+    ]
 
     def skey(head: int) -> tuple[Any, ...]:
         return (sessions[head], tuple(speakers[head]))
@@ -177,9 +193,13 @@ def semantic_windows(st: PlanState) -> None:
         if chunk:
             size = sum(len(ms) for _, ms, _ in chunk) + len(it[1])
             length = sum(len(t) + 1 for _, _, t in chunk) + len(it[2])
-            if (skey(it[0]) != skey(chunk[0][0]) or len(chunk) >= policy.semantic_window_size
-                    or size > policy.max_group_size or length > policy.semantic_window_chars
-                    or any(conflicts(st, k, ms) for k in it[1] for _, ms, _ in chunk)):
+            if (
+                skey(it[0]) != skey(chunk[0][0])
+                or len(chunk) >= policy.semantic_window_size
+                or size > policy.max_group_size
+                or length > policy.semantic_window_chars
+                or any(conflicts(st, k, ms) for k in it[1] for _, ms, _ in chunk)
+            ):
                 flush_sem()
         chunk.append(it)
     flush_sem()

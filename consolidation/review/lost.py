@@ -232,14 +232,24 @@ class LostSentence:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return {"memory_id": self.memory_id, "text": self.text, "words": list(self.words),
-                "content_words": list(self.content_words), "key": self.key}
+        return {
+            "memory_id": self.memory_id,
+            "text": self.text,
+            "words": list(self.words),
+            "content_words": list(self.content_words),
+            "key": self.key,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LostSentence:
         """Inverse of :meth:`to_dict`."""
-        return cls(str(data["memory_id"]), str(data["text"]), tuple(data.get("words") or ()),
-                   tuple(data.get("content_words") or ()), str(data.get("key") or ""))
+        return cls(
+            str(data["memory_id"]),
+            str(data["text"]),
+            tuple(data.get("words") or ()),
+            tuple(data.get("content_words") or ()),
+            str(data.get("key") or ""),
+        )
 
     def sentence(self) -> Sentence:
         """The :class:`Sentence` it was (spans relative to its own ``text``)."""
@@ -278,15 +288,19 @@ class OperationLoss:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (round-trips through :meth:`from_dict`)."""
-        return {"sentences": [s.to_dict() for s in self.sentences],
-                "elsewhere": list(self.elsewhere)}
+        return {
+            "sentences": [s.to_dict() for s in self.sentences],
+            "elsewhere": list(self.elsewhere),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> OperationLoss:
         """Inverse of :meth:`to_dict`; ``None`` or ``{}`` is "nothing lost"."""
         data = data or {}
-        return cls(tuple(LostSentence.from_dict(s) for s in data.get("sentences") or ()),
-                   tuple(data.get("elsewhere") or ()))
+        return cls(
+            tuple(LostSentence.from_dict(s) for s in data.get("sentences") or ()),
+            tuple(data.get("elsewhere") or ()),
+        )
 
 
 def is_number(word: str) -> bool:
@@ -313,7 +327,9 @@ def _missing_words(text: str, reference_words: list[str]) -> list[tuple[int, int
     return [(m.start(), m.end(), not present[k]) for k, m in enumerate(words)]
 
 
-def operation_loss(op: OperationText, *, elsewhere: Container[str] | SentenceIndex = ()) -> OperationLoss:
+def operation_loss(
+    op: OperationText, *, elsewhere: Container[str] | SentenceIndex = ()
+) -> OperationLoss:
     """The sentences ``op`` loses (see the module docstring).
 
     ``elsewhere`` says which sentences survive outside the operation: a :class:`SentenceIndex`
@@ -339,13 +355,17 @@ def operation_loss(op: OperationText, *, elsewhere: Container[str] | SentenceInd
                 continue
             text = src.document[s.start : s.end]
             spans = _missing_words(text, ref_words)
-            words = tuple(w for a, b, missing in spans if missing
-                          if (w := text[a:b].strip(_EDGE_PUNCT)))
-            tokens = tuple(dict.fromkeys(
-                w for m in _WORD.finditer(text)
-                if (w := m.group(0).strip(_EDGE_PUNCT))
-                and any(t not in ref_tokens for t in content_tokens(w))
-            ))
+            words = tuple(
+                w for a, b, missing in spans if missing if (w := text[a:b].strip(_EDGE_PUNCT))
+            )
+            tokens = tuple(
+                dict.fromkeys(
+                    w
+                    for m in _WORD.finditer(text)
+                    if (w := m.group(0).strip(_EDGE_PUNCT))
+                    and any(t not in ref_tokens for t in content_tokens(w))
+                )
+            )
             lost.append(LostSentence(src.memory_id, text, words, tokens, s.key))
     return OperationLoss(tuple(lost), tuple(sorted(set(kept_elsewhere))))
 
@@ -360,7 +380,9 @@ class Segment:
     tag: str
 
 
-def source_segments(op: OperationText, source: SourceText, *, elsewhere: Container[str] = ()) -> list[Segment]:
+def source_segments(
+    op: OperationText, source: SourceText, *, elsewhere: Container[str] = ()
+) -> list[Segment]:
     """``source.document`` cut into :class:`Segment` s whose texts concatenate back to it.
 
     A source the operation does not remove is one ``"kept"`` segment. ``elsewhere`` is the
@@ -407,8 +429,13 @@ def _compact(segs: list[Segment]) -> list[Segment]:
     out: list[Segment] = []
     for k, seg in enumerate(segs):
         nxt = segs[k + 1] if k + 1 < len(segs) else None
-        if (seg.tag == "space" and out and nxt is not None and out[-1].tag == nxt.tag
-                and nxt.tag in ("changed", "lost")):
+        if (
+            seg.tag == "space"
+            and out
+            and nxt is not None
+            and out[-1].tag == nxt.tag
+            and nxt.tag in ("changed", "lost")
+        ):
             out[-1] = Segment(out[-1].text + seg.text, out[-1].tag)
         elif out and out[-1].tag == seg.tag and seg.tag != "space":
             out[-1] = Segment(out[-1].text + seg.text, seg.tag)
@@ -437,7 +464,9 @@ def lost_segments(lost: LostSentence) -> list[Segment]:
     return _compact(out)
 
 
-def pass_losses(ops: Sequence[OperationText], store: Iterable[tuple[str, str]]) -> list[OperationLoss]:
+def pass_losses(
+    ops: Sequence[OperationText], store: Iterable[tuple[str, str]]
+) -> list[OperationLoss]:
     """The loss of every operation of a pass, against the store after the whole pass.
 
     ``store`` yields ``(memory_id, document)`` of every memory before the pass. The store after
@@ -463,7 +492,9 @@ class LossTotals:
     numbers: int = 0
 
 
-def loss_totals(losses: Iterable[OperationLoss], *, kept: SentenceIndex | None = None) -> LossTotals:
+def loss_totals(
+    losses: Iterable[OperationLoss], *, kept: SentenceIndex | None = None
+) -> LossTotals:
     """Sum of ``losses``; a sentence found in ``kept`` (e.g. the sources of the operations the
     reviewer excluded, which then stay in the store) is not counted."""
     n = 0

@@ -146,8 +146,13 @@ def operation_risk(
         cos = _number(scores.get("min_cosine"))
         near = _nearness(cos, policy.link_threshold)
         if near > 0 and cos is not None:
-            factors.append((0.4 * near, f"min cosine {cos:.3f} is within {NEAR_MARGIN:g} of the "
-                                        f"link threshold {policy.link_threshold:g}"))
+            factors.append(
+                (
+                    0.4 * near,
+                    f"min cosine {cos:.3f} is within {NEAR_MARGIN:g} of the "
+                    f"link threshold {policy.link_threshold:g}",
+                )
+            )
         # both sides kept verbatim: the agent forgets nothing, the merged memory holds both
         base = 0.35 if loss.sentences else 0.2
         factors.extend((base + 0.15 * near, why) for why in _disagreement(op))
@@ -156,8 +161,13 @@ def operation_risk(
         near = _nearness(cos, policy.contradiction_threshold)
         factors.append((0.3, f"supersedes an older memory ({op.rule.replace('_', ' ') or 'cue'})"))
         if near > 0 and cos is not None:
-            factors.append((0.4 * near, f"cosine {cos:.3f} is near the contradiction threshold "
-                                        f"{policy.contradiction_threshold:g}"))
+            factors.append(
+                (
+                    0.4 * near,
+                    f"cosine {cos:.3f} is near the contradiction threshold "
+                    f"{policy.contradiction_threshold:g}",
+                )
+            )
     words, numbers = loss.content_words, loss.numbers
     uncovered = 1.0
     covered_note = ""
@@ -166,19 +176,34 @@ def operation_risk(
         uncovered = 1.0 - coverage
         covered_note = f" ({coverage:.0%} of them kept by its session)"
     if numbers:
-        factors.append((0.3 * uncovered, f"loses the number{'s' if len(numbers) > 1 else ''} "
-                                         f"{', '.join(numbers[:5])}{covered_note}"))
+        factors.append(
+            (
+                0.3 * uncovered,
+                f"loses the number{'s' if len(numbers) > 1 else ''} "
+                f"{', '.join(numbers[:5])}{covered_note}",
+            )
+        )
     if words:
         shown = ", ".join(words[:6]) + (" …" if len(words) > 6 else "")
-        factors.append((min(0.6, 0.12 * len(words)) * uncovered,
-                        f"loses {len(words)} content word{'s' if len(words) > 1 else ''}: "
-                        f"{shown}{covered_note}"))
+        factors.append(
+            (
+                min(0.6, 0.12 * len(words)) * uncovered,
+                f"loses {len(words)} content word{'s' if len(words) > 1 else ''}: "
+                f"{shown}{covered_note}",
+            )
+        )
     elif loss.sentences:
         n = len(loss.sentences)
-        factors.append((min(0.12, 0.04 * n), f"drops {n} sentence{'s' if n > 1 else ''} whose "
-                                              "content words the result keeps"))
-    if op.kind == "prune" and op.rule != "decay_covered" and any(
-        _never_accessed(s.metadata, fm) for s in op.removed
+        factors.append(
+            (
+                min(0.12, 0.04 * n),
+                f"drops {n} sentence{'s' if n > 1 else ''} whose content words the result keeps",
+            )
+        )
+    if (
+        op.kind == "prune"
+        and op.rule != "decay_covered"
+        and any(_never_accessed(s.metadata, fm) for s in op.removed)
     ):
         factors.append((0.4, "pruned though never accessed, and no other memory covers it"))
     if op.kind == "distill":

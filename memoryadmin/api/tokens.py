@@ -77,8 +77,7 @@ def token_revoke(*, token: ApiToken, by: Any = None) -> ApiToken:
         user=by if by is not None else None,
         verb="api_token_revoked",
         note=(
-            f"API token {token.prefix}… ({token.name or 'unnamed'}) "
-            f"of {token.user.get_username()}"
+            f"API token {token.prefix}… ({token.name or 'unnamed'}) of {token.user.get_username()}"
         ),
         data={"token_id": token.pk, "owner": token.user.get_username()},
     )

@@ -33,13 +33,28 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Agent)
 class AgentAdmin(ReadOnlyAdmin):
-    list_display = ("name", "slug", "collection_name", "auto_apply", "schedule_cron", "schedule_enabled")
+    list_display = (
+        "name",
+        "slug",
+        "collection_name",
+        "auto_apply",
+        "schedule_cron",
+        "schedule_enabled",
+    )
     search_fields = ("name", "slug", "collection_name")
 
 
 @admin.register(Pass)
 class PassAdmin(ReadOnlyAdmin):
-    list_display = ("id", "agent", "status", "trigger", "loss_fraction", "guard_passed", "created_at")
+    list_display = (
+        "id",
+        "agent",
+        "status",
+        "trigger",
+        "loss_fraction",
+        "guard_passed",
+        "created_at",
+    )
     list_filter = ("status", "trigger", "agent")
 
 

@@ -12,9 +12,16 @@ __all__ = ["PLANNED", "agent_convergence", "convergence_words", "pass_deferred",
 
 
 PLANNED = (
-    Pass.Status.PROPOSED, Pass.Status.REJECTED_BY_GUARD, Pass.Status.APPROVED, Pass.Status.APPLYING,
-    Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED, Pass.Status.REJECTED, Pass.Status.STALE,
-    Pass.Status.ROLLING_BACK, Pass.Status.ROLLED_BACK,
+    Pass.Status.PROPOSED,
+    Pass.Status.REJECTED_BY_GUARD,
+    Pass.Status.APPROVED,
+    Pass.Status.APPLYING,
+    Pass.Status.APPLIED,
+    Pass.Status.PARTIALLY_APPLIED,
+    Pass.Status.REJECTED,
+    Pass.Status.STALE,
+    Pass.Status.ROLLING_BACK,
+    Pass.Status.ROLLED_BACK,
 )
 """Statuses of a pass that made a plan."""
 
@@ -44,8 +51,13 @@ def pass_deferred(run: Pass) -> dict[str, Any] | None:
         f"({int(info.get('budget') or 0)} originals this pass); about {passes} more "
         f"pass{'es' if passes != 1 else ''}."
     )
-    return {"operations": operations, "removals": removals, "by_kind": by_kind, "passes": passes,
-            "text": text}
+    return {
+        "operations": operations,
+        "removals": removals,
+        "by_kind": by_kind,
+        "passes": passes,
+        "text": text,
+    }
 
 
 def agent_convergence(agent: Agent) -> str:
@@ -64,19 +76,23 @@ def convergence_words(last: Pass | None) -> str:
     if deferred is None:
         return "converged"
     n, k = deferred["operations"], deferred["passes"]
-    return (f"{n} operation{'s' if n != 1 else ''} deferred, about {k} more "
-            f"pass{'es' if k != 1 else ''}")
+    return (
+        f"{n} operation{'s' if n != 1 else ''} deferred, about {k} more "
+        f"pass{'es' if k != 1 else ''}"
+    )
 
 
 def pass_policy_note(run: Pass) -> str:
-    """"" when ``run`` ran with its agent's policy as it is now; otherwise a sentence: the named
+    """ "" when ``run`` ran with its agent's policy as it is now; otherwise a sentence: the named
     policy it was run with (``consolidate --policy NAME``), or that the agent's policy changed
     since (the figures and the guard on the page are the ones of the policy the pass ran with)."""
     override = (run.telemetry or {}).get("policy_override")
     if override:
         name = "an explicit" if override == "explicit" else f"the “{override}”"
-        return (f"This pass ran with {name} policy, not the agent's own "
-                f"(loss threshold {run.max_loss_fraction:.0%}).")
+        return (
+            f"This pass ran with {name} policy, not the agent's own "
+            f"(loss threshold {run.max_loss_fraction:.0%})."
+        )
     if not run.policy or run.status in (Pass.Status.QUEUED, Pass.Status.RUNNING):
         return ""
     try:
@@ -86,5 +102,8 @@ def pass_policy_note(run: Pass) -> str:
     changed = sorted(k for k, v in current.items() if k in run.policy and run.policy[k] != v)
     if not changed:
         return ""
-    return ("The agent's policy changed after this pass ran (" + ", ".join(c.replace("_", " ")
-            for c in changed) + "); this pass ran with the policy as it was.")
+    return (
+        "The agent's policy changed after this pass ran ("
+        + ", ".join(c.replace("_", " ") for c in changed)
+        + "); this pass ran with the policy as it was."
+    )

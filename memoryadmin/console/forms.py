@@ -75,15 +75,21 @@ FIELD_MAP_KEYS = ("document", "created_at", "updated_at", "importance", "tier", 
 """Field-map keys an operator sets when attaching an existing collection."""
 
 FIELD_MAP_LABELS = {
-    "document": ("Text key", "Metadata key holding the memory text when the collection stores "
-                 "no document (mem0: “data”); empty means the document."),
+    "document": (
+        "Text key",
+        "Metadata key holding the memory text when the collection stores "
+        "no document (mem0: “data”); empty means the document.",
+    ),
     "created_at": ("Created-at key", None),
     "updated_at": ("Updated-at key", None),
     "importance": ("Importance key", None),
     "tier": ("Tier key", None),
     "pinned": ("Pinned key", None),
-    "scope": ("Scope keys", "Comma-separated metadata keys that keep memories apart (default "
-              "“user_id, agent_id, run_id, actor_id”): different values are never merged."),
+    "scope": (
+        "Scope keys",
+        "Comma-separated metadata keys that keep memories apart (default "
+        "“user_id, agent_id, run_id, actor_id”): different values are never merged.",
+    ),
 }
 
 PRESET_CHOICES = [
@@ -119,7 +125,13 @@ def policy_help(name: str, default: Any) -> str:
     text = POLICY_HELP.get(name, "")
     if isinstance(default, bool) or not _DEFAULT_RE.search(text):
         return text
-    shown = "none" if default is None else f"“{default}”" if isinstance(default, str) else f"{default:g}"
+    shown = (
+        "none"
+        if default is None
+        else f"“{default}”"
+        if isinstance(default, str)
+        else f"{default:g}"
+    )
     return _DEFAULT_RE.sub(lambda _m: f"default {shown}", text, count=1)
 
 
@@ -137,7 +149,9 @@ def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
     if type_name == "str":
         return forms.CharField(label=label, initial=default, help_text=help_text, max_length=60)
     optional = "None" in type_name
-    return forms.FloatField(label=label, initial=default, help_text=help_text, required=not optional)
+    return forms.FloatField(
+        label=label, initial=default, help_text=help_text, required=not optional
+    )
 
 
 POLICY_FIELDS: list[str] = [f.name for f in fields(Policy)]
@@ -222,7 +236,10 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
         required=False, help_text="Apply a proposal that passes the guard without review."
     )
     preset = forms.ChoiceField(
-        choices=PRESET_CHOICES, required=False, initial="auto", label="Collection written by",
+        choices=PRESET_CHOICES,
+        required=False,
+        initial="auto",
+        label="Collection written by",
         help_text="For an attached collection: the field map is chosen from its records or the "
         "library that wrote it; keys typed below override it.",
     )
@@ -233,28 +250,47 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
         for key in FIELD_MAP_KEYS:
             label, help_text = FIELD_MAP_LABELS[key]
             self.fields[f"field_{key}"] = forms.CharField(
-                required=False, max_length=300, label=label,
+                required=False,
+                max_length=300,
+                label=label,
                 help_text=help_text or f"Metadata key (default “{getattr(defaults, key)}”).",
             )
         self.fields["field_embedder_url"] = forms.URLField(
-            required=False, max_length=500, label="Collection's embedder URL",
+            required=False,
+            max_length=500,
+            label="Collection's embedder URL",
             assume_scheme="https",
             help_text="OpenAI-compatible endpoint of the model that made the collection's vectors "
             "(e.g. https://api.openai.com/v1 for mem0's default). Without it, a pass writes no "
             "new text to a collection of another model's vectors.",
         )
         self.fields["field_embedder_model"] = forms.CharField(
-            required=False, max_length=200, label="Embedder model",
+            required=False,
+            max_length=200,
+            label="Embedder model",
             help_text="e.g. text-embedding-3-small",
         )
         self.fields["field_embedder_key_env"] = forms.CharField(
-            required=False, max_length=120, label="Embedder key variable",
+            required=False,
+            max_length=120,
+            label="Embedder key variable",
             help_text="Environment variable holding its API key (the key is never stored).",
         )
-        order = ["name", "slug", "description", "collection_name", "attach", "preset",
-                 *[f"field_{k}" for k in FIELD_MAP_KEYS], "field_embedder_url",
-                 "field_embedder_model", "field_embedder_key_env",
-                 "auto_apply", "schedule_cron", "schedule_enabled"]
+        order = [
+            "name",
+            "slug",
+            "description",
+            "collection_name",
+            "attach",
+            "preset",
+            *[f"field_{k}" for k in FIELD_MAP_KEYS],
+            "field_embedder_url",
+            "field_embedder_model",
+            "field_embedder_key_env",
+            "auto_apply",
+            "schedule_cron",
+            "schedule_enabled",
+        ]
         self.order_fields(order)
 
     def clean_slug(self) -> str:
@@ -274,7 +310,8 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
         data["policy"] = self.clean_policy()
         typed = {
             k: data[f"field_{k}"].strip()
-            for k in FIELD_MAP_KEYS if data.get(f"field_{k}", "").strip()
+            for k in FIELD_MAP_KEYS
+            if data.get(f"field_{k}", "").strip()
         }
         data["field_map"] = typed
         preset = data.get("preset") or "custom"
@@ -303,13 +340,21 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
         """Keyword arguments for ``services.agent_create`` (after ``is_valid()``)."""
         d = self.cleaned_data
         return {
-            "name": d["name"], "slug": d["slug"], "collection_name": d["collection_name"],
-            "attach": d["attach"], "field_map": d["field_map"], "policy": d["policy"].to_dict(),
-            "embedder": {"base_url": d.get("field_embedder_url") or "",
-                         "model": d.get("field_embedder_model") or "",
-                         "api_key_env": d.get("field_embedder_key_env") or ""},
-            "auto_apply": d["auto_apply"], "schedule_cron": d["schedule_cron"],
-            "schedule_enabled": d["schedule_enabled"], "description": d["description"],
+            "name": d["name"],
+            "slug": d["slug"],
+            "collection_name": d["collection_name"],
+            "attach": d["attach"],
+            "field_map": d["field_map"],
+            "policy": d["policy"].to_dict(),
+            "embedder": {
+                "base_url": d.get("field_embedder_url") or "",
+                "model": d.get("field_embedder_model") or "",
+                "api_key_env": d.get("field_embedder_key_env") or "",
+            },
+            "auto_apply": d["auto_apply"],
+            "schedule_cron": d["schedule_cron"],
+            "schedule_enabled": d["schedule_enabled"],
+            "description": d["description"],
         }
 
 
@@ -324,7 +369,9 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.order_fields(["name", "description", "auto_apply", "schedule_cron", "schedule_enabled"])
+        self.order_fields(
+            ["name", "description", "auto_apply", "schedule_cron", "schedule_enabled"]
+        )
 
     @classmethod
     def for_agent(cls, agent: Agent, data: Any = None) -> AgentEditForm:
@@ -334,8 +381,11 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
         except ValueError:
             policy = Policy()
         initial = {
-            "name": agent.name, "description": agent.description, "auto_apply": agent.auto_apply,
-            "schedule_cron": agent.schedule_cron, "schedule_enabled": agent.schedule_enabled,
+            "name": agent.name,
+            "description": agent.description,
+            "auto_apply": agent.auto_apply,
+            "schedule_cron": agent.schedule_cron,
+            "schedule_enabled": agent.schedule_enabled,
             **cls.policy_initial(policy),
         }
         return cls(data, initial=initial) if data is not None else cls(initial=initial)
@@ -349,8 +399,11 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
         """Fields for ``services.agent_update`` (after ``is_valid()``)."""
         d = self.cleaned_data
         return {
-            "name": d["name"], "description": d["description"], "auto_apply": d["auto_apply"],
-            "policy": d["policy"].to_dict(), "schedule_cron": d["schedule_cron"],
+            "name": d["name"],
+            "description": d["description"],
+            "auto_apply": d["auto_apply"],
+            "policy": d["policy"].to_dict(),
+            "schedule_cron": d["schedule_cron"],
             "schedule_enabled": d["schedule_enabled"],
         }
 
@@ -365,13 +418,17 @@ class CronPreviewForm(forms.Form):
 class NoteForm(forms.Form):
     """Approve (note optional) or reject (``require_note=True``)."""
 
-    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000)
+    note = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000
+    )
 
     def __init__(self, *args: Any, require_note: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["note"].required = require_note
         if require_note:
-            self.fields["note"].error_messages["required"] = "A note is required to reject a proposal."
+            self.fields["note"].error_messages["required"] = (
+                "A note is required to reject a proposal."
+            )
 
     def clean_note(self) -> str:
         note = self.cleaned_data["note"].strip()
@@ -383,7 +440,9 @@ class NoteForm(forms.Form):
 class ExcludeForm(forms.Form):
     """Exclude (``excluded=1``) or include (``excluded=0``) one operation."""
 
-    excluded = forms.TypedChoiceField(choices=[("1", "exclude"), ("0", "include")], coerce=lambda v: v == "1")
+    excluded = forms.TypedChoiceField(
+        choices=[("1", "exclude"), ("0", "include")], coerce=lambda v: v == "1"
+    )
 
 
 class MergedTextForm(forms.Form):
@@ -396,7 +455,9 @@ class MemoryFilterForm(forms.Form):
     """Browser filters and semantic search (GET)."""
 
     tier = forms.CharField(required=False, max_length=120)
-    pinned = forms.ChoiceField(required=False, choices=[("", "any"), ("yes", "pinned"), ("no", "not pinned")])
+    pinned = forms.ChoiceField(
+        required=False, choices=[("", "any"), ("yes", "pinned"), ("no", "not pinned")]
+    )
     contains = forms.CharField(required=False, max_length=500, label="Text contains")
     q = forms.CharField(required=False, max_length=1000, label="Semantic search")
     k = forms.IntegerField(required=False, min_value=1, max_value=100, initial=10, label="Top k")
@@ -411,7 +472,9 @@ class MemoryEditForm(forms.Form):
 class PinForm(forms.Form):
     """Pin (``pinned=1``) or unpin (``pinned=0``) a memory."""
 
-    pinned = forms.TypedChoiceField(choices=[("1", "pin"), ("0", "unpin")], coerce=lambda v: v == "1")
+    pinned = forms.TypedChoiceField(
+        choices=[("1", "pin"), ("0", "unpin")], coerce=lambda v: v == "1"
+    )
 
 
 class AuditFilterForm(forms.Form):
@@ -430,7 +493,10 @@ class AuditFilterForm(forms.Form):
             data = data.copy()
             data["status"] = AUDIT_FILTER_ALIASES[status]
         super().__init__(data, *args, **kwargs)
-        self.fields["agent"].choices = [("", "all agents"), *Agent.objects.values_list("slug", "name")]
+        self.fields["agent"].choices = [
+            ("", "all agents"),
+            *Agent.objects.values_list("slug", "name"),
+        ]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -453,8 +519,14 @@ class EventFilterForm(forms.Form):
         from .selectors import audit_verbs
 
         super().__init__(*args, **kwargs)
-        self.fields["agent"].choices = [("", "all agents"), *Agent.objects.values_list("slug", "name")]
-        self.fields["verb"].choices = [("", "every action"), *((v, v.replace("_", " ")) for v in audit_verbs())]
+        self.fields["agent"].choices = [
+            ("", "all agents"),
+            *Agent.objects.values_list("slug", "name"),
+        ]
+        self.fields["verb"].choices = [
+            ("", "every action"),
+            *((v, v.replace("_", " ")) for v in audit_verbs()),
+        ]
 
 
 class JsonlUploadForm(forms.Form):
@@ -462,11 +534,13 @@ class JsonlUploadForm(forms.Form):
 
     file = forms.FileField(
         label="JSONL file",
-        help_text=("One JSON object per line: id, document, optional metadata and embedding "
-                   "(UTF-8)."),
+        help_text=(
+            "One JSON object per line: id, document, optional metadata and embedding (UTF-8)."
+        ),
     )
     skip_invalid = forms.BooleanField(
-        required=False, label="Skip invalid lines",
+        required=False,
+        label="Skip invalid lines",
         help_text="Write the valid lines and list the others (otherwise nothing is written when "
         "any line is invalid).",
     )
@@ -490,22 +564,32 @@ class ProbeForm(forms.Form):
     """Add or edit a probe query; ``evidence_ids`` is a comma/space-separated list."""
 
     question = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
-    answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000,
-                             help_text="At least half of its content words must appear in the top-k "
-                             "memories for the probe to count as recalled.")
-    evidence_ids = forms.CharField(
-        required=False, label="Evidence ids", max_length=60_000,
-        help_text=("Evidence ids that hold the answer (e.g. LoCoMo dia_ids “D1:3”), "
-                   "as listed in the memories' evidence metadata; separated by commas or spaces."),
+    answer = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=2000,
+        help_text="At least half of its content words must appear in the top-k "
+        "memories for the probe to count as recalled.",
     )
-    category = forms.IntegerField(required=False, min_value=0, max_value=1000,
-                                  help_text="Optional (LoCoMo: 1–4).")
+    evidence_ids = forms.CharField(
+        required=False,
+        label="Evidence ids",
+        max_length=60_000,
+        help_text=(
+            "Evidence ids that hold the answer (e.g. LoCoMo dia_ids “D1:3”), "
+            "as listed in the memories' evidence metadata; separated by commas or spaces."
+        ),
+    )
+    category = forms.IntegerField(
+        required=False, min_value=0, max_value=1000, help_text="Optional (LoCoMo: 1–4)."
+    )
 
     @classmethod
     def for_probe(cls, probe: Any, data: Any = None) -> ProbeForm:
         """Bound to ``data`` when given, else initialised from ``probe``."""
         initial = {
-            "question": probe.question, "answer": probe.answer, "category": probe.category,
+            "question": probe.question,
+            "answer": probe.answer,
+            "category": probe.category,
             "evidence_ids": ", ".join(str(e) for e in probe.evidence_ids or []),
         }
         return cls(data, initial=initial) if data is not None else cls(initial=initial)
@@ -522,8 +606,12 @@ class ProbeForm(forms.Form):
         """Keyword arguments for ``probes.probe_create`` / ``probe_update``
         (after ``is_valid()``)."""
         d = self.cleaned_data
-        return {"question": d["question"], "answer": d["answer"], "evidence_ids": d["evidence_ids"],
-                "category": d["category"]}
+        return {
+            "question": d["question"],
+            "answer": d["answer"],
+            "evidence_ids": d["evidence_ids"],
+            "category": d["category"],
+        }
 
 
 __all__ = [

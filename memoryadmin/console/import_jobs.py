@@ -51,9 +51,13 @@ def import_job_create(*, agent: Agent, upload: Any, skip_invalid: bool, user: An
         for chunk in upload.chunks():
             fh.write(chunk)
     job = ImportJob.objects.create(
-        agent=agent, user=user if getattr(user, "pk", None) else None,
-        actor=getattr(user, "username", "") or "web", file_name=Path(upload.name).name[:255],
-        path=str(path), size=path.stat().st_size, skip_invalid=skip_invalid,
+        agent=agent,
+        user=user if getattr(user, "pk", None) else None,
+        actor=getattr(user, "username", "") or "web",
+        file_name=Path(upload.name).name[:255],
+        path=str(path),
+        size=path.stat().st_size,
+        skip_invalid=skip_invalid,
     )
 
     def send() -> None:
@@ -89,21 +93,35 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     outcome: dict[str, Any] = {}
     try:
         report = memories_import_jsonl(
-            agent=job.agent, fileobj=Path(job.path), skip_invalid=job.skip_invalid, user=job.user,
-            actor=job.actor, progress=progress, name=job.file_name, on_valid=on_valid,
+            agent=job.agent,
+            fileobj=Path(job.path),
+            skip_invalid=job.skip_invalid,
+            user=job.user,
+            actor=job.actor,
+            progress=progress,
+            name=job.file_name,
+            on_valid=on_valid,
         )
-        outcome = {"status": ImportJob.Status.DONE, "report": report.to_dict(),
-                   "errors": [[e.line, e.message] for e in report.errors[:MAX_JOB_ERRORS]],
-                   "error_count": len(report.errors)}
+        outcome = {
+            "status": ImportJob.Status.DONE,
+            "report": report.to_dict(),
+            "errors": [[e.line, e.message] for e in report.errors[:MAX_JOB_ERRORS]],
+            "error_count": len(report.errors),
+        }
     except ImportRefused as exc:
-        outcome = {"status": ImportJob.Status.REFUSED, "message": str(exc),
-                   "errors": [[e.line, e.message] for e in exc.errors[:MAX_JOB_ERRORS]],
-                   "error_count": len(exc.errors)}
+        outcome = {
+            "status": ImportJob.Status.REFUSED,
+            "message": str(exc),
+            "errors": [[e.line, e.message] for e in exc.errors[:MAX_JOB_ERRORS]],
+            "error_count": len(exc.errors),
+        }
     except ImportInterrupted as exc:
         outcome = {"status": ImportJob.Status.FAILED, "message": str(exc)}
     except ServiceError as exc:  # StoreUnavailable before the first write
-        outcome = {"status": ImportJob.Status.FAILED,
-                   "message": f"The store is unavailable, nothing was written: {exc}"}
+        outcome = {
+            "status": ImportJob.Status.FAILED,
+            "message": f"The store is unavailable, nothing was written: {exc}",
+        }
     except Exception as exc:  # the last resort: the job must end, never stay "importing"
         log.exception("import job %s crashed", job.pk)
         outcome = {"status": ImportJob.Status.FAILED, "message": f"{type(exc).__name__}: {exc}"}

@@ -96,8 +96,11 @@ class ImportReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (errors as "line N: message" strings)."""
         return {
-            "agent": self.agent, "valid": self.valid, "written": self.written,
-            "unchanged": self.unchanged, "embedded": self.embedded,
+            "agent": self.agent,
+            "valid": self.valid,
+            "written": self.written,
+            "unchanged": self.unchanged,
+            "embedded": self.embedded,
             "errors": [str(e) for e in self.errors],
         }
 
@@ -155,7 +158,10 @@ class _Journal:
 
 
 def memories_write(
-    *, agent: Agent, records: Sequence[MemoryRecord], progress: Progress | None = None,
+    *,
+    agent: Agent,
+    records: Sequence[MemoryRecord],
+    progress: Progress | None = None,
     undo_on_failure: bool = False,
 ) -> tuple[int, int, int]:
     """Upsert ``records`` into the agent's store; returns ``(written, unchanged, embedded)``.
@@ -212,9 +218,13 @@ def _plan_batch(
     unchanged = 0
     for r in batch:
         old = live.get(r.id)
-        if old is not None and old.content_hash == r.content_hash and (
-            r.embedding is None
-            or (old.embedding is not None and np.array_equal(old.embedding, r.embedding))
+        if (
+            old is not None
+            and old.content_hash == r.content_hash
+            and (
+                r.embedding is None
+                or (old.embedding is not None and np.array_equal(old.embedding, r.embedding))
+            )
         ):
             unchanged += 1
             continue
@@ -239,19 +249,25 @@ def _undo_or_explain(store: Any, journal: _Journal, exc: Exception, written: int
             f"The store failed after {written:,} memories were written ({reason}) and they could "
             f"not be taken back ({undo_exc}). Run the same import again once the store is back: "
             "memories already written are skipped.",
-            written=written, undone=False,
+            written=written,
+            undone=False,
         ) from exc
     raise ImportInterrupted(
         f"The store failed part-way ({reason}); the {written:,} memories written before it were "
         "taken back, so nothing was imported.",
-        written=written, undone=True,
+        written=written,
+        undone=True,
     ) from exc
 
 
 def _audit(agent: Agent, user: Any, actor: str, verb: str, note: str, data: dict[str, Any]) -> None:
     AuditEvent.objects.create(
-        agent=agent, user=user if getattr(user, "pk", None) else None,
-        actor=getattr(user, "username", None) or actor, verb=verb, note=note, data=data,
+        agent=agent,
+        user=user if getattr(user, "pk", None) else None,
+        actor=getattr(user, "username", None) or actor,
+        verb=verb,
+        note=note,
+        data=data,
     )
 
 
@@ -286,8 +302,14 @@ def memories_import_jsonl(
         name = Path(str(name)).name
     if (errors and not skip_invalid) or (not records and not errors):
         refused = _refusal(name, records, errors)
-        _audit(agent, user, actor, "memories_import_refused", str(refused),
-               {"file": name, "invalid_lines": len(errors), "errors": [str(e) for e in errors[:100]]})
+        _audit(
+            agent,
+            user,
+            actor,
+            "memories_import_refused",
+            str(refused),
+            {"file": name, "invalid_lines": len(errors), "errors": [str(e) for e in errors[:100]]},
+        )
         raise refused
     if on_valid:
         on_valid(len(records))
@@ -297,12 +319,28 @@ def memories_import_jsonl(
             agent=agent, records=records, progress=progress, undo_on_failure=True
         )
     except ServiceError as exc:
-        _audit(agent, user, actor, "memories_import_failed", f"{name}: {exc}",
-               {"file": name, "valid": len(records), "written": getattr(exc, "written", 0),
-                "undone": getattr(exc, "undone", True)})
+        _audit(
+            agent,
+            user,
+            actor,
+            "memories_import_failed",
+            f"{name}: {exc}",
+            {
+                "file": name,
+                "valid": len(records),
+                "written": getattr(exc, "written", 0),
+                "undone": getattr(exc, "undone", True),
+            },
+        )
         raise
-    _audit(agent, user, actor, "memories_imported", report.summary(),
-           {"file": name, **report.to_dict(), "errors": [str(e) for e in errors[:100]]})
+    _audit(
+        agent,
+        user,
+        actor,
+        "memories_imported",
+        report.summary(),
+        {"file": name, **report.to_dict(), "errors": [str(e) for e in errors[:100]]},
+    )
     return report
 
 
@@ -318,7 +356,10 @@ def _refusal(name: str, records: list[MemoryRecord], errors: list[LineError]) ->
 
 
 def memories_export_jsonl(
-    *, agent: Agent, fileobj: IO[str], include_embeddings: bool = True,
+    *,
+    agent: Agent,
+    fileobj: IO[str],
+    include_embeddings: bool = True,
     progress: Progress | None = None,
 ) -> int:
     """Write every memory of the agent's store to ``fileobj`` (text) as JSONL; returns the count.
@@ -370,7 +411,9 @@ def _probes_upsert(agent: Agent, conv: LocomoConversation) -> tuple[int, int]:
     new_rows = []
     for p in conv.probes:
         fields = {
-            "question": p.question, "answer": p.answer, "evidence_ids": list(p.evidence),
+            "question": p.question,
+            "answer": p.answer,
+            "evidence_ids": list(p.evidence),
             "category": p.category,
         }
         row = existing.get(p.key)
@@ -413,10 +456,17 @@ def locomo_import(
         )
         p_created, p_updated = _probes_upsert(agent, conv)
         report = LocomoImportReport(
-            conversation=conv.sample_id, agent=agent.slug, agent_created=created,
-            turns=conv.count("episodic"), observations=conv.count("semantic"),
-            summaries=conv.count("summary"), written=written, unchanged=unchanged,
-            embedded=embedded, probes_created=p_created, probes_updated=p_updated,
+            conversation=conv.sample_id,
+            agent=agent.slug,
+            agent_created=created,
+            turns=conv.count("episodic"),
+            observations=conv.count("semantic"),
+            summaries=conv.count("summary"),
+            written=written,
+            unchanged=unchanged,
+            embedded=embedded,
+            probes_created=p_created,
+            probes_updated=p_updated,
         )
         _audit(agent, user, actor, "locomo_imported", report.summary(), report.to_dict())
         reports.append(report)

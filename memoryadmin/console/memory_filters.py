@@ -88,8 +88,9 @@ def filtered_records(
         # The text lives in a metadata key (mem0's ``data``); Chroma's regex applies to
         # documents only, so the text filter reads the matching metadata key's pages instead.
         return _MetadataTextFilter(collection, fm, _and(clauses), contains)
-    return FilteredRecords(collection, where=_and(clauses), where_document=pattern,
-                           text_key=fm.document)
+    return FilteredRecords(
+        collection, where=_and(clauses), where_document=pattern, text_key=fm.document
+    )
 
 
 class _MetadataTextFilter(FilteredRecords):
@@ -102,8 +103,7 @@ class _MetadataTextFilter(FilteredRecords):
         self._ids: list[str] = []
         offset = 0
         while True:
-            got = collection.get(limit=5000, offset=offset, include=["metadatas"],
-                                 **self.filters)
+            got = collection.get(limit=5000, offset=offset, include=["metadatas"], **self.filters)
             ids = got.get("ids") or []
             for rid, meta in zip(ids, got.get("metadatas") or [], strict=False):
                 text = (meta or {}).get(fm.document)
@@ -129,6 +129,12 @@ class _MetadataTextFilter(FilteredRecords):
         for rid in ids:
             meta = decode_metadata(by_id.get(rid))
             text = meta.get(self.text_key)
-            out.append(MemoryRecord(id=rid, document=text if isinstance(text, str) else "",
-                                    embedding=None, metadata=meta))
+            out.append(
+                MemoryRecord(
+                    id=rid,
+                    document=text if isinstance(text, str) else "",
+                    embedding=None,
+                    metadata=meta,
+                )
+            )
         return out

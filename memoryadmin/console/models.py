@@ -36,7 +36,8 @@ class Agent(models.Model):
     )
     field_map = models.JSONField(default=dict, blank=True)
     embedder = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="The attached collection's own embedder, for writing new texts to a collection "
         "of another model's vectors: {base_url, model, api_key_env} of an OpenAI-compatible "
         "endpoint (the key stays in the environment variable named), and optionally "
@@ -168,7 +169,9 @@ class Pass(models.Model):
             # I-5: one pass at a time per agent, enforced by the database.
             models.UniqueConstraint(
                 fields=["agent"],
-                condition=Q(status__in=["queued", "running", "approved", "applying", "rolling_back"]),
+                condition=Q(
+                    status__in=["queued", "running", "approved", "applying", "rolling_back"]
+                ),
                 name="one_active_pass_per_agent",
             )
         ]
@@ -278,7 +281,11 @@ class OperationSource(models.Model):
 
     def get_embedding(self) -> np.ndarray | None:
         """The embedding as ``(384,) float32``, or ``None``."""
-        return None if self.embedding is None else np.frombuffer(bytes(self.embedding), dtype=np.float32)
+        return (
+            None
+            if self.embedding is None
+            else np.frombuffer(bytes(self.embedding), dtype=np.float32)
+        )
 
 
 class ArchivedMemory(models.Model):
@@ -304,7 +311,9 @@ class ArchivedMemory(models.Model):
     embedding = models.BinaryField(null=True, blank=True, help_text="(384,) float32 bytes")
     content_hash = models.CharField(max_length=64)
     action = models.CharField(max_length=20, choices=Action.choices)
-    run = models.ForeignKey(Pass, null=True, blank=True, on_delete=models.SET_NULL, related_name="archived")
+    run = models.ForeignKey(
+        Pass, null=True, blank=True, on_delete=models.SET_NULL, related_name="archived"
+    )
     operation = models.ForeignKey(
         Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="archived"
     )
@@ -318,7 +327,8 @@ class ArchivedMemory(models.Model):
         constraints = [
             # Archiving the same original twice for one operation is a no-op (idempotent apply).
             models.UniqueConstraint(
-                fields=["operation", "memory_id"], name="archive_once_per_operation",
+                fields=["operation", "memory_id"],
+                name="archive_once_per_operation",
                 condition=Q(operation__isnull=False),
             )
         ]
@@ -328,15 +338,23 @@ class ArchivedMemory(models.Model):
 
     def get_embedding(self) -> np.ndarray | None:
         """The embedding as ``(384,) float32``, or ``None``."""
-        return None if self.embedding is None else np.frombuffer(bytes(self.embedding), dtype=np.float32)
+        return (
+            None
+            if self.embedding is None
+            else np.frombuffer(bytes(self.embedding), dtype=np.float32)
+        )
 
 
 class AuditEvent(models.Model):
     """One audited event: a pass transition, a review action or an operator's memory change."""
 
-    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="events"
+    )
     # SET_NULL: the audit trail outlives a deleted agent and its passes.
-    run = models.ForeignKey(Pass, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    run = models.ForeignKey(
+        Pass, null=True, blank=True, on_delete=models.SET_NULL, related_name="events"
+    )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -369,7 +387,8 @@ class ProbeQuery(models.Model):
         ordering = ["agent", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["agent", "external_key"], name="probe_key_unique",
+                fields=["agent", "external_key"],
+                name="probe_key_unique",
                 condition=~Q(external_key=""),
             )
         ]

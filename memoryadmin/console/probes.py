@@ -73,18 +73,25 @@ def _clean(question: str, answer: str, evidence_ids: Any, category: int | None) 
         raise ValueError(f"The question is longer than {MAX_QUESTION_CHARS:,} characters.")
     if len(answer) > MAX_ANSWER_CHARS:
         raise ValueError(f"The answer is longer than {MAX_ANSWER_CHARS:,} characters.")
-    if category is not None and (isinstance(category, bool) or not isinstance(category, int) or category < 0):
+    if category is not None and (
+        isinstance(category, bool) or not isinstance(category, int) or category < 0
+    ):
         raise ValueError("The category is a whole number ≥ 0 (LoCoMo uses 1–4).")
     return {
-        "question": question, "answer": answer, "evidence_ids": parse_evidence_ids(evidence_ids),
+        "question": question,
+        "answer": answer,
+        "evidence_ids": parse_evidence_ids(evidence_ids),
         "category": category,
     }
 
 
 def _snapshot(probe: ProbeQuery) -> dict[str, Any]:
     return {
-        "probe_id": probe.pk, "question": probe.question, "answer": probe.answer,
-        "evidence_ids": list(probe.evidence_ids or []), "category": probe.category,
+        "probe_id": probe.pk,
+        "question": probe.question,
+        "answer": probe.answer,
+        "evidence_ids": list(probe.evidence_ids or []),
+        "category": probe.category,
     }
 
 
@@ -95,8 +102,13 @@ def _own(agent: Agent, probe: ProbeQuery) -> None:
 
 @transaction.atomic
 def probe_create(
-    *, agent: Agent, question: str, answer: str, evidence_ids: str | Iterable[str] | None = None,
-    category: int | None = None, user: Any = None,
+    *,
+    agent: Agent,
+    question: str,
+    answer: str,
+    evidence_ids: str | Iterable[str] | None = None,
+    category: int | None = None,
+    user: Any = None,
 ) -> ProbeQuery:
     """Add a probe query to ``agent``; audited (verb ``probe_created``).
 
@@ -106,15 +118,27 @@ def probe_create(
     """
     fields = _clean(question, answer, evidence_ids, category)
     probe = ProbeQuery.objects.create(agent=agent, **fields)
-    audit(actor=actor_name(user, "cli"), verb="probe_created", agent=agent, user=user,
-           note=probe.question[:200], data=_snapshot(probe))
+    audit(
+        actor=actor_name(user, "cli"),
+        verb="probe_created",
+        agent=agent,
+        user=user,
+        note=probe.question[:200],
+        data=_snapshot(probe),
+    )
     return probe
 
 
 @transaction.atomic
 def probe_update(
-    *, agent: Agent, probe: ProbeQuery, question: str, answer: str,
-    evidence_ids: str | Iterable[str] | None = None, category: int | None = None, user: Any = None,
+    *,
+    agent: Agent,
+    probe: ProbeQuery,
+    question: str,
+    answer: str,
+    evidence_ids: str | Iterable[str] | None = None,
+    category: int | None = None,
+    user: Any = None,
 ) -> ProbeQuery:
     """Replace a probe's question, answer, evidence ids and category; audited (``probe_updated``)
     with the fields before and after. No change → nothing written, no event.
@@ -131,9 +155,19 @@ def probe_update(
     for k in changed:
         setattr(probe, k, fields[k])
     probe.save(update_fields=changed)
-    audit(actor=actor_name(user, "cli"), verb="probe_updated", agent=agent, user=user,
-           note=probe.question[:200],
-           data={"probe_id": probe.pk, "changed": changed, "before": before, "after": _snapshot(probe)})
+    audit(
+        actor=actor_name(user, "cli"),
+        verb="probe_updated",
+        agent=agent,
+        user=user,
+        note=probe.question[:200],
+        data={
+            "probe_id": probe.pk,
+            "changed": changed,
+            "before": before,
+            "after": _snapshot(probe),
+        },
+    )
     return probe
 
 
@@ -146,5 +180,11 @@ def probe_delete(*, agent: Agent, probe: ProbeQuery, user: Any = None) -> None:
     _own(agent, probe)
     data = _snapshot(probe)
     probe.delete()
-    audit(actor=actor_name(user, "cli"), verb="probe_deleted", agent=agent, user=user,
-           note=data["question"][:200], data=data)
+    audit(
+        actor=actor_name(user, "cli"),
+        verb="probe_deleted",
+        agent=agent,
+        user=user,
+        note=data["question"][:200],
+        data=data,
+    )

@@ -84,7 +84,9 @@ def recall_evaluate(
     recs = list(records) if records is not None else read_records(agent)
     if not probes:
         return evaluate_recall(recs, [], k=k)
-    return evaluate_recall(recs, probes, k=k, embedder=_embedder(embedder), fieldmap=agent.get_field_map())
+    return evaluate_recall(
+        recs, probes, k=k, embedder=_embedder(embedder), fieldmap=agent.get_field_map()
+    )
 
 
 def recall_check(
@@ -116,23 +118,39 @@ def recall_check(
     fm = agent.get_field_map()
     if not probes:
         return {
-            "k": k, "probes": 0, "answer_recall_before": None, "answer_recall_after": None,
-            "ratio": None, "context_chars_before": None, "context_chars_after": None,
-            "evidence_recall_before": None, "evidence_recall_after": None, "evidence_probes": 0,
-            "min_recall_retention": policy.min_recall_retention, "passed": True,
-            "reason": "no probe queries: recall not measured", "lost": 0, "lost_probes": [],
+            "k": k,
+            "probes": 0,
+            "answer_recall_before": None,
+            "answer_recall_after": None,
+            "ratio": None,
+            "context_chars_before": None,
+            "context_chars_after": None,
+            "evidence_recall_before": None,
+            "evidence_recall_after": None,
+            "evidence_probes": 0,
+            "min_recall_retention": policy.min_recall_retention,
+            "passed": True,
+            "reason": "no probe queries: recall not measured",
+            "lost": 0,
+            "lost_probes": [],
             "seconds": time.perf_counter() - t0,
         }
     emb = _embedder(embedder)
     queries = np.asarray(emb.embed([p.question for p in probes]), dtype=np.float32)
-    before = evaluate_recall(records, probes, k=k, embedder=emb, query_embeddings=queries, fieldmap=fm)
+    before = evaluate_recall(
+        records, probes, k=k, embedder=emb, query_embeddings=queries, fieldmap=fm
+    )
     after_records = simulate_after(records, plan, emb)
-    after = evaluate_recall(after_records, probes, k=k, embedder=emb, query_embeddings=queries, fieldmap=fm)
+    after = evaluate_recall(
+        after_records, probes, k=k, embedder=emb, query_embeddings=queries, fieldmap=fm
+    )
     passed, ratio, reason = recall_guard(
         before.answer_recall, after.answer_recall, policy.min_recall_retention
     )
     lost = [p for p, hb, ha in zip(probes, before.hits, after.hits, strict=True) if hb and not ha]
-    numbers = {pk: i for i, pk in enumerate(agent.probes.order_by("id").values_list("pk", flat=True), 1)}
+    numbers = {
+        pk: i for i, pk in enumerate(agent.probes.order_by("id").values_list("pk", flat=True), 1)
+    }
     return {
         "k": k,
         "probes": before.probes,
@@ -149,8 +167,12 @@ def recall_check(
         "reason": reason,
         "lost": len(lost),
         "lost_probes": [
-            {"id": int(p.key), "number": numbers.get(int(p.key)), "question": p.question,
-             "answer": p.answer}
+            {
+                "id": int(p.key),
+                "number": numbers.get(int(p.key)),
+                "question": p.question,
+                "answer": p.answer,
+            }
             for p in lost[:MAX_LOST_LISTED]
         ],
         "seconds": time.perf_counter() - t0,

@@ -80,7 +80,8 @@ class Evaluation:
         """``[(kind, label)]`` for every kind with included operations, in :data:`KIND_ORDER`."""
         return [
             (k, count_label(k, *self.kinds[k], curated=self.merged_promoted if k == "merge" else 0))
-            for k in KIND_ORDER if self.kinds.get(k, (0, 0))[0]
+            for k in KIND_ORDER
+            if self.kinds.get(k, (0, 0))[0]
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,8 +108,12 @@ def count_label(kind: str, operations: int, memories: int, curated: int = 0) -> 
     if kind == "merge":
         text = f"{ops} · {_n(memories, 'memory', 'memories')} merged into {operations}"
         return text + (f" ({curated} written to the curated tier)" if curated else "")
-    words = {"promote": "promoted", "prune": "pruned", "reconcile": "superseded (older side)",
-             "distill": "written (distilled)"}.get(kind, kind)
+    words = {
+        "promote": "promoted",
+        "prune": "pruned",
+        "reconcile": "superseded (older side)",
+        "distill": "written (distilled)",
+    }.get(kind, kind)
     return f"{ops} · {_n(memories, 'memory', 'memories')} {words}"
 
 
@@ -156,7 +161,9 @@ def evaluate(
             k[1] += 1
         if op.kind == OpKind.MERGE and op.scores.get("promoted"):
             merged_promoted += 1
-    retained = result.retained_originals if result.retained_originals is not None else result.entries_after
+    retained = (
+        result.retained_originals if result.retained_originals is not None else result.entries_after
+    )
     return Evaluation(
         entries_before=result.entries_before,
         entries_after=result.entries_after,
@@ -177,9 +184,7 @@ def evaluate(
     )
 
 
-def plan_verdict(
-    ev: Evaluation, result: Any, recall: dict[str, Any] | None
-) -> tuple[bool, str]:
+def plan_verdict(ev: Evaluation, result: Any, recall: dict[str, Any] | None) -> tuple[bool, str]:
     """All the guards of a freshly planned pass: ``(passed, reason)`` as the pass records it.
 
     The loss guard (``ev``, from :func:`evaluate`), then an engine-side rejection
@@ -222,8 +227,10 @@ def pass_evaluate(run: Pass) -> Evaluation:
 
     ops = list(run.operations.prefetch_related("sources"))
     counted = [
-        op for op in ops
-        if not op.excluded and op.status not in (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
+        op
+        for op in ops
+        if not op.excluded
+        and op.status not in (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
     ]
     return evaluate(
         entries_before=run.entries_before,

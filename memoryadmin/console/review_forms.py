@@ -12,19 +12,38 @@ from django import forms
 
 __all__ = ["OPERATION_KIND_CHOICES", "BulkReviewForm", "ReviewFilterForm"]
 
-REVIEW_RISK_CHOICES = [("line", "above the risk line"), ("all", "any risk"), ("below", "below the line")]
-REVIEW_SORT_CHOICES = [("risk", "riskiest first"), ("loss", "most lost first"), ("index", "plan order")]
-REVIEW_STATE_CHOICES = [("", "included and excluded"), ("included", "included"), ("excluded", "excluded")]
+REVIEW_RISK_CHOICES = [
+    ("line", "above the risk line"),
+    ("all", "any risk"),
+    ("below", "below the line"),
+]
+REVIEW_SORT_CHOICES = [
+    ("risk", "riskiest first"),
+    ("loss", "most lost first"),
+    ("index", "plan order"),
+]
+REVIEW_STATE_CHOICES = [
+    ("", "included and excluded"),
+    ("included", "included"),
+    ("excluded", "excluded"),
+]
 OPERATION_KIND_CHOICES = [
-    ("", "any kind"), ("merge", "merge"), ("promote", "promote"), ("prune", "prune"),
-    ("reconcile", "reconcile"), ("distill", "distill"), ("conflict", "conflict"),
+    ("", "any kind"),
+    ("merge", "merge"),
+    ("promote", "promote"),
+    ("prune", "prune"),
+    ("reconcile", "reconcile"),
+    ("distill", "distill"),
+    ("conflict", "conflict"),
 ]
 
 
 class ReviewFilterForm(forms.Form):
     """Filters of the Review tab (all optional; blank means the default)."""
 
-    tab = forms.ChoiceField(choices=[("review", "Review"), ("lost", "Lost content")], required=False)
+    tab = forms.ChoiceField(
+        choices=[("review", "Review"), ("lost", "Lost content")], required=False
+    )
     kind = forms.ChoiceField(choices=OPERATION_KIND_CHOICES, required=False)
     rule = forms.CharField(max_length=60, required=False)
     risk = forms.ChoiceField(choices=REVIEW_RISK_CHOICES, required=False)
@@ -41,9 +60,13 @@ class ReviewFilterForm(forms.Form):
 
         data = getattr(self, "cleaned_data", {})
         return ReviewQuery(
-            kind=data.get("kind") or "", rule=data.get("rule") or "",
-            risk=data.get("risk") or "line", q=data.get("q") or "", state=data.get("state") or "",
-            sort=data.get("sort") or "risk", op=data.get("op") or 0,
+            kind=data.get("kind") or "",
+            rule=data.get("rule") or "",
+            risk=data.get("risk") or "line",
+            q=data.get("q") or "",
+            state=data.get("state") or "",
+            sort=data.get("sort") or "risk",
+            op=data.get("op") or 0,
         )
 
 
@@ -58,8 +81,11 @@ class BulkReviewForm(ReviewFilterForm):
 
     action = forms.ChoiceField(choices=[("exclude", "Exclude"), ("include", "Include")])
     scope = forms.ChoiceField(
-        choices=[("selected", "selected"), ("filter", "all matching the filter"),
-                 ("rule", "all of a rule")],
+        choices=[
+            ("selected", "selected"),
+            ("filter", "all matching the filter"),
+            ("rule", "all of a rule"),
+        ],
     )
     group = forms.CharField(max_length=80, required=False)
     below = forms.FloatField(min_value=0.0, max_value=1.0, required=False, label="Below confidence")

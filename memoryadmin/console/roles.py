@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ROLE_PERMISSIONS", "ROLES", "can_edit_memories", "can_manage", "can_review", "ensure_roles"]
+__all__ = [
+    "ROLE_PERMISSIONS",
+    "ROLES",
+    "can_edit_memories",
+    "can_manage",
+    "can_review",
+    "ensure_roles",
+]
 
 REVIEW = "console.review_pass"
 MANAGE = "console.manage_agents"
@@ -35,7 +42,9 @@ def ensure_roles() -> dict[str, int]:
         objs = []
         for perm in perms:
             app_label, codename = perm.split(".", 1)
-            objs.append(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+            objs.append(
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+            )
         group.permissions.set(objs)
         out[role] = len(objs)
     return out

@@ -100,7 +100,9 @@ def store_status(agent: Agent) -> StoreStatus:
         return StoreStatus(None, str(exc) or exc.__class__.__name__)
 
 
-def next_runs(*, cron: str, tz: ZoneInfo, count: int = 5, now: datetime | None = None) -> list[datetime]:
+def next_runs(
+    *, cron: str, tz: ZoneInfo, count: int = 5, now: datetime | None = None
+) -> list[datetime]:
     """The next ``count`` run times of a 5-field cron, aware datetimes in ``tz``.
 
     Raises ``ValueError`` for an invalid cron expression (from :func:`schedule_preview`).
@@ -192,20 +194,27 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
     latest = StoreSample.objects.filter(agent=OuterRef("pk")).order_by("-taken_at", "-id")
     last = Pass.objects.filter(agent=OuterRef("pk")).order_by("-created_at", "-id")
     undecided = (
-        Operation.objects.filter(run__agent=OuterRef("pk"), run__status=Pass.Status.PROPOSED,
-                                 kind=Operation.Kind.CONFLICT)
-        .exclude(scores__has_key="decision").order_by().values("run__agent")
-        .annotate(n=Count("id")).values("n")[:1]
+        Operation.objects.filter(
+            run__agent=OuterRef("pk"),
+            run__status=Pass.Status.PROPOSED,
+            kind=Operation.Kind.CONFLICT,
+        )
+        .exclude(scores__has_key="decision")
+        .order_by()
+        .values("run__agent")
+        .annotate(n=Count("id"))
+        .values("n")[:1]
     )
-    agents = list(Agent.objects.annotate(
-        pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED)),
-        conflicts=Subquery(undecided),
-        sampled=Subquery(latest.values("count")[:1]),
-        last_pk=Subquery(last.values("pk")[:1]),
-        planned_pk=Subquery(last.filter(status__in=PLANNED).values("pk")[:1]),
-    ).order_by("name"))
-    passes = Pass.objects.in_bulk(
-        [pk for a in agents for pk in (a.last_pk, a.planned_pk) if pk])
+    agents = list(
+        Agent.objects.annotate(
+            pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED)),
+            conflicts=Subquery(undecided),
+            sampled=Subquery(latest.values("count")[:1]),
+            last_pk=Subquery(last.values("pk")[:1]),
+            planned_pk=Subquery(last.filter(status__in=PLANNED).values("pk")[:1]),
+        ).order_by("name")
+    )
+    passes = Pass.objects.in_bulk([pk for a in agents for pk in (a.last_pk, a.planned_pk) if pk])
     active: dict[int, Pass] = {}
     for run in Pass.objects.filter(status__in=Pass.ACTIVE).order_by("-pk"):
         active[run.agent_id] = run
@@ -218,9 +227,18 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
             except ValueError:
                 nxt = None
         store = StoreStatus(agent.sampled) if agent.sampled is not None else store_status(agent)
-        rows.append(AgentRow(agent, store, agent.pending, passes.get(agent.last_pk), nxt,
-                             active.get(agent.pk), convergence_words(passes.get(agent.planned_pk)),
-                             agent.conflicts or 0))
+        rows.append(
+            AgentRow(
+                agent,
+                store,
+                agent.pending,
+                passes.get(agent.last_pk),
+                nxt,
+                active.get(agent.pk),
+                convergence_words(passes.get(agent.planned_pk)),
+                agent.conflicts or 0,
+            )
+        )
     return rows
 
 
@@ -232,8 +250,9 @@ def agent_chart_data(agent: Agent, *, limit: int = 500) -> dict[str, list[dict[s
     """
     samples = list(StoreSample.objects.filter(agent=agent).order_by("-taken_at")[:limit])
     passes = list(
-        agent.passes.exclude(status__in=[Pass.Status.QUEUED, Pass.Status.RUNNING, Pass.Status.FAILED])
-        .order_by("-created_at")[:limit]
+        agent.passes.exclude(
+            status__in=[Pass.Status.QUEUED, Pass.Status.RUNNING, Pass.Status.FAILED]
+        ).order_by("-created_at")[:limit]
     )
     return {
         "samples": [{"t": s.taken_at.isoformat(), "count": s.count} for s in reversed(samples)],
@@ -265,7 +284,9 @@ class MemoryView:
     score: float | None = None
 
     @classmethod
-    def from_record(cls, record: MemoryRecord, agent: Agent, score: float | None = None) -> MemoryView:
+    def from_record(
+        cls, record: MemoryRecord, agent: Agent, score: float | None = None
+    ) -> MemoryView:
         fm = agent.get_field_map()
         meta = dict(record.metadata)
         return cls(record.id, record.document, meta, fm.get_tier(meta), fm.is_pinned(meta), score)
@@ -306,8 +327,9 @@ def memory_page(*, agent: Agent, query: MemoryQuery, page: int | str = 1) -> tup
 
     collection = _store(agent).collection
     fm = agent.get_field_map()
-    records = filtered_records(collection, fm, tier=query.tier, pinned=query.pinned,
-                               contains=query.contains)
+    records = filtered_records(
+        collection, fm, tier=query.tier, pinned=query.pinned, contains=query.contains
+    )
     got = Paginator(records, MEMORY_PAGE_SIZE).get_page(page)
     got.object_list = [MemoryView.from_record(rec, agent) for rec in got.object_list]
     return got, sorted(known_tiers(collection, fm))
@@ -356,15 +378,21 @@ def memory_detail(*, agent: Agent, memory_id: str) -> MemoryDetail:
     recs = _store(agent).get([memory_id], include_embeddings=False)
     current = MemoryView.from_record(recs[0], agent) if recs else None
     op_ids = set(
-        OperationSource.objects.filter(operation__run__agent=agent, memory_id=memory_id).values_list(
-            "operation_id", flat=True
-        )
+        OperationSource.objects.filter(
+            operation__run__agent=agent, memory_id=memory_id
+        ).values_list("operation_id", flat=True)
     )
     op_ids |= set(
         Operation.objects.filter(run__agent=agent, result_id=memory_id).values_list("id", flat=True)
     )
-    ops = list(Operation.objects.filter(id__in=op_ids).select_related("run").order_by("-run__created_at", "index"))
-    archived = list(ArchivedMemory.objects.filter(agent=agent, memory_id=memory_id).select_related("run"))
+    ops = list(
+        Operation.objects.filter(id__in=op_ids)
+        .select_related("run")
+        .order_by("-run__created_at", "index")
+    )
+    archived = list(
+        ArchivedMemory.objects.filter(agent=agent, memory_id=memory_id).select_related("run")
+    )
     events = list(AuditEvent.objects.filter(agent=agent, data__memory_id=memory_id)[:50])
     return MemoryDetail(memory_id, current, archived, ops, events)
 
@@ -375,7 +403,9 @@ def memory_detail(*, agent: Agent, memory_id: str) -> MemoryDetail:
 KIND_ORDER = [k.value for k in Operation.Kind]
 
 
-def pass_operation_pages(*, run: Pass, pages: dict[str, Any] | None = None) -> list[tuple[str, int, Page]]:
+def pass_operation_pages(
+    *, run: Pass, pages: dict[str, Any] | None = None
+) -> list[tuple[str, int, Page]]:
     """Operations of ``run`` grouped by kind: ``[(kind, total, page)]`` in a fixed kind order.
 
     ``pages`` maps kind → requested page number (default 1); ``OPS_PER_PAGE`` per page. Each
@@ -402,13 +432,20 @@ def operation_view(op: Operation) -> dict[str, Any]:
     sources = sorted(op.sources.all(), key=lambda s: s.position)
     matrix = (op.scores or {}).get("pairwise") or []
     pairwise: list[tuple[OperationSource, list[float | None]]] = []
-    if isinstance(matrix, list) and len(matrix) == len(sources) and all(
-        isinstance(r, list) and len(r) == len(sources) for r in matrix
+    if (
+        isinstance(matrix, list)
+        and len(matrix) == len(sources)
+        and all(isinstance(r, list) and len(r) == len(sources) for r in matrix)
     ):
         pairwise = [(s, list(row)) for s, row in zip(sources, matrix, strict=True)]
     other_scores = {k: v for k, v in (op.scores or {}).items() if k != "pairwise"}
-    return {"op": op, "sources": sources, "pairwise": pairwise, "scores": other_scores,
-            "conflict": conflict_view(op)}
+    return {
+        "op": op,
+        "sources": sources,
+        "pairwise": pairwise,
+        "scores": other_scores,
+        "conflict": conflict_view(op),
+    }
 
 
 # ----- audit -------------------------------------------------------------------------------
@@ -430,7 +467,9 @@ def audit_passes(*, query: AuditQuery, tz: ZoneInfo | None = None) -> QuerySet[P
     Dates are whole days in ``tz`` (default ``settings.TIME_ZONE``); ``until`` is inclusive.
     """
     tz = tz or operator_zone(None)
-    qs = Pass.objects.select_related("agent", "decided_by", "requested_by").order_by("-created_at", "-id")
+    qs = Pass.objects.select_related("agent", "decided_by", "requested_by").order_by(
+        "-created_at", "-id"
+    )
     if query.status not in AUDIT_FILTERS:
         return qs.none()
     statuses = AUDIT_FILTERS[query.status]
@@ -441,7 +480,9 @@ def audit_passes(*, query: AuditQuery, tz: ZoneInfo | None = None) -> QuerySet[P
     if query.since:
         qs = qs.filter(created_at__gte=datetime.combine(query.since, time.min, tzinfo=tz))
     if query.until:
-        qs = qs.filter(created_at__lt=datetime.combine(query.until + timedelta(days=1), time.min, tzinfo=tz))
+        qs = qs.filter(
+            created_at__lt=datetime.combine(query.until + timedelta(days=1), time.min, tzinfo=tz)
+        )
     return qs
 
 
@@ -469,7 +510,11 @@ def rolled_back_by(passes: Iterable[Pass]) -> dict[int, AuditEvent]:
     """Pass id → the ``rollback_requested`` event (who asked, when, note) of the given passes."""
     ids = [p.pk for p in passes if p.status in (Pass.Status.ROLLED_BACK, Pass.Status.ROLLING_BACK)]
     out: dict[int, AuditEvent] = {}
-    for e in AuditEvent.objects.filter(run_id__in=ids, verb="rollback_requested").select_related("user").order_by("created_at"):
+    for e in (
+        AuditEvent.objects.filter(run_id__in=ids, verb="rollback_requested")
+        .select_related("user")
+        .order_by("created_at")
+    ):
         out[e.run_id] = e
     return out
 
@@ -494,19 +539,21 @@ def pass_stale_operations(*, run: Pass) -> dict[int, str]:
     from .services.journal import get_live, stale_reason  # late: services import selectors
 
     OS = Operation.Status
-    ops = list(run.operations.exclude(status__in=[OS.CONFLICT, OS.APPLIED]).prefetch_related("sources"))
+    ops = list(
+        run.operations.exclude(status__in=[OS.CONFLICT, OS.APPLIED]).prefetch_related("sources")
+    )
     if not ops:
         return {}
     store = stores.get_store(run.agent)
-    live = get_live(store, sorted({sid for op in ops for sid in op.source_ids}), include_embeddings=False)
+    live = get_live(
+        store, sorted({sid for op in ops for sid in op.source_ids}), include_embeddings=False
+    )
     out = {}
     for op in ops:
         reason = stale_reason(op, list(op.sources.all()), live, {})
         if reason:
             out[op.pk] = reason
     return out
-
-
 
 
 def agent_census(*, agent: Agent) -> dict[str, Any]:
@@ -522,8 +569,13 @@ def agent_census(*, agent: Agent) -> dict[str, Any]:
     for a in rows.iterator():
         count += 1
         meta = json.dumps(a.metadata, sort_keys=True, ensure_ascii=False, default=str)
-        for part in (a.memory_id.encode(), a.document.encode(), meta.encode(),
-                     bytes(a.embedding or b""), a.action.encode()):
+        for part in (
+            a.memory_id.encode(),
+            a.document.encode(),
+            meta.encode(),
+            bytes(a.embedding or b""),
+            a.action.encode(),
+        ):
             h.update(len(part).to_bytes(8, "big"))
             h.update(part)
     return {

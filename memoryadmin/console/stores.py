@@ -54,7 +54,13 @@ def _client_key() -> tuple[Any, ...]:
     mode = settings.CHROMA_MODE
     if mode == "ephemeral":
         return ("ephemeral",)
-    return ("http", settings.CHROMA_HOST, settings.CHROMA_PORT, settings.CHROMA_SSL, settings.CHROMA_TOKEN)
+    return (
+        "http",
+        settings.CHROMA_HOST,
+        settings.CHROMA_PORT,
+        settings.CHROMA_SSL,
+        settings.CHROMA_TOKEN,
+    )
 
 
 def _where() -> str:
@@ -83,7 +89,9 @@ def get_client() -> Any:
                 client = make_client(ephemeral=True)
             else:
                 client = make_client(
-                    host=settings.CHROMA_HOST, port=settings.CHROMA_PORT, ssl=settings.CHROMA_SSL,
+                    host=settings.CHROMA_HOST,
+                    port=settings.CHROMA_PORT,
+                    ssl=settings.CHROMA_SSL,
                     token=settings.CHROMA_TOKEN or None,
                 )
         except Exception as exc:  # StoreUnavailable from the adapter, or a bad host/port
@@ -175,12 +183,14 @@ def _console_store_class() -> type:
         method = getattr(ChromaMemoryStore, name)
 
         if generator:
+
             def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
                 try:
                     yield from method(self, *args, **kwargs)
                 except AdapterUnavailable as exc:
                     raise StoreUnavailable(str(exc)) from exc
         else:
+
             def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
                 try:
                     return method(self, *args, **kwargs)
@@ -191,7 +201,9 @@ def _console_store_class() -> type:
         wrapper.__doc__ = method.__doc__
         return wrapper
 
-    namespace: dict[str, Any] = {"__doc__": "The adapter's store, raising the console's StoreUnavailable."}
+    namespace: dict[str, Any] = {
+        "__doc__": "The adapter's store, raising the console's StoreUnavailable."
+    }
     for name in ("count", "get", "query", "upsert", "delete", "unwritable"):
         namespace[name] = translated(name)
     for name in ("iter_pages", "iter_records", "iter_stored"):
@@ -246,9 +258,12 @@ def store_layout(agent: Agent) -> Layout:
     native = endpoint_embedder_from_config(config, os.environ)
     own = config.get("own_vectors")
     return Layout(
-        agent.collection_name, field_map=agent.get_field_map(),
-        own_vectors=own if isinstance(own, bool) else None, embed=_our_embed,
-        native_embed=native.embed if native is not None else None, cache=vector_cache(),
+        agent.collection_name,
+        field_map=agent.get_field_map(),
+        own_vectors=own if isinstance(own, bool) else None,
+        embed=_our_embed,
+        native_embed=native.embed if native is not None else None,
+        cache=vector_cache(),
     )
 
 

@@ -81,7 +81,8 @@ def recent_writes(agent: Agent, *, now: datetime) -> dict[str, str]:
     by passes of ``agent`` applied in the last :data:`RECENT_DAYS` days."""
     rows = (
         Operation.objects.filter(
-            run__agent=agent, status=Operation.Status.APPLIED,
+            run__agent=agent,
+            status=Operation.Status.APPLIED,
             run__finished_at__gte=now - timedelta(days=RECENT_DAYS),
         )
         .exclude(result_id="")
@@ -107,7 +108,10 @@ def plan_scores(
     metas = {r.id: r.metadata for r in records}
     texts = [operation_text(op, docs, metas) for op in operations]
     return review_operations(
-        texts, ((r.id, r.document) for r in records), policy=policy, fieldmap=fieldmap,
+        texts,
+        ((r.id, r.document) for r in records),
+        policy=policy,
+        fieldmap=fieldmap,
         recent=recent_writes(agent, now=now),
     )
 
@@ -117,7 +121,9 @@ def stored_operation_text(op: Operation) -> OperationText:
     sources = sorted(op.sources.all(), key=lambda s: s.position)
     return OperationText(
         kind=op.kind,
-        sources=tuple(SourceText(s.memory_id, s.document, s.removed, s.metadata or {}) for s in sources),
+        sources=tuple(
+            SourceText(s.memory_id, s.document, s.removed, s.metadata or {}) for s in sources
+        ),
         result_document=op.result_document or None,
         rule=op.rule or "",
         scores=dict(op.scores or {}),
@@ -143,7 +149,10 @@ def stored_scores(run: Pass, ops: Sequence[Operation]) -> list[tuple[OperationLo
     texts = [stored_operation_text(op) for op in ops]
     store = {s.memory_id: s.document for t in texts for s in t.sources}
     return review_operations(
-        texts, store.items(), policy=policy, fieldmap=fieldmap,
+        texts,
+        store.items(),
+        policy=policy,
+        fieldmap=fieldmap,
         recent=recent_writes(run.agent, now=run.planned_at or run.created_at),
     )
 
@@ -156,15 +165,24 @@ def rescore_operation(op: Operation) -> tuple[OperationLoss, Risk]:
     stored = OperationLoss.from_dict(op.lost)
     loss = operation_loss(text, elsewhere=set(stored.elsewhere))
     policy, fieldmap = _run_settings(run)
-    risk = operation_risk(text, loss, policy=policy, fieldmap=fieldmap,
-                          recent=recent_writes(run.agent, now=run.planned_at or run.created_at))
+    risk = operation_risk(
+        text,
+        loss,
+        policy=policy,
+        fieldmap=fieldmap,
+        recent=recent_writes(run.agent, now=run.planned_at or run.created_at),
+    )
     return loss, risk
 
 
 # ----- the Review tab ------------------------------------------------------------------------
 
 
-SORTS = {"risk": ("-risk", "index"), "loss": ("-lost_sentences", "-risk", "index"), "index": ("index",)}
+SORTS = {
+    "risk": ("-risk", "index"),
+    "loss": ("-lost_sentences", "-risk", "index"),
+    "index": ("index",),
+}
 """Orderings of the Review list (the risk order is served by the ``op_run_risk`` index)."""
 
 
@@ -211,8 +229,15 @@ class ReviewQuery:
 
     def params(self) -> dict[str, str]:
         """The non-default filters as query parameters (for links and the bulk form)."""
-        out = {"kind": self.kind, "rule": self.rule, "risk": self.risk, "q": self.q,
-               "state": self.state, "sort": self.sort, "op": str(self.op or "")}
+        out = {
+            "kind": self.kind,
+            "rule": self.rule,
+            "risk": self.risk,
+            "q": self.q,
+            "state": self.state,
+            "sort": self.sort,
+            "op": str(self.op or ""),
+        }
         defaults = ReviewQuery()
         return {k: v for k, v in out.items() if v and v != str(getattr(defaults, k) or "")}
 
@@ -268,7 +293,9 @@ RULE_WORDS: dict[tuple[str, str], str] = {
 def group_words(kind: str, rule: str, *, nothing_lost: bool = False) -> str:
     """``("merge", "session_window")`` → ``"session windows"`` (``"complete session windows"``
     when they lose nothing)."""
-    words = RULE_WORDS.get((kind, rule)) or f"{kind}s" + (f" ({rule.replace('_', ' ')})" if rule else "")
+    words = RULE_WORDS.get((kind, rule)) or f"{kind}s" + (
+        f" ({rule.replace('_', ' ')})" if rule else ""
+    )
     if nothing_lost and rule in ("session_window", "semantic_window"):
         words = "complete " + words
     return words
@@ -285,8 +312,9 @@ def review_rest(run: Pass) -> dict[str, Any]:
     rows = (
         run.operations.filter(risk__lt=RISK_LINE)
         .values("kind", "rule")
-        .annotate(n=Count("id"), clean=Count("id", filter=Q(lost_sentences=0)),
-                  lost=Sum("lost_sentences"))
+        .annotate(
+            n=Count("id"), clean=Count("id", filter=Q(lost_sentences=0)), lost=Sum("lost_sentences")
+        )
         .order_by("kind", "rule")
     )
     clean_total, clean_names, groups = 0, [], []
@@ -295,11 +323,21 @@ def review_rest(run: Pass) -> dict[str, Any]:
             clean_total += r["clean"]
             clean_names.append(group_words(r["kind"], r["rule"], nothing_lost=True))
         if r["n"] > r["clean"]:
-            groups.append({"kind": r["kind"], "rule": r["rule"], "n": r["n"] - r["clean"],
-                           "lost": r["lost"] or 0, "words": group_words(r["kind"], r["rule"])})
+            groups.append(
+                {
+                    "kind": r["kind"],
+                    "rule": r["rule"],
+                    "n": r["n"] - r["clean"],
+                    "lost": r["lost"] or 0,
+                    "words": group_words(r["kind"], r["rule"]),
+                }
+            )
     sentence = f"{clean_total:,} {_and(clean_names)}: nothing lost" if clean_total else ""
-    return {"count": sum(r["n"] for r in rows), "nothing_lost": (clean_total, sentence),
-            "groups": groups}
+    return {
+        "count": sum(r["n"] for r in rows),
+        "nothing_lost": (clean_total, sentence),
+        "groups": groups,
+    }
 
 
 def lost_page(*, run: Pass, page: int | str = 1) -> Page:
@@ -312,7 +350,10 @@ def lost_page(*, run: Pass, page: int | str = 1) -> Page:
     )
     pager = Paginator(qs, LOST_PER_PAGE).get_page(page)
     pager.object_list = [
-        {"op": op, "lost": [(s, lost_segments(s)) for s in OperationLoss.from_dict(op.lost).sentences]}
+        {
+            "op": op,
+            "lost": [(s, lost_segments(s)) for s in OperationLoss.from_dict(op.lost).sentences],
+        }
         for op in pager.object_list
     ]
     return pager
@@ -323,8 +364,12 @@ def pass_loss_totals(run: Pass) -> LossTotals:
     numbers). A sentence also held by a source of an excluded operation (which then stays in
     the store) is not counted. Reads only operations that lose something, and the removed
     sources of excluded ones."""
-    excluded = Q(excluded=True) | Q(status__in=(Operation.Status.CONFLICT, Operation.Status.EXCLUDED))
-    rows = run.operations.filter(lost_sentences__gt=0).exclude(excluded).values_list("lost", flat=True)
+    excluded = Q(excluded=True) | Q(
+        status__in=(Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
+    )
+    rows = (
+        run.operations.filter(lost_sentences__gt=0).exclude(excluded).values_list("lost", flat=True)
+    )
     kept_docs: Iterable[str] = OperationSource.objects.filter(
         operation__in=run.operations.filter(excluded), removed=True
     ).values_list("document", flat=True)
@@ -355,14 +400,22 @@ def conflict_view(op: Operation, fieldmap: FieldMap | None = None) -> dict[str, 
         meta = src.metadata or {}
         key = "ab"[n] if n < 2 else str(n)
         kept = None if decision is None else decision.get("keep") in ("both", key)
-        sides.append({
-            "label": key.upper(), "key": key, "source": src,
-            "created": str(meta.get(fm.created_at, "") or ""),
-            "updated": str(meta.get(fm.updated_at, "") or ""),
-            "recency": dates[n] if n < len(dates) and dates[n] else "", "kept": kept,
-        })
-    return {"cue": origin.get("rule") or op.rule or "contradiction", "decision": decision,
-            "sides": sides}
+        sides.append(
+            {
+                "label": key.upper(),
+                "key": key,
+                "source": src,
+                "created": str(meta.get(fm.created_at, "") or ""),
+                "updated": str(meta.get(fm.updated_at, "") or ""),
+                "recency": dates[n] if n < len(dates) and dates[n] else "",
+                "kept": kept,
+            }
+        )
+    return {
+        "cue": origin.get("rule") or op.rule or "contradiction",
+        "decision": decision,
+        "sides": sides,
+    }
 
 
 def conflict_counts(run: Pass) -> dict[str, int]:
@@ -372,7 +425,8 @@ def conflict_counts(run: Pass) -> dict[str, int]:
     rows = run.operations.filter(
         Q(kind=Operation.Kind.CONFLICT) | Q(kind=Operation.Kind.RECONCILE, rule="reviewer_pick")
     ).aggregate(
-        total=Count("id"), picked=Count("id", filter=Q(kind=Operation.Kind.RECONCILE)),
+        total=Count("id"),
+        picked=Count("id", filter=Q(kind=Operation.Kind.RECONCILE)),
         both=Count("id", filter=Q(kind=Operation.Kind.CONFLICT, scores__has_key="decision")),
     )
     counts = {k: int(v or 0) for k, v in rows.items()}
@@ -386,26 +440,38 @@ def approve_line(ev: Any, totals: LossTotals, conflicts: dict[str, int] | None =
     what happens to conflicts nobody decided (``conflicts``: :func:`conflict_counts`): they stay,
     both memories kept, nothing removed."""
     undecided = (conflicts or {}).get("undecided", 0)
-    tail = (f"; {undecided:,} undecided conflict{'s' if undecided != 1 else ''} "
-            f"stay{'s' if undecided == 1 else ''} as “kept both” (nothing removed)"
-            if undecided else "")
+    tail = (
+        f"; {undecided:,} undecided conflict{'s' if undecided != 1 else ''} "
+        f"stay{'s' if undecided == 1 else ''} as “kept both” (nothing removed)"
+        if undecided
+        else ""
+    )
     return _approve_line(ev, totals) + tail
 
 
 def _approve_line(ev: Any, totals: LossTotals) -> str:
     total = ev.included_ops + ev.excluded_ops
     if totals.sentences:
-        loses = (f"loses {totals.sentences:,} sentence{'s' if totals.sentences != 1 else ''} in "
-                 f"{totals.memories:,} memor{'y' if totals.memories == 1 else 'ies'}")
+        loses = (
+            f"loses {totals.sentences:,} sentence{'s' if totals.sentences != 1 else ''} in "
+            f"{totals.memories:,} memor{'y' if totals.memories == 1 else 'ies'}"
+        )
     else:
         loses = "loses no sentence"
-    return (f"{total:,} operation{'s' if total != 1 else ''}, {ev.excluded_ops:,} excluded, {loses}; "
-            f"loss {ev.loss_fraction:.1%} of {ev.max_loss_fraction:.1%}")
+    return (
+        f"{total:,} operation{'s' if total != 1 else ''}, {ev.excluded_ops:,} excluded, {loses}; "
+        f"loss {ev.loss_fraction:.1%} of {ev.max_loss_fraction:.1%}"
+    )
 
 
 def bulk_targets(
-    *, run: Pass, scope: str, ops: Sequence[int] = (), query: ReviewQuery | None = None,
-    group: str = "", below: float | None = None,
+    *,
+    run: Pass,
+    scope: str,
+    ops: Sequence[int] = (),
+    query: ReviewQuery | None = None,
+    group: str = "",
+    below: float | None = None,
 ) -> tuple[list[int], str]:
     """Operation ids of ``run`` a bulk action applies to, and the scope in words for the audit.
 

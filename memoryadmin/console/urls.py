@@ -38,9 +38,17 @@ urlpatterns = [
     path("agents/<slug:slug>/memory/edit/", views.memory_edit, name="memory_edit"),
     path("agents/<slug:slug>/memory/delete/", views.memory_delete, name="memory_delete"),
     path("agents/<slug:slug>/archive/", views.archive_list, name="archive_list"),
-    path("agents/<slug:slug>/archive/<int:pk>/restore/", views.archive_restore, name="archive_restore"),
+    path(
+        "agents/<slug:slug>/archive/<int:pk>/restore/",
+        views.archive_restore,
+        name="archive_restore",
+    ),
     path("agents/<slug:slug>/import/", views.memories_import, name="memories_import"),
-    path("agents/<slug:slug>/imports/<int:pk>/", views.memories_import_status, name="memories_import_status"),
+    path(
+        "agents/<slug:slug>/imports/<int:pk>/",
+        views.memories_import_status,
+        name="memories_import_status",
+    ),
     path("agents/<slug:slug>/export.jsonl", views.memories_export, name="memories_export"),
     path("agents/<slug:slug>/probes/", views.probe_list, name="probe_list"),
     path("agents/<slug:slug>/probes/new/", views.probe_create, name="probe_create"),
@@ -54,9 +62,15 @@ urlpatterns = [
     path("passes/<int:pk>/rollback/", views.pass_rollback, name="pass_rollback"),
     path("passes/<int:pk>/review/", views.pass_review, name="pass_review"),
     path("passes/<int:pk>/review/bulk/", views.review_bulk, name="review_bulk"),
-    path("passes/<int:pk>/ops/<int:op_id>/exclude/", views.operation_exclude, name="operation_exclude"),
+    path(
+        "passes/<int:pk>/ops/<int:op_id>/exclude/",
+        views.operation_exclude,
+        name="operation_exclude",
+    ),
     path("passes/<int:pk>/ops/<int:op_id>/edit/", views.operation_edit, name="operation_edit"),
-    path("passes/<int:pk>/ops/<int:op_id>/resolve/", views.conflict_resolve, name="conflict_resolve"),
+    path(
+        "passes/<int:pk>/ops/<int:op_id>/resolve/", views.conflict_resolve, name="conflict_resolve"
+    ),
     path("audit/", views.audit, name="audit"),
     path("audit/export.csv", views.audit_csv, name="audit_csv"),
     path("audit/events/", views.audit_event_list, name="audit_events"),

@@ -43,8 +43,13 @@ def mem0_collection():
 
 
 def mem0_store(collection, cache, embed=None, native=None) -> ChromaMemoryStore:
-    layout = Layout(collection.name, field_map=preset_field_map("mem0"), embed=embed or CountingEmbed(),
-                    native_embed=native, cache=cache)
+    layout = Layout(
+        collection.name,
+        field_map=preset_field_map("mem0"),
+        embed=embed or CountingEmbed(),
+        native_embed=native,
+        cache=cache,
+    )
     return ChromaMemoryStore(collection, layout=layout)
 
 
@@ -53,7 +58,9 @@ def stored(collection, rid: str) -> tuple[str | None, dict, np.ndarray]:
     return got["documents"][0], got["metadatas"][0], np.asarray(got["embeddings"][0])
 
 
-def test_it_reads_the_text_from_data_and_plans_with_our_cached_embeddings(mem0_collection, tmp_path):
+def test_it_reads_the_text_from_data_and_plans_with_our_cached_embeddings(
+    mem0_collection, tmp_path
+):
     collection, _ = mem0_collection
     cache = VectorCache(tmp_path / "vectors.sqlite3")
     first = CountingEmbed()
@@ -71,8 +78,13 @@ def test_a_merge_equal_to_a_source_reuses_its_vector_in_metadata_data(mem0_colle
     collection, ids = mem0_collection
     store = mem0_store(collection, VectorCache(":memory:"))
     src = store.get([ids[0]])[0]
-    store.upsert([MemoryRecord("merged-1", src.document, src.embedding,
-                               {**src.metadata, "merged_from": ids[:1]})])
+    store.upsert(
+        [
+            MemoryRecord(
+                "merged-1", src.document, src.embedding, {**src.metadata, "merged_from": ids[:1]}
+            )
+        ]
+    )
     store.delete([ids[0]])
     doc, meta, vec = stored(collection, "merged-1")
     assert doc is None and meta["data"] == TEXTS[0]
@@ -93,8 +105,12 @@ def test_a_new_text_without_an_embedder_is_refused_and_reported(mem0_collection)
     }
     before = collection.count()
     with pytest.raises(NoVectorForText, match="1536-d vectors of another model"):
-        store.upsert([MemoryRecord("ok", TEXTS[1], records[1].embedding, {}),
-                      MemoryRecord("new", new_text, records[0].embedding, {})])
+        store.upsert(
+            [
+                MemoryRecord("ok", TEXTS[1], records[1].embedding, {}),
+                MemoryRecord("new", new_text, records[0].embedding, {}),
+            ]
+        )
     assert collection.count() == before and not collection.get(ids=["ok"])["ids"]
 
 
@@ -137,7 +153,9 @@ def test_an_empty_text_is_never_written(mem0_collection, layout, text):
     before = collection.count()
     vec = np.ones(384, np.float32) / np.sqrt(384)
     with pytest.raises(EmptyText, match="empty text is never written"):
-        store.upsert([MemoryRecord("a-fine-one", "fine text", vec, {}), MemoryRecord("e", text, vec, {})])
+        store.upsert(
+            [MemoryRecord("a-fine-one", "fine text", vec, {}), MemoryRecord("e", text, vec, {})]
+        )
     assert collection.count() == before
 
 
@@ -150,21 +168,49 @@ def test_leave_out_drops_unwritable_operations_and_keeps_their_sources():
     from consolidation.plans import Fate, Operation, OpKind, Plan, leave_out, summarize
 
     ops = [
-        Operation(OpKind.MERGE, ["a", "b"], ["ha", "hb"], ["a", "b"], "dupes", "exact_duplicate",
-                  result_id="m1", result_document="same text"),
-        Operation(OpKind.MERGE, ["c", "d"], ["hc", "hd"], ["c", "d"], "near", "near_duplicate",
-                  result_id="m2", result_document="a brand new text"),
+        Operation(
+            OpKind.MERGE,
+            ["a", "b"],
+            ["ha", "hb"],
+            ["a", "b"],
+            "dupes",
+            "exact_duplicate",
+            result_id="m1",
+            result_document="same text",
+        ),
+        Operation(
+            OpKind.MERGE,
+            ["c", "d"],
+            ["hc", "hd"],
+            ["c", "d"],
+            "near",
+            "near_duplicate",
+            result_id="m2",
+            result_document="a brand new text",
+        ),
         Operation(OpKind.PRUNE, ["e"], ["he"], ["e"], "old", "decay"),
     ]
-    fates = {"a": Fate.MERGED, "b": Fate.MERGED, "c": Fate.MERGED, "d": Fate.MERGED,
-             "e": Fate.PRUNED, "f": Fate.KEPT}
+    fates = {
+        "a": Fate.MERGED,
+        "b": Fate.MERGED,
+        "c": Fate.MERGED,
+        "d": Fate.MERGED,
+        "e": Fate.PRUNED,
+        "f": Fate.KEPT,
+    }
     plan = Plan(list(ops), summarize(6, ops), dict(fates))
     out = leave_out(plan, {"a brand new text": "no embedder"}, 6)
     assert [op.result_id for op in out.operations] == ["m1", None]
     assert (out.fates["c"], out.fates["d"], out.fates["a"]) == (Fate.KEPT, Fate.KEPT, Fate.MERGED)
     assert out.result.retained_originals == 3
-    assert out.context["left_out"] == [{"kind": "merge", "source_ids": ["c", "d"],
-                                        "text": "a brand new text", "reason": "no embedder"}]
+    assert out.context["left_out"] == [
+        {
+            "kind": "merge",
+            "source_ids": ["c", "d"],
+            "text": "a brand new text",
+            "reason": "no embedder",
+        }
+    ]
 
 
 def test_the_consolidator_merges_rewrites_in_mems0_own_layout():
@@ -230,4 +276,6 @@ def test_iter_stored_gives_the_collections_own_vectors(mem0_collection):
     assert {r.id for r, _ in page} == set(ids)
     for r, vec in page:
         assert r.embedding is None and r.document in TEXTS
-        assert np.array_equal(np.frombuffer(vec, np.float32), np.float32(foreign_vector(r.document)))
+        assert np.array_equal(
+            np.frombuffer(vec, np.float32), np.float32(foreign_vector(r.document))
+        )

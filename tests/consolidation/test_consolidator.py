@@ -88,10 +88,18 @@ class CountingEmbedder:
 
 def praison_items() -> list[dict]:
     return [
-        {"id": "1", "text": "Alice likes jazz", "metadata": {"session": "s1"},
-         "embedding": basis(0).tolist()},
-        {"id": "2", "memory": "alice likes jazz!", "metadata": {"session": "s2"},
-         "embedding": basis(0).tolist()},
+        {
+            "id": "1",
+            "text": "Alice likes jazz",
+            "metadata": {"session": "s1"},
+            "embedding": basis(0).tolist(),
+        },
+        {
+            "id": "2",
+            "memory": "alice likes jazz!",
+            "metadata": {"session": "s2"},
+            "embedding": basis(0).tolist(),
+        },
         {"id": "3", "content": "Bob plays chess", "metadata": None, "embedding": basis(1).tolist()},
         {"id": "4", "text": "Carol has a cat", "metadata": {}, "embedding": basis(2).tolist()},
     ]
@@ -116,7 +124,9 @@ def test_it_consolidates_a_praisonai_memory_without_writing():
     assert result.rejected is True  # 0.5 > 0.25: the default guard refuses it
     result = Consolidator(clock=clock).consolidate(memory, max_loss_fraction=0.5)
     assert not result.rejected
-    assert result.context["applied"] is False and result.context["write_skipped"] == "read-only memory"
+    assert (
+        result.context["applied"] is False and result.context["write_skipped"] == "read-only memory"
+    )
     assert result.context["operations"]["merge"] == 1
     assert memory.items == praison_items()
 
@@ -125,7 +135,9 @@ def test_it_embeds_only_memories_without_embeddings():
     items = praison_items()
     del items[2]["embedding"]
     embedder = CountingEmbedder()
-    Consolidator(embedder=embedder, clock=clock).consolidate(PraisonMemory(items), max_loss_fraction=1.0)
+    Consolidator(embedder=embedder, clock=clock).consolidate(
+        PraisonMemory(items), max_loss_fraction=1.0
+    )
     assert embedder.calls == [["Bob plays chess"]]
 
 
@@ -151,15 +163,20 @@ def test_it_rejects_an_object_that_is_not_a_memory():
 def test_it_writes_through_the_store_in_i3_order():
     store = DictStore(store_records())
     assert isinstance(store, WritableMemoryStore)
-    result = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(store, max_loss_fraction=0.5)
+    result = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(
+        store, max_loss_fraction=0.5
+    )
     assert not result.rejected and result.context["applied"] is True
     kinds = [k for k, _ in store.log]
     assert kinds.index("upsert") < kinds.index("delete")
     upserted = next(ids for k, ids in store.log if k == "upsert")
-    assert any(k == "get" and ids == upserted for k, ids in store.log[kinds.index("upsert"):])
+    assert any(k == "get" and ids == upserted for k, ids in store.log[kinds.index("upsert") :])
     assert set(store.data) == {"c", "d", "e", upserted[0]}
     merged = store.data[upserted[0]]
-    assert merged.metadata["merged_from"] == ["a", "b"] and merged.metadata["session"] == ["s1", "s2"]
+    assert merged.metadata["merged_from"] == ["a", "b"] and merged.metadata["session"] == [
+        "s1",
+        "s2",
+    ]
     assert store.data["c"].metadata["tier"] == "curated"  # promoted (access_count 9)
     assert (result.merged, result.promoted) == (2, 1)
 
@@ -201,7 +218,9 @@ def test_it_plans_without_writing():
 def test_it_consolidates_asynchronously():
     store = DictStore(store_records())
     result = asyncio.run(
-        Consolidator(clock=clock, embedder=CountingEmbedder()).aconsolidate(store, max_loss_fraction=0.5)
+        Consolidator(clock=clock, embedder=CountingEmbedder()).aconsolidate(
+            store, max_loss_fraction=0.5
+        )
     )
     assert result.context["applied"] is True and "a" not in store.data
 
@@ -264,11 +283,15 @@ def test_it_consolidates_a_chroma_collection():
     assert again.context["operations"]["merge"] == 0 and again.loss_fraction == 0.0
 
 
-@pytest.mark.parametrize(("dry_run", "threshold"), [(True, 1.0), (False, 0.1), (False, float("nan"))])
+@pytest.mark.parametrize(
+    ("dry_run", "threshold"), [(True, 1.0), (False, 0.1), (False, float("nan"))]
+)
 def test_it_leaves_a_chroma_collection_untouched_when_not_applying(dry_run, threshold):
     store, collection = _chroma_store()
     before = collection.get(include=["documents", "metadatas", "embeddings"])
-    result = Consolidator(clock=clock, dry_run=dry_run).consolidate(store, max_loss_fraction=threshold)
+    result = Consolidator(clock=clock, dry_run=dry_run).consolidate(
+        store, max_loss_fraction=threshold
+    )
     assert result.context.get("applied") is False
     after = collection.get(include=["documents", "metadatas", "embeddings"])
     assert after["ids"] == before["ids"] and after["documents"] == before["documents"]

@@ -1,4 +1,5 @@
-"""The engine core never loads Django, chromadb, onnxruntime or openai (docs/ARCHITECTURE.md "Layers").
+"""The engine core never loads Django, chromadb, onnxruntime or openai
+(docs/ARCHITECTURE.md "Layers").
 
 One check for the whole core: every module of ``consolidation`` outside ``adapters/`` is
 imported in a fresh interpreter (and a ``Consolidator`` built and run over a memory that
@@ -21,15 +22,20 @@ HEAVY = ("django", "chromadb", "onnxruntime", "openai")
 
 def core_modules() -> list[str]:
     return sorted(
-        m.name for m in pkgutil.walk_packages(consolidation.__path__, "consolidation.")
+        m.name
+        for m in pkgutil.walk_packages(consolidation.__path__, "consolidation.")
         if not m.name.startswith("consolidation.adapters")
     )
 
 
 def test_the_engine_core_imports_and_runs_without_heavy_dependencies():
     modules = core_modules()
-    assert {"consolidation.planning.engine", "consolidation.distill.run",
-            "consolidation.recall", "consolidation.consolidator"} <= set(modules)
+    assert {
+        "consolidation.planning.engine",
+        "consolidation.distill.run",
+        "consolidation.recall",
+        "consolidation.consolidator",
+    } <= set(modules)
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"

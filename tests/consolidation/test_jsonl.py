@@ -42,19 +42,34 @@ VEC = [0.5] * 384
         (line(id="a", document="again"), "duplicate id 'a' (first on line 1)"),
         (b'{"id": "b", "document": "caf\xe9"}', "not UTF-8 (byte 0xe9 at column 29)"),
         # issue 11: each of these used to pass validation and fail half-way through the write
-        (b'{"id": "b", "document": "x\\ud800y"}', "'document' holds a lone surrogate \\ud800 at character 2"),
+        (
+            b'{"id": "b", "document": "x\\ud800y"}',
+            "'document' holds a lone surrogate \\ud800 at character 2",
+        ),
         (b'{"id": "\\udfff", "document": "x"}', "'id' holds a lone surrogate \\udfff"),
         (b'{"id": "b", "document": "x", "metadata": {"\\ud800": 1}}', "key with a lone surrogate"),
-        (b'{"id": "b", "document": "x", "metadata": {"k": {"j": ["\\udbff"]}}}',
-         "'metadata'['k']['j'][0] holds a lone surrogate \\udbff"),
-        (b'{"id": "b", "document": "x", "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-         "nested deeper than 32 levels"),
+        (
+            b'{"id": "b", "document": "x", "metadata": {"k": {"j": ["\\udbff"]}}}',
+            "'metadata'['k']['j'][0] holds a lone surrogate \\udbff",
+        ),
+        (
+            b'{"id": "b", "document": "x", "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            "nested deeper than 32 levels",
+        ),
         (b"[" * 100_000, "nested deeper than 32 levels"),
         (b'{"id": "b", "document": "x", "metadata": {"n": ' + b"9" * 5000 + b"}}", "4300 digits"),
-        (b'{"id": "b", "document": "x", "embedding": [' + b"1e39, " * 383 + b"1]}",
-         "every value must be a finite float32 number"),
-        (b'{"id": "b", "document": "x", "embedding": [' + b"1" + b"0" * 400 + b", 0" * 383 + b"]}",
-         "every value must be a finite float32 number"),
+        (
+            b'{"id": "b", "document": "x", "embedding": [' + b"1e39, " * 383 + b"1]}",
+            "every value must be a finite float32 number",
+        ),
+        (
+            b'{"id": "b", "document": "x", "embedding": ['
+            + b"1"
+            + b"0" * 400
+            + b", 0" * 383
+            + b"]}",
+            "every value must be a finite float32 number",
+        ),
         (line(id="b", document="x", metadata={"#k": 1}), "reserved by Chroma"),
         (line(id="b", document="x", metadata={"": 1}), "must not be empty"),
     ],
@@ -96,7 +111,9 @@ def test_round_trip_is_identical():
     vecs = rng.standard_normal((3, 384)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     records = [
-        MemoryRecord("m1", "Héllo — ünïcode ✓", vecs[0], {"n": 1, "f": 0.25, "b": True, "l": ["a", "b"]}),
+        MemoryRecord(
+            "m1", "Héllo — ünïcode ✓", vecs[0], {"n": 1, "f": 0.25, "b": True, "l": ["a", "b"]}
+        ),
         MemoryRecord("m2", "line\nbreak", vecs[1], {}),
         MemoryRecord("m3", "no vector", None, {"nested": {"k": [1, 2]}}),
     ]

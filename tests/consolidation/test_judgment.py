@@ -47,15 +47,26 @@ def both_ways(a, b, am, bm, **kw):
     ],
 )
 def test_it_never_compares_memories_of_different_scopes(am, bm, kind):
-    v = both_ways("Prefers dark mode in the editor", "Prefers dark mode in the editor", am, bm,
-                  cosine=1.0, policy=AGGRESSIVE)
+    v = both_ways(
+        "Prefers dark mode in the editor",
+        "Prefers dark mode in the editor",
+        am,
+        bm,
+        cosine=1.0,
+        policy=AGGRESSIVE,
+    )
     assert v.kind == kind
 
 
 def test_the_scope_keys_come_from_the_field_map():
     fm = FieldMap(scope=("tenant",))
-    same = judge("Likes tea", "Likes tea", {"user_id": "a", "tenant": "t"},
-                 {"user_id": "b", "tenant": "t"}, fieldmap=fm)
+    same = judge(
+        "Likes tea",
+        "Likes tea",
+        {"user_id": "a", "tenant": "t"},
+        {"user_id": "b", "tenant": "t"},
+        fieldmap=fm,
+    )
     other = judge("Likes tea", "Likes tea", {"tenant": "t1"}, {"tenant": "t2"}, fieldmap=fm)
     assert (same.kind, other.kind) == (SAME, DISTINCT)
 
@@ -105,8 +116,14 @@ def test_exact_duplicates_and_replaced_atoms(a, b, kind):
 
 
 def test_polar_emoji_are_a_conflict_not_a_merge():
-    v = both_ways("Alice 👍 the new logo design", "Alice 👎 the new logo design", OLD, NEW,
-                  cosine=0.99, policy=AGGRESSIVE)  # issue 9 case
+    v = both_ways(
+        "Alice 👍 the new logo design",
+        "Alice 👎 the new logo design",
+        OLD,
+        NEW,
+        cosine=0.99,
+        policy=AGGRESSIVE,
+    )  # issue 9 case
     assert v.kind == CONFLICT and v.cue == "polarity"
 
 
@@ -157,7 +174,7 @@ def test_a_cue_is_never_a_merge_and_needs_recency_to_supersede(a, b, cue):
 
 
 def test_the_current_statement_wins_over_a_past_state():
-    """"Sam used to smoke" (older) / "Sam smokes" (newer): the current statement is kept."""
+    """ "Sam used to smoke" (older) / "Sam smokes" (newer): the current statement is kept."""
     v = judge("Sam used to smoke", "Sam smokes", OLD, NEW, cosine=0.8)
     assert (v.kind, v.newer, v.cue) == (SUPERSEDES, 1, "past_state")
 
@@ -169,8 +186,12 @@ def test_the_current_statement_wins_over_a_past_state():
     ("am", "bm", "kind", "newer"),
     [
         # issue 9 case: updated_at of the first beats the created_at of the second
-        ({"created_at": "2025-01-10", "updated_at": "2025-05-20"}, {"created_at": "2025-03-01"},
-         SUPERSEDES, 0),
+        (
+            {"created_at": "2025-01-10", "updated_at": "2025-05-20"},
+            {"created_at": "2025-03-01"},
+            SUPERSEDES,
+            0,
+        ),
         ({"created_at": "2025-01-10"}, {"created_at": "2025-03-01"}, SUPERSEDES, 1),
         ({"created_at": "2025-03-01"}, {"created_at": "2025-03-01"}, CONFLICT, None),
         ({}, {"created_at": "2025-03-01"}, CONFLICT, None),
@@ -179,8 +200,7 @@ def test_the_current_statement_wins_over_a_past_state():
     ],
 )
 def test_recency_decides_which_state_is_current(am, bm, kind, newer):
-    v = both_ways("Is allergic to penicillin", "Is not allergic to penicillin", am, bm,
-                  cosine=0.9)
+    v = both_ways("Is allergic to penicillin", "Is not allergic to penicillin", am, bm, cosine=0.9)
     assert (v.kind, v.newer) == (kind, newer)
 
 
@@ -201,8 +221,11 @@ def test_recency_decides_which_state_is_current(am, bm, kind, newer):
         ("Merged PR #260 into main", "Merged PR #480 into main", DISTINCT),
         ("Her dog is named Rex", "Her dog is called Rex", SAME),  # synonyms, not a value
         ("Alice met Bob", "Alice met Carol", DISTINCT),  # a different name
-        ("Caroline went to an LGBTQ support group on Sunday.",
-         "On Sunday Caroline attended the LGBTQ support group.", SAME),
+        (
+            "Caroline went to an LGBTQ support group on Sunday.",
+            "On Sunday Caroline attended the LGBTQ support group.",
+            SAME,
+        ),
     ],
 )
 def test_changed_numbers_supersede_only_states(a, b, kind):
@@ -237,18 +260,22 @@ def test_it_tells_states_from_events(text, kind):
 @pytest.mark.parametrize("link", [0.3, 0.5, 0.82, 0.9, 0.99])
 def test_no_threshold_merges_a_contradiction(link):
     pol = Policy(link_threshold=link, contradiction_threshold=0.3)
-    for a, b in [("Alice likes jazz", "Alice does not like jazz"),
-                 ("Alice likes jazz and rock music in bars", "Alice never likes jazz"),
-                 ("The team has 12 engineers", "The team has 15 engineers"),
-                 ("Sam used to smoke", "Sam smokes")]:
+    for a, b in [
+        ("Alice likes jazz", "Alice does not like jazz"),
+        ("Alice likes jazz and rock music in bars", "Alice never likes jazz"),
+        ("The team has 12 engineers", "The team has 15 engineers"),
+        ("Sam used to smoke", "Sam smokes"),
+    ]:
         assert judge(a, b, cosine=0.999, policy=pol).kind != SAME
 
 
 def test_similar_paraphrases_merge_and_unrelated_texts_do_not():
     assert judge("Alice likes jazz", "Alice enjoys jazz a lot", cosine=0.93).kind == SAME
     assert judge("Alice likes jazz", "Alice enjoys jazz a lot", cosine=0.85).kind == DISTINCT
-    assert judge("Alice likes jazz", "Bob plays chess", cosine=0.95,
-                 policy=AGGRESSIVE).kind == DISTINCT
+    assert (
+        judge("Alice likes jazz", "Bob plays chess", cosine=0.95, policy=AGGRESSIVE).kind
+        == DISTINCT
+    )
     assert judge("Alice likes jazz", "Alice enjoys jazz", cosine=None).kind == DISTINCT
 
 

@@ -83,16 +83,23 @@ def _ids() -> st.SearchStrategy:
 
 
 _MONTHS = ["January", "February", "March", "April", "June", "July", "August", "October"]
-dates = st.dates(min_value=date(1900, 1, 1), max_value=date(2100, 12, 31)).flatmap(lambda d: st.sampled_from([
-    d.isoformat(), f"{_MONTHS[d.month % 8]} {d.day}, {d.year}", f"{d.year}年{d.month}月{d.day}日",
-]))
+dates = st.dates(min_value=date(1900, 1, 1), max_value=date(2100, 12, 31)).flatmap(
+    lambda d: st.sampled_from(
+        [
+            d.isoformat(),
+            f"{_MONTHS[d.month % 8]} {d.day}, {d.year}",
+            f"{d.year}年{d.month}月{d.day}日",
+        ]
+    )
+)
 
 
 @st.composite
 def slot_pairs(draw):
     """``(kind, text_a, text_b, meta_a, meta_b)`` differing in one slot value."""
-    kind = draw(st.sampled_from(["number", "date", "id", "sign", "symbol", "emoji",
-                                 "negation", "scope"]))
+    kind = draw(
+        st.sampled_from(["number", "date", "id", "sign", "symbol", "emoji", "negation", "scope"])
+    )
     name = draw(st.sampled_from(NAMES))
     template = draw(st.sampled_from(TEMPLATES))
     if kind == "negation":
@@ -125,7 +132,8 @@ def slot_pairs(draw):
 
 policies = st.builds(
     lambda link, contra: Policy(link_threshold=link, contradiction_threshold=contra),
-    st.floats(min_value=0.3, max_value=0.99), st.floats(min_value=0.3, max_value=0.99),
+    st.floats(min_value=0.3, max_value=0.99),
+    st.floats(min_value=0.3, max_value=0.99),
 )
 
 

@@ -33,12 +33,18 @@ def test_it_matches_the_source_counts(conversations):
     assert [c.sample_id for c in conversations] == [s["sample_id"] for s in raw]
     for conv, sample in zip(conversations, raw, strict=True):
         turns = sum(
-            len(v) for k, v in sample["conversation"].items()
+            len(v)
+            for k, v in sample["conversation"].items()
             if k.startswith("session_") and isinstance(v, list)
         )
         obs = sum(len(f) for o in sample["observation"].values() for f in o.values())
         qa = sum(1 for q in sample["qa"] if q["category"] != 5)
-        got = (conv.count("episodic"), conv.count("semantic"), conv.count("summary"), len(conv.probes))
+        got = (
+            conv.count("episodic"),
+            conv.count("semantic"),
+            conv.count("summary"),
+            len(conv.probes),
+        )
         assert got == (turns, obs, len(sample["session_summary"]), qa)
         assert got == EXPECTED[conv.sample_id]
     assert len(conversations) == 7
@@ -60,8 +66,13 @@ def test_turn_observation_and_summary_metadata(conversations):
     turn = mems["conv-26:D1:3"]
     assert turn.document.startswith("Caroline: ")
     assert turn.metadata == {
-        "speaker": "Caroline", "session": 1, "created_at": "2023-05-08T13:56:00+00:00",
-        "layer": "episodic", "evidence": ["D1:3"], "source": "locomo", "conversation": "conv-26",
+        "speaker": "Caroline",
+        "session": 1,
+        "created_at": "2023-05-08T13:56:00+00:00",
+        "layer": "episodic",
+        "evidence": ["D1:3"],
+        "source": "locomo",
+        "conversation": "conv-26",
     }
     obs = mems["conv-26:obs:1:Caroline:1"]
     assert obs.document.startswith("Caroline attended an LGBTQ support group")
@@ -78,7 +89,10 @@ def test_probes_skip_adversarial_and_stringify_answers(conversations):
     assert all(p.category in (1, 2, 3, 4) for p in probes)
     first = probes[0]
     assert (first.question, first.answer, first.evidence, first.key) == (
-        "When did Caroline go to the LGBTQ support group?", "7 May 2023", ("D1:3",), "conv-26:qa:0",
+        "When did Caroline go to the LGBTQ support group?",
+        "7 May 2023",
+        ("D1:3",),
+        "conv-26:qa:0",
     )
     assert probes[1].answer == "2022"  # an int in the source
 
@@ -99,8 +113,15 @@ def test_it_parses_session_dates(text, expected):
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "8 May 2023", "1:56 pm on 8 Mayo, 2023", "13:56 pm on 8 May, 2023",
-     "1:56 pm on 31 February, 2023", "1:56 on 8 May, 2023", "2023-05-08T13:56:00"],
+    [
+        "",
+        "8 May 2023",
+        "1:56 pm on 8 Mayo, 2023",
+        "13:56 pm on 8 May, 2023",
+        "1:56 pm on 31 February, 2023",
+        "1:56 on 8 May, 2023",
+        "2023-05-08T13:56:00",
+    ],
 )
 def test_it_rejects_other_date_strings_quoting_them(bad):
     with pytest.raises(ValueError) as exc:
@@ -132,8 +153,18 @@ def test_it_normalizes_evidence(value, expected):
     [
         ({"not": "a list"}, "expected a JSON list"),
         ([{"conversation": {}}], "missing sample_id"),
-        ([{"sample_id": "x", "conversation": {"session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}],
-                                               "session_1_date_time": "yesterday"}}], "'yesterday'"),
+        (
+            [
+                {
+                    "sample_id": "x",
+                    "conversation": {
+                        "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}],
+                        "session_1_date_time": "yesterday",
+                    },
+                }
+            ],
+            "'yesterday'",
+        ),
         ([{"sample_id": "x", "conversation": {}}], None),
     ],
 )

@@ -70,7 +70,8 @@ def test_it_plans_a_real_conversation_consistently(sample):
 
 
 @pytest.mark.parametrize(
-    ("sample", "a", "b", "min_cos"), [(s, a, b, c) for s, pairs in PINNED.items() for a, b, c in pairs]
+    ("sample", "a", "b", "min_cos"),
+    [(s, a, b, c) for s, pairs in PINNED.items() for a, b, c in pairs],
 )
 def test_it_never_merges_real_role_swaps(sample, a, b, min_cos):
     locomo_path()

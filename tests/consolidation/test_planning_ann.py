@@ -35,7 +35,8 @@ def test_ann_pairs_are_exact_pairs_with_recall_of_at_least_99_percent():
     planted = {(b, b + 1) for b in range(0, 600, 2)}
     assert len(ann & planted) / len(planted) >= 0.99
     # the dense 41-member cluster is where HNSW (threaded, so not bit-reproducible) can miss a
-    # few of its 820 pairs (one full-suite run fell under 0.99 overall); merging needs a connected group
+    # few of its 820 pairs (one full-suite run fell under 0.99 overall); merging needs a
+    # connected group
     assert len(ann - planted) / len(exact - planted) >= 0.9
     assert np.all(asim >= 0.85) and np.all(ai < aj)
 

@@ -33,10 +33,19 @@ def store() -> list[MemoryRecord]:
         MemoryRecord("n1", "Carol moved to Lisbon in May", basis(2), recent),
         MemoryRecord("n2", "In May Carol moved to Lisbon", at_cosine(2, 0.95, 3), recent),
     ]
-    out += [MemoryRecord(f"s{i}", f"Old note number {i} about errands", basis(4 + i),
-                         {"created_at": day(400), "importance": 0.01}) for i in range(4)]
-    out += [MemoryRecord(f"f{i}", f"Distinct fact {i} about topic {i * 7}", basis(10 + i), recent)
-            for i in range(10)]
+    out += [
+        MemoryRecord(
+            f"s{i}",
+            f"Old note number {i} about errands",
+            basis(4 + i),
+            {"created_at": day(400), "importance": 0.01},
+        )
+        for i in range(4)
+    ]
+    out += [
+        MemoryRecord(f"f{i}", f"Distinct fact {i} about topic {i * 7}", basis(10 + i), recent)
+        for i in range(10)
+    ]
     return out
 
 
@@ -51,11 +60,21 @@ def test_the_default_policy_plans_within_the_loss_budget():
     assert not p.result.exceeds_loss(0.3)
     # most certain first: both exact duplicates and the near-duplicate fit (6 = budget), the
     # prunes wait
-    assert sorted(op.rule for op in p.operations) == ["exact_duplicate", "exact_duplicate", "near_duplicate"]
+    assert sorted(op.rule for op in p.operations) == [
+        "exact_duplicate",
+        "exact_duplicate",
+        "near_duplicate",
+    ]
     info = p.context["trimmed"]
-    assert info == {"budget": 6, "kept_removals": 6, "dropped_operations": 4, "dropped_removals": 4,
-                    "planned_removals": 10, "deferred_by_kind": {"prune": 4},
-                    "deferred_ids": ["s0", "s1", "s2", "s3"]}
+    assert info == {
+        "budget": 6,
+        "kept_removals": 6,
+        "dropped_operations": 4,
+        "dropped_removals": 4,
+        "planned_removals": 10,
+        "deferred_by_kind": {"prune": 4},
+        "deferred_ids": ["s0", "s1", "s2", "s3"],
+    }
 
 
 class _Embed:

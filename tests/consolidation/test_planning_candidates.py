@@ -30,7 +30,9 @@ def _brute(x: np.ndarray, t: float, query=None) -> set[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("method", ["exact", "split", "auto"])
-@pytest.mark.parametrize(("n", "block", "threshold"), [(700, 128, 0.75), (700, 256, 0.9), (33, 8, 0.5)])
+@pytest.mark.parametrize(
+    ("n", "block", "threshold"), [(700, 128, 0.75), (700, 256, 0.9), (33, 8, 0.5)]
+)
 def test_it_finds_every_pair_above_threshold(method, n, block, threshold):
     x = _planted(n, seed=n)
     i, j, s = candidate_pairs(x, threshold, method=method, block=block)
@@ -53,7 +55,9 @@ def test_it_handles_tiny_inputs(n):
     assert len(i) == len(j) == len(s) == 0
 
 
-@pytest.mark.parametrize(("arg", "kw"), [(np.zeros(384), {}), (np.zeros((3, 384)), {"method": "lsh"})])
+@pytest.mark.parametrize(
+    ("arg", "kw"), [(np.zeros(384), {}), (np.zeros((3, 384)), {"method": "lsh"})]
+)
 def test_it_rejects_bad_input(arg, kw):
     with pytest.raises(ValueError):
         candidate_pairs(arg, 0.5, **kw)

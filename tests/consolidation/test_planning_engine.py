@@ -24,6 +24,7 @@ def Policy(**fields):  # noqa: N802 - stands in for consolidation.Policy in thes
     default) is tested on its own (test_planning_budget.py and the trim tests below)."""
     return FullPolicy(**{"trim_to_guard": False, **fields})
 
+
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
@@ -50,8 +51,11 @@ def assert_accounted(records, p: Plan) -> None:
     assert len(removed) == len(set(removed)), "an id is removed twice"
     for op in p.operations:
         for rid in op.removes:
-            expected = {OpKind.MERGE: Fate.MERGED, OpKind.PRUNE: Fate.PRUNED,
-                        OpKind.RECONCILE: Fate.SUPERSEDED}[op.kind]
+            expected = {
+                OpKind.MERGE: Fate.MERGED,
+                OpKind.PRUNE: Fate.PRUNED,
+                OpKind.RECONCILE: Fate.SUPERSEDED,
+            }[op.kind]
             assert p.fates[rid] == expected
     kept = [i for i, f in p.fates.items() if f == Fate.KEPT]
     assert len(kept) + len(removed) == len(ids)
@@ -144,18 +148,36 @@ def test_it_skips_a_merge_longer_than_max_merged_chars():
             {"verified": True, "confidence": 0.95},
         ),
         (
-            [{"evidence": ["D1:3", "D1:2"], "access_count": 2}, {"evidence": "D2:1", "access_count": 3}],
+            [
+                {"evidence": ["D1:3", "D1:2"], "access_count": 2},
+                {"evidence": "D2:1", "access_count": 3},
+            ],
             {"evidence": ["D1:2", "D1:3", "D2:1"], "access_count": 5},
         ),
         (
-            [{"created_at": "2024-03-01T00:00:00+00:00", "last_accessed_at": "2024-05-01T00:00:00+00:00"},
-             {"created_at": "2024-01-01T00:00:00+00:00", "last_accessed_at": "2024-04-01T00:00:00+00:00"}],
-            {"created_at": "2024-01-01T00:00:00+00:00", "last_accessed_at": "2024-05-01T00:00:00+00:00"},
+            [
+                {
+                    "created_at": "2024-03-01T00:00:00+00:00",
+                    "last_accessed_at": "2024-05-01T00:00:00+00:00",
+                },
+                {
+                    "created_at": "2024-01-01T00:00:00+00:00",
+                    "last_accessed_at": "2024-04-01T00:00:00+00:00",
+                },
+            ],
+            {
+                "created_at": "2024-01-01T00:00:00+00:00",
+                "last_accessed_at": "2024-05-01T00:00:00+00:00",
+            },
         ),
-        ([{"importance": 0.2, "tier": "working"}, {"importance": 0.6, "tier": "curated"}],
-         {"importance": 0.6, "tier": "curated"}),
-        ([{"session": "s1", "flag": False}, {"session": ["s2", "s1"], "flag": True}],
-         {"session": ["s1", "s2"], "flag": True}),
+        (
+            [{"importance": 0.2, "tier": "working"}, {"importance": 0.6, "tier": "curated"}],
+            {"importance": 0.6, "tier": "curated"},
+        ),
+        (
+            [{"session": "s1", "flag": False}, {"session": ["s2", "s1"], "flag": True}],
+            {"session": ["s1", "s2"], "flag": True},
+        ),
         ([{"speaker": "Alice"}, {"speaker": "Alice"}], {"speaker": "Alice"}),
         ([{"speaker": "Bob"}, {"speaker": "Alice"}], {"speaker": ["Alice", "Bob"]}),
     ],
@@ -212,16 +234,25 @@ def test_it_reconciles_unambiguous_contradictions_newer_wins(old, new, rule):
     ("a", "b", "meta_a", "meta_b", "conflict"),
     [
         # a role swap is two facts (both can be true): kept apart, no item
-        ("Alice hired Bob", "Bob hired Alice", {"created_at": day(9)}, {"created_at": day(1)},
-         False),
+        (
+            "Alice hired Bob",
+            "Bob hired Alice",
+            {"created_at": day(9)},
+            {"created_at": day(1)},
+            False,
+        ),
         # issue 9: an unsure contradiction is a conflict item for a reviewer (was: left alone)
         ("Alice likes jazz", "Alice no longer likes jazz", {}, {}, True),  # no dates
-        ("Alice likes jazz", "Alice no longer likes jazz", {"created_at": day(2)},
-         {"created_at": day(2)}, True),  # same time
+        (
+            "Alice likes jazz",
+            "Alice no longer likes jazz",
+            {"created_at": day(2)},
+            {"created_at": day(2)},
+            True,
+        ),  # same time
     ],
 )
-def test_it_never_merges_unsure_contradictions_and_asks_about_them(a, b, meta_a, meta_b,
-                                                                     conflict):
+def test_it_never_merges_unsure_contradictions_and_asks_about_them(a, b, meta_a, meta_b, conflict):
     records = [rec("a", a, basis(0), **meta_a), rec("b", b, at_cosine(0, 0.97, 1), **meta_b)]
     p = plan(records, Policy(), now=NOW)
     assert [op.kind for op in p.operations] == ([OpKind.CONFLICT] if conflict else [])
@@ -286,7 +317,12 @@ def test_it_promotes_durable_memories(meta, rule):
     [{"session": ["s1", "s2"]}, {"importance": 0.5}, {"tier": "curated", "importance": 0.95}],
 )
 def test_it_does_not_promote_below_thresholds_or_twice(meta):
-    assert plan([rec("a", "Alice is allergic to peanuts", basis(0), **meta)], Policy(), now=NOW).operations == []
+    assert (
+        plan(
+            [rec("a", "Alice is allergic to peanuts", basis(0), **meta)], Policy(), now=NOW
+        ).operations
+        == []
+    )
 
 
 def test_it_promotes_a_merge_reinforced_across_sessions():
@@ -317,7 +353,9 @@ def test_it_promotes_a_merge_reinforced_across_sessions():
     ],
 )
 def test_it_prunes_by_decay_score_and_minimum_age(age_days, importance, pruned):
-    records = [rec("a", "The weather was nice", basis(0), created_at=day(age_days), importance=importance)]
+    records = [
+        rec("a", "The weather was nice", basis(0), created_at=day(age_days), importance=importance)
+    ]
     p = plan(records, Policy(promote=False), now=NOW)
     ops = p.by_kind(OpKind.PRUNE)
     assert bool(ops) is pruned
@@ -363,8 +401,17 @@ def _mixed_store(seed: int) -> list[MemoryRecord]:
         if i < 24:  # near-duplicate families with small noise
             v = vecs[i % 4] + 0.05 * vecs[(i + 7) % 60]
             text = texts[i % 4] + ("." if i % 3 else "")
-        out.append(rec(f"id{i:03d}", text, v, created_at=day(i * 7), session=f"s{i % 5}",
-                       importance=round(float(rng.random()), 2), access_count=int(i % 6)))
+        out.append(
+            rec(
+                f"id{i:03d}",
+                text,
+                v,
+                created_at=day(i * 7),
+                session=f"s{i % 5}",
+                importance=round(float(rng.random()), 2),
+                access_count=int(i % 6),
+            )
+        )
     out.append(rec("z-new", "Alice no longer likes jazz", vecs[0], created_at=day(0)))
     return out
 
@@ -384,8 +431,17 @@ def test_it_is_deterministic_whatever_the_input_order():
 
 def test_it_reports_timings_and_candidate_counts():
     p = plan(_mixed_store(2), Policy(), now=NOW)
-    stages = {"prepare", "prune", "exact", "candidates", "contradictions", "grouping", "merge",
-              "promote", "total"}
+    stages = {
+        "prepare",
+        "prune",
+        "exact",
+        "candidates",
+        "contradictions",
+        "grouping",
+        "merge",
+        "promote",
+        "total",
+    }
     assert stages <= set(p.context["timings"])
     assert all(v >= 0 for v in p.context["timings"].values())
     assert {"exact_pairs", "similar_pairs", "link_edges"} <= set(p.context["candidates"])
@@ -423,9 +479,18 @@ def test_it_treats_a_changed_record_as_new():
 
 # --- accounting property ------------------------------------------------------------------
 
-_TEXTS = ["Alice likes jazz", "alice likes jazz!", "Alice no longer likes jazz", "Bob hired Alice",
-          "Alice hired Bob", "Alice lives in Paris", "Alice lives in Berlin", "Carol has 2 cats",
-          "Carol has 3 cats", "The sky is blue"]
+_TEXTS = [
+    "Alice likes jazz",
+    "alice likes jazz!",
+    "Alice no longer likes jazz",
+    "Bob hired Alice",
+    "Alice hired Bob",
+    "Alice lives in Paris",
+    "Alice lives in Berlin",
+    "Carol has 2 cats",
+    "Carol has 3 cats",
+    "The sky is blue",
+]
 
 
 @st.composite
@@ -462,8 +527,11 @@ def test_it_accounts_for_every_record_exactly_once(records, group, link):
     policy = Policy(max_group_size=group, link_threshold=link, prune_min_age_days=10)
     p = plan(records, policy, now=NOW)
     assert_accounted(records, p)
-    protected = {r.id for r in records
-                 if r.metadata.get("pinned") is True or r.metadata.get("tier") == "curated"}
+    protected = {
+        r.id
+        for r in records
+        if r.metadata.get("pinned") is True or r.metadata.get("tier") == "curated"
+    }
     removed = {rid for op in p.operations for rid in op.removes}
     assert not (protected & removed)
     promoted = {op.source_ids[0] for op in p.by_kind(OpKind.PROMOTE)}

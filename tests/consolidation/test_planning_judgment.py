@@ -55,9 +55,18 @@ def test_it_never_merges_across_users(policy):
 
 
 def test_it_never_windows_or_folds_across_scopes():
-    turns = [rec(f"t{k}", f"Speaker: turn number {k} about the trip", basis(k),
-                 layer="episodic", session=1, run_id=f"r{k // 3}", created_at=day(10 + k))
-             for k in range(6)]
+    turns = [
+        rec(
+            f"t{k}",
+            f"Speaker: turn number {k} about the trip",
+            basis(k),
+            layer="episodic",
+            session=1,
+            run_id=f"r{k // 3}",
+            created_at=day(10 + k),
+        )
+        for k in range(6)
+    ]
     p = plan(turns, Policy(trim_to_guard=False, prune=False), now=NOW)
     for op in p.by_kind(OpKind.MERGE):
         runs = {next(r for r in turns if r.id == sid).metadata["run_id"] for sid in op.source_ids}
@@ -90,8 +99,10 @@ def test_empty_texts_are_never_duplicates():
 )
 @pytest.mark.parametrize("policy", [DEFAULT, AGGRESSIVE], ids=["default", "aggressive"])
 def test_issue_cases_keep_both_memories(a, b, policy):
-    records = [rec("a", a, basis(0), created_at=day(30)),
-               rec("b", b, at_cosine(0, 0.95, 1), created_at=day(3))]
+    records = [
+        rec("a", a, basis(0), created_at=day(30)),
+        rec("b", b, at_cosine(0, 0.95, 1), created_at=day(3)),
+    ]
     p = plan(records, policy, now=NOW)
     assert not removed(p)
     assert_accounted(records, p)
@@ -101,8 +112,10 @@ def test_issue_cases_keep_both_memories(a, b, policy):
 def test_a_negated_instruction_is_never_merged(dated):
     """Issue 9 case (cos 0.91): without dates a conflict; with dates the newer one wins."""
     meta_a, meta_b = ({"created_at": day(30)}, {"created_at": day(3)}) if dated else ({}, {})
-    records = [rec("a", "不要在代码里使用分号", basis(0), **meta_a),
-               rec("b", "在代码里使用分号", at_cosine(0, 0.91, 1), **meta_b)]
+    records = [
+        rec("a", "不要在代码里使用分号", basis(0), **meta_a),
+        rec("b", "在代码里使用分号", at_cosine(0, 0.91, 1), **meta_b),
+    ]
     p = plan(records, AGGRESSIVE, now=NOW)
     assert not p.by_kind(OpKind.MERGE)
     if dated:
@@ -113,8 +126,10 @@ def test_a_negated_instruction_is_never_merged(dated):
 
 
 def test_a_past_state_is_superseded_by_the_current_statement():
-    records = [rec("old", "Sam used to smoke", basis(0), created_at=day(30)),
-               rec("new", "Sam smokes", at_cosine(0, 0.85, 1), created_at=day(3))]
+    records = [
+        rec("old", "Sam used to smoke", basis(0), created_at=day(30)),
+        rec("new", "Sam smokes", at_cosine(0, 0.85, 1), created_at=day(3)),
+    ]
     p = plan(records, DEFAULT, now=NOW)
     (op,) = p.by_kind(OpKind.RECONCILE)
     assert op.source_ids == ["new", "old"] and op.removes == ["old"] and op.rule == "past_state"
@@ -123,10 +138,16 @@ def test_a_past_state_is_superseded_by_the_current_statement():
 def test_updated_at_decides_which_memory_is_current():
     """Issue 9 case: the first memory was rewritten after the second was created."""
     records = [
-        rec("first", "Is allergic to penicillin", basis(0), created_at="2025-01-10",
-            updated_at="2025-05-20"),
-        rec("second", "Is not allergic to penicillin", at_cosine(0, 0.9, 1),
-            created_at="2025-03-01"),
+        rec(
+            "first",
+            "Is allergic to penicillin",
+            basis(0),
+            created_at="2025-01-10",
+            updated_at="2025-05-20",
+        ),
+        rec(
+            "second", "Is not allergic to penicillin", at_cosine(0, 0.9, 1), created_at="2025-03-01"
+        ),
     ]
     p = plan(records, DEFAULT, now=NOW)
     (op,) = p.by_kind(OpKind.RECONCILE)
@@ -134,9 +155,11 @@ def test_updated_at_decides_which_memory_is_current():
 
 
 def test_an_unsure_contradiction_becomes_a_conflict_item():
-    records = [rec("a", "Is allergic to penicillin", basis(0)),
-               rec("b", "Is not allergic to penicillin", at_cosine(0, 0.9, 1)),
-               rec("c", "Is not allergic to penicillin.", at_cosine(0, 0.9, 1))]
+    records = [
+        rec("a", "Is allergic to penicillin", basis(0)),
+        rec("b", "Is not allergic to penicillin", at_cosine(0, 0.9, 1)),
+        rec("c", "Is not allergic to penicillin.", at_cosine(0, 0.9, 1)),
+    ]
     p = plan(records, AGGRESSIVE, now=NOW)
     conflicts = p.by_kind(OpKind.CONFLICT)
     assert {tuple(sorted(op.source_ids)) for op in conflicts} == {("a", "b"), ("a", "c")}
@@ -149,8 +172,10 @@ def test_an_unsure_contradiction_becomes_a_conflict_item():
 
 
 def test_a_pinned_memory_that_would_be_superseded_is_a_conflict():
-    records = [rec("old", "Alice lives in Paris", basis(0), created_at=day(30), pinned=True),
-               rec("new", "Alice lives in Berlin", at_cosine(0, 0.9, 1), created_at=day(3))]
+    records = [
+        rec("old", "Alice lives in Paris", basis(0), created_at=day(30), pinned=True),
+        rec("new", "Alice lives in Berlin", at_cosine(0, 0.9, 1), created_at=day(3)),
+    ]
     p = plan(records, DEFAULT, now=NOW)
     assert not p.by_kind(OpKind.RECONCILE) and len(p.by_kind(OpKind.CONFLICT)) == 1
 
@@ -169,8 +194,15 @@ def test_a_pinned_memory_that_would_be_superseded_is_a_conflict():
     ],
 )
 def test_age_alone_never_removes_a_unique_memory(meta, pruned):
-    records = [rec("m", "The build server password rotates on Mondays", basis(0),
-                   created_at=day(700), **meta)]
+    records = [
+        rec(
+            "m",
+            "The build server password rotates on Mondays",
+            basis(0),
+            created_at=day(700),
+            **meta,
+        )
+    ]
     p = plan(records, DEFAULT, now=NOW)
     assert (p.fates["m"] == Fate.PRUNED) is pruned
 
@@ -178,8 +210,16 @@ def test_age_alone_never_removes_a_unique_memory(meta, pruned):
 def test_a_store_of_old_neutral_memories_is_not_pruned_wholesale():
     rng = np.random.default_rng(1)
     vecs = rng.standard_normal((300, 384)).astype(np.float32)
-    records = [rec(f"m{k}", f"Fact number {k} about the deployment", vecs[k],
-                   created_at=day(700), importance=0.5) for k in range(300)]
+    records = [
+        rec(
+            f"m{k}",
+            f"Fact number {k} about the deployment",
+            vecs[k],
+            created_at=day(700),
+            importance=0.5,
+        )
+        for k in range(300)
+    ]
     p = plan(records, AGGRESSIVE.with_(merge_near=False), now=NOW)
     assert not p.by_kind(OpKind.PRUNE)
 
@@ -194,8 +234,11 @@ def test_prune_max_importance_is_validated():
 
 
 @settings(max_examples=150, deadline=None)
-@given(slot_pairs(), st.floats(min_value=0.75, max_value=1.0), st.sampled_from(["default",
-                                                                                 "aggressive"]))
+@given(
+    slot_pairs(),
+    st.floats(min_value=0.75, max_value=1.0),
+    st.sampled_from(["default", "aggressive"]),
+)
 def test_a_single_difference_never_removes_either_memory(pair, cos, name):
     """Issue 9 property, through the whole planner: no operation removes either memory (no
     timestamps, so nothing can be ordered; both are decayed candidates only by age, and have

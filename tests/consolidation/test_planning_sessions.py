@@ -22,6 +22,7 @@ def Policy(**fields):  # noqa: N802 - stands in for consolidation.Policy in thes
     default) is tested on its own (test_planning_budget.py and the trim tests below)."""
     return FullPolicy(**{"trim_to_guard": False, **fields})
 
+
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 OLD = (NOW - timedelta(days=200)).isoformat()
 NEW = (NOW - timedelta(days=1)).isoformat()
@@ -30,17 +31,41 @@ NEW = (NOW - timedelta(days=1)).isoformat()
 BARE = Policy(merge_near=False, fold_evidence=False, window_max_size=1, prune=False, promote=False)
 
 
-def turn(mid: str, speaker: str, text: str, vec: np.ndarray, session: int = 1, **meta) -> MemoryRecord:
+def turn(
+    mid: str, speaker: str, text: str, vec: np.ndarray, session: int = 1, **meta
+) -> MemoryRecord:
     dia = mid.split(":", 1)[-1]
-    return MemoryRecord(mid, f"{speaker}: {text}", vec, {
-        "layer": "episodic", "speaker": speaker, "session": session, "created_at": NEW,
-        "evidence": [dia], **meta})
+    return MemoryRecord(
+        mid,
+        f"{speaker}: {text}",
+        vec,
+        {
+            "layer": "episodic",
+            "speaker": speaker,
+            "session": session,
+            "created_at": NEW,
+            "evidence": [dia],
+            **meta,
+        },
+    )
 
 
-def fact(mid: str, text: str, evidence: list[str], vec: np.ndarray, session: int = 1, **meta) -> MemoryRecord:
-    return MemoryRecord(mid, text, vec, {
-        "layer": "semantic", "speaker": "Jon", "session": session, "created_at": NEW,
-        "evidence": evidence, **meta})
+def fact(
+    mid: str, text: str, evidence: list[str], vec: np.ndarray, session: int = 1, **meta
+) -> MemoryRecord:
+    return MemoryRecord(
+        mid,
+        text,
+        vec,
+        {
+            "layer": "semantic",
+            "speaker": "Jon",
+            "session": session,
+            "created_at": NEW,
+            "evidence": evidence,
+            **meta,
+        },
+    )
 
 
 # --- text helpers ---------------------------------------------------------------------------
@@ -48,8 +73,11 @@ def fact(mid: str, text: str, evidence: list[str], vec: np.ndarray, session: int
 
 @pytest.mark.parametrize(
     ("text", "label", "expected"),
-    [("Jon: I lost my job.", "Jon", "I lost my job."), ("Jon lost his job.", "Jon", "Jon lost his job."),
-     ("  plain  ", None, "plain")],
+    [
+        ("Jon: I lost my job.", "Jon", "I lost my job."),
+        ("Jon lost his job.", "Jon", "Jon lost his job."),
+        ("  plain  ", None, "plain"),
+    ],
 )
 def test_it_strips_a_speaker_label(text, label, expected):
     assert strip_label(text, label) == expected
@@ -58,9 +86,12 @@ def test_it_strips_a_speaker_label(text, label, expected):
 def test_it_keeps_only_sentences_with_new_content_words():
     covered: set[str] = set()
     assert novel_sentences("I lost my job. Wow! I lost my job again.", covered) == [
-        "I lost my job.", "Wow!"]
+        "I lost my job.",
+        "Wow!",
+    ]
     assert labelled_fragment("Jon: Wow! I opened a dance studio.", "Jon", covered) == (
-        "Jon: I opened a dance studio.")
+        "Jon: I opened a dance studio."
+    )
     assert labelled_fragment("Jon: Wow!", "Jon", covered) is None
 
 
@@ -70,8 +101,13 @@ def test_it_keeps_only_sentences_with_new_content_words():
 def test_it_folds_a_cited_turn_into_the_fact_that_cites_it():
     records = [
         fact("c:obs:1", "Jon lost his banking job.", ["D1:1"], basis(0), created_at=NEW),
-        turn("c:D1:1", "Jon", "I lost my job at the bank in Boston. It was tough.", at_cosine(0, 0.8, 1),
-             created_at=OLD),
+        turn(
+            "c:D1:1",
+            "Jon",
+            "I lost my job at the bank in Boston. It was tough.",
+            at_cosine(0, 0.8, 1),
+            created_at=OLD,
+        ),
         turn("c:D1:2", "Gina", "Sorry to hear that!", basis(2)),
     ]
     p = plan(records, BARE.with_(fold_evidence=True, fold_max_chars=200), now=NOW)
@@ -109,9 +145,7 @@ def test_it_folds_a_turn_into_the_most_similar_citer_only():
     assert op.source_ids == ["c:obs:1", "c:D1:1"] and p.fates["c:obs:2"] == Fate.KEPT
 
 
-@pytest.mark.parametrize(
-    "meta", [{"pinned": True}, {"tier": "curated"}]
-)
+@pytest.mark.parametrize("meta", [{"pinned": True}, {"tier": "curated"}])
 def test_it_never_folds_a_protected_turn(meta):
     records = [
         fact("c:obs:1", "Jon lost his banking job.", ["D1:1"], basis(0)),
@@ -134,10 +168,30 @@ def test_it_never_folds_a_contradicting_turn():
 
 
 def _dialog(n: int, session: int = 1) -> list[MemoryRecord]:
-    words = ["apples", "boats", "chess", "dancing", "eagles", "fishing", "guitars", "hiking",
-             "islands", "jazz", "kites", "lemons"]
-    return [turn(f"c:D{session}:{i + 1}", "Jon" if i % 2 == 0 else "Gina", f"I talked about {words[(i + 3 * session - 3) % 12]}.",
-                 basis(10 * session + i), session=session) for i in range(n)]
+    words = [
+        "apples",
+        "boats",
+        "chess",
+        "dancing",
+        "eagles",
+        "fishing",
+        "guitars",
+        "hiking",
+        "islands",
+        "jazz",
+        "kites",
+        "lemons",
+    ]
+    return [
+        turn(
+            f"c:D{session}:{i + 1}",
+            "Jon" if i % 2 == 0 else "Gina",
+            f"I talked about {words[(i + 3 * session - 3) % 12]}.",
+            basis(10 * session + i),
+            session=session,
+        )
+        for i in range(n)
+    ]
 
 
 def test_it_merges_consecutive_turns_of_a_session_into_windows():
@@ -149,8 +203,11 @@ def test_it_merges_consecutive_turns_of_a_session_into_windows():
     assert windows["c:D1:9"].source_ids == ["c:D1:9", "c:D1:10", "c:D1:11", "c:D1:12"]
     assert windows["c:D1:1"].source_ids == ["c:D1:1", "c:D1:2", "c:D1:3", "c:D1:4"]
     assert windows["c:D1:1"].result_document.splitlines() == [
-        "Jon: I talked about apples.", "Gina: I talked about boats.",
-        "Jon: I talked about chess.", "Gina: I talked about dancing."]
+        "Jon: I talked about apples.",
+        "Gina: I talked about boats.",
+        "Jon: I talked about chess.",
+        "Gina: I talked about dancing.",
+    ]
     assert windows["c:D1:1"].result_metadata["speaker"] == ["Gina", "Jon"]
     assert_accounted(records, p)
 
@@ -197,8 +254,12 @@ def test_it_merges_facts_of_one_session_and_speaker_when_asked():
 )
 def test_it_prunes_a_stale_turn_only_when_its_session_keeps_its_words(extra, coverage, pruned):
     records = [
-        MemoryRecord("c:sum:1", "Jon adopted a puppy named Max.", basis(0),
-                     {"layer": "summary", "session": 1, "created_at": OLD}),
+        MemoryRecord(
+            "c:sum:1",
+            "Jon adopted a puppy named Max.",
+            basis(0),
+            {"layer": "summary", "session": 1, "created_at": OLD},
+        ),
         turn("c:D1:1", "Jon", extra, basis(1), created_at=OLD),
     ]
     p = plan(records, BARE.with_(prune=True, prune_coverage=coverage), now=NOW)
@@ -220,11 +281,16 @@ def test_it_never_age_prunes_a_fact_without_importance_but_honours_an_explicit_o
 # --- trim to the guard's budget -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("trim", "max_loss"), [(False, 0.25), (True, 0.25), (True, 0.5), (True, 0.0)])
+@pytest.mark.parametrize(
+    ("trim", "max_loss"), [(False, 0.25), (True, 0.25), (True, 0.5), (True, 0.0)]
+)
 def test_it_trims_a_plan_to_the_loss_budget_only_when_asked(trim, max_loss):
     records = _dialog(12)
-    p = plan(records, BARE.with_(window_max_size=2, trim_to_guard=trim, max_loss_fraction=max_loss),
-             now=NOW)
+    p = plan(
+        records,
+        BARE.with_(window_max_size=2, trim_to_guard=trim, max_loss_fraction=max_loss),
+        now=NOW,
+    )
     assert_accounted(records, p)
     if not trim:
         assert p.result.exceeds_loss(max_loss) and "trimmed" not in p.context
@@ -237,7 +303,9 @@ def test_it_trims_a_plan_to_the_loss_budget_only_when_asked(trim, max_loss):
 
 
 def test_it_is_deterministic_with_every_strategy_on():
-    records = _dialog(6) + [fact("c:obs:1", "Jon talked about apples.", ["D1:1"], at_cosine(10, 0.9, 40))]
+    records = _dialog(6) + [
+        fact("c:obs:1", "Jon talked about apples.", ["D1:1"], at_cosine(10, 0.9, 40))
+    ]
     policy = Policy(semantic_window_size=2, trim_to_guard=True, max_loss_fraction=0.5)
     a = plan(records, policy, now=NOW).to_dict()
     b = plan(list(reversed(records)), policy, now=NOW).to_dict()

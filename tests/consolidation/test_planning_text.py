@@ -74,13 +74,25 @@ def test_an_empty_text_has_an_empty_key():
         ("Alice has 2 cats", "Alice has 3 cats", "changed_number", True),
         ("Alice has two cats", "Alice has 3 cats", "changed_number", True),
         # LoCoMo conv-26 observations 12:Caroline:5 / 12:Melanie:4 (cosine 0.95)
-        ("Caroline expresses appreciation for her friendship with Melanie.",
-         "Melanie values friendship with Caroline and expresses appreciation for it.", "role_swap", False),
+        (
+            "Caroline expresses appreciation for her friendship with Melanie.",
+            "Melanie values friendship with Caroline and expresses appreciation for it.",
+            "role_swap",
+            False,
+        ),
         # LoCoMo conv-30 turns D2:13 / D13:21 (cosine 0.93)
-        ("Gina: Thanks, Jon! Appreciate your support!",
-         "Jon: Thanks, Gina! Your support's really been awesome.", "role_swap", False),
-        ("Gina's favorite dance style is contemporary.", "Jon's favorite dance style is contemporary.",
-         "different_subject", False),
+        (
+            "Gina: Thanks, Jon! Appreciate your support!",
+            "Jon: Thanks, Gina! Your support's really been awesome.",
+            "role_swap",
+            False,
+        ),
+        (
+            "Gina's favorite dance style is contemporary.",
+            "Jon's favorite dance style is contemporary.",
+            "different_subject",
+            False,
+        ),
     ],
 )
 def test_it_detects_contradiction_cues(a, b, kind, unambiguous):
@@ -100,7 +112,10 @@ def test_it_detects_contradiction_cues(a, b, kind, unambiguous):
         ("Alice doesn't like jazz", "Alice does not like jazz"),
         ("Alice has 2 cats", "Alice has 2 cats and 1 dog"),  # more detail, not a conflict
         ("Yesterday Alice hired Bob", "Alice hired Bob yesterday"),  # reordering, no swap
-        ("Caroline went to an LGBTQ group on Sunday.", "On Sunday Caroline went to an LGBTQ group."),
+        (
+            "Caroline went to an LGBTQ group on Sunday.",
+            "On Sunday Caroline went to an LGBTQ group.",
+        ),
     ],
 )
 def test_it_does_not_call_agreement_a_contradiction(a, b):

@@ -115,14 +115,34 @@ def rec(mid: str, doc: str, vec: np.ndarray, **meta) -> MemoryRecord:
 
 
 STORE = [
-    rec("t1", "Caroline: I went to the support group yesterday", unit(1, 0, 0), layer="episodic",
-        evidence=["D1:3"]),
-    rec("o1", "Caroline attended an LGBTQ support group on 7 May 2023", unit(0.9, 0.1, 0),
-        layer="semantic", evidence=["D1:3"]),
-    rec("t2", "Melanie: I painted a lake sunrise in 2022", unit(0, 1, 0), layer="episodic",
-        evidence=["D1:12"]),
-    rec("s1", "Session summary: support group, painting, sunrise, 2022, D1:12", unit(0, 0.8, 0.6),
-        layer="summary", evidence=["D1:12", "D1:3"]),
+    rec(
+        "t1",
+        "Caroline: I went to the support group yesterday",
+        unit(1, 0, 0),
+        layer="episodic",
+        evidence=["D1:3"],
+    ),
+    rec(
+        "o1",
+        "Caroline attended an LGBTQ support group on 7 May 2023",
+        unit(0.9, 0.1, 0),
+        layer="semantic",
+        evidence=["D1:3"],
+    ),
+    rec(
+        "t2",
+        "Melanie: I painted a lake sunrise in 2022",
+        unit(0, 1, 0),
+        layer="episodic",
+        evidence=["D1:12"],
+    ),
+    rec(
+        "s1",
+        "Session summary: support group, painting, sunrise, 2022, D1:12",
+        unit(0, 0.8, 0.6),
+        layer="summary",
+        evidence=["D1:12", "D1:3"],
+    ),
 ]
 PROBES = [
     Probe("When did Caroline go to the support group?", "7 May 2023", ("D1:3",)),
@@ -149,8 +169,15 @@ def test_it_reports_answer_recall_context_and_evidence_recall(k, recall, evidenc
     if chars is not None:
         assert report.context_chars == chars
     d = report.to_dict()
-    assert set(d) == {"k", "entries", "probes", "answer_recall", "context_chars",
-                      "evidence_recall", "evidence_probes"}
+    assert set(d) == {
+        "k",
+        "entries",
+        "probes",
+        "answer_recall",
+        "context_chars",
+        "evidence_recall",
+        "evidence_probes",
+    }
 
 
 def test_summary_evidence_is_not_counted():
@@ -192,15 +219,26 @@ def plan_of(records, ops) -> Plan:
 def test_simulate_after_merges_prunes_and_promotes():
     emb = AxisEmbedder({"caroline": unit(1, 0, 0)})
     merge = Operation(
-        OpKind.MERGE, ["t1", "o1"], [STORE[0].content_hash, STORE[1].content_hash], ["t1", "o1"],
-        "near duplicates", "near_duplicate", result_id="m-1",
+        OpKind.MERGE,
+        ["t1", "o1"],
+        [STORE[0].content_hash, STORE[1].content_hash],
+        ["t1", "o1"],
+        "near duplicates",
+        "near_duplicate",
+        result_id="m-1",
         result_document="Caroline attended an LGBTQ support group on 7 May 2023 (went yesterday)",
         result_metadata={"layer": "semantic", "evidence": ["D1:3"], "merged_from": ["t1", "o1"]},
     )
     prune = Operation(OpKind.PRUNE, ["t2"], [STORE[2].content_hash], ["t2"], "stale", "decay")
     promote = Operation(
-        OpKind.PROMOTE, ["s1"], [STORE[3].content_hash], [], "durable", "sessions",
-        result_id="s1", result_document=STORE[3].document,
+        OpKind.PROMOTE,
+        ["s1"],
+        [STORE[3].content_hash],
+        [],
+        "durable",
+        "sessions",
+        result_id="s1",
+        result_document=STORE[3].document,
         result_metadata={**STORE[3].metadata, "tier": "curated"},
     )
     after = simulate_after(STORE, plan_of(STORE, [merge, prune, promote]), emb)
@@ -214,8 +252,17 @@ def test_simulate_after_merges_prunes_and_promotes():
 
 
 def test_simulate_after_needs_an_embedder_for_new_text():
-    op = Operation(OpKind.DISTILL, ["t1"], [STORE[0].content_hash], [], "d", "distill",
-                   result_id="d-1", result_document="new fact", result_metadata={})
+    op = Operation(
+        OpKind.DISTILL,
+        ["t1"],
+        [STORE[0].content_hash],
+        [],
+        "d",
+        "distill",
+        result_id="d-1",
+        result_document="new fact",
+        result_metadata={},
+    )
     with pytest.raises(ValueError, match="embedder"):
         simulate_after(STORE, [op], None)
 
@@ -224,7 +271,8 @@ def test_guard_trips_when_a_plan_prunes_the_probe_evidence():
     # Pruning the observation and the summary that hold the answers: recall 1.0 → 0.0.
     ops = [
         Operation(OpKind.PRUNE, [r.id], [r.content_hash], [r.id], "stale", "decay")
-        for r in STORE if r.id in {"o1", "s1", "t2"}
+        for r in STORE
+        if r.id in {"o1", "s1", "t2"}
     ]
     before = evaluate_recall(STORE, PROBES, k=2, query_embeddings=QUERIES)
     after = evaluate_recall(simulate_after(STORE, ops, None), PROBES, k=2, query_embeddings=QUERIES)

@@ -14,34 +14,69 @@ from consolidation.review import (
 )
 
 
-def op(kind: str, sources: list[tuple[str, bool]], result: str | None = None, rule: str = "",
-       scores: dict | None = None, meta: dict | None = None) -> OperationText:
+def op(
+    kind: str,
+    sources: list[tuple[str, bool]],
+    result: str | None = None,
+    rule: str = "",
+    scores: dict | None = None,
+    meta: dict | None = None,
+) -> OperationText:
     return OperationText(
-        kind, tuple(SourceText(f"m{i}", d, r, meta or {}) for i, (d, r) in enumerate(sources)),
-        result, rule, scores or {},
+        kind,
+        tuple(SourceText(f"m{i}", d, r, meta or {}) for i, (d, r) in enumerate(sources)),
+        result,
+        rule,
+        scores or {},
     )
 
 
 PINNED = {
-    "conflict": op("conflict", [("Jon lives in Paris.", False), ("Jon lives in Rome.", False)],
-                   rule="changed_value"),
+    "conflict": op(
+        "conflict",
+        [("Jon lives in Paris.", False), ("Jon lives in Rome.", False)],
+        rule="changed_value",
+    ),
     "near number merge": op(
-        "merge", [("The deadline is June 3.", True), ("The deadline is June 5.", True)],
-        "The deadline is June 3.", "near_duplicate", {"min_cosine": 0.905}),
-    "uncovered prune": op("prune", [("Going to the gym at 5.", True)], rule="decay",
-                          meta={"access_count": 0}),
-    "reconcile": op("reconcile", [("Jon lives in Paris now.", False), ("Jon lives in Rome.", True)],
-                    rule="changed_value", scores={"cosine": 0.86}),
+        "merge",
+        [("The deadline is June 3.", True), ("The deadline is June 5.", True)],
+        "The deadline is June 3.",
+        "near_duplicate",
+        {"min_cosine": 0.905},
+    ),
+    "uncovered prune": op(
+        "prune", [("Going to the gym at 5.", True)], rule="decay", meta={"access_count": 0}
+    ),
+    "reconcile": op(
+        "reconcile",
+        [("Jon lives in Paris now.", False), ("Jon lives in Rome.", True)],
+        rule="changed_value",
+        scores={"cosine": 0.86},
+    ),
     "window drops wording": op(
-        "merge", [("Jon: I lost my job.", True), ("Gina: Sorry! I lost my job too.", True)],
-        "Jon: I lost my job.\nGina: Sorry!", "session_window", {"min_cosine": 0.41}),
-    "covered prune": op("prune", [("Gina: Thanks!", True)], rule="decay_covered",
-                        scores={"coverage": 1.0}),
+        "merge",
+        [("Jon: I lost my job.", True), ("Gina: Sorry! I lost my job too.", True)],
+        "Jon: I lost my job.\nGina: Sorry!",
+        "session_window",
+        {"min_cosine": 0.41},
+    ),
+    "covered prune": op(
+        "prune", [("Gina: Thanks!", True)], rule="decay_covered", scores={"coverage": 1.0}
+    ),
     "far near duplicate": op(
-        "merge", [("Alice likes jazz music.", True), ("Alice likes jazz.", True)],
-        "Alice likes jazz music.", "near_duplicate", {"min_cosine": 0.97}),
-    "exact duplicate": op("merge", [("Alice likes jazz.", True), ("alice likes jazz", True)],
-                          "Alice likes jazz.", "exact_duplicate", {"min_cosine": 1.0}),
+        "merge",
+        [("Alice likes jazz music.", True), ("Alice likes jazz.", True)],
+        "Alice likes jazz music.",
+        "near_duplicate",
+        {"min_cosine": 0.97},
+    ),
+    "exact duplicate": op(
+        "merge",
+        [("Alice likes jazz.", True), ("alice likes jazz", True)],
+        "Alice likes jazz.",
+        "exact_duplicate",
+        {"min_cosine": 1.0},
+    ),
 }
 
 
@@ -93,7 +128,11 @@ def test_the_threshold_comes_from_the_policy():
 
 def test_a_merge_that_keeps_a_number_out_of_order_is_less_risky_than_one_that_drops_it():
     dropped = risk("near number merge").score
-    kept = op("merge", [("The deadline is June 3.", True), ("The deadline is June 5.", True)],
-              "The deadline is June 3. The deadline is June 5.", "near_duplicate",
-              {"min_cosine": 0.905})
+    kept = op(
+        "merge",
+        [("The deadline is June 3.", True), ("The deadline is June 5.", True)],
+        "The deadline is June 3. The deadline is June 5.",
+        "near_duplicate",
+        {"min_cosine": 0.905},
+    )
     assert operation_risk(kept, operation_loss(kept)).score < dropped

@@ -23,8 +23,11 @@ from tests.agent_stores import (
 )
 
 MEMORIES = [
-    Mem0Memory("Prefers dark mode in the editor", user_id="alice",
-               created_at=datetime(2025, 1, 10, tzinfo=UTC)),
+    Mem0Memory(
+        "Prefers dark mode in the editor",
+        user_id="alice",
+        created_at=datetime(2025, 1, 10, tzinfo=UTC),
+    ),
     Mem0Memory("Trinkt morgens schwarzen Kaffee", user_id="alice"),
     Mem0Memory("不要在代码里使用分号", user_id="bob"),
     Mem0Memory("Prefers dark mode in the editor", user_id="bob"),
@@ -61,9 +64,14 @@ def test_it_reads_mem0s_text_from_metadata_data(client):
 
 
 def test_it_reads_praisonai_documents_and_timestamp(client):
-    write_praisonai(client, [PraisonMemory("User likes jazz", timestamp=1.7e9),
-                             PraisonMemory("Der Nutzer wohnt in Berlin")],
-                    collection_name=(name := _name("praison")))
+    write_praisonai(
+        client,
+        [
+            PraisonMemory("User likes jazz", timestamp=1.7e9),
+            PraisonMemory("Der Nutzer wohnt in Berlin"),
+        ],
+        collection_name=(name := _name("praison")),
+    )
     report = detect_shape(sample_collection(client.get_collection(name)), embed=_embed)
     assert report.shape == "praisonai"
     assert report.field_map.document == ""
@@ -83,21 +91,28 @@ def test_it_recognises_a_plain_log_embedded_with_our_model(client):
 
 @pytest.mark.parametrize(
     ("preset", "error"),
-    [("mem0", "does not look like mem0"), ("praisonai", "most records have no document"),
-     ("plain", "most records have no document"), ("bogus", "unknown preset")],
+    [
+        ("mem0", "does not look like mem0"),
+        ("praisonai", "most records have no document"),
+        ("plain", "most records have no document"),
+        ("bogus", "unknown preset"),
+    ],
 )
 def test_it_refuses_a_preset_the_records_contradict(preset, error):
     if preset == "mem0":
         sample = CollectionSample(ids=["a"], documents=["text"], metadatas=[{}])
     else:
-        sample = CollectionSample(ids=["a"], documents=[None], metadatas=[{"data": "x", "hash": "h"}])
+        sample = CollectionSample(
+            ids=["a"], documents=[None], metadatas=[{"data": "x", "hash": "h"}]
+        )
     with pytest.raises(ValueError, match=error):
         detect_shape(sample, preset=preset)
 
 
 def test_it_finds_text_in_another_metadata_key_and_refuses_when_there_is_none():
-    sample = CollectionSample(ids=["a", "b"], documents=[None, None],
-                              metadatas=[{"content": "one"}, {"content": "two"}])
+    sample = CollectionSample(
+        ids=["a", "b"], documents=[None, None], metadatas=[{"content": "one"}, {"content": "two"}]
+    )
     assert detect_shape(sample).field_map.document == "content"
     with pytest.raises(ValueError, match="no memory text found"):
         detect_shape(CollectionSample(ids=["a"], documents=[None], metadatas=[{"n": 1}]))
@@ -106,8 +121,13 @@ def test_it_finds_text_in_another_metadata_key_and_refuses_when_there_is_none():
 def test_it_says_when_384d_vectors_are_another_models():
     texts = ["the cat sat", "un perro ladra"]
     rng = np.random.default_rng(0)
-    sample = CollectionSample(ids=["a", "b"], documents=texts, metadatas=[{}, {}],
-                              vectors=rng.standard_normal((2, 384)).tolist(), vector_width=384)
+    sample = CollectionSample(
+        ids=["a", "b"],
+        documents=texts,
+        metadatas=[{}, {}],
+        vectors=rng.standard_normal((2, 384)).tolist(),
+        vector_width=384,
+    )
     report = detect_shape(sample, embed=_embed)
     assert report.embedder_matches is False
     assert "another model" in " ".join(report.notes)
@@ -115,5 +135,9 @@ def test_it_says_when_384d_vectors_are_another_models():
 
 def test_an_empty_collection_gets_our_own_field_map():
     report = detect_shape(CollectionSample(ids=[], documents=[], metadatas=[]))
-    assert (report.shape, report.field_map, report.embedder_matches) == ("memoryadmin", FieldMap(), None)
+    assert (report.shape, report.field_map, report.embedder_matches) == (
+        "memoryadmin",
+        FieldMap(),
+        None,
+    )
     assert "empty" in " ".join(report.notes)

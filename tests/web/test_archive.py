@@ -39,9 +39,18 @@ def test_it_lists_archived_memories_with_who_removed_them(client, carol, agent):
     assert "Restore</button>" not in body  # a viewer cannot restore
 
 
-@pytest.mark.parametrize(("q", "expected"), [
-    ("boston", 1), ("MEM-001", 1), ("' OR 1=1 --", 0), ("%", 0), ("_", 0), ("<script>", 1), ("", 3),
-])
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        ("boston", 1),
+        ("MEM-001", 1),
+        ("' OR 1=1 --", 0),
+        ("%", 0),
+        ("_", 0),
+        ("<script>", 1),
+        ("", 3),
+    ],
+)
 def test_it_searches_text_literally(client, carol, agent, q, expected):
     r = login(client, carol).get(reverse("archive_list", args=[agent.slug]), {"q": q})
     assert r.status_code == 200
@@ -49,10 +58,18 @@ def test_it_searches_text_literally(client, carol, agent, q, expected):
 
 
 def test_it_pages_fifty_at_a_time(client, carol, agent):
-    ArchivedMemory.objects.bulk_create([
-        ArchivedMemory(agent=agent, memory_id=f"x-{i}", document=f"note {i}", content_hash="h", action="operator_delete")
-        for i in range(60)
-    ])
+    ArchivedMemory.objects.bulk_create(
+        [
+            ArchivedMemory(
+                agent=agent,
+                memory_id=f"x-{i}",
+                document=f"note {i}",
+                content_hash="h",
+                action="operator_delete",
+            )
+            for i in range(60)
+        ]
+    )
     c = login(client, carol)
     first = c.get(reverse("archive_list", args=[agent.slug])).content.decode()
     second = c.get(reverse("archive_list", args=[agent.slug]), {"page": 2}).content.decode()
@@ -62,7 +79,9 @@ def test_it_pages_fifty_at_a_time(client, carol, agent):
 
 def test_a_reviewer_restores_one_memory_whole(client, bob, agent):
     archived = ArchivedMemory.objects.get(agent=agent, memory_id="mem-001")
-    r = login(client, bob).post(reverse("archive_restore", args=[agent.slug, archived.pk]), follow=True)
+    r = login(client, bob).post(
+        reverse("archive_restore", args=[agent.slug, archived.pk]), follow=True
+    )
     assert "Memory mem-001 restored." in r.content.decode()
     [rec] = stores.get_store(agent).get(["mem-001"])
     assert (rec.document, rec.content_hash) == (archived.document, archived.content_hash)
@@ -73,11 +92,17 @@ def test_a_reviewer_restores_one_memory_whole(client, bob, agent):
 
 
 def test_restore_refuses_when_a_different_live_memory_has_the_id(client, bob, alice, agent):
-    services.memory_edit(agent=agent, memory_id="mem-002", document="Something else entirely.", user=alice)
+    services.memory_edit(
+        agent=agent, memory_id="mem-002", document="Something else entirely.", user=alice
+    )
     archived = ArchivedMemory.objects.get(agent=agent, memory_id="mem-002")
     census = services.agent_census(agent=agent)
-    r = login(client, bob).post(reverse("archive_restore", args=[agent.slug, archived.pk]), follow=True)
-    assert "exists and differs" in r.content.decode() and "nothing was restored" in r.content.decode()
+    r = login(client, bob).post(
+        reverse("archive_restore", args=[agent.slug, archived.pk]), follow=True
+    )
+    assert (
+        "exists and differs" in r.content.decode() and "nothing was restored" in r.content.decode()
+    )
     assert services.agent_census(agent=agent) == census
 
 
@@ -89,7 +114,9 @@ def test_restore_is_forbidden_for_a_viewer_and_needs_post(client, carol, bob, ag
     assert Client().post(url).status_code == 302  # anonymous → login
 
 
-def test_a_reviewer_rolls_a_pass_back_from_its_page(client, bob, agent_with_memories, django_capture_on_commit_callbacks):
+def test_a_reviewer_rolls_a_pass_back_from_its_page(
+    client, bob, agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = every_kind(agent_with_memories)
     before = state(agent)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
@@ -105,11 +132,15 @@ def test_a_reviewer_rolls_a_pass_back_from_its_page(client, bob, agent_with_memo
     assert run.status == "rolled_back" and same(state(agent), before)
 
 
-def test_the_rollback_page_names_records_changed_after_the_pass(client, alice, bob, agent_with_memories, django_capture_on_commit_callbacks):
+def test_the_rollback_page_names_records_changed_after_the_pass(
+    client, alice, bob, agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     merged = run.operations.get(kind="merge").result_id
-    services.memory_edit(agent=agent, memory_id=merged, document="Edited after the pass.", user=alice)
+    services.memory_edit(
+        agent=agent, memory_id=merged, document="Edited after the pass.", user=alice
+    )
     c = login(client, bob)
     confirm = c.get(reverse("pass_rollback", args=[run.pk])).content.decode()
     assert 'id="rollback-blockers"' in confirm and merged in confirm
@@ -127,10 +158,14 @@ def test_rollback_is_forbidden_for_a_viewer(client, carol, agent):
 def test_rollback_of_a_pass_that_is_not_applied_says_why(client, bob, agent):
     run = Pass.objects.create(agent=agent, trigger="operator", status="rejected")
     r = login(client, bob).post(reverse("pass_rollback", args=[run.pk]), {"note": ""})
-    assert r.status_code == 200 and "only an applied or partially applied pass" in r.content.decode()
+    assert (
+        r.status_code == 200 and "only an applied or partially applied pass" in r.content.decode()
+    )
 
 
-def test_the_proposal_page_warns_about_each_affected_operation(client, alice, bob, agent_with_memories, django_capture_on_commit_callbacks):
+def test_the_proposal_page_warns_about_each_affected_operation(
+    client, alice, bob, agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(F[:16] + [F[0], F[1]])
     with django_capture_on_commit_callbacks(execute=True):
         run = services.pass_request(agent=agent, trigger="operator")
@@ -142,7 +177,9 @@ def test_the_proposal_page_warns_about_each_affected_operation(client, alice, bo
     assert page.count('data-testid="stale-op"') == 1 and "Memory mem-017 no longer exists" in page
 
 
-def test_rollback_leaves_nothing_for_a_second_rollback(bob, agent_with_memories, django_capture_on_commit_callbacks):
+def test_rollback_leaves_nothing_for_a_second_rollback(
+    bob, agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
@@ -155,15 +192,17 @@ def test_a_restored_row_shows_when_instead_of_a_restore_button(client, bob, agen
     c = login(client, bob)
     c.post(reverse("archive_restore", args=[agent.slug, archived.pk]))
     body = c.get(reverse("archive_list", args=[agent.slug])).content.decode()
-    row = body[body.index(f'id="archived-{archived.pk}"'):]
-    row = row[:row.index("</tr>")]
+    row = body[body.index(f'id="archived-{archived.pk}"') :]
+    row = row[: row.index("</tr>")]
     assert "restored at" in row and "Restore</button>" not in row
     assert body.count("Restore</button>") == 2  # the two others can still be restored
 
 
 def test_posting_rollback_again_says_the_pass_is_already_rolled_back(client, bob, agent):
     run = Pass.objects.create(agent=agent, trigger="operator", status="rolled_back")
-    r = login(client, bob).post(reverse("pass_rollback", args=[run.pk]), {"note": "again"}, follow=True)
+    r = login(client, bob).post(
+        reverse("pass_rollback", args=[run.pk]), {"note": "again"}, follow=True
+    )
     body = r.content.decode()
     assert f"Pass #{run.pk} is already rolled back; nothing was done." in body
     assert "Rolling back pass" not in body

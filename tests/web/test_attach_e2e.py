@@ -45,7 +45,10 @@ SHARED = "Prefers dark mode in the editor"  # alice's fact, also written for bob
 def stored(collection_name: str) -> list[tuple[str | None, dict, int]]:
     col = stores.get_client().get_collection(collection_name)
     got = col.get(include=["documents", "metadatas", "embeddings"])
-    return [(d, m, len(e)) for d, m, e in zip(got["documents"], got["metadatas"], got["embeddings"], strict=True)]
+    return [
+        (d, m, len(e))
+        for d, m, e in zip(got["documents"], got["metadatas"], got["embeddings"], strict=True)
+    ]
 
 
 def texts_by_user(collection_name: str) -> dict[str, Counter]:
@@ -57,7 +60,9 @@ def texts_by_user(collection_name: str) -> dict[str, Counter]:
     return out
 
 
-def attach_and_run(name: str, memories: list[Mem0Memory], alice, bob, capture) -> tuple[Agent, Pass]:
+def attach_and_run(
+    name: str, memories: list[Mem0Memory], alice, bob, capture
+) -> tuple[Agent, Pass]:
     """Write ``memories`` with mem0 (none: already written), attach, run one default pass,
     approve it; both users act."""
     if memories:
@@ -65,7 +70,11 @@ def attach_and_run(name: str, memories: list[Mem0Memory], alice, bob, capture) -
     out = io.StringIO()
     call_command("attach_collection", f"agent-{name}", name, "--json", stdout=out)
     report = json.loads(out.getvalue())
-    assert (report["shape"], report["field_map"]["document"], report["vector_width"]) == ("mem0", "data", 1536)
+    assert (report["shape"], report["field_map"]["document"], report["vector_width"]) == (
+        "mem0",
+        "data",
+        1536,
+    )
     agent = Agent.objects.get(slug=f"agent-{name}")
     with capture(execute=True):
         run = services.pass_request(agent=agent, trigger="operator", user=alice)
@@ -81,7 +90,9 @@ def test_a_default_pass_merges_each_users_rewrites_and_keeps_the_collections_sha
     unique_name, alice, bob, django_capture_on_commit_callbacks
 ):
     name = unique_name("mem0")
-    memories = [Mem0Memory(t, user_id="alice") for t in ALICE] + [Mem0Memory(t, user_id="bob") for t in BOB]
+    memories = [Mem0Memory(t, user_id="alice") for t in ALICE] + [
+        Mem0Memory(t, user_id="bob") for t in BOB
+    ]
     _, run = attach_and_run(name, memories, alice, bob, django_capture_on_commit_callbacks)
     assert run.status == Pass.Status.APPLIED, (run.status, run.error)
     merges = sorted(len(op.source_ids) for op in run.operations.all() if op.kind == "merge")
@@ -93,25 +104,35 @@ def test_a_default_pass_merges_each_users_rewrites_and_keeps_the_collections_sha
     rows = stored(name)
     assert {width for _, _, width in rows} == {FOREIGN_DIM}  # the collection's own vectors
     assert all(doc is None for doc, _, _ in rows)  # the text stays in metadata "data" (mem0)
-    assert all(meta["hash"] == hashlib.md5(meta["data"].encode()).hexdigest() for _, meta, _ in rows)
+    assert all(
+        meta["hash"] == hashlib.md5(meta["data"].encode()).hexdigest() for _, meta, _ in rows
+    )
     col = stores.get_client().get_collection(name)
     assert col.configuration_json["hnsw"]["space"] == "l2"
     assert col.count() == len(ALICE) + len(BOB) - 3
 
 
 def raw(collection_name: str) -> dict[str, tuple[str | None, dict, bytes]]:
-    got = stores.get_client().get_collection(collection_name).get(
-        include=["documents", "metadatas", "embeddings"])
-    return {i: (d, m, np.asarray(e, dtype=np.float32).tobytes())
-            for i, d, m, e in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"],
-                                  strict=True)}
+    got = (
+        stores.get_client()
+        .get_collection(collection_name)
+        .get(include=["documents", "metadatas", "embeddings"])
+    )
+    return {
+        i: (d, m, np.asarray(e, dtype=np.float32).tobytes())
+        for i, d, m, e in zip(
+            got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+        )
+    }
 
 
 def test_undoing_the_pass_restores_mem0s_records_byte_identical(
     unique_name, alice, bob, django_capture_on_commit_callbacks
 ):
     name = unique_name("mem0")
-    memories = [Mem0Memory(t, user_id="alice") for t in ALICE] + [Mem0Memory(t, user_id="bob") for t in BOB]
+    memories = [Mem0Memory(t, user_id="alice") for t in ALICE] + [
+        Mem0Memory(t, user_id="bob") for t in BOB
+    ]
     write_mem0(stores.get_client(), name, memories)
     before = raw(name)
     _, run = attach_and_run(name, [], alice, bob, django_capture_on_commit_callbacks)
@@ -123,10 +144,13 @@ def test_undoing_the_pass_restores_mem0s_records_byte_identical(
     assert raw(name) == before  # ids, no documents, metadata and the original 1536-d vectors
 
 
-def test_nothing_leaves_its_users_scope(unique_name, alice, bob, django_capture_on_commit_callbacks):
+def test_nothing_leaves_its_users_scope(
+    unique_name, alice, bob, django_capture_on_commit_callbacks
+):
     name = unique_name("mem0")
-    memories = ([Mem0Memory(t, user_id="alice") for t in ALICE]
-                + [Mem0Memory(t, user_id="bob") for t in [*BOB, SHARED]])
+    memories = [Mem0Memory(t, user_id="alice") for t in ALICE] + [
+        Mem0Memory(t, user_id="bob") for t in [*BOB, SHARED]
+    ]
     _, run = attach_and_run(name, memories, alice, bob, django_capture_on_commit_callbacks)
     for op in run.operations.all():  # no operation spans two users
         users = {src.metadata.get("user_id") for src in op.sources.all()}
@@ -138,8 +162,11 @@ def test_nothing_leaves_its_users_scope(unique_name, alice, bob, django_capture_
     }
 
 
-CHAT = ["Booked a table at Luigi's for Friday", "Asked for a window seat at Luigi's",
-        "Luigi's confirmed the Friday booking"]
+CHAT = [
+    "Booked a table at Luigi's for Friday",
+    "Asked for a window seat at Luigi's",
+    "Luigi's confirmed the Friday booking",
+]
 FACT = "Has a Friday dinner booking at Luigi's with a window seat"
 
 
@@ -160,11 +187,17 @@ def test_a_new_text_needs_the_collections_own_embedder(
     model it is left out of the plan with the reason; with one (the stub's /v1/embeddings) it
     is written with that model's vector, in metadata ``data``."""
     name = unique_name("mem0")
-    ids = write_mem0(stores.get_client(), name,
-                     [Mem0Memory(t, user_id="alice", run_id="chat-1") for t in CHAT])
+    ids = write_mem0(
+        stores.get_client(), name, [Mem0Memory(t, user_id="alice", run_id="chat-1") for t in CHAT]
+    )
     args = ["--embedder-url", llm_env.base_url, "--embedder-model", "text-embedding-3-small"]
-    call_command("attach_collection", f"agent-{name}", name, *(args if with_embedder else []),
-                 stdout=io.StringIO())
+    call_command(
+        "attach_collection",
+        f"agent-{name}",
+        name,
+        *(args if with_embedder else []),
+        stdout=io.StringIO(),
+    )
     agent = Agent.objects.get(slug=f"agent-{name}")
     llm_env.push_facts([{"text": FACT, "evidence": ids[:2], "confidence": 0.9}])
     with django_capture_on_commit_callbacks(execute=True):

@@ -32,10 +32,15 @@ ONE_MB = "x" * (1024 * 1024)
 
 def create_data(unique_name: Any, **over: str) -> dict[str, str]:
     data = {
-        "name": "New bot", "slug": unique_name("new"), "collection_name": unique_name("coll"),
-        "schedule_cron": "0 3 * * *", "schedule_enabled": "on",
-        **{f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
-           for k, v in Policy().to_dict().items()},
+        "name": "New bot",
+        "slug": unique_name("new"),
+        "collection_name": unique_name("coll"),
+        "schedule_cron": "0 3 * * *",
+        "schedule_enabled": "on",
+        **{
+            f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
+            for k, v in Policy().to_dict().items()
+        },
     }
     data.update(over)
     return {k: v for k, v in data.items() if v != ""}
@@ -77,7 +82,9 @@ AGENT_FORM_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("field", "value"), AGENT_FORM_CASES, ids=[f"{f}={v[:20]!r}" for f, v in AGENT_FORM_CASES])
+@pytest.mark.parametrize(
+    ("field", "value"), AGENT_FORM_CASES, ids=[f"{f}={v[:20]!r}" for f, v in AGENT_FORM_CASES]
+)
 def test_the_agent_form_refuses(client: Client, alice, unique_name, field: str, value: str) -> None:
     client.force_login(alice)
     data = create_data(unique_name, **{field: value})
@@ -110,16 +117,28 @@ def test_the_create_service_refuses_a_bad_policy(unique_name, policy: dict) -> N
     assert not Agent.objects.filter(slug=slug).exists() and not stores.collection_exists(coll)
 
 
-@pytest.mark.parametrize("policy", [{"max_loss_fraction": 2}, {"max_loss_fraction": True},
-                                    {"max_loss_fraction": "abc"}, {"link_threshold": -1}])
-def test_consolidate_refuses_an_agent_whose_stored_policy_is_bad(agent_with_memories, policy: dict) -> None:
+@pytest.mark.parametrize(
+    "policy",
+    [
+        {"max_loss_fraction": 2},
+        {"max_loss_fraction": True},
+        {"max_loss_fraction": "abc"},
+        {"link_threshold": -1},
+    ],
+)
+def test_consolidate_refuses_an_agent_whose_stored_policy_is_bad(
+    agent_with_memories, policy: dict
+) -> None:
     agent = agent_with_memories(F[:3] + [F[0]])
     Agent.objects.filter(pk=agent.pk).update(policy=policy)  # corrupted behind the form's back
     before = services.agent_census(agent=agent)
     with pytest.raises(CommandError, match="invalid policy") as info:
         call_command("consolidate", agent.slug, "--apply")
     assert info.value.returncode == 2
-    assert services.agent_census(agent=agent) == before and not Pass.objects.filter(agent=agent).exists()
+    assert (
+        services.agent_census(agent=agent) == before
+        and not Pass.objects.filter(agent=agent).exists()
+    )
 
 
 def test_consolidate_refuses_an_unknown_named_policy(agent_with_memories) -> None:
@@ -149,8 +168,14 @@ UNKNOWN_AGENT_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize(("command", "args"), UNKNOWN_AGENT_COMMANDS, ids=[" ".join([c, *a]) for c, a in UNKNOWN_AGENT_COMMANDS])
-def test_every_command_names_an_unknown_agent(tmp_path: Path, command: str, args: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("command", "args"),
+    UNKNOWN_AGENT_COMMANDS,
+    ids=[" ".join([c, *a]) for c, a in UNKNOWN_AGENT_COMMANDS],
+)
+def test_every_command_names_an_unknown_agent(
+    tmp_path: Path, command: str, args: list[str]
+) -> None:
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps({"id": "a", "document": "hello", "metadata": {}}) + "\n")
     args = [str(path) if a == "FILE" else a for a in args]
@@ -163,26 +188,40 @@ def test_every_command_names_an_unknown_agent(tmp_path: Path, command: str, args
 # ----- documents: empty, 1 MB, non-UTF-8 -----------------------------------------------------
 
 
-@pytest.mark.parametrize(("document", "message"), [
-    ("", "required"), ("   \n\t ", "required"), (ONE_MB, f"the limit is {MAX_DOCUMENT_CHARS:,}"),
-])
-def test_the_memory_edit_form_refuses(client: Client, alice, agent_with_memories, document: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ("", "required"),
+        ("   \n\t ", "required"),
+        (ONE_MB, f"the limit is {MAX_DOCUMENT_CHARS:,}"),
+    ],
+)
+def test_the_memory_edit_form_refuses(
+    client: Client, alice, agent_with_memories, document: str, message: str
+) -> None:
     agent = agent_with_memories(3)
     before = services.agent_census(agent=agent)
     client.force_login(alice)
-    r = client.post(reverse("memory_edit", args=[agent.slug]), {"memory_id": "mem-000", "document": document})
+    r = client.post(
+        reverse("memory_edit", args=[agent.slug]), {"memory_id": "mem-000", "document": document}
+    )
     assert r.status_code == 200
     assert message in " ".join(r.context["edit_form"].errors["document"])
     assert services.agent_census(agent=agent) == before
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (json.dumps({"id": "a", "document": "", "metadata": {}}).encode() + b"\n", "document"),
-    (json.dumps({"id": "a", "document": ONE_MB, "metadata": {}}).encode() + b"\n", "document"),
-    (b'{"id": "a", "document": "caf\xe9", "metadata": {}}\n', "UTF-8"),
-    (b"\xff\xfe\x00garbage\n", "UTF-8"),
-])
-def test_jsonl_import_refuses_the_whole_file(agent_with_memories, tmp_path: Path, content: bytes, message: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (json.dumps({"id": "a", "document": "", "metadata": {}}).encode() + b"\n", "document"),
+        (json.dumps({"id": "a", "document": ONE_MB, "metadata": {}}).encode() + b"\n", "document"),
+        (b'{"id": "a", "document": "caf\xe9", "metadata": {}}\n', "UTF-8"),
+        (b"\xff\xfe\x00garbage\n", "UTF-8"),
+    ],
+)
+def test_jsonl_import_refuses_the_whole_file(
+    agent_with_memories, tmp_path: Path, content: bytes, message: str
+) -> None:
     agent = agent_with_memories(3)
     before = services.agent_census(agent=agent)
     path = tmp_path / "bad.jsonl"
@@ -198,7 +237,9 @@ def test_jsonl_import_refuses_the_whole_file(agent_with_memories, tmp_path: Path
 
 
 @pytest.mark.parametrize("page", ["memory_list", "memory_detail"])
-def test_memory_text_with_html_is_shown_escaped(client: Client, carol, agent_with_memories, page: str) -> None:
+def test_memory_text_with_html_is_shown_escaped(
+    client: Client, carol, agent_with_memories, page: str
+) -> None:
     agent = agent_with_memories([XSS, F[1]])
     client.force_login(carol)
     url = reverse(page, args=[agent.slug]) + ("?id=mem-000" if page == "memory_detail" else "")
@@ -206,17 +247,27 @@ def test_memory_text_with_html_is_shown_escaped(client: Client, carol, agent_wit
     assert XSS not in body and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in body
 
 
-@pytest.mark.parametrize(("contains", "expected"), [
-    ("' OR 1=1 --", []), ("%", ["mem-000"]), ("_", ["mem-001"]), ('"; DROP TABLE console_pass; --', []),
-])
-def test_sql_ish_search_is_plain_text(client: Client, carol, agent_with_memories, contains: str, expected: list) -> None:
+@pytest.mark.parametrize(
+    ("contains", "expected"),
+    [
+        ("' OR 1=1 --", []),
+        ("%", ["mem-000"]),
+        ("_", ["mem-001"]),
+        ('"; DROP TABLE console_pass; --', []),
+    ],
+)
+def test_sql_ish_search_is_plain_text(
+    client: Client, carol, agent_with_memories, contains: str, expected: list
+) -> None:
     agent = agent_with_memories(["The discount was 100% off.", "Use snake_case for names.", F[2]])
     client.force_login(carol)
     r = client.get(reverse("memory_list", args=[agent.slug]), {"contains": contains})
     assert r.status_code == 200
     shown = [m.id for m in r.context["page"]]
     assert shown == expected
-    assert Pass.objects.model._meta.db_table == "console_pass" and Pass.objects.count() == 0  # table intact
+    assert (
+        Pass.objects.model._meta.db_table == "console_pass" and Pass.objects.count() == 0
+    )  # table intact
 
 
 # ----- Chroma down; LLM endpoint timing out ---------------------------------------------------
@@ -236,7 +287,9 @@ def chroma_down(settings: Any) -> Any:
     up()
 
 
-def test_run_now_with_chroma_down_fails_the_pass_with_the_reason(client: Client, alice, agent_with_memories, chroma_down, django_capture_on_commit_callbacks) -> None:
+def test_run_now_with_chroma_down_fails_the_pass_with_the_reason(
+    client: Client, alice, agent_with_memories, chroma_down, django_capture_on_commit_callbacks
+) -> None:
     agent = agent_with_memories(F[:4] + [F[0]])
     before = services.agent_census(agent=agent)
     down, up = chroma_down
@@ -245,14 +298,19 @@ def test_run_now_with_chroma_down_fails_the_pass_with_the_reason(client: Client,
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("agent_run", args=[agent.slug]))
     run = Pass.objects.get(agent=agent)
-    assert run.status == "failed" and "Cannot reach the Chroma server at http://127.0.0.1:9" in run.error
+    assert (
+        run.status == "failed"
+        and "Cannot reach the Chroma server at http://127.0.0.1:9" in run.error
+    )
     page = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "Cannot reach the Chroma server" in page
     up()
     assert services.agent_census(agent=agent) == before
 
 
-def test_pages_say_the_store_is_down(client: Client, carol, agent_with_memories, chroma_down) -> None:
+def test_pages_say_the_store_is_down(
+    client: Client, carol, agent_with_memories, chroma_down
+) -> None:
     agent = agent_with_memories(2)
     down, _ = chroma_down
     down()
@@ -263,7 +321,9 @@ def test_pages_say_the_store_is_down(client: Client, carol, agent_with_memories,
     assert r.status_code == 200 and "unavailable" in r.content.decode()
 
 
-def test_creating_an_agent_with_chroma_down_writes_nothing(client: Client, alice, unique_name, chroma_down) -> None:
+def test_creating_an_agent_with_chroma_down_writes_nothing(
+    client: Client, alice, unique_name, chroma_down
+) -> None:
     down, _ = chroma_down
     down()
     client.force_login(alice)
@@ -273,7 +333,9 @@ def test_creating_an_agent_with_chroma_down_writes_nothing(client: Client, alice
     assert not Agent.objects.filter(slug=data["slug"]).exists()
 
 
-def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(agent_with_memories, llm_stub, monkeypatch, django_capture_on_commit_callbacks) -> None:
+def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(
+    agent_with_memories, llm_stub, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
     metas = [{"session": "s1"}, {"session": "s1"}, {"session": "s1"}]
     agent = agent_with_memories(F[:3], metas)
     before = services.agent_census(agent=agent)
@@ -288,7 +350,9 @@ def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(agent_
     run.refresh_from_db()
     assert llm_stub.requests, "the pass never called the LLM"
     assert run.status == "failed"
-    assert "tim" in run.error.lower() and len(run.error) < 500, run.error  # readable: timed out / timeout
+    assert "tim" in run.error.lower() and len(run.error) < 500, (
+        run.error
+    )  # readable: timed out / timeout
     assert services.agent_census(agent=agent) == before
 
 
@@ -298,25 +362,43 @@ LONG_ZONE = "Europe/" + "a" * 300
 BAD_ZONES = [LONG_ZONE, "a" * 256, "../../etc/passwd", "Not/AZone", "UTC\\x"]
 
 
-@pytest.mark.parametrize("zone", BAD_ZONES, ids=["long-key", "256-chars", "path", "unknown", "backslash"])
+@pytest.mark.parametrize(
+    "zone", BAD_ZONES, ids=["long-key", "256-chars", "path", "unknown", "backslash"]
+)
 @pytest.mark.parametrize("how", ["query", "cookie"])
-def test_a_bad_time_zone_falls_back_to_the_default(client: Client, carol, agent_with_memories, settings, zone: str, how: str) -> None:
+def test_a_bad_time_zone_falls_back_to_the_default(
+    client: Client, carol, agent_with_memories, settings, zone: str, how: str
+) -> None:
     agent = agent_with_memories(1)
     client.force_login(carol)
     if how == "cookie":
         client.cookies["tz"] = zone
     params = {"tz": zone} if how == "query" else {}
-    for url in (reverse("dashboard"), reverse("agent_list"), reverse("agent_detail", args=[agent.slug]),
-                reverse("audit"), reverse("audit_csv"), reverse("schedule_preview") + "?schedule_cron=0+3+*+*+*"):
+    for url in (
+        reverse("dashboard"),
+        reverse("agent_list"),
+        reverse("agent_detail", args=[agent.slug]),
+        reverse("audit"),
+        reverse("audit_csv"),
+        reverse("schedule_preview") + "?schedule_cron=0+3+*+*+*",
+    ):
         r = client.get(url, params)
         assert r.status_code == 200, url
     page = client.get(reverse("agent_list"), params).content.decode()
     assert f'title="times are shown in this zone">{settings.TIME_ZONE}<' in page
 
 
-@pytest.mark.parametrize("params", [{"until": "9999-12-31"}, {"since": "9999-12-31"},
-                                    {"since": "2020-01-01", "until": "9999-12-31"}])
-def test_audit_dates_past_the_calendar_are_a_form_error(client: Client, carol, params: dict) -> None:
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"until": "9999-12-31"},
+        {"since": "9999-12-31"},
+        {"since": "2020-01-01", "until": "9999-12-31"},
+    ],
+)
+def test_audit_dates_past_the_calendar_are_a_form_error(
+    client: Client, carol, params: dict
+) -> None:
     client.force_login(carol)
     r = client.get(reverse("audit"), params)
     assert r.status_code == 200 and "Choose a date before 9999-12-31." in r.content.decode()
@@ -326,11 +408,15 @@ def test_audit_dates_past_the_calendar_are_a_form_error(client: Client, carol, p
 
 
 @pytest.mark.parametrize("view", ["memory_edit", "memory_pin", "memory_delete"])
-def test_a_memory_post_without_an_id_is_a_message(client: Client, alice, agent_with_memories, view: str) -> None:
+def test_a_memory_post_without_an_id_is_a_message(
+    client: Client, alice, agent_with_memories, view: str
+) -> None:
     agent = agent_with_memories(2)
     before = services.agent_census(agent=agent)
     client.force_login(alice)
-    r = client.post(reverse(view, args=[agent.slug]), {"document": "New text", "pinned": "1"}, follow=True)
+    r = client.post(
+        reverse(view, args=[agent.slug]), {"document": "New text", "pinned": "1"}, follow=True
+    )
     assert r.status_code == 200
     shown = [str(m) for m in r.context["messages"]]
     assert shown and all(m.strip() for m in shown), shown
@@ -339,18 +425,33 @@ def test_a_memory_post_without_an_id_is_a_message(client: Client, alice, agent_w
 
 # ----- audit CSV: every formula start is neutralised (issue 11) ------------------------------
 
-FORMULA_NOTES = ["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "\nx", ";x", "|calc", ",x", "%x",
-                 "  =1+1"]
+FORMULA_NOTES = [
+    "=1+1",
+    "+1",
+    "-1",
+    "@SUM(A1)",
+    "\tx",
+    "\rx",
+    "\nx",
+    ";x",
+    "|calc",
+    ",x",
+    "%x",
+    "  =1+1",
+]
 
 
 @pytest.mark.parametrize("note", FORMULA_NOTES, ids=[repr(n) for n in FORMULA_NOTES])
-def test_audit_csv_cells_never_start_a_formula(client: Client, carol, unique_name, note: str) -> None:
+def test_audit_csv_cells_never_start_a_formula(
+    client: Client, carol, unique_name, note: str
+) -> None:
     import csv
     import io
 
     a = Agent.objects.create(name="Csv", slug=unique_name("csv"), collection_name=unique_name("c"))
-    run = Pass.objects.create(agent=a, trigger="operator", status="rejected", note=note, reason=note,
-                              error=note)
+    run = Pass.objects.create(
+        agent=a, trigger="operator", status="rejected", note=note, reason=note, error=note
+    )
     client.force_login(carol)
     rows = list(csv.DictReader(io.StringIO(client.get(reverse("audit_csv")).content.decode())))
     row = next(r for r in rows if int(r["pass"]) == run.pk)
@@ -365,23 +466,30 @@ BAD_1501 = {
     "surrogate-id": b'{"id": "x\\ud800", "document": "fine"}',
     "surrogate-metadata-key": b'{"id": "x", "document": "fine", "metadata": {"k\\udc00": 1}}',
     "surrogate-metadata-value": b'{"id": "x", "document": "fine", "metadata": {"k": ["\\udbff"]}}',
-    "nested-100000": b'{"id": "x", "document": "fine", "metadata": {"k": ' + b"[" * 100_000
-    + b"]" * 100_000 + b"}}",
+    "nested-100000": b'{"id": "x", "document": "fine", "metadata": {"k": '
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}}",
     "int-5000-digits": b'{"id": "x", "document": "fine", "metadata": {"n": ' + b"7" * 5000 + b"}}",
     "reserved-key": b'{"id": "x", "document": "fine", "metadata": {"chroma:x": 1}}',
-    "embedding-overflow": b'{"id": "x", "document": "fine", "embedding": [' + b"1e39, " * 384
+    "embedding-overflow": b'{"id": "x", "document": "fine", "embedding": ['
+    + b"1e39, " * 384
     + b"]}",
 }
 
 
 def file_1501(bad: bytes) -> bytes:
-    good = [json.dumps({"id": f"ok-{i:04d}", "document": f"Valid memory number {i}."}).encode()
-            for i in range(1500)]
+    good = [
+        json.dumps({"id": f"ok-{i:04d}", "document": f"Valid memory number {i}."}).encode()
+        for i in range(1500)
+    ]
     return b"\n".join([*good, bad.replace(b", ]", b"]")]) + b"\n"
 
 
 @pytest.mark.parametrize("kind", list(BAD_1501))
-def test_one_bad_line_among_1500_refuses_the_whole_file_from_the_command(agent_with_memories, tmp_path: Path, kind: str) -> None:
+def test_one_bad_line_among_1500_refuses_the_whole_file_from_the_command(
+    agent_with_memories, tmp_path: Path, kind: str
+) -> None:
     from memoryadmin.console.models import AuditEvent
 
     agent = agent_with_memories(2)
@@ -400,7 +508,9 @@ def test_one_bad_line_among_1500_refuses_the_whole_file_from_the_command(agent_w
 
 
 @pytest.mark.parametrize("kind", ["surrogate-document", "nested-100000", "int-5000-digits"])
-def test_one_bad_line_among_1500_refuses_the_whole_upload(client: Client, alice, agent_with_memories, kind: str) -> None:
+def test_one_bad_line_among_1500_refuses_the_whole_upload(
+    client: Client, alice, agent_with_memories, kind: str
+) -> None:
     from tests.web.test_views_upload import post
 
     agent = agent_with_memories(2)
@@ -442,22 +552,36 @@ def big_file_with_embeddings(n: int) -> bytes:
     rng = np.random.default_rng(11)
     vecs = rng.normal(size=(n, 384)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    rows = [{"id": f"mem-{i:03d}" if i < 2 else f"new-{i:04d}", "document": f"Imported memory {i}.",
-             "metadata": {"n": i}, "embedding": [float(x) for x in vecs[i]]} for i in range(n)]
+    rows = [
+        {
+            "id": f"mem-{i:03d}" if i < 2 else f"new-{i:04d}",
+            "document": f"Imported memory {i}.",
+            "metadata": {"n": i},
+            "embedding": [float(x) for x in vecs[i]],
+        }
+        for i in range(n)
+    ]
     return "\n".join(json.dumps(r) for r in rows).encode() + b"\n"
 
 
 def store_records(agent: Any) -> list[Any]:
-    return sorted((r for page in stores.get_store(agent).iter_pages(include_embeddings=True)
-                   for r in page), key=lambda r: r.id)
+    return sorted(
+        (r for page in stores.get_store(agent).iter_pages(include_embeddings=True) for r in page),
+        key=lambda r: r.id,
+    )
 
 
 def contents(agent: Any) -> dict[str, tuple[str, str]]:
-    return {r.id: (r.document, json.dumps(r.metadata, sort_keys=True))
-            for page in stores.get_store(agent).iter_pages() for r in page}
+    return {
+        r.id: (r.document, json.dumps(r.metadata, sort_keys=True))
+        for page in stores.get_store(agent).iter_pages()
+        for r in page
+    }
 
 
-def test_a_store_failing_half_way_is_undone(agent_with_memories, tmp_path: Path, monkeypatch) -> None:
+def test_a_store_failing_half_way_is_undone(
+    agent_with_memories, tmp_path: Path, monkeypatch
+) -> None:
     from memoryadmin.console.models import AuditEvent
 
     agent = agent_with_memories(3)  # mem-000..002; the file replaces mem-000 and mem-001
@@ -476,18 +600,23 @@ def test_a_store_failing_half_way_is_undone(agent_with_memories, tmp_path: Path,
     assert after["store"]["content_sha256"] == census["store"]["content_sha256"]
     assert after["archive"] == census["archive"] and after["store"]["count"] == 3
     # The two replaced memories were written back: equal within Chroma's 1-ulp re-write.
-    assert stores.embeddings_within_ulp(np.stack([r.embedding for r in old]),
-                                        np.stack([r.embedding for r in store_records(agent)]))
+    assert stores.embeddings_within_ulp(
+        np.stack([r.embedding for r in old]), np.stack([r.embedding for r in store_records(agent)])
+    )
     event = AuditEvent.objects.get(agent=agent, verb="memories_import_failed")
     assert event.data["undone"] is True and event.data["written"] == 1000
 
 
-def test_an_undo_that_fails_too_says_to_run_the_import_again(agent_with_memories, tmp_path: Path, monkeypatch) -> None:
+def test_an_undo_that_fails_too_says_to_run_the_import_again(
+    agent_with_memories, tmp_path: Path, monkeypatch
+) -> None:
     agent = agent_with_memories(3)
     path = tmp_path / "big.jsonl"
     path.write_bytes(big_file_with_embeddings(1500))
     real = stores.get_store
-    monkeypatch.setattr(stores, "get_store", lambda a: UpsertFails(real(a), fail_at=2, undo_fails=True))
+    monkeypatch.setattr(
+        stores, "get_store", lambda a: UpsertFails(real(a), fail_at=2, undo_fails=True)
+    )
     with pytest.raises(CommandError) as info:
         call_command("import_memories", agent.slug, str(path))
     assert "Run the same import again" in str(info.value)

@@ -22,8 +22,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 
 
@@ -48,12 +52,17 @@ def browser_page(monkeypatch):
             browser.close()
 
 
-def test_it_excludes_a_merge_live_then_approves_and_applies(live_server, transactional_db, bob, agent_with_memories, browser_page) -> None:
+def test_it_excludes_a_merge_live_then_approves_and_applies(
+    live_server, transactional_db, bob, agent_with_memories, browser_page
+) -> None:
     from playwright.sync_api import expect
 
     # 16 distinct facts + two exact-duplicate pairs: two merges removing 4 of 20 originals (20%).
     dup_a, dup_b = "Caroline moved to Boston in May.", "Jon's favourite colour is teal."
-    agent = agent_with_memories([*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b], policy={"prune": False, "promote": False})
+    agent = agent_with_memories(
+        [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
+        policy={"prune": False, "promote": False},
+    )
     run = services.pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
     run.refresh_from_db()
     assert run.status == Pass.Status.PROPOSED, (run.status, run.error, run.guard_reason)
@@ -91,16 +100,23 @@ document.addEventListener("securitypolicyviolation", function (e) {
 """
 
 
-def test_no_page_breaks_the_content_security_policy(live_server, transactional_db, alice, agent_with_memories, browser_page) -> None:
+def test_no_page_breaks_the_content_security_policy(
+    live_server, transactional_db, alice, agent_with_memories, browser_page
+) -> None:
     """The main pages, the dashboard's Chart.js and htmx swaps run with no CSP violation."""
     from playwright.sync_api import expect
 
     dup = "Jon's favourite colour is teal."
-    agent = agent_with_memories([*DISTINCT_FACTS[:6], dup, dup], policy={"prune": False, "promote": False})
+    agent = agent_with_memories(
+        [*DISTINCT_FACTS[:6], dup, dup], policy={"prune": False, "promote": False}
+    )
     run = services.pass_request(agent=agent, trigger="operator", user=alice, run_inline=True)
     page = browser_page
     console_errors: list[str] = []
-    page.on("console", lambda m: console_errors.append(m.text) if "Content Security Policy" in m.text else None)
+    page.on(
+        "console",
+        lambda m: console_errors.append(m.text) if "Content Security Policy" in m.text else None,
+    )
     page.add_init_script(CSP_LISTENER)
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("#id_username", "alice")
@@ -109,10 +125,18 @@ def test_no_page_breaks_the_content_security_policy(live_server, transactional_d
     page.wait_for_url(re.compile(r"/$"))
     expect(page.locator('#agent-chart canvas[data-chart="samples"]')).to_be_visible()
     page.wait_for_function("document.querySelector('#agent-chart canvas').width > 0")
-    urls = ["/agents/", f"/agents/{agent.slug}/", f"/agents/{agent.slug}/memories/",
-            f"/agents/{agent.slug}/memory/?id=mem-000", f"/agents/{agent.slug}/import/",
-            f"/agents/{agent.slug}/archive/", f"/passes/{run.pk}/", "/audit/", "/audit/events/",
-            "/agents/new/"]
+    urls = [
+        "/agents/",
+        f"/agents/{agent.slug}/",
+        f"/agents/{agent.slug}/memories/",
+        f"/agents/{agent.slug}/memory/?id=mem-000",
+        f"/agents/{agent.slug}/import/",
+        f"/agents/{agent.slug}/archive/",
+        f"/passes/{run.pk}/",
+        "/audit/",
+        "/audit/events/",
+        "/agents/new/",
+    ]
     for url in urls:
         page.goto(live_server.url + url)
         page.wait_for_load_state("load")
@@ -126,11 +150,16 @@ def test_no_page_breaks_the_content_security_policy(live_server, transactional_d
     assert console_errors == []
 
 
-def test_a_stale_csrf_token_shows_a_message_with_a_reload_link(live_server, transactional_db, bob, agent_with_memories, browser_page) -> None:
+def test_a_stale_csrf_token_shows_a_message_with_a_reload_link(
+    live_server, transactional_db, bob, agent_with_memories, browser_page
+) -> None:
     from playwright.sync_api import expect
 
     dup_a, dup_b = "Caroline moved to Boston in May.", "Jon's favourite colour is teal."
-    agent = agent_with_memories([*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b], policy={"prune": False, "promote": False})
+    agent = agent_with_memories(
+        [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
+        policy={"prune": False, "promote": False},
+    )
     run = services.pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
     page = browser_page
     page.goto(f"{live_server.url}/accounts/login/?next=/passes/{run.pk}/")
@@ -142,8 +171,9 @@ def test_a_stale_csrf_token_shows_a_message_with_a_reload_link(live_server, tran
     expect(loss).to_have_text("20.0%")
     # As after logging in again in another tab: the CSRF secret in the cookie is new, so every
     # token this page holds is stale.
-    page.context.add_cookies([{"name": "csrftoken", "value": "N3wS3cretFromAnotherTabLogin0000",
-                               "url": live_server.url}])
+    page.context.add_cookies(
+        [{"name": "csrftoken", "value": "N3wS3cretFromAnotherTabLogin0000", "url": live_server.url}]
+    )
     page.locator('[data-kind="merge"] [data-action="toggle-exclude"]').first.click()
     message = page.locator('#messages [data-testid="csrf-failure"]')
     expect(message).to_be_visible()

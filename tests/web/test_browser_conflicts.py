@@ -20,7 +20,13 @@ CONTRADICTION = ["Is allergic to penicillin", "Is not allergic to penicillin"]
 SAME_TIME = [{"created_at": "2025-03-01T00:00:00+00:00"}] * 2
 
 
-def test_keep_a_in_place_then_approve_archives_b(live_server, transactional_db, bob, agent_with_memories, browser_page) -> None:  # noqa: F811
+def test_keep_a_in_place_then_approve_archives_b(
+    live_server,
+    transactional_db,
+    bob,
+    agent_with_memories,
+    browser_page,  # noqa: F811 - the fixture imported above
+) -> None:
     from playwright.sync_api import expect
 
     agent = agent_with_memories(CONTRADICTION + DISTINCT_FACTS[:6], SAME_TIME + [{}] * 6)
@@ -42,8 +48,12 @@ def test_keep_a_in_place_then_approve_archives_b(live_server, transactional_db, 
     page.evaluate("window.__noReload = 'still here'")
     page.locator(f'#rv-{op.pk} [data-conflict-keep="a"]').click()
     expect(page.locator("#loss-fraction")).to_have_text("12.5%")
-    expect(page.locator(f'#rv-{op.pk} [data-testid="conflict"]')).to_have_attribute("data-decided", "a")
-    expect(page.locator(f'#op-{op.pk} [data-testid="conflict"]')).to_have_attribute("data-decided", "a")
+    expect(page.locator(f'#rv-{op.pk} [data-testid="conflict"]')).to_have_attribute(
+        "data-decided", "a"
+    )
+    expect(page.locator(f'#op-{op.pk} [data-testid="conflict"]')).to_have_attribute(
+        "data-decided", "a"
+    )
     expect(page.locator(f'#op-{op.pk} [data-side="b"]')).to_contain_text("removed on apply")
     expect(page.locator("#approve-line")).not_to_contain_text("undecided")
     assert page.evaluate("window.__noReload") == "still here"  # no page load happened

@@ -28,8 +28,9 @@ POLICY = {"max_loss_fraction": 0.95, "min_recall_retention": None}
 
 @pytest.fixture
 def locomo_pass(transactional_db, bob, unique_name) -> Pass:
-    [report] = locomo_import(path=locomo_path(), conversations=["conv-30"],
-                             collection_prefix=unique_name("lc") + "-")
+    [report] = locomo_import(
+        path=locomo_path(), conversations=["conv-30"], collection_prefix=unique_name("lc") + "-"
+    )
     agent = services.agent_update(agent=report_agent(report.agent), policy=POLICY)
     run = services.pass_request(agent=agent, trigger="operator", user=bob)
     run = services.pass_run(run=run)
@@ -43,7 +44,11 @@ def report_agent(slug: str):
     return Agent.objects.get(slug=slug)
 
 
-def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_server, locomo_pass, browser_page) -> None:  # noqa: F811
+def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(
+    live_server,
+    locomo_pass,
+    browser_page,  # noqa: F811 - the fixture imported above
+) -> None:
     from playwright.sync_api import expect
 
     run = locomo_pass
@@ -66,7 +71,8 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(live_ser
     for pk in conflicts:
         page.locator(f'#rv-{pk} [data-conflict-keep="both"]').click()
         expect(page.locator(f'#rv-{pk} [data-testid="conflict"]')).to_have_attribute(
-            "data-decided", "both")
+            "data-decided", "both"
+        )
     page.reload()
 
     # Review opens first: the riskiest operation heads the list, its loss struck through in place

@@ -41,11 +41,24 @@ def test_the_console_talks_to_a_chroma_server_with_a_token(settings, tmp_path):
     }
     (tmp_path / "logs").mkdir()
     log = open(tmp_path / "logs" / "chroma.log", "wb")  # noqa: SIM115 - closed below
-    server = subprocess.Popen([str(BIN / "chroma"), "run", "--path", str(tmp_path / "chroma"),
-                               "--host", "127.0.0.1", "--port", str(port)],
-                              env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            str(BIN / "chroma"),
+            "run",
+            "--path",
+            str(tmp_path / "chroma"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}/api/v2"
     try:
+
         def up() -> bool:
             try:
                 return httpx.get(f"{base}/heartbeat").is_success
@@ -65,9 +78,11 @@ def test_the_console_talks_to_a_chroma_server_with_a_token(settings, tmp_path):
 
         anon = httpx.get(f"{base}/tenants/default_tenant/databases/default_database/collections")
         if anon.status_code == 200:
-            pytest.skip("chromadb 1.x's `chroma run` ignores the token-auth settings (no server "
-                        "auth provider in the Rust server, chroma-core/chroma#4965): it answered "
-                        "a request without the token; the client side above passed")
+            pytest.skip(
+                "chromadb 1.x's `chroma run` ignores the token-auth settings (no server "
+                "auth provider in the Rust server, chroma-core/chroma#4965): it answered "
+                "a request without the token; the client side above passed"
+            )
         assert anon.status_code in (401, 403)
     finally:
         stores.reset_client_cache()

@@ -29,15 +29,22 @@ def consolidate(*args: str) -> dict:
 
 
 def fresh(days: float = 1, importance: float = 0.5) -> dict:
-    return {"created_at": (timezone.now() - timedelta(days=days)).isoformat(), "importance": importance}
+    return {
+        "created_at": (timezone.now() - timedelta(days=days)).isoformat(),
+        "importance": importance,
+    }
 
 
 @pytest.fixture
 def duplicates_agent(agent_with_memories):
     texts = DISTINCT_FACTS[:18] + [DISTINCT_FACTS[0], DISTINCT_FACTS[1]]  # two exact duplicates
     agent = agent_with_memories(texts, [fresh() for _ in texts])
-    ProbeQuery.objects.create(agent=agent, question="Where did Caroline move from?", answer="Sweden")
-    ProbeQuery.objects.create(agent=agent, question="What is Jon's favourite board game?", answer="Settlers of Catan")
+    ProbeQuery.objects.create(
+        agent=agent, question="Where did Caroline move from?", answer="Sweden"
+    )
+    ProbeQuery.objects.create(
+        agent=agent, question="What is Jon's favourite board game?", answer="Settlers of Catan"
+    )
     return agent
 
 
@@ -49,7 +56,9 @@ def fading_agent(agent_with_memories):
     faded = {5, 12, 18}
     metas = [fresh(400, 0.1) if i in faded else fresh(1, 0.9) for i in range(20)]
     agent = agent_with_memories(20, metas)
-    ProbeQuery.objects.create(agent=agent, question="What is the name of Gina's cat?", answer="Pixel")
+    ProbeQuery.objects.create(
+        agent=agent, question="What is the name of Gina's cat?", answer="Pixel"
+    )
     ProbeQuery.objects.create(agent=agent, question="What is Maria allergic to?", answer="peanuts")
     return agent
 
@@ -92,7 +101,10 @@ def test_the_recall_guard_trips_on_a_plan_that_prunes_the_probe_evidence(fading_
     assert check["answer_recall_before"] == 1.0 and check["answer_recall_after"] == 0.0
     assert check["passed"] is False
     assert "1.000 to 0.000" in check["reason"] and "98.0%" in check["reason"]
-    assert check["lost"] == 2 and {p["answer"] for p in check["lost_probes"]} == {"Pixel", "peanuts"}
+    assert check["lost"] == 2 and {p["answer"] for p in check["lost_probes"]} == {
+        "Pixel",
+        "peanuts",
+    }
 
     out = consolidate(fading_agent.slug, "--dry-run")
     assert out["guard_passed"] is True and out["recall_passed"] is False
@@ -168,10 +180,21 @@ def test_dry_run_plans_the_operations_propose_stores(agent_with_memories, checkp
     proposed = consolidate(agent.slug, "--propose")
     run = Pass.objects.get(pk=proposed["pass_id"])
 
-    figures = ("entries_before", "entries_after", "merged", "promoted", "pruned", "reconciled",
-               "loss_fraction", "guard_passed", "recall_before", "recall_after")
+    figures = (
+        "entries_before",
+        "entries_after",
+        "merged",
+        "promoted",
+        "pruned",
+        "reconciled",
+        "loss_fraction",
+        "guard_passed",
+        "recall_before",
+        "recall_after",
+    )
     assert {k: dry[k] for k in figures} == {k: proposed[k] for k in figures}
     stored = [(op.kind, op.source_ids, op.removes) for op in run.operations.order_by("index")]
-    assert stored == [(op.kind.value, list(op.source_ids), list(op.removes))
-                      for op in planned.plan.operations]
+    assert stored == [
+        (op.kind.value, list(op.source_ids), list(op.removes)) for op in planned.plan.operations
+    ]
     assert dry["merged"] == (0 if checkpointed else 2)

@@ -39,7 +39,10 @@ def test_setup_demo_creates_users_in_roles_and_is_idempotent(recorded_seed, monk
     call_command("setup_demo", stdout=out)
     call_command("setup_demo", stdout=io.StringIO())
 
-    assert "'operator' (admin), 'reviewer' or 'viewer', each with password 's3cret-demo'" in out.getvalue()
+    assert (
+        "'operator' (admin), 'reviewer' or 'viewer', each with password 's3cret-demo'"
+        in out.getvalue()
+    )
     groups = {u.username: [g.name for g in u.groups.all()] for u in User.objects.all()}
     assert groups == {"operator": ["admin"], "reviewer": ["reviewer"], "viewer": ["viewer"]}
     op = User.objects.get(username="operator")

@@ -53,7 +53,9 @@ def wait_for(predicate, timeout: float, what: str, procs: list[subprocess.Popen]
     while time.monotonic() < deadline:
         for p in procs:
             if p.poll() is not None:
-                raise AssertionError(f"{p.args[:3]} exited with {p.returncode} while waiting for {what}")
+                raise AssertionError(
+                    f"{p.args[:3]} exited with {p.returncode} while waiting for {what}"
+                )
         try:
             if predicate():
                 return
@@ -76,7 +78,9 @@ def stack(tmp_path: Path) -> Iterator[dict]:
         "CHROMA_PORT": str(chroma_port),
         "Q_SYNC": "0",
         "Q_WORKERS": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+        ),
     }
     procs: list[subprocess.Popen] = []
     logs = tmp_path / "logs"
@@ -89,20 +93,46 @@ def stack(tmp_path: Path) -> Iterator[dict]:
         return p
 
     def manage(*args: str) -> str:
-        done = subprocess.run([str(BIN / "python"), "manage.py", *args], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=180)
+        done = subprocess.run(
+            [str(BIN / "python"), "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
 
     try:
-        start("chroma", str(BIN / "chroma"), "run", "--path", str(tmp_path / "chroma"),
-              "--host", "127.0.0.1", "--port", str(chroma_port))
-        wait_for(lambda: httpx.get(f"http://127.0.0.1:{chroma_port}/api/v2/heartbeat").is_success,
-                 60, "chroma", procs)
+        start(
+            "chroma",
+            str(BIN / "chroma"),
+            "run",
+            "--path",
+            str(tmp_path / "chroma"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(chroma_port),
+        )
+        wait_for(
+            lambda: httpx.get(f"http://127.0.0.1:{chroma_port}/api/v2/heartbeat").is_success,
+            60,
+            "chroma",
+            procs,
+        )
         manage("migrate", "--noinput")
         assert "seeded 18" in manage("shell", "-c", SEED)
         start("worker", str(BIN / "python"), "manage.py", "run_worker")
-        start("web", str(BIN / "python"), "manage.py", "runserver", f"127.0.0.1:{web_port}", "--noreload")
+        start(
+            "web",
+            str(BIN / "python"),
+            "manage.py",
+            "runserver",
+            f"127.0.0.1:{web_port}",
+            "--noreload",
+        )
         base = f"http://127.0.0.1:{web_port}"
         wait_for(lambda: httpx.get(f"{base}/accounts/login/").status_code == 200, 60, "web", procs)
         yield {"base": base, "db": tmp_path / "db.sqlite3", "procs": procs, "logs": logs}
@@ -129,8 +159,10 @@ def test_run_now_and_approve_over_http_go_through_the_worker(stack):
     with httpx.Client(base_url=base, follow_redirects=False, timeout=30) as http:
         page = http.get("/accounts/login/")
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        r = http.post("/accounts/login/", data={"username": "alice", "password": "password",
-                                                 "csrfmiddlewaretoken": token})
+        r = http.post(
+            "/accounts/login/",
+            data={"username": "alice", "password": "password", "csrfmiddlewaretoken": token},
+        )
         assert r.status_code == 302, r.text[:500]
         r = http.post("/agents/e2e/run/", headers={"X-CSRFToken": http.cookies["csrftoken"]})
         assert r.status_code in (200, 302), r.text[:500]
@@ -145,8 +177,9 @@ def test_run_now_and_approve_over_http_go_through_the_worker(stack):
             for log in stack["logs"].iterdir():
                 print(log.name, log.read_text(errors="replace")[-3000:])
             raise
-        (pk, status, merged, loss), = db_rows(
-            stack["db"], "select id, status, merged, loss_fraction from console_pass")
+        ((pk, status, merged, loss),) = db_rows(
+            stack["db"], "select id, status, merged, loss_fraction from console_pass"
+        )
         assert (status, merged) == ("proposed", 4)
         assert abs(loss - 4 / 18) < 1e-9
         detail = http.get(f"/passes/{pk}/")
@@ -154,15 +187,25 @@ def test_run_now_and_approve_over_http_go_through_the_worker(stack):
         verbs = db_rows(stack["db"], "select verb from console_auditevent order by id")
         assert [v for (v,) in verbs][-3:] == ["requested", "started", "proposed"]
 
-        r = http.post(f"/passes/{pk}/approve/", data={"note": "ok from e2e"},
-                      headers={"X-CSRFToken": http.cookies["csrftoken"]})
+        r = http.post(
+            f"/passes/{pk}/approve/",
+            data={"note": "ok from e2e"},
+            headers={"X-CSRFToken": http.cookies["csrftoken"]},
+        )
         assert r.status_code == 302, r.text[:500]
 
         def applied() -> bool:
             return db_rows(stack["db"], f"select status from console_pass where id={pk}")[0][0] in (
-                "applied", "partially_applied")
+                "applied",
+                "partially_applied",
+            )
 
         wait_for(applied, 120, "the worker to apply the pass", stack["procs"])
-        statuses = {s for (s,) in db_rows(stack["db"], f"select status from console_operation where run_id={pk}")}
+        statuses = {
+            s
+            for (s,) in db_rows(
+                stack["db"], f"select status from console_operation where run_id={pk}"
+            )
+        }
         assert statuses == {"applied"}
         assert db_rows(stack["db"], "select count(*) from console_archivedmemory")[0][0] == 4

@@ -31,7 +31,9 @@ def op_for(run: Pass, memory_id: str) -> Any:
     return next(op for op in run.operations.all() if memory_id in op.source_ids)
 
 
-def test_a_pass_rejected_by_the_guard_leaves_the_census_identical(agent_with_memories, django_capture_on_commit_callbacks):
+def test_a_pass_rejected_by_the_guard_leaves_the_census_identical(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES, policy={"max_loss_fraction": 0.05, "trim_to_guard": False})
     before = services.agent_census(agent=agent)
     run = propose(agent, django_capture_on_commit_callbacks)
@@ -39,7 +41,9 @@ def test_a_pass_rejected_by_the_guard_leaves_the_census_identical(agent_with_mem
     assert services.agent_census(agent=agent) == before
 
 
-def test_a_rejected_pass_leaves_the_census_identical(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_a_rejected_pass_leaves_the_census_identical(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES, policy=LOOSE)
     before = services.agent_census(agent=agent)
     run = propose(agent, django_capture_on_commit_callbacks)
@@ -48,7 +52,9 @@ def test_a_rejected_pass_leaves_the_census_identical(agent_with_memories, bob, d
     assert services.agent_census(agent=agent) == before
 
 
-def test_a_failed_pass_leaves_the_census_identical(agent_with_memories, settings, django_capture_on_commit_callbacks):
+def test_a_failed_pass_leaves_the_census_identical(
+    agent_with_memories, settings, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES, policy=LOOSE)
     before = services.agent_census(agent=agent)
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9  # Chroma is down while the pass runs
@@ -60,7 +66,9 @@ def test_a_failed_pass_leaves_the_census_identical(agent_with_memories, settings
     assert services.agent_census(agent=agent) == before
 
 
-def test_a_stale_pass_leaves_the_census_identical_and_a_newer_pass_supersedes_it(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_a_stale_pass_leaves_the_census_identical_and_a_newer_pass_supersedes_it(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES, policy=LOOSE)
     before = services.agent_census(agent=agent)
     old = propose(agent, django_capture_on_commit_callbacks)
@@ -74,15 +82,23 @@ def test_a_stale_pass_leaves_the_census_identical_and_a_newer_pass_supersedes_it
     assert services.agent_census(agent=agent) == before
 
 
-def test_edit_delete_and_add_between_planning_and_approval_skip_exactly_the_affected(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_edit_delete_and_add_between_planning_and_approval_skip_exactly_the_affected(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES, policy=LOOSE)
     run = propose(agent, django_capture_on_commit_callbacks)
     assert run.operations.filter(kind="merge").count() == 3
-    services.memory_edit(agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice)
+    services.memory_edit(
+        agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice
+    )
     services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
     [added] = memory_records([F[2]], prefix="late")  # a new duplicate of mem-002, added late
     stores.get_store(agent).upsert([added])
-    edited, deleted, untouched = op_for(run, "mem-000"), op_for(run, "mem-017"), op_for(run, "mem-002")
+    edited, deleted, untouched = (
+        op_for(run, "mem-000"),
+        op_for(run, "mem-017"),
+        op_for(run, "mem-002"),
+    )
     assert set(services.pass_stale_operations(run=run)) == {edited.pk, deleted.pk}
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -92,17 +108,23 @@ def test_edit_delete_and_add_between_planning_and_approval_skip_exactly_the_affe
     assert run.status == "partially_applied"
     statuses = {op.pk: op.status for op in run.operations.all()}
     assert statuses == {edited.pk: "conflict", deleted.pk: "conflict", untouched.pk: "applied"}
-    live = {r.id: r.document for r in stores.get_store(agent).iter_records(include_embeddings=False)}
+    live = {
+        r.id: r.document for r in stores.get_store(agent).iter_records(include_embeddings=False)
+    }
     assert live["mem-000"] == "Caroline moved to Oslo." and live["mem-016"] == F[0]  # untouched
     assert live["mem-001"] == F[1]  # the surviving source of the deleted-source merge is kept
     assert "late-000" in live and not {"mem-002", "mem-018"} & set(live)  # added memory kept
     assert run.events.filter(verb="conflict").count() == 2
 
 
-def test_a_merge_keeps_every_metadata_key_of_every_source(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_a_merge_keeps_every_metadata_key_of_every_source(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     metas = [{} for _ in range(16)] + [{"verified": True, "confidence": 0.7}, {"confidence": 0.95}]
-    agent = agent_with_memories(F[:15] + ["Alice is vegetarian."] + ["Alice is vegetarian.", "Alice is vegetarian."],
-                                [*metas[:15], {"source": "chat-1"}, *metas[16:]])
+    agent = agent_with_memories(
+        F[:15] + ["Alice is vegetarian."] + ["Alice is vegetarian.", "Alice is vegetarian."],
+        [*metas[:15], {"source": "chat-1"}, *metas[16:]],
+    )
     run = propose(agent, django_capture_on_commit_callbacks)
     merge = run.operations.get(kind="merge")
     assert sorted(merge.source_ids) == ["mem-015", "mem-016", "mem-017"]

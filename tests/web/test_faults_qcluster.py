@@ -81,8 +81,20 @@ run = rollback.pass_rollback_request(run=Pass.objects.get(pk={pk}),
 print(run.status)
 """
 
-APPLY_STEPS = ["apply:archived", "apply:written", "apply:verified", "apply:deleted", "apply:applied"]
-ROLLBACK_STEPS = ["rollback:restored", "rollback:verified", "rollback:deleted", "rollback:marked", "rollback:marked"]
+APPLY_STEPS = [
+    "apply:archived",
+    "apply:written",
+    "apply:verified",
+    "apply:deleted",
+    "apply:applied",
+]
+ROLLBACK_STEPS = [
+    "rollback:restored",
+    "rollback:verified",
+    "rollback:deleted",
+    "rollback:marked",
+    "rollback:marked",
+]
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +111,24 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         "CHROMA_PORT": str(port),
         "Q_SYNC": "0",
         "Q_WORKERS": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+        ),
     }
     env.pop("MEMORYADMIN_FAILPOINT", None)
     chroma = subprocess.Popen(
-        [str(BIN / "chroma"), "run", "--path", str(tmp / "chroma"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            str(BIN / "chroma"),
+            "run",
+            "--path",
+            str(tmp / "chroma"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60
@@ -116,20 +140,35 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
                 pass
             assert time.monotonic() < deadline and chroma.poll() is None, "chroma did not start"
             time.sleep(0.3)
-        subprocess.run([str(BIN / "python"), "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
-                       check=True, timeout=120)
+        subprocess.run(
+            [str(BIN / "python"), "manage.py", "migrate", "-v0"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            timeout=120,
+        )
         import chromadb
 
-        yield {"env": env, "db": tmp / "db.sqlite3", "chroma": chromadb.HttpClient(host="127.0.0.1", port=port),
-               "logs": tmp}
+        yield {
+            "env": env,
+            "db": tmp / "db.sqlite3",
+            "chroma": chromadb.HttpClient(host="127.0.0.1", port=port),
+            "logs": tmp,
+        }
     finally:
         chroma.terminate()
         chroma.wait(timeout=20)
 
 
 def shell(env: dict, code: str) -> str:
-    done = subprocess.run([str(BIN / "python"), "manage.py", "shell", "-c", code], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [str(BIN / "python"), "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -144,7 +183,9 @@ def rows(db: Path, sql: str, *args: object) -> list[tuple]:
 
 def worker_line() -> str:
     """The Procfile's worker command (what ``make run`` starts)."""
-    line = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("worker:"))
+    line = next(
+        line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("worker:")
+    )
     return line.split(":", 1)[1].strip()
 
 
@@ -165,21 +206,31 @@ def run_worker(stack: dict, pk: int, failpoint: str | None, name: str) -> str:
     if failpoint:
         env["MEMORYADMIN_FAILPOINT"] = failpoint
     log = open(stack["logs"] / f"{name}.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(["sh", "-c", worker_line()], cwd=ROOT, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["sh", "-c", worker_line()],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     [(stale_owner,)] = rows(stack["db"], "select lease_owner from console_pass where id=?", pk)
     try:
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:
-            [(status, owner)] = rows(stack["db"], "select status, lease_owner from console_pass where id=?", pk)
+            [(status, owner)] = rows(
+                stack["db"], "select status, lease_owner from console_pass where id=?", pk
+            )
             if status in ("applied", "partially_applied", "rolled_back", "failed"):
                 return "done"
             pid = owner.rpartition(":")[2]
             if owner != stale_owner and pid.isdigit() and _dead(int(pid)):
                 return "crashed"
             time.sleep(0.2)
-        raise AssertionError(f"{name}: pass #{pk} neither settled nor crashed: {status}\n"
-                             + (stack["logs"] / f"{name}.log").read_text(errors="replace")[-3000:])
+        raise AssertionError(
+            f"{name}: pass #{pk} neither settled nor crashed: {status}\n"
+            + (stack["logs"] / f"{name}.log").read_text(errors="replace")[-3000:]
+        )
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=20)
@@ -192,10 +243,20 @@ def census(stack: dict, slug: str, pk: int) -> dict:
 
     store = ChromaMemoryStore(stack["chroma"].get_collection(f"faults-{slug}"))
     live = {r.id: r.content_hash for r in store.iter_records(include_embeddings=False)}
-    archived = rows(stack["db"], "select memory_id, content_hash, operation_id, restored_at is not null "
-                                 "from console_archivedmemory where run_id=?", pk)
+    archived = rows(
+        stack["db"],
+        "select memory_id, content_hash, operation_id, restored_at is not null "
+        "from console_archivedmemory where run_id=?",
+        pk,
+    )
     status = rows(stack["db"], "select status from console_pass where id=?", pk)[0][0]
-    ops = dict(rows(stack["db"], "select status, count(*) from console_operation where run_id=? group by status", pk))
+    ops = dict(
+        rows(
+            stack["db"],
+            "select status, count(*) from console_operation where run_id=? group by status",
+            pk,
+        )
+    )
     return {"live": live, "archived": archived, "status": status, "ops": ops}
 
 
@@ -206,10 +267,14 @@ def assert_nothing_lost(c: dict, originals: dict[str, str]) -> None:
         seen.add((memory_id, op_id))
     archived = {(m, h) for m, h, _, _ in c["archived"]}
     for mid, chash in originals.items():
-        assert c["live"].get(mid) == chash or (mid, chash) in archived, f"{mid} is neither live nor archived"
+        assert c["live"].get(mid) == chash or (mid, chash) in archived, (
+            f"{mid} is neither live nor archived"
+        )
 
 
-@pytest.mark.parametrize("step", range(5), ids=[f"{a}+{b}" for a, b in zip(APPLY_STEPS, ROLLBACK_STEPS, strict=True)])
+@pytest.mark.parametrize(
+    "step", range(5), ids=[f"{a}+{b}" for a, b in zip(APPLY_STEPS, ROLLBACK_STEPS, strict=True)]
+)
 def test_a_worker_killed_at_each_step_is_resumed_at_its_next_start(stack, step):
     apply_fp, rollback_fp = APPLY_STEPS[step], ROLLBACK_STEPS[step]
     slug = f"fp{step}"
@@ -240,7 +305,9 @@ def test_a_worker_killed_at_each_step_is_resumed_at_its_next_start(stack, step):
     assert all(restored for *_, restored in final["archived"])
 
 
-def crash_until_done(stack: dict, slug: str, pk: int, failpoint: str, what: str, originals: dict) -> int:
+def crash_until_done(
+    stack: dict, slug: str, pk: int, failpoint: str, what: str, originals: dict
+) -> int:
     """Restart the worker with ``failpoint`` until it no longer fires (at most 3 times), checking
     the census after each crash, then once without it; returns the number of crashes."""
     crashes = 0

@@ -21,7 +21,12 @@ def test_it_seeds_three_agents_with_pending_proposals_and_is_idempotent(unique_n
         assert agent.probes.count() >= 5
         proposed = agent.passes.get(status=Pass.Status.PROPOSED)
         kinds |= set(proposed.operations.values_list("kind", flat=True))
-        pinned = [r for page in stores.get_store(agent).iter_pages() for r in page if r.metadata.get("pinned")]
+        pinned = [
+            r
+            for page in stores.get_store(agent).iter_pages()
+            for r in page
+            if r.metadata.get("pinned")
+        ]
         assert pinned
         removed = {rid for op in proposed.operations.all() for rid in op.removes}
         assert not removed & {r.id for r in pinned}  # I-6

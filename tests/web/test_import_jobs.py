@@ -20,19 +20,27 @@ pytestmark = pytest.mark.django_db
 
 
 def jsonl(n: int) -> bytes:
-    return "\n".join(json.dumps({"id": f"m{i}", "document": f"Fact number {i} about tea."})
-                     for i in range(n)).encode()
+    return "\n".join(
+        json.dumps({"id": f"m{i}", "document": f"Fact number {i} about tea."}) for i in range(n)
+    ).encode()
 
 
 def upload(client: Client, agent, content: bytes, **extra):
-    return client.post(reverse("memories_import", args=[agent.slug]),
-                       {"file": SimpleUploadedFile("big.jsonl", content)}, **extra)
+    return client.post(
+        reverse("memories_import", args=[agent.slug]),
+        {"file": SimpleUploadedFile("big.jsonl", content)},
+        **extra,
+    )
 
 
-def test_the_request_returns_before_the_import_and_the_page_polls(client: Client, alice, agent_with_memories) -> None:
+def test_the_request_returns_before_the_import_and_the_page_polls(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(alice)
-    r = upload(client, agent, jsonl(3), HTTP_HX_REQUEST="true")  # no commit hook runs: no worker yet
+    r = upload(
+        client, agent, jsonl(3), HTTP_HX_REQUEST="true"
+    )  # no commit hook runs: no worker yet
     job = ImportJob.objects.get(agent=agent)
     assert r.status_code == 200 and job.status == "queued" and stores.get_store(agent).count() == 0
     html = r.content.decode()
@@ -49,7 +57,9 @@ def test_the_request_returns_before_the_import_and_the_page_polls(client: Client
     assert "1000 of 2000 memories" in page and f'hx-get="{status_url}"' in page
 
 
-def test_the_worker_imports_it_and_the_poll_stops(client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks) -> None:
+def test_the_worker_imports_it_and_the_poll_stops(
+    client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(alice)
     with django_capture_on_commit_callbacks(execute=True):
@@ -58,7 +68,9 @@ def test_the_worker_imports_it_and_the_poll_stops(client: Client, alice, agent_w
     assert job.status == "done" and job.done == job.total == 3 and job.finished_at
     assert stores.get_store(agent).count() == 3
     assert not Path(job.path).exists()  # the saved upload is removed when the job ends
-    r = client.get(reverse("memories_import_status", args=[agent.slug, job.pk]), HTTP_HX_REQUEST="true")
+    r = client.get(
+        reverse("memories_import_status", args=[agent.slug, job.pk]), HTTP_HX_REQUEST="true"
+    )
     html = r.content.decode()
     assert r.status_code == 286 and "hx-trigger" not in html  # 286: htmx stops polling
     assert "<strong>3</strong> memories written" in html
@@ -67,7 +79,9 @@ def test_the_worker_imports_it_and_the_poll_stops(client: Client, alice, agent_w
     assert r.status_code == 200 and "<html" in r.content.decode()
 
 
-def test_uploads_over_the_cap_are_refused_with_the_setting_named(client: Client, alice, agent_with_memories, settings) -> None:
+def test_uploads_over_the_cap_are_refused_with_the_setting_named(
+    client: Client, alice, agent_with_memories, settings
+) -> None:
     settings.MEMORYADMIN_MAX_UPLOAD_BYTES = 1024 * 1024
     agent = agent_with_memories(0)
     client.force_login(alice)
@@ -78,7 +92,9 @@ def test_uploads_over_the_cap_are_refused_with_the_setting_named(client: Client,
     assert not ImportJob.objects.exists() and stores.get_store(agent).count() == 0
 
 
-def test_a_job_runs_once_even_if_the_task_runs_twice(client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks) -> None:
+def test_a_job_runs_once_even_if_the_task_runs_twice(
+    client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks
+) -> None:
     from memoryadmin.console.tasks import import_memories
 
     agent = agent_with_memories(0)
@@ -91,13 +107,19 @@ def test_a_job_runs_once_even_if_the_task_runs_twice(client: Client, alice, agen
 
 
 @pytest.mark.parametrize("user", ["bob", "carol"])
-def test_readers_can_watch_but_not_upload(client: Client, user: str, request, alice, agent_with_memories) -> None:
+def test_readers_can_watch_but_not_upload(
+    client: Client, user: str, request, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(alice)
     upload(client, agent, jsonl(1))
     job = ImportJob.objects.get(agent=agent)
     client.force_login(request.getfixturevalue(user))
     assert upload(client, agent, jsonl(1)).status_code == 403
-    assert client.get(reverse("memories_import_status", args=[agent.slug, job.pk])).status_code == 200
+    assert (
+        client.get(reverse("memories_import_status", args=[agent.slug, job.pk])).status_code == 200
+    )
     other = agent_with_memories(0)
-    assert client.get(reverse("memories_import_status", args=[other.slug, job.pk])).status_code == 404
+    assert (
+        client.get(reverse("memories_import_status", args=[other.slug, job.pk])).status_code == 404
+    )

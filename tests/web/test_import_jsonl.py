@@ -16,14 +16,24 @@ from memoryadmin.console.importers import ImportRefused, memories_import_jsonl
 from memoryadmin.console.models import AuditEvent
 
 META = [
-    {"speaker": "Alice", "session": 3, "evidence": ["D1:1", "D2:4"], "pinned": True, "importance": 0.9},
+    {
+        "speaker": "Alice",
+        "session": 3,
+        "evidence": ["D1:1", "D2:4"],
+        "pinned": True,
+        "importance": 0.9,
+    },
     {"speaker": "Bob", "tags": ["x"]},
     {},
 ]
 
 
 def all_records(agent):
-    return {r.id: r for page in stores.get_store(agent).iter_pages(include_embeddings=True) for r in page}
+    return {
+        r.id: r
+        for page in stores.get_store(agent).iter_pages(include_embeddings=True)
+        for r in page
+    }
 
 
 @pytest.mark.django_db
@@ -58,11 +68,22 @@ def good(mid: str, **extra) -> str:
 
 MALFORMED = [
     ("truncated JSON", good("a") + "\n" + '{"id": "b", "document": "cut', "line 2: invalid JSON"),
-    ("wrong types", good("a") + "\n" + json.dumps({"id": "b", "document": 42}), "line 2: 'document' must be a string"),
+    (
+        "wrong types",
+        good("a") + "\n" + json.dumps({"id": "b", "document": 42}),
+        "line 2: 'document' must be a string",
+    ),
     ("duplicate ids", good("a") + "\n" + good("a"), "line 2: duplicate id 'a' (first on line 1)"),
-    ("empty document", json.dumps({"id": "a", "document": ""}) + "\n" + good("b"), "line 1: 'document' is empty"),
-    ("1 MB document", good("a") + "\n" + json.dumps({"id": "b", "document": "x" * 1_000_000}),
-     "line 2: 'document' is 1,000,000 characters long"),
+    (
+        "empty document",
+        json.dumps({"id": "a", "document": ""}) + "\n" + good("b"),
+        "line 1: 'document' is empty",
+    ),
+    (
+        "1 MB document",
+        good("a") + "\n" + json.dumps({"id": "b", "document": "x" * 1_000_000}),
+        "line 2: 'document' is 1,000,000 characters long",
+    ),
     ("bad embedding", good("a", embedding=[0.1] * 10), "line 1: 'embedding' has 10 numbers"),
 ]
 
@@ -86,7 +107,9 @@ def test_a_malformed_file_is_refused_whole(agent_with_memories, tmp_path, case, 
 def test_non_utf8_bytes_are_refused_with_the_line(agent_with_memories, tmp_path):
     agent = agent_with_memories(0)
     path = tmp_path / "latin1.jsonl"
-    path.write_bytes(good("a").encode() + b"\n" + '{"id": "b", "document": "caf\xe9"}'.encode("latin-1") + b"\n")
+    path.write_bytes(
+        good("a").encode() + b"\n" + '{"id": "b", "document": "caf\xe9"}'.encode("latin-1") + b"\n"
+    )
     err = StringIO()
     with pytest.raises(CommandError) as exc:
         call_command("import_memories", agent.slug, str(path), stderr=err)
@@ -113,7 +136,9 @@ def test_the_upload_service_validates_the_same_way(agent_with_memories, alice):
     upload = SimpleUploadedFile("m.jsonl", (good("a") + "\n{\n").encode())
     with pytest.raises(ImportRefused) as exc:
         memories_import_jsonl(agent=agent, fileobj=upload, skip_invalid=False, user=alice)
-    assert [str(e) for e in exc.value.errors] == ["line 2: invalid JSON (Expecting property name enclosed in double quotes at column 2)"]
+    assert [str(e) for e in exc.value.errors] == [
+        "line 2: invalid JSON (Expecting property name enclosed in double quotes at column 2)"
+    ]
     assert stores.get_store(agent).count() == 0
     upload = SimpleUploadedFile("m.jsonl", (good("a") + "\n").encode())
     report = memories_import_jsonl(agent=agent, fileobj=upload, skip_invalid=False, user=alice)
@@ -133,7 +158,9 @@ def test_unknown_agent_is_bad_input(tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(agent_with_memories, tmp_path):
+def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(
+    agent_with_memories, tmp_path
+):
     """What the census compares after a re-write into a cosine collection (issue 11): the content
     hash exactly, each embedding within 1 ulp; the full hash reports any drift, never hides it."""
     from consolidation import MemoryRecord
@@ -143,8 +170,9 @@ def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(agent
     vecs = rng.normal(size=(300, 384)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     source = agent_with_memories(0)
-    stores.get_store(source).upsert([MemoryRecord(f"r{i:03d}", f"Fact {i}.", vecs[i], {"i": i})
-                                     for i in range(300)])
+    stores.get_store(source).upsert(
+        [MemoryRecord(f"r{i:03d}", f"Fact {i}.", vecs[i], {"i": i}) for i in range(300)]
+    )
     path = tmp_path / "out.jsonl"
     call_command("export_memories", source.slug, str(path), stdout=StringIO())
     target = agent_with_memories(0)
@@ -153,8 +181,9 @@ def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(agent
     assert a["store"]["content_sha256"] == b["store"]["content_sha256"]
     ra, rb = all_records(source), all_records(target)
     ids = sorted(ra)
-    assert stores.embeddings_within_ulp(np.stack([ra[i].embedding for i in ids]),
-                                        np.stack([rb[i].embedding for i in ids]))
+    assert stores.embeddings_within_ulp(
+        np.stack([ra[i].embedding for i in ids]), np.stack([rb[i].embedding for i in ids])
+    )
     drifted = sum(not np.array_equal(ra[i].embedding, rb[i].embedding) for i in ids)
     assert (a["store"]["sha256"] == b["store"]["sha256"]) == (drifted == 0)
 

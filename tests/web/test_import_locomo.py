@@ -64,9 +64,12 @@ def test_an_unknown_conversation_is_bad_input_and_writes_nothing(locomo_file):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b'[{"sample_id": "x", "conversation": {"session_1": '
-         b'[{"speaker": "A", "dia_id": "D1:1", '
-         b'"text": "hi"}], "session_1_date_time": "8 May 2023"}}]', "'8 May 2023'"),
+        (
+            b'[{"sample_id": "x", "conversation": {"session_1": '
+            b'[{"speaker": "A", "dia_id": "D1:1", '
+            b'"text": "hi"}], "session_1_date_time": "8 May 2023"}}]',
+            "'8 May 2023'",
+        ),
         (b'[{"sample_id": "x"', "not a LoCoMo JSON file"),
         (b'{"qa": []}', "expected a JSON list"),
     ],

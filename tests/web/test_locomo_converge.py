@@ -19,10 +19,19 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
 def test_a_locomo_agent_converges_over_passes_each_under_the_guard(
-    locomo_file, unique_name, django_capture_on_commit_callbacks  # noqa: F811
+    locomo_file,
+    unique_name,
+    django_capture_on_commit_callbacks,  # noqa: F811
 ):
-    call_command("import_locomo", str(locomo_file), "--conversation", "conv-26",
-                 "--collection-prefix", unique_name("lc") + "-", stdout=StringIO())
+    call_command(
+        "import_locomo",
+        str(locomo_file),
+        "--conversation",
+        "conv-26",
+        "--collection-prefix",
+        unique_name("lc") + "-",
+        stdout=StringIO(),
+    )
     agent = Agent.objects.get(slug="locomo-conv-26")
     Agent.objects.filter(pk=agent.pk).update(auto_apply=True)
     agent.refresh_from_db()
@@ -31,7 +40,9 @@ def test_a_locomo_agent_converges_over_passes_each_under_the_guard(
     sizes = [before]
     for _ in range(5):
         with django_capture_on_commit_callbacks(execute=True):
-            run = services.pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
+            run = services.pass_request(
+                agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule"
+            )
         run.refresh_from_db()
         assert run.guard_passed, run.guard_reason  # never rejected: each pass fits the budget
         assert run.loss_fraction <= run.max_loss_fraction

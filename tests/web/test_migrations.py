@@ -20,19 +20,38 @@ def migrate(target: str):
 def test_it_renames_dismissed_to_rejected_and_turns_the_budget_on():
     old = migrate("0004_keep_archive_and_audit_on_agent_delete")
     Agent, Pass, AuditEvent = (old.get_model("console", m) for m in ("Agent", "Pass", "AuditEvent"))
-    agent = Agent.objects.create(name="A", slug="a", collection_name="c-a",
-                                 policy={"max_loss_fraction": 0.3, "trim_to_guard": False})
+    agent = Agent.objects.create(
+        name="A",
+        slug="a",
+        collection_name="c-a",
+        policy={"max_loss_fraction": 0.3, "trim_to_guard": False},
+    )
     bare = Agent.objects.create(name="B", slug="b", collection_name="c-b", policy={})
     run = Pass.objects.create(agent=agent, trigger="operator", status="dismissed")
-    AuditEvent.objects.create(agent=agent, run=run, actor="bob", verb="dismissed",
-                              from_status="proposed", to_status="dismissed")
+    AuditEvent.objects.create(
+        agent=agent,
+        run=run,
+        actor="bob",
+        verb="dismissed",
+        from_status="proposed",
+        to_status="dismissed",
+    )
     try:
         new = migrate("0008_policy_within_budget")
-        Agent, Pass, AuditEvent = (new.get_model("console", m) for m in ("Agent", "Pass", "AuditEvent"))
+        Agent, Pass, AuditEvent = (
+            new.get_model("console", m) for m in ("Agent", "Pass", "AuditEvent")
+        )
         assert Pass.objects.get(pk=run.pk).status == "rejected"
         event = AuditEvent.objects.get(run_id=run.pk)
-        assert (event.verb, event.from_status, event.to_status) == ("rejected", "proposed", "rejected")
-        assert Agent.objects.get(pk=agent.pk).policy == {"max_loss_fraction": 0.3, "trim_to_guard": True}
+        assert (event.verb, event.from_status, event.to_status) == (
+            "rejected",
+            "proposed",
+            "rejected",
+        )
+        assert Agent.objects.get(pk=agent.pk).policy == {
+            "max_loss_fraction": 0.3,
+            "trim_to_guard": True,
+        }
         assert Agent.objects.get(pk=bare.pk).policy == {}  # the default (on) applies
 
         back = migrate("0004_keep_archive_and_audit_on_agent_delete")

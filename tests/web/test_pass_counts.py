@@ -18,7 +18,9 @@ from tests.conftest import DISTINCT_FACTS, days_ago
 pytestmark = pytest.mark.django_db
 
 TEXTS = DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2]  # two exact duplicate pairs: 2 merges of 2
-META = [{}] * 5 + [{"importance": 0.9}, {"created_at": days_ago(400), "importance": 0.1}] + [{}] * 11
+META = (
+    [{}] * 5 + [{"importance": 0.9}, {"created_at": days_ago(400), "importance": 0.1}] + [{}] * 11
+)
 
 
 def run_pass(agent: Any, capture: Any) -> Pass:

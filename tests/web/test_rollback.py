@@ -72,11 +72,18 @@ def roll_back(run: Pass, user: Any, capture: Any) -> Pass:
     return run
 
 
-def test_it_restores_the_store_byte_identical(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_it_restores_the_store_byte_identical(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = every_kind(agent_with_memories)
     before = state(agent)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
-    assert sorted(run.operations.values_list("kind", flat=True)) == ["merge", "promote", "prune", "reconcile"]
+    assert sorted(run.operations.values_list("kind", flat=True)) == [
+        "merge",
+        "promote",
+        "prune",
+        "reconcile",
+    ]
     assert not same(state(agent), before)
 
     run = roll_back(run, bob, django_capture_on_commit_callbacks)
@@ -97,7 +104,11 @@ def test_it_restores_the_store_byte_identical(agent_with_memories, bob, django_c
 
 def test_running_it_twice_is_a_no_op(agent_with_memories, bob, django_capture_on_commit_callbacks):
     agent = every_kind(agent_with_memories)
-    run = roll_back(applied(agent, bob, django_capture_on_commit_callbacks), bob, django_capture_on_commit_callbacks)
+    run = roll_back(
+        applied(agent, bob, django_capture_on_commit_callbacks),
+        bob,
+        django_capture_on_commit_callbacks,
+    )
     census, events = services.agent_census(agent=agent), run.events.count()
 
     again = roll_back(run, bob, django_capture_on_commit_callbacks)
@@ -105,11 +116,15 @@ def test_running_it_twice_is_a_no_op(agent_with_memories, bob, django_capture_on
     assert services.agent_census(agent=agent) == census and run.events.count() == events
 
 
-def test_a_created_record_edited_afterwards_blocks_it_before_writing(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_a_created_record_edited_afterwards_blocks_it_before_writing(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     merged = run.operations.get(kind="merge").result_id
-    services.memory_edit(agent=agent, memory_id=merged, document="Caroline moved to Oslo.", user=alice)
+    services.memory_edit(
+        agent=agent, memory_id=merged, document="Caroline moved to Oslo.", user=alice
+    )
     census = services.agent_census(agent=agent)
 
     with pytest.raises(rollback.RollbackBlocked) as info:
@@ -123,7 +138,9 @@ def test_a_created_record_edited_afterwards_blocks_it_before_writing(agent_with_
     assert run.events.filter(verb="rollback_refused").count() == 1
 
 
-def test_a_promoted_record_edited_afterwards_blocks_it(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_a_promoted_record_edited_afterwards_blocks_it(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     services.memory_set_pinned(agent=agent, memory_id="mem-004", pinned=True, user=alice)
@@ -131,12 +148,16 @@ def test_a_promoted_record_edited_afterwards_blocks_it(agent_with_memories, alic
         roll_back(run, bob, django_capture_on_commit_callbacks)
 
 
-def test_a_partially_applied_pass_undoes_only_what_it_applied(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_a_partially_applied_pass_undoes_only_what_it_applied(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(F[:16] + [F[0], F[1]])
     with django_capture_on_commit_callbacks(execute=True):
         run = services.pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
-    services.memory_edit(agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice)
+    services.memory_edit(
+        agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice
+    )
     before = state(agent)
     with django_capture_on_commit_callbacks(execute=True):
         services.pass_approve(run=run, user=bob)
@@ -157,7 +178,9 @@ def test_only_an_applied_pass_can_be_rolled_back(agent_with_memories, bob, statu
         rollback.pass_rollback_request(run=run, user=bob)
 
 
-def test_an_interrupted_rollback_is_resumed_by_recover_passes(agent_with_memories, bob, monkeypatch, django_capture_on_commit_callbacks):
+def test_an_interrupted_rollback_is_resumed_by_recover_passes(
+    agent_with_memories, bob, monkeypatch, django_capture_on_commit_callbacks
+):
     agent = every_kind(agent_with_memories)
     before = state(agent)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
@@ -189,7 +212,9 @@ def test_an_interrupted_rollback_is_resumed_by_recover_passes(agent_with_memorie
     assert run.events.filter(verb="rollback_interrupted").count() == 1
 
 
-def test_chroma_down_before_it_starts_returns_the_pass_to_applied(agent_with_memories, bob, settings, django_capture_on_commit_callbacks):
+def test_chroma_down_before_it_starts_returns_the_pass_to_applied(
+    agent_with_memories, bob, settings, django_capture_on_commit_callbacks
+):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     census = services.agent_census(agent=agent)
@@ -211,7 +236,8 @@ def test_a_lease_keeps_a_second_recoverer_off_a_pass(agent_with_memories, bob):
     from django.utils import timezone
 
     Pass.objects.filter(pk=run.pk).update(  # a live worker elsewhere
-        lease_owner="other-host:1234", lease_expires_at=timezone.now() + timedelta(minutes=5))
+        lease_owner="other-host:1234", lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
     assert not rollback.lease_acquire(run)
     out = io.StringIO()
     call_command("recover_passes", stdout=out)
@@ -224,10 +250,16 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(agent_with_memorie
     import subprocess
     import sys
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     agent = agent_with_memories(3)
-    run = Pass.objects.create(agent=agent, trigger="operator", status="applying",
-                              lease_owner=f"{socket.gethostname()}:{dead.stdout.strip()}")
+    run = Pass.objects.create(
+        agent=agent,
+        trigger="operator",
+        status="applying",
+        lease_owner=f"{socket.gethostname()}:{dead.stdout.strip()}",
+    )
     assert rollback.lease_acquire(run)
     rollback.lease_release(run)
     assert Pass.objects.get(pk=run.pk).lease_owner == ""

@@ -20,7 +20,11 @@ def test_saving_an_agent_creates_then_updates_one_schedule(agent_with_memories):
     agent = agent_with_memories(1, slug="sched")
     s = Schedule.objects.get(name="consolidate:sched")
     assert (s.func, s.args, s.schedule_type, s.cron) == (
-        "memoryadmin.console.tasks.scheduled_pass", repr(agent.pk), Schedule.CRON, "0 3 * * *")
+        "memoryadmin.console.tasks.scheduled_pass",
+        repr(agent.pk),
+        Schedule.CRON,
+        "0 3 * * *",
+    )
     assert s.next_run > datetime.now(UTC) and (s.next_run.hour, s.next_run.minute) == (3, 0)
 
     services.schedule_sync(agent=agent)
@@ -50,9 +54,16 @@ def test_sync_schedules_command_repairs_every_agent(agent_with_memories):
     a = agent_with_memories(1, slug="one")
     agent_with_memories(1, slug="two", schedule_enabled=False)
     Schedule.objects.all().delete()
-    Schedule.objects.create(name="consolidate:ghost", func="memoryadmin.console.tasks.scheduled_pass",
-                            args="999", schedule_type=Schedule.CRON, cron="0 1 * * *")
-    Agent.objects.filter(pk=a.pk).update(schedule_cron="5 5 * * *")  # drifted behind the service's back
+    Schedule.objects.create(
+        name="consolidate:ghost",
+        func="memoryadmin.console.tasks.scheduled_pass",
+        args="999",
+        schedule_type=Schedule.CRON,
+        cron="0 1 * * *",
+    )
+    Agent.objects.filter(pk=a.pk).update(
+        schedule_cron="5 5 * * *"
+    )  # drifted behind the service's back
     out = io.StringIO()
     call_command("sync_schedules", stdout=out)
     assert "1 enabled, 1 paused, 2 agents" in out.getvalue()
@@ -83,7 +94,9 @@ def test_preview_refuses_an_unknown_time_zone():
         services.schedule_preview(cron="0 3 * * *", tz="Mars/Olympus")
 
 
-def test_the_scheduled_task_requests_a_pass_and_refuses_a_second(agent_with_memories, django_capture_on_commit_callbacks):
+def test_the_scheduled_task_requests_a_pass_and_refuses_a_second(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(3)
     first = tasks.scheduled_pass(agent.pk)  # on_commit not executed: the pass stays queued
     assert "queued" in first
@@ -95,7 +108,9 @@ def test_the_scheduled_task_requests_a_pass_and_refuses_a_second(agent_with_memo
     assert "does not exist" in tasks.scheduled_pass(10**9)
 
 
-def test_django_q_scheduler_fires_the_agents_schedule_into_a_proposal(agent_with_memories, django_capture_on_commit_callbacks):
+def test_django_q_scheduler_fires_the_agents_schedule_into_a_proposal(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -104,7 +119,9 @@ def test_django_q_scheduler_fires_the_agents_schedule_into_a_proposal(agent_with
     from tests.conftest import DISTINCT_FACTS
 
     agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2], slug="nightly")
-    Schedule.objects.filter(name="consolidate:nightly").update(next_run=timezone.now() - timedelta(minutes=1))
+    Schedule.objects.filter(name="consolidate:nightly").update(
+        next_run=timezone.now() - timedelta(minutes=1)
+    )
     with django_capture_on_commit_callbacks(execute=True):
         scheduler()
     run = Pass.objects.get(agent=agent)
@@ -133,20 +150,33 @@ def test_a_scheduled_run_with_a_pending_proposal_is_skipped_and_audited(
     assert f"pass #{pending.pk} is waiting for its reviewer" in event.note
 
 
-BERLIN_NIGHT = datetime(2025, 10, 26, 0, 30, 20, tzinfo=UTC)  # 02:30:20 CEST, clocks go back at 03:00
+BERLIN_NIGHT = datetime(
+    2025, 10, 26, 0, 30, 20, tzinfo=UTC
+)  # 02:30:20 CEST, clocks go back at 03:00
 
 
 def test_preview_lists_the_repeated_local_hour_once(settings):
     settings.TIME_ZONE = "Europe/Berlin"
-    runs = services.schedule_preview(cron="30 2 * * *", tz="Europe/Berlin",
-                                     now=datetime(2025, 10, 25, 12, 0, tzinfo=UTC))
-    assert [(r.day, r.hour, r.minute) for r in runs] == [(26, 2, 30), (27, 2, 30), (28, 2, 30),
-                                                         (29, 2, 30), (30, 2, 30)]
+    runs = services.schedule_preview(
+        cron="30 2 * * *", tz="Europe/Berlin", now=datetime(2025, 10, 25, 12, 0, tzinfo=UTC)
+    )
+    assert [(r.day, r.hour, r.minute) for r in runs] == [
+        (26, 2, 30),
+        (27, 2, 30),
+        (28, 2, 30),
+        (29, 2, 30),
+        (30, 2, 30),
+    ]
     assert runs[0].astimezone(UTC) == datetime(2025, 10, 26, 0, 30, tzinfo=UTC)  # the first 02:30
 
 
 def test_a_schedule_runs_once_per_local_slot_across_the_autumn_clock_change(
-    settings, monkeypatch, time_machine, agent_with_memories, bob, django_capture_on_commit_callbacks
+    settings,
+    monkeypatch,
+    time_machine,
+    agent_with_memories,
+    bob,
+    django_capture_on_commit_callbacks,
 ):
     from django_q.conf import Conf
     from django_q.scheduler import scheduler
@@ -156,8 +186,12 @@ def test_a_schedule_runs_once_per_local_slot_across_the_autumn_clock_change(
     settings.TIME_ZONE = "Europe/Berlin"
     monkeypatch.setattr(Conf, "TIME_ZONE", "Europe/Berlin")  # django-q2 reads it at import
     time_machine.move_to(datetime(2025, 10, 25, 12, 0, tzinfo=UTC), tick=False)
-    agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2], schedule_cron="30 2 * * *")
-    assert Schedule.objects.get(name=agent.schedule_name).next_run == datetime(2025, 10, 26, 0, 30, tzinfo=UTC)
+    agent = agent_with_memories(
+        DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2], schedule_cron="30 2 * * *"
+    )
+    assert Schedule.objects.get(name=agent.schedule_name).next_run == datetime(
+        2025, 10, 26, 0, 30, tzinfo=UTC
+    )
 
     time_machine.move_to(BERLIN_NIGHT, tick=False)  # 02:30 CEST
     with django_capture_on_commit_callbacks(execute=True):
@@ -166,7 +200,9 @@ def test_a_schedule_runs_once_per_local_slot_across_the_autumn_clock_change(
     services.pass_reject(run=first, user=bob, note="not tonight")  # nothing pending any more
 
     # django-q2 computes the next run from local 02:30:20 CEST: 02:30 CET, one hour later
-    assert Schedule.objects.get(name=agent.schedule_name).next_run == datetime(2025, 10, 26, 1, 30, tzinfo=UTC)
+    assert Schedule.objects.get(name=agent.schedule_name).next_run == datetime(
+        2025, 10, 26, 1, 30, tzinfo=UTC
+    )
     time_machine.move_to(BERLIN_NIGHT + timedelta(hours=1), tick=False)  # 02:30 CET
     with django_capture_on_commit_callbacks(execute=True):
         scheduler()

@@ -27,28 +27,52 @@ REAL_KEY = "k" * 10 + "Zq8#x!v2@Lm5^p0&Rt7*Wy3(Bn6)Cd9_Fg4+Hj1=Ks2-Qe5" + "z" * 
 
 def run_django(tmp_path: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -c code`` after ``django.setup()`` with a clean settings environment."""
-    base = {k: v for k, v in os.environ.items()
-            if k not in {"DEBUG", "SECRET_KEY", "MEMORYADMIN_HTTPS", "EMAIL_HOST"}}
-    base.update({"MEMORYADMIN_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
-                 **env})
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DEBUG", "SECRET_KEY", "MEMORYADMIN_HTTPS", "EMAIL_HOST"}
+    }
+    base.update(
+        {
+            "MEMORYADMIN_VAR_DIR": str(tmp_path),
+            "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
+            **env,
+        }
+    )
     prog = f"import django; django.setup()\nfrom django.conf import settings\n{code}"
-    return subprocess.run([sys.executable, "-c", prog], cwd=BASE_DIR, env=base, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", prog],
+        cwd=BASE_DIR,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def manage(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items()
-            if k not in {"DEBUG", "SECRET_KEY", "MEMORYADMIN_HTTPS", "EMAIL_HOST"}}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DEBUG", "SECRET_KEY", "MEMORYADMIN_HTTPS", "EMAIL_HOST"}
+    }
     base.update({"MEMORYADMIN_VAR_DIR": str(tmp_path), **env})
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=base,
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=BASE_DIR,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 # ----- settings ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("env", "expected"), [({}, "False"), ({"DEBUG": "0"}, "False"),
-                                               ({"DEBUG": "1"}, "True")])
+@pytest.mark.parametrize(
+    ("env", "expected"), [({}, "False"), ({"DEBUG": "0"}, "False"), ({"DEBUG": "1"}, "True")]
+)
 def test_debug_is_off_unless_debug_1(tmp_path: Path, env: dict, expected: str) -> None:
     r = run_django(tmp_path, "print(settings.DEBUG)", **env)
     assert r.returncode == 0, r.stderr
@@ -68,15 +92,19 @@ def test_a_missing_secret_key_is_generated_once_into_var_with_mode_0600(tmp_path
 
 @pytest.mark.parametrize("debug", ["0", "1"])
 def test_the_public_placeholder_key_is_refused(tmp_path: Path, debug: str) -> None:
-    r = run_django(tmp_path, "print(settings.SECRET_KEY)", SECRET_KEY=PLACEHOLDER_SECRET_KEY, DEBUG=debug)
+    r = run_django(
+        tmp_path, "print(settings.SECRET_KEY)", SECRET_KEY=PLACEHOLDER_SECRET_KEY, DEBUG=debug
+    )
     assert r.returncode != 0
     assert "SECRET_KEY is the public placeholder" in r.stderr
 
 
 def test_https_turns_on_secure_cookies_hsts_redirect_and_the_proxy_header(tmp_path: Path) -> None:
-    code = ("print(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE,"
-            " settings.SECURE_SSL_REDIRECT,"
-            " settings.SECURE_HSTS_SECONDS > 0, settings.SECURE_PROXY_SSL_HEADER)")
+    code = (
+        "print(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE,"
+        " settings.SECURE_SSL_REDIRECT,"
+        " settings.SECURE_HSTS_SECONDS > 0, settings.SECURE_PROXY_SSL_HEADER)"
+    )
     on = run_django(tmp_path, code, MEMORYADMIN_HTTPS="1", SECRET_KEY=REAL_KEY)
     assert on.stdout.strip() == "True True True True ('HTTP_X_FORWARDED_PROTO', 'https')", on.stderr
     off = run_django(tmp_path, code, SECRET_KEY=REAL_KEY)
@@ -84,11 +112,21 @@ def test_https_turns_on_secure_cookies_hsts_redirect_and_the_proxy_header(tmp_pa
 
 
 def test_check_deploy_passes_with_debug_off_a_real_key_and_https(tmp_path: Path) -> None:
-    r = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", DEBUG="0", SECRET_KEY=REAL_KEY,
-               MEMORYADMIN_HTTPS="1")
+    r = manage(
+        tmp_path,
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DEBUG="0",
+        SECRET_KEY=REAL_KEY,
+        MEMORYADMIN_HTTPS="1",
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     # …and the check has teeth: plain HTTP fails it.
-    plain = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", DEBUG="0", SECRET_KEY=REAL_KEY)
+    plain = manage(
+        tmp_path, "check", "--deploy", "--fail-level", "WARNING", DEBUG="0", SECRET_KEY=REAL_KEY
+    )
     assert plain.returncode != 0 and "security.W004" in plain.stdout + plain.stderr
 
 
@@ -99,13 +137,22 @@ INLINE_HANDLER = re.compile(r"\son[a-z]+\s*=", re.I)
 STYLE_ATTR = re.compile(r"\sstyle\s*=", re.I)
 
 
-def test_every_page_sends_a_csp_without_unsafe_inline(client: Client, alice, agent_with_memories) -> None:
+def test_every_page_sends_a_csp_without_unsafe_inline(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(3)
     client.force_login(alice)
-    for url in (reverse("dashboard"), reverse("agent_list"), reverse("agent_detail", args=[agent.slug]),
-                reverse("memory_list", args=[agent.slug]), reverse("audit"), reverse("audit_events"),
-                reverse("memories_import", args=[agent.slug]), reverse("archive_list", args=[agent.slug]),
-                f"{reverse('memory_detail', args=[agent.slug])}?id=mem-000"):
+    for url in (
+        reverse("dashboard"),
+        reverse("agent_list"),
+        reverse("agent_detail", args=[agent.slug]),
+        reverse("memory_list", args=[agent.slug]),
+        reverse("audit"),
+        reverse("audit_events"),
+        reverse("memories_import", args=[agent.slug]),
+        reverse("archive_list", args=[agent.slug]),
+        f"{reverse('memory_detail', args=[agent.slug])}?id=mem-000",
+    ):
         r = client.get(url)
         policy = r["Content-Security-Policy"]
         assert "script-src 'self'" in policy and "style-src 'self'" in policy, url
@@ -114,17 +161,25 @@ def test_every_page_sends_a_csp_without_unsafe_inline(client: Client, alice, age
         # Nothing on the page that this policy would block:
         assert not INLINE_SCRIPT.search(html), (url, INLINE_SCRIPT.search(html).group(0))
         assert not INLINE_HANDLER.search(html), (url, INLINE_HANDLER.search(html).group(0))
-        assert not STYLE_ATTR.search(html), (url, html[STYLE_ATTR.search(html).start() - 80:][:200])
+        assert not STYLE_ATTR.search(html), (
+            url,
+            html[STYLE_ATTR.search(html).start() - 80 :][:200],
+        )
 
 
 # ----- login throttling (django-axes) ------------------------------------------------------------
 
 
-def test_repeated_wrong_passwords_lock_the_login_out_even_for_the_right_one(client: Client, carol, settings) -> None:
+def test_repeated_wrong_passwords_lock_the_login_out_even_for_the_right_one(
+    client: Client, carol, settings
+) -> None:
     url = reverse("login")
     for _ in range(settings.AXES_FAILURE_LIMIT - 1):
         r = client.post(url, {"username": "carol", "password": "wrong"})
-        assert r.status_code == 200 and "Please enter a correct username and password" in r.content.decode()
+        assert (
+            r.status_code == 200
+            and "Please enter a correct username and password" in r.content.decode()
+        )
     r = client.post(url, {"username": "carol", "password": "wrong"})
     assert r.status_code == 429 and "Too many failed logins" in r.content.decode()
     r = client.post(url, {"username": "carol", "password": "password"})
@@ -132,7 +187,9 @@ def test_repeated_wrong_passwords_lock_the_login_out_even_for_the_right_one(clie
     assert "_auth_user_id" not in client.session  # not logged in
 
 
-def test_another_user_is_not_locked_out_and_success_resets_the_count(client: Client, carol, bob, settings) -> None:
+def test_another_user_is_not_locked_out_and_success_resets_the_count(
+    client: Client, carol, bob, settings
+) -> None:
     url = reverse("login")
     for _ in range(settings.AXES_FAILURE_LIMIT - 1):
         client.post(url, {"username": "carol", "password": "wrong"})
@@ -147,13 +204,20 @@ def test_another_user_is_not_locked_out_and_success_resets_the_count(client: Cli
 # ----- a stale CSRF token ---------------------------------------------------------------------
 
 
-def test_a_stale_csrf_token_in_htmx_gets_a_message_with_a_reload_link(alice, agent_with_memories) -> None:
+def test_a_stale_csrf_token_in_htmx_gets_a_message_with_a_reload_link(
+    alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(1)
     c = Client(enforce_csrf_checks=True)
     c.force_login(alice)
     page = reverse("agent_detail", args=[agent.slug])
-    r = c.post(reverse("agent_run", args=[agent.slug]), {}, HTTP_HX_REQUEST="true",
-               HTTP_HX_CURRENT_URL=f"http://testserver{page}", HTTP_X_CSRFTOKEN="stale")
+    r = c.post(
+        reverse("agent_run", args=[agent.slug]),
+        {},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL=f"http://testserver{page}",
+        HTTP_X_CSRFTOKEN="stale",
+    )
     assert r.status_code == 403
     assert r["HX-Retarget"] == "#messages" and r["HX-Reswap"] == "innerHTML"
     html = r.content.decode()
@@ -161,7 +225,9 @@ def test_a_stale_csrf_token_in_htmx_gets_a_message_with_a_reload_link(alice, age
     assert f'href="http://testserver{page}"' in html and "Reload the page" in html
 
 
-def test_a_stale_csrf_token_without_htmx_gets_a_page_with_a_reload_link(alice, agent_with_memories) -> None:
+def test_a_stale_csrf_token_without_htmx_gets_a_page_with_a_reload_link(
+    alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(1)
     c = Client(enforce_csrf_checks=True)
     c.force_login(alice)
@@ -185,7 +251,9 @@ def test_password_reset_without_mail_says_an_administrator_resets_it(client: Cli
     assert "administrator must reset" in r.content.decode()  # never "we've emailed you"
 
 
-def test_password_reset_with_a_mail_server_sends_the_mail(client: Client, carol, settings, mailoutbox) -> None:
+def test_password_reset_with_a_mail_server_sends_the_mail(
+    client: Client, carol, settings, mailoutbox
+) -> None:
     settings.EMAIL_HOST = "mail.example.org"
     r = client.post(reverse("password_reset"), {"email": "carol@example.org"})
     assert r.status_code == 302 and len(mailoutbox) == 1

@@ -20,8 +20,13 @@ def test_it_creates_an_agent_with_its_collection_and_schedule(alice, unique_name
     from django_q.models import Schedule
 
     name = unique_name("mem")
-    agent = services.agent_create(name="Ops bot", slug="ops-bot", collection_name=name, user=alice,
-                                  policy={"max_loss_fraction": 0.1})
+    agent = services.agent_create(
+        name="Ops bot",
+        slug="ops-bot",
+        collection_name=name,
+        user=alice,
+        policy={"max_loss_fraction": 0.1},
+    )
     assert stores.collection_exists(name)
     assert agent.get_policy().max_loss_fraction == 0.1
     assert Schedule.objects.get(name="consolidate:ops-bot").cron == "0 3 * * *"
@@ -60,10 +65,14 @@ def test_bad_agent_input_is_refused_and_nothing_is_written(fields, message, uniq
         assert not stores.collection_exists(kwargs["collection_name"])
 
 
-def test_it_attaches_an_existing_collection_and_refuses_to_recreate_it(agent_with_memories, unique_name):
+def test_it_attaches_an_existing_collection_and_refuses_to_recreate_it(
+    agent_with_memories, unique_name
+):
     first = agent_with_memories(3)
     with pytest.raises(ValueError, match="already belongs"):
-        services.agent_create(name="X", slug="x", collection_name=first.collection_name, attach=True)
+        services.agent_create(
+            name="X", slug="x", collection_name=first.collection_name, attach=True
+        )
     name = unique_name("ext")
     stores.create_collection(name)
     with pytest.raises(ValueError, match="attach it instead"):
@@ -78,8 +87,12 @@ def test_it_updates_and_deletes_an_agent_keeping_its_collection(agent_with_memor
     agent = agent_with_memories(2, slug="helper")
     with pytest.raises(ValueError, match="collection_name"):
         services.agent_update(agent=agent, collection_name="other")
-    agent = services.agent_update(agent=agent, user=alice, slug="helper-2", schedule_cron="30 4 * * 1")
-    assert list(Schedule.objects.values_list("name", "cron")) == [("consolidate:helper-2", "30 4 * * 1")]
+    agent = services.agent_update(
+        agent=agent, user=alice, slug="helper-2", schedule_cron="30 4 * * 1"
+    )
+    assert list(Schedule.objects.values_list("name", "cron")) == [
+        ("consolidate:helper-2", "30 4 * * 1")
+    ]
     event = AuditEvent.objects.get(agent=agent, verb="agent_updated")
     assert event.data["changed"] == ["schedule_cron", "slug"]
 
@@ -101,7 +114,9 @@ def test_pin_edit_delete_archive_the_prior_version_and_audit(agent_with_memories
     store = stores.get_store(agent)
     services.memory_set_pinned(agent=agent, memory_id="mem-000", pinned=True, user=alice)
     assert store.get(["mem-000"])[0].metadata["pinned"] is True
-    services.memory_edit(agent=agent, memory_id="mem-001", document="Melanie ran a marathon.", user=alice)
+    services.memory_edit(
+        agent=agent, memory_id="mem-001", document="Melanie ran a marathon.", user=alice
+    )
     edited = store.get(["mem-001"])[0]
     assert edited.document == "Melanie ran a marathon."
     services.memory_delete(agent=agent, memory_id="mem-002", user=alice)
@@ -113,7 +128,10 @@ def test_pin_edit_delete_archive_the_prior_version_and_audit(agent_with_memories
     assert archived["operator_delete"].get_embedding().shape == (384,)
     assert all(a.actor == "alice" for a in archived.values())
     assert set(AuditEvent.objects.filter(agent=agent).values_list("verb", flat=True)) >= {
-        "memory_pinned", "memory_edited", "memory_deleted"}
+        "memory_pinned",
+        "memory_edited",
+        "memory_deleted",
+    }
 
 
 @pytest.mark.parametrize("document", ["", "   ", "x" * (services.MAX_DOCUMENT_CHARS + 1), 42])

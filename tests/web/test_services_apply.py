@@ -41,23 +41,34 @@ def op_for(run: Pass, memory_id: str) -> Operation:
     return next(op for op in run.operations.all() if memory_id in op.source_ids)
 
 
-def test_an_edited_source_makes_its_operation_a_conflict(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_an_edited_source_makes_its_operation_a_conflict(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
-    services.memory_edit(agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice)
+    services.memory_edit(
+        agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice
+    )
     run = approve(run, bob, django_capture_on_commit_callbacks)
 
     assert run.status == Pass.Status.PARTIALLY_APPLIED
     edited, other = op_for(run, "mem-000"), op_for(run, "mem-001")
-    assert edited.status == "conflict" and "changed after the pass was planned" in edited.status_detail
+    assert (
+        edited.status == "conflict" and "changed after the pass was planned" in edited.status_detail
+    )
     assert other.status == "applied"
-    live = {r.id: r.document for r in stores.get_store(agent).get(["mem-000", "mem-016", "mem-001", "mem-017"])}
+    live = {
+        r.id: r.document
+        for r in stores.get_store(agent).get(["mem-000", "mem-016", "mem-001", "mem-017"])
+    }
     assert live == {"mem-000": "Caroline moved to Oslo.", "mem-016": F[0]}  # conflict untouched
     assert run.telemetry["apply_guard"]["included_ops"] == 1
     assert run.events.filter(verb="conflict").count() == 1
 
 
-def test_affected_operations_are_listed_before_approval(agent_with_memories, alice, django_capture_on_commit_callbacks):
+def test_affected_operations_are_listed_before_approval(
+    agent_with_memories, alice, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
     assert services.pass_stale_operations(run=run) == {}
@@ -72,7 +83,9 @@ def test_affected_operations_are_listed_before_approval(agent_with_memories, ali
     assert run.status == "proposed"  # only read
 
 
-def test_a_deleted_source_makes_its_operation_a_conflict(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_a_deleted_source_makes_its_operation_a_conflict(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
     services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
@@ -85,7 +98,9 @@ def test_a_deleted_source_makes_its_operation_a_conflict(agent_with_memories, al
     assert ArchivedMemory.objects.filter(agent=agent, action="operator_delete").count() == 1
 
 
-def test_the_guard_is_rechecked_at_apply_against_the_live_store(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_the_guard_is_rechecked_at_apply_against_the_live_store(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
     for mid in ("mem-010", "mem-011", "mem-012", "mem-013"):  # store shrinks from 18 to 14
@@ -114,7 +129,9 @@ class FlakyStore:
         self._store.delete(ids)
 
 
-def test_an_interrupted_apply_resumes_without_repeating_a_step(agent_with_memories, bob, monkeypatch, django_capture_on_commit_callbacks):
+def test_an_interrupted_apply_resumes_without_repeating_a_step(
+    agent_with_memories, bob, monkeypatch, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
     real_get_store = stores.get_store
@@ -139,7 +156,9 @@ def test_an_interrupted_apply_resumes_without_repeating_a_step(agent_with_memori
     assert run.events.filter(verb="apply_interrupted").count() == 1
 
 
-def test_apply_with_chroma_down_before_it_starts_returns_the_reviewed_proposal(agent_with_memories, bob, settings, django_capture_on_commit_callbacks):
+def test_apply_with_chroma_down_before_it_starts_returns_the_reviewed_proposal(
+    agent_with_memories, bob, settings, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
     services.operation_set_excluded(operation=op_for(run, "mem-001"), excluded=True, user=bob)
@@ -157,9 +176,13 @@ def test_apply_with_chroma_down_before_it_starts_returns_the_reviewed_proposal(a
     assert run.status == Pass.Status.APPLIED
 
 
-def test_applying_an_applied_pass_again_changes_nothing(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_applying_an_applied_pass_again_changes_nothing(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
-    run = approve(proposed(agent, django_capture_on_commit_callbacks), bob, django_capture_on_commit_callbacks)
+    run = approve(
+        proposed(agent, django_capture_on_commit_callbacks), bob, django_capture_on_commit_callbacks
+    )
     before = services.agent_census(agent=agent)
     events = run.events.count()
     again = services.pass_apply(run=run)
@@ -167,7 +190,9 @@ def test_applying_an_applied_pass_again_changes_nothing(agent_with_memories, bob
     assert run.events.count() == events
 
 
-def test_every_kind_applies_and_every_original_is_live_or_archived(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_every_kind_applies_and_every_original_is_live_or_archived(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     from tests.conftest import days_ago
 
     texts = F[:20] + [F[0], "Alice likes jazz", "Alice no longer likes jazz"]
@@ -178,7 +203,12 @@ def test_every_kind_applies_and_every_original_is_live_or_archived(agent_with_me
     metas[22] = {"created_at": days_ago(2)}  # newer: wins the reconcile
     agent = agent_with_memories(texts, metas)
     run = proposed(agent, django_capture_on_commit_callbacks)
-    assert sorted(run.operations.values_list("kind", flat=True)) == ["merge", "promote", "prune", "reconcile"]
+    assert sorted(run.operations.values_list("kind", flat=True)) == [
+        "merge",
+        "promote",
+        "prune",
+        "reconcile",
+    ]
     originals = {r.id: r for page in stores.get_store(agent).iter_pages() for r in page}
     run = approve(run, bob, django_capture_on_commit_callbacks)
 
@@ -190,25 +220,35 @@ def test_every_kind_applies_and_every_original_is_live_or_archived(agent_with_me
         if kept is not None and kept.document == rec.document and kept.metadata == rec.metadata:
             continue
         arch = archived[mid]  # changed or removed → its original version is archived, whole
-        assert (arch.document, arch.metadata, arch.content_hash) == (rec.document, rec.metadata, rec.content_hash)
+        assert (arch.document, arch.metadata, arch.content_hash) == (
+            rec.document,
+            rec.metadata,
+            rec.content_hash,
+        )
         assert (arch.get_embedding() == rec.embedding).all()
     assert live["mem-004"].metadata["tier"] == "curated" and archived["mem-004"].action == "promote"
     assert "mem-022" in live and "mem-021" not in live and archived["mem-021"].action == "reconcile"
     assert len(live) == 23 - 2 + 1 - 1 - 1
 
 
-def test_an_operation_whose_write_fails_is_failed_and_the_others_apply(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_an_operation_whose_write_fails_is_failed_and_the_others_apply(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
     bad = op_for(run, "mem-000")
-    Operation.objects.filter(pk=bad.pk).update(result_metadata={"$where": "Chroma refuses this key"})
+    Operation.objects.filter(pk=bad.pk).update(
+        result_metadata={"$where": "Chroma refuses this key"}
+    )
     run = approve(run, bob, django_capture_on_commit_callbacks)
 
     assert run.status == "partially_applied"
     bad.refresh_from_db()
     assert bad.status == "failed" and "$where" in bad.status_detail
     assert op_for(run, "mem-001").status == "applied"
-    live = {r.id for page in stores.get_store(agent).iter_pages(include_embeddings=False) for r in page}
+    live = {
+        r.id for page in stores.get_store(agent).iter_pages(include_embeddings=False) for r in page
+    }
     assert {"mem-000", "mem-016"} <= live and not {"mem-001", "mem-017"} & live
     assert run.events.filter(verb="operation_failed").count() == 1
     assert not ArchivedMemory.objects.filter(operation=bad).exists()  # nothing left the store

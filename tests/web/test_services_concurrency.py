@@ -59,8 +59,14 @@ def ten_requests_at_once(tmp_path: Path, url: str) -> None:
     subprocess.run([*manage, "shell", "-c", SETUP], cwd=ROOT, env=env, check=True, timeout=60)
     start = time.time() + 8  # every process is up and waiting by then
     procs = [
-        subprocess.Popen([*manage, "shell", "-c", REQUEST.format(start=start)], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [*manage, "shell", "-c", REQUEST.format(start=start)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(10)
     ]
     results = []
@@ -69,6 +75,13 @@ def ten_requests_at_once(tmp_path: Path, url: str) -> None:
         assert p.returncode == 0, err[-2000:]
         results += [line.split()[1] for line in out.splitlines() if line.startswith("RESULT")]
     assert sorted(results) == ["queued"] + ["refused"] * 9
-    out = subprocess.run([*manage, "shell", "-c", COUNT], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run(
+        [*manage, "shell", "-c", COUNT],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     assert "COUNT 1 9" in out

@@ -95,7 +95,9 @@ def test_keep_a_is_a_reviewers_reconcile_archived_on_apply_and_undone_by_rollbac
     assert op.scores["decision"]["by"] == "bob" and op.scores["decision"]["keep"] == "a"
     assert "bob" in op.status_detail
     assert [(s.memory_id, s.removed) for s in op.sources.order_by("position")] == [
-        (a_id, False), (b_id, True)]
+        (a_id, False),
+        (b_id, True),
+    ]
     run.refresh_from_db()
     assert ev.loss_fraction == run.loss_fraction == pytest.approx(1 / len(before))
     assert run.reconciled == 1 and run.guard_passed
@@ -158,8 +160,8 @@ def test_a_pick_can_be_changed_while_proposed(agent_with_memories, bob):
 def test_auto_apply_leaves_conflicts_undecided(agent_with_memories):
     dup = ["The standup meeting starts at nine sharp.", "The standup meeting starts at nine sharp."]
     agent = agent_with_memories(
-        CONTRADICTION + dup + CONTEXT, SAME_TIME + [{}] * (len(dup) + len(CONTEXT)),
-        auto_apply=True)
+        CONTRADICTION + dup + CONTEXT, SAME_TIME + [{}] * (len(dup) + len(CONTEXT)), auto_apply=True
+    )
     run = _run(agent)
     run = services.pass_apply(run=run) if run.status == Pass.Status.APPROVED else run
     assert run.status == Pass.Status.APPLIED and run.decided_actor == "policy"
@@ -239,7 +241,9 @@ def test_a_decision_carries_over_to_a_new_pass_of_the_same_memories(agent_with_m
     assert carried.source_ids == [b_id, a_id] and carried.removes == [a_id]
     assert carried.scores["decision"]["by"] == "bob"
     assert list(carried.sources.order_by("position").values_list("removed", flat=True)) == [
-        False, True]
+        False,
+        True,
+    ]
     assert carried.lost_sentences == 1  # scored as the pick, not as the conflict
     new.refresh_from_db()
     assert new.loss_fraction == pytest.approx(1 / 8)

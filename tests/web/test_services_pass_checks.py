@@ -91,11 +91,19 @@ def llm_env(llm_stub, monkeypatch):
     return llm_stub
 
 
-def test_it_adds_llm_distillations_to_the_proposal_without_removing_anything(agent_with_memories, llm_env):
+def test_it_adds_llm_distillations_to_the_proposal_without_removing_anything(
+    agent_with_memories, llm_env
+):
     agent = _episodic_agent(agent_with_memories)
-    llm_env.push_facts([
-        {"text": "Caroline takes a pottery class.", "evidence": ["mem-000", "mem-002"], "confidence": 0.9}
-    ])
+    llm_env.push_facts(
+        [
+            {
+                "text": "Caroline takes a pottery class.",
+                "evidence": ["mem-000", "mem-002"],
+                "confidence": 0.9,
+            }
+        ]
+    )
     run = _run(agent)
     assert run.status == Pass.Status.PROPOSED
     distills = list(run.operations.filter(kind="distill"))
@@ -106,7 +114,9 @@ def test_it_adds_llm_distillations_to_the_proposal_without_removing_anything(age
     assert "pottery class downtown" in sent  # memory text travels as quoted data
 
 
-def test_a_timing_out_llm_fails_the_pass_with_the_reason_and_writes_nothing(agent_with_memories, llm_env):
+def test_a_timing_out_llm_fails_the_pass_with_the_reason_and_writes_nothing(
+    agent_with_memories, llm_env
+):
     agent = _episodic_agent(agent_with_memories)
     llm_env.push_slow(5)
     before = services.agent_census(agent=agent)

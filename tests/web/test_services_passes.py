@@ -25,6 +25,7 @@ LOSSY = F[:4] + [F[0], F[1]]
 NO_BUDGET = {"trim_to_guard": False}
 """A policy without the budget option: the guard rejects a plan over the threshold."""
 
+
 def run_pass(agent: Any, capture: Any, **kwargs: Any) -> Pass:
     """Request a pass and let its on-commit task run (django-q2 sync mode); return it fresh."""
     with capture(execute=True):
@@ -41,7 +42,9 @@ def verbs(run: Pass) -> list[tuple[str, str, str]]:
     return [(e.verb, e.from_status, e.to_status) for e in run.events.order_by("created_at", "id")]
 
 
-def test_it_runs_a_pass_to_a_stored_proposal(agent_with_memories, alice, django_capture_on_commit_callbacks):
+def test_it_runs_a_pass_to_a_stored_proposal(
+    agent_with_memories, alice, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     before = census(agent)
     run = run_pass(agent, django_capture_on_commit_callbacks, user=alice)
@@ -57,15 +60,23 @@ def test_it_runs_a_pass_to_a_stored_proposal(agent_with_memories, alice, django_
     src = ops[0].sources.order_by("position")[0]
     assert src.document in DUPES and len(src.content_hash) == 64
     assert src.get_embedding().shape == (384,) and src.removed
-    assert verbs(run) == [("requested", "", "queued"), ("started", "queued", "running"),
-                          ("proposed", "running", "proposed")]
+    assert verbs(run) == [
+        ("requested", "", "queued"),
+        ("started", "queued", "running"),
+        ("proposed", "running", "proposed"),
+    ]
     # alice asked for it; the steps the pass takes by itself are done by "system"
     assert [(e.verb, e.actor) for e in run.events.order_by("created_at", "id")] == [
-        ("requested", "alice"), ("started", "system"), ("proposed", "system")]
+        ("requested", "alice"),
+        ("started", "system"),
+        ("proposed", "system"),
+    ]
     assert census(agent) == before  # planning never writes
 
 
-def test_it_rejects_by_guard_and_leaves_the_store_byte_identical(agent_with_memories, django_capture_on_commit_callbacks):
+def test_it_rejects_by_guard_and_leaves_the_store_byte_identical(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(LOSSY, policy=NO_BUDGET)
     before = census(agent)
     run = run_pass(agent, django_capture_on_commit_callbacks)
@@ -78,7 +89,9 @@ def test_it_rejects_by_guard_and_leaves_the_store_byte_identical(agent_with_memo
     assert not ArchivedMemory.objects.filter(agent=agent).exists()
 
 
-def test_it_applies_an_approved_pass_archiving_first(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_it_applies_an_approved_pass_archiving_first(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks, user=alice)
     with django_capture_on_commit_callbacks(execute=True):
@@ -95,13 +108,17 @@ def test_it_applies_an_approved_pass_archiving_first(agent_with_memories, alice,
     merged = store.get([op.result_id for op in run.operations.all()])
     assert sorted(r.document for r in merged) == sorted([F[0], F[1]])
     assert all(r.embedding is not None for r in merged)
-    assert sorted(merged[0].metadata["merged_from"]) == sorted(run.operations.get(result_id=merged[0].id).source_ids)
+    assert sorted(merged[0].metadata["merged_from"]) == sorted(
+        run.operations.get(result_id=merged[0].id).source_ids
+    )
     agent.refresh_from_db()
     assert len(agent.checkpoint) == 16
     assert list(StoreSample.objects.filter(agent=agent).values_list("count", flat=True)) == [18, 16]
 
 
-def test_it_rejects_with_a_required_note(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_it_rejects_with_a_required_note(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     before = census(agent)
     run = run_pass(agent, django_capture_on_commit_callbacks)
@@ -116,7 +133,9 @@ def test_it_rejects_with_a_required_note(agent_with_memories, bob, django_captur
         services.pass_approve(run=run, user=bob)
 
 
-def test_a_newer_pass_marks_the_older_proposal_stale(agent_with_memories, django_capture_on_commit_callbacks):
+def test_a_newer_pass_marks_the_older_proposal_stale(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     first = run_pass(agent, django_capture_on_commit_callbacks)
     second = run_pass(agent, django_capture_on_commit_callbacks)
@@ -128,18 +147,25 @@ def test_a_newer_pass_marks_the_older_proposal_stale(agent_with_memories, django
     assert f"#{second.pk}" in stale.note
 
 
-def test_auto_apply_is_approved_by_the_policy_and_applied(agent_with_memories, django_capture_on_commit_callbacks):
+def test_auto_apply_is_approved_by_the_policy_and_applied(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES, auto_apply=True)
     run = run_pass(agent, django_capture_on_commit_callbacks)
 
     assert run.status == Pass.Status.APPLIED
     assert run.decided_actor == "policy" and run.decided_by is None
     approved = run.events.get(verb="approved")
-    assert approved.actor == "policy" and (approved.from_status, approved.to_status) == ("proposed", "approved")
+    assert approved.actor == "policy" and (approved.from_status, approved.to_status) == (
+        "proposed",
+        "approved",
+    )
     assert census(agent)["store"]["count"] == 16
 
 
-def test_auto_apply_never_overrides_the_guard(agent_with_memories, django_capture_on_commit_callbacks):
+def test_auto_apply_never_overrides_the_guard(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(LOSSY, auto_apply=True, policy=NO_BUDGET)
     before = census(agent)
     run = run_pass(agent, django_capture_on_commit_callbacks)
@@ -159,7 +185,9 @@ def test_a_second_request_while_active_is_refused_and_recorded(agent_with_memori
     assert refused.data["active_pass"] == first.pk
 
 
-def test_a_pass_fails_with_the_reason_when_chroma_is_down(agent_with_memories, settings, django_capture_on_commit_callbacks):
+def test_a_pass_fails_with_the_reason_when_chroma_is_down(
+    agent_with_memories, settings, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(3)
     settings.CHROMA_MODE = "http"
     settings.CHROMA_PORT = 9  # nothing listens there
@@ -175,14 +203,18 @@ def test_a_pass_fails_with_the_reason_when_chroma_is_down(agent_with_memories, s
     assert census(agent)["store"]["count"] == 3
 
 
-def test_running_a_pass_twice_does_nothing_the_second_time(agent_with_memories, django_capture_on_commit_callbacks):
+def test_running_a_pass_twice_does_nothing_the_second_time(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks)
     again = services.pass_run(run=run)
     assert again.status == "proposed" and again.operations.count() == 2
 
 
-def test_excluding_changes_the_verdict_and_approve_follows_it(agent_with_memories, alice, bob, django_capture_on_commit_callbacks):
+def test_excluding_changes_the_verdict_and_approve_follows_it(
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks)
     # An admin tightens the threshold after planning: the pending proposal is held to it too.
@@ -204,8 +236,9 @@ def test_excluding_changes_the_verdict_and_approve_follows_it(agent_with_memorie
     ev = services.operation_set_excluded(operation=op, excluded=False, user=bob)
     assert ev.guard_passed is False
     ev = services.operation_set_excluded(operation=op, excluded=True, user=bob)
-    assert [e.verb for e in run.events.filter(verb__in=["excluded", "included"]).order_by("id")] == [
-        "excluded", "included", "excluded"]
+    assert [
+        e.verb for e in run.events.filter(verb__in=["excluded", "included"]).order_by("id")
+    ] == ["excluded", "included", "excluded"]
 
     with django_capture_on_commit_callbacks(execute=True):
         services.pass_approve(run=run, user=bob)
@@ -216,7 +249,9 @@ def test_excluding_changes_the_verdict_and_approve_follows_it(agent_with_memorie
     assert census(agent)["store"]["count"] == 17  # the excluded merge's sources are untouched
 
 
-def test_editing_a_merged_text_is_validated_recorded_and_applied(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_editing_a_merged_text_is_validated_recorded_and_applied(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks)
     op = run.operations.order_by("index").first()
@@ -226,7 +261,11 @@ def test_editing_a_merged_text_is_validated_recorded_and_applied(agent_with_memo
     ev = services.operation_edit_text(operation=op, document="Edited: the merged fact.", user=bob)
     assert ev.guard_passed is True
     op.refresh_from_db()
-    assert op.edited and op.result_document == "Edited: the merged fact." and op.planned_document != op.result_document
+    assert (
+        op.edited
+        and op.result_document == "Edited: the merged fact."
+        and op.planned_document != op.result_document
+    )
     assert run.events.get(verb="edited").data["after"] == "Edited: the merged fact."
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -238,7 +277,9 @@ def test_editing_a_merged_text_is_validated_recorded_and_applied(agent_with_memo
     assert float(written.embedding @ embed_texts(["Edited: the merged fact."])[0]) > 0.999
 
 
-def test_prune_is_archived_and_restorable_data_kept(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_prune_is_archived_and_restorable_data_kept(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     texts = F[:8]
     metas = [{}] * 7 + [{"created_at": days_ago(400), "importance": 0.1}]
     agent = agent_with_memories(texts, metas)
@@ -252,7 +293,9 @@ def test_prune_is_archived_and_restorable_data_kept(agent_with_memories, bob, dj
     assert census(agent)["store"]["count"] == 7
 
 
-def test_approving_while_another_pass_is_active_is_refused(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_approving_while_another_pass_is_active_is_refused(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks)
     services.pass_request(agent=agent, trigger="operator")  # queued, not run
@@ -262,7 +305,9 @@ def test_approving_while_another_pass_is_active_is_refused(agent_with_memories, 
     assert run.status == "proposed"
 
 
-def test_a_memory_written_between_planning_and_apply_is_new_to_the_next_pass(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_a_memory_written_between_planning_and_apply_is_new_to_the_next_pass(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     from tests.conftest import memory_records
 
     agent = agent_with_memories(DUPES)

@@ -33,8 +33,10 @@ from tests.web.conftest import free_port
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not os.environ.get("Q_REDIS_URL"),
-                       reason="needs the Redis broker (Q_REDIS_URL): run by `make test-services`"),
+    pytest.mark.skipif(
+        not os.environ.get("Q_REDIS_URL"),
+        reason="needs the Redis broker (Q_REDIS_URL): run by `make test-services`",
+    ),
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,8 +94,9 @@ def wait_until(predicate, timeout: float, what: str, logs: Path) -> None:
         if predicate():
             return
         time.sleep(0.3)
-    tails = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2500:]}"
-                      for p in sorted(logs.glob("*.log")))
+    tails = "\n".join(
+        f"--- {p.name}\n{p.read_text(errors='replace')[-2500:]}" for p in sorted(logs.glob("*.log"))
+    )
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{tails}")
 
 
@@ -108,19 +111,36 @@ def stack(tmp_path: Path) -> Iterator[dict]:
             "MEMORYADMIN_VAR_DIR": str(tmp_path),
             "DATABASE_URL": db_url,
             "MEMORYADMIN_MODEL_DIR": str(settings.MEMORYADMIN_MODEL_DIR),
-            "CHROMA_MODE": "http", "CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(port),
-            "Q_SYNC": "0", "Q_WORKERS": "1", "Q_NAME": f"stack-{uuid.uuid4().hex[:10]}",
+            "CHROMA_MODE": "http",
+            "CHROMA_HOST": "127.0.0.1",
+            "CHROMA_PORT": str(port),
+            "Q_SYNC": "0",
+            "Q_WORKERS": "1",
+            "Q_NAME": f"stack-{uuid.uuid4().hex[:10]}",
             "LIBS_LOG_LEVEL": "INFO",  # django-q2 logs "processing <task>" (who ran what)
-            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", ""))
-                                          if p),
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+            ),
         }
         env.pop("MEMORYADMIN_FAILPOINT", None)
         chroma_log = open(logs / "chroma.log", "wb")  # noqa: SIM115 - closed below
-        chroma = subprocess.Popen([str(BIN / "chroma"), "run", "--path", str(tmp_path / "chroma"),
-                                   "--host", "127.0.0.1", "--port", str(port)],
-                                  stdout=chroma_log, stderr=subprocess.STDOUT)
+        chroma = subprocess.Popen(
+            [
+                str(BIN / "chroma"),
+                "run",
+                "--path",
+                str(tmp_path / "chroma"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            stdout=chroma_log,
+            stderr=subprocess.STDOUT,
+        )
         workers: list[subprocess.Popen] = []
         try:
+
             def up() -> bool:
                 try:
                     return httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat").is_success
@@ -151,8 +171,14 @@ def start_worker(stack: dict, name: str, *, failpoint: str = "") -> subprocess.P
     line = next(x for x in (ROOT / "Procfile").read_text().splitlines() if x.startswith("worker:"))
     env = dict(stack["env"]) | ({"MEMORYADMIN_FAILPOINT": failpoint} if failpoint else {})
     log = open(stack["logs"] / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it
-    proc = subprocess.Popen(["sh", "-c", line.split(":", 1)[1].strip()], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["sh", "-c", line.split(":", 1)[1].strip()],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     log.close()
     stack["workers"].append(proc)
     return proc
@@ -185,30 +211,49 @@ def live_count(stack: dict, slug: str) -> int:
 def test_two_workers_on_redis_plan_two_agents_at_once_and_recover_a_killed_apply(stack):
     logs = stack["logs"]
     w1, w2 = start_worker(stack, "w1"), start_worker(stack, "w2")
-    wait_until(lambda: all("recovered" in (logs / f"{n}.log").read_text(errors="replace")
-                           for n in ("w1", "w2")), 90, "both workers to start", logs)
+    wait_until(
+        lambda: all(
+            "recovered" in (logs / f"{n}.log").read_text(errors="replace") for n in ("w1", "w2")
+        ),
+        90,
+        "both workers to start",
+        logs,
+    )
     time.sleep(3)  # both clusters are waiting on the Redis list
     out = shell(stack["env"], REQUEST_BOTH)
     assert "SECOND refused" in out  # one pass per agent (I-5), on this database
     north, south = (int(x) for x in out.split("PKS", 1)[1].split())
-    wait_until(lambda: {status(stack, north), status(stack, south)} == {"proposed"}, 180,
-               "both passes to be planned", logs)
-    planned_by = {n: sum("processing run_pass:" in line for line in
-                         (logs / f"{n}.log").read_text(errors="replace").splitlines())
-                  for n in ("w1", "w2")}
+    wait_until(
+        lambda: {status(stack, north), status(stack, south)} == {"proposed"},
+        180,
+        "both passes to be planned",
+        logs,
+    )
+    planned_by = {
+        n: sum(
+            "processing run_pass:" in line
+            for line in (logs / f"{n}.log").read_text(errors="replace").splitlines()
+        )
+        for n in ("w1", "w2")
+    }
     assert planned_by == {"w1": 1, "w2": 1}, planned_by  # each worker planned one pass
 
     # w2 leaves; w1 restarts with a failpoint and dies in the middle of applying north's pass
     stop(w2)
     stop(w1)
     w1 = start_worker(stack, "w1-fail", failpoint="apply:written")
-    wait_until(lambda: "recovered" in (logs / "w1-fail.log").read_text(errors="replace"), 90,
-               "the failing worker to start", logs)
+    wait_until(
+        lambda: "recovered" in (logs / "w1-fail.log").read_text(errors="replace"),
+        90,
+        "the failing worker to start",
+        logs,
+    )
     assert "approved" in shell(stack["env"], APPROVE.format(pk=north))
 
     def crashed() -> bool:
-        (st, owner), = query(stack["db"], "select status, lease_owner from console_pass "
-                                          "where id = %s", north)
+        ((st, owner),) = query(
+            stack["db"], "select status, lease_owner from console_pass where id = %s", north
+        )
         pid = owner.rpartition(":")[2]
         return st == "applying" and pid.isdigit() and not psutil.pid_exists(int(pid))
 
@@ -224,11 +269,20 @@ def test_two_workers_on_redis_plan_two_agents_at_once_and_recover_a_killed_apply
     wait_until(lambda: status(stack, south) == "applied", 180, "the second apply", logs)
 
     for pk, slug in ((north, "north"), (south, "south")):
-        ops = dict(query(stack["db"], "select status, count(*) from console_operation "
-                                      "where run_id = %s group by status", pk))
+        ops = dict(
+            query(
+                stack["db"],
+                "select status, count(*) from console_operation where run_id = %s group by status",
+                pk,
+            )
+        )
         assert ops == {"applied": 110}, (slug, ops)
-        archived = query(stack["db"], "select count(*), count(distinct memory_id) from "
-                                      "console_archivedmemory where run_id = %s", pk)[0]
+        archived = query(
+            stack["db"],
+            "select count(*), count(distinct memory_id) from "
+            "console_archivedmemory where run_id = %s",
+            pk,
+        )[0]
         assert archived == (220, 220), (slug, archived)  # each source archived once
         assert live_count(stack, slug) == 240 - 220 + 110  # merged into 110, 20 singles kept
     events = json.dumps(query(stack["db"], "select verb from console_auditevent"))

@@ -14,7 +14,9 @@ pytestmark = pytest.mark.django_db
 DUPES = DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2]
 
 
-def test_run_and_apply_tasks_go_through_django_q(agent_with_memories, bob, django_capture_on_commit_callbacks):
+def test_run_and_apply_tasks_go_through_django_q(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     with django_capture_on_commit_callbacks(execute=True):
         run = services.pass_request(agent=agent, trigger="operator", user=bob)
@@ -31,7 +33,9 @@ def test_run_and_apply_tasks_go_through_django_q(agent_with_memories, bob, djang
     assert services.agent_census(agent=agent)["store"]["count"] == 16
 
 
-def test_tasks_are_safe_to_run_twice_and_with_unknown_ids(agent_with_memories, django_capture_on_commit_callbacks):
+def test_tasks_are_safe_to_run_twice_and_with_unknown_ids(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
     agent = agent_with_memories(DUPES)
     with django_capture_on_commit_callbacks(execute=True):
         run = services.pass_request(agent=agent, trigger="operator")

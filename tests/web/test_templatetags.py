@@ -14,12 +14,31 @@ from tests.web.proposals import make_proposal
 @pytest.mark.parametrize(
     ("scores", "expected"),
     [
-        ({"min_cosine": 0.9312, "confidence": 0.9312, "rule": "near_duplicate", "pairwise": [[1]]},
-         [("lowest pairwise cosine", "0.931"), ("confidence", "0.931")]),
-        ({"score": 0.0123, "age_days": 120, "coverage": 0.75},
-         [("decayed importance", "0.012"), ("age", "120.0 days"), ("content words kept elsewhere", "75.0%")]),
-        ({"rules": ["min_sessions", "importance"], "promoted": True, "new_key": 3},
-         [("rules", "min sessions, importance"), ("merged memory promoted", "yes"), ("new key", "3")]),
+        (
+            {
+                "min_cosine": 0.9312,
+                "confidence": 0.9312,
+                "rule": "near_duplicate",
+                "pairwise": [[1]],
+            },
+            [("lowest pairwise cosine", "0.931"), ("confidence", "0.931")],
+        ),
+        (
+            {"score": 0.0123, "age_days": 120, "coverage": 0.75},
+            [
+                ("decayed importance", "0.012"),
+                ("age", "120.0 days"),
+                ("content words kept elsewhere", "75.0%"),
+            ],
+        ),
+        (
+            {"rules": ["min_sessions", "importance"], "promoted": True, "new_key": 3},
+            [
+                ("rules", "min sessions, importance"),
+                ("merged memory promoted", "yes"),
+                ("new key", "3"),
+            ],
+        ),
         (None, []),
     ],
 )
@@ -28,11 +47,19 @@ def test_it_labels_operation_scores(scores, expected):
 
 
 def test_it_labels_memory_metadata():
-    meta = {"pinned": False, "evidence": ["D1:3", "D1:4"], "created_at": "2025-01-01T00:00:00+00:00",
-            "importance": 0.5, "extra": {"a": 1}}
+    meta = {
+        "pinned": False,
+        "evidence": ["D1:3", "D1:4"],
+        "created_at": "2025-01-01T00:00:00+00:00",
+        "importance": 0.5,
+        "extra": {"a": 1},
+    }
     assert metadata_fields(meta) == [
-        ("created", "2025-01-01T00:00:00+00:00"), ("evidence", "D1:3, D1:4"), ("extra", "a: 1"),
-        ("importance", "0.5"), ("pinned", "no"),
+        ("created", "2025-01-01T00:00:00+00:00"),
+        ("evidence", "D1:3, D1:4"),
+        ("extra", "a: 1"),
+        ("importance", "0.5"),
+        ("pinned", "no"),
     ]
 
 

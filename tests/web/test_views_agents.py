@@ -17,10 +17,15 @@ pytestmark = pytest.mark.django_db
 
 def _create_data(unique_name, **over) -> dict:
     data = {
-        "name": "New bot", "slug": unique_name("new"), "collection_name": unique_name("coll"),
-        "schedule_cron": "0 3 * * *", "schedule_enabled": "on",
-        **{f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
-           for k, v in Policy().to_dict().items()},
+        "name": "New bot",
+        "slug": unique_name("new"),
+        "collection_name": unique_name("coll"),
+        "schedule_cron": "0 3 * * *",
+        "schedule_enabled": "on",
+        **{
+            f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
+            for k, v in Policy().to_dict().items()
+        },
     }
     data.update(over)
     return {k: v for k, v in data.items() if v != ""}
@@ -28,9 +33,14 @@ def _create_data(unique_name, **over) -> dict:
 
 def _edit_data(agent: Agent, **over) -> dict:
     data = {
-        "name": agent.name, "description": "", "schedule_cron": agent.schedule_cron, "schedule_enabled": "on",
-        **{f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
-           for k, v in agent.get_policy().to_dict().items()},
+        "name": agent.name,
+        "description": "",
+        "schedule_cron": agent.schedule_cron,
+        "schedule_enabled": "on",
+        **{
+            f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
+            for k, v in agent.get_policy().to_dict().items()
+        },
     }
     data.update(over)
     return {k: v for k, v in data.items() if v != ""}
@@ -115,7 +125,9 @@ def test_it_creates_an_agent_and_its_collection(client: Client, alice, unique_na
         ("slug", "not a slug"),
     ],
 )
-def test_it_rerenders_create_errors_at_200(client: Client, alice, unique_name, field: str, value: str) -> None:
+def test_it_rerenders_create_errors_at_200(
+    client: Client, alice, unique_name, field: str, value: str
+) -> None:
     client.force_login(alice)
     data = _create_data(unique_name, **{field: value})
     r = client.post(reverse("agent_create"), data)
@@ -137,11 +149,23 @@ def test_it_attaches_an_existing_collection(client: Client, alice, unique_name) 
     name = unique_name("existing")
     stores.create_collection(name)
     client.force_login(alice)
-    r = client.post(reverse("agent_create"), _create_data(unique_name, collection_name=name, attach="on",
-                                                         field_created_at="ts", field_pinned="keep"))
+    r = client.post(
+        reverse("agent_create"),
+        _create_data(
+            unique_name,
+            collection_name=name,
+            attach="on",
+            field_created_at="ts",
+            field_pinned="keep",
+        ),
+    )
     assert r.status_code == 302
     agent = Agent.objects.get(collection_name=name)
-    assert agent.attached and agent.get_field_map().created_at == "ts" and agent.get_field_map().pinned == "keep"
+    assert (
+        agent.attached
+        and agent.get_field_map().created_at == "ts"
+        and agent.get_field_map().pinned == "keep"
+    )
 
 
 def test_it_forbids_create_post_for_a_reviewer(client: Client, bob, unique_name) -> None:
@@ -159,12 +183,23 @@ def test_it_edits_policy_and_schedule(bare_agent, client: Client, alice) -> None
     client.force_login(alice)
     r = client.get(reverse("agent_edit", args=[agent.slug]))
     assert r.status_code == 200 and b'name="policy_prune_half_life_days"' in r.content
-    data = _edit_data(agent, name="Renamed", policy_max_loss_fraction="0.1", auto_apply="on", schedule_cron="15 2 * * 1")
+    data = _edit_data(
+        agent,
+        name="Renamed",
+        policy_max_loss_fraction="0.1",
+        auto_apply="on",
+        schedule_cron="15 2 * * 1",
+    )
     data.pop("schedule_enabled")
     r = client.post(reverse("agent_edit", args=[agent.slug]), data)
     assert r.status_code == 302
     agent.refresh_from_db()
-    assert (agent.name, agent.auto_apply, agent.schedule_cron, agent.schedule_enabled) == ("Renamed", True, "15 2 * * 1", False)
+    assert (agent.name, agent.auto_apply, agent.schedule_cron, agent.schedule_enabled) == (
+        "Renamed",
+        True,
+        "15 2 * * 1",
+        False,
+    )
     assert agent.get_policy().max_loss_fraction == 0.1
 
 
@@ -172,7 +207,9 @@ def test_it_edits_policy_and_schedule(bare_agent, client: Client, alice) -> None
 def test_it_rerenders_edit_errors_at_200(bare_agent, client: Client, alice, value: str) -> None:
     agent = bare_agent()
     client.force_login(alice)
-    r = client.post(reverse("agent_edit", args=[agent.slug]), _edit_data(agent, policy_max_loss_fraction=value))
+    r = client.post(
+        reverse("agent_edit", args=[agent.slug]), _edit_data(agent, policy_max_loss_fraction=value)
+    )
     assert r.status_code == 200
     assert r.context["form"].errors.get("policy_max_loss_fraction")
     agent.refresh_from_db()
@@ -182,17 +219,26 @@ def test_it_rerenders_edit_errors_at_200(bare_agent, client: Client, alice, valu
 def test_it_rerenders_a_bad_cron_with_the_preview_error(bare_agent, client: Client, alice) -> None:
     agent = bare_agent()
     client.force_login(alice)
-    r = client.post(reverse("agent_edit", args=[agent.slug]), _edit_data(agent, schedule_cron="0 25 * * *"))
+    r = client.post(
+        reverse("agent_edit", args=[agent.slug]), _edit_data(agent, schedule_cron="0 25 * * *")
+    )
     assert r.status_code == 200
     assert r.context["form"].errors.get("schedule_cron")
-    assert r.content.count(b"Invalid cron expression") == 1  # once: by the field, not again in the preview
+    assert (
+        r.content.count(b"Invalid cron expression") == 1
+    )  # once: by the field, not again in the preview
 
 
 def test_it_forbids_edit_for_viewer_and_reviewer(bare_agent, client: Client, bob, carol) -> None:
     agent = bare_agent()
     for user in (bob, carol):
         client.force_login(user)
-        assert client.post(reverse("agent_edit", args=[agent.slug]), _edit_data(agent, name="x")).status_code == 403
+        assert (
+            client.post(
+                reverse("agent_edit", args=[agent.slug]), _edit_data(agent, name="x")
+            ).status_code
+            == 403
+        )
     agent.refresh_from_db()
     assert agent.name == "Bare agent"
 
@@ -202,8 +248,11 @@ def test_it_forbids_edit_for_viewer_and_reviewer(bare_agent, client: Client, bob
 
 def test_it_previews_the_next_five_runs_in_the_operators_zone(client: Client, carol) -> None:
     client.force_login(carol)
-    r = client.get(reverse("schedule_preview"), {"schedule_cron": "0 3 * * *", "tz": "Asia/Tokyo"},
-                   HTTP_HX_REQUEST="true")
+    r = client.get(
+        reverse("schedule_preview"),
+        {"schedule_cron": "0 3 * * *", "tz": "Asia/Tokyo"},
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 200
     html = r.content.decode()
     assert html.lstrip().startswith('<div id="cron-preview"')
@@ -242,7 +291,9 @@ def test_it_forbids_delete_for_a_viewer(bare_agent, client: Client, carol) -> No
     assert Agent.objects.filter(pk=agent.pk).exists()
 
 
-def test_it_runs_now(client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks) -> None:
+def test_it_runs_now(
+    client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks
+) -> None:
     agent = agent_with_memories(3)
     client.force_login(alice)
     with django_capture_on_commit_callbacks(execute=True):
@@ -308,8 +359,14 @@ def test_it_forbids_run_now_for_a_viewer(bare_agent, client: Client, carol) -> N
 
 
 def test_it_shows_policy_lists_and_booleans_in_words(bare_agent, client: Client, carol) -> None:
-    agent = bare_agent(policy={"rules": ["exact_duplicate", "near_duplicate"], "promote": False,
-                                             "merge_near": True, "promote_rules": []})
+    agent = bare_agent(
+        policy={
+            "rules": ["exact_duplicate", "near_duplicate"],
+            "promote": False,
+            "merge_near": True,
+            "promote_rules": [],
+        }
+    )
     client.force_login(carol)
     html = client.get(reverse("agent_detail", args=[agent.slug])).content.decode()
     assert "<dd>exact duplicate, near duplicate</dd>" in html

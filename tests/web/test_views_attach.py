@@ -16,10 +16,16 @@ pytestmark = pytest.mark.django_db
 
 def _data(unique_name, collection: str, **over: str) -> dict:
     data = {
-        "name": "Attached bot", "slug": unique_name("att"), "collection_name": collection,
-        "attach": "on", "schedule_cron": "0 3 * * *", "schedule_enabled": "on",
-        **{f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
-           for k, v in Policy().to_dict().items()},
+        "name": "Attached bot",
+        "slug": unique_name("att"),
+        "collection_name": collection,
+        "attach": "on",
+        "schedule_cron": "0 3 * * *",
+        "schedule_enabled": "on",
+        **{
+            f"policy_{k}": ("on" if v is True else "" if v is False or v is None else v)
+            for k, v in Policy().to_dict().items()
+        },
     }
     data.update(over)
     return {k: v for k, v in data.items() if v != ""}
@@ -48,8 +54,10 @@ def test_a_typed_key_overrides_the_preset(client: Client, alice, unique_name) ->
     name = unique_name("praison")
     write_praisonai(stores.get_client(), [PraisonMemory("Likes jazz")], collection_name=name)
     client.force_login(alice)
-    r = client.post(reverse("agent_create"),
-                    _data(unique_name, name, preset="praisonai", field_scope="agent_name"))
+    r = client.post(
+        reverse("agent_create"),
+        _data(unique_name, name, preset="praisonai", field_scope="agent_name"),
+    )
     assert r.status_code == 302
     fm = Agent.objects.get(collection_name=name).get_field_map()
     assert (fm.created_at, fm.scope) == ("timestamp", ("agent_name",))
@@ -66,27 +74,43 @@ def test_a_contradicted_preset_is_a_field_error(client: Client, alice, unique_na
     assert not Agent.objects.filter(slug=data["slug"]).exists()
 
 
-def test_auto_on_a_missing_collection_is_a_collection_error(client: Client, alice, unique_name) -> None:
+def test_auto_on_a_missing_collection_is_a_collection_error(
+    client: Client, alice, unique_name
+) -> None:
     client.force_login(alice)
     r = client.post(reverse("agent_create"), _data(unique_name, unique_name("nope"), preset="auto"))
     assert r.status_code == 200
     assert "no collection named" in r.context["form"].errors["collection_name"][0]
 
 
-def test_the_collections_embedder_is_saved_without_its_key(client: Client, alice, unique_name) -> None:
+def test_the_collections_embedder_is_saved_without_its_key(
+    client: Client, alice, unique_name
+) -> None:
     name = unique_name("mem0")
     write_mem0(stores.get_client(), name, [Mem0Memory("Likes tea", user_id="u1")])
     client.force_login(alice)
-    r = client.post(reverse("agent_create"), _data(
-        unique_name, name, preset="auto", field_embedder_url="http://127.0.0.1:9/v1",
-        field_embedder_model="text-embedding-3-small", field_embedder_key_env="OPENAI_API_KEY"))
+    r = client.post(
+        reverse("agent_create"),
+        _data(
+            unique_name,
+            name,
+            preset="auto",
+            field_embedder_url="http://127.0.0.1:9/v1",
+            field_embedder_model="text-embedding-3-small",
+            field_embedder_key_env="OPENAI_API_KEY",
+        ),
+    )
     assert r.status_code == 302, r.context["form"].errors
     assert Agent.objects.get(collection_name=name).embedder == {
-        "base_url": "http://127.0.0.1:9/v1", "model": "text-embedding-3-small",
-        "api_key_env": "OPENAI_API_KEY"}
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "text-embedding-3-small",
+        "api_key_env": "OPENAI_API_KEY",
+    }
 
 
-def test_a_half_filled_embedder_is_an_error_on_its_field(client: Client, alice, unique_name) -> None:
+def test_a_half_filled_embedder_is_an_error_on_its_field(
+    client: Client, alice, unique_name
+) -> None:
     name = unique_name("mem0")
     write_mem0(stores.get_client(), name, [Mem0Memory("Likes tea", user_id="u1")])
     client.force_login(alice)
@@ -97,15 +121,23 @@ def test_a_half_filled_embedder_is_an_error_on_its_field(client: Client, alice, 
     assert not Agent.objects.filter(slug=data["slug"]).exists()
 
 
-def test_an_attached_mem0_agents_memories_are_listed_and_searchable(client: Client, carol, unique_name) -> None:
+def test_an_attached_mem0_agents_memories_are_listed_and_searchable(
+    client: Client, carol, unique_name
+) -> None:
     from io import StringIO
 
     from django.core.management import call_command
 
     name = unique_name("mem0")
-    write_mem0(stores.get_client(), name, [Mem0Memory("Trinkt morgens schwarzen Kaffee", user_id="a"),
-                                           Mem0Memory("喜欢喝乌龙茶", user_id="b"),
-                                           Mem0Memory("Prefers dark mode in the editor", user_id="a")])
+    write_mem0(
+        stores.get_client(),
+        name,
+        [
+            Mem0Memory("Trinkt morgens schwarzen Kaffee", user_id="a"),
+            Mem0Memory("喜欢喝乌龙茶", user_id="b"),
+            Mem0Memory("Prefers dark mode in the editor", user_id="a"),
+        ],
+    )
     call_command("attach_collection", "mem0-view", name, stdout=StringIO())
     client.force_login(carol)
     url = reverse("memory_list", args=["mem0-view"])

@@ -18,20 +18,53 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def passes(unique_name, bob) -> dict[str, Pass]:
-    a = Agent.objects.create(name="Alpha", slug=unique_name("alpha"), collection_name=unique_name("c"))
-    b = Agent.objects.create(name="Beta", slug=unique_name("beta"), collection_name=unique_name("c"))
+    a = Agent.objects.create(
+        name="Alpha", slug=unique_name("alpha"), collection_name=unique_name("c")
+    )
+    b = Agent.objects.create(
+        name="Beta", slug=unique_name("beta"), collection_name=unique_name("c")
+    )
     when = datetime(2026, 10, 5, 12, tzinfo=UTC)
     out = {
-        "guard": Pass.objects.create(agent=a, trigger="schedule", status="rejected_by_guard", created_at=when,
-                                     guard_reason="Loss guard tripped: loss 40.0%", decided_actor="policy"),
-        "rejected": Pass.objects.create(agent=a, trigger="operator", status="rejected", decided_by=bob,
-                                         decided_at=when, note=XSS, created_at=datetime(2026, 10, 6, tzinfo=UTC)),
-        "failed": Pass.objects.create(agent=b, trigger="cli", status="failed", error="Chroma down",
-                                      created_at=datetime(2026, 10, 7, tzinfo=UTC)),
-        "stale": Pass.objects.create(agent=b, trigger="schedule", status="stale", reason="store changed",
-                                     created_at=datetime(2026, 10, 8, tzinfo=UTC)),
-        "applied": Pass.objects.create(agent=b, trigger="policy", status="applied", decided_actor="policy",
-                                       note="=HYPERLINK(1)", created_at=datetime(2026, 10, 9, tzinfo=UTC)),
+        "guard": Pass.objects.create(
+            agent=a,
+            trigger="schedule",
+            status="rejected_by_guard",
+            created_at=when,
+            guard_reason="Loss guard tripped: loss 40.0%",
+            decided_actor="policy",
+        ),
+        "rejected": Pass.objects.create(
+            agent=a,
+            trigger="operator",
+            status="rejected",
+            decided_by=bob,
+            decided_at=when,
+            note=XSS,
+            created_at=datetime(2026, 10, 6, tzinfo=UTC),
+        ),
+        "failed": Pass.objects.create(
+            agent=b,
+            trigger="cli",
+            status="failed",
+            error="Chroma down",
+            created_at=datetime(2026, 10, 7, tzinfo=UTC),
+        ),
+        "stale": Pass.objects.create(
+            agent=b,
+            trigger="schedule",
+            status="stale",
+            reason="store changed",
+            created_at=datetime(2026, 10, 8, tzinfo=UTC),
+        ),
+        "applied": Pass.objects.create(
+            agent=b,
+            trigger="policy",
+            status="applied",
+            decided_actor="policy",
+            note="=HYPERLINK(1)",
+            created_at=datetime(2026, 10, 9, tzinfo=UTC),
+        ),
     }
     return out
 
@@ -42,17 +75,31 @@ def test_it_lists_every_pass_with_its_decision(client: Client, carol, passes) ->
     assert r.status_code == 200
     html = r.content.decode()
     assert r.context["page"].paginator.count == 5
-    assert "Loss guard tripped" in html and "bob" in html and "Chroma down" in html and "store changed" in html
+    assert (
+        "Loss guard tripped" in html
+        and "bob" in html
+        and "Chroma down" in html
+        and "store changed" in html
+    )
     assert "schedule" in html and "policy" in html and "cli" in html
     assert XSS not in html and "&lt;script&gt;" in html
 
 
 @pytest.mark.parametrize(
     ("status", "expected"),
-    [("rejected_by_guard", {"guard"}), ("rejected", {"rejected"}), ("dismissed", {"rejected"}), ("failed", {"failed"}),
-     ("stale", {"stale"}), ("applied", {"applied"}), ("all", {"guard", "rejected", "failed", "stale", "applied"})],
+    [
+        ("rejected_by_guard", {"guard"}),
+        ("rejected", {"rejected"}),
+        ("dismissed", {"rejected"}),
+        ("failed", {"failed"}),
+        ("stale", {"stale"}),
+        ("applied", {"applied"}),
+        ("all", {"guard", "rejected", "failed", "stale", "applied"}),
+    ],
 )
-def test_it_filters_by_status(client: Client, carol, passes, status: str, expected: set[str]) -> None:
+def test_it_filters_by_status(
+    client: Client, carol, passes, status: str, expected: set[str]
+) -> None:
     client.force_login(carol)
     r = client.get(reverse("audit"), {"status": status})
     got = {p.pk for p in r.context["page"]}
@@ -83,7 +130,9 @@ def test_it_returns_the_results_fragment_for_htmx(client: Client, carol, passes)
 
 def test_it_paginates(client: Client, carol, unique_name) -> None:
     a = Agent.objects.create(name="Many", slug=unique_name("m"), collection_name=unique_name("c"))
-    Pass.objects.bulk_create([Pass(agent=a, trigger="schedule", status="rejected") for _ in range(55)])
+    Pass.objects.bulk_create(
+        [Pass(agent=a, trigger="schedule", status="rejected") for _ in range(55)]
+    )
     client.force_login(carol)
     assert len(client.get(reverse("audit")).context["page"].object_list) == 50
     r = client.get(reverse("audit"), {"page": 2})
@@ -120,7 +169,9 @@ def test_it_shows_times_in_the_operators_zone(client: Client, carol, passes) -> 
     client.cookies["tz"] = "Asia/Tokyo"
     html = client.get(reverse("audit"), {"status": "rejected_by_guard"}).content.decode()
     assert "2026-10-05 21:00" in html  # 12:00 UTC
-    html = client.get(reverse("audit"), {"status": "rejected_by_guard"}, HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(
+        reverse("audit"), {"status": "rejected_by_guard"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert "2026-10-05 21:00" in html
 
 
@@ -139,11 +190,31 @@ def events(passes, bob) -> dict[str, AuditEvent]:
     a, b = passes["rejected"].agent, passes["applied"].agent
     when = datetime(2026, 10, 10, 9, tzinfo=UTC)
     return {
-        "rejected": AuditEvent.objects.create(agent=a, run=passes["rejected"], user=bob, actor="bob", verb="rejected",
-                                               from_status="proposed", to_status="rejected", note=XSS, created_at=when),
-        "rollback": AuditEvent.objects.create(agent=b, run=passes["applied"], user=bob, actor="bob", verb="rollback_requested",
-                                              from_status="applied", to_status="rolling_back", note="=undo", created_at=when),
-        "pin": AuditEvent.objects.create(agent=b, actor="alice", verb="memory_pinned", created_at=when),
+        "rejected": AuditEvent.objects.create(
+            agent=a,
+            run=passes["rejected"],
+            user=bob,
+            actor="bob",
+            verb="rejected",
+            from_status="proposed",
+            to_status="rejected",
+            note=XSS,
+            created_at=when,
+        ),
+        "rollback": AuditEvent.objects.create(
+            agent=b,
+            run=passes["applied"],
+            user=bob,
+            actor="bob",
+            verb="rollback_requested",
+            from_status="applied",
+            to_status="rolling_back",
+            note="=undo",
+            created_at=when,
+        ),
+        "pin": AuditEvent.objects.create(
+            agent=b, actor="alice", verb="memory_pinned", created_at=when
+        ),
     }
 
 
@@ -158,13 +229,18 @@ def test_it_lists_every_event_on_the_events_tab(client: Client, carol, events) -
     assert XSS not in html and "&lt;script&gt;" in html
 
 
-@pytest.mark.parametrize(("params", "expected"), [
-    ({"verb": "rollback_requested"}, {"rollback"}),
-    ({"agent": "beta"}, {"rollback", "pin"}),
-    ({"agent": "beta", "verb": "memory_pinned"}, {"pin"}),
-    ({"verb": "no_such_verb"}, set()),
-])
-def test_it_filters_events_by_agent_and_verb(client: Client, carol, events, params, expected) -> None:
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"verb": "rollback_requested"}, {"rollback"}),
+        ({"agent": "beta"}, {"rollback", "pin"}),
+        ({"agent": "beta", "verb": "memory_pinned"}, {"pin"}),
+        ({"verb": "no_such_verb"}, set()),
+    ],
+)
+def test_it_filters_events_by_agent_and_verb(
+    client: Client, carol, events, params, expected
+) -> None:
     if "agent" in params:
         params = {**params, "agent": events["pin"].agent.slug}
     client.force_login(carol)
@@ -179,11 +255,17 @@ def test_it_exports_the_filtered_events_as_csv(client: Client, carol, events) ->
     r = client.get(reverse("audit_events_csv"), {"verb": "rollback_requested"})
     assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(r.content.decode())))
-    assert len(rows) == 1 and rows[0]["actor"] == "bob" and rows[0]["pass"] == str(events["rollback"].run_id)
+    assert (
+        len(rows) == 1
+        and rows[0]["actor"] == "bob"
+        and rows[0]["pass"] == str(events["rollback"].run_id)
+    )
     assert rows[0]["to_status"] == "rolling_back" and rows[0]["note"] == "'=undo"
 
 
-def test_it_filters_rolled_back_passes_and_says_who_rolled_back(client: Client, carol, passes, events) -> None:
+def test_it_filters_rolled_back_passes_and_says_who_rolled_back(
+    client: Client, carol, passes, events
+) -> None:
     Pass.objects.filter(pk=passes["applied"].pk).update(status="rolled_back")
     client.force_login(carol)
     html = client.get(reverse("audit"), {"status": "rolled_back"}).content.decode()

@@ -36,8 +36,13 @@ def test_keep_a_with_htmx_updates_both_cards_and_the_figures(client: Client, bob
     r = client.post(_url(conflict), {"keep": "a"}, HTTP_HX_REQUEST="true")
     assert r.status_code == 200
     html = r.content.decode()
-    for part in (f'id="op-{conflict.pk}"', f'id="rv-{conflict.pk}"', 'id="pass-summary"',
-                 'id="approve-line"', 'id="review-totals"'):
+    for part in (
+        f'id="op-{conflict.pk}"',
+        f'id="rv-{conflict.pk}"',
+        'id="pass-summary"',
+        'id="approve-line"',
+        'id="review-totals"',
+    ):
         assert part in html and html.count('hx-swap-oob="true"') >= 5
     assert 'data-decided="a"' in html and "Decided by bob" in html
     assert "removed on apply" in html and "12.5%" in html  # 1 of 8 memories now counts

@@ -24,7 +24,9 @@ def test_it_logs_in_and_lands_on_dashboard(client: Client, carol) -> None:
     assert r["Location"] == reverse("dashboard")
 
 
-def test_it_lists_agents_with_count_pending_and_next_run(client: Client, carol, agent_with_memories) -> None:
+def test_it_lists_agents_with_count_pending_and_next_run(
+    client: Client, carol, agent_with_memories
+) -> None:
     agent = agent_with_memories(3, name="Support bot", schedule_cron="30 4 * * *")
     Pass.objects.create(agent=agent, trigger="operator", status="proposed", loss_fraction=0.125)
     client.force_login(carol)
@@ -41,12 +43,17 @@ def test_it_lists_agents_with_count_pending_and_next_run(client: Client, carol, 
     assert "htmx" in html and 'hx-headers=\'{"X-CSRFToken"' in html
 
 
-def test_it_shows_unavailable_when_chroma_is_down(bare_agent, client: Client, carol, settings) -> None:
+def test_it_shows_unavailable_when_chroma_is_down(
+    bare_agent, client: Client, carol, settings
+) -> None:
     from memoryadmin.console import stores
 
     bare_agent(name="Orphan")
     settings.CHROMA_MODE = "http"
-    settings.CHROMA_HOST, settings.CHROMA_PORT = "127.0.0.1", 9  # nothing listens on the discard port
+    settings.CHROMA_HOST, settings.CHROMA_PORT = (
+        "127.0.0.1",
+        9,
+    )  # nothing listens on the discard port
     stores.reset_client_cache()
     client.force_login(carol)
     r = client.get(reverse("dashboard"))
@@ -67,7 +74,12 @@ def test_it_returns_the_chart_fragment_for_htmx(client: Client, carol, agent_wit
     agent = agent_with_memories(1)
     StoreSample.objects.create(agent=agent, count=7)
     client.force_login(carol)
-    r = client.get(reverse("dashboard"), {"agent": agent.slug}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="agent-chart")
+    r = client.get(
+        reverse("dashboard"),
+        {"agent": agent.slug},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="agent-chart",
+    )
     assert r.status_code == 200
     html = r.content.decode()
     assert html.lstrip().startswith('<section class="card" id="agent-chart"')
@@ -75,7 +87,9 @@ def test_it_returns_the_chart_fragment_for_htmx(client: Client, carol, agent_wit
     assert 'id="chart-data"' in html and '"count": 7' in html
 
 
-def test_it_serves_the_chart_data_as_json_script(client: Client, carol, agent_with_memories) -> None:
+def test_it_serves_the_chart_data_as_json_script(
+    client: Client, carol, agent_with_memories
+) -> None:
     agent = agent_with_memories(1)
     Pass.objects.create(agent=agent, trigger="operator", status="applied", loss_fraction=0.2)
     client.force_login(carol)

@@ -15,10 +15,15 @@ from memoryadmin.console.models import Agent, Pass, StoreSample
 pytestmark = pytest.mark.django_db
 
 
-def test_counts_come_from_the_latest_sample_even_with_chroma_down(client: Client, carol, settings,
-                                                                 unique_name) -> None:
-    agents = [Agent.objects.create(name=f"Agent {i:02d}", slug=unique_name("a"),
-                                   collection_name=unique_name("c")) for i in range(12)]
+def test_counts_come_from_the_latest_sample_even_with_chroma_down(
+    client: Client, carol, settings, unique_name
+) -> None:
+    agents = [
+        Agent.objects.create(
+            name=f"Agent {i:02d}", slug=unique_name("a"), collection_name=unique_name("c")
+        )
+        for i in range(12)
+    ]
     for i, agent in enumerate(agents):
         StoreSample.objects.create(agent=agent, count=10 + i)
         StoreSample.objects.create(agent=agent, count=1000 + i)  # the latest one counts

@@ -24,7 +24,11 @@ def _detail(agent, memory_id: str) -> str:
 
 @pytest.fixture
 def agent(agent_with_memories):
-    texts = ["Gina adopted a grey rescue cat named Pixel.", XSS, "The database backups run nightly at two."]
+    texts = [
+        "Gina adopted a grey rescue cat named Pixel.",
+        XSS,
+        "The database backups run nightly at two.",
+    ]
     metas = [{"tier": "curated", "pinned": True}, {"tier": "working"}, {}]
     return agent_with_memories(texts, metas)
 
@@ -51,9 +55,13 @@ def test_it_pages_by_fifty(client: Client, carol, agent_with_memories) -> None:
 
 @pytest.mark.parametrize(
     ("params", "expected"),
-    [({"tier": "curated"}, ["mem-000"]), ({"pinned": "yes"}, ["mem-000"]),
-     ({"pinned": "no"}, ["mem-001", "mem-002"]), ({"contains": "BACKUPS"}, ["mem-002"]),
-     ({"tier": "working", "contains": "script"}, ["mem-001"])],
+    [
+        ({"tier": "curated"}, ["mem-000"]),
+        ({"pinned": "yes"}, ["mem-000"]),
+        ({"pinned": "no"}, ["mem-001", "mem-002"]),
+        ({"contains": "BACKUPS"}, ["mem-002"]),
+        ({"tier": "working", "contains": "script"}, ["mem-001"]),
+    ],
 )
 def test_it_filters(client: Client, carol, agent, params: dict, expected: list[str]) -> None:
     client.force_login(carol)
@@ -62,17 +70,23 @@ def test_it_filters(client: Client, carol, agent, params: dict, expected: list[s
 
 
 @pytest.mark.parametrize("htmx", [False, True])
-def test_it_says_no_memories_match_a_filter_with_no_matches(client: Client, carol, agent, htmx) -> None:
+def test_it_says_no_memories_match_a_filter_with_no_matches(
+    client: Client, carol, agent, htmx
+) -> None:
     client.force_login(carol)
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
-    r = client.get(reverse("memory_list", args=[agent.slug]), {"contains": "no such words"}, **headers)
+    r = client.get(
+        reverse("memory_list", args=[agent.slug]), {"contains": "no such words"}, **headers
+    )
     assert r.status_code == 200
     assert "No memories match these filters." in r.content.decode()
 
 
 def test_it_returns_the_results_fragment_for_htmx(client: Client, carol, agent) -> None:
     client.force_login(carol)
-    r = client.get(reverse("memory_list", args=[agent.slug]), {"contains": "cat"}, HTTP_HX_REQUEST="true")
+    r = client.get(
+        reverse("memory_list", args=[agent.slug]), {"contains": "cat"}, HTTP_HX_REQUEST="true"
+    )
     html = r.content.decode()
     assert r.status_code == 200 and html.lstrip().startswith('<section id="memory-results"')
     assert "<html" not in html and "Pixel" in html and "backups" not in html
@@ -80,7 +94,9 @@ def test_it_returns_the_results_fragment_for_htmx(client: Client, carol, agent) 
 
 def test_it_searches_semantically(client: Client, carol, agent) -> None:
     client.force_login(carol)
-    r = client.get(reverse("memory_list", args=[agent.slug]), {"q": "which pet did Gina get?", "k": 2})
+    r = client.get(
+        reverse("memory_list", args=[agent.slug]), {"q": "which pet did Gina get?", "k": 2}
+    )
     assert r.status_code == 200
     results = r.context["results"]
     assert len(results) == 2 and results[0].id == "mem-000"
@@ -109,8 +125,10 @@ def test_it_shows_detail_with_metadata_and_passes(client: Client, carol, agent) 
     assert r.status_code == 200
     html = r.content.decode()
     assert "Pixel" in html and "curated" in html
-    fields = html[html.index('data-testid="memory-metadata"'):]
-    assert '<dt>pinned</dt><dd class="memtext">yes</dd>' in fields and "&quot;pinned&quot;" not in html
+    fields = html[html.index('data-testid="memory-metadata"') :]
+    assert (
+        '<dt>pinned</dt><dd class="memtext">yes</dd>' in fields and "&quot;pinned&quot;" not in html
+    )
     assert reverse("pass_detail", args=[run.pk]) in html
     assert "Edit text" not in html  # viewers cannot edit
 
@@ -140,32 +158,59 @@ def test_it_404s_without_an_id(client: Client, carol, agent) -> None:
 
 def test_it_pins_and_unpins(client: Client, alice, agent) -> None:
     client.force_login(alice)
-    r = client.post(reverse("memory_pin", args=[agent.slug]), {"memory_id": "mem-002", "pinned": "1"})
+    r = client.post(
+        reverse("memory_pin", args=[agent.slug]), {"memory_id": "mem-002", "pinned": "1"}
+    )
     assert r.status_code == 302 and r["Location"] == _detail(agent, "mem-002")
-    assert stores.get_store(agent).get(["mem-002"], include_embeddings=False)[0].metadata["pinned"] is True
+    assert (
+        stores.get_store(agent).get(["mem-002"], include_embeddings=False)[0].metadata["pinned"]
+        is True
+    )
     client.post(reverse("memory_pin", args=[agent.slug]), {"memory_id": "mem-002", "pinned": "0"})
-    assert stores.get_store(agent).get(["mem-002"], include_embeddings=False)[0].metadata["pinned"] is False
-    assert ArchivedMemory.objects.filter(agent=agent, memory_id="mem-002", action="operator_pin").count() == 2
+    assert (
+        stores.get_store(agent).get(["mem-002"], include_embeddings=False)[0].metadata["pinned"]
+        is False
+    )
+    assert (
+        ArchivedMemory.objects.filter(
+            agent=agent, memory_id="mem-002", action="operator_pin"
+        ).count()
+        == 2
+    )
 
 
 def test_it_edits_a_memory(client: Client, alice, agent) -> None:
     client.force_login(alice)
-    r = client.post(reverse("memory_edit", args=[agent.slug]), {"memory_id": "mem-002", "document": "Backups run at three."})
+    r = client.post(
+        reverse("memory_edit", args=[agent.slug]),
+        {"memory_id": "mem-002", "document": "Backups run at three."},
+    )
     assert r.status_code == 302
-    assert stores.get_store(agent).get(["mem-002"], include_embeddings=False)[0].document == "Backups run at three."
+    assert (
+        stores.get_store(agent).get(["mem-002"], include_embeddings=False)[0].document
+        == "Backups run at three."
+    )
     assert AuditEvent.objects.filter(agent=agent, verb="memory_edited").exists()
 
 
 def test_it_rerenders_an_empty_edit_at_200(client: Client, alice, agent) -> None:
     client.force_login(alice)
-    r = client.post(reverse("memory_edit", args=[agent.slug]), {"memory_id": "mem-002", "document": "   "})
+    r = client.post(
+        reverse("memory_edit", args=[agent.slug]), {"memory_id": "mem-002", "document": "   "}
+    )
     assert r.status_code == 200 and b"This field is required" in r.content
-    assert stores.get_store(agent).get(["mem-002"], include_embeddings=False)[0].document.startswith("The database")
+    assert (
+        stores.get_store(agent)
+        .get(["mem-002"], include_embeddings=False)[0]
+        .document.startswith("The database")
+    )
 
 
 def test_it_reports_an_unknown_memory(client: Client, alice, agent) -> None:
     client.force_login(alice)
-    r = client.post(reverse("memory_pin", args=[agent.slug]), {"memory_id": "nope", "pinned": "1"}, follow=True)
+    r = client.post(
+        reverse("memory_pin", args=[agent.slug]), {"memory_id": "nope", "pinned": "1"}, follow=True
+    )
     assert r.status_code == 200 and b"is not in" in r.content
 
 
@@ -174,17 +219,23 @@ def test_it_deletes_a_memory(client: Client, alice, agent) -> None:
     r = client.post(reverse("memory_delete", args=[agent.slug]), {"memory_id": "mem-002"})
     assert r.status_code == 302 and r["Location"] == reverse("memory_list", args=[agent.slug])
     assert stores.get_store(agent).get(["mem-002"], include_embeddings=False) == []
-    assert ArchivedMemory.objects.filter(agent=agent, memory_id="mem-002", action="operator_delete").exists()
+    assert ArchivedMemory.objects.filter(
+        agent=agent, memory_id="mem-002", action="operator_delete"
+    ).exists()
 
 
 @pytest.mark.parametrize(
     ("name", "data"),
-    [("memory_pin", {"memory_id": "mem-002", "pinned": "1"}),
-     ("memory_edit", {"memory_id": "mem-002", "document": "changed"}),
-     ("memory_delete", {"memory_id": "mem-002"})],
+    [
+        ("memory_pin", {"memory_id": "mem-002", "pinned": "1"}),
+        ("memory_edit", {"memory_id": "mem-002", "document": "changed"}),
+        ("memory_delete", {"memory_id": "mem-002"}),
+    ],
 )
 @pytest.mark.parametrize("user", ["bob", "carol"])
-def test_it_forbids_memory_writes_without_the_permission(client: Client, agent, request, name, data, user) -> None:
+def test_it_forbids_memory_writes_without_the_permission(
+    client: Client, agent, request, name, data, user
+) -> None:
     client.force_login(request.getfixturevalue(user))
     assert client.post(reverse(name, args=[agent.slug]), data).status_code == 403
     rec = stores.get_store(agent).get(["mem-002"], include_embeddings=False)[0]
@@ -195,5 +246,10 @@ def test_it_forbids_memory_writes_without_the_permission(client: Client, agent, 
 def test_it_enforces_csrf(alice, agent, name: str) -> None:
     c = Client(enforce_csrf_checks=True)
     c.force_login(alice)
-    assert c.post(reverse(name, args=[agent.slug]), {"memory_id": "mem-002", "pinned": "1"}).status_code == 403
+    assert (
+        c.post(
+            reverse(name, args=[agent.slug]), {"memory_id": "mem-002", "pinned": "1"}
+        ).status_code
+        == 403
+    )
     assert stores.get_store(agent).get(["mem-002"], include_embeddings=False) != []

@@ -17,10 +17,20 @@ def _ids(client: Client, agent, **params) -> list[str]:
 
 
 def test_filters_follow_the_field_map_spellings(client: Client, carol, agent_with_memories):
-    texts = ["Ünïcode ÉCOLE notes", "price is $5 (approx.)", "plain working memory",
-             "pinned by string", "archived tier"]
-    metas = [{"tier": ""}, {"pinned": "yes"}, {}, {"pinned": "True", "tier": "working"},
-             {"tier": "cold"}]
+    texts = [
+        "Ünïcode ÉCOLE notes",
+        "price is $5 (approx.)",
+        "plain working memory",
+        "pinned by string",
+        "archived tier",
+    ]
+    metas = [
+        {"tier": ""},
+        {"pinned": "yes"},
+        {},
+        {"pinned": "True", "tier": "working"},
+        {"tier": "cold"},
+    ]
     agent = agent_with_memories(texts, metas)
     client.force_login(carol)
     assert _ids(client, agent, contains="école") == ["mem-000"]

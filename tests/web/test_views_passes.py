@@ -60,7 +60,11 @@ def test_it_pages_operations_per_kind(client: Client, carol, agent) -> None:
     client.force_login(carol)
     r = client.get(reverse("pass_detail", args=[run.pk]))
     assert r.content.decode().count('data-kind="merge"') == 20
-    r = client.get(reverse("pass_detail", args=[run.pk]), {"kind": "merge", "merge_page": 2}, HTTP_HX_REQUEST="true")
+    r = client.get(
+        reverse("pass_detail", args=[run.pk]),
+        {"kind": "merge", "merge_page": 2},
+        HTTP_HX_REQUEST="true",
+    )
     html = r.content.decode()
     assert r.status_code == 200 and "<html" not in html
     assert html.lstrip().startswith('<details id="ops-merge"')
@@ -84,7 +88,9 @@ def test_it_shows_recall_figures(client: Client, carol, agent) -> None:
     run.save()
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
-    assert "Answer recall@10" in html and "90.0%" in html and "88.0%" in html  # more in test_views_probes
+    assert (
+        "Answer recall@10" in html and "90.0%" in html and "88.0%" in html
+    )  # more in test_views_probes
 
 
 def test_it_404s_for_a_missing_pass(client: Client, carol) -> None:
@@ -99,7 +105,11 @@ def test_it_excludes_a_merge_and_swaps_the_summary_out_of_band(client: Client, b
     run = make_proposal(agent, merges=2, prunes=1)  # 5/20 = 25%: passes
     op = _merge_ops(run)[0]
     client.force_login(bob)
-    r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        reverse("operation_exclude", args=[run.pk, op.pk]),
+        {"excluded": "1"},
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 200
     html = r.content.decode()
     assert html.lstrip().startswith(f'<div id="op-{op.pk}" class="op excluded"')
@@ -128,14 +138,21 @@ def test_it_redirects_back_without_htmx(client: Client, bob, agent) -> None:
     op = _merge_ops(run)[0]
     client.force_login(bob)
     r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"})
-    assert r.status_code == 302 and r["Location"] == f"{reverse('pass_detail', args=[run.pk])}#op-{op.pk}"
+    assert (
+        r.status_code == 302
+        and r["Location"] == f"{reverse('pass_detail', args=[run.pk])}#op-{op.pk}"
+    )
 
 
 def test_it_reports_exclude_on_a_decided_pass(client: Client, bob, agent) -> None:
     run = make_proposal(agent, status="rejected")
     op = _merge_ops(run)[0]
     client.force_login(bob)
-    r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        reverse("operation_exclude", args=[run.pk, op.pk]),
+        {"excluded": "1"},
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 200 and b"only a proposed pass can be reviewed" in r.content
     op.refresh_from_db()
     assert not op.excluded
@@ -148,7 +165,9 @@ def test_it_edits_a_merged_text(client: Client, bob, agent) -> None:
     run = make_proposal(agent)
     op = _merge_ops(run)[0]
     client.force_login(bob)
-    r = client.post(reverse("operation_edit", args=[run.pk, op.pk]), {"document": XSS}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        reverse("operation_edit", args=[run.pk, op.pk]), {"document": XSS}, HTTP_HX_REQUEST="true"
+    )
     assert r.status_code == 200
     html = r.content.decode()
     assert ">edited<" in html and 'hx-swap-oob="true"' in html
@@ -164,11 +183,17 @@ _LIMIT = Policy().max_merged_chars  # the edit limit is the pass policy's max_me
     ("document", "message"),
     [("   ", "cannot be empty"), ("x" * (_LIMIT + 1), f"the limit is {_LIMIT:,}")],
 )
-def test_it_refuses_a_bad_merged_text(client: Client, bob, agent, document: str, message: str) -> None:
+def test_it_refuses_a_bad_merged_text(
+    client: Client, bob, agent, document: str, message: str
+) -> None:
     run = make_proposal(agent)
     op = _merge_ops(run)[0]
     client.force_login(bob)
-    r = client.post(reverse("operation_edit", args=[run.pk, op.pk]), {"document": document}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        reverse("operation_edit", args=[run.pk, op.pk]),
+        {"document": document},
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 200 and message in r.content.decode()
     op.refresh_from_db()
     assert not op.edited
@@ -212,7 +237,9 @@ def test_it_rejects_with_a_note(client: Client, bob, agent) -> None:
     assert r.status_code == 200
     run.refresh_from_db()
     assert run.status == "rejected" and run.note == XSS
-    assert XSS.encode() not in r.content and b"rejected" in r.content and b"dismissed" not in r.content
+    assert (
+        XSS.encode() not in r.content and b"rejected" in r.content and b"dismissed" not in r.content
+    )
 
 
 @pytest.mark.parametrize("name", ["pass_approve", "pass_reject"])
@@ -224,12 +251,20 @@ def test_it_forbids_review_posts_for_a_viewer(client: Client, carol, agent, name
     assert run.status == "proposed"
 
 
-@pytest.mark.parametrize(("name", "data"), [("operation_exclude", {"excluded": "1"}), ("operation_edit", {"document": "x y z"})])
-def test_it_forbids_operation_posts_for_a_viewer(client: Client, carol, agent, name: str, data: dict) -> None:
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("operation_exclude", {"excluded": "1"}), ("operation_edit", {"document": "x y z"})],
+)
+def test_it_forbids_operation_posts_for_a_viewer(
+    client: Client, carol, agent, name: str, data: dict
+) -> None:
     run = make_proposal(agent)
     op = _merge_ops(run)[0]
     client.force_login(carol)
-    assert client.post(reverse(name, args=[run.pk, op.pk]), data, HTTP_HX_REQUEST="true").status_code == 403
+    assert (
+        client.post(reverse(name, args=[run.pk, op.pk]), data, HTTP_HX_REQUEST="true").status_code
+        == 403
+    )
     op.refresh_from_db()
     assert not op.excluded and not op.edited
 
@@ -258,13 +293,20 @@ def test_it_polls_progress_while_active(client: Client, carol, agent, status: st
     r = client.get(reverse("pass_progress", args=[run.pk]), HTTP_HX_REQUEST="true")
     assert r.status_code == 200
     body = r.content.decode()
-    assert body.lstrip().startswith('<div id="pass-progress"') and "40%" in body and "Writing merged memories" in body
+    assert (
+        body.lstrip().startswith('<div id="pass-progress"')
+        and "40%" in body
+        and "Writing merged memories" in body
+    )
 
 
 def test_it_stops_polling_when_done(client: Client, carol, agent) -> None:
     run = make_proposal(agent, status="applied")
     client.force_login(carol)
-    assert 'hx-trigger="every 1s"' not in client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert (
+        'hx-trigger="every 1s"'
+        not in client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    )
     r = client.get(reverse("pass_progress", args=[run.pk]), HTTP_HX_REQUEST="true")
     assert r.status_code == 286 and r["HX-Refresh"] == "true"
 
@@ -280,12 +322,16 @@ def test_it_redirects_progress_without_htmx(client: Client, carol, agent) -> Non
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-def test_it_says_a_stale_reject_was_not_recorded_and_gives_the_note_back(client: Client, bob, alice, agent, htmx) -> None:
+def test_it_says_a_stale_reject_was_not_recorded_and_gives_the_note_back(
+    client: Client, bob, alice, agent, htmx
+) -> None:
     run = make_proposal(agent)
     services.pass_approve(run=run, user=alice, note="fine")  # tab A
     client.force_login(bob)
     extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
-    r = client.post(reverse("pass_reject", args=[run.pk]), {"note": "too aggressive"}, follow=not htmx, **extra)
+    r = client.post(
+        reverse("pass_reject", args=[run.pk]), {"note": "too aggressive"}, follow=not htmx, **extra
+    )
     assert r.status_code == 200
     html = r.content.decode()
     assert f"Pass #{run.pk} was already approved" in html and "by alice at" in html
@@ -301,7 +347,12 @@ def test_it_says_a_stale_approve_was_not_recorded(client: Client, bob, alice, ag
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ship it"})
     assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
     html = client.get(r["Location"]).content.decode()
-    assert "was already rejected by alice" in html and "(now rejected)" in html and "your approval was not recorded" in html and "ship it" in html
+    assert (
+        "was already rejected by alice" in html
+        and "(now rejected)" in html
+        and "your approval was not recorded" in html
+        and "ship it" in html
+    )
     run.refresh_from_db()
     assert run.status == "rejected"
 
@@ -313,40 +364,69 @@ def test_it_lists_the_pass_history_with_who_did_what(client: Client, bob, carol,
     services.pass_reject(run=run, user=bob, note="not now <b>")
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
-    section = html[html.index('id="pass-history"'):html.index("<h2>Operations</h2>")]
+    section = html[html.index('id="pass-history"') : html.index("<h2>Operations</h2>")]
     assert 'data-verb="excluded"' in section and 'data-verb="rejected"' in section
     assert "bob" in section and "proposed → rejected" in section and "not now &lt;b&gt;" in section
 
 
 def test_it_shows_who_rolled_back_in_the_history(client: Client, carol, bob, agent) -> None:
     run = make_proposal(agent, status="rolled_back")
-    AuditEvent.objects.create(agent=agent, run=run, user=bob, actor="bob", verb="rollback_requested",
-                              from_status="applied", to_status="rolling_back", note="wrong merge")
+    AuditEvent.objects.create(
+        agent=agent,
+        run=run,
+        user=bob,
+        actor="bob",
+        verb="rollback_requested",
+        from_status="applied",
+        to_status="rolling_back",
+        note="wrong merge",
+    )
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
-    assert 'data-verb="rollback_requested"' in html and "applied → rolling back" in html and "wrong merge" in html
+    assert (
+        'data-verb="rollback_requested"' in html
+        and "applied → rolling back" in html
+        and "wrong merge" in html
+    )
     assert 'data-status="rolled_back">rolled back<' in html
 
 
 def test_it_explains_a_pass_that_failed_before_planning(client: Client, carol, agent) -> None:
     err = "Chroma unavailable: connection refused"
-    run = Pass.objects.create(agent=agent, trigger="operator", status="failed", error=err, reason=err)
+    run = Pass.objects.create(
+        agent=agent, trigger="operator", status="failed", error=err, reason=err
+    )
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert 'id="failed-unplanned"' in html and "nothing was written" in html
     assert html.count(err) == 1
-    assert "0 → 0" not in html and 'id="loss-fraction"' not in html and "proposed no operations" not in html
+    assert (
+        "0 → 0" not in html
+        and 'id="loss-fraction"' not in html
+        and "proposed no operations" not in html
+    )
 
 
-def test_it_marks_recall_figures_as_computed_for_the_plan_as_proposed(client: Client, bob, agent) -> None:
+def test_it_marks_recall_figures_as_computed_for_the_plan_as_proposed(
+    client: Client, bob, agent
+) -> None:
     run = make_proposal(agent)
     run.recall = {"probes": 0, "reason": "No probe queries: recall not measured."}
     run.save()
     client.force_login(bob)
-    assert 'id="recall-as-proposed"' not in client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert (
+        'id="recall-as-proposed"'
+        not in client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    )
     op = _merge_ops(run)[0]
-    r = client.post(reverse("operation_exclude", args=[run.pk, op.pk]), {"excluded": "1"}, HTTP_HX_REQUEST="true")
-    assert 'id="recall-as-proposed"' in r.content.decode()  # the out-of-band summary carries the note
+    r = client.post(
+        reverse("operation_exclude", args=[run.pk, op.pk]),
+        {"excluded": "1"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert (
+        'id="recall-as-proposed"' in r.content.decode()
+    )  # the out-of-band summary carries the note
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "computed for the plan as proposed (before your exclusions/edits)" in html
 
@@ -357,20 +437,31 @@ def test_it_collapses_operation_kinds_of_a_long_proposal(client: Client, bob, ag
     assert '<details id="ops-merge" class="opgroup" open>' in short
     long_run = make_proposal(agent, entries_before=400, merges=60, prunes=30, reconciles=10)
     html = client.get(reverse("pass_detail", args=[long_run.pk])).content.decode()
-    for kind, label in (("merge", "60 merge operations · 120 memories merged into 60"),
-                        ("prune", "30 prune operations · 30 memories pruned"),
-                        ("reconcile", "10 reconcile operations · 10 memories superseded (older side)")):
+    for kind, label in (
+        ("merge", "60 merge operations · 120 memories merged into 60"),
+        ("prune", "30 prune operations · 30 memories pruned"),
+        ("reconcile", "10 reconcile operations · 10 memories superseded (older side)"),
+    ):
         assert f'<details id="ops-{kind}" class="opgroup">' in html
         assert f'data-testid="group-{kind}">{label}</span>' in html
-    page2 = client.get(reverse("pass_detail", args=[long_run.pk]), {"kind": "merge", "merge_page": 2}, HTTP_HX_REQUEST="true")
-    assert page2.content.decode().lstrip().startswith('<details id="ops-merge" class="opgroup" open>')
+    page2 = client.get(
+        reverse("pass_detail", args=[long_run.pk]),
+        {"kind": "merge", "merge_page": 2},
+        HTTP_HX_REQUEST="true",
+    )
+    assert (
+        page2.content.decode().lstrip().startswith('<details id="ops-merge" class="opgroup" open>')
+    )
 
 
 def test_it_highlights_agents_not_audit_on_a_pass_page(client: Client, carol, agent) -> None:
     run = make_proposal(agent)
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
-    assert 'href="/agents/" aria-current="page"' in html and 'href="/audit/" aria-current="page"' not in html
+    assert (
+        'href="/agents/" aria-current="page"' in html
+        and 'href="/audit/" aria-current="page"' not in html
+    )
 
 
 def test_it_shows_a_friendly_403_with_navigation(client: Client, carol, agent) -> None:
@@ -378,7 +469,12 @@ def test_it_shows_a_friendly_403_with_navigation(client: Client, carol, agent) -
     client.force_login(carol)
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "x"})
     html = r.content.decode()
-    assert r.status_code == 403 and 'id="forbidden"' in html and 'class="mainnav"' in html and "carol" in html
+    assert (
+        r.status_code == 403
+        and 'id="forbidden"' in html
+        and 'class="mainnav"' in html
+        and "carol" in html
+    )
 
 
 def test_it_serves_a_favicon(client: Client) -> None:
@@ -412,4 +508,7 @@ def test_a_pass_run_with_another_policy_says_so(client: Client, carol, agent) ->
     html = client.get(reverse("pass_detail", args=[changed.pk])).content.decode()
     assert "The agent&#x27;s policy changed after this pass ran (link threshold)" in html
     plain = make_proposal(agent)
-    assert 'data-testid="policy-note"' not in client.get(reverse("pass_detail", args=[plain.pk])).content.decode()
+    assert (
+        'data-testid="policy-note"'
+        not in client.get(reverse("pass_detail", args=[plain.pk])).content.decode()
+    )

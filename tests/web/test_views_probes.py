@@ -31,14 +31,21 @@ def probe(agent: Agent, n: int = 0, **kw) -> ProbeQuery:
 
 
 def form(**over) -> dict:
-    return {"question": "Where did Caroline move from?", "answer": "Sweden", "evidence_ids": "D1:3, D2:5  D1:3",
-            "category": "1", **over}
+    return {
+        "question": "Where did Caroline move from?",
+        "answer": "Sweden",
+        "evidence_ids": "D1:3, D2:5  D1:3",
+        "category": "1",
+        **over,
+    }
 
 
 # ----- list --------------------------------------------------------------------------------
 
 
-def test_it_lists_probes_for_a_viewer_escaped_and_without_writes(client: Client, carol, agent) -> None:
+def test_it_lists_probes_for_a_viewer_escaped_and_without_writes(
+    client: Client, carol, agent
+) -> None:
     probe(agent, question=XSS, answer=XSS, evidence_ids=["D1:1", "D2:2"], category=2)
     client.force_login(carol)
     r = client.get(reverse("probe_list", args=[agent.slug]))
@@ -108,7 +115,9 @@ def test_it_redirects_anonymous_writes_to_login(client: Client, agent, name: str
 
 @pytest.mark.parametrize("user", ["bob", "carol"])
 @pytest.mark.parametrize("name", ["create", "edit", "delete"])
-def test_it_forbids_writes_without_manage(client: Client, request, agent, user: str, name: str) -> None:
+def test_it_forbids_writes_without_manage(
+    client: Client, request, agent, user: str, name: str
+) -> None:
     p = probe(agent)
     client.force_login(request.getfixturevalue(user))
     assert client.post(_urls(agent, p)[name], form()).status_code == 403
@@ -143,13 +152,20 @@ def test_it_404s_for_a_probe_of_another_agent(bare_agent, client: Client, alice,
 
 
 def test_it_adds_a_probe_and_audits_it(client: Client, alice, agent, unique_name) -> None:
-    other = Agent.objects.create(name="Other", slug=unique_name("o"), collection_name=unique_name("c"))
+    other = Agent.objects.create(
+        name="Other", slug=unique_name("o"), collection_name=unique_name("c")
+    )
     probe(other, 0)  # probe numbers are per agent: this one is #1 of the other agent
     client.force_login(alice)
     r = client.post(reverse("probe_create", args=[agent.slug]), form())
     assert r.status_code == 302 and r["Location"] == reverse("probe_list", args=[agent.slug])
     p = agent.probes.get()
-    assert (p.question, p.answer, p.evidence_ids, p.category) == ("Where did Caroline move from?", "Sweden", ["D1:3", "D2:5"], 1)
+    assert (p.question, p.answer, p.evidence_ids, p.category) == (
+        "Where did Caroline move from?",
+        "Sweden",
+        ["D1:3", "D2:5"],
+        1,
+    )
     event = AuditEvent.objects.get(agent=agent, verb="probe_created")
     assert event.user == alice and event.actor == "alice"
     assert event.data["probe_id"] == p.pk and event.data["evidence_ids"] == ["D1:3", "D2:5"]
@@ -161,7 +177,9 @@ def test_it_adds_with_htmx_and_refreshes_the_list_out_of_band(client: Client, al
     for n in range(26):
         probe(agent, n)
     client.force_login(alice)
-    r = client.post(reverse("probe_create", args=[agent.slug]), form(question=XSS), HTTP_HX_REQUEST="true")
+    r = client.post(
+        reverse("probe_create", args=[agent.slug]), form(question=XSS), HTTP_HX_REQUEST="true"
+    )
     html = r.content.decode()
     assert r.status_code == 200 and html.lstrip().startswith('<section id="probe-form"')
     assert '<section id="probe-list" hx-swap-oob="true">' in html
@@ -172,13 +190,21 @@ def test_it_adds_with_htmx_and_refreshes_the_list_out_of_band(client: Client, al
 
 @pytest.mark.parametrize(
     ("over", "field"),
-    [({"question": ""}, "question"), ({"question": "   "}, "question"), ({"answer": ""}, "answer"),
-     ({"question": "q" * 2001}, "question"), ({"category": "x"}, "category"), ({"category": "-1"}, "category"),
-     ({"evidence_ids": "x" * 513}, "evidence_ids"),
-     ({"evidence_ids": " ".join(f"D{i}" for i in range(101))}, "evidence_ids")],
+    [
+        ({"question": ""}, "question"),
+        ({"question": "   "}, "question"),
+        ({"answer": ""}, "answer"),
+        ({"question": "q" * 2001}, "question"),
+        ({"category": "x"}, "category"),
+        ({"category": "-1"}, "category"),
+        ({"evidence_ids": "x" * 513}, "evidence_ids"),
+        ({"evidence_ids": " ".join(f"D{i}" for i in range(101))}, "evidence_ids"),
+    ],
 )
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-def test_it_rerenders_create_errors_at_200(client: Client, alice, agent, over: dict, field: str, htmx: bool) -> None:
+def test_it_rerenders_create_errors_at_200(
+    client: Client, alice, agent, over: dict, field: str, htmx: bool
+) -> None:
     client.force_login(alice)
     extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
     r = client.post(reverse("probe_create", args=[agent.slug]), form(**over), **extra)
@@ -186,7 +212,9 @@ def test_it_rerenders_create_errors_at_200(client: Client, alice, agent, over: d
     assert r.context["form"].errors.get(field), r.context["form"].errors
     assert b'class="errorlist"' in r.content
     assert (b"<html" in r.content) is not htmx
-    assert not agent.probes.exists() and not AuditEvent.objects.filter(verb="probe_created").exists()
+    assert (
+        not agent.probes.exists() and not AuditEvent.objects.filter(verb="probe_created").exists()
+    )
 
 
 # ----- edit and delete ---------------------------------------------------------------------
@@ -197,15 +225,25 @@ def test_it_edits_a_probe_and_audits_before_and_after(client: Client, alice, age
     client.force_login(alice)
     r = client.get(reverse("probe_edit", args=[agent.slug, p.pk]))
     assert r.status_code == 200 and b"Question 0?" in r.content and b'value="D1:1"' in r.content
-    r = client.post(reverse("probe_edit", args=[agent.slug, p.pk]),
-                    {"question": "Question 0?", "answer": "a new answer", "evidence_ids": "D1:1 D3:3", "category": ""})
+    r = client.post(
+        reverse("probe_edit", args=[agent.slug, p.pk]),
+        {
+            "question": "Question 0?",
+            "answer": "a new answer",
+            "evidence_ids": "D1:1 D3:3",
+            "category": "",
+        },
+    )
     assert r.status_code == 302
     p.refresh_from_db()
     assert (p.answer, p.evidence_ids, p.category) == ("a new answer", ["D1:1", "D3:3"], None)
     event = AuditEvent.objects.get(agent=agent, verb="probe_updated")
     assert event.user == alice
     assert sorted(event.data["changed"]) == ["answer", "category", "evidence_ids"]
-    assert event.data["before"]["answer"] == "answer 0" and event.data["after"]["answer"] == "a new answer"
+    assert (
+        event.data["before"]["answer"] == "answer 0"
+        and event.data["after"]["answer"] == "a new answer"
+    )
 
 
 def test_it_rerenders_edit_errors_at_200(client: Client, alice, agent) -> None:
@@ -219,7 +257,9 @@ def test_it_rerenders_edit_errors_at_200(client: Client, alice, agent) -> None:
 
 def test_an_unchanged_edit_writes_no_event(alice, agent) -> None:
     p = probe(agent, evidence_ids=["a"])
-    probes.probe_update(agent=agent, probe=p, question=p.question, answer=p.answer, evidence_ids="a", user=alice)
+    probes.probe_update(
+        agent=agent, probe=p, question=p.question, answer=p.answer, evidence_ids="a", user=alice
+    )
     assert not AuditEvent.objects.filter(verb="probe_updated").exists()
 
 
@@ -239,13 +279,19 @@ def test_it_deletes_a_probe_and_audits_its_content(client: Client, alice, agent)
     r = client.post(reverse("probe_delete", args=[agent.slug, p.pk]))
     assert r.status_code == 302 and not agent.probes.exists()
     event = AuditEvent.objects.get(agent=agent, verb="probe_deleted")
-    assert event.user == alice and event.data["question"] == "Question 0?" and event.data["evidence_ids"] == ["D1:1"]
+    assert (
+        event.user == alice
+        and event.data["question"] == "Question 0?"
+        and event.data["evidence_ids"] == ["D1:1"]
+    )
 
 
 def test_it_deletes_with_htmx_and_returns_the_list(client: Client, alice, agent) -> None:
     keep, gone = probe(agent, 1), probe(agent, 2)
     client.force_login(alice)
-    r = client.post(reverse("probe_delete", args=[agent.slug, gone.pk]), {"page": "1"}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        reverse("probe_delete", args=[agent.slug, gone.pk]), {"page": "1"}, HTTP_HX_REQUEST="true"
+    )
     html = r.content.decode()
     assert r.status_code == 200 and html.lstrip().startswith('<section id="probe-list"')
     assert keep.question in html and gone.question not in html
@@ -259,7 +305,12 @@ def recall_agent(agent_with_memories):
     """Five facts (two citing LoCoMo-style evidence ids); two probes answered by them, one not."""
     a = agent_with_memories(5, [{"evidence": ["D1:1"]}, {"evidence": ["D1:2", "D1:3"]}, {}, {}, {}])
     probe(a, question="Where did Caroline move from?", answer="Sweden", evidence_ids=["D1:1"])
-    probe(a, question="What did Melanie run last Saturday?", answer="a charity race", evidence_ids=["D1:2"])
+    probe(
+        a,
+        question="What did Melanie run last Saturday?",
+        answer="a charity race",
+        evidence_ids=["D1:2"],
+    )
     probe(a, question="What colour is the submarine?", answer="yellow ochre")
     return a
 
@@ -273,7 +324,9 @@ def test_it_checks_recall_of_the_live_store(client: Client, carol, recall_agent)
     assert report.answer_recall == pytest.approx(2 / 3)
     assert report.evidence_recall == 1.0 and report.evidence_probes == 2
     html = r.content.decode()
-    assert "Answer recall@10" in html and '<strong data-testid="answer-recall">66.7%</strong>' in html
+    assert (
+        "Answer recall@10" in html and '<strong data-testid="answer-recall">66.7%</strong>' in html
+    )
     assert 'data-testid="evidence-recall">100.0%' in html
     assert f'data-testid="context-chars">{report.context_chars:.0f}<' in html
 
@@ -307,16 +360,31 @@ def test_a_store_outage_is_a_message_not_a_500(client: Client, carol, agent, htm
 
 
 RECALL = {
-    "k": 10, "probes": 40, "answer_recall_before": 0.9, "answer_recall_after": 0.8, "ratio": 0.8 / 0.9,
-    "context_chars_before": 812.4, "context_chars_after": 655.0, "evidence_recall_before": 0.75,
-    "evidence_recall_after": 0.5, "evidence_probes": 30, "min_recall_retention": 0.98, "passed": False,
-    "reason": "answer recall@10 would fall from 90.0% to 80.0% (88.9% retained < 98.0%)", "lost": 3,
-    "lost_probes": [{"id": 7, "question": XSS, "answer": "Sweden"}, {"id": 8, "question": "When?", "answer": "May"}],
+    "k": 10,
+    "probes": 40,
+    "answer_recall_before": 0.9,
+    "answer_recall_after": 0.8,
+    "ratio": 0.8 / 0.9,
+    "context_chars_before": 812.4,
+    "context_chars_after": 655.0,
+    "evidence_recall_before": 0.75,
+    "evidence_recall_after": 0.5,
+    "evidence_probes": 30,
+    "min_recall_retention": 0.98,
+    "passed": False,
+    "reason": "answer recall@10 would fall from 90.0% to 80.0% (88.9% retained < 98.0%)",
+    "lost": 3,
+    "lost_probes": [
+        {"id": 7, "question": XSS, "answer": "Sweden"},
+        {"id": 8, "question": "When?", "answer": "May"},
+    ],
     "seconds": 0.4,
 }
 
 
-def test_the_proposal_shows_recall_before_after_ratio_verdict_and_lost_probes(client: Client, carol, agent) -> None:
+def test_the_proposal_shows_recall_before_after_ratio_verdict_and_lost_probes(
+    client: Client, carol, agent
+) -> None:
     run = make_proposal(agent)
     run.recall = RECALL
     run.save()
@@ -333,10 +401,19 @@ def test_the_proposal_shows_recall_before_after_ratio_verdict_and_lost_probes(cl
     assert reverse("probe_edit", args=[agent.slug, 7]) not in html  # a viewer gets no edit links
 
 
-def test_the_proposal_links_lost_probes_for_an_admin_and_shows_a_pass(client: Client, alice, agent) -> None:
+def test_the_proposal_links_lost_probes_for_an_admin_and_shows_a_pass(
+    client: Client, alice, agent
+) -> None:
     run = make_proposal(agent)
-    run.recall = {**RECALL, "passed": True, "ratio": 1.0, "answer_recall_after": 0.9, "lost": 1,
-                  "lost_probes": RECALL["lost_probes"][:1], "reason": "answer recall@10 kept: 100.0% retained"}
+    run.recall = {
+        **RECALL,
+        "passed": True,
+        "ratio": 1.0,
+        "answer_recall_after": 0.9,
+        "lost": 1,
+        "lost_probes": RECALL["lost_probes"][:1],
+        "reason": "answer recall@10 kept: 100.0% retained",
+    }
     run.save()
     client.force_login(alice)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
@@ -347,17 +424,31 @@ def test_the_proposal_links_lost_probes_for_an_admin_and_shows_a_pass(client: Cl
 
 def test_the_proposal_says_when_recall_was_not_measured(client: Client, carol, agent) -> None:
     run = make_proposal(agent)
-    run.recall = {**RECALL, "probes": 0, "passed": True, "lost": 0, "lost_probes": [],
-                  "reason": "no probe queries: recall not measured"}
+    run.recall = {
+        **RECALL,
+        "probes": 0,
+        "passed": True,
+        "lost": 0,
+        "lost_probes": [],
+        "reason": "no probe queries: recall not measured",
+    }
     run.save()
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
-    assert "no probe queries: recall not measured" in html and 'data-testid="recall-before"' not in html
+    assert (
+        "no probe queries: recall not measured" in html
+        and 'data-testid="recall-before"' not in html
+    )
 
 
 def test_the_proposal_shows_a_disabled_recall_guard(client: Client, carol, agent) -> None:
     run = make_proposal(agent)
-    run.recall = {**RECALL, "min_recall_retention": None, "passed": True, "reason": "recall guard off"}
+    run.recall = {
+        **RECALL,
+        "min_recall_retention": None,
+        "passed": True,
+        "reason": "recall guard off",
+    }
     run.save()
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()

@@ -19,12 +19,22 @@ pytestmark = pytest.mark.django_db
 
 
 def line(mid: str, **extra) -> str:
-    return json.dumps({"id": mid, "document": f"Memory number {mid} about the garden.", "metadata": {"n": 1}, **extra})
+    return json.dumps(
+        {
+            "id": mid,
+            "document": f"Memory number {mid} about the garden.",
+            "metadata": {"n": 1},
+            **extra,
+        }
+    )
 
 
 def upload(content: str | bytes, name: str = "memories.jsonl") -> SimpleUploadedFile:
-    return SimpleUploadedFile(name, content.encode() if isinstance(content, str) else content,
-                              content_type="application/x-ndjson")
+    return SimpleUploadedFile(
+        name,
+        content.encode() if isinstance(content, str) else content,
+        content_type="application/x-ndjson",
+    )
 
 
 def ids_in(agent: Agent) -> set[str]:
@@ -51,17 +61,24 @@ def post(client: Client, agent: Agent, content, *, skip: bool = False, htmx: boo
 # ----- the agent page ----------------------------------------------------------------------
 
 
-def test_it_offers_upload_and_download_to_an_admin(client: Client, alice, agent_with_memories) -> None:
+def test_it_offers_upload_and_download_to_an_admin(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(1)
     client.force_login(alice)
     html = client.get(reverse("agent_detail", args=[agent.slug])).content.decode()
     assert reverse("memories_export", args=[agent.slug]) in html
     assert 'enctype="multipart/form-data"' in html and 'name="skip_invalid"' in html
-    assert f'hx-post="{reverse("memories_import", args=[agent.slug])}"' in html and 'id="import-result"' in html
+    assert (
+        f'hx-post="{reverse("memories_import", args=[agent.slug])}"' in html
+        and 'id="import-result"' in html
+    )
 
 
 @pytest.mark.parametrize("user", ["bob", "carol"])
-def test_it_offers_only_the_download_to_readers(client: Client, user: str, request, agent_with_memories) -> None:
+def test_it_offers_only_the_download_to_readers(
+    client: Client, user: str, request, agent_with_memories
+) -> None:
     agent = agent_with_memories(1)
     client.force_login(request.getfixturevalue(user))
     html = client.get(reverse("agent_detail", args=[agent.slug])).content.decode()
@@ -79,7 +96,9 @@ def test_it_shows_the_upload_page(client: Client, alice, agent_with_memories) ->
 # ----- access ------------------------------------------------------------------------------
 
 
-def test_it_redirects_an_anonymous_upload_to_login_and_writes_nothing(client: Client, agent_with_memories) -> None:
+def test_it_redirects_an_anonymous_upload_to_login_and_writes_nothing(
+    client: Client, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     r = post(client, agent, line("a"))
     assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
@@ -87,7 +106,9 @@ def test_it_redirects_an_anonymous_upload_to_login_and_writes_nothing(client: Cl
 
 
 @pytest.mark.parametrize("user", ["bob", "carol"])
-def test_it_forbids_upload_without_the_memory_permission(client: Client, user: str, request, agent_with_memories) -> None:
+def test_it_forbids_upload_without_the_memory_permission(
+    client: Client, user: str, request, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(request.getfixturevalue(user))
     assert post(client, agent, line("a")).status_code == 403
@@ -106,7 +127,9 @@ def test_it_enforces_csrf_on_upload(alice, agent_with_memories) -> None:
 # ----- a valid file ------------------------------------------------------------------------
 
 
-def test_it_writes_a_valid_file_and_says_how_many(client: Client, alice, agent_with_memories) -> None:
+def test_it_writes_a_valid_file_and_says_how_many(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(1)
     client.force_login(alice)
     r = post(client, agent, "\n".join(line(m) for m in ("a", "b", "c")) + "\n")
@@ -139,7 +162,9 @@ def test_it_keeps_given_embeddings(client: Client, alice, agent_with_memories) -
     assert np.allclose(stores.get_store(agent).get(["a"])[0].embedding, vec)
 
 
-def test_it_reports_unchanged_lines_on_a_second_upload(client: Client, alice, agent_with_memories) -> None:
+def test_it_reports_unchanged_lines_on_a_second_upload(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(alice)
     post(client, agent, line("a") + "\n")
@@ -152,19 +177,52 @@ def test_it_reports_unchanged_lines_on_a_second_upload(client: Client, alice, ag
 
 
 MALFORMED = [
-    ("truncated JSON", (line("a") + "\n" + '{"id": "b", "document": "cut').encode(), 2, "invalid JSON"),
-    ("non-UTF-8", line("a").encode() + b"\n" + '{"id": "b", "document": "caf\xe9"}'.encode("latin-1"), 2, "not UTF-8"),
-    ("duplicate ids", (line("a") + "\n" + line("b") + "\n" + line("a")).encode(), 3, "duplicate id 'a' (first on line 1)"),
-    ("empty document", (line("a") + "\n" + json.dumps({"id": "b", "document": ""})).encode(), 2, "'document' is empty"),
-    ("1 MB document", (line("a") + "\n" + json.dumps({"id": "b", "document": "x" * 1_000_000})).encode(), 2,
-     "'document' is 1,000,000 characters long"),
-    ("wrong type", (json.dumps({"id": "a", "document": 42}) + "\n" + line("b")).encode(), 1, "'document' must be a string"),
+    (
+        "truncated JSON",
+        (line("a") + "\n" + '{"id": "b", "document": "cut').encode(),
+        2,
+        "invalid JSON",
+    ),
+    (
+        "non-UTF-8",
+        line("a").encode() + b"\n" + '{"id": "b", "document": "caf\xe9"}'.encode("latin-1"),
+        2,
+        "not UTF-8",
+    ),
+    (
+        "duplicate ids",
+        (line("a") + "\n" + line("b") + "\n" + line("a")).encode(),
+        3,
+        "duplicate id 'a' (first on line 1)",
+    ),
+    (
+        "empty document",
+        (line("a") + "\n" + json.dumps({"id": "b", "document": ""})).encode(),
+        2,
+        "'document' is empty",
+    ),
+    (
+        "1 MB document",
+        (line("a") + "\n" + json.dumps({"id": "b", "document": "x" * 1_000_000})).encode(),
+        2,
+        "'document' is 1,000,000 characters long",
+    ),
+    (
+        "wrong type",
+        (json.dumps({"id": "a", "document": 42}) + "\n" + line("b")).encode(),
+        1,
+        "'document' must be a string",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "content", "lineno", "message"), MALFORMED, ids=[m[0] for m in MALFORMED])
+@pytest.mark.parametrize(
+    ("case", "content", "lineno", "message"), MALFORMED, ids=[m[0] for m in MALFORMED]
+)
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-def test_it_refuses_a_malformed_file_whole(client: Client, alice, agent_with_memories, case, content, lineno, message, htmx) -> None:
+def test_it_refuses_a_malformed_file_whole(
+    client: Client, alice, agent_with_memories, case, content, lineno, message, htmx
+) -> None:
     agent = agent_with_memories(2)
     client.force_login(alice)
     r = post(client, agent, content, htmx=htmx)
@@ -181,7 +239,11 @@ def test_it_refuses_an_empty_file(client: Client, alice, agent_with_memories) ->
     agent = agent_with_memories(0)
     client.force_login(alice)
     r = post(client, agent, "\n\n")
-    assert r.status_code == 200 and b"holds no memories" in r.content and b"Nothing was written." in r.content
+    assert (
+        r.status_code == 200
+        and b"holds no memories" in r.content
+        and b"Nothing was written." in r.content
+    )
     assert stores.get_store(agent).count() == 0
 
 
@@ -193,7 +255,9 @@ def test_it_asks_for_a_file(client: Client, alice, agent_with_memories) -> None:
     assert stores.get_store(agent).count() == 0
 
 
-def test_it_caps_the_listed_errors_and_counts_the_rest(client: Client, alice, agent_with_memories) -> None:
+def test_it_caps_the_listed_errors_and_counts_the_rest(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(alice)
     r = post(client, agent, "\n".join(["{bad"] * 25 + [line("ok")]))
@@ -203,14 +267,21 @@ def test_it_caps_the_listed_errors_and_counts_the_rest(client: Client, alice, ag
     assert stores.get_store(agent).count() == 0
 
 
-def test_skip_invalid_writes_the_valid_lines_and_lists_the_rest(client: Client, alice, agent_with_memories) -> None:
+def test_skip_invalid_writes_the_valid_lines_and_lists_the_rest(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(alice)
-    content = "\n".join([line("a"), "{oops", line("c"), json.dumps({"id": "d", "document": "  "}), line("a")])
+    content = "\n".join(
+        [line("a"), "{oops", line("c"), json.dumps({"id": "d", "document": "  "}), line("a")]
+    )
     r = post(client, agent, content, skip=True)
     html = r.content.decode()
     assert r.status_code == 200 and "Nothing was written." not in html
-    assert "<strong>2</strong> memories written" in html and "<strong>3</strong> invalid lines skipped" in html
+    assert (
+        "<strong>2</strong> memories written" in html
+        and "<strong>3</strong> invalid lines skipped" in html
+    )
     for n in (2, 4, 5):
         assert f'<td class="num mono">{n}</td>' in html
     assert ids_in(agent) == {"a", "c"}
@@ -227,10 +298,16 @@ def test_it_reports_a_store_outage_without_a_500(bare_agent, client: Client, ali
 # ----- escaping ----------------------------------------------------------------------------
 
 
-def test_it_escapes_file_content_echoed_in_errors_and_in_the_browser(client: Client, alice, agent_with_memories) -> None:
+def test_it_escapes_file_content_echoed_in_errors_and_in_the_browser(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(alice)
-    bad = json.dumps({"id": XSS, "document": "one"}) + "\n" + json.dumps({"id": XSS, "document": "two"})
+    bad = (
+        json.dumps({"id": XSS, "document": "one"})
+        + "\n"
+        + json.dumps({"id": XSS, "document": "two"})
+    )
     r = post(client, agent, bad)
     assert XSS.encode() not in r.content and ESCAPED in r.content
     post(client, agent, json.dumps({"id": "x1", "document": XSS}) + "\n")
@@ -242,16 +319,24 @@ def test_it_escapes_file_content_echoed_in_errors_and_in_the_browser(client: Cli
 
 
 @pytest.mark.parametrize("user", ["alice", "bob", "carol"])
-def test_it_downloads_every_memory_as_jsonl(client: Client, user: str, request, agent_with_memories) -> None:
+def test_it_downloads_every_memory_as_jsonl(
+    client: Client, user: str, request, agent_with_memories
+) -> None:
     agent = agent_with_memories(3, [{"speaker": "Ann"}, {}, {"pinned": True}])
     client.force_login(request.getfixturevalue(user))
     r = client.get(reverse("memories_export", args=[agent.slug]))
     assert r.status_code == 200
-    assert r["Content-Disposition"].startswith("attachment") and f"{agent.slug}-memories.jsonl" in r["Content-Disposition"]
+    assert (
+        r["Content-Disposition"].startswith("attachment")
+        and f"{agent.slug}-memories.jsonl" in r["Content-Disposition"]
+    )
     rows = [json.loads(x) for x in b"".join(r.streaming_content).decode().splitlines()]
     assert sorted(x["id"] for x in rows) == ["mem-000", "mem-001", "mem-002"]
     by_id = {x["id"]: x for x in rows}
-    assert by_id["mem-000"]["metadata"]["speaker"] == "Ann" and len(by_id["mem-000"]["embedding"]) == 384
+    assert (
+        by_id["mem-000"]["metadata"]["speaker"] == "Ann"
+        and len(by_id["mem-000"]["embedding"]) == 384
+    )
 
 
 def test_a_download_uploads_back_identically(client: Client, alice, agent_with_memories) -> None:
@@ -276,7 +361,9 @@ def test_a_download_from_a_missing_store_is_a_message(bare_agent, client: Client
     assert r.status_code == 200 and b"Export failed, the store is unavailable" in r.content
 
 
-def test_a_refused_upload_points_to_the_skip_invalid_checkbox(client: Client, alice, agent_with_memories) -> None:
+def test_a_refused_upload_points_to_the_skip_invalid_checkbox(
+    client: Client, alice, agent_with_memories
+) -> None:
     agent = agent_with_memories(0)
     client.force_login(alice)
     html = post(client, agent, "\n".join([line("a"), "{oops"])).content.decode()

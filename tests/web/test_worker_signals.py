@@ -30,12 +30,24 @@ def test_worker_stops_within_the_grace_period_on_sigterm_to_its_group(tmp_path: 
         "Q_SYNC": "0",
         "Q_WORKERS": "1",
     }
-    subprocess.run([str(BIN / "python"), "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,
-                   check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [str(BIN / "python"), "manage.py", "migrate", "--noinput"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     log = tmp_path / "worker.log"
     with open(log, "wb") as out:
-        p = subprocess.Popen([str(BIN / "python"), "manage.py", "run_worker"], cwd=ROOT, env=env,
-                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        p = subprocess.Popen(
+            [str(BIN / "python"), "manage.py", "run_worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 60
             while b"worker ready" not in log.read_bytes():

@@ -12,7 +12,8 @@ One module per step of a pass's life, plus its neighbours:
   ``pass_run`` (the same, stored as a proposal) /
   ``pass_fail``
 - :mod:`.review` — ``operation_set_excluded`` / ``operations_set_excluded`` (bulk) /
-  ``operation_edit_text`` / ``conflict_resolve`` / ``pass_approve`` / ``pass_reject`` / ``pass_score_operations``
+  ``operation_edit_text`` / ``conflict_resolve`` / ``pass_approve`` / ``pass_reject`` /
+  ``pass_score_operations``
 - :mod:`.apply` — ``pass_apply`` (journaled per operation, resumable)
 - :mod:`.rollback` — leases, ``pass_rollback_request`` / ``pass_rollback``,
   ``archive_restore``, ``passes_recover``

@@ -19,8 +19,15 @@ from .schedules import schedule_sync
 __all__ = ["agent_create", "agent_delete", "agent_update"]
 
 _AGENT_FIELDS = {
-    "name", "slug", "description", "field_map", "policy", "auto_apply", "schedule_cron",
-    "schedule_enabled", "embedder",
+    "name",
+    "slug",
+    "description",
+    "field_map",
+    "policy",
+    "auto_apply",
+    "schedule_cron",
+    "schedule_enabled",
+    "embedder",
 }
 _EMBEDDER_KEYS = {"base_url", "model", "api_key_env", "own_vectors"}
 
@@ -95,12 +102,25 @@ def agent_create(
             f"A collection named {collection_name!r} already exists; attach it instead."
         )
     agent = Agent.objects.create(
-        name=name, slug=slug, description=description or "", collection_name=collection_name,
-        attached=bool(attach), field_map=fm_d, policy=policy_d, auto_apply=bool(auto_apply),
-        schedule_cron=cron, schedule_enabled=bool(schedule_enabled), embedder=embedder_d,
+        name=name,
+        slug=slug,
+        description=description or "",
+        collection_name=collection_name,
+        attached=bool(attach),
+        field_map=fm_d,
+        policy=policy_d,
+        auto_apply=bool(auto_apply),
+        schedule_cron=cron,
+        schedule_enabled=bool(schedule_enabled),
+        embedder=embedder_d,
     )
-    audit(actor=actor_name(user, "cli"), verb="agent_created", agent=agent, user=user,
-           data={"collection": collection_name, "attached": bool(attach)})
+    audit(
+        actor=actor_name(user, "cli"),
+        verb="agent_created",
+        agent=agent,
+        user=user,
+        data={"collection": collection_name, "attached": bool(attach)},
+    )
     schedule_sync(agent=agent)
     if not attach:
         stores.create_collection(collection_name)
@@ -128,7 +148,9 @@ def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
         elif key == "slug":
             value = (value or "").strip()
             if not value or slugify(value) != value:
-                raise ValueError(f"The slug must be lowercase letters, digits and hyphens (got {value!r}).")
+                raise ValueError(
+                    f"The slug must be lowercase letters, digits and hyphens (got {value!r})."
+                )
             if Agent.objects.filter(slug=value).exclude(pk=agent.pk).exists():
                 raise ValueError(f"An agent with the slug {value!r} already exists.")
         elif key == "policy":
@@ -149,8 +171,13 @@ def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
         setattr(agent, key, value)
     agent.save()
     if changed:
-        audit(actor=actor_name(user, "cli"), verb="agent_updated", agent=agent, user=user,
-               data={"changed": sorted(changed)})
+        audit(
+            actor=actor_name(user, "cli"),
+            verb="agent_updated",
+            agent=agent,
+            user=user,
+            data={"changed": sorted(changed)},
+        )
     if agent.schedule_name != old_schedule_name:
         from django_q.models import Schedule
 
@@ -170,8 +197,15 @@ def agent_delete(*, agent: Agent, user: Any = None) -> None:
     agent = Agent.objects.select_for_update().get(pk=agent.pk)
     active = agent.passes.filter(status__in=Pass.ACTIVE).first()
     if active is not None:
-        raise ServiceError(f"Pass #{active.pk} of {agent.name} is {active.status}; wait for it to finish.")
+        raise ServiceError(
+            f"Pass #{active.pk} of {agent.name} is {active.status}; wait for it to finish."
+        )
     Schedule.objects.filter(name=agent.schedule_name).delete()
-    audit(actor=actor_name(user, "cli"), verb="agent_deleted", agent=agent, user=user,
-           data={"slug": agent.slug, "collection": agent.collection_name})
+    audit(
+        actor=actor_name(user, "cli"),
+        verb="agent_deleted",
+        agent=agent,
+        user=user,
+        data={"slug": agent.slug, "collection": agent.collection_name},
+    )
     agent.delete()

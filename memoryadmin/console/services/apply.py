@@ -82,8 +82,7 @@ def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
     source's embedding; any other text (a merge, an edit, a distillation) is embedded, in one
     call."""
     prior = {
-        (a.operation_id, a.memory_id): a
-        for a in ArchivedMemory.objects.filter(operation__in=ops)
+        (a.operation_id, a.memory_id): a for a in ArchivedMemory.objects.filter(operation__in=ops)
     }
     docs: list[str] = []
     embeddings: list[np.ndarray | None] = []
@@ -94,7 +93,9 @@ def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
         if not document:
             raise ServiceError(f"Operation #{op.index} has no text to write.")
         docs.append(document)
-        embeddings.append(base.get_embedding() if base is not None and base.document == document else None)
+        embeddings.append(
+            base.get_embedding() if base is not None and base.document == document else None
+        )
     missing = [i for i, e in enumerate(embeddings) if e is None]
     for i, vec in zip(missing, embed([docs[i] for i in missing]), strict=True):
         embeddings[i] = vec
@@ -126,15 +127,21 @@ def _mark(ops: Iterable[Operation], status: str, detail: str = "") -> None:
     """Journal: move ``ops`` to ``status`` in one statement (committed on its own)."""
     ops = list(ops)
     if ops:
-        Operation.objects.filter(pk__in=[op.pk for op in ops]).update(status=status, status_detail=detail)
+        Operation.objects.filter(pk__in=[op.pk for op in ops]).update(
+            status=status, status_detail=detail
+        )
         for op in ops:
             op.status, op.status_detail = status, detail
 
 
-def _fail_op(run: Pass, op: Operation, detail: str, actor: str, verb: str = "operation_failed") -> None:
+def _fail_op(
+    run: Pass, op: Operation, detail: str, actor: str, verb: str = "operation_failed"
+) -> None:
     status = OS.CONFLICT if verb == "conflict" else OS.FAILED
     _mark([op], status, detail)
-    audit(actor=actor, verb=verb, run=run, note=detail, data={"operation": op.index, "kind": op.kind})
+    audit(
+        actor=actor, verb=verb, run=run, note=detail, data={"operation": op.index, "kind": op.kind}
+    )
 
 
 def _per_op(
@@ -162,7 +169,9 @@ def _per_op(
     return ok
 
 
-def _apply_batch(run: Pass, batch: list[Operation], store: Any, own_writes: dict[str, str], actor: str) -> None:
+def _apply_batch(
+    run: Pass, batch: list[Operation], store: Any, own_writes: dict[str, str], actor: str
+) -> None:
     """Take a batch through the journal stages its operations have not done yet (I-3):
     ``pending`` → (stale check) → ``archived`` → ``written`` → ``verified`` → ``applied``."""
     try:
@@ -198,12 +207,17 @@ def _apply_batch_stages(
                     rec = live[src.memory_id]
                     emb = rec.embedding if rec.embedding is not None else src.get_embedding()
                     ArchivedMemory.objects.get_or_create(
-                        operation=op, memory_id=src.memory_id,
+                        operation=op,
+                        memory_id=src.memory_id,
                         defaults={
-                            "agent": run.agent, "document": rec.document,
-                            "metadata": jsonable(rec.metadata), "embedding": embedding_to_bytes(emb),
-                            "content_hash": rec.content_hash, "action": _ARCHIVE_ACTION[op.kind],
-                            "run": run, "actor": run.decided_actor or actor,
+                            "agent": run.agent,
+                            "document": rec.document,
+                            "metadata": jsonable(rec.metadata),
+                            "embedding": embedding_to_bytes(emb),
+                            "content_hash": rec.content_hash,
+                            "action": _ARCHIVE_ACTION[op.kind],
+                            "run": run,
+                            "actor": run.decided_actor or actor,
                         },
                     )
             _mark(fresh, OS.ARCHIVED)
@@ -212,7 +226,11 @@ def _apply_batch_stages(
     archived = [op for op in batch if op.status == OS.ARCHIVED]
     if archived:
         writers = [op for op in archived if op.result_id]
-        ok = _per_op(run, writers, actor, lambda ops: store.upsert(_result_records(ops))) if writers else []
+        ok = (
+            _per_op(run, writers, actor, lambda ops: store.upsert(_result_records(ops)))
+            if writers
+            else []
+        )
         refused = [op for op in writers if op not in ok]
         if refused:  # nothing was written and nothing leaves the store: no archive copy needed
             ArchivedMemory.objects.filter(operation__in=refused).delete()
@@ -221,14 +239,21 @@ def _apply_batch_stages(
     # 3. verify the written records are readable
     written = [op for op in batch if op.status == OS.WRITTEN]
     if written:
-        got = get_live(store, [op.result_id for op in written if op.result_id], include_embeddings=False)
+        got = get_live(
+            store, [op.result_id for op in written if op.result_id], include_embeddings=False
+        )
         verified = []
         for op in written:
             if op.result_id:
                 rec = got.get(op.result_id)
                 if rec is None or (op.result_document and rec.document != op.result_document):
-                    _fail_op(run, op, f"Written memory {op.result_id} could not be read back; "
-                                      "its sources were kept.", actor)
+                    _fail_op(
+                        run,
+                        op,
+                        f"Written memory {op.result_id} could not be read back; "
+                        "its sources were kept.",
+                        actor,
+                    )
                     continue
                 own_writes[op.result_id] = rec.content_hash
             verified.append(op)
@@ -237,6 +262,7 @@ def _apply_batch_stages(
     # 4. delete the removed sources, then the operation is applied
     verified = [op for op in batch if op.status == OS.VERIFIED]
     if verified:
+
         def delete(ops: list[Operation]) -> None:
             doomed = sorted({i for op in ops for i in op.removes if i != op.result_id})
             if doomed:
@@ -274,8 +300,15 @@ def pass_apply(*, run: Pass) -> Pass:
     actor = run_actor(run)  # the worker applies; who approved is on the "approved" event
     if run.status == S.APPROVED:
         try:
-            run = transition(run, frm=(S.APPROVED,), to=S.APPLYING, actor=actor, verb="applying",
-                              progress=0.0, progress_label="Checking the store")
+            run = transition(
+                run,
+                frm=(S.APPROVED,),
+                to=S.APPLYING,
+                actor=actor,
+                verb="applying",
+                progress=0.0,
+                progress_label="Checking the store",
+            )
         except ServiceError:
             return Pass.objects.get(pk=run.pk)
     elif run.status != S.APPLYING:
@@ -283,8 +316,11 @@ def pass_apply(*, run: Pass) -> Pass:
     agent = run.agent
     # A conflict waits for a reviewer's pick; approving or auto-applying never resolves it.
     ops = list(
-        run.operations.filter(excluded=False).exclude(status=OS.EXCLUDED)
-        .exclude(kind=Operation.Kind.CONFLICT).prefetch_related("sources").order_by("index")
+        run.operations.filter(excluded=False)
+        .exclude(status=OS.EXCLUDED)
+        .exclude(kind=Operation.Kind.CONFLICT)
+        .prefetch_related("sources")
+        .order_by("index")
     )
     # The guard re-check runs until its verdict is recorded (also after a crash in between).
     fresh = "apply_guard" not in (run.telemetry or {}) and all(
@@ -305,8 +341,11 @@ def pass_apply(*, run: Pass) -> Pass:
     todo = [op for op in ops if op.status not in (OS.APPLIED, OS.CONFLICT, OS.FAILED)]
     done = len(ops) - len(todo)
     for batch in batches(todo):
-        set_progress(run, 0.05 + 0.9 * done / max(1, len(ops)),
-                      f"Applying operations {done + 1}–{done + len(batch)} of {len(ops)}")
+        set_progress(
+            run,
+            0.05 + 0.9 * done / max(1, len(ops)),
+            f"Applying operations {done + 1}–{done + len(batch)} of {len(ops)}",
+        )
         try:
             _apply_batch(run, batch, store, own_writes, actor)
         except _Interrupted as exc:
@@ -328,14 +367,21 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         if reason:
             op.status, op.status_detail = OS.CONFLICT, reason
             op.save(update_fields=["status", "status_detail"])
-            audit(actor=actor, verb="conflict", run=run, note=reason,
-                   data={"operation": op.index, "kind": op.kind})
+            audit(
+                actor=actor,
+                verb="conflict",
+                run=run,
+                note=reason,
+                data={"operation": op.index, "kind": op.kind},
+            )
         else:
             keep.append(op)
     live_count = store.count()
     ev = evaluate(
-        entries_before=live_count, included=[to_engine_operation(op) for op in keep],
-        excluded_count=len(ops) - len(keep), max_loss_fraction=effective_threshold(run),
+        entries_before=live_count,
+        included=[to_engine_operation(op) for op in keep],
+        excluded_count=len(ops) - len(keep),
+        max_loss_fraction=effective_threshold(run),
     )
     telemetry = dict(run.telemetry or {})
     telemetry["apply_guard"] = ev.to_dict()
@@ -343,11 +389,23 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
         run.telemetry = telemetry
         return None
-    reason = f"At apply time, after {len(ops) - len(keep)} conflicting operation(s): {ev.guard_reason}"
+    reason = (
+        f"At apply time, after {len(ops) - len(keep)} conflicting operation(s): {ev.guard_reason}"
+    )
     return transition(
-        run, frm=(S.APPLYING,), to=S.REJECTED_BY_GUARD, actor=actor, verb="rejected_by_guard",
-        note=reason, reason=reason, guard_passed=False, guard_reason=ev.guard_reason, telemetry=telemetry,
-        finished_at=timezone.now(), progress=1.0, progress_label="Rejected by the loss guard at apply time",
+        run,
+        frm=(S.APPLYING,),
+        to=S.REJECTED_BY_GUARD,
+        actor=actor,
+        verb="rejected_by_guard",
+        note=reason,
+        reason=reason,
+        guard_passed=False,
+        guard_reason=ev.guard_reason,
+        telemetry=telemetry,
+        finished_at=timezone.now(),
+        progress=1.0,
+        progress_label="Rejected by the loss guard at apply time",
     )
 
 
@@ -359,16 +417,30 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
         # Nothing was archived, written or deleted (store untouched, I-2): the proposal goes back
         # to review with the reviewers' exclusions and edits intact, to be approved again once
         # the store answers (a fresh-user test lost a reviewed proposal to a "failed" here).
-        Operation.objects.filter(run=run, status=OS.CONFLICT).update(status=OS.PENDING, status_detail="")
-        note = (f"Not applied, nothing was written: {error.rstrip('. ')}. "
-                "Approve again when the store is back.")
+        Operation.objects.filter(run=run, status=OS.CONFLICT).update(
+            status=OS.PENDING, status_detail=""
+        )
+        note = (
+            f"Not applied, nothing was written: {error.rstrip('. ')}. "
+            "Approve again when the store is back."
+        )
         return transition(
-            run, frm=(S.APPLYING,), to=S.PROPOSED, actor=actor, verb="apply_postponed", note=note,
-            error=note, decided_by=None, decided_actor="", decided_at=None, progress=0.0,
+            run,
+            frm=(S.APPLYING,),
+            to=S.PROPOSED,
+            actor=actor,
+            verb="apply_postponed",
+            note=note,
+            error=note,
+            decided_by=None,
+            decided_actor="",
+            decided_at=None,
+            progress=0.0,
             progress_label="Not applied: the store was unreachable",
         )
     Pass.objects.filter(pk=run.pk).update(
-        error=error, progress_label="Interrupted: the store is unreachable; resume with recover_passes"
+        error=error,
+        progress_label="Interrupted: the store is unreachable; resume with recover_passes",
     )
     audit(actor=actor, verb="apply_interrupted", run=run, note=error)
     run.refresh_from_db()
@@ -381,18 +453,27 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
     failed = statuses.count(OS.FAILED)
     applied_ops = [op for op in ops if op.status == OS.APPLIED]
     ev = evaluate(
-        entries_before=run.entries_before, included=[to_engine_operation(op) for op in applied_ops],
-        excluded_count=len(ops) - len(applied_ops), max_loss_fraction=run.max_loss_fraction,
+        entries_before=run.entries_before,
+        included=[to_engine_operation(op) for op in applied_ops],
+        excluded_count=len(ops) - len(applied_ops),
+        max_loss_fraction=run.max_loss_fraction,
     )
     telemetry = dict(run.telemetry or {})
     telemetry["applied"] = ev.to_dict() | {"conflicts": conflicts, "failed": failed}
     to = S.PARTIALLY_APPLIED if conflicts or failed else S.APPLIED
-    note = (
-        f"{len(applied_ops)} operation(s) applied, {conflicts} conflict(s), {failed} failed."
-    )
+    note = f"{len(applied_ops)} operation(s) applied, {conflicts} conflict(s), {failed} failed."
     run = transition(
-        run, frm=(S.APPLYING,), to=to, actor=actor, verb=to, note=note, telemetry=telemetry,
-        error="", reason="" if to == S.APPLIED else note, finished_at=timezone.now(), progress=1.0,
+        run,
+        frm=(S.APPLYING,),
+        to=to,
+        actor=actor,
+        verb=to,
+        note=note,
+        telemetry=telemetry,
+        error="",
+        reason="" if to == S.APPLIED else note,
+        finished_at=timezone.now(),
+        progress=1.0,
         progress_label="Applied" if to == S.APPLIED else "Partially applied",
     )
     try:
@@ -430,8 +511,11 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
     if run.decided_actor == "policy":
         # Auto-applied: nobody saw its conflicts. Their memories leave the checkpoint, so the
         # next incremental pass finds the pair again and asks a reviewer (issue 9, item 7).
-        undecided = run.operations.filter(kind=Operation.Kind.CONFLICT).exclude(
-            scores__has_key="decision").values_list("source_ids", flat=True)
+        undecided = (
+            run.operations.filter(kind=Operation.Kind.CONFLICT)
+            .exclude(scores__has_key="decision")
+            .values_list("source_ids", flat=True)
+        )
         for ids in undecided:
             for mid in ids:
                 checkpoint.pop(mid, None)

@@ -97,8 +97,15 @@ def audit(
     if agent is None and run is not None:
         agent = run.agent
     return AuditEvent.objects.create(
-        agent=agent, run=run, user=user_or_none(user), actor=actor, verb=verb,
-        from_status=from_status, to_status=to_status, note=note, data=jsonable(data or {}),
+        agent=agent,
+        run=run,
+        user=user_or_none(user),
+        actor=actor,
+        verb=verb,
+        from_status=from_status,
+        to_status=to_status,
+        note=note,
+        data=jsonable(data or {}),
     )
 
 
@@ -116,7 +123,9 @@ def jsonable(value: Any) -> Any:
             return o.isoformat()
         return str(o)
 
-    return json.loads(json.dumps(value, default=default, allow_nan=False) if value is not None else "null")
+    return json.loads(
+        json.dumps(value, default=default, allow_nan=False) if value is not None else "null"
+    )
 
 
 def transition(
@@ -151,8 +160,15 @@ def transition(
                 f"when {' or '.join(frm)}."
             )
         audit(
-            actor=actor, verb=verb, run=run, agent=run.agent, user=user, from_status=current or "",
-            to_status=to, note=note, data=data,
+            actor=actor,
+            verb=verb,
+            run=run,
+            agent=run.agent,
+            user=user,
+            from_status=current or "",
+            to_status=to,
+            note=note,
+            data=data,
         )
     run.refresh_from_db()
     return run
@@ -209,7 +225,6 @@ def embed(texts: list[str]) -> np.ndarray:
     return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
 
 
-
 def validate_policy(policy: Policy | Mapping[str, Any] | None) -> dict[str, Any]:
     if isinstance(policy, Policy):
         return policy.to_dict()
@@ -237,12 +252,13 @@ def validate_cron(cron: Any) -> str:
     from croniter import croniter
 
     if not isinstance(cron, str) or len(cron.split()) != 5:
-        raise ValueError(f"A schedule is a 5-field cron expression like '0 3 * * *' (got {cron!r}).")
+        raise ValueError(
+            f"A schedule is a 5-field cron expression like '0 3 * * *' (got {cron!r})."
+        )
     cron = " ".join(cron.split())
     if not croniter.is_valid(cron):
         raise ValueError(f"Not a valid cron expression: {cron!r}.")
     return cron
-
 
 
 FAILPOINT_ENV = "MEMORYADMIN_FAILPOINT"
@@ -258,7 +274,9 @@ def failpoint(name: str) -> None:
 
 
 def stale_reason(
-    op: Operation, sources: list[OperationSource], live: Mapping[str, MemoryRecord],
+    op: Operation,
+    sources: list[OperationSource],
+    live: Mapping[str, MemoryRecord],
     own_writes: Mapping[str, str],
 ) -> str:
     """Why ``op`` conflicts with the live store (I-4), or ``""`` when its sources are unchanged.
@@ -279,7 +297,7 @@ def stale_reason(
 def get_live(store: Any, ids: list[str], *, include_embeddings: bool) -> dict[str, MemoryRecord]:
     out: dict[str, MemoryRecord] = {}
     for start in range(0, len(ids), 1000):
-        for rec in store.get(ids[start:start + 1000], include_embeddings=include_embeddings):
+        for rec in store.get(ids[start : start + 1000], include_embeddings=include_embeddings):
             out[rec.id] = rec
     return out
 
@@ -287,6 +305,7 @@ def get_live(store: Any, ids: list[str], *, include_embeddings: bool) -> dict[st
 def looks_unavailable(exc: BaseException) -> bool:
     """True for errors that mean "Chroma is not answering" (connection refused, timeouts)."""
     text = f"{type(exc).__name__} {exc}".lower()
-    return any(k in text for k in ("connect", "timeout", "timed out", "unavailable", "unreachable", "refused"))
-
-
+    return any(
+        k in text
+        for k in ("connect", "timeout", "timed out", "unavailable", "unreachable", "refused")
+    )

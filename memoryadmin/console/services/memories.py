@@ -35,9 +35,14 @@ def _memory_get(agent: Agent, memory_id: str) -> tuple[Any, MemoryRecord]:
 def _archive_operator(agent: Agent, rec: MemoryRecord, action: str, user: Any) -> ArchivedMemory:
     with transaction.atomic():
         return ArchivedMemory.objects.create(
-            agent=agent, memory_id=rec.id, document=rec.document, metadata=jsonable(rec.metadata),
-            embedding=embedding_to_bytes(rec.embedding), content_hash=rec.content_hash,
-            action=action, actor=actor_name(user, "cli"),
+            agent=agent,
+            memory_id=rec.id,
+            document=rec.document,
+            metadata=jsonable(rec.metadata),
+            embedding=embedding_to_bytes(rec.embedding),
+            content_hash=rec.content_hash,
+            action=action,
+            actor=actor_name(user, "cli"),
         )
 
 
@@ -53,10 +58,17 @@ def memory_set_pinned(*, agent: Agent, memory_id: str, pinned: bool, user: Any) 
     if fm.is_pinned(rec.metadata) == bool(pinned):
         return rec
     _archive_operator(agent, rec, ArchivedMemory.Action.OPERATOR_PIN, user)
-    new = MemoryRecord(rec.id, rec.document, rec.embedding, {**rec.metadata, fm.pinned: bool(pinned)})
+    new = MemoryRecord(
+        rec.id, rec.document, rec.embedding, {**rec.metadata, fm.pinned: bool(pinned)}
+    )
     store.upsert([new])
-    audit(actor=actor_name(user, "cli"), verb="memory_pinned" if pinned else "memory_unpinned",
-           agent=agent, user=user, data={"memory_id": memory_id})
+    audit(
+        actor=actor_name(user, "cli"),
+        verb="memory_pinned" if pinned else "memory_unpinned",
+        agent=agent,
+        user=user,
+        data={"memory_id": memory_id},
+    )
     return new
 
 
@@ -74,8 +86,13 @@ def memory_edit(*, agent: Agent, memory_id: str, document: str, user: Any) -> Me
     _archive_operator(agent, rec, ArchivedMemory.Action.OPERATOR_EDIT, user)
     new = MemoryRecord(rec.id, text, embed([text])[0], rec.metadata)
     store.upsert([new])
-    audit(actor=actor_name(user, "cli"), verb="memory_edited", agent=agent, user=user,
-           data={"memory_id": memory_id, "before": rec.document, "after": text})
+    audit(
+        actor=actor_name(user, "cli"),
+        verb="memory_edited",
+        agent=agent,
+        user=user,
+        data={"memory_id": memory_id, "before": rec.document, "after": text},
+    )
     return new
 
 
@@ -87,5 +104,10 @@ def memory_delete(*, agent: Agent, memory_id: str, user: Any) -> None:
     _archive_operator(agent, rec, ArchivedMemory.Action.OPERATOR_DELETE, user)
     store.delete([memory_id])
     StoreSample.objects.create(agent=agent, count=store.count())  # the dashboard's count
-    audit(actor=actor_name(user, "cli"), verb="memory_deleted", agent=agent, user=user,
-           data={"memory_id": memory_id})
+    audit(
+        actor=actor_name(user, "cli"),
+        verb="memory_deleted",
+        agent=agent,
+        user=user,
+        data={"memory_id": memory_id},
+    )

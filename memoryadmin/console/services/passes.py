@@ -45,7 +45,14 @@ from .journal import (
 )
 from .review import operations_carry_over
 
-__all__ = ["PassPlan", "pass_fail", "pass_plan", "pass_request", "pass_request_scheduled", "pass_run"]
+__all__ = [
+    "PassPlan",
+    "pass_fail",
+    "pass_plan",
+    "pass_request",
+    "pass_request_scheduled",
+    "pass_run",
+]
 
 log = logging.getLogger(__name__)
 
@@ -79,20 +86,34 @@ def pass_request(
     try:
         with transaction.atomic():
             run = Pass.objects.create(
-                agent=agent, trigger=trigger, requested_by=user_or_none(user),
+                agent=agent,
+                trigger=trigger,
+                requested_by=user_or_none(user),
                 policy=policy.to_dict() if override else agent.policy,
                 max_loss_fraction=(policy or agent.get_policy()).max_loss_fraction,
                 telemetry={"policy_override": policy_name or "explicit"} if override else {},
             )
-            audit(actor=actor, verb="requested", run=run, agent=agent, user=user,
-                   to_status=S.QUEUED,
-                   data={"trigger": trigger, **({"slot": slot} if slot else {})})
+            audit(
+                actor=actor,
+                verb="requested",
+                run=run,
+                agent=agent,
+                user=user,
+                to_status=S.QUEUED,
+                data={"trigger": trigger, **({"slot": slot} if slot else {})},
+            )
     except IntegrityError:
         active = agent.passes.filter(status__in=Pass.ACTIVE).first()
         detail = f"pass #{active.pk} is {active.status}" if active else "another pass is active"
         message = f"{agent.name} already has a pass in progress ({detail}); not queued twice."
-        audit(actor=actor, verb="refused", agent=agent, user=user, note=message,
-               data={"trigger": trigger, "active_pass": active.pk if active else None})
+        audit(
+            actor=actor,
+            verb="refused",
+            agent=agent,
+            user=user,
+            note=message,
+            data={"trigger": trigger, "active_pass": active.pk if active else None},
+        )
         raise PassAlreadyActive(message) from None
     enqueue(TASK_RUN, run.pk, inline=run_inline)
     return run
@@ -116,15 +137,26 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
     pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
     if pending is not None:
-        audit(actor="schedule", verb="skipped", agent=agent, run=pending,
-              note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
-                   "nothing was planned.", data={"slot": slot, "pending_pass": pending.pk})
+        audit(
+            actor="schedule",
+            verb="skipped",
+            agent=agent,
+            run=pending,
+            note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
+            "nothing was planned.",
+            data={"slot": slot, "pending_pass": pending.pk},
+        )
         return None
     repeat = agent.events.filter(verb="requested", data__slot=slot, data__trigger="schedule")
     if repeat.exists() and not agent.passes.filter(status__in=Pass.ACTIVE).exists():
-        audit(actor="schedule", verb="skipped", agent=agent,
-              note=f"Scheduled run skipped: the {slot} run already happened (the clock went back "
-                   "an hour for daylight saving).", data={"slot": slot})
+        audit(
+            actor="schedule",
+            verb="skipped",
+            agent=agent,
+            note=f"Scheduled run skipped: the {slot} run already happened (the clock went back "
+            "an hour for daylight saving).",
+            data={"slot": slot},
+        )
         return None
     return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
 
@@ -155,7 +187,10 @@ class PassPlan:
 
 
 def pass_plan(
-    *, agent: Agent, policy: Policy, now: datetime,
+    *,
+    agent: Agent,
+    policy: Policy,
+    now: datetime,
     progress: Callable[[float, str], None] | None = None,
 ) -> PassPlan:
     """Snapshot → plan → guards for ``agent``, writing nothing: what :func:`pass_run` stores
@@ -179,8 +214,13 @@ def pass_plan(
     writer = llm_from_env()
     try:
         snap = plan_snapshot(
-            store, policy, now=now, fieldmap=agent.get_field_map(),
-            embedder=get_default_embedder(), checkpoint=agent.checkpoint or None, writer=writer,
+            store,
+            policy,
+            now=now,
+            fieldmap=agent.get_field_map(),
+            embedder=get_default_embedder(),
+            checkpoint=agent.checkpoint or None,
+            writer=writer,
             progress=lambda f, label: progress(0.85 * f, label),
         )
     finally:
@@ -189,7 +229,9 @@ def pass_plan(
     progress(0.9, f"Checking recall on {agent.probes.count():,} probe queries")
     recall = recall_check(agent, snap.records, snap.plan, policy)
     ev = evaluate(
-        entries_before=len(snap.records), included=snap.plan.operations, excluded_count=0,
+        entries_before=len(snap.records),
+        included=snap.plan.operations,
+        excluded_count=0,
         max_loss_fraction=policy.max_loss_fraction,
     )
     passed, reason = plan_verdict(ev, snap.plan.result, recall)
@@ -202,9 +244,16 @@ def pass_fail(*, run: Pass, error: str, actor: str | None = None) -> Pass:
     store)."""
     try:
         return transition(
-            run, frm=(S.QUEUED, S.RUNNING), to=S.FAILED, actor=actor or run_actor(run),
-            verb="failed", note=error[:2000], error=error, reason=error[:2000],
-            finished_at=timezone.now(), progress_label="Failed",
+            run,
+            frm=(S.QUEUED, S.RUNNING),
+            to=S.FAILED,
+            actor=actor or run_actor(run),
+            verb="failed",
+            note=error[:2000],
+            error=error,
+            reason=error[:2000],
+            finished_at=timezone.now(),
+            progress_label="Failed",
         )
     except ServiceError:
         run.refresh_from_db()
@@ -236,16 +285,24 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
         return pass_fail(run=run, error=f"Invalid agent settings: {exc}")
     try:
         run = transition(
-            run, frm=(S.QUEUED,), to=S.RUNNING, actor=actor, verb="started",
-            started_at=timezone.now(), policy=policy.to_dict(),
-            max_loss_fraction=policy.max_loss_fraction, progress=0.0,
+            run,
+            frm=(S.QUEUED,),
+            to=S.RUNNING,
+            actor=actor,
+            verb="started",
+            started_at=timezone.now(),
+            policy=policy.to_dict(),
+            max_loss_fraction=policy.max_loss_fraction,
+            progress=0.0,
             progress_label="Opening the store",
         )
     except ServiceError:
         return Pass.objects.get(pk=run.pk)
     try:
         planned = pass_plan(
-            agent=agent, policy=policy, now=now,
+            agent=agent,
+            policy=policy,
+            now=now,
             progress=lambda f, label: set_progress(run, 0.05 + 0.75 * f, label),
         )
         set_progress(run, 0.85, f"Storing {len(planned.plan.operations):,} proposed operations")
@@ -262,7 +319,9 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     return run
 
 
-def _store_proposal(run: Pass, planned: PassPlan, policy: Policy, actor: str, now: datetime) -> Pass:
+def _store_proposal(
+    run: Pass, planned: PassPlan, policy: Policy, actor: str, now: datetime
+) -> Pass:
     records, plan, ev, recall = planned.records, planned.plan, planned.evaluation, planned.recall
     guard_passed, guard_reason = planned.guard_passed, planned.guard_reason
     by_id = {r.id: r for r in records}
@@ -276,62 +335,112 @@ def _store_proposal(run: Pass, planned: PassPlan, policy: Policy, actor: str, no
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
     scored = triage.plan_scores(
-        agent=run.agent, records=records, operations=plan.operations, policy=policy,
-        fieldmap=run.agent.get_field_map(), now=now,
+        agent=run.agent,
+        records=records,
+        operations=plan.operations,
+        policy=policy,
+        fieldmap=run.agent.get_field_map(),
+        now=now,
     )
     telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE}
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         PassSnapshot.objects.create(
-            run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids})
+            run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids}
+        )
         for index, (op, (loss, risk)) in enumerate(zip(plan.operations, scored, strict=True)):
             row = Operation.objects.create(
-                run=run, index=index, kind=op.kind.value, rule=op.rule or "", reason=op.reason or "",
-                scores=jsonable(op.scores or {}), source_ids=list(op.source_ids),
-                removes=list(op.removes), result_id=op.result_id or "",
-                result_document=op.result_document or "", planned_document=op.result_document or "",
-                result_metadata=jsonable(op.result_metadata) if op.result_metadata is not None else None,
-                risk=risk.score, risk_reasons=list(risk.reasons), lost=loss.to_dict(),
+                run=run,
+                index=index,
+                kind=op.kind.value,
+                rule=op.rule or "",
+                reason=op.reason or "",
+                scores=jsonable(op.scores or {}),
+                source_ids=list(op.source_ids),
+                removes=list(op.removes),
+                result_id=op.result_id or "",
+                result_document=op.result_document or "",
+                planned_document=op.result_document or "",
+                result_metadata=jsonable(op.result_metadata)
+                if op.result_metadata is not None
+                else None,
+                risk=risk.score,
+                risk_reasons=list(risk.reasons),
+                lost=loss.to_dict(),
                 lost_sentences=len(loss.sentences),
             )
             sources = []
             for position, sid in enumerate(op.source_ids):
                 rec = by_id[sid]
-                sources.append(OperationSource(
-                    operation=row, position=position, memory_id=sid, document=rec.document,
-                    metadata=jsonable(rec.metadata), content_hash=rec.content_hash,
-                    embedding=embedding_to_bytes(rec.embedding), removed=sid in op.removes,
-                ))
+                sources.append(
+                    OperationSource(
+                        operation=row,
+                        position=position,
+                        memory_id=sid,
+                        document=rec.document,
+                        metadata=jsonable(rec.metadata),
+                        content_hash=rec.content_hash,
+                        embedding=embedding_to_bytes(rec.embedding),
+                        removed=sid in op.removes,
+                    )
+                )
             OperationSource.objects.bulk_create(sources)
-        older = list(Pass.objects.filter(agent=run.agent, status=S.PROPOSED).exclude(pk=run.pk)
-                     .order_by("-created_at", "-id"))
+        older = list(
+            Pass.objects.filter(agent=run.agent, status=S.PROPOSED)
+            .exclude(pk=run.pk)
+            .order_by("-created_at", "-id")
+        )
         for old in older:
             why = f"Superseded by the newer pass #{run.pk}."
-            transition(old, frm=(S.PROPOSED,), to=S.STALE, actor=actor, verb="stale", note=why,
-                        reason=why, finished_at=timezone.now())
+            transition(
+                old,
+                frm=(S.PROPOSED,),
+                to=S.STALE,
+                actor=actor,
+                verb="stale",
+                note=why,
+                reason=why,
+                finished_at=timezone.now(),
+            )
         to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
         # A conflict is never settled nor auto-applied: a pass with only conflicts waits for a
         # reviewer (issue 9, item 7); with other operations, auto-apply applies those only.
         actionable = [op for op in plan.operations if op.kind != OpKind.CONFLICT]
-        label = ("Rejected by the loss guard" if not guard_passed
-                 else "Conflicts to review" if plan.operations and not actionable
-                 else "Proposal ready")
+        label = (
+            "Rejected by the loss guard"
+            if not guard_passed
+            else "Conflicts to review"
+            if plan.operations and not actionable
+            else "Proposal ready"
+        )
         fields: dict[str, Any] = {
-            "entries_before": ev.entries_before, "entries_after": ev.entries_after,
-            "merged": ev.merged, "promoted": ev.promoted, "pruned": ev.pruned,
-            "reconciled": ev.reconciled, "loss_fraction": ev.loss_fraction,
-            "guard_passed": guard_passed, "guard_reason": guard_reason, "telemetry": telemetry,
+            "entries_before": ev.entries_before,
+            "entries_after": ev.entries_after,
+            "merged": ev.merged,
+            "promoted": ev.promoted,
+            "pruned": ev.pruned,
+            "reconciled": ev.reconciled,
+            "loss_fraction": ev.loss_fraction,
+            "guard_passed": guard_passed,
+            "guard_reason": guard_reason,
+            "telemetry": telemetry,
             "recall": jsonable(recall or {}),
-            "snapshot_hash": _snapshot_hash(records), "planned_at": timezone.now(), "progress": 1.0,
+            "snapshot_hash": _snapshot_hash(records),
+            "planned_at": timezone.now(),
+            "progress": 1.0,
             "progress_label": label,
         }
         if not guard_passed:
             fields.update(reason=guard_reason, finished_at=timezone.now())
         run = transition(
-            run, frm=(S.RUNNING,), to=to, actor=actor,
+            run,
+            frm=(S.RUNNING,),
+            to=to,
+            actor=actor,
             verb="proposed" if guard_passed else "rejected_by_guard",
             note="" if guard_passed else guard_reason,
-            data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction}, **fields,
+            data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction},
+            **fields,
         )
         if older and guard_passed:  # the reviewer's work on the latest pending proposal is kept
             operations_carry_over(source=older[0], target=run, actor=actor)
@@ -340,16 +449,30 @@ def _store_proposal(run: Pass, planned: PassPlan, policy: Policy, actor: str, no
             # Nothing to review and nothing to write: settle it instead of leaving an empty
             # "pending" proposal for an operator to approve (a fresh-user finding).
             run = transition(
-                run, frm=(S.PROPOSED,), to=S.APPLIED, actor="policy", verb="nothing_to_apply",
+                run,
+                frm=(S.PROPOSED,),
+                to=S.APPLIED,
+                actor="policy",
+                verb="nothing_to_apply",
                 note="Nothing to consolidate: the plan has no operations; nothing was written.",
-                decided_by=None, decided_actor="policy", decided_at=timezone.now(),
-                finished_at=timezone.now(), progress_label="Nothing to consolidate",
+                decided_by=None,
+                decided_actor="policy",
+                decided_at=timezone.now(),
+                finished_at=timezone.now(),
+                progress_label="Nothing to consolidate",
             )
         elif guard_passed and actionable and run.agent.auto_apply:
             run = transition(
-                run, frm=(S.PROPOSED,), to=S.APPROVED, actor="policy", verb="approved",
+                run,
+                frm=(S.PROPOSED,),
+                to=S.APPROVED,
+                actor="policy",
+                verb="approved",
                 note="Auto-applied by the agent's policy: the loss guard passed.",
-                decided_by=None, decided_actor="policy", decided_at=timezone.now(),
-                progress=0.0, progress_label="Waiting to apply",
+                decided_by=None,
+                decided_actor="policy",
+                decided_at=timezone.now(),
+                progress=0.0,
+                progress_label="Waiting to apply",
             )
     return run

@@ -56,8 +56,13 @@ def _reviewable(run: Pass) -> Pass:
 
 def _save_evaluation(run: Pass, ev: Evaluation) -> None:
     Pass.objects.filter(pk=run.pk).update(
-        entries_after=ev.entries_after, merged=ev.merged, promoted=ev.promoted, pruned=ev.pruned,
-        reconciled=ev.reconciled, loss_fraction=ev.loss_fraction, guard_passed=ev.guard_passed,
+        entries_after=ev.entries_after,
+        merged=ev.merged,
+        promoted=ev.promoted,
+        pruned=ev.pruned,
+        reconciled=ev.reconciled,
+        loss_fraction=ev.loss_fraction,
+        guard_passed=ev.guard_passed,
         guard_reason=ev.guard_reason,
     )
 
@@ -77,9 +82,12 @@ def _carry_decisions(source: Pass, target: Pass) -> int:
     """Each conflict of ``target`` identical to one of ``source`` that a reviewer decided (same
     two memories, same content) gets that decision, in that reviewer's name. Returns how many."""
     decided = {
-        _conflict_identity(op): op for op in source.operations.filter(
+        _conflict_identity(op): op
+        for op in source.operations.filter(
             Q(kind=Operation.Kind.CONFLICT) | Q(kind=Operation.Kind.RECONCILE, rule=REVIEWER_PICK)
-        ).filter(scores__has_key="decision").prefetch_related("sources")
+        )
+        .filter(scores__has_key="decision")
+        .prefetch_related("sources")
     }
     n = 0
     # not prefetched: _decide re-reads the sources it has just re-ordered
@@ -106,7 +114,9 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
     """
     reviewed = {
         _identity(op): op
-        for op in source.operations.filter(Q(excluded=True) | Q(edited=True)).prefetch_related("sources")
+        for op in source.operations.filter(Q(excluded=True) | Q(edited=True)).prefetch_related(
+            "sources"
+        )
     }
     counts = {"excluded": 0, "edited": 0, "decided": _carry_decisions(source, target)}
     if not reviewed and not counts["decided"]:
@@ -123,12 +133,19 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
             counts["edited"] += 1
         op.save(update_fields=["excluded", "status", "result_document", "edited"])
     if counts["excluded"] or counts["edited"] or counts["decided"]:
-        audit(actor=actor, verb="carried_over", run=target, agent=target.agent,
-              note=f"From pass #{source.pk}: {counts['excluded']} exclusion(s), "
-                   f"{counts['edited']} edited text(s) and {counts['decided']} conflict "
-                   "decision(s) carried over to identical operations.",
-              data={"from_pass": source.pk,
-                    **{k: v for k, v in counts.items() if v or k != "decided"}})
+        audit(
+            actor=actor,
+            verb="carried_over",
+            run=target,
+            agent=target.agent,
+            note=f"From pass #{source.pk}: {counts['excluded']} exclusion(s), "
+            f"{counts['edited']} edited text(s) and {counts['decided']} conflict "
+            "decision(s) carried over to identical operations.",
+            data={
+                "from_pass": source.pk,
+                **{k: v for k, v in counts.items() if v or k != "decided"},
+            },
+        )
         _save_evaluation(target, pass_evaluate(target))
     return counts
 
@@ -147,8 +164,13 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
         op.excluded = excluded
         op.status = OS.EXCLUDED if excluded else OS.PENDING
         op.save(update_fields=["excluded", "status"])
-        audit(actor=actor_name(user, "cli"), verb="excluded" if excluded else "included", run=run,
-               user=user, data={"operation": op.index, "kind": op.kind})
+        audit(
+            actor=actor_name(user, "cli"),
+            verb="excluded" if excluded else "included",
+            run=run,
+            user=user,
+            data={"operation": op.index, "kind": op.kind},
+        )
     ev = pass_evaluate(run)
     _save_evaluation(run, ev)
     operation.excluded, operation.status = op.excluded, op.status
@@ -181,10 +203,23 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         loss, risk = triage.rescore_operation(op)
         op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
         op.risk, op.risk_reasons = risk.score, list(risk.reasons)
-        op.save(update_fields=["result_document", "edited", "lost", "lost_sentences", "risk",
-                               "risk_reasons"])
-        audit(actor=actor_name(user, "cli"), verb="edited", run=run, user=user,
-               data={"operation": op.index, "before": before, "after": text})
+        op.save(
+            update_fields=[
+                "result_document",
+                "edited",
+                "lost",
+                "lost_sentences",
+                "risk",
+                "risk_reasons",
+            ]
+        )
+        audit(
+            actor=actor_name(user, "cli"),
+            verb="edited",
+            run=run,
+            user=user,
+            data={"operation": op.index, "before": before, "after": text},
+        )
     operation.result_document, operation.edited = op.result_document, op.edited
     return pass_evaluate(run)
 
@@ -229,22 +264,27 @@ def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[st
         op.kind, op.rule, op.removes = Operation.Kind.CONFLICT, origin["rule"], []
         op.source_ids = [a_id, b_id]
         detail = f"Kept both: decided by {by}."
-        note = (f"Conflict #{op.index}: {by} kept both “{short(sources[a_id].document)}” "
-                f"and “{short(sources[b_id].document)}”; nothing is removed.")
+        note = (
+            f"Conflict #{op.index}: {by} kept both “{short(sources[a_id].document)}” "
+            f"and “{short(sources[b_id].document)}”; nothing is removed."
+        )
     else:
         kept, gone = ([a_id], [b_id]) if keep == "a" else ([b_id], [a_id])
         op.kind, op.rule = Operation.Kind.RECONCILE, REVIEWER_PICK
         op.source_ids, op.removes = kept + gone, gone
         detail = f"Reviewer's pick: {by} kept {keep.upper()}."
-        note = (f"Conflict #{op.index} ({origin['rule']}): {by} kept "
-                f"{keep.upper()} “{short(sources[kept[0]].document)}”; "
-                f"“{short(sources[gone[0]].document)}” is removed on apply (archived).")
+        note = (
+            f"Conflict #{op.index} ({origin['rule']}): {by} kept "
+            f"{keep.upper()} “{short(sources[kept[0]].document)}”; "
+            f"“{short(sources[gone[0]].document)}” is removed on apply (archived)."
+        )
     op.reason = note
     op.scores, op.status_detail = scores, detail
     op.excluded, op.status = False, OS.PENDING
     for position, mid in enumerate(op.source_ids):
         OperationSource.objects.filter(pk=sources[mid].pk).update(
-            position=position, removed=mid in gone)
+            position=position, removed=mid in gone
+        )
     op.save()
     loss, risk = triage.rescore_operation(op)
     op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
@@ -289,12 +329,25 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
         live = get_live(stores.get_store(run.agent), [a_id, b_id], include_embeddings=False)
         why = stale_reason(op, list(sources.values()), live, {})
         if why:
-            raise ServiceError(f"{why} Plan a new pass to decide this conflict on current memories.")
+            raise ServiceError(
+                f"{why} Plan a new pass to decide this conflict on current memories."
+            )
     actor = actor_name(user, "cli")
     note, kept, gone = _decide(op, keep, by=actor, at=timezone.now().isoformat())
-    audit(actor=actor, verb="conflict_resolved", run=run, user=user, note=note,
-          data={"operation": op.index, "keep": keep, "kept": kept, "removed": gone,
-                "rule": _conflict_origin(op)["rule"]})
+    audit(
+        actor=actor,
+        verb="conflict_resolved",
+        run=run,
+        user=user,
+        note=note,
+        data={
+            "operation": op.index,
+            "keep": keep,
+            "kept": kept,
+            "removed": gone,
+            "rule": _conflict_origin(op)["rule"],
+        },
+    )
     ev = pass_evaluate(run)
     _save_evaluation(run, ev)
     operation.refresh_from_db()
@@ -334,14 +387,24 @@ def operations_set_excluded(
     indexes = [index for _, index, _ in changed]
     actor = actor_name(user, "cli")
     if len(changed) == 1 and not scope:  # one operation: the same event as a single toggle
-        audit(actor=actor, verb="excluded" if excluded else "included", run=run, user=user,
-              data={"operation": indexes[0], "kind": changed[0][2]})
+        audit(
+            actor=actor,
+            verb="excluded" if excluded else "included",
+            run=run,
+            user=user,
+            data={"operation": indexes[0], "kind": changed[0][2]},
+        )
     elif changed:
         shown = ", ".join(f"#{i}" for i in indexes[:50]) + (" …" if len(indexes) > 50 else "")
         note = f"{len(indexes):,} operations: {shown}"
-        audit(actor=actor, verb="bulk_excluded" if excluded else "bulk_included", run=run,
-              user=user, note=f"{scope} — {note}" if scope else note,
-              data={"operations": indexes, "scope": scope})
+        audit(
+            actor=actor,
+            verb="bulk_excluded" if excluded else "bulk_included",
+            run=run,
+            user=user,
+            note=f"{scope} — {note}" if scope else note,
+            data={"operations": indexes, "scope": scope},
+        )
     if changed:
         Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).update(
             excluded=excluded, status=OS.EXCLUDED if excluded else OS.PENDING
@@ -361,8 +424,9 @@ def pass_score_operations(*, run: Pass) -> int:
     for op, (loss, risk) in zip(ops, triage.stored_scores(run, ops), strict=True):
         op.risk, op.risk_reasons = risk.score, list(risk.reasons)
         op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
-    Operation.objects.bulk_update(ops, ["risk", "risk_reasons", "lost", "lost_sentences"],
-                                  batch_size=500)
+    Operation.objects.bulk_update(
+        ops, ["risk", "risk_reasons", "lost", "lost_sentences"], batch_size=500
+    )
     telemetry = dict(run.telemetry or {})
     telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE, "from": "stored rows"}
     Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
@@ -390,9 +454,18 @@ def pass_approve(*, run: Pass, user: Any, note: str = "") -> Pass:
     try:
         with transaction.atomic():
             run = transition(
-                run, frm=(S.PROPOSED,), to=S.APPROVED, actor=actor, verb="approved", user=user,
-                note=note or "", pass_note=note or "", decided_by=user_or_none(user),
-                decided_actor=actor, decided_at=timezone.now(), progress=0.0,
+                run,
+                frm=(S.PROPOSED,),
+                to=S.APPROVED,
+                actor=actor,
+                verb="approved",
+                user=user,
+                note=note or "",
+                pass_note=note or "",
+                decided_by=user_or_none(user),
+                decided_actor=actor,
+                decided_at=timezone.now(),
+                progress=0.0,
                 progress_label="Waiting to apply",
             )
             enqueue(TASK_APPLY, run.pk)
@@ -411,7 +484,16 @@ def pass_reject(*, run: Pass, user: Any, note: str) -> Pass:
     actor = actor_name(user, "cli")
     run = _reviewable(run)
     return transition(
-        run, frm=(S.PROPOSED,), to=S.REJECTED, actor=actor, verb="rejected", user=user, note=note,
-        pass_note=note, decided_by=user_or_none(user), decided_actor=actor,
-        decided_at=timezone.now(), finished_at=timezone.now(),
+        run,
+        frm=(S.PROPOSED,),
+        to=S.REJECTED,
+        actor=actor,
+        verb="rejected",
+        user=user,
+        note=note,
+        pass_note=note,
+        decided_by=user_or_none(user),
+        decided_actor=actor,
+        decided_at=timezone.now(),
+        finished_at=timezone.now(),
     )

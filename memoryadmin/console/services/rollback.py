@@ -115,12 +115,21 @@ def lease_acquire(run: Pass | int, *, now: datetime | None = None) -> bool:
     pk = run if isinstance(run, int) else run.pk
     now = now or timezone.now()
     me, until = _me(), now + timedelta(seconds=_lease_seconds())
-    free = Q(lease_owner="") | Q(lease_owner=me) | Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True)
+    free = (
+        Q(lease_owner="")
+        | Q(lease_owner=me)
+        | Q(lease_expires_at__lt=now)
+        | Q(lease_expires_at__isnull=True)
+    )
     if Pass.objects.filter(free, pk=pk).update(lease_owner=me, lease_expires_at=until):
         return True
     owner = Pass.objects.filter(pk=pk).values_list("lease_owner", flat=True).first()
     if owner and _holder_dead(owner):
-        return bool(Pass.objects.filter(pk=pk, lease_owner=owner).update(lease_owner=me, lease_expires_at=until))
+        return bool(
+            Pass.objects.filter(pk=pk, lease_owner=owner).update(
+                lease_owner=me, lease_expires_at=until
+            )
+        )
     return False
 
 
@@ -162,14 +171,19 @@ def rollback_blockers(*, run: Pass, store: Any | None = None) -> dict[str, str]:
     (edited after the pass), or an original whose id is live again with other content (restoring
     it would overwrite). Read-only. Raises :class:`StoreUnavailable` when Chroma is down.
     """
-    ops = list(run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("index"))
+    ops = list(
+        run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("index")
+    )
     if not ops:
         return {}
     store = store if store is not None else stores.get_store(run.agent)
     archived = _archived_of(ops)
     prior = {(a.operation_id, a.memory_id): a for a in archived}
-    written = {op.result_id: content_hash(_written_document(op, prior), op.result_metadata or {})
-               for op in ops if op.result_id}
+    written = {
+        op.result_id: content_hash(_written_document(op, prior), op.result_metadata or {})
+        for op in ops
+        if op.result_id
+    }
     restored = {a.memory_id: a.content_hash for a in archived}
     live = get_live(store, sorted(set(written) | set(restored)), include_embeddings=False)
     out: dict[str, str] = {}
@@ -181,7 +195,9 @@ def rollback_blockers(*, run: Pass, store: Any | None = None) -> dict[str, str]:
     for mid, archived_hash in restored.items():
         rec = live.get(mid)
         if mid not in written and rec is not None and rec.content_hash != archived_hash:
-            out[mid] = f"Memory {mid} exists again with other content; restoring would overwrite it."
+            out[mid] = (
+                f"Memory {mid} exists again with other content; restoring would overwrite it."
+            )
     return out
 
 
@@ -212,17 +228,35 @@ def pass_rollback_request(*, run: Pass, user: Any, note: str = "") -> Pass:
             "after the pass "
             f"({', '.join(ids)}). " + " ".join(blockers[i] for i in ids)
         )
-        audit(actor=actor, verb="rollback_refused", run=run, user=user, note=message,
-                        data={"memory_ids": ids})
+        audit(
+            actor=actor,
+            verb="rollback_refused",
+            run=run,
+            user=user,
+            note=message,
+            data={"memory_ids": ids},
+        )
         raise RollbackBlocked(message, ids)
     telemetry = dict(run.telemetry or {})
-    telemetry["rollback"] = {"from": run.status, "actor": actor, "requested_at": timezone.now().isoformat()}
+    telemetry["rollback"] = {
+        "from": run.status,
+        "actor": actor,
+        "requested_at": timezone.now().isoformat(),
+    }
     try:
         with transaction.atomic():
             run = transition(
-                run, frm=Pass.ROLLBACKABLE, to=S.ROLLING_BACK, actor=actor,
-                verb="rollback_requested", user=user, note=note or "", telemetry=telemetry,
-                progress=0.0, progress_label="Waiting to roll back", finished_at=None,
+                run,
+                frm=Pass.ROLLBACKABLE,
+                to=S.ROLLING_BACK,
+                actor=actor,
+                verb="rollback_requested",
+                user=user,
+                note=note or "",
+                telemetry=telemetry,
+                progress=0.0,
+                progress_label="Waiting to roll back",
+                finished_at=None,
             )
             _enqueue_rollback(run.pk)
     except IntegrityError:
@@ -249,8 +283,16 @@ def _back_to_applied(run: Pass, reason: str, actor: str, verb: str) -> Pass:
     """Nothing was written yet: return the pass to the status it was rolled back from."""
     frm = (run.telemetry or {}).get("rollback", {}).get("from") or S.APPLIED
     return transition(
-        run, frm=(S.ROLLING_BACK,), to=frm, actor=actor, verb=verb, note=reason, error=reason,
-        finished_at=timezone.now(), progress=1.0, progress_label="Rollback not started",
+        run,
+        frm=(S.ROLLING_BACK,),
+        to=frm,
+        actor=actor,
+        verb=verb,
+        note=reason,
+        error=reason,
+        finished_at=timezone.now(),
+        progress=1.0,
+        progress_label="Rollback not started",
     )
 
 
@@ -274,7 +316,9 @@ def pass_rollback(*, run: Pass) -> Pass:
     if run.status != S.ROLLING_BACK:
         return run
     actor = _rollback_actor(run)
-    ops = list(run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("-index"))
+    ops = list(
+        run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("-index")
+    )
     info = dict((run.telemetry or {}).get("rollback") or {})
     fresh = not info.get("started") and not run.operations.filter(status=OS.ROLLED_BACK).exists()
     wrote = False
@@ -289,16 +333,21 @@ def pass_rollback(*, run: Pass) -> Pass:
                 ids = sorted(blockers)
                 changed = ", ".join(ids)
                 return _back_to_applied(
-                    run, f"Rollback refused, nothing was changed: changed after the pass: {changed}.",
-                    actor, "rollback_refused",
+                    run,
+                    f"Rollback refused, nothing was changed: changed after the pass: {changed}.",
+                    actor,
+                    "rollback_refused",
                 )
         if fresh:  # from here on a failure leaves the pass rolling_back, to be resumed
             telemetry = dict(run.telemetry or {}) | {"rollback": info | {"started": True}}
             Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
             run.telemetry = telemetry
         for batch in batches(ops):
-            set_progress(run, 0.05 + 0.9 * done / max(1, total),
-                                   f"Undoing operations {done + 1}–{done + len(batch)} of {total}")
+            set_progress(
+                run,
+                0.05 + 0.9 * done / max(1, total),
+                f"Undoing operations {done + 1}–{done + len(batch)} of {total}",
+            )
             wrote = True
             _rollback_batch(run, batch, store)
             done += len(batch)
@@ -309,7 +358,9 @@ def pass_rollback(*, run: Pass) -> Pass:
             log.exception("rollback of pass %s failed", run.pk)
         message = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
         if fresh and not wrote:
-            return _back_to_applied(run, f"Rollback could not start: {message}", actor, "rollback_failed")
+            return _back_to_applied(
+                run, f"Rollback could not start: {message}", actor, "rollback_failed"
+            )
         Pass.objects.filter(pk=run.pk).update(
             error=message, progress_label="Rollback interrupted; resume with recover_passes"
         )
@@ -317,8 +368,15 @@ def pass_rollback(*, run: Pass) -> Pass:
         run.refresh_from_db()
         return run
     run = transition(
-        run, frm=(S.ROLLING_BACK,), to=S.ROLLED_BACK, actor=actor, verb="rolled_back",
-        note=f"{total} operation(s) undone.", error="", finished_at=timezone.now(), progress=1.0,
+        run,
+        frm=(S.ROLLING_BACK,),
+        to=S.ROLLED_BACK,
+        actor=actor,
+        verb="rolled_back",
+        note=f"{total} operation(s) undone.",
+        error="",
+        finished_at=timezone.now(),
+        progress=1.0,
         progress_label="Rolled back",
     )
     try:
@@ -346,11 +404,15 @@ def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
         for a in archived:
             rec = live.get(a.memory_id)
             if rec is None or rec.content_hash != a.content_hash:
-                raise ServiceError(f"Restored memory {a.memory_id} could not be read back as archived.")
+                raise ServiceError(
+                    f"Restored memory {a.memory_id} could not be read back as archived."
+                )
     failpoint("rollback:verified")
     # 3. remove what the operations created (a rewritten source was restored under its own id)
     restored_ids = {a.memory_id for a in archived}
-    doomed = sorted({op.result_id for op in batch if op.result_id and op.result_id not in restored_ids})
+    doomed = sorted(
+        {op.result_id for op in batch if op.result_id and op.result_id not in restored_ids}
+    )
     if doomed:
         store.delete(doomed)
     failpoint("rollback:deleted")
@@ -359,9 +421,9 @@ def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
         Operation.objects.filter(pk__in=[op.pk for op in batch]).update(
             status=OS.ROLLED_BACK, status_detail="Undone by rollback."
         )
-        ArchivedMemory.objects.filter(pk__in=[a.pk for a in archived], restored_at__isnull=True).update(
-            restored_at=timezone.now()
-        )
+        ArchivedMemory.objects.filter(
+            pk__in=[a.pk for a in archived], restored_at__isnull=True
+        ).update(restored_at=timezone.now())
     failpoint("rollback:marked")
 
 
@@ -414,8 +476,13 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
     if live is None:
         store.upsert([record])
     ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
-    audit(actor=actor, verb="memory_restored", agent=agent, user=user,
-                    data={"memory_id": a.memory_id, "archived": a.pk, "already_live": live is not None})
+    audit(
+        actor=actor,
+        verb="memory_restored",
+        agent=agent,
+        user=user,
+        data={"memory_id": a.memory_id, "archived": a.pk, "already_live": live is not None},
+    )
     return record
 
 
@@ -475,8 +542,14 @@ def passes_recover(
         with transaction.atomic():
             Operation.objects.filter(run=run).delete()
             PassSnapshot.objects.filter(run=run).delete()
-            run = transition(run, frm=(S.RUNNING,), to=S.QUEUED, actor="cli", verb="requeued",
-                                       note="Interrupted while planning; planned again.")
+            run = transition(
+                run,
+                frm=(S.RUNNING,),
+                to=S.QUEUED,
+                actor="cli",
+                verb="requeued",
+                note="Interrupted while planning; planned again.",
+            )
         out.append(pass_run(run=run))
     for run in out:
         say(f"pass #{run.pk} of {run.agent.slug}: {run.status}")

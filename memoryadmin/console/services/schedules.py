@@ -29,8 +29,10 @@ def schedule_sync(*, agent: Agent) -> None:
     next_run = schedule_preview(cron=agent.schedule_cron, tz=ZoneInfo("UTC"), count=1)[0]
     existing = Schedule.objects.filter(name=agent.schedule_name).first()
     if (
-        existing is not None and existing.cron == agent.schedule_cron
-        and existing.func == TASK_SCHEDULED and existing.args == repr(agent.pk)
+        existing is not None
+        and existing.cron == agent.schedule_cron
+        and existing.func == TASK_SCHEDULED
+        and existing.args == repr(agent.pk)
         and existing.schedule_type == Schedule.CRON
     ):
         return  # unchanged: keep next_run as the scheduler left it

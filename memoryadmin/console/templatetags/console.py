@@ -118,14 +118,22 @@ SCORE_HIDDEN = {"pairwise", "rule", "conflict", "decision"}
 """Scores shown elsewhere: the pairwise matrix as a table, the rule as the operation's badge."""
 
 METADATA_LABELS: dict[str, str] = {
-    "created_at": "created", "updated_at": "updated", "last_accessed_at": "last accessed",
-    "access_count": "accesses", "merged_from": "merged from", "dia_id": "dialog turn",
+    "created_at": "created",
+    "updated_at": "updated",
+    "last_accessed_at": "last accessed",
+    "access_count": "accesses",
+    "merged_from": "merged from",
+    "dia_id": "dialog turn",
 }
 """Metadata keys whose label is not just the key in words."""
 
 
 def _display(value: Any, fmt: str = "") -> str:
-    if isinstance(value, bool) or value is None or isinstance(value, list | tuple | set | frozenset):
+    if (
+        isinstance(value, bool)
+        or value is None
+        or isinstance(value, list | tuple | set | frozenset)
+    ):
         return human(value)
     if isinstance(value, dict):
         return "; ".join(f"{label(k)}: {_display(v)}" for k, v in value.items()) or "—"

@@ -26,10 +26,13 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
     """One agent: store status, policy, schedule and its recent passes."""
     agent = get_object_or_404(Agent, slug=slug)
     ctx = {
-        "nav": "agents", "agent": agent, "store": store_status(agent),
+        "nav": "agents",
+        "agent": agent,
+        "store": store_status(agent),
         "passes": agent.passes.select_related("decided_by")[:20],
         "active": agent.passes.filter(status__in=Pass.ACTIVE).first(),
-        "policy": agent.policy, "field_map": agent.get_field_map().to_dict(),
+        "policy": agent.policy,
+        "field_map": agent.get_field_map().to_dict(),
         "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
     }
     return render(request, "console/agent_detail.html", ctx)
@@ -38,16 +41,26 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
 def _error_field(message: str, form) -> str | None:
     """The form field a service's ``ValueError`` is about (by its wording), else ``None``."""
     lowered = message.lower()
-    for word, name in (("embedder", "field_embedder_url"), ("collection", "collection_name"),
-                       ("slug", "slug"), ("cron", "schedule_cron"),
-                       ("schedule", "schedule_cron"), ("name", "name")):
+    for word, name in (
+        ("embedder", "field_embedder_url"),
+        ("collection", "collection_name"),
+        ("slug", "slug"),
+        ("cron", "schedule_cron"),
+        ("schedule", "schedule_cron"),
+        ("name", "name"),
+    ):
         if word in lowered and name in form.fields:
             return name
     return None
 
 
 def _form_page(request, form, agent=None, status=200):
-    ctx = {"nav": "agents", "form": form, "agent": agent, **_preview(form["schedule_cron"].value(), request)}
+    ctx = {
+        "nav": "agents",
+        "form": form,
+        "agent": agent,
+        **_preview(form["schedule_cron"].value(), request),
+    }
     return render(request, "console/agent_form.html", ctx, status=status)
 
 
@@ -95,7 +108,9 @@ def agent_delete(request: HtmxHttpRequest, slug: str):
         except services.ServiceError as exc:
             messages.error(request, str(exc))
             return redirect("agent_detail", agent.slug)
-        messages.success(request, f"Agent “{agent.name}” deleted; collection {agent.collection_name} kept.")
+        messages.success(
+            request, f"Agent “{agent.name}” deleted; collection {agent.collection_name} kept."
+        )
         return redirect("agent_list")
     return render(request, "console/agent_confirm_delete.html", {"nav": "agents", "agent": agent})
 
@@ -103,7 +118,7 @@ def agent_delete(request: HtmxHttpRequest, slug: str):
 @can_manage
 @require_POST
 def agent_run(request: HtmxHttpRequest, slug: str):
-    """"Run now": queue a pass; refused with a message when one is already active (I-5).
+    """ "Run now": queue a pass; refused with a message when one is already active (I-5).
 
     With a proposal waiting for review it first asks for confirmation (``confirm=1``): the new
     pass makes the waiting one stale and carries its exclusions and edits over.
@@ -136,5 +151,7 @@ def schedule_preview(request: HtmxHttpRequest):
     """The next 5 runs of ``?schedule_cron=`` in the operator's time zone (``?tz=`` or cookie)."""
     form = CronPreviewForm(request.GET)
     cron = form.data.get("schedule_cron", "") if form.is_valid() else ""
-    template = "console/agent_form.html#cron-preview" if request.htmx else "console/cron_preview.html"
+    template = (
+        "console/agent_form.html#cron-preview" if request.htmx else "console/cron_preview.html"
+    )
     return render(request, template, _preview(cron, request))

@@ -21,13 +21,22 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
     run = get_object_or_404(Pass.objects.select_related("agent"), pk=pk)
     form = NoteForm(request.POST or None)
     ctx = {"nav": "agents", "run": run, "form": form, "blockers": {}, "store_error": ""}
-    if request.method == "POST" and run.status in (Pass.Status.ROLLING_BACK, Pass.Status.ROLLED_BACK):
-        already = "already rolled back" if run.status == Pass.Status.ROLLED_BACK else "already rolling back"
+    if request.method == "POST" and run.status in (
+        Pass.Status.ROLLING_BACK,
+        Pass.Status.ROLLED_BACK,
+    ):
+        already = (
+            "already rolled back"
+            if run.status == Pass.Status.ROLLED_BACK
+            else "already rolling back"
+        )
         messages.info(request, f"Pass #{run.pk} is {already}; nothing was done.")
         return redirect(run)
     if request.method == "POST" and form.is_valid():
         try:
-            services.pass_rollback_request(run=run, user=request.user, note=form.cleaned_data["note"])
+            services.pass_rollback_request(
+                run=run, user=request.user, note=form.cleaned_data["note"]
+            )
         except services.RollbackBlocked as exc:
             form.add_error(None, str(exc))
         except (services.ServiceError, ValueError) as exc:
@@ -50,7 +59,11 @@ def archive_list(request: HtmxHttpRequest, slug: str):
     agent = get_object_or_404(Agent, slug=slug)
     q = request.GET.get("q", "")[:500]
     page = selectors.archive_page(agent=agent, contains=q, page=request.GET.get("page", 1))
-    return render(request, "console/archive_list.html", {"nav": "agents", "agent": agent, "q": q, "page": page})
+    return render(
+        request,
+        "console/archive_list.html",
+        {"nav": "agents", "agent": agent, "q": q, "page": page},
+    )
 
 
 @can_review

@@ -25,9 +25,23 @@ from ..selectors import (
 from .common import HtmxHttpRequest, request_zone
 
 CSV_COLUMNS = [
-    "pass", "agent", "status", "trigger", "requested_by", "decided_by", "decided_at", "created_at",
-    "finished_at", "entries_before", "entries_after", "loss_fraction", "max_loss_fraction",
-    "guard_passed", "note", "reason", "error",
+    "pass",
+    "agent",
+    "status",
+    "trigger",
+    "requested_by",
+    "decided_by",
+    "decided_at",
+    "created_at",
+    "finished_at",
+    "entries_before",
+    "entries_after",
+    "loss_fraction",
+    "max_loss_fraction",
+    "guard_passed",
+    "note",
+    "reason",
+    "error",
 ]
 
 
@@ -35,7 +49,9 @@ def _query(form: AuditFilterForm) -> AuditQuery:
     if not form.is_valid():
         return AuditQuery(status="none")
     d = form.cleaned_data
-    return AuditQuery(status=d["status"] or "all", agent=d["agent"], since=d["since"], until=d["until"])
+    return AuditQuery(
+        status=d["status"] or "all", agent=d["agent"], since=d["since"], until=d["until"]
+    )
 
 
 @require_GET
@@ -48,8 +64,13 @@ def audit(request: HtmxHttpRequest):
     page = Paginator(passes, AUDIT_PAGE_SIZE).get_page(request.GET.get("page", 1))
     params = request.GET.copy()
     params.pop("page", None)
-    ctx = {"nav": "audit", "form": form if request.GET else AuditFilterForm(), "page": page, "params": params.urlencode(),
-           "rollbacks": rolled_back_by(page.object_list)}
+    ctx = {
+        "nav": "audit",
+        "form": form if request.GET else AuditFilterForm(),
+        "page": page,
+        "params": params.urlencode(),
+        "rollbacks": rolled_back_by(page.object_list),
+    }
     template = "console/audit.html#audit-results" if request.htmx else "console/audit.html"
     return render(request, template, ctx)
 
@@ -61,23 +82,43 @@ def audit_csv(request: HtmxHttpRequest):
     Invalid filters (a date out of range) show the audit page with the field errors (400)."""
     form = AuditFilterForm(request.GET or None)
     if request.GET and not form.is_valid():
-        ctx = {"nav": "audit", "form": form, "page": Paginator(Pass.objects.none(), 1).get_page(1),
-               "params": request.GET.urlencode(), "rollbacks": {}}
+        ctx = {
+            "nav": "audit",
+            "form": form,
+            "page": Paginator(Pass.objects.none(), 1).get_page(1),
+            "params": request.GET.urlencode(),
+            "rollbacks": {},
+        }
         return render(request, "console/audit.html", ctx, status=400)
     query = _query(form) if request.GET else AuditQuery()
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="memoryadmin-audit-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+    response["Content-Disposition"] = (
+        f'attachment; filename="memoryadmin-audit-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+    )
     writer = csv.writer(response)
     writer.writerow(CSV_COLUMNS)
     for p in audit_passes(query=query, tz=request_zone(request)).iterator(chunk_size=500):
-        writer.writerow([
-            p.pk, p.agent.slug, p.status, p.trigger, getattr(p.requested_by, "username", ""),
-            getattr(p.decided_by, "username", "") or p.decided_actor,
-            p.decided_at.isoformat() if p.decided_at else "", p.created_at.isoformat(),
-            p.finished_at.isoformat() if p.finished_at else "", p.entries_before, p.entries_after,
-            f"{p.loss_fraction:.6f}", f"{p.max_loss_fraction:.6f}", "" if p.guard_passed is None else p.guard_passed,
-            csv_cell(p.note), csv_cell(p.reason), csv_cell(p.error),
-        ])
+        writer.writerow(
+            [
+                p.pk,
+                p.agent.slug,
+                p.status,
+                p.trigger,
+                getattr(p.requested_by, "username", ""),
+                getattr(p.decided_by, "username", "") or p.decided_actor,
+                p.decided_at.isoformat() if p.decided_at else "",
+                p.created_at.isoformat(),
+                p.finished_at.isoformat() if p.finished_at else "",
+                p.entries_before,
+                p.entries_after,
+                f"{p.loss_fraction:.6f}",
+                f"{p.max_loss_fraction:.6f}",
+                "" if p.guard_passed is None else p.guard_passed,
+                csv_cell(p.note),
+                csv_cell(p.reason),
+                csv_cell(p.error),
+            ]
+        )
     return response
 
 
@@ -91,7 +132,6 @@ def csv_cell(value: object) -> str:
     of :data:`FORMULA_STARTS` (also after leading spaces, which Excel skips)."""
     text = "" if value is None else str(value)
     return "'" + text if text.lstrip(" ")[:1] in FORMULA_STARTS else text
-
 
 
 EVENT_CSV_COLUMNS = ["time", "agent", "pass", "actor", "verb", "from_status", "to_status", "note"]
@@ -117,7 +157,9 @@ def audit_event_list(request: HtmxHttpRequest):
     params = request.GET.copy()
     params.pop("page", None)
     ctx = {"nav": "audit", "form": form, "page": page, "params": params.urlencode()}
-    template = "console/audit_events.html#event-results" if request.htmx else "console/audit_events.html"
+    template = (
+        "console/audit_events.html#event-results" if request.htmx else "console/audit_events.html"
+    )
     return render(request, template, ctx)
 
 
@@ -126,12 +168,22 @@ def audit_event_csv(request: HtmxHttpRequest):
     """The filtered events as CSV (same filters as the Events tab, every row, no paging)."""
     _form, events = _events(request)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="memoryadmin-events-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+    response["Content-Disposition"] = (
+        f'attachment; filename="memoryadmin-events-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+    )
     writer = csv.writer(response)
     writer.writerow(EVENT_CSV_COLUMNS)
     for e in events.iterator(chunk_size=500):
-        writer.writerow([
-            e.created_at.isoformat(), getattr(e.agent, "slug", ""), e.run_id or "",
-            csv_cell(getattr(e.user, "username", "") or e.actor), e.verb, e.from_status, e.to_status, csv_cell(e.note),
-        ])
+        writer.writerow(
+            [
+                e.created_at.isoformat(),
+                getattr(e.agent, "slug", ""),
+                e.run_id or "",
+                csv_cell(getattr(e.user, "username", "") or e.actor),
+                e.verb,
+                e.from_status,
+                e.to_status,
+                csv_cell(e.note),
+            ]
+        )
     return response

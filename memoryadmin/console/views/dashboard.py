@@ -19,7 +19,9 @@ def dashboard(request: HtmxHttpRequest):
     ``?agent=<slug>`` selects the charted agent (default: the first); the htmx fragment
     ``#agent-chart`` is returned when only the chart is requested.
     """
-    agent = Agent.objects.filter(slug=request.GET.get("agent") or "").first() or Agent.objects.first()
+    agent = (
+        Agent.objects.filter(slug=request.GET.get("agent") or "").first() or Agent.objects.first()
+    )
     chart = agent_chart_data(agent) if agent else None
     ctx = {"nav": "dashboard", "chart_agent": agent, "chart": chart, "tz": request_zone(request)}
     if request.htmx and request.htmx.target == "agent-chart":

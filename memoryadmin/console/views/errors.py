@@ -23,8 +23,10 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     ``HX-Reswap: innerHTML`` (static/js/app.js lets htmx swap this 403 into the messages area),
     so the page keeps its place instead of being replaced. ``reason`` is Django's; not shown.
     """
-    ctx = {"message": CSRF_MESSAGE, "reload_url": request.headers.get("HX-Current-URL")
-           or request.get_full_path()}
+    ctx = {
+        "message": CSRF_MESSAGE,
+        "reload_url": request.headers.get("HX-Current-URL") or request.get_full_path(),
+    }
     if request.headers.get("HX-Request") == "true":
         response = render(request, "403_csrf.html#csrf-message", ctx, status=403)
         response["HX-Retarget"] = "#messages"
@@ -36,7 +38,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 @login_not_required
 @require_http_methods(["GET", "POST"])
 def password_reset(request: HttpRequest) -> HttpResponse:
-    """"Forgot your password?": Django's reset-by-mail when ``EMAIL_HOST`` is set; without a
+    """ "Forgot your password?": Django's reset-by-mail when ``EMAIL_HOST`` is set; without a
     mail server, a page saying an administrator resets it (``manage.py changepassword``)."""
     if settings.EMAIL_HOST:
         return auth_views.PasswordResetView.as_view()(request)

@@ -31,7 +31,14 @@ def memory_list(request: HtmxHttpRequest, slug: str):
     """50 memories per page filtered by tier/pinned/text, or the top-k for a semantic query."""
     agent = get_object_or_404(Agent, slug=slug)
     form = MemoryFilterForm(request.GET)
-    ctx = {"nav": "agents", "agent": agent, "form": form, "page": None, "results": None, "tiers": []}
+    ctx = {
+        "nav": "agents",
+        "agent": agent,
+        "form": form,
+        "page": None,
+        "results": None,
+        "tiers": [],
+    }
     if form.is_valid():
         d = form.cleaned_data
         try:
@@ -39,10 +46,14 @@ def memory_list(request: HtmxHttpRequest, slug: str):
                 ctx["results"] = memory_search(agent=agent, text=d["q"].strip(), k=d["k"] or 10)
             else:
                 query = MemoryQuery(tier=d["tier"], pinned=d["pinned"], contains=d["contains"])
-                ctx["page"], ctx["tiers"] = memory_page(agent=agent, query=query, page=request.GET.get("page", 1))
+                ctx["page"], ctx["tiers"] = memory_page(
+                    agent=agent, query=query, page=request.GET.get("page", 1)
+                )
         except Exception as exc:  # a store outage is shown, never a 500
             ctx["store_error"] = str(exc) or exc.__class__.__name__
-    template = "console/memory_list.html#memory-results" if request.htmx else "console/memory_list.html"
+    template = (
+        "console/memory_list.html#memory-results" if request.htmx else "console/memory_list.html"
+    )
     return render(request, template, ctx)
 
 
@@ -57,7 +68,13 @@ def memory_detail(request: HtmxHttpRequest, slug: str):
 
 
 def _detail_page(request: HtmxHttpRequest, agent: Agent, memory_id: str, edit_form=None):
-    ctx = {"nav": "agents", "agent": agent, "memory_id": memory_id, "edit_form": edit_form, "d": None}
+    ctx = {
+        "nav": "agents",
+        "agent": agent,
+        "memory_id": memory_id,
+        "edit_form": edit_form,
+        "d": None,
+    }
     try:
         ctx["d"] = select_memory(agent=agent, memory_id=memory_id)
     except services.StoreUnavailable as exc:
@@ -75,7 +92,12 @@ def memory_pin(request: HtmxHttpRequest, slug: str):
         messages.error(request, "Choose pin or unpin for a memory.")
     else:
         try:
-            services.memory_set_pinned(agent=agent, memory_id=memory_id, pinned=form.cleaned_data["pinned"], user=request.user)
+            services.memory_set_pinned(
+                agent=agent,
+                memory_id=memory_id,
+                pinned=form.cleaned_data["pinned"],
+                user=request.user,
+            )
             messages.success(request, "Pinned." if form.cleaned_data["pinned"] else "Unpinned.")
         except (services.ServiceError, ValueError) as exc:
             messages.error(request, str(exc))
@@ -94,7 +116,12 @@ def memory_edit(request: HtmxHttpRequest, slug: str):
     form = MemoryEditForm(request.POST)
     if form.is_valid():
         try:
-            services.memory_edit(agent=agent, memory_id=memory_id, document=form.cleaned_data["document"], user=request.user)
+            services.memory_edit(
+                agent=agent,
+                memory_id=memory_id,
+                document=form.cleaned_data["document"],
+                user=request.user,
+            )
         except (services.ServiceError, ValueError) as exc:
             form.add_error("document", str(exc))
         else:

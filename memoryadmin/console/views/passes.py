@@ -35,8 +35,12 @@ def _summary(run: Pass) -> Any:
     ev = pass_evaluate(run)
     if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED):
         return ev
-    return replace(ev, guard_passed=run.guard_passed, guard_reason=run.guard_reason,
-                   max_loss_fraction=run.max_loss_fraction)
+    return replace(
+        ev,
+        guard_passed=run.guard_passed,
+        guard_reason=run.guard_reason,
+        max_loss_fraction=run.max_loss_fraction,
+    )
 
 
 def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
@@ -46,10 +50,16 @@ def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
     for kind, total, page in pass_operation_pages(run=run, pages=pages):
         ops, memories = kinds.get(kind, (0, 0))
         curated = getattr(ev, "merged_promoted", 0) if kind == "merge" else 0
-        groups.append({
-            "kind": kind, "total": total, "page": page, "ops": [operation_view(op) for op in page],
-            "label": count_label(kind, ops, memories, curated=curated), "not_counted": total - ops,
-        })
+        groups.append(
+            {
+                "kind": kind,
+                "total": total,
+                "page": page,
+                "ops": [operation_view(op) for op in page],
+                "label": count_label(kind, ops, memories, curated=curated),
+                "not_counted": total - ops,
+            }
+        )
     return groups
 
 
@@ -76,14 +86,22 @@ def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) 
     ev = _summary(run)
     groups = _groups(run, request.GET, ev)
     ctx = {
-        "nav": "agents", "run": run, "ev": ev, "groups": groups,
-        "approve_form": NoteForm(), "reject_form": NoteForm(require_note=True), "stale": stale,
-        "stale_error": stale_error, "reviewed": _reviewed(run),
+        "nav": "agents",
+        "run": run,
+        "ev": ev,
+        "groups": groups,
+        "approve_form": NoteForm(),
+        "reject_form": NoteForm(require_note=True),
+        "stale": stale,
+        "stale_error": stale_error,
+        "reviewed": _reviewed(run),
         "events": run.events.select_related("user").order_by("created_at", "id"),
         "failed_unplanned": run.status == Pass.Status.FAILED and not groups,
         "collapse_ops": sum(g["total"] for g in groups) > COLLAPSE_OVER,
         "planning": run.status in (Pass.Status.QUEUED, Pass.Status.RUNNING),
-        "deferred": pass_deferred(run), "policy_note": pass_policy_note(run), **extra,
+        "deferred": pass_deferred(run),
+        "policy_note": pass_policy_note(run),
+        **extra,
     }
     ev = ctx["ev"]
     ctx.update(review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None))
@@ -101,7 +119,8 @@ def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str)
     who = getattr(run.decided_by, "username", "") or run.decided_actor
     when = (
         timezone.localtime(run.decided_at, request_zone(request)).strftime("%Y-%m-%d %H:%M:%S %Z")
-        if run.decided_at else ""
+        if run.decided_at
+        else ""
     )
     decided = "rejected" if run.status == Pass.Status.REJECTED else "approved"
     text = f"Pass #{run.pk} was already {decided}"
@@ -125,10 +144,14 @@ def pass_detail(request: HtmxHttpRequest, pk: int):
 
     ``?kind=<kind>&<kind>_page=N`` with htmx returns only that kind's group (``#ops-<kind>``).
     """
-    run = get_object_or_404(Pass.objects.select_related("agent", "decided_by", "requested_by"), pk=pk)
+    run = get_object_or_404(
+        Pass.objects.select_related("agent", "decided_by", "requested_by"), pk=pk
+    )
     kind = request.GET.get("kind")
     if request.htmx and kind in Operation.Kind.values:
-        group = next((g for g in _groups(run, request.GET, _summary(run)) if g["kind"] == kind), None)
+        group = next(
+            (g for g in _groups(run, request.GET, _summary(run)) if g["kind"] == kind), None
+        )
         ctx = {"run": run, "group": group or {"kind": kind, "total": 0, "ops": []}, "paging": True}
         return render(request, "console/pass_detail.html#op-group", ctx)
     return _page(request, run)
@@ -148,8 +171,12 @@ def pass_progress(request: HtmxHttpRequest, pk: int):
 
 
 def _op_response(
-    request: HtmxHttpRequest, op: Operation, error: str = "", *,
-    template: str = "console/_op_response.html", **extra: Any,
+    request: HtmxHttpRequest,
+    op: Operation,
+    error: str = "",
+    *,
+    template: str = "console/_op_response.html",
+    **extra: Any,
 ) -> HttpResponse:
     """The operation row plus the summary swapped out-of-band (htmx), else back to the page."""
     if not request.htmx:
@@ -158,8 +185,15 @@ def _op_response(
         return redirect(f"{reverse('pass_detail', args=[op.run_id])}#op-{op.pk}")
     op.refresh_from_db()
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
-    ctx = {"run": run, "ov": operation_view(op), "ev": _summary(run), "op_error": error,
-           "reviewed": _reviewed(run), **operation_oob_context(op), **extra}
+    ctx = {
+        "run": run,
+        "ov": operation_view(op),
+        "ev": _summary(run),
+        "op_error": error,
+        "reviewed": _reviewed(run),
+        **operation_oob_context(op),
+        **extra,
+    }
     return render(request, template, ctx)
 
 
@@ -172,7 +206,9 @@ def operation_exclude(request: HtmxHttpRequest, pk: int, op_id: int):
     if not form.is_valid():
         return _op_response(request, op, "Choose exclude or include.")
     try:
-        services.operation_set_excluded(operation=op, excluded=form.cleaned_data["excluded"], user=request.user)
+        services.operation_set_excluded(
+            operation=op, excluded=form.cleaned_data["excluded"], user=request.user
+        )
     except (services.ServiceError, ValueError) as exc:
         return _op_response(request, op, str(exc))
     return _op_response(request, op)
@@ -185,9 +221,13 @@ def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
     op = get_object_or_404(Operation, pk=op_id, run_id=pk)
     form = MergedTextForm(request.POST)
     if not form.is_valid():
-        return _op_response(request, op, "The merged text cannot be empty.", draft=request.POST.get("document", ""))
+        return _op_response(
+            request, op, "The merged text cannot be empty.", draft=request.POST.get("document", "")
+        )
     try:
-        services.operation_edit_text(operation=op, document=form.cleaned_data["document"], user=request.user)
+        services.operation_edit_text(
+            operation=op, document=form.cleaned_data["document"], user=request.user
+        )
     except (services.ServiceError, ValueError) as exc:
         return _op_response(request, op, str(exc), draft=form.cleaned_data["document"])
     return _op_response(request, op)

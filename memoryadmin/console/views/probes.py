@@ -22,8 +22,13 @@ PAGE = "console/probe_list.html"
 
 def _ctx(request: HtmxHttpRequest, agent: Agent, page: Any = None, **extra: Any) -> dict[str, Any]:
     page = page or request.GET.get("page") or request.POST.get("page") or 1
-    return {"nav": "agents", "agent": agent, "page": probe_page(agent=agent, page=page),
-            "form": ProbeForm(), **extra}
+    return {
+        "nav": "agents",
+        "agent": agent,
+        "page": probe_page(agent=agent, page=page),
+        "form": ProbeForm(),
+        **extra,
+    }
 
 
 @require_GET
@@ -67,13 +72,19 @@ def probe_edit(request: HtmxHttpRequest, slug: str, pk: int):
     form = ProbeForm.for_probe(probe, request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            probes.probe_update(agent=agent, probe=probe, user=request.user, **form.service_kwargs())
+            probes.probe_update(
+                agent=agent, probe=probe, user=request.user, **form.service_kwargs()
+            )
         except (ServiceError, ValueError) as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Probe #{probe.number} saved.")
             return redirect("probe_list", agent.slug)
-    return render(request, "console/probe_edit.html", {"nav": "agents", "agent": agent, "probe": probe, "form": form})
+    return render(
+        request,
+        "console/probe_edit.html",
+        {"nav": "agents", "agent": agent, "probe": probe, "form": form},
+    )
 
 
 @can_manage
@@ -93,7 +104,7 @@ def probe_delete(request: HtmxHttpRequest, slug: str, pk: int):
 @require_GET
 @vary_on_headers("HX-Request")
 def probe_recall(request: HtmxHttpRequest, slug: str):
-    """"Check recall": answer recall@k, context size and evidence recall of the live store on the
+    """ "Check recall": answer recall@k, context size and evidence recall of the live store on the
     agent's probes (k from its policy). A store outage is shown as a message, never a 500."""
     agent = get_object_or_404(Agent, slug=slug)
     extra: dict[str, Any] = {"checked": True}

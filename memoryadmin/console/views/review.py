@@ -37,11 +37,16 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
     if not approve or not run.is_reviewable:
         return {"totals": totals, "approve_line": "", "conflicts": conflicts}
     ev = ev if ev is not None else pass_evaluate(run)
-    return {"totals": totals, "approve_line": triage.approve_line(ev, totals, conflicts),
-            "conflicts": conflicts}
+    return {
+        "totals": totals,
+        "approve_line": triage.approve_line(ev, totals, conflicts),
+        "conflicts": conflicts,
+    }
 
 
-def review_context(params: Any, run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
+def review_context(
+    params: Any, run: Pass, ev: Any = None, *, approve: bool = True
+) -> dict[str, Any]:
     """Everything ``_review.html`` needs, from the request's query ``params`` (``approve``:
     also the approve line, which lives outside the panel)."""
     if not run.operations.exists():
@@ -52,9 +57,15 @@ def review_context(params: Any, run: Pass, ev: Any = None, *, approve: bool = Tr
     page = form.cleaned_data.get("page") or 1
     tab = form.cleaned_data.get("tab") or "review"
     ctx: dict[str, Any] = {
-        "review": {"tab": tab, "form": form, "query": query, "params": query.params(),
-                   "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
-                   "line": triage.RISK_LINE, "rules": triage.review_rules(run)},
+        "review": {
+            "tab": tab,
+            "form": form,
+            "query": query,
+            "params": query.params(),
+            "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
+            "line": triage.RISK_LINE,
+            "rules": triage.review_rules(run),
+        },
         **_figures(run, ev, approve=approve),
     }
     if tab == "lost":
@@ -80,8 +91,13 @@ def _panel(
     run.refresh_from_db()
     ev = pass_evaluate(run)
     rows = run.operations.filter(index__in=list(changed)[:OOB_ROWS]).prefetch_related("sources")
-    ctx = {"run": run, "ev": ev, **review_context(params, run, ev),
-           "changed_rows": [operation_view(op) for op in rows], **extra}
+    ctx = {
+        "run": run,
+        "ev": ev,
+        **review_context(params, run, ev),
+        "changed_rows": [operation_view(op) for op in rows],
+        **extra,
+    }
     return render(request, "console/_review_response.html", ctx)
 
 
@@ -106,16 +122,28 @@ def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tu
     if not form.is_valid():
         return " ".join(e for errs in form.errors.values() for e in errs), []
     d = form.cleaned_data
-    ids, scope = triage.bulk_targets(run=run, scope=d["scope"], ops=d["ops"], query=form.query(),
-                                     group=d["group"], below=d["below"])
+    ids, scope = triage.bulk_targets(
+        run=run,
+        scope=d["scope"],
+        ops=d["ops"],
+        query=form.query(),
+        group=d["group"],
+        below=d["below"],
+    )
     try:
         _, changed = services.operations_set_excluded(
-            run=run, operation_ids=ids, excluded=d["action"] == "exclude", user=request.user,
-            scope=scope)
+            run=run,
+            operation_ids=ids,
+            excluded=d["action"] == "exclude",
+            user=request.user,
+            scope=scope,
+        )
     except (services.ServiceError, ValueError) as exc:
         return str(exc), []
     verb = "excluded" if d["action"] == "exclude" else "included"
-    messages.success(request, f"{len(changed):,} operation{'s' if len(changed) != 1 else ''} {verb}.")
+    messages.success(
+        request, f"{len(changed):,} operation{'s' if len(changed) != 1 else ''} {verb}."
+    )
     return "", changed
 
 

@@ -43,8 +43,11 @@ def job_context(job: ImportJob | None) -> dict[str, Any]:
     if job.is_active:
         return ctx
     errors = [LineError(n, message) for n, message in job.errors]
-    shown = {"errors": errors[:MAX_ERRORS_SHOWN], "error_count": job.error_count,
-             "more_errors": max(0, job.error_count - MAX_ERRORS_SHOWN)}
+    shown = {
+        "errors": errors[:MAX_ERRORS_SHOWN],
+        "error_count": job.error_count,
+        "more_errors": max(0, job.error_count - MAX_ERRORS_SHOWN),
+    }
     if job.status == ImportJob.Status.DONE:
         fields = {k: job.report.get(k, 0) for k in ("valid", "written", "unchanged", "embedded")}
         return {**ctx, **shown, "report": ImportReport(agent=job.agent.slug, **fields)}
@@ -60,11 +63,19 @@ def memories_import(request: HtmxHttpRequest, slug: str):
     """Upload a JSONL file: saved and queued for the worker (the request returns at once); the
     result area then polls the job's progress. Size-capped by the form. htmx: the result only."""
     agent = get_object_or_404(Agent, slug=slug)
-    form = JsonlUploadForm(request.POST, request.FILES) if request.method == "POST" else JsonlUploadForm()
+    form = (
+        JsonlUploadForm(request.POST, request.FILES)
+        if request.method == "POST"
+        else JsonlUploadForm()
+    )
     ctx: dict[str, Any] = {"nav": "agents", "agent": agent, "form": form, "job": None}
     if request.method == "POST" and form.is_valid():
-        ctx["job"] = import_job_create(agent=agent, upload=form.cleaned_data["file"],
-                                       skip_invalid=form.cleaned_data["skip_invalid"], user=request.user)
+        ctx["job"] = import_job_create(
+            agent=agent,
+            upload=form.cleaned_data["file"],
+            skip_invalid=form.cleaned_data["skip_invalid"],
+            user=request.user,
+        )
     template = "console/_import_result.html" if request.htmx else "console/agent_import.html"
     return render(request, template, ctx)
 
@@ -103,5 +114,9 @@ def memories_export(request: HtmxHttpRequest, slug: str):
         return redirect("agent_detail", agent.slug)
     text.detach()
     raw.seek(0)
-    return FileResponse(raw, as_attachment=True, filename=f"{agent.slug}-memories.jsonl",
-                        content_type="application/x-ndjson; charset=utf-8")
+    return FileResponse(
+        raw,
+        as_attachment=True,
+        filename=f"{agent.slug}-memories.jsonl",
+        content_type="application/x-ndjson; charset=utf-8",
+    )

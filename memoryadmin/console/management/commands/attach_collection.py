@@ -35,15 +35,23 @@ class Command(BaseCommand):
         parser.add_argument("collection", help="name of the existing Chroma collection")
         parser.add_argument("--name", default="", help="agent name (default: the slug)")
         parser.add_argument(
-            "--preset", choices=PRESETS, default="auto",
+            "--preset",
+            choices=PRESETS,
+            default="auto",
             help="how the collection was written (default: auto, detected from its records)",
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
-        parser.add_argument("--embedder-url", default="",
-                            help="OpenAI-compatible endpoint of the collection's own embedder")
+        parser.add_argument(
+            "--embedder-url",
+            default="",
+            help="OpenAI-compatible endpoint of the collection's own embedder",
+        )
         parser.add_argument("--embedder-model", default="", help="its model name")
-        parser.add_argument("--embedder-key-env", default="",
-                            help="environment variable holding its API key (never stored)")
+        parser.add_argument(
+            "--embedder-key-env",
+            default="",
+            help="environment variable holding its API key (never stored)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         slug, collection = options["slug"], options["collection"]
@@ -52,18 +60,29 @@ class Command(BaseCommand):
                 collection_name=collection, preset=options["preset"]
             )
             agent = services.agent_create(
-                name=options["name"] or slug, slug=slug, collection_name=collection,
-                attach=True, field_map=report.field_map,
-                embedder={"base_url": options["embedder_url"], "model": options["embedder_model"],
-                          "api_key_env": options["embedder_key_env"]},
+                name=options["name"] or slug,
+                slug=slug,
+                collection_name=collection,
+                attach=True,
+                field_map=report.field_map,
+                embedder={
+                    "base_url": options["embedder_url"],
+                    "model": options["embedder_model"],
+                    "api_key_env": options["embedder_key_env"],
+                },
             )
         except services.StoreUnavailable as exc:
             raise failed(str(exc)) from exc
         except (ValueError, services.ServiceError) as exc:
             raise bad_input(f"Nothing attached: {_sentence(exc)}") from exc
         if options["json"]:
-            out = {"agent": agent.slug, "name": agent.name, "collection": collection,
-                   "embedder": agent.embedder, **report.to_dict()}
+            out = {
+                "agent": agent.slug,
+                "name": agent.name,
+                "collection": collection,
+                "embedder": agent.embedder,
+                **report.to_dict(),
+            }
             self.stdout.write(json.dumps(out, ensure_ascii=False, sort_keys=True))
             return
         self.stdout.write(

@@ -29,10 +29,28 @@ from memoryadmin.console.models import Pass
 from ._cli import bad_input, failed, get_agent, is_terminal, progress_bar
 
 KEYS = (
-    "pass_id", "agent", "mode", "policy", "status", "entries_before", "entries_after", "merged",
-    "promoted", "pruned", "reconciled", "loss_fraction", "max_loss_fraction", "guard_passed",
-    "guard_reason", "recall_passed", "recall_reason", "recall_before", "recall_after",
-    "context_chars_before", "context_chars_after", "seconds",
+    "pass_id",
+    "agent",
+    "mode",
+    "policy",
+    "status",
+    "entries_before",
+    "entries_after",
+    "merged",
+    "promoted",
+    "pruned",
+    "reconciled",
+    "loss_fraction",
+    "max_loss_fraction",
+    "guard_passed",
+    "guard_reason",
+    "recall_passed",
+    "recall_reason",
+    "recall_before",
+    "recall_after",
+    "context_chars_before",
+    "context_chars_after",
+    "seconds",
 )
 """Keys of the ``--json`` object (issue 4, plus agent/mode/policy and the recall guard's
 verdict)."""
@@ -53,8 +71,11 @@ class Command(BaseCommand):
         mode.add_argument("--propose", dest="mode", action="store_const", const="propose")
         mode.add_argument("--apply", dest="mode", action="store_const", const="apply")
         mode.add_argument("--dry-run", dest="mode", action="store_const", const="dry-run")
-        parser.add_argument("--policy", default=None,
-                            help=f"named policy ({', '.join(sorted(NAMED_POLICIES))}); default: the agent's")
+        parser.add_argument(
+            "--policy",
+            default=None,
+            help=f"named policy ({', '.join(sorted(NAMED_POLICIES))}); default: the agent's",
+        )
         parser.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -79,8 +100,12 @@ class Command(BaseCommand):
                 out = self._run(agent, policy, opts["policy"], mode == "apply", show)
         except ServiceError as exc:
             raise failed(str(exc)) from None
-        out.update(agent=agent.slug, mode=mode, policy=opts["policy"] or "agent",
-                   seconds=round(time.perf_counter() - t0, 3))
+        out.update(
+            agent=agent.slug,
+            mode=mode,
+            policy=opts["policy"] or "agent",
+            seconds=round(time.perf_counter() - t0, 3),
+        )
         out = {k: out.get(k) for k in KEYS}
         if opts["json"]:
             self.stdout.write(json.dumps(out))
@@ -111,21 +136,33 @@ class Command(BaseCommand):
         # The loss guard (and an engine rejection) here; the recall guard has its own keys.
         guard_passed, guard_reason = plan_verdict(ev, planned.plan.result, None)
         return {
-            "pass_id": None, "status": "dry_run", "entries_before": ev.entries_before,
-            "entries_after": ev.entries_after, "merged": ev.merged, "promoted": ev.promoted,
-            "pruned": ev.pruned, "reconciled": ev.reconciled, "loss_fraction": ev.loss_fraction,
-            "max_loss_fraction": ev.max_loss_fraction, "guard_passed": guard_passed,
-            "guard_reason": guard_reason, **self._recall_fields(planned.recall),
+            "pass_id": None,
+            "status": "dry_run",
+            "entries_before": ev.entries_before,
+            "entries_after": ev.entries_after,
+            "merged": ev.merged,
+            "promoted": ev.promoted,
+            "pruned": ev.pruned,
+            "reconciled": ev.reconciled,
+            "loss_fraction": ev.loss_fraction,
+            "max_loss_fraction": ev.max_loss_fraction,
+            "guard_passed": guard_passed,
+            "guard_reason": guard_reason,
+            **self._recall_fields(planned.recall),
         }
 
-    def _run(self, agent: Any, policy: Policy, policy_name: str | None, apply: bool, show: bool) -> dict[str, Any]:
+    def _run(
+        self, agent: Any, policy: Policy, policy_name: str | None, apply: bool, show: bool
+    ) -> dict[str, Any]:
         from memoryadmin.console import services
 
         kwargs: dict[str, Any] = {}
         if policy_name is not None:
             kwargs.update(policy=policy, policy_name=policy_name)
         bar = progress_bar(4 if apply else 3, "planning", show)
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True, **kwargs)
+        run = services.pass_request(
+            agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True, **kwargs
+        )
         run.refresh_from_db()
         if run.status == Pass.Status.QUEUED:  # inside an outer transaction on_commit has not run
             run = services.pass_run(run=run)
@@ -135,16 +172,25 @@ class Command(BaseCommand):
         bar.update()
         if apply and run.status == Pass.Status.PROPOSED and rc.get("passed", True):
             bar.set_description("applying")
-            run = services.pass_approve(run=run, user=None, note="approved with consolidate --apply")
+            run = services.pass_approve(
+                run=run, user=None, note="approved with consolidate --apply"
+            )
             run = services.pass_apply(run=run)
             run.refresh_from_db()
         bar.update()
         bar.close()
         return {
-            "pass_id": run.pk, "status": run.status, "entries_before": run.entries_before,
-            "entries_after": run.entries_after, "merged": run.merged, "promoted": run.promoted,
-            "pruned": run.pruned, "reconciled": run.reconciled, "loss_fraction": run.loss_fraction,
-            "max_loss_fraction": run.max_loss_fraction, "guard_passed": run.guard_passed,
+            "pass_id": run.pk,
+            "status": run.status,
+            "entries_before": run.entries_before,
+            "entries_after": run.entries_after,
+            "merged": run.merged,
+            "promoted": run.promoted,
+            "pruned": run.pruned,
+            "reconciled": run.reconciled,
+            "loss_fraction": run.loss_fraction,
+            "max_loss_fraction": run.max_loss_fraction,
+            "guard_passed": run.guard_passed,
             "guard_reason": run.guard_reason or run.reason or run.error,
             **self._recall_fields(rc),
         }
@@ -166,16 +212,18 @@ class Command(BaseCommand):
             return "n/a" if v is None else format(v, fmt)
 
         head = f"pass #{o['pass_id']}" if o["pass_id"] else "dry run"
-        return "\n".join([
-            f"{head} of {o['agent']}: {o['status']} ({o['seconds']:.1f} s)",
-            f"  entries {o['entries_before']:,} → {o['entries_after']:,}: "
-            f"merged {o['merged']}, "
-            f"promoted {o['promoted']}, pruned {o['pruned']}, reconciled {o['reconciled']}",
-            f"  loss {f(o['loss_fraction'], '.1%')} (max {f(o['max_loss_fraction'], '.1%')}); "
-            f"guard {'passed' if o['guard_passed'] else 'failed'}: {o['guard_reason'] or ''}",
-            f"  answer recall@10 {f(o['recall_before'], '.3f')} → "
-            f"{f(o['recall_after'], '.3f')}; "
-            f"context {f(o['context_chars_before'], ',.0f')} → "
-            f"{f(o['context_chars_after'], ',.0f')} chars; "
-            f"{o['recall_reason'] or ''}",
-        ])
+        return "\n".join(
+            [
+                f"{head} of {o['agent']}: {o['status']} ({o['seconds']:.1f} s)",
+                f"  entries {o['entries_before']:,} → {o['entries_after']:,}: "
+                f"merged {o['merged']}, "
+                f"promoted {o['promoted']}, pruned {o['pruned']}, reconciled {o['reconciled']}",
+                f"  loss {f(o['loss_fraction'], '.1%')} (max {f(o['max_loss_fraction'], '.1%')}); "
+                f"guard {'passed' if o['guard_passed'] else 'failed'}: {o['guard_reason'] or ''}",
+                f"  answer recall@10 {f(o['recall_before'], '.3f')} → "
+                f"{f(o['recall_after'], '.3f')}; "
+                f"context {f(o['context_chars_before'], ',.0f')} → "
+                f"{f(o['context_chars_after'], ',.0f')} chars; "
+                f"{o['recall_reason'] or ''}",
+            ]
+        )

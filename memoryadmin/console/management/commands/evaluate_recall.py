@@ -22,7 +22,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("agent", help="agent slug")
-        parser.add_argument("--k", type=int, default=None, help="default: the policy's recall_k (10)")
+        parser.add_argument(
+            "--k", type=int, default=None, help="default: the policy's recall_k (10)"
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -40,7 +42,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(d))
             return
         if not report.probes:
-            self.stdout.write(f"{agent.slug}: {report.entries:,} memories, no probe queries — nothing to measure.")
+            self.stdout.write(
+                f"{agent.slug}: {report.entries:,} memories, no probe queries — nothing to measure."
+            )
             return
         ev = "n/a" if report.evidence_recall is None else f"{report.evidence_recall:.3f}"
         self.stdout.write(

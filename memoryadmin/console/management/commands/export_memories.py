@@ -17,8 +17,10 @@ from ._cli import bad_input, failed, get_agent
 
 
 class Command(BaseCommand):
-    help = ("Export every memory of an agent as JSONL (id, document, metadata, embedding); "
-            "'-' is stdout.")
+    help = (
+        "Export every memory of an agent as JSONL (id, document, metadata, embedding); "
+        "'-' is stdout."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("agent", help="agent slug")
@@ -30,7 +32,9 @@ class Command(BaseCommand):
         include = not opts["no_embeddings"]
         try:
             if opts["path"] == "-":
-                n = memories_export_jsonl(agent=agent, fileobj=sys.stdout, include_embeddings=include)
+                n = memories_export_jsonl(
+                    agent=agent, fileobj=sys.stdout, include_embeddings=include
+                )
                 return
             path = Path(opts["path"])
             if not path.parent.is_dir():

@@ -25,10 +25,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("path", type=Path)
-        parser.add_argument("--conversation", action="append", default=None,
-                            help="only this sample id (repeatable), e.g. conv-26")
-        parser.add_argument("--collection-prefix", default="",
-                            help="prefix for new collection names (default: none)")
+        parser.add_argument(
+            "--conversation",
+            action="append",
+            default=None,
+            help="only this sample id (repeatable), e.g. conv-26",
+        )
+        parser.add_argument(
+            "--collection-prefix",
+            default="",
+            help="prefix for new collection names (default: none)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -38,7 +45,8 @@ class Command(BaseCommand):
         bar = progress_bar(0, "importing", is_terminal(self.stderr) and not opts["json"])
         try:
             reports = locomo_import(
-                path=path, conversations=opts["conversation"],
+                path=path,
+                conversations=opts["conversation"],
                 collection_prefix=opts["collection_prefix"],
                 progress=lambda n, label: (bar.set_description(label), bar.update(n)),
             )

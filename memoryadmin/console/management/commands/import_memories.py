@@ -35,7 +35,10 @@ class Command(BaseCommand):
         bar = progress_bar(0, "importing", is_terminal(self.stderr) and not opts["json"])
         try:
             report = memories_import_jsonl(
-                agent=agent, fileobj=path, skip_invalid=opts["skip_invalid"], actor="cli",
+                agent=agent,
+                fileobj=path,
+                skip_invalid=opts["skip_invalid"],
+                actor="cli",
                 progress=lambda n, label: bar.update(n),
             )
         except ImportRefused as exc:

@@ -20,9 +20,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
-            "--wait-for-store", type=float, default=0.0, metavar="SECONDS",
+            "--wait-for-store",
+            type=float,
+            default=0.0,
+            metavar="SECONDS",
             help="wait up to SECONDS for the Chroma server to answer first (worker start under "
-                 "honcho, where Chroma starts at the same time)",
+            "honcho, where Chroma starts at the same time)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

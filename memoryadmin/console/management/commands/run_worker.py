@@ -34,7 +34,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
-            "--wait-for-store", type=float, default=0.0, metavar="SECONDS",
+            "--wait-for-store",
+            type=float,
+            default=0.0,
+            metavar="SECONDS",
             help="wait up to SECONDS for the Chroma server before recovering (see recover_passes)",
         )
 

@@ -84,8 +84,16 @@ def chroma_available(stdout: Any) -> Iterator[None]:
             raise
     path = Path(settings.CHROMA_PATH)
     path.mkdir(parents=True, exist_ok=True)
-    cmd = [_chroma_binary(), "run", "--path", str(path), "--host", settings.CHROMA_HOST,
-           "--port", str(settings.CHROMA_PORT)]
+    cmd = [
+        _chroma_binary(),
+        "run",
+        "--path",
+        str(path),
+        "--host",
+        settings.CHROMA_HOST,
+        "--port",
+        str(settings.CHROMA_PORT),
+    ]
     stdout.write(f"starting a temporary Chroma server: {' '.join(cmd)}")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -122,8 +130,11 @@ def seed_builtin_demo(stdout: Any) -> None:
     if agent is None:
         collection = "memoryadmin-demo-assistant"
         agent = services.agent_create(
-            name="Demo assistant", slug=DEMO_SLUG, collection_name=collection,
-            attach=stores.collection_exists(collection), schedule_enabled=False,
+            name="Demo assistant",
+            slug=DEMO_SLUG,
+            collection_name=collection,
+            attach=stores.collection_exists(collection),
+            schedule_enabled=False,
             description="A personal assistant's memory with a few duplicates and a stale note.",
         )
         store = stores.get_store(agent)
@@ -139,13 +150,17 @@ def seed_builtin_demo(stdout: Any) -> None:
             store.upsert(records)
         stdout.write(f"demo agent {agent.slug}: {store.count()} memories")
     if not agent.passes.exists():
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True)
+        run = services.pass_request(
+            agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True
+        )
         run.refresh_from_db()
         stdout.write(f"demo pass #{run.pk}: {run.status} ({run.progress_label})")
 
 
 class Command(BaseCommand):
-    help = "Create the roles, the demo users (operator/reviewer/viewer) and demo agents (idempotent)."
+    help = (
+        "Create the roles, the demo users (operator/reviewer/viewer) and demo agents (idempotent)."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("setup_roles", stdout=self.stdout)

@@ -14,5 +14,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         counts = ensure_roles()
-        summary = ", ".join(f"{role} ({n} permission{'s' if n != 1 else ''})" for role, n in counts.items())
+        summary = ", ".join(
+            f"{role} ({n} permission{'s' if n != 1 else ''})" for role, n in counts.items()
+        )
         self.stdout.write(f"roles ready: {summary}")

@@ -16,4 +16,6 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         enabled = services.schedules_sync_all()
         total = Agent.objects.count()
-        self.stdout.write(f"schedules synced: {enabled} enabled, {total - enabled} paused, {total} agents")
+        self.stdout.write(
+            f"schedules synced: {enabled} enabled, {total - enabled} paused, {total} agents"
+        )
