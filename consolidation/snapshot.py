@@ -39,6 +39,7 @@ __all__ = [
     "Progress",
     "Snapshot",
     "embed_missing",
+    "in_layer",
     "plan_snapshot",
     "read_all",
     "records_from_memory",
@@ -135,6 +136,16 @@ def records_from_memory(memory: Any, *, progress: Progress | None = None) -> lis
     )
 
 
+def in_layer(record: MemoryRecord, layer: str, fieldmap: FieldMap) -> bool:
+    """Whether ``record`` belongs to memory ``layer`` (FieldMap ``layer`` key, a scalar or list).
+
+    A memory without a layer counts as ``"semantic"``: stores such as mem0's hold facts and
+    write no layer, and seed 003's ``compact(layer=SEMANTIC)`` is the fact tier.
+    """
+    layers = fieldmap.get_list(record.metadata, fieldmap.layer)
+    return layer in layers or (not layers and layer == "semantic")
+
+
 def plan_snapshot(
     memory: Any,
     policy: Policy,
@@ -145,6 +156,7 @@ def plan_snapshot(
     checkpoint: Mapping[str, str] | None = None,
     writer: JSONWriter | None = None,
     progress: Progress | None = None,
+    layer: str | None = None,
 ) -> Snapshot:
     """Read ``memory``, embed what is missing, plan with ``checkpoint`` — the pass's snapshot.
 
@@ -155,6 +167,9 @@ def plan_snapshot(
     - ``writer``: an LLM writer; when given, DISTILL operations are added (network use is the
       caller's choice: no writer, no network, I-8).
     - ``progress``: ``progress(fraction, label)`` as the work advances.
+    - ``layer``: plan only the memories of this layer (:func:`in_layer`; seed 003's
+      ``compact(layer=...)``): the others are not read into the snapshot, so they are neither
+      compared nor touched, and the loss fraction is over the layer's memories.
 
     Raises ``TypeError``/``ValueError`` for an unusable ``memory``, ``ValueError`` when a memory
     has no embedding and no ``embedder`` was given, ``LLMUnavailable``/``LLMOutputError`` from
@@ -163,6 +178,8 @@ def plan_snapshot(
     progress = progress or _quiet
     fieldmap = fieldmap or FieldMap()
     records = records_from_memory(memory, progress=lambda f, label: progress(0.5 * f, label))
+    if layer is not None:
+        records = [r for r in records if in_layer(r, layer, fieldmap)]
     if any(r.embedding is None for r in records):
         n = sum(r.embedding is None for r in records)
         progress(0.55, f"Embedding {n:,} memories without embeddings")

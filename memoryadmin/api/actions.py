@@ -152,10 +152,10 @@ def compact(*, agent: Agent, user: Any, layer: str) -> s.PassOut:
 
     The agent's policy with promote, prune, evidence folding and session windows switched off
     (seed 003's ``compact(layer=SEMANTIC)``); the loss guard and review are the usual ones.
-    ``layer`` (one of :data:`COMPACT_LAYERS`) is validated and recorded with the pass
-    (``telemetry.policy_override = "compact:<layer>"``). Limitation: the planner has no
-    per-layer filter yet, so the reconcile/dedupe operations may touch memories of any layer;
-    restricting them needs an engine option (e.g. ``Policy.layers``), not an API one.
+    ``layer`` (one of :data:`COMPACT_LAYERS`) restricts the pass to that memory layer: only its
+    memories are read into the snapshot (:func:`consolidation.snapshot.in_layer`; a memory
+    without a layer counts as semantic), so nothing of another layer is compared or touched.
+    Recorded with the pass (``telemetry.layer``, ``policy_override = "compact:<layer>"``).
     """
     require_manage(user, f"start a pass of {agent.slug}")
     layer = (layer or "").strip().lower()
@@ -185,6 +185,7 @@ def compact(*, agent: Agent, user: Any, layer: str) -> s.PassOut:
             user=user,
             policy=policy,
             policy_name=f"compact:{layer}",
+            layer=layer,
         )
     except services.ServiceError as exc:
         raise _service_error(exc) from None

@@ -182,8 +182,8 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         ] = "semantic",
     ) -> s.PassOut:
         """A pass restricted to reconciling contradictions and folding duplicates (admins), as a
-        proposal for review. The layer is recorded with the pass; the planner does not yet
-        filter operations by layer."""
+        proposal for review. Only memories of ``layer`` are planned (a memory without a layer
+        counts as semantic); the others are neither compared nor touched."""
         return actions.compact(agent=actions.get_agent(agent), user=current_user(), layer=layer)
 
     @server.tool()

@@ -69,6 +69,7 @@ def pass_request(
     policy: Policy | None = None,
     policy_name: str = "",
     slot: str = "",
+    layer: str | None = None,
 ) -> Pass:
     """Queue a pass for ``agent`` and enqueue :func:`tasks.run_pass` when the transaction commits.
 
@@ -78,7 +79,8 @@ def pass_request(
     (e.g. ``consolidate --policy aggressive``; ``policy_name`` is recorded with it). Raises
     :class:`PassAlreadyActive` — and records an ``AuditEvent`` with verb ``"refused"`` — when
     another pass of the agent is active (I-5). ``slot`` (scheduled runs) is the local calendar
-    slot recorded on the ``requested`` event.
+    slot recorded on the ``requested`` event. ``layer`` restricts the pass to one memory layer
+    (``memory_compact``), recorded in ``telemetry["layer"]``.
     """
     trigger = Pass.Trigger(trigger).value
     actor = actor or actor_name(user, trigger)
@@ -91,7 +93,10 @@ def pass_request(
                 requested_by=user_or_none(user),
                 policy=policy.to_dict() if override else agent.policy,
                 max_loss_fraction=(policy or agent.get_policy()).max_loss_fraction,
-                telemetry={"policy_override": policy_name or "explicit"} if override else {},
+                telemetry={
+                    **({"policy_override": policy_name or "explicit"} if override else {}),
+                    **({"layer": layer} if layer else {}),
+                },
             )
             audit(
                 actor=actor,
@@ -192,6 +197,7 @@ def pass_plan(
     policy: Policy,
     now: datetime,
     progress: Callable[[float, str], None] | None = None,
+    layer: str | None = None,
 ) -> PassPlan:
     """Snapshot → plan → guards for ``agent``, writing nothing: what :func:`pass_run` stores
     and ``manage.py consolidate --dry-run`` prints, so a dry run previews the pass exactly.
@@ -200,9 +206,10 @@ def pass_plan(
     the agent's store with its field map and checkpoint (empty: plan the whole store), the
     offline embedder, and the LLM writer when one is configured (``MEMORYADMIN_LLM_MODEL``;
     none: no network, I-8); then the recall check and the guards. ``progress(fraction,
-    label)`` follows it (0..1). Raises :class:`StoreUnavailable` when the store cannot be read,
-    ``ValueError`` for invalid agent settings, ``LLMUnavailable`` / ``LLMOutputError`` from the
-    distillation.
+    label)`` follows it (0..1). ``layer`` restricts the pass to one memory layer
+    (``memory_compact``; :func:`consolidation.snapshot.in_layer`). Raises
+    :class:`StoreUnavailable` when the store cannot be read, ``ValueError`` for invalid agent
+    settings, ``LLMUnavailable`` / ``LLMOutputError`` from the distillation.
     """
     from consolidation.adapters.embedder import get_default_embedder
     from consolidation.adapters.llm import llm_from_env
@@ -222,6 +229,7 @@ def pass_plan(
             checkpoint=agent.checkpoint or None,
             writer=writer,
             progress=lambda f, label: progress(0.85 * f, label),
+            layer=layer,
         )
     finally:
         if writer is not None:
@@ -304,6 +312,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
             policy=policy,
             now=now,
             progress=lambda f, label: set_progress(run, 0.05 + 0.75 * f, label),
+            layer=(run.telemetry or {}).get("layer"),
         )
         set_progress(run, 0.85, f"Storing {len(planned.plan.operations):,} proposed operations")
         run = _store_proposal(run, planned, policy, actor, now)
@@ -330,8 +339,9 @@ def _store_proposal(
     # after apply): the next incremental pass sees them as new and plans them again.
     deferred_ids = set(trimmed.pop("deferred_ids", None) or ())
     telemetry = jsonable(dict(plan.context or {}))
-    if (run.telemetry or {}).get("policy_override"):
-        telemetry["policy_override"] = run.telemetry["policy_override"]
+    for key in ("policy_override", "layer"):  # what the request fixed, kept with the plan
+        if (run.telemetry or {}).get(key):
+            telemetry[key] = run.telemetry[key]
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
     scored = triage.plan_scores(
