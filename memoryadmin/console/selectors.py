@@ -14,20 +14,33 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from consolidation import MemoryRecord
 from consolidation.shapes import ShapeReport
 
 from . import stores
+
+# The audit reads live in their own room; importable from here as before.
+from .audit_selectors import (  # noqa: E402, F401
+    AUDIT_FILTER_ALIASES,
+    AUDIT_FILTERS,
+    AUDIT_PAGE_SIZE,
+    EVENT_PAGE_SIZE,
+    AuditQuery,
+    audit_events,
+    audit_passes,
+    audit_verbs,
+    rolled_back_by,
+)
 from .convergence import PLANNED, convergence_words
 from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
 from .triage import conflict_view
@@ -38,26 +51,6 @@ MEMORY_PAGE_SIZE = 50
 """Memories per page in the browser (issue 3)."""
 OPS_PER_PAGE = 20
 """Operations per kind per page on the proposal page."""
-AUDIT_PAGE_SIZE = 50
-"""Passes per page on the audit page."""
-
-AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
-    "all": (),
-    "rejected_by_guard": (Pass.Status.REJECTED_BY_GUARD,),
-    "rejected": (Pass.Status.REJECTED,),
-    "failed": (Pass.Status.FAILED,),
-    "stale": (Pass.Status.STALE,),
-    "applied": (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED),
-    "rolled_back": (Pass.Status.ROLLED_BACK, Pass.Status.ROLLING_BACK),
-    "proposed": (Pass.Status.PROPOSED,),
-    "active": tuple(Pass.ACTIVE),
-}
-"""Audit page status filters: name → statuses (empty tuple = every pass)."""
-
-AUDIT_FILTER_ALIASES: dict[str, str] = {"dismissed": "rejected"}
-"""Old filter names that links and bookmarks still use (``?status=dismissed``, before issue 10)."""
-
-
 MAX_ZONE_NAME = 64
 """Longest zone name tried; the longest IANA key is 32 characters
 ("America/Argentina/ComodRivadavia")."""
@@ -446,77 +439,6 @@ def operation_view(op: Operation) -> dict[str, Any]:
         "scores": other_scores,
         "conflict": conflict_view(op),
     }
-
-
-# ----- audit -------------------------------------------------------------------------------
-
-
-@dataclass
-class AuditQuery:
-    """Audit filters: status group (key of ``AUDIT_FILTERS``), agent slug, inclusive date range."""
-
-    status: str = "all"
-    agent: str = ""
-    since: date | None = None
-    until: date | None = None
-
-
-def audit_passes(*, query: AuditQuery, tz: ZoneInfo | None = None) -> QuerySet[Pass]:
-    """Passes matching ``query``, newest first, with agent and decider loaded.
-
-    Dates are whole days in ``tz`` (default ``settings.TIME_ZONE``); ``until`` is inclusive.
-    """
-    tz = tz or operator_zone(None)
-    qs = Pass.objects.select_related("agent", "decided_by", "requested_by").order_by(
-        "-created_at", "-id"
-    )
-    if query.status not in AUDIT_FILTERS:
-        return qs.none()
-    statuses = AUDIT_FILTERS[query.status]
-    if statuses:
-        qs = qs.filter(status__in=statuses)
-    if query.agent:
-        qs = qs.filter(agent__slug=query.agent)
-    if query.since:
-        qs = qs.filter(created_at__gte=datetime.combine(query.since, time.min, tzinfo=tz))
-    if query.until:
-        qs = qs.filter(
-            created_at__lt=datetime.combine(query.until + timedelta(days=1), time.min, tzinfo=tz)
-        )
-    return qs
-
-
-EVENT_PAGE_SIZE = 50
-"""Audit events per page on the audit page's "Events" tab."""
-
-
-def audit_events(*, agent: str = "", verb: str = "") -> QuerySet[AuditEvent]:
-    """Audit events (every transition, review action and memory change), newest first, with
-    agent, user and pass loaded; ``agent`` is a slug and ``verb`` an exact verb ("" = any)."""
-    qs = AuditEvent.objects.select_related("agent", "user", "run").order_by("-created_at", "-id")
-    if agent:
-        qs = qs.filter(agent__slug=agent)
-    if verb:
-        qs = qs.filter(verb=verb)
-    return qs
-
-
-def audit_verbs() -> list[str]:
-    """Every verb recorded so far, sorted (the Events tab's verb filter)."""
-    return sorted(AuditEvent.objects.values_list("verb", flat=True).distinct().order_by())
-
-
-def rolled_back_by(passes: Iterable[Pass]) -> dict[int, AuditEvent]:
-    """Pass id → the ``rollback_requested`` event (who asked, when, note) of the given passes."""
-    ids = [p.pk for p in passes if p.status in (Pass.Status.ROLLED_BACK, Pass.Status.ROLLING_BACK)]
-    out: dict[int, AuditEvent] = {}
-    for e in (
-        AuditEvent.objects.filter(run_id__in=ids, verb="rollback_requested")
-        .select_related("user")
-        .order_by("created_at")
-    ):
-        out[e.run_id] = e
-    return out
 
 
 # ----- probe queries ------------------------------------------------------------------------

@@ -52,6 +52,7 @@ METHODS: dict[str, set[str]] = {
     "pass_rollback": BOTH,
     "pass_review": GET,
     "review_bulk": POST,
+    "conflict_resolve": POST,
     "operation_exclude": POST,
     "operation_edit": POST,
     "audit": GET,

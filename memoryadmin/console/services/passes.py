@@ -328,6 +328,75 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     return run
 
 
+def _store_operations(
+    run: Pass, operations: list[Any], scored: list[Any], by_id: dict[str, MemoryRecord]
+) -> None:
+    """One ``Operation`` row per planned operation (in plan order, with its risk and lost
+    content from :func:`triage.plan_scores`) and one ``OperationSource`` per source memory: the
+    original's document, metadata, content hash and embedding, kept for review, the stale
+    check (I-4) and the archive (I-1)."""
+    for index, (op, (loss, risk)) in enumerate(zip(operations, scored, strict=True)):
+        row = Operation.objects.create(
+            run=run,
+            index=index,
+            kind=op.kind.value,
+            rule=op.rule or "",
+            reason=op.reason or "",
+            scores=jsonable(op.scores or {}),
+            source_ids=list(op.source_ids),
+            removes=list(op.removes),
+            result_id=op.result_id or "",
+            result_document=op.result_document or "",
+            planned_document=op.result_document or "",
+            result_metadata=jsonable(op.result_metadata)
+            if op.result_metadata is not None
+            else None,
+            risk=risk.score,
+            risk_reasons=list(risk.reasons),
+            lost=loss.to_dict(),
+            lost_sentences=len(loss.sentences),
+        )
+        sources = []
+        for position, sid in enumerate(op.source_ids):
+            rec = by_id[sid]
+            sources.append(
+                OperationSource(
+                    operation=row,
+                    position=position,
+                    memory_id=sid,
+                    document=rec.document,
+                    metadata=jsonable(rec.metadata),
+                    content_hash=rec.content_hash,
+                    embedding=embedding_to_bytes(rec.embedding),
+                    removed=sid in op.removes,
+                )
+            )
+        OperationSource.objects.bulk_create(sources)
+
+
+def _supersede_pending(run: Pass, actor: str) -> list[Pass]:
+    """Mark the agent's other ``proposed`` passes ``stale`` (superseded by ``run``); returns
+    them newest first (the newest's review work is carried over to ``run``)."""
+    older = list(
+        Pass.objects.filter(agent=run.agent, status=S.PROPOSED)
+        .exclude(pk=run.pk)
+        .order_by("-created_at", "-id")
+    )
+    for old in older:
+        why = f"Superseded by the newer pass #{run.pk}."
+        transition(
+            old,
+            frm=(S.PROPOSED,),
+            to=S.STALE,
+            actor=actor,
+            verb="stale",
+            note=why,
+            reason=why,
+            finished_at=timezone.now(),
+        )
+    return older
+
+
 def _store_proposal(
     run: Pass, planned: PassPlan, policy: Policy, actor: str, now: datetime
 ) -> Pass:
@@ -358,60 +427,8 @@ def _store_proposal(
         PassSnapshot.objects.create(
             run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids}
         )
-        for index, (op, (loss, risk)) in enumerate(zip(plan.operations, scored, strict=True)):
-            row = Operation.objects.create(
-                run=run,
-                index=index,
-                kind=op.kind.value,
-                rule=op.rule or "",
-                reason=op.reason or "",
-                scores=jsonable(op.scores or {}),
-                source_ids=list(op.source_ids),
-                removes=list(op.removes),
-                result_id=op.result_id or "",
-                result_document=op.result_document or "",
-                planned_document=op.result_document or "",
-                result_metadata=jsonable(op.result_metadata)
-                if op.result_metadata is not None
-                else None,
-                risk=risk.score,
-                risk_reasons=list(risk.reasons),
-                lost=loss.to_dict(),
-                lost_sentences=len(loss.sentences),
-            )
-            sources = []
-            for position, sid in enumerate(op.source_ids):
-                rec = by_id[sid]
-                sources.append(
-                    OperationSource(
-                        operation=row,
-                        position=position,
-                        memory_id=sid,
-                        document=rec.document,
-                        metadata=jsonable(rec.metadata),
-                        content_hash=rec.content_hash,
-                        embedding=embedding_to_bytes(rec.embedding),
-                        removed=sid in op.removes,
-                    )
-                )
-            OperationSource.objects.bulk_create(sources)
-        older = list(
-            Pass.objects.filter(agent=run.agent, status=S.PROPOSED)
-            .exclude(pk=run.pk)
-            .order_by("-created_at", "-id")
-        )
-        for old in older:
-            why = f"Superseded by the newer pass #{run.pk}."
-            transition(
-                old,
-                frm=(S.PROPOSED,),
-                to=S.STALE,
-                actor=actor,
-                verb="stale",
-                note=why,
-                reason=why,
-                finished_at=timezone.now(),
-            )
+        _store_operations(run, plan.operations, scored, by_id)
+        older = _supersede_pending(run, actor)
         to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
         # A conflict is never settled nor auto-applied: a pass with only conflicts waits for a
         # reviewer (issue 9, item 7); with other operations, auto-apply applies those only.
