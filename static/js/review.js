@@ -32,7 +32,11 @@
     var row = current();
     if (!row) return;
     var button = row.querySelector('[data-review-action="' + action + '"]');
-    if (button) button.click();
+    if (!button) return;
+    // A key pressed right after a swap can reach a row htmx has not processed yet; its form would
+    // then be submitted natively (a page load). Processing it first is idempotent.
+    if (window.htmx) window.htmx.process(row);
+    button.click();
   }
   function edit() {
     var row = current();
