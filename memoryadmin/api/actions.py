@@ -13,13 +13,10 @@ act on; the API turns them into JSON, the MCP server into tool errors.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from io import StringIO
 from typing import Any
 
-from django.core.management import call_command
-from django.core.management.base import CommandError
+from django.utils import timezone
 
 from consolidation import NAMED_POLICIES, Policy
 from memoryadmin.console import services
@@ -137,7 +134,7 @@ def consolidate(*, agent: Agent, user: Any, dry_run: bool, policy: str | None) -
     """
     chosen = named_policy(policy)
     if dry_run:
-        return _dry_run(agent, policy)
+        return _dry_run(agent, chosen, policy)
     require_manage(user, f"start a pass of {agent.slug}")
     kwargs: dict[str, Any] = {"policy": chosen, "policy_name": policy} if chosen is not None else {}
     try:
@@ -221,41 +218,23 @@ def _created(run: Pass, policy: str) -> s.ConsolidateOut:
     )
 
 
-def _dry_run(agent: Agent, policy: str | None) -> s.ConsolidateOut:
-    # The one dry-run path there is today: ``consolidate --dry-run --json`` (snapshot → plan →
-    # recall check, nothing stored). Called, not copied, so both stay one path.
-    args = [agent.slug, "--dry-run", "--json"] + (["--policy", policy] if policy else [])
-    out = StringIO()
+def _dry_run(agent: Agent, chosen: Policy | None, policy: str | None) -> s.ConsolidateOut:
+    """``services.pass_dry_run`` (the ``consolidate --dry-run`` path: snapshot → plan → recall
+    check, nothing stored) as the API's result."""
     try:
-        call_command("consolidate", *args, stdout=out, stderr=StringIO())
-    except CommandError as exc:
-        raise (BadInput if exc.returncode == 2 else Unavailable)(str(exc)) from None
-    o = json.loads(out.getvalue())
+        figures = services.pass_dry_run(
+            agent=agent, policy=chosen or agent.get_policy(), now=timezone.now()
+        )
+    except (services.ServiceError, ValueError) as exc:
+        raise _service_error(exc) from None
+    fields = s.ConsolidateOut.model_fields
     return s.ConsolidateOut(
         dry_run=True,
         pass_id=None,
         status="dry_run",
         agent=agent.slug,
-        policy=o["policy"],
-        **{
-            k: o[k]
-            for k in (
-                "entries_before",
-                "entries_after",
-                "merged",
-                "promoted",
-                "pruned",
-                "reconciled",
-                "loss_fraction",
-                "max_loss_fraction",
-                "guard_passed",
-                "guard_reason",
-                "recall_passed",
-                "recall_reason",
-                "recall_before",
-                "recall_after",
-            )
-        },
+        policy=policy or "agent",
+        **{k: v for k, v in figures.items() if k in fields},
     )
 
 

@@ -44,7 +44,15 @@ from .agents import agent_create, agent_delete, agent_update
 from .apply import APPLY_BATCH, pass_apply
 from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, validate_cron
 from .memories import memory_delete, memory_edit, memory_set_pinned
-from .passes import PassPlan, pass_fail, pass_plan, pass_request, pass_request_scheduled, pass_run
+from .passes import (
+    PassPlan,
+    pass_dry_run,
+    pass_fail,
+    pass_plan,
+    pass_request,
+    pass_request_scheduled,
+    pass_run,
+)
 from .review import (
     conflict_resolve,
     operation_edit_text,
@@ -101,6 +109,7 @@ __all__ = [
     "pass_approve",
     "pass_evaluate",
     "pass_fail",
+    "pass_dry_run",
     "pass_plan",
     "pass_reject",
     "pass_request",

@@ -48,6 +48,7 @@ from .review import operations_carry_over
 __all__ = [
     "PassPlan",
     "pass_fail",
+    "pass_dry_run",
     "pass_plan",
     "pass_request",
     "pass_request_scheduled",
@@ -245,6 +246,46 @@ def pass_plan(
     passed, reason = plan_verdict(ev, snap.plan.result, recall)
     progress(1.0, "Planned")
     return PassPlan(snap.records, snap.plan, ev, recall, passed, reason)
+
+
+def pass_dry_run(
+    *,
+    agent: Agent,
+    policy: Policy,
+    now: datetime,
+    progress: Callable[[float, str], None] | None = None,
+) -> dict[str, Any]:
+    """The figures of the pass :func:`pass_run` would store, with nothing stored: the one dry
+    run behind ``consolidate --dry-run`` and the API / MCP ``dry_run``.
+
+    Returns ``entries_before``/``entries_after`` (memories), ``merged``/``promoted``/
+    ``pruned``/``reconciled`` (counts), ``loss_fraction``/``max_loss_fraction`` (in [0, 1]),
+    ``guard_passed``/``guard_reason`` (the loss guard and an engine rejection; the recall
+    guard has its own keys), ``recall_passed``/``recall_reason``/``recall_before``/
+    ``recall_after`` (answer recall@k in [0, 1]) and ``context_chars_before``/``_after``.
+    Raises what :func:`pass_plan` raises.
+    """
+    planned = pass_plan(agent=agent, policy=policy, now=now, progress=progress)
+    ev, rc = planned.evaluation, planned.recall or {}
+    guard_passed, guard_reason = plan_verdict(ev, planned.plan.result, None)
+    return {
+        "entries_before": ev.entries_before,
+        "entries_after": ev.entries_after,
+        "merged": ev.merged,
+        "promoted": ev.promoted,
+        "pruned": ev.pruned,
+        "reconciled": ev.reconciled,
+        "loss_fraction": ev.loss_fraction,
+        "max_loss_fraction": ev.max_loss_fraction,
+        "guard_passed": guard_passed,
+        "guard_reason": guard_reason,
+        "recall_passed": rc.get("passed"),
+        "recall_reason": rc.get("reason"),
+        "recall_before": rc.get("answer_recall_before"),
+        "recall_after": rc.get("answer_recall_after"),
+        "context_chars_before": rc.get("context_chars_before"),
+        "context_chars_after": rc.get("context_chars_after"),
+    }
 
 
 def pass_fail(*, run: Pass, error: str, actor: str | None = None) -> Pass:

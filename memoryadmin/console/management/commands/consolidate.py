@@ -118,7 +118,6 @@ class Command(BaseCommand):
         """The pass as ``--propose`` would plan it (:func:`services.pass_plan`: same snapshot,
         checkpoint, distillation and guards), with nothing stored."""
         from memoryadmin.console import services
-        from memoryadmin.console.review import plan_verdict
 
         bar = progress_bar(100, "reading the store", show)
         done = [0]  # percent shown so far
@@ -128,28 +127,11 @@ class Command(BaseCommand):
             bar.update(max(0, int(fraction * 100) - done[0]))
             done[0] = max(done[0], int(fraction * 100))
 
-        planned = services.pass_plan(
+        figures = services.pass_dry_run(
             agent=agent, policy=policy, now=timezone.now(), progress=progress
         )
         bar.close()
-        ev = planned.evaluation
-        # The loss guard (and an engine rejection) here; the recall guard has its own keys.
-        guard_passed, guard_reason = plan_verdict(ev, planned.plan.result, None)
-        return {
-            "pass_id": None,
-            "status": "dry_run",
-            "entries_before": ev.entries_before,
-            "entries_after": ev.entries_after,
-            "merged": ev.merged,
-            "promoted": ev.promoted,
-            "pruned": ev.pruned,
-            "reconciled": ev.reconciled,
-            "loss_fraction": ev.loss_fraction,
-            "max_loss_fraction": ev.max_loss_fraction,
-            "guard_passed": guard_passed,
-            "guard_reason": guard_reason,
-            **self._recall_fields(planned.recall),
-        }
+        return {"pass_id": None, "status": "dry_run", **figures}
 
     def _run(
         self, agent: Any, policy: Policy, policy_name: str | None, apply: bool, show: bool
