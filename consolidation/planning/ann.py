@@ -25,12 +25,15 @@ average of 9–13 from other jobs, CPU seconds:
 
 - usearch HNSW (the previous index): 50K rows, f16 / expansion_add 128: 18 s add + 13 s search
   (wall); 200K: 1,288 s, planted recall 0.956. HNSW as faiss's coarse quantizer was also slower
-  than the flat one on these vectors (100K: 9.4 vs 2.4 CPU s) and lost recall (0.974 vs 0.990).
+  than the flat one on these vectors (100K: 9.4 vs 1.7–2.6 CPU s) and lost recall (0.974 vs
+  0.984–0.990).
 - faiss ``IndexIVFFlat.range_search_preassigned`` at 100K (1,562 cells, 16 probes, one
-  thread): 9.1 CPU s for its list scan, planted recall 0.984. The same lists scanned here with
-  one BLAS product per cell: 1.7 CPU s, recall 0.999 — faiss scans one query vector at a time
-  (≈ 4–8 G multiply-adds per CPU second) where sgemm runs at ≈ 40. So faiss trains and
-  assigns (steps 1–2) and numpy scans (step 3).
+  thread): 9.1 CPU s for its list scan. The same kind of lists scanned here with one BLAS
+  product per cell: 1.7 CPU s — faiss scans one query vector at a time (≈ 4–8 G
+  multiply-adds per CPU second) where sgemm runs at ≈ 40. Both find the same pairs for the
+  same cells (20K rows: the same 1,921 pairs; recall is set by the cells and probes, not by
+  the scan). So faiss trains and assigns (steps 1–2) and numpy scans (step 3), one BLAS
+  thread per worker (``threadpoolctl``, for the scan's duration, process-wide).
 
 Cost: step 2 is ``n × cells × d`` and step 3 ``n × probes × (n / cells) × d`` multiply-adds,
 so ``cells = √(probes · n)`` makes both ≈ ``n^1.5``: at 1M, 4,000 cells of ≈ 250 rows.
@@ -133,7 +136,7 @@ def _scan(
 
     The tiles are small (≈ 4,000 × 250 at 1M), so each runs on one BLAS thread and ``threads``
     workers share the cells: a 2-thread BLAS call per small tile waits for its second thread,
-    which on a loaded machine cost 3× the wall time (100K: 28.5 s vs 8.5 s)."""
+    which on the loaded machine made the scan of 100K rows take 20.2 s wall instead of 3.4 s."""
     n = len(emb)
     mrows, mb = members
     srows, sb = searchers
@@ -213,7 +216,9 @@ def ann_candidate_pairs(
     members = _lists(home, np.arange(n, dtype=np.int64), cells)
     searchers = _lists(probed.ravel(), np.repeat(srows, probed.shape[1]), cells)
     del probed
-    threads = threads or len(os.sched_getaffinity(0))
+    if not threads:  # the CPUs this process may run on (affinity is Linux-only)
+        affinity = getattr(os, "sched_getaffinity", None)
+        threads = len(affinity(0)) if affinity else os.cpu_count() or 1
     code = _scan(emb, members, searchers, threshold, block, threads)
     if not len(code):
         return _empty()
