@@ -51,6 +51,7 @@ of the approximate pairs are found.
 from __future__ import annotations
 
 import math
+from typing import Any
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -117,10 +118,25 @@ def _centroids(emb: np.ndarray, cells: int, seed: int) -> np.ndarray:
 
 
 def _lists(cell_of: np.ndarray, rows: np.ndarray, cells: int) -> tuple[np.ndarray, np.ndarray]:
-    """Inverted lists: ``rows`` sorted by ``cell_of`` (stable) and each cell's bounds in it."""
-    order = np.argsort(cell_of, kind="stable")
-    bounds = np.searchsorted(cell_of[order], np.arange(cells + 1))
+    """Inverted lists of ``cell_of`` (``(q, w) int32``: ``w`` cells per row of ``rows``): the
+    ``(q·w,) int32`` rows sorted by cell (stable, so by row within a cell) and each cell's
+    bounds in it (``(cells + 1,) int64``)."""
+    order = np.argsort(cell_of.ravel(), kind="stable")
+    bounds = np.zeros(cells + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cell_of.ravel(), minlength=cells), out=bounds[1:])
+    order //= cell_of.shape[1]
     return rows[order], bounds
+
+
+def _probe(quantizer: Any, emb: np.ndarray, rows: np.ndarray | None, k: int) -> np.ndarray:
+    """``(q, k) int32``: the ``k`` nearest centroids of each of ``rows`` (all when ``None``),
+    nearest first — searched in chunks so no ``(n, k)`` int64/float32 pair is ever held."""
+    q = len(emb) if rows is None else len(rows)
+    out = np.empty((q, k), dtype=np.int32)
+    for s in range(0, q, 65536):
+        part = emb[s : s + 65536] if rows is None else emb[rows[s : s + 65536]]
+        out[s : s + 65536] = quantizer.search(part, k)[1]
+    return out
 
 
 def _scan(
@@ -151,7 +167,7 @@ def _scan(
                 for s0 in range(0, len(srch), block):
                     ss = srch[s0 : s0 + block]
                     r, k = np.nonzero(emb[ss] @ right >= threshold - _MARGIN)
-                    a, b = ss[r], mm[k]
+                    a, b = ss[r].astype(np.int64), mm[k].astype(np.int64)
                     keep = a != b
                     if keep.any():
                         a, b = a[keep], b[keep]
@@ -205,17 +221,18 @@ def ann_candidate_pairs(
     cells = min(n, cells or max(1, round(math.sqrt(probes * n))))
     quantizer = faiss.IndexFlatIP(d)
     quantizer.add(_centroids(emb, cells, seed))
+    every = np.arange(n, dtype=np.int32)
     if query is None:
-        srows = np.arange(n, dtype=np.int64)
-        probed = quantizer.search(emb, min(probes, cells))[1]  # (n, probes), nearest first
-        home = probed[:, 0].copy()
+        srows = every
+        probed = _probe(quantizer, emb, None, min(probes, cells))
+        home = probed[:, :1].copy()
     else:
-        srows = np.unique(np.asarray(query, dtype=np.int64))
-        home = quantizer.search(emb, 1)[1][:, 0].copy()
-        probed = quantizer.search(emb[srows], min(2 * probes, cells))[1]
-    members = _lists(home, np.arange(n, dtype=np.int64), cells)
-    searchers = _lists(probed.ravel(), np.repeat(srows, probed.shape[1]), cells)
-    del probed
+        srows = np.unique(np.asarray(query, dtype=np.int64)).astype(np.int32)
+        home = _probe(quantizer, emb, None, 1)
+        probed = _probe(quantizer, emb, srows, min(2 * probes, cells))
+    members = _lists(home, every, cells)
+    searchers = _lists(probed, srows, cells)
+    del probed, home
     if not threads:  # the CPUs this process may run on (affinity is Linux-only)
         affinity = getattr(os, "sched_getaffinity", None)
         threads = len(affinity(0)) if affinity else os.cpu_count() or 1
