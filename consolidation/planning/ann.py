@@ -51,9 +51,9 @@ of the approximate pairs are found.
 from __future__ import annotations
 
 import math
-from typing import Any
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
