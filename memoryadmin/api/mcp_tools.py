@@ -115,6 +115,7 @@ def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None
         token_verifier=TokenVerifier() if auth else None,
     )
     _register(server, current_user)
+    _register_review(server, current_user)
     return server
 
 
@@ -129,6 +130,8 @@ def http_app(*, host: str, port: int) -> Any:
 
 
 def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    """The reading and planning tools: agents, search, consolidate, compact, proposals, a pass."""
+
     @server.tool()
     @_tool
     def list_agents() -> list[s.AgentOut]:
@@ -215,6 +218,10 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
             return pass_detail_out(actions.get_pass(pass_id), page=page)
         except EmptyPage:
             raise actions.NotFound(f"Pass #{pass_id} has no page {page} of operations.") from None
+
+
+def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    """The reviewer's tools: exclude/include an operation, decide a conflict, approve, reject."""
 
     @server.tool()
     @_tool
