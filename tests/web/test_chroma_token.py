@@ -4,8 +4,9 @@
 
 chromadb 1.x's own server ignores ``CHROMA_SERVER_AUTHN_*`` (chroma-core/chroma#4965), so the
 proxy checks the token. Through it, the console creates an agent, writes memories, runs a pass,
-applies it and reads the store back; requests without the token or with a wrong one get 401;
-a console with a wrong ``CHROMA_TOKEN`` shows the store as unavailable, saying why.
+applies it and reads the store back; a full write batch (2.1 MB) passes; requests without the
+token or with a wrong one get 401; a console with a wrong ``CHROMA_TOKEN`` shows the store as
+unavailable, saying why.
 
 nginx comes from Debian (``make test`` installs it, like chromium). Without it the tests skip,
 or fail when ``CI`` is set.
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -193,6 +195,29 @@ def test_the_console_runs_and_applies_a_pass_through_the_token_proxy(
 
     console_via(TOKEN)  # nothing was lost on the way
     assert stores.get_store(agent).count() == 8
+
+
+def test_a_full_write_batch_passes_the_proxy(proxy, console_via, unique_name) -> None:
+    from consolidation import MemoryRecord
+    from consolidation.adapters.chroma_store import ChromaMemoryStore, open_collection
+
+    console_via(TOKEN)
+    name = unique_name("batch")
+    store = ChromaMemoryStore(open_collection(stores.get_client(), name))
+    vectors = np.random.default_rng(12).standard_normal((2000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.upsert(
+        [MemoryRecord(f"m-{i:04d}", f"memory {i}", v, {"i": i}) for i, v in enumerate(vectors)]
+    )
+    assert store.write_batch == 1000 and store.count() == 2000
+    # each batch was one request over nginx's default 1 MB body cap, and it passed
+    upserts = [
+        line
+        for line in (proxy["logs"] / "chroma-proxy.access.log").read_text().splitlines()
+        if f"/collections/{store.collection.id}/upsert " in line
+    ]
+    sizes = [int(re.search(r" 200 in=(\d+) ", line).group(1)) for line in upserts]
+    assert len(sizes) == 2 and min(sizes) > 1024 * 1024, upserts
 
 
 @pytest.mark.parametrize(
