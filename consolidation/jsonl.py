@@ -98,10 +98,15 @@ def _surrogate(value: str) -> str | None:
 
 
 def _text_problem(obj: dict[str, Any]) -> str | None:
-    """The first string of a line that is not valid Unicode, named by where it is."""
+    """The first string of a line that is not valid Unicode, or an id or document holding a
+    NUL character (U+0000: PostgreSQL cannot store it, so such a memory could never be archived,
+    and the console's edit form refuses it too), named by where it is."""
     for name in ("id", "document"):
         if isinstance(obj.get(name), str) and (where := _surrogate(obj[name])):
             return f"{name!r} holds a lone surrogate {where}: not valid Unicode"
+        if isinstance(obj.get(name), str) and "\x00" in obj[name]:
+            col = obj[name].index("\x00") + 1
+            return f"{name!r} holds a NUL character (\\u0000) at character {col}: not allowed"
     stack: list[tuple[str, Any]] = [("'metadata'", obj.get("metadata"))]
     while stack:
         path, value = stack.pop()
@@ -159,6 +164,8 @@ def _validate(obj: Any) -> str | None:
         return f"'id' is {len(mid):,} characters long (maximum {MAX_ID_CHARS:,})"
     doc = obj.get("document")
     if not isinstance(doc, str):
+        if doc is None:
+            return "'document' is missing" if "document" not in obj else "'document' is null"
         return f"'document' must be a string, got {type(doc).__name__}"
     if not doc.strip():
         return "'document' is empty"
@@ -229,6 +236,8 @@ def read_jsonl(
     for n, raw in enumerate(_lines(source), start=1):
         if len(errors) >= MAX_ERRORS:
             break
+        if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark (Windows editors write one): not content
         try:
             text = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as exc:
