@@ -98,9 +98,9 @@ def _surrogate(value: str) -> str | None:
 
 
 def _text_problem(obj: dict[str, Any]) -> str | None:
-    """The first string of a line that is not valid Unicode, or an id or document holding a
-    NUL character (U+0000: PostgreSQL cannot store it, so such a memory could never be archived,
-    and the console's edit form refuses it too), named by where it is."""
+    """The first string of a line (id, document, metadata key or value) that is not valid
+    Unicode or holds a NUL character (U+0000: PostgreSQL's text and jsonb cannot store it, so
+    such a memory could never be archived; the edit form refuses it too), named by where."""
     for name in ("id", "document"):
         if isinstance(obj.get(name), str) and (where := _surrogate(obj[name])):
             return f"{name!r} holds a lone surrogate {where}: not valid Unicode"
@@ -112,12 +112,16 @@ def _text_problem(obj: dict[str, Any]) -> str | None:
         path, value = stack.pop()
         if isinstance(value, str) and (where := _surrogate(value)):
             return f"{path} holds a lone surrogate {where}: not valid Unicode"
+        if isinstance(value, str) and "\x00" in value:
+            return f"{path} holds a NUL character (\\u0000): not allowed"
         if isinstance(value, list):
             stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
         elif isinstance(value, dict):
             for k, v in value.items():
                 if where := _surrogate(k):
                     return f"{path} has a key with a lone surrogate {where}: not valid Unicode"
+                if "\x00" in k:
+                    return f"{path} has a key with a NUL character (\\u0000): not allowed"
                 stack.append((f"{path}[{k!r}]", v))
     return None
 

@@ -71,6 +71,11 @@ VEC = [0.5] * 384
         ),
         (b'{"id": "b", "document": "x\\u0000y"}', "'document' holds a NUL character"),
         (b'{"id": "b\\u0000", "document": "x"}', "'id' holds a NUL character"),
+        (
+            b'{"id": "b", "document": "x", "metadata": {"k": ["a\\u0000"]}}',
+            "'metadata'['k'][0] holds a NUL character",
+        ),
+        (b'{"id": "b", "document": "x", "metadata": {"\\u0000": 1}}', "key with a NUL"),
         (b'{"id": "b"}', "'document' is missing"),
         (b'{"id": "b", "document": null}', "'document' is null"),
         (line(id="b", document="x", metadata={"#k": 1}), "reserved by Chroma"),
