@@ -37,7 +37,8 @@ average of 9–13 from other jobs, CPU seconds:
 
 Cost: step 2 is ``n × cells × d`` and step 3 ``n × probes × (n / cells) × d`` multiply-adds,
 so ``cells = √(probes · n)`` makes both ≈ ``n^1.5``: at 1M, 4,000 cells of ≈ 250 rows.
-Memory beyond the caller's matrix: the probe lists, ``int32`` (≈ 90 MB at 200K).
+Memory beyond the caller's matrix: the probe lists, ``int32`` (peak RSS + 90 MB at 200K, +
+356 MB at 1M over the 1.46 GB matrix).
 
 Measured at 1M (``bench/plan_bench.py --n 1000000 --exact-n 50000``, load average 10.9):
 the search alone 118.8 CPU s (272.8 s wall), planted recall 0.998; the full plan 200 CPU s /
