@@ -102,7 +102,6 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
     from consolidation import content_hash
     from memoryadmin.console import services
     from memoryadmin.console.models import Operation, OperationSource, Pass, StoreSample
-    from memoryadmin.console.review import pass_evaluate
 
     agents = [big] + [
         services.agent_create(
@@ -178,7 +177,7 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
         ),
         batch_size=4000,
     )
-    ev = pass_evaluate(run)
+    ev = services.pass_store_figures(run=run)  # as the review services keep them
     Pass.objects.filter(pk=run.pk).update(
         entries_after=ev.entries_after,
         merged=ev.merged,

@@ -144,6 +144,12 @@ class Pass(models.Model):
     loss_fraction = models.FloatField(default=0.0)
     guard_passed = models.BooleanField(null=True)
     guard_reason = models.TextField(blank=True)
+    figures = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Evaluation.figures() over the operations the pass includes now, kept by "
+        "every service that changes them (the pages read it; approve and apply evaluate afresh)",
+    )
     recall = models.JSONField(default=dict, blank=True)
     telemetry = models.JSONField(default=dict, blank=True)
     snapshot_hash = models.CharField(max_length=64, blank=True)

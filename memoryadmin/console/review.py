@@ -1,19 +1,22 @@
-"""Evaluation of a pass from the operations it currently includes (pure apart from one query).
+"""Evaluation of a pass from the operations it currently includes.
 
 The summary and loss-guard verdict a reviewer sees are recomputed from the stored operations with
 the engine's own maths (:func:`consolidation.summarize`, :meth:`ConsolidationResult.exceeds_loss`),
 so excluding an operation or re-checking at apply time gives exactly what the planner would have
-given for that set (docs/ARCHITECTURE.md "Loss guard and budget").
+given for that set (docs/ARCHITECTURE.md "Loss guard and budget"). :func:`pass_evaluate` reads
+every operation (approve and apply use it); the pages read :func:`pass_figures`, the same
+figures kept on the pass by every service that changes what it includes, with the verdict
+made at read time against the threshold in force now.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from consolidation import ConsolidationResult, OpKind, guard_verdict, summarize
 from consolidation import Operation as EngineOperation
-from consolidation import OpKind, guard_verdict, summarize
 
 if TYPE_CHECKING:
     from .models import Operation, Pass
@@ -26,6 +29,7 @@ __all__ = [
     "evaluate",
     "guard_verdict",
     "pass_evaluate",
+    "pass_figures",
     "plan_verdict",
     "to_engine_operation",
 ]
@@ -87,6 +91,45 @@ class Evaluation:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field."""
         return asdict(self)
+
+    VERDICT = ("max_loss_fraction", "guard_passed", "guard_reason")
+    """The fields that depend on the threshold (:meth:`judged` makes them)."""
+
+    def figures(self) -> dict[str, Any]:
+        """JSON-ready dict of the fields that do not depend on the threshold (what a pass keeps
+        in ``Pass.figures``; :meth:`from_figures` reads it back)."""
+        return {k: v for k, v in asdict(self).items() if k not in self.VERDICT}
+
+    @classmethod
+    def from_figures(cls, data: dict[str, Any], max_loss_fraction: float) -> Evaluation:
+        """The evaluation whose :meth:`figures` are ``data``, judged against
+        ``max_loss_fraction`` (:meth:`judged`). Raises ``KeyError``/``TypeError`` for a dict
+        that is not such figures, ``ValueError`` for an invalid threshold."""
+        fields = {k: v for k, v in data.items() if k not in cls.VERDICT}
+        fields["kinds"] = {k: (int(v[0]), int(v[1])) for k, v in fields["kinds"].items()}
+        base = cls(**fields, max_loss_fraction=0.0, guard_passed=True, guard_reason="")
+        return base.judged(max_loss_fraction)
+
+    def judged(self, max_loss_fraction: float) -> Evaluation:
+        """These figures with the loss guard's verdict against ``max_loss_fraction``: the
+        engine's :func:`~consolidation.guard_verdict` on the result they describe (the
+        ``removed`` originals are the ones not retained), so the verdict is the one
+        :func:`evaluate` gives. Raises ``ValueError`` for an invalid threshold (fail closed)."""
+        result = ConsolidationResult(
+            entries_before=self.entries_before,
+            entries_after=self.entries_after,
+            merged=self.merged,
+            promoted=self.promoted,
+            pruned=self.pruned,
+            retained_originals=self.entries_before - self.removed,
+        )
+        passed, reason = guard_verdict(result, max_loss_fraction)
+        return replace(
+            self,
+            max_loss_fraction=float(max_loss_fraction),
+            guard_passed=passed,
+            guard_reason=reason,
+        )
 
 
 KIND_ORDER = ("merge", "promote", "prune", "reconcile", "distill")
@@ -231,10 +274,58 @@ def pass_evaluate(run: Pass) -> Evaluation:
         for op in ops
         if not op.excluded
         and op.status not in (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
-    ]
+    ]  # the rows _counted() selects
     return evaluate(
         entries_before=run.entries_before,
         included=[to_engine_operation(op) for op in counted],
         excluded_count=len(ops) - len(counted),
         max_loss_fraction=effective_threshold(run),
     )
+
+
+def _counted() -> Any:
+    """The operations an evaluation counts: not excluded, not in conflict (a ``Q``)."""
+    from django.db.models import Q
+
+    from .models import Operation
+
+    return Q(excluded=False) & ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
+
+
+def _describes(ev: Evaluation, run: Pass) -> bool:
+    """True when ``ev`` counts what ``run``'s operations count now: the same snapshot size, the
+    same counted operations of each kind and the same number left out (one aggregate query).
+    A backstop: every service that changes an operation stores new figures."""
+    from django.db.models import Count
+
+    rows = (
+        run.operations.order_by()
+        .values_list("kind")
+        .annotate(total=Count("id"), counted=Count("id", filter=_counted()))
+    )
+    counted = {kind: n for kind, _, n in rows if n}
+    left_out = sum(total - n for _, total, n in rows)
+    return (
+        ev.entries_before == run.entries_before
+        and counted == {k: v[0] for k, v in ev.kinds.items()}
+        and left_out == ev.excluded_ops
+    )
+
+
+def pass_figures(run: Pass) -> Evaluation:
+    """What :func:`pass_evaluate` gives for ``run``, without reading its operations: the
+    figures the services kept in ``run.figures`` when they last changed what the pass includes,
+    judged against :func:`effective_threshold` now (so tightening the agent's policy shows at
+    once). Falls back to :func:`pass_evaluate` when the pass has no stored figures (planned
+    before they were kept) or they no longer describe its operations (:func:`_describes`).
+    Two queries (the operations' counts by kind, the agent's policy) whatever the pass's size.
+    Raises ``ValueError`` for an invalid threshold, as :func:`pass_evaluate` does.
+    """
+    data = run.figures if isinstance(run.figures, dict) else {}
+    try:
+        ev = Evaluation.from_figures(data, effective_threshold(run)) if data else None
+    except (KeyError, TypeError, ValueError, IndexError):  # not figures: evaluate afresh
+        ev = None
+    if ev is None or not _describes(ev, run):
+        return pass_evaluate(run)
+    return ev

@@ -25,6 +25,7 @@ from consolidation import MAX_DOCUMENT_CHARS, FieldMap, MemoryRecord, Policy
 
 from ..errors import ServiceError
 from ..models import Agent, AuditEvent, Operation, OperationSource, Pass
+from ..review import Evaluation, pass_evaluate
 
 __all__ = [
     "FAILPOINT_ENV",
@@ -45,6 +46,7 @@ __all__ = [
     "run_actor",
     "set_progress",
     "stale_reason",
+    "store_figures",
     "transition",
     "user_or_none",
     "validate_cron",
@@ -69,6 +71,17 @@ def actor_name(user: Any, default: str) -> str:
 
 def user_or_none(user: Any) -> Any:
     return user if user is not None and getattr(user, "is_authenticated", False) else None
+
+
+def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
+    """Keep ``ev`` (default: :func:`pass_evaluate` now) as ``run.figures``, the figures the pages
+    show (:func:`memoryadmin.console.review.pass_figures`). Every service that changes which
+    operations a pass includes, or what they remove, calls this after the change, in its
+    transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now stands. Returns it."""
+    ev = ev if ev is not None else pass_evaluate(run)
+    Pass.objects.filter(pk=run.pk).update(figures=ev.figures())
+    run.figures = ev.figures()
+    return ev
 
 
 SYSTEM_ACTOR = "system"
@@ -274,12 +287,14 @@ def failpoint(name: str) -> None:
 
 
 def stale_reason(
-    op: Operation,
-    sources: list[OperationSource],
+    op: Operation | None,
+    sources: Iterable[OperationSource | Any],
     live: Mapping[str, MemoryRecord],
     own_writes: Mapping[str, str],
 ) -> str:
-    """Why ``op`` conflicts with the live store (I-4), or ``""`` when its sources are unchanged.
+    """Why an operation conflicts with the live store (I-4), or ``""`` when its ``sources`` (its
+    ``OperationSource`` rows in position order, or anything with their ``memory_id`` and planned
+    ``content_hash``) are unchanged; ``op`` is the operation, when at hand (not needed).
 
     A source rewritten by an earlier operation of the same pass (``own_writes``: id → the hash
     this pass wrote) is not a conflict.

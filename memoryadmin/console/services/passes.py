@@ -491,6 +491,7 @@ def _store_proposal(
             "loss_fraction": ev.loss_fraction,
             "guard_passed": guard_passed,
             "guard_reason": guard_reason,
+            "figures": ev.figures(),  # the stored operations are plan.operations, all counted
             "telemetry": telemetry,
             "recall": jsonable(recall or {}),
             "snapshot_hash": _snapshot_hash(records),
