@@ -153,30 +153,36 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
                 source_ids=[f"m{i}-a", f"m{i}-b"],
                 removes=[f"m{i}-a", f"m{i}-b"],
                 result_id=f"merged-{i}",
-                result_document=f"Merged note {i}",
-                planned_document=f"Merged note {i}",
+                result_document=f"Merged note {i}.",
+                planned_document=f"Merged note {i}.",
                 result_metadata=meta,
             )
             for i in range(n_ops)
         ),
         batch_size=2000,
     )
+
+    def doc(i: int, side: str) -> str:  # every other merge loses a sentence of its B side
+        lost = f" Moved to {WORDS[i % len(WORDS)]} in {1900 + i % 120}." if i % 2 else ""
+        return f"Merged note {i}." + (lost if side == "b" else "")
+
     OperationSource.objects.bulk_create(
         (
             OperationSource(
                 operation=op,
                 position=p,
                 memory_id=f"m{op.index}-{s}",
-                document=f"Merged note {op.index}",
+                document=doc(op.index, s),
                 metadata=meta,
                 removed=True,
-                content_hash=content_hash(f"Merged note {op.index}", meta),
+                content_hash=content_hash(doc(op.index, s), meta),
             )
             for op in ops
             for p, s in enumerate("ab")
         ),
         batch_size=4000,
     )
+    services.pass_score_operations(run=run)  # risk and lost content, as a planned pass has
     ev = services.pass_store_figures(run=run)  # as the review services keep them
     Pass.objects.filter(pk=run.pk).update(
         entries_after=ev.entries_after,

@@ -56,13 +56,13 @@ def pass_operation_pages(
     return out
 
 
-def pass_shown_pages(*, run: Pass, params: Any) -> dict[str, int]:
-    """The page of each kind's group that ``params`` (``<kind>_page``) shows, as
-    :func:`pass_operation_pages` resolves it (not a number: 1; past the end: the last page):
-    ``{kind: page number}`` for each kind ``run`` has (one count query)."""
+def pass_shown_pages(*, run: Pass, params: Any) -> dict[str, tuple[int, int]]:
+    """For each kind ``run`` has: ``(operations, page)``, the page of its group that ``params``
+    (``<kind>_page``) asks for, as :func:`pass_operation_pages` resolves it (not a number: 1;
+    past the end: the last page). One count query."""
     counts = run.operations.values_list("kind").annotate(n=Count("id")).order_by()
     return {
-        kind: Paginator(range(n), OPS_PER_PAGE).get_page(params.get(f"{kind}_page", 1)).number
+        kind: (n, Paginator(range(n), OPS_PER_PAGE).get_page(params.get(f"{kind}_page", 1)).number)
         for kind, n in counts
     }
 

@@ -12,7 +12,7 @@ made at read time against the threshold in force now.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from consolidation import ConsolidationResult, OpKind, guard_verdict, summarize
@@ -27,6 +27,7 @@ __all__ = [
     "count_label",
     "effective_threshold",
     "evaluate",
+    "figures_current",
     "guard_verdict",
     "pass_evaluate",
     "pass_figures",
@@ -102,12 +103,13 @@ class Evaluation:
 
     @classmethod
     def from_figures(cls, data: dict[str, Any], max_loss_fraction: float) -> Evaluation:
-        """The evaluation whose :meth:`figures` are ``data``, judged against
-        ``max_loss_fraction`` (:meth:`judged`). Raises ``KeyError``/``TypeError`` for a dict
-        that is not such figures, ``ValueError`` for an invalid threshold."""
-        fields = {k: v for k, v in data.items() if k not in cls.VERDICT}
-        fields["kinds"] = {k: (int(v[0]), int(v[1])) for k, v in fields["kinds"].items()}
-        base = cls(**fields, max_loss_fraction=0.0, guard_passed=True, guard_reason="")
+        """The evaluation whose :meth:`figures` are ``data`` (other keys are ignored), judged
+        against ``max_loss_fraction`` (:meth:`judged`). Raises ``KeyError``/``TypeError`` for
+        a dict that is not such figures, ``ValueError`` for an invalid threshold."""
+        names = {f.name for f in fields(cls)} - set(cls.VERDICT)
+        values = {k: v for k, v in data.items() if k in names}
+        values["kinds"] = {k: (int(v[0]), int(v[1])) for k, v in values["kinds"].items()}
+        base = cls(**values, max_loss_fraction=0.0, guard_passed=True, guard_reason="")
         return base.judged(max_loss_fraction)
 
     def judged(self, max_loss_fraction: float) -> Evaluation:
@@ -312,6 +314,24 @@ def _describes(ev: Evaluation, run: Pass) -> bool:
     )
 
 
+def _stored(run: Pass, max_loss_fraction: float) -> Evaluation | None:
+    """``run.figures`` judged against ``max_loss_fraction``; ``None`` when the pass keeps none
+    (planned before they were kept) or they no longer describe its operations
+    (:func:`_describes`)."""
+    data = run.figures if isinstance(run.figures, dict) else {}
+    try:
+        ev = Evaluation.from_figures(data, max_loss_fraction) if data else None
+    except (KeyError, TypeError, ValueError, IndexError):  # not figures
+        return None
+    return ev if ev is not None and _describes(ev, run) else None
+
+
+def figures_current(run: Pass) -> bool:
+    """True when ``run.figures`` still describe the pass's operations (one aggregate query):
+    what else the services keep there with them (the loss totals) is then current too."""
+    return _stored(run, 1.0) is not None
+
+
 def pass_figures(run: Pass) -> Evaluation:
     """What :func:`pass_evaluate` gives for ``run``, without reading its operations: the
     figures the services kept in ``run.figures`` when they last changed what the pass includes,
@@ -321,11 +341,4 @@ def pass_figures(run: Pass) -> Evaluation:
     Two queries (the operations' counts by kind, the agent's policy) whatever the pass's size.
     Raises ``ValueError`` for an invalid threshold, as :func:`pass_evaluate` does.
     """
-    data = run.figures if isinstance(run.figures, dict) else {}
-    try:
-        ev = Evaluation.from_figures(data, effective_threshold(run)) if data else None
-    except (KeyError, TypeError, ValueError, IndexError):  # not figures: evaluate afresh
-        ev = None
-    if ev is None or not _describes(ev, run):
-        return pass_evaluate(run)
-    return ev
+    return _stored(run, effective_threshold(run)) or pass_evaluate(run)

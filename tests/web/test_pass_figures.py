@@ -1,15 +1,16 @@
 """The figures a proposal page shows are kept on the pass (issue 12, "Scale"): after planning and
 after every kind of review action they equal a fresh evaluation of the operations, the guard's
 verdict follows the agent's current threshold, and an operation changed behind the services'
-back never shows stale figures."""
+back never shows stale figures. The loss totals of the Review tab are kept with them."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import pytest
 
-from memoryadmin.console import services
+from memoryadmin.console import services, triage
 from memoryadmin.console.models import Agent, Operation, Pass
 from memoryadmin.console.review import (
     Evaluation,
@@ -38,13 +39,20 @@ def planned(agent: Agent) -> Pass:
 
 
 def same(run: Pass) -> Evaluation:
-    """The stored figures, judged now, equal a fresh evaluation (and the page's read does too)."""
+    """The stored figures, judged now, equal a fresh evaluation, and the stored loss totals
+    fresh ones (and the page's reads do too)."""
     run = Pass.objects.select_related("agent").get(pk=run.pk)
     fresh = pass_evaluate(run)
     assert run.figures, "the pass keeps no figures"
     assert Evaluation.from_figures(run.figures, effective_threshold(run)) == fresh
     assert pass_figures(run) == fresh
+    loss = triage.pass_loss_totals(run)
+    assert run.figures["loss"] == asdict(loss) and triage.pass_loss_figures(run) == loss
     return fresh
+
+
+def lost(run: Pass) -> dict[str, int]:
+    return Pass.objects.get(pk=run.pk).figures["loss"]
 
 
 @pytest.fixture
@@ -72,8 +80,9 @@ def test_the_figures_stay_a_fresh_evaluation_through_every_review_action(run: Pa
     assert same(run).removed == 0
     services.operations_set_excluded(run=run, operation_ids=ids, excluded=False, user=alice)
     assert same(run) == ev
+    before = lost(run)
     services.operation_edit_text(operation=merge, document="One merged fact.", user=alice)
-    assert same(run) == ev
+    assert same(run) == ev and lost(run)["sentences"] > before["sentences"]
     conflict = run.operations.get(kind="conflict")
     for keep, removed in (("a", 6), ("b", 6), ("both", 5)):
         services.conflict_resolve(operation=conflict, keep=keep, user=alice)
@@ -113,3 +122,4 @@ def test_an_operation_changed_behind_the_services_back_is_never_shown_stale(run:
     assert run.figures == kept  # not refreshed ...
     assert pass_figures(run) == pass_evaluate(run)  # ... yet the page's figures are current
     assert pass_figures(run).excluded_ops == 1
+    assert triage.pass_loss_figures(run) == triage.pass_loss_totals(run)

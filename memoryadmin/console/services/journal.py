@@ -15,6 +15,7 @@ import json
 import os
 import signal
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -74,13 +75,19 @@ def user_or_none(user: Any) -> Any:
 
 
 def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
-    """Keep ``ev`` (default: :func:`pass_evaluate` now) as ``run.figures``, the figures the pages
-    show (:func:`memoryadmin.console.review.pass_figures`). Every service that changes which
-    operations a pass includes, or what they remove, calls this after the change, in its
-    transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now stands. Returns it."""
+    """Keep ``ev`` (default: :func:`pass_evaluate` now) and the loss totals
+    (:func:`~memoryadmin.console.triage.pass_loss_totals`, under ``"loss"``) as ``run.figures``,
+    what the pages show (:func:`~memoryadmin.console.review.pass_figures`,
+    :func:`~memoryadmin.console.triage.pass_loss_figures`). Every service that changes which
+    operations a pass includes, what they remove or what they lose calls this after the change,
+    in its transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now stands.
+    Returns it."""
+    from .. import triage  # late: triage reads what the services write
+
     ev = ev if ev is not None else pass_evaluate(run)
-    Pass.objects.filter(pk=run.pk).update(figures=ev.figures())
-    run.figures = ev.figures()
+    figures = ev.figures() | {"loss": asdict(triage.pass_loss_totals(run))}
+    Pass.objects.filter(pk=run.pk).update(figures=figures)
+    run.figures = figures
     return ev
 
 

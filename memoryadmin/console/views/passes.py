@@ -49,19 +49,33 @@ def _summary(run: Pass) -> Any:
     )
 
 
+def _named(kind: str, params: Any) -> bool:
+    """True when the request names ``kind``'s group (``?kind=`` or ``?<kind>_page=``)."""
+    return params.get("kind") == kind or f"{kind}_page" in params
+
+
 def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
+    """Each kind's group: its counts (aggregates) and, when the page shows its rows, one page of
+    operations. A long proposal (more than :data:`COLLAPSE_OVER` operations) shows its groups
+    collapsed and loads a group's rows when it is opened (htmx), so only groups the request
+    names (``?kind=``, ``?<kind>_page=``) come with rows (``lazy`` marks the others)."""
     pages = {k: params.get(f"{k}_page", 1) for k in Operation.Kind.values}
     kinds = getattr(ev, "kinds", None) or {}
+    found = pass_operation_pages(run=run, pages=pages)
+    collapsed = sum(total for _, total, _ in found) > COLLAPSE_OVER
     groups = []
-    for kind, total, page in pass_operation_pages(run=run, pages=pages):
+    for kind, total, page in found:
         ops, memories = kinds.get(kind, (0, 0))
         curated = getattr(ev, "merged_promoted", 0) if kind == "merge" else 0
+        lazy = collapsed and not _named(kind, params)
         groups.append(
             {
                 "kind": kind,
                 "total": total,
                 "page": page,
-                "ops": [operation_view(op) for op in page],
+                "ops": [] if lazy else [operation_view(op) for op in page],
+                "lazy": lazy,
+                "named": _named(kind, params),
                 "label": count_label(kind, ops, memories, curated=curated),
                 "not_counted": total - ops,
             }
@@ -89,7 +103,11 @@ def _stale_context(run: Pass, params: Any, *, marks: bool) -> dict[str, Any]:
     first :data:`STALE_LISTED`), ``stale_more``, ``stale_error`` and (``marks``) ``stale_marks``,
     the ``(pk, reason)`` of affected rows on the pages ``params`` show (swapped out of band)."""
     stale, error = _stale(run)
-    shown = pass_shown_pages(run=run, params=params) if marks and stale else {}
+    shown = {}
+    if marks and stale:  # the rows in the page: every group's, or a long proposal's named ones
+        found = pass_shown_pages(run=run, params=params)
+        collapsed = sum(total for total, _ in found.values()) > COLLAPSE_OVER
+        shown = {k: p for k, (_, p) in found.items() if not collapsed or _named(k, params)}
     return {
         "stale_checked": True,
         "stale": {s.pk: s.reason for s in stale},

@@ -31,7 +31,7 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
     """Loss totals and conflict counts of ``run`` as its operations stand now, and
     (``approve``) the approve line while it can still be approved (``ev``: its
     :class:`~..review.Evaluation` when already at hand, else :func:`pass_figures`)."""
-    totals = triage.pass_loss_totals(run)
+    totals = triage.pass_loss_figures(run)
     conflicts = triage.conflict_counts(run)
     if not approve or not run.is_reviewable:
         return {"totals": totals, "approve_line": "", "conflicts": conflicts}
