@@ -438,12 +438,15 @@ def conflict_counts(run: Pass) -> dict[str, int]:
     """Conflict items of ``run``: ``{"total", "undecided", "picked", "both"}`` (one aggregate
     query). ``picked`` became ``reviewer_pick`` reconciles; ``both`` were decided "keep both";
     ``undecided`` wait for a reviewer (approving keeps both of each)."""
-    rows = run.operations.filter(
-        Q(kind=Operation.Kind.CONFLICT) | Q(kind=Operation.Kind.RECONCILE, rule="reviewer_pick")
-    ).aggregate(
-        total=Count("id"),
-        picked=Count("id", filter=Q(kind=Operation.Kind.RECONCILE)),
-        both=Count("id", filter=Q(kind=Operation.Kind.CONFLICT, scores__has_key="decision")),
+    kinds = [Operation.Kind.CONFLICT, Operation.Kind.RECONCILE]  # first, so an index finds them
+    rows = (
+        run.operations.filter(kind__in=kinds)
+        .filter(Q(kind=Operation.Kind.CONFLICT) | Q(rule="reviewer_pick"))
+        .aggregate(
+            total=Count("id"),
+            picked=Count("id", filter=Q(kind=Operation.Kind.RECONCILE)),
+            both=Count("id", filter=Q(kind=Operation.Kind.CONFLICT, scores__has_key="decision")),
+        )
     )
     counts = {k: int(v or 0) for k, v in rows.items()}
     counts["undecided"] = counts["total"] - counts["picked"] - counts["both"]

@@ -214,3 +214,26 @@ def test_the_stale_check_loads_after_the_page_and_marks_the_row(
     expect(mark).to_contain_text("Memory mem-017 no longer exists")
     expect(page.locator('[data-testid="stale-op"]')).to_have_count(1)
     assert errors == []
+
+
+def test_a_long_proposals_group_loads_its_rows_when_opened(
+    live_server, transactional_db, bob, agent_with_memories, browser_page
+) -> None:
+    """More than ten operations: the groups are collapsed, and opening one loads its rows
+    (htmx), each marked when the store has overtaken it (here none of the sources is in it)."""
+    from playwright.sync_api import expect
+
+    from .proposals import make_proposal
+
+    run = make_proposal(agent_with_memories(DISTINCT_FACTS[:3]), merges=12, entries_before=40)
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/?next=/passes/{run.pk}/")
+    page.fill("#id_username", "bob")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(rf"/passes/{run.pk}/$"))
+    expect(page.locator("#stale-warning")).to_contain_text("12 operation(s) are affected")
+    expect(page.locator('[data-kind="merge"]')).to_have_count(0)
+    page.locator("#ops-merge > summary").click()
+    expect(page.locator('#ops-merge[open] [data-kind="merge"]')).to_have_count(12)
+    expect(page.locator('#ops-merge [data-testid="stale-op"]')).to_have_count(12)
