@@ -323,7 +323,14 @@ def _stored(run: Pass, max_loss_fraction: float) -> Evaluation | None:
         ev = Evaluation.from_figures(data, max_loss_fraction) if data else None
     except (KeyError, TypeError, ValueError, IndexError):  # not figures
         return None
-    return ev if ev is not None and _describes(ev, run) else None
+    if ev is None:
+        return None
+    # One check per loaded figures: a page reads them twice (summary, loss totals).
+    checked = run.__dict__.get("_figures_checked")
+    if checked is None or checked[0] is not data:
+        checked = (data, _describes(ev, run))
+        run.__dict__["_figures_checked"] = checked
+    return ev if checked[1] else None
 
 
 def figures_current(run: Pass) -> bool:
