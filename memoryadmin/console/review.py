@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from consolidation import ConsolidationResult, OpKind, guard_verdict, summarize
 from consolidation import Operation as EngineOperation
@@ -162,8 +162,11 @@ def count_label(kind: str, operations: int, memories: int, curated: int = 0) -> 
     return f"{ops} · {_n(memories, 'memory', 'memories')} {words}"
 
 
-def to_engine_operation(op: Operation, source_hashes: list[str] | None = None) -> EngineOperation:
-    """The engine :class:`consolidation.Operation` equivalent of a stored operation.
+def to_engine_operation(
+    op: Operation | Any, source_hashes: list[str] | None = None
+) -> EngineOperation:
+    """The engine :class:`consolidation.Operation` equivalent of a stored operation (an
+    ``Operation``, or a row of its columns with ``source_hashes`` given).
 
     ``source_hashes`` defaults to the stored sources' planned content hashes (one query).
     """
@@ -268,21 +271,48 @@ def pass_evaluate(run: Pass) -> Evaluation:
 
     Uses ``run.entries_before`` (the snapshot size) and :func:`effective_threshold`.
     """
-    from .models import Operation
+    from collections import defaultdict
 
-    ops = list(run.operations.prefetch_related("sources"))
-    counted = [
-        op
-        for op in ops
-        if not op.excluded
-        and op.status not in (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
-    ]  # the rows _counted() selects
+    from .models import Operation, OperationSource
+
+    # Rows, not model instances, and only what the evaluation reads (5,000 operations: ~0.2 s).
+    hashes: dict[int, dict[str, str]] = defaultdict(dict)
+    sources = OperationSource.objects.filter(operation__run=run).order_by("operation", "position")
+    for op_id, memory_id, planned in sources.values_list(
+        "operation_id", "memory_id", "content_hash"
+    ):
+        hashes[op_id][memory_id] = planned
+    left_out = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
+    total, counted = 0, []
+    for pk, excluded, status, *values in run.operations.values_list(
+        "pk", "excluded", "status", *_StoredOperation._fields
+    ):
+        total += 1
+        if excluded or status in left_out:  # the rows _counted() leaves out
+            continue
+        row = _StoredOperation(*values)
+        by_id = hashes.get(pk, {})
+        counted.append(to_engine_operation(row, [by_id.get(sid, "") for sid in row.source_ids]))
     return evaluate(
         entries_before=run.entries_before,
-        included=[to_engine_operation(op) for op in counted],
-        excluded_count=len(ops) - len(counted),
+        included=counted,
+        excluded_count=total - len(counted),
         max_loss_fraction=effective_threshold(run),
     )
+
+
+class _StoredOperation(NamedTuple):
+    """The columns of an ``Operation`` row :func:`to_engine_operation` reads."""
+
+    kind: str
+    source_ids: list[str]
+    removes: list[str]
+    reason: str
+    rule: str
+    scores: dict[str, Any]
+    result_id: str
+    result_document: str
+    result_metadata: dict[str, Any] | None
 
 
 def _counted() -> Any:
