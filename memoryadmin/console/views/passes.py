@@ -182,9 +182,12 @@ def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str)
 @require_GET
 @vary_on_headers("HX-Request")
 def pass_detail(request: HtmxHttpRequest, pk: int):
-    """Summary, guard verdict, operations grouped by kind (20 per page per kind), review forms.
+    """Summary, guard verdict, operations grouped by kind (20 per page per kind; a long
+    proposal's groups load their rows when opened), review forms; the stale check follows
+    (:func:`pass_stale`).
 
-    ``?kind=<kind>&<kind>_page=N`` with htmx returns only that kind's group (``#ops-<kind>``).
+    ``?kind=<kind>&<kind>_page=N`` with htmx returns only that kind's group (``#ops-<kind>``),
+    its rows marked when the store has overtaken them.
     """
     run = get_object_or_404(
         Pass.objects.select_related("agent", "decided_by", "requested_by"), pk=pk
