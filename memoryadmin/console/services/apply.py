@@ -44,6 +44,7 @@ from .journal import (
     run_actor,
     set_progress,
     stale_reason,
+    store_figures,
     transition,
 )
 
@@ -376,6 +377,8 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
             )
         else:
             keep.append(op)
+    if len(keep) < len(ops):
+        store_figures(run)  # the pages' figures leave the conflicts out, as pass_evaluate does
     live_count = store.count()
     ev = evaluate(
         entries_before=live_count,
@@ -420,6 +423,7 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
         Operation.objects.filter(run=run, status=OS.CONFLICT).update(
             status=OS.PENDING, status_detail=""
         )
+        store_figures(run)  # the conflicts count again
         note = (
             f"Not applied, nothing was written: {error.rstrip('. ')}. "
             "Approve again when the store is back."
@@ -452,6 +456,8 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
     conflicts = statuses.count(OS.CONFLICT)
     failed = statuses.count(OS.FAILED)
     applied_ops = [op for op in ops if op.status == OS.APPLIED]
+    if conflicts:  # operations found in conflict while applying (_fail_op) leave the figures
+        store_figures(run)
     ev = evaluate(
         entries_before=run.entries_before,
         included=[to_engine_operation(op) for op in applied_ops],

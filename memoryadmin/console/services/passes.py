@@ -40,6 +40,7 @@ from .journal import (
     jsonable,
     run_actor,
     set_progress,
+    store_figures,
     transition,
     user_or_none,
 )
@@ -469,6 +470,7 @@ def _store_proposal(
             run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids}
         )
         _store_operations(run, plan.operations, scored, by_id)
+        store_figures(run, ev)  # the operations stored are plan.operations, all counted
         older = _supersede_pending(run, actor)
         to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
         # A conflict is never settled nor auto-applied: a pass with only conflicts waits for a

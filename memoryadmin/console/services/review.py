@@ -23,6 +23,7 @@ from .journal import (
     enqueue,
     get_live,
     stale_reason,
+    store_figures,
     transition,
     user_or_none,
     validate_document,
@@ -41,6 +42,7 @@ __all__ = [
     "pass_approve",
     "pass_reject",
     "pass_score_operations",
+    "pass_store_figures",
 ]
 
 S = Pass.Status
@@ -55,6 +57,8 @@ def _reviewable(run: Pass) -> Pass:
 
 
 def _save_evaluation(run: Pass, ev: Evaluation) -> None:
+    """The pass's summary columns and its figures (:func:`store_figures`) from ``ev``."""
+    store_figures(run, ev)
     Pass.objects.filter(pk=run.pk).update(
         entries_after=ev.entries_after,
         merged=ev.merged,
@@ -221,7 +225,9 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
             data={"operation": op.index, "before": before, "after": text},
         )
     operation.result_document, operation.edited = op.result_document, op.edited
-    return pass_evaluate(run)
+    ev = pass_evaluate(run)
+    _save_evaluation(run, ev)
+    return ev
 
 
 CONFLICT_CHOICES = ("a", "b", "both")
@@ -431,6 +437,14 @@ def pass_score_operations(*, run: Pass) -> int:
     telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE, "from": "stored rows"}
     Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
     return len(ops)
+
+
+@transaction.atomic
+def pass_store_figures(*, run: Pass) -> Evaluation:
+    """Evaluate ``run`` afresh and keep the figures its pages show (``Pass.figures``); for a
+    pass whose operations were written outside these services (the bench, test helpers, a
+    repair). Returns the evaluation."""
+    return store_figures(run)
 
 
 def pass_approve(*, run: Pass, user: Any, note: str = "") -> Pass:
