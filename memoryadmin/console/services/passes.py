@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -167,9 +167,10 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
 
 
-def _snapshot_hash(records: Iterable[MemoryRecord]) -> str:
+def _snapshot_hash(hashes: Mapping[str, str]) -> str:
+    """SHA-256 over ``{memory id: content hash}`` of a snapshot, in id order."""
     h = hashlib.sha256()
-    for rid, ch in sorted((r.id, r.content_hash) for r in records):
+    for rid, ch in sorted(hashes.items()):
         h.update(f"{rid}\x00{ch}\x01".encode())
     return h.hexdigest()
 
@@ -454,6 +455,7 @@ def _store_proposal(
     records, plan, ev, recall = planned.records, planned.plan, planned.evaluation, planned.recall
     guard_passed, guard_reason = planned.guard_passed, planned.guard_reason
     by_id = {r.id: r for r in records}
+    hashes = {r.id: r.content_hash for r in records}  # computed once: ~15 µs per memory
     trimmed = (plan.context or {}).get("trimmed") or {}
     # Sources of operations the loss budget deferred leave the snapshot (and so the checkpoint
     # after apply): the next incremental pass sees them as new and plans them again.
@@ -476,7 +478,7 @@ def _store_proposal(
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         PassSnapshot.objects.create(
-            run=run, hashes={r.id: r.content_hash for r in records if r.id not in deferred_ids}
+            run=run, hashes={rid: ch for rid, ch in hashes.items() if rid not in deferred_ids}
         )
         _store_operations(run, plan.operations, scored, by_id)
         older = _supersede_pending(run, actor)
@@ -503,7 +505,7 @@ def _store_proposal(
             "guard_reason": guard_reason,
             "telemetry": telemetry,
             "recall": jsonable(recall or {}),
-            "snapshot_hash": _snapshot_hash(records),
+            "snapshot_hash": _snapshot_hash(hashes),
             "planned_at": timezone.now(),
             "progress": 1.0,
             "progress_label": label,
