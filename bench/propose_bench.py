@@ -34,15 +34,27 @@ Targets (issue 12): propose of a 200,000-memory agent ≤ 180 s; apply of 10,000
 ≤ 30 s (``apply.target_s`` is scaled to the operations applied: 30 s × ops / 10,000, so a
 smaller run's figure is comparable; ``met`` is judged on that).
 
-    .venv/bin/python bench/propose_bench.py               # 200K (~10 min with the setup)
-    .venv/bin/python bench/propose_bench.py --n 20000     # a quick iteration (~1 min)
+    .venv/bin/python bench/propose_bench.py            # 200K: ~15 min of setup writes first
+    .venv/bin/python bench/propose_bench.py --n 20000  # a quick iteration (~2 min)
+    .venv/bin/python bench/propose_bench.py --n 20000 --profile tottime  # cProfile to stderr
 
-Measured on the shared 2-core box (load noted in each run's ``load_average``): see
-docs at the end of this docstring, updated by hand after runs.
+Figures (2026-12-01, chromadb 1.5.9 server, the shared 2-core box under a load average of
+7–16 from other jobs: wall seconds are 3–5× the CPU seconds, so compare CPU seconds):
 
-Figures (2026-12-01, chromadb 1.5.9 server; before → after this branch's changes):
-
-- (filled in below)
+- 20K memories, 1,200 merges, before this branch (load 7): propose 32.6 s wall / 13.1 s CPU
+  (read 4.7 s, plan 11.7 s, recall check 7.8 s: ~5 s loading the embedder, the rest embedding
+  the 1,200 merged texts; proposal rows 1.7 s, one ``create`` per operation); apply 18.2 s /
+  6.3 s CPU (embedding the merged texts again 6.5 s; one ``get_or_create`` per archived
+  original).
+- 20K after (load 11; embedder loaded beforehand, as in a running worker): propose 34.4 s /
+  7.2 s CPU (plan 19.2 s / 4.5 s CPU, read 8.9 / 1.2, recall check 1.6 / 0.4, risk scoring
+  1.6 / 0.4, rows 2.2 / 0.5); approve 1.4 s; apply 12.9 s / 1.2 s CPU, of which Chroma calls
+  upsert 6.1 s, delete 2.2 s, reads 1.3 s (our CPU: ~1 ms per operation).
+- 200K, 12,000 merges, after the bulk rows and kept embeddings, under ``--profile`` (load 11):
+  propose 976 s / 297 s CPU — plan 761 s (candidate search 631 s: the exact O(n²) method,
+  the ANN index starts at 400K rows), read 86 s, risk scoring 66 s, rows 26 s, recall check
+  24 s; apply 216 s / 22 s CPU — Chroma upsert 106 s, delete 39 s, reads 15 s, checkpoint 12 s.
+- 200K, final: FINAL200K
 """
 
 from __future__ import annotations
@@ -185,10 +197,12 @@ def fill_store(agent, n: int, dup_frac: float, n_probes: int) -> int:
 
 
 class Stages:
-    """Wall seconds and calls per named stage, by wrapping module attributes in place."""
+    """Wall seconds, CPU seconds (this process, all threads) and calls per named stage, by
+    wrapping module attributes in place."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
         self.active = True
 
@@ -196,21 +210,24 @@ class Stages:
         inner = getattr(owner, attr)
 
         def timed(*args, **kwargs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             try:
                 return inner(*args, **kwargs)
             finally:
                 if self.active:
                     self.seconds[name] += time.perf_counter() - t0
+                    self.cpu[name] += time.process_time() - c0
                     self.calls[name] += 1
 
         setattr(owner, attr, timed)
 
     def take(self) -> dict:
         out = {
-            k: {"s": round(v, 2), "calls": self.calls[k]} for k, v in sorted(self.seconds.items())
+            k: {"s": round(v, 2), "cpu_s": round(self.cpu[k], 2), "calls": self.calls[k]}
+            for k, v in sorted(self.seconds.items())
         }
         self.seconds.clear()
+        self.cpu.clear()
         self.calls.clear()
         return out
 
