@@ -54,7 +54,14 @@ Figures (2026-12-01, chromadb 1.5.9 server, the shared 2-core box under a load a
   propose 976 s / 297 s CPU — plan 761 s (candidate search 631 s: the exact O(n²) method,
   the ANN index starts at 400K rows), read 86 s, risk scoring 66 s, rows 26 s, recall check
   24 s; apply 216 s / 22 s CPU — Chroma upsert 106 s, delete 39 s, reads 15 s, checkpoint 12 s.
-- 200K, final: FINAL200K
+- 200K, 12,000 merges, this branch (load 8.4; setup 863 s): propose 664 s wall / 271 s CPU
+  (ratio 3.7, not met) — plan() 578 s / 240 s CPU (candidate search 543 s, exact), read 65 s
+  / 11.7 s CPU (the server serves 200K rows with embeddings as JSON; the client decodes them),
+  proposal 17 s (risk scoring 8.8 s, rows 5.3 s), recall check 3.7 s: without plan() the pass
+  takes ~86 s. Approve 2.6 s. Apply 123 s wall / 13.8 s CPU (ratio 3.4 against 36 s for 12,000
+  operations, not met) — Chroma calls upsert 70 s, delete 27 s, reads 7.8 s (the server's
+  CPU: 63 s over propose and apply); our CPU ~1.1 ms per operation. Peak RSS 2.0 GB here,
+  0.8 GB the server.
 """
 
 from __future__ import annotations
