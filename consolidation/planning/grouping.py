@@ -14,7 +14,8 @@ from ..judgment import CONFLICT, SAME, SUPERSEDES, PairVerdict, judge_pair
 from ..plans import Fate, Operation, OpKind
 from ..text import extractive_merge, normalize_text
 from .candidates import candidate_pairs
-from .state import PlanState, short
+from .state import Column, PlanState, short
+from .vectors import query_pairs
 
 __all__ = [
     "conflicts",
@@ -31,17 +32,22 @@ __all__ = [
 def search_candidates(st: PlanState) -> None:
     """Stage ``candidates``: every pair with cosine ≥ ``min(link_threshold,
     contradiction_threshold)`` into ``st.sim`` (``{(i, j): cosine}``, ``i < j``) — only new ×
-    store pairs in a partial incremental pass (:func:`~.candidates.candidate_pairs`)."""
+    store pairs in a partial incremental pass (:func:`~.candidates.candidate_pairs`; an exact
+    new × store search reads the rows without a normalised copy: :func:`~.vectors.query_pairs`,
+    the same pairs)."""
     policy = st.policy
     need_sim = policy.merge_near or policy.reconcile
     t_cand = min(policy.link_threshold, policy.contradiction_threshold)
     if need_sim and st.n >= 2 and len(st.new_idx):
-        pi, pj, ps = candidate_pairs(
-            st.emb,
-            t_cand,
-            query=st.new_idx if st.partial else None,
-            method=st.candidate_method,
-        )
+        if st.partial and st.candidate_method in ("auto", "exact", "split"):
+            pi, pj, ps = query_pairs(st.emb, t_cand, st.new_idx)
+        else:
+            pi, pj, ps = candidate_pairs(
+                st.emb.matrix(),
+                t_cand,
+                query=st.new_idx if st.partial else None,
+                method=st.candidate_method,
+            )
     else:
         pi = pj = np.empty(0, np.int64)
         ps = np.empty(0, np.float32)
@@ -66,7 +72,10 @@ def find_exact(st: PlanState) -> None:
         keyed = list(range(n))
     keys: list[str | None] = [None] * n
     for i in keyed:
-        keys[i] = normalize_text(st.docs[i]) or None  # an empty text is nobody's duplicate
+        doc = st.docs[i]
+        key = normalize_text(doc)
+        # an empty text is nobody's duplicate; a text that is its own key shares its string
+        keys[i] = (doc if key == doc else key) or None
     by_key: dict[tuple[tuple[str, ...], str], list[int]] = {}
     for i in keyed:
         if keys[i] is not None:
@@ -269,14 +278,24 @@ def link_groups(st: PlanState) -> None:
     text is never eligible. Sets ``st.eligible``.
     """
     policy, n = st.policy, st.n
-    st.eligible = [
-        not st.protected[i]
-        and not st.removed[i]
-        and i not in st.winners
-        and i not in st.held
-        and bool(st.docs[i].strip())
-        for i in range(n)
-    ]
+    protected, removed, winners, held, docs = (
+        st.protected,
+        list(st.removed),
+        st.winners,
+        st.held,
+        st.docs,
+    )
+    # as of this stage (``removed`` copied: later stages remove more, eligibility stays)
+    st.eligible = Column(
+        n,
+        lambda i: (
+            not protected[i]
+            and not removed[i]
+            and i not in winners
+            and i not in held
+            and bool(docs[i].strip())
+        ),
+    )
     edges: list[tuple[int, float, int, int]] = [(0, -1.0, a, b) for a, b in st.exact_edges]
     if policy.merge_near:
         edges.extend(
