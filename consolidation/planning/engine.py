@@ -20,7 +20,8 @@ brackets, seconds):
 4. ``exact`` [exact] (:mod:`.grouping`) — same normalised text
    (:func:`consolidation.text.normalize_text`).
 5. ``contradictions`` [contradictions] (:mod:`.grouping`) — pairs with cosine ≥
-   ``contradiction_threshold`` are judged by :func:`consolidation.judgment.judge_pair`
+   ``contradiction_threshold``, and the twin pairs of :mod:`.twins` (short texts one token
+   apart, at any cosine), are judged by :func:`consolidation.judgment.judge_pair`
    (**unsure means keep both and ask**). ``"supersedes"`` (two state statements, only the value
    or a negation/past-state cue differs, recency known) becomes a ``reconcile`` (newer kept =
    ``source_ids[0]``, older superseded); ``"conflict"`` becomes a ``conflict`` item with both

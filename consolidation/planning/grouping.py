@@ -15,6 +15,7 @@ from ..plans import Fate, Operation, OpKind
 from ..text import extractive_merge, normalize_text
 from .candidates import candidate_pairs
 from .state import Column, PlanState, short
+from .twins import twin_pairs
 from .vectors import query_pairs
 
 __all__ = [
@@ -160,8 +161,9 @@ def _conflict(st: PlanState, a: int, b: int, s: float, v: PairVerdict, why: str)
 
 
 def reconcile_contradictions(st: PlanState) -> None:
-    """Stage ``contradictions``: pairs with cosine ≥ ``contradiction_threshold``, by
-    descending cosine, judged by :func:`verdict`.
+    """Stage ``contradictions``: pairs with cosine ≥ ``contradiction_threshold`` and the twin
+    pairs of :func:`~.twins.twin_pairs` (one token apart, at any cosine), by descending cosine,
+    judged by :func:`verdict`.
 
     ``"supersedes"`` becomes a RECONCILE (newer kept = ``source_ids[0]``, older superseded)
     when ``policy.reconcile`` is on and the older memory is not pinned/curated, not a winner
@@ -172,9 +174,10 @@ def reconcile_contradictions(st: PlanState) -> None:
     stats = st.contra_stats
     stats.setdefault("conflicts", 0)
     pending: list[tuple[float, int, int, PairVerdict]] = []
-    for (a, b), s in sorted(st.sim.items(), key=lambda kv: (-kv[1], kv[0])):
-        if s < policy.contradiction_threshold:
-            continue
+    offered = [kv for kv in st.sim.items() if kv[1] >= policy.contradiction_threshold]
+    twins = twin_pairs(st)
+    st.candidates["twin_pairs"] = len(twins)
+    for (a, b), s in sorted(offered + list(twins.items()), key=lambda kv: (-kv[1], kv[0])):
         v = verdict(st, a, b)
         if v.kind in (SUPERSEDES, CONFLICT):
             pending.append((s, a, b, v))

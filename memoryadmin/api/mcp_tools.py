@@ -2,7 +2,8 @@
 
 Tools (typed inputs, structured results — the JSON API's schemas): ``list_agents``,
 ``search_memories``, ``memory_consolidate``, ``memory_compact`` (the dream-pass tool names of
-``seeds/003``), ``list_proposals``, ``get_pass``, ``approve_pass``, ``reject_pass``. Each acts
+``seeds/003``), ``list_proposals``, ``get_pass``, ``exclude_operation``, ``resolve_conflict``,
+``approve_pass``, ``reject_pass``. Each acts
 for one user with that user's console role: the ``--user`` of a stdio server, or the owner of
 the bearer API token of an HTTP request. Every refusal or failure (unknown agent, bad argument,
 forbidden call, store down) is an MCP tool error with a readable message; nothing crashes the
@@ -15,7 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
 from django.contrib.auth import get_user_model
@@ -114,6 +115,7 @@ def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None
         token_verifier=TokenVerifier() if auth else None,
     )
     _register(server, current_user)
+    _register_review(server, current_user)
     return server
 
 
@@ -128,6 +130,8 @@ def http_app(*, host: str, port: int) -> Any:
 
 
 def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    """The reading and planning tools: agents, search, consolidate, compact, proposals, a pass."""
+
     @server.tool()
     @_tool
     def list_agents() -> list[s.AgentOut]:
@@ -214,6 +218,40 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
             return pass_detail_out(actions.get_pass(pass_id), page=page)
         except EmptyPage:
             raise actions.NotFound(f"Pass #{pass_id} has no page {page} of operations.") from None
+
+
+def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    """The reviewer's tools: exclude/include an operation, decide a conflict, approve, reject."""
+
+    @server.tool()
+    @_tool
+    def exclude_operation(
+        pass_id: Annotated[int, Field(ge=1, description="pass id")],
+        index: Annotated[int, Field(ge=0, description="operation index (get_pass lists them)")],
+        excluded: Annotated[bool, Field(description="true = leave out; false = include")] = True,
+    ) -> s.PassOut:
+        """Leave an operation of a proposal out of it, or include it again (reviewers and
+        admins); the summary and the loss guard follow. Audited as the calling user."""
+        return actions.set_excluded(
+            run=actions.get_pass(pass_id), index=index, excluded=excluded, user=current_user()
+        )
+
+    @server.tool()
+    @_tool
+    def resolve_conflict(
+        pass_id: Annotated[int, Field(ge=1, description="pass id")],
+        index: Annotated[int, Field(ge=0, description="index of the conflict operation")],
+        keep: Annotated[
+            Literal["a", "b", "both"],
+            Field(description="a = keep its first memory, b = its second, both = remove none"),
+        ],
+    ) -> s.PassOut:
+        """Decide a conflict of a proposal (reviewers and admins). Keeping ``a`` or ``b`` removes
+        the other on apply (archived, undone by a rollback); ``both`` removes nothing. Refused
+        when the pass is no longer a proposal or the memories changed since it was planned."""
+        return actions.resolve_conflict(
+            run=actions.get_pass(pass_id), index=index, keep=keep, user=current_user()
+        )
 
     @server.tool()
     @_tool

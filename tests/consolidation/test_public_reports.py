@@ -270,8 +270,8 @@ CASES = [
     ),
     # --- Letta / MemGPT ------------------------------------------------------------------------
     # https://github.com/letta-ai/letta/issues/552 — the human's name corrected from Chad to
-    # Sarah (newer): judge_pair says "supersedes", but the pair's cosine (0.57) is below
-    # contradiction_threshold 0.75, so the planner never judges it and keeps both.
+    # Sarah (newer): judge_pair says "supersedes"; the pair's cosine (0.57) is below
+    # contradiction_threshold 0.75, so only the twin channel (planning/twins.py) offers it.
     case(
         "letta",
         "552",
@@ -280,29 +280,12 @@ CASES = [
             m("b", "The human's first name is Sarah", created_at=NEW),
         ],
         "reconcile:b",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason=(
-                "cosine 0.57 < contradiction_threshold: candidate search never offers the pair"
-            ),
-        ),
     ),
     # https://github.com/letta-ai/letta/issues/1571 — "请牢记,我不能喝酒" (remember: I cannot
     # drink alcohol) and the agent blanked the memory. Undated negation pair → ask; judge_pair
-    # says "conflict", but MiniLM gives the Chinese pair cosine 0.64 < 0.75, so it is never
-    # judged and no conflict item is raised (both are kept: safe, but nobody is asked).
-    case(
-        "letta",
-        "1571",
-        [m("a", "用户不能喝酒"), m("b", "用户能喝酒")],
-        "conflict",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason=(
-                "cosine 0.64 < contradiction_threshold: candidate search never offers the pair"
-            ),
-        ),
-    ),
+    # says "conflict"; MiniLM gives the Chinese pair cosine 0.64 < 0.75, so only the twin
+    # channel (one character deleted) offers it to the reviewer.
+    case("letta", "1571", [m("a", "用户不能喝酒"), m("b", "用户能喝酒")], "conflict"),
     case("letta", "1571-empty", [m("a", "用户不能喝酒"), m("b", "")], "keep"),
     # --- MatrixOne Memoria ---------------------------------------------------------------------
     # https://github.com/matrixorigin/memoria/issues/89 — a corrected stack (PostgreSQL →

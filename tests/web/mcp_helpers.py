@@ -18,6 +18,8 @@ TOOLS = {
     "memory_compact",
     "list_proposals",
     "get_pass",
+    "exclude_operation",
+    "resolve_conflict",
     "approve_pass",
     "reject_pass",
 }

@@ -187,3 +187,46 @@ def test_no_token_or_a_revoked_token_is_refused_at_the_door(mcp_url, carol) -> N
     token_revoke(token=token)
     r = httpx.post(mcp_url, json=body, headers=headers | {"Authorization": f"Bearer {raw}"})
     assert r.status_code == 401
+
+
+CONTRADICTION = ["Is allergic to penicillin", "Is not allergic to penicillin"]
+
+
+def test_a_reviewer_decides_a_conflict_and_excludes_an_operation_over_mcp(
+    mcp_url, bob, carol, agent_with_memories
+) -> None:
+    from memoryadmin.console import services
+    from memoryadmin.console.models import Operation
+    from tests.conftest import DISTINCT_FACTS
+
+    same_time = [{"created_at": "2025-03-01T00:00:00+00:00"}] * 2
+    agent = agent_with_memories(CONTRADICTION + DISTINCT_FACTS[:6], same_time + [{}] * 6)
+    run = services.pass_run(run=services.pass_request(agent=agent, trigger="operator"))
+    conflict = run.operations.get(kind=Operation.Kind.CONFLICT)
+    _t, viewer = token_create(user=carol)
+    [refused] = calls(
+        mcp_url,
+        viewer,
+        ("resolve_conflict", {"pass_id": run.pk, "index": conflict.index, "keep": "a"}),
+    )
+    assert "carol (viewer) may not" in error(refused)
+    _t, reviewer = token_create(user=bob)
+    bad, kept, excluded, included = calls(
+        mcp_url,
+        reviewer,
+        ("resolve_conflict", {"pass_id": run.pk, "index": conflict.index, "keep": "neither"}),
+        ("resolve_conflict", {"pass_id": run.pk, "index": conflict.index, "keep": "a"}),
+        ("exclude_operation", {"pass_id": run.pk, "index": conflict.index}),
+        ("exclude_operation", {"pass_id": run.pk, "index": conflict.index, "excluded": False}),
+    )
+    assert "keep" in error(bad)
+    before = result(kept)
+    assert before["reconciled"] == 1 and before["entries_after"] == len(DISTINCT_FACTS[:6]) + 1
+    assert result(excluded)["excluded_operations"] == 1 and result(excluded)["reconciled"] == 0
+    assert result(included)["reconciled"] == 1
+    assert before["loss_fraction"] == pytest.approx(1 / 8)
+    conflict.refresh_from_db()
+    assert conflict.kind == "reconcile" and conflict.rule == "reviewer_pick"
+    assert conflict.scores["decision"]["by"] == "bob"
+    verbs = set(AuditEvent.objects.filter(run=run, actor="bob").values_list("verb", flat=True))
+    assert {"conflict_resolved", "excluded", "included"} <= verbs, verbs

@@ -1,0 +1,94 @@
+"""The twin channel (planning/twins.py): a correction one word apart is judged even when its
+cosine is far below the contradiction threshold; a template with many values is not."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from consolidation import Fate, MemoryRecord, OpKind, Policy
+from consolidation.planning import plan
+
+from ._vectors import at_cosine, basis
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+POLICY = Policy(trim_to_guard=False)
+
+
+def day(n: float) -> str:
+    return (NOW - timedelta(days=n)).isoformat()
+
+
+def rec(mid: str, text: str, vec, **meta) -> MemoryRecord:
+    return MemoryRecord(mid, text, vec, meta)
+
+
+def test_a_renamed_value_at_low_cosine_is_reconciled_newest_kept():
+    records = [
+        rec("old", "The user lives in Lyon now", basis(0), created_at=day(30)),
+        rec("new", "The user lives in Porto now", at_cosine(0, 0.40, 1), created_at=day(1)),
+    ]
+    p = plan(records, POLICY, now=NOW)
+    (op,) = p.by_kind(OpKind.RECONCILE)
+    assert op.source_ids == ["new", "old"] and op.removes == ["old"]
+    assert p.fates["old"] == Fate.SUPERSEDED and p.context["candidates"]["twin_pairs"] == 1
+
+
+def test_an_undated_negation_in_chinese_goes_to_the_reviewer_and_removes_nothing():
+    records = [
+        rec("a", "用户不能喝酒", basis(0)),
+        rec("b", "用户能喝酒", at_cosine(0, 0.30, 1)),
+    ]
+    p = plan(records, POLICY, now=NOW)
+    (op,) = p.by_kind(OpKind.CONFLICT)
+    assert sorted(op.source_ids) == ["a", "b"] and op.removes == []
+    assert not p.by_kind(OpKind.RECONCILE) and not p.by_kind(OpKind.MERGE)
+
+
+def test_twins_of_two_users_are_never_compared():
+    records = [
+        rec("a", "The user lives in Lyon now", basis(0), created_at=day(30), user_id="alice"),
+        rec("b", "The user lives in Porto now", basis(1), created_at=day(1), user_id="bob"),
+    ]
+    p = plan(records, POLICY, now=NOW)
+    assert not p.operations and p.context["candidates"]["twin_pairs"] == 0
+
+
+def test_a_template_with_many_values_is_not_a_pile_of_twins():
+    """ "Likes X" for nine different X: nine values, no pair judged, nothing removed."""
+    foods = ["tea", "coffee", "jazz", "chess", "rain", "tennis", "opera", "sushi", "hiking"]
+    records = [
+        rec(f"m{k}", f"The user really likes {w}", basis(k), created_at=day(k + 1))
+        for k, w in enumerate(foods)
+    ]
+    p = plan(records, POLICY, now=NOW)
+    assert p.context["candidates"]["twin_pairs"] == 0 and not p.operations
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Meeting with Dana on 2025-03-04", "Meeting with Dana on 2025-03-05"),  # a date
+        ("Order 4411 shipped to the office", "Order 4412 shipped to the office"),  # an id
+        ("The user likes tea very much", "The user likes coffee very much"),  # two values
+    ],
+)
+def test_a_twin_that_differs_in_a_fact_atom_or_value_is_kept(a, b):
+    records = [
+        rec("x", a, basis(0), created_at=day(10)),
+        rec("y", b, at_cosine(0, 0.5, 1), created_at=day(1)),
+    ]
+    p = plan(records, POLICY, now=NOW)
+    assert p.context["candidates"]["twin_pairs"] == 1
+    assert not [op for op in p.operations if op.removes], [op.reason for op in p.operations]
+
+
+def test_an_incremental_pass_finds_the_twin_of_a_new_memory_among_old_ones():
+    old = [rec("old", "The user lives in Lyon now", basis(0), created_at=day(30))]
+    others = [rec(f"o{k}", f"Unrelated fact number {k} here", basis(k + 2)) for k in range(5)]
+    checkpoint = {r.id: r.content_hash for r in old + others}
+    new = rec("new", "The user lives in Porto now", at_cosine(0, 0.40, 1), created_at=day(1))
+    p = plan(old + others + [new], POLICY, now=NOW, checkpoint=checkpoint)
+    (op,) = p.by_kind(OpKind.RECONCILE)
+    assert op.removes == ["old"]
