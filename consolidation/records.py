@@ -137,7 +137,10 @@ class MemoryRecord:
         Computed on first use and kept (a record is immutable): the checkpoint, the planner
         and the snapshot all ask for it, and at 1M records one pass over them costs seconds.
         """
-        h = getattr(self, "_hash", None)  # None: not yet, or a record unpickled from before
+        try:
+            h = self._hash
+        except AttributeError:  # a record unpickled from before the cache
+            h = None
         if h is None:
             h = content_hash(self.document, self.metadata)
             object.__setattr__(self, "_hash", h)

@@ -5,7 +5,10 @@ A pipeline of stage functions over one :class:`~.state.PlanState`. Stages, in th
 brackets, seconds):
 
 1. ``prepare`` [prepare] (:mod:`.state`) — validate, sort by id (so input order never
-   matters), normalise embeddings.
+   matters), the embeddings' norms (:class:`~.vectors.UnitRows`: rows normalised as read, no
+   second ``(n, 384)`` matrix unless a full search needs one and the caller's rows are not
+   already settled unit rows). Columns read from metadata (tier, layer, scope, sessions …)
+   are lazy: a stage computes those of the memories it looks at.
 2. ``prune`` [prune] (:mod:`.prune`) — decay score ``importance × 0.5 ** (age_days /
    prune_half_life_days)`` below ``prune_threshold`` and ``age_days ≥ prune_min_age_days``
    (seeds/002, docs/SOURCES.md). Age alone prunes only a memory whose *explicit* importance
@@ -16,7 +19,8 @@ brackets, seconds):
    in no merge or reconcile.
 3. ``candidates`` [candidates] (:mod:`.grouping`) — every pair with cosine ≥
    ``min(link_threshold, contradiction_threshold)``
-   (:func:`~consolidation.planning.candidates.candidate_pairs`, exact, blocked).
+   (:func:`~consolidation.planning.candidates.candidate_pairs`, exact, blocked; in a partial
+   incremental pass :func:`~.vectors.query_pairs`, the same pairs, new × store).
 4. ``exact`` [exact] (:mod:`.grouping`) — same normalised text
    (:func:`consolidation.text.normalize_text`).
 5. ``contradictions`` [contradictions] (:mod:`.grouping`) — pairs with cosine ≥
@@ -61,9 +65,14 @@ brackets, seconds):
 
 Operations come out as reconcile, conflict, merge, promote, prune. Pinned or curated memories
 are never pruned, superseded or merged (I-6). Incremental mode (``checkpoint`` given): only new or
-changed records are searched against the whole store (O(new × store)); prune and promote are
-evaluated on new/changed records only; old records can still be merged with, or superseded
-by, a new one.
+changed records are searched against the whole store (O(new × store)); prune, promote, folds
+and windows visit new/changed records only; old records can still be merged with, or
+superseded by, a new one. Per-record work on the whole store is then only ``prepare``'s:
+sorting, each record's content hash (compared with the checkpoint; cached on the record) and
+the embeddings' norms.
+
+Measured (``bench/plan_bench.py``, its synthetic store; 2 cores shared with other jobs, so
+CPU seconds are the comparable figure): FIGURES
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
 """The planner's embeddings: unit rows without a second ``(n, 384)`` matrix, and the exact
 new × store search an incremental pass runs over them.
 
-:class:`UnitRows` holds the caller's float32 rows (shared with the records when they are the
-rows of one matrix in id order, else stacked once) and each row's L2 norm, computed exactly as
-:func:`~.candidates.normalize_rows` does; a row read through it is ``raw[i] / norm[i]``, the
-very float32 values the normalised matrix would hold (the same IEEE division), so every
-similarity is bit for bit what a normalised copy gives (I-8). A full search needs the matrix
-itself (:meth:`UnitRows.matrix`): rows that normalising leaves unchanged are used as they are
-(no copy); otherwise a stacked copy is normalised in place, as before.
+:class:`UnitRows` reads the records' own ``(384,) float32`` vectors (never written) and each
+row's L2 norm, computed exactly as :func:`~.candidates.normalize_rows` does; a row read
+through it is ``vector / norm``, the very float32 values the normalised matrix would hold (the
+same IEEE division), so every similarity is bit for bit what a normalised copy gives (I-8).
+A full search needs the matrix itself (:meth:`UnitRows.matrix`): the caller's own matrix when
+the vectors are its rows in id order and normalising leaves them unchanged (settled unit
+rows), else a normalised copy, as before. An incremental search (:func:`query_pairs`) streams
+the store through one block buffer and never builds it.
 
 Why: at 1M memories one ``(n, 384) float32`` matrix is 1.5 GB; the records' vectors, the
-planner's normalised copy and the candidate index would not fit 4 GB together (issue 12).
+planner's normalised copy and the candidate index would not fit 4 GB together (issue 12),
+and copying 1M vectors (page faults included) was most of an incremental pass's ``prepare``.
 """
 
 from __future__ import annotations
@@ -56,77 +58,92 @@ def _one_matrix(embs: Sequence[np.ndarray]) -> np.ndarray | None:
 
 
 def _norms(raw: np.ndarray) -> np.ndarray:
-    """``(n,) float32`` L2 norms as :func:`~.candidates.normalize_rows` computes them (zero →
-    1), a chunk at a time (each row's sum is independent of the chunk: same bits)."""
-    out = np.empty(len(raw), np.float32)
-    for s in range(0, len(raw), CHUNK):
-        out[s : s + CHUNK] = np.linalg.norm(raw[s : s + CHUNK], axis=1)
+    """``(k,) float32`` L2 norms of ``raw``'s rows as :func:`~.candidates.normalize_rows`
+    computes them (zero → 1); each row's sum is independent of the rows beside it (same bits
+    whether computed for one row, a block or the whole matrix)."""
+    out = np.linalg.norm(raw, axis=1)
     out[out == 0] = 1.0
-    return out
+    return out.astype(np.float32, copy=False)
 
 
 class UnitRows:
     """L2-normalised embedding rows read as ``rows[i]`` (``(d,)``) or ``rows[list]`` (``(k, d)``).
 
-    Built from the records' ``(d,) float32`` vectors; ``raw`` is the caller's matrix when the
-    vectors are its rows in order (never written), else a stacked copy the planner owns.
+    Built from the records' ``(d,) float32`` vectors, which are never written. Norms are
+    computed when a row is first read or a block streamed (:meth:`block`), so an incremental
+    pass copies no vector for good; :meth:`matrix` builds the ``(n, d)`` normalised matrix a
+    full search needs (the caller's own matrix when its rows are settled unit rows).
     """
 
     def __init__(self, embs: Sequence[np.ndarray], dim: int = 384) -> None:
-        if not embs:
-            self.raw = np.zeros((0, dim), np.float32)
-            self.owned = True
-        else:
-            shared = _one_matrix(embs)
-            self.owned = shared is None
-            if shared is None:
-                shared = np.empty((len(embs), embs[0].shape[0]), np.float32)
-                for s in range(0, len(embs), CHUNK):
-                    np.stack(embs[s : s + CHUNK], out=shared[s : s + CHUNK])
-            self.raw = shared
-        self.norms = _norms(self.raw)
+        self._embs = list(embs)
+        self.shape = (len(self._embs), self._embs[0].shape[0] if self._embs else dim)
+        self.norms = np.full(len(self._embs), np.nan, np.float32)
         self._unit: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return len(self.raw)
+        return self.shape[0]
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """``(n, d)``."""
-        return self.raw.shape
+    def _norm(self, i: int) -> np.float32:
+        v = self.norms[i]
+        if v != v:  # NaN: not computed yet
+            v = self.norms[i] = _norms(self._embs[i][None, :])[0]
+        return v
 
     def __getitem__(self, idx: int | Sequence[int] | np.ndarray) -> np.ndarray:
         if self._unit is not None:
             return self._unit[idx]
         if isinstance(idx, int | np.integer):
-            return self.raw[idx] / self.norms[idx]
+            return self._embs[idx] / self._norm(int(idx))
         idx = np.asarray(idx, dtype=np.int64)
-        return self.raw[idx] / self.norms[idx][:, None]
+        norms = np.array([self._norm(k) for k in idx.tolist()], np.float32)
+        if not len(idx):
+            return np.empty((0, self.shape[1]), np.float32)
+        return np.stack([self._embs[k] for k in idx.tolist()]) / norms[:, None]
 
-    def _unchanged(self) -> bool:
-        """Whether normalising leaves every row as it is (unit rows written by a normaliser)."""
-        for s in range(0, len(self.raw), CHUNK):
-            block = self.raw[s : s + CHUNK]
+    def block(self, start: int, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``start : start + len(out)`` (fewer at the end) as ``(raw, norms)``: the
+        vectors copied into ``out`` and their norms (recorded). Read from the normalised
+        matrix instead (norms 1) once :meth:`matrix` has built it."""
+        stop = min(start + len(out), self.shape[0])
+        if self._unit is not None:
+            return self._unit[start:stop], np.ones(stop - start, np.float32)
+        raw = out[: stop - start]
+        np.stack(self._embs[start:stop], out=raw)
+        self.norms[start:stop] = norms = _norms(raw)
+        return raw, norms
+
+    def _unchanged(self, raw: np.ndarray) -> bool:
+        """Whether normalising leaves every row of ``raw`` as it is (settled unit rows)."""
+        for s in range(0, len(raw), CHUNK):
+            block = raw[s : s + CHUNK]
             if not np.array_equal(block / self.norms[s : s + CHUNK, None], block):
                 return False
         return True
 
     def matrix(self) -> np.ndarray:
         """The ``(n, d) float32`` normalised matrix (read-only): the caller's own rows when
-        normalising changes none of them, else the stacked copy normalised in place (or, for
-        shared rows that do change, a normalised copy)."""
+        they are one matrix's rows in order and normalising changes none of them, else a
+        normalised copy (made a chunk at a time: no temporaries of the whole size)."""
         if self._unit is None:
-            if self.owned:
-                for s in range(0, len(self.raw), CHUNK):
-                    self.raw[s : s + CHUNK] /= self.norms[s : s + CHUNK, None]
-                unit = self.raw
-            elif self._unchanged():
-                unit = self.raw.view()
-            else:
-                unit = np.empty_like(self.raw)
-                for s in range(0, len(self.raw), CHUNK):
-                    block = self.raw[s : s + CHUNK]
-                    np.divide(block, self.norms[s : s + CHUNK, None], out=unit[s : s + CHUNK])
+            shared = _one_matrix(self._embs) if self._embs else None
+            if shared is not None:
+                for s in range(0, len(shared), CHUNK):
+                    self.norms[s : s + CHUNK] = _norms(shared[s : s + CHUNK])
+                if self._unchanged(shared):
+                    unit = shared.view()
+                    unit.flags.writeable = False
+                    self._unit = unit
+                    return unit
+            unit = np.empty(self.shape, np.float32)
+            for s in range(0, len(unit), CHUNK):
+                part = unit[s : s + CHUNK]
+                if shared is None:
+                    np.stack(self._embs[s : s + CHUNK], out=part)
+                else:
+                    part[:] = shared[s : s + CHUNK]
+                self.norms[s : s + CHUNK] = _norms(part)
+                part /= self.norms[s : s + CHUNK, None]
             unit.flags.writeable = False
             self._unit = unit
         return self._unit
@@ -158,17 +175,19 @@ def query_pairs(
     q2max = float(np.linalg.norm(q2, axis=1).max())
     los: list[np.ndarray] = []
     his: list[np.ndarray] = []
+    buf = np.empty((min(block, n), d), np.float32)
     for b0 in range(0, n, block):
-        raw = rows.raw[b0 : b0 + block]
-        floor = (threshold - _MARGIN) * rows.norms[b0 : b0 + block]
+        raw, norms = rows.block(b0, buf)
+        floor = (threshold - _MARGIN) * norms
         tile = q1 @ raw[:, :k].T
         bound = floor - q2max * np.linalg.norm(raw[:, k:], axis=1)
         hit = tile >= bound
         if np.count_nonzero(hit) > 4 * len(qrows):  # a weak bound here: finish the product
             tile += q2 @ raw[:, k:].T
             hit = tile >= floor
-        r, c = np.nonzero(hit)
-        if len(r):
+        flat = np.flatnonzero(hit)  # few hits: faster than a 2-D nonzero
+        if len(flat):
+            r, c = np.divmod(flat, hit.shape[1])
             los.append(qrows[r])
             his.append(b0 + c)
     if not los:
