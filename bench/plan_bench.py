@@ -2,7 +2,10 @@
 
 Synthetic stores of random unit vectors ``(n, 384) float32`` (pairwise cosine ≈ 0 ± 0.05) with
 5 % planted near-duplicate pairs at a known cosine (0.95, above the 0.90 link threshold) and
-texts that agree (the duplicate adds one word), so every planted pair should merge.
+texts that agree (the duplicate adds one word), so every planted pair should merge. The
+vectors are one matrix of settled unit rows (:func:`unit_rows`), as an embedder hands them
+over, so the planner reads them in place (issue 12); it is drawn a chunk at a time, so the
+store itself peaks at its own size (2.3 GB at 1M, records included).
 Each size runs in its own subprocess so peak RSS (``ru_maxrss``) is per size.
 
 Targets (issue 2): 100K full plan ≤ 30 s; incremental 1K new into 100K ≤ 3 s.

@@ -56,16 +56,20 @@ def prune_decayed(st: PlanState) -> None:
     if not policy.prune:
         return
     for i in st.new_rows:
-        if st.protected[i]:
-            continue
+        # cheapest test first (1M memories): a young or still-important memory is never
+        # pruned, whatever its tier or promotion rules
         created = fm.get_created_at(metas[i])
-        if created is None or promotion_rules(metas[i], policy, fm):
+        if created is None:
             continue
         age_days = max(0.0, (st.now - created).total_seconds() / 86400.0)
-        explicit = fm.get_importance(metas[i], default=-1.0) >= 0.0
+        if age_days < policy.prune_min_age_days:
+            continue
         importance = fm.get_importance(metas[i])
         score = importance * 0.5 ** (age_days / policy.prune_half_life_days)
-        if score < policy.prune_threshold and age_days >= policy.prune_min_age_days:
+        if score < policy.prune_threshold:
+            if st.protected[i] or promotion_rules(metas[i], policy, fm):
+                continue
+            explicit = fm.get_importance(metas[i], default=-1.0) >= 0.0
             if not (explicit and importance < policy.prune_max_importance):
                 if st.layers[i] == {EPISODIC}:
                     st.decayed[i] = (score, age_days)  # pruned later, and only when covered
