@@ -14,7 +14,7 @@ from typing import Any
 from ..text import content_tokens, labelled_fragment, novel_sentences
 from .grouping import conflicts
 from .operations import promotion_rules
-from .state import EPISODIC, SEMANTIC, SUMMARY, Column, PlanState, natural
+from .state import EPISODIC, SEMANTIC, SUMMARY, Column, PlanState, natural, shared_tuple
 
 __all__ = ["fold_evidence", "semantic_windows", "session_windows", "start_units"]
 
@@ -54,7 +54,9 @@ def start_units(st: PlanState) -> None:
             st.units.add(list(group), st.merged_text[i], None)
     speakers = st.speakers = Column(n, lambda i: fm.get_list(metas[i], fm.speaker))
     st.labels = Column(n, lambda i: sp[0] if len(sp := speakers[i]) == 1 else None)
-    sessions = st.sessions = Column(n, lambda i: tuple(sorted(set(fm.get_sessions(metas[i])))))
+    sessions = st.sessions = Column(
+        n, lambda i: shared_tuple(tuple(sorted(set(fm.get_sessions(metas[i])))))
+    )
     epoch = datetime.min.replace(tzinfo=UTC)
     st.order = Column(
         n, lambda i: (sessions[i], fm.get_created_at(metas[i]) or epoch, natural(ids[i]))
