@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHARTJS := static/vendor/chart.umd.min.js
 
-.PHONY: run test test-services services test-fast lint install chromium seed clean bench
+.PHONY: run test test-services services test-fast lint install debian-packages seed clean bench
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,10 +26,16 @@ $(CHARTJS):
 	npm install --silent --no-audit --no-fund --prefix var/npm chart.js@4.4.7
 	cp var/npm/node_modules/chart.js/dist/chart.umd.js $(CHARTJS)
 
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian chromium for the browser tests"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; }
+# Debian packages of the process-level tests, installed quietly when missing: chromium (browser
+# tests) and nginx (the token proxy in front of `chroma run`, deploy/nginx-chroma.conf; the tests
+# run their own nginx on free ports, the package's service is not used).
+debian-packages:
+	@missing=; \
+	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || missing="$$missing nginx"; \
+	  test -z "$$missing" || { \
+	  echo "installing Debian$$missing for the process-level tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null; }
 
 run: install
 	$(BIN)/python manage.py migrate --noinput
@@ -37,8 +43,8 @@ run: install
 	$(BIN)/honcho start -f Procfile
 
 # Unit and view tests on both cores (pytest-xdist), then the process-level tests (real chroma
-# server, qcluster workers, chromium) one at a time: they time their own subprocesses.
-test: install chromium
+# server, qcluster workers, chromium, nginx) one at a time: they time their own subprocesses.
+test: install debian-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "not slow" -n 2

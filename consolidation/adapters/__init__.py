@@ -15,6 +15,7 @@ from __future__ import annotations
 from .chroma_store import (
     ChromaMemoryStore,
     CollectionNotFound,
+    StoreAccessDenied,
     StoreError,
     StoreUnavailable,
     make_client,
@@ -28,6 +29,7 @@ __all__ = [
     "CollectionNotFound",
     "EmbedderUnavailable",
     "OnnxMiniLMEmbedder",
+    "StoreAccessDenied",
     "StoreError",
     "StoreUnavailable",
     "get_default_embedder",

@@ -26,10 +26,10 @@ by more than :data:`MAX_BUCKET` texts is a template ("User likes X" with many va
 skipped: those are distinct values, and the bucket would cost O(m²) judgements.
 
 Which rows take part: every row in a full pass (``O(n × tokens)``: 1.0 s CPU per 100K
-seven-word texts here, normalisation included); in a partial incremental pass, every row when the store has at most
-:data:`PARTIAL_ALL_ROWS` rows, else only the new rows and their embedding partners, so an
-incremental pass stays O(new) on a large store (a twin of a new memory among old, unrelated
-rows of a store that big is found by the next full pass).
+seven-word texts here, normalisation included); in a partial incremental pass, every row when
+the store has at most :data:`PARTIAL_ALL_ROWS` rows, else only the new rows and their
+embedding partners, so an incremental pass stays O(new) on a large store (a twin of a new
+memory among old, unrelated rows of a store that big is found by the next full pass).
 """
 
 from __future__ import annotations

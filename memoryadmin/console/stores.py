@@ -74,10 +74,10 @@ def get_client() -> Any:
     """The process's Chroma client for the current settings (cached per settings).
 
     Built by the adapter's one factory, :func:`consolidation.adapters.chroma_store.make_client`.
-    Raises :class:`StoreUnavailable` when the server does not answer (nothing is cached then, so
-    the next call retries).
+    Raises :class:`StoreUnavailable` when the server does not answer or refuses
+    ``CHROMA_TOKEN`` (nothing is cached then, so the next call retries).
     """
-    from consolidation.adapters.chroma_store import make_client
+    from consolidation.adapters.chroma_store import StoreAccessDenied, make_client
 
     key = _client_key()
     with _lock:
@@ -94,6 +94,10 @@ def get_client() -> Any:
                     ssl=settings.CHROMA_SSL,
                     token=settings.CHROMA_TOKEN or None,
                 )
+        except StoreAccessDenied as exc:
+            raise StoreUnavailable(
+                f"Access denied by {_where()}, check CHROMA_TOKEN: {exc}"
+            ) from exc
         except Exception as exc:  # StoreUnavailable from the adapter, or a bad host/port
             raise StoreUnavailable(f"Cannot reach {_where()}: {exc}") from exc
         _clients[key] = client

@@ -181,7 +181,11 @@ _LIMIT = Policy().max_merged_chars  # the edit limit is the pass policy's max_me
 
 @pytest.mark.parametrize(
     ("document", "message"),
-    [("   ", "cannot be empty"), ("x" * (_LIMIT + 1), f"the limit is {_LIMIT:,}")],
+    [
+        ("   ", "This field is required"),
+        ("x\x00y", "Null characters are not allowed"),
+        ("x" * (_LIMIT + 1), f"the limit is {_LIMIT:,}"),
+    ],
 )
 def test_it_refuses_a_bad_merged_text(
     client: Client, bob, agent, document: str, message: str

@@ -221,8 +221,13 @@ def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
     op = get_object_or_404(Operation, pk=op_id, run_id=pk)
     form = MergedTextForm(request.POST)
     if not form.is_valid():
+        # the field's own reason: empty ("This field is required.") or a NUL character
+        why = " ".join(form.errors.get("document", [])) or "The merged text is not valid."
         return _op_response(
-            request, op, "The merged text cannot be empty.", draft=request.POST.get("document", "")
+            request,
+            op,
+            f"The merged text was not saved: {why}",
+            draft=request.POST.get("document", ""),
         )
     try:
         services.operation_edit_text(
