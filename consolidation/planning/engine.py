@@ -72,17 +72,19 @@ sorting, each record's content hash (compared with the checkpoint; cached on the
 the embeddings' norms.
 
 Measured (issue 12; ``bench/plan_bench.py``'s synthetic store, 2 cores shared with other jobs,
-so CPU seconds of the process are the comparable figure; before = main at 37cff84):
+so CPU seconds of the process are the comparable figure; before = main without these changes):
 
-- full 100K: 4.0 s CPU in the stages other than ``candidates`` (7.0 before), peak RSS
-  606 MB (782);
+- full 1M (``auto``: the faiss IVF search): 247 s wall, 171 s CPU of which 114 s the
+  candidate search and 57 s the other stages; peak RSS 3.24 GB, the store itself 2.27 GB
+  (the twin keys of :mod:`.twins` in ``contradictions`` are the planner's own peak);
+- full 200K: 9.8 s CPU in the stages other than ``candidates`` (19.5 before), peak RSS
+  732 MB (1,113); full 100K: 4.0 s (7.0), 606 MB (782);
 - incremental 1K into 200K: 2.6 s CPU (8.0; ``prepare`` 0.20 s, was 3.0), 602 MB (1,163);
-- incremental 1K into 1M: 12.8 s CPU — 10.9 s is the exact new × store product (384
-  GFLOP, ~3.5 s on 2 idle cores) and streaming 1M vectors, 1.3 s ``prepare`` — and
-  2,556 MB, of which the store itself holds 2,272;
-- full 1M with the candidate search stubbed (the planted pairs): 57 s CPU for the other
-  stages; RSS 2.27 GB for the store, ≤ 2.70 GB through every stage but ``contradictions``,
-  whose twin keys (:mod:`.twins`) peak at 3.29 GB.
+- incremental 1K into 1M: 11.1 s wall, 10.9 s CPU (load average 1.4), 2,549 MB of which the
+  store holds 2,272: ``prepare`` 1.0 s, ``candidates`` 9.3 s — the exact new × store
+  product (1K × 1M × 192 multiply-adds first, :func:`~.vectors.query_pairs`) runs at the
+  ~40–50 GFLOP/s sgemm gives here now (≈ 110 on an idle machine), so the 5 s target is
+  met only on an idle machine, if at all; every other stage ≤ 0.4 s.
 """
 
 from __future__ import annotations
