@@ -105,13 +105,15 @@ class MemoryRecord:
     """One memory: ``id``, ``document`` text, ``embedding`` and ``metadata``.
 
     ``embedding`` is a ``(384,) float32`` L2-normalised vector (all-MiniLM-L6-v2) or ``None`` when
-    not yet computed. ``metadata`` is a plain dict (decoded; lists and dicts allowed).
+    not yet computed. ``metadata`` is a plain dict (decoded; lists and dicts allowed), the
+    record's own copy: treat it as read-only (:attr:`content_hash` is computed once).
     """
 
     id: str
     document: str
     embedding: np.ndarray | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    _hash: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -130,8 +132,19 @@ class MemoryRecord:
 
     @property
     def content_hash(self) -> str:
-        """SHA-256 of document + metadata (see :func:`content_hash`); embeddings excluded."""
-        return content_hash(self.document, self.metadata)
+        """SHA-256 of document + metadata (see :func:`content_hash`); embeddings excluded.
+
+        Computed on first use and kept (a record is immutable): the checkpoint, the planner
+        and the snapshot all ask for it, and at 1M records one pass over them costs seconds.
+        """
+        try:
+            h = self._hash
+        except AttributeError:  # a record unpickled from before the cache
+            h = None
+        if h is None:
+            h = content_hash(self.document, self.metadata)
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def with_embedding(self, embedding: np.ndarray) -> MemoryRecord:
         """Copy with ``embedding`` set (``(384,) float32``)."""

@@ -6,6 +6,7 @@ Also the pair predicates the later stages share: :func:`verdict` (memoised
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,8 +15,9 @@ from ..judgment import CONFLICT, SAME, SUPERSEDES, PairVerdict, judge_pair
 from ..plans import Fate, Operation, OpKind
 from ..text import extractive_merge, normalize_text
 from .candidates import candidate_pairs
-from .state import PlanState, short
+from .state import Column, PlanState, short
 from .twins import twin_pairs
+from .vectors import query_pairs
 
 __all__ = [
     "conflicts",
@@ -32,23 +34,56 @@ __all__ = [
 def search_candidates(st: PlanState) -> None:
     """Stage ``candidates``: every pair with cosine ≥ ``min(link_threshold,
     contradiction_threshold)`` into ``st.sim`` (``{(i, j): cosine}``, ``i < j``) — only new ×
-    store pairs in a partial incremental pass (:func:`~.candidates.candidate_pairs`)."""
+    store pairs in a partial incremental pass (:func:`~.candidates.candidate_pairs`; an exact
+    new × store search reads the rows without a normalised copy: :func:`~.vectors.query_pairs`,
+    the same pairs)."""
     policy = st.policy
     need_sim = policy.merge_near or policy.reconcile
     t_cand = min(policy.link_threshold, policy.contradiction_threshold)
     if need_sim and st.n >= 2 and len(st.new_idx):
-        pi, pj, ps = candidate_pairs(
-            st.emb,
-            t_cand,
-            query=st.new_idx if st.partial else None,
-            method=st.candidate_method,
-        )
+        if st.partial and st.candidate_method in ("auto", "exact", "split"):
+            pi, pj, ps = query_pairs(st.emb, t_cand, st.new_idx)
+        else:
+            pi, pj, ps = candidate_pairs(
+                st.emb.matrix(),
+                t_cand,
+                query=st.new_idx if st.partial else None,
+                method=st.candidate_method,
+            )
     else:
         pi = pj = np.empty(0, np.int64)
         ps = np.empty(0, np.float32)
     st.pi, st.pj = pi, pj
     st.sim = {(int(a), int(b)): float(s) for a, b, s in zip(pi, pj, ps, strict=True)}
     st.candidates["similar_pairs"] = len(st.sim)
+
+
+def _same_key(st: PlanState, rows: Sequence[int], keys: Sequence[str | None]) -> list[list[int]]:
+    """Groups (ascending indices, ≥ 2 each) of ``rows`` with the same scope and key.
+
+    Hashed into one int64 array and grouped by a sort (a dict of 1M tuples and lists held
+    ~0.2 GB at 1M memories); rows sharing a hash are then grouped by their actual scope and
+    key, so a hash collision never makes a group."""
+    owners, codes = array("q"), array("q")
+    for i in rows:
+        if keys[i] is not None:
+            owners.append(i)
+            codes.append(hash((st.scopes[i], keys[i])))
+    if len(codes) < 2:
+        return []
+    h = np.frombuffer(codes, dtype=np.int64)
+    order = np.argsort(h, kind="stable")
+    h, own = h[order], np.frombuffer(owners, dtype=np.int64)[order]
+    cut = np.flatnonzero(np.diff(h)) + 1
+    starts, ends = np.concatenate(([0], cut)), np.concatenate((cut, [len(h)]))
+    multi = ends - starts >= 2
+    out: list[list[int]] = []
+    for s0, e0 in zip(starts[multi].tolist(), ends[multi].tolist(), strict=True):
+        groups: dict[tuple[tuple[str, ...], str | None], list[int]] = {}
+        for i in own[s0:e0].tolist():
+            groups.setdefault((st.scopes[i], keys[i]), []).append(i)
+        out.extend(members for members in groups.values() if len(members) >= 2)
+    return out
 
 
 def find_exact(st: PlanState) -> None:
@@ -61,22 +96,22 @@ def find_exact(st: PlanState) -> None:
     is always among the partners; this keeps the pass O(new), not O(store).
     """
     policy, n = st.policy, st.n
+    keyed: Sequence[int]
     if st.partial:
         keyed = sorted(set(st.new_idx.tolist()) | set(st.pi.tolist()) | set(st.pj.tolist()))
     else:
-        keyed = list(range(n))
+        keyed = range(n)
     keys: list[str | None] = [None] * n
     for i in keyed:
-        keys[i] = normalize_text(st.docs[i]) or None  # an empty text is nobody's duplicate
-    by_key: dict[tuple[tuple[str, ...], str], list[int]] = {}
-    for i in keyed:
-        if keys[i] is not None:
-            by_key.setdefault((st.scopes[i], keys[i]), []).append(i)
+        doc = st.docs[i]
+        key = normalize_text(doc)
+        # an empty text is nobody's duplicate; a text that is its own key shares its string
+        keys[i] = (doc if key == doc else key) or None
     exact_edges: list[tuple[int, int]] = []
     exact_pairs = 0
     if policy.merge_exact:
-        for members in by_key.values():
-            if len(members) < 2 or not any(st.is_new[i] for i in members):
+        for members in _same_key(st, keyed, keys):
+            if not any(st.is_new[i] for i in members):
                 continue
             exact_pairs += len(members) * (len(members) - 1) // 2
             for c0 in range(0, len(members), policy.max_group_size):
@@ -272,14 +307,24 @@ def link_groups(st: PlanState) -> None:
     text is never eligible. Sets ``st.eligible``.
     """
     policy, n = st.policy, st.n
-    st.eligible = [
-        not st.protected[i]
-        and not st.removed[i]
-        and i not in st.winners
-        and i not in st.held
-        and bool(st.docs[i].strip())
-        for i in range(n)
-    ]
+    protected, removed, winners, held, docs = (
+        st.protected,
+        list(st.removed),
+        st.winners,
+        st.held,
+        st.docs,
+    )
+    # as of this stage (``removed`` copied: later stages remove more, eligibility stays)
+    st.eligible = Column(
+        n,
+        lambda i: (
+            not protected[i]
+            and not removed[i]
+            and i not in winners
+            and i not in held
+            and bool(docs[i].strip())
+        ),
+    )
     edges: list[tuple[int, float, int, int]] = [(0, -1.0, a, b) for a, b in st.exact_edges]
     if policy.merge_near:
         edges.extend(

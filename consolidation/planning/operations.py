@@ -175,8 +175,8 @@ def promote_operations(st: PlanState) -> None:
     policy, fm, metas, ids = st.policy, st.fm, st.metas, st.ids
     if not policy.promote:
         return
-    for i in range(st.n):
-        if st.removed[i] or not st.is_new[i] or fm.get_tier(metas[i]) == policy.curated_tier:
+    for i in st.new_rows:
+        if st.removed[i] or fm.get_tier(metas[i]) == policy.curated_tier:
             continue
         rules = promotion_rules(metas[i], policy, fm)
         if not rules:

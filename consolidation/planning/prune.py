@@ -30,6 +30,17 @@ def importance_text(st: PlanState, i: int) -> str:
     return f"{v:.2f}" if v >= 0.0 else "not set (neutral 0.5)"
 
 
+def _may_share(st: PlanState, i: int, names: set[str]) -> bool:
+    """Whether memory ``i`` may be in one of the sessions ``names`` (False only when its
+    session value is a plain string not among them, or missing)."""
+    v = st.metas[i].get(st.fm.session)
+    if v is None or v == "":
+        return False
+    if isinstance(v, str) and not v.strip().startswith("["):
+        return v in names
+    return True
+
+
 def prune_decayed(st: PlanState) -> None:
     """Stage ``prune``: PRUNE (rule ``decay``) new memories whose decay score is under
     ``prune_threshold``, ``age_days ≥ prune_min_age_days`` and whose *explicit* importance is
@@ -44,17 +55,21 @@ def prune_decayed(st: PlanState) -> None:
     policy, fm, metas, ids, hashes = st.policy, st.fm, st.metas, st.ids, st.hashes
     if not policy.prune:
         return
-    for i in range(st.n):
-        if not st.is_new[i] or st.protected[i]:
-            continue
+    for i in st.new_rows:
+        # cheapest test first (1M memories): a young or still-important memory is never
+        # pruned, whatever its tier or promotion rules
         created = fm.get_created_at(metas[i])
-        if created is None or promotion_rules(metas[i], policy, fm):
+        if created is None:
             continue
         age_days = max(0.0, (st.now - created).total_seconds() / 86400.0)
-        explicit = fm.get_importance(metas[i], default=-1.0) >= 0.0
+        if age_days < policy.prune_min_age_days:
+            continue
         importance = fm.get_importance(metas[i])
         score = importance * 0.5 ** (age_days / policy.prune_half_life_days)
-        if score < policy.prune_threshold and age_days >= policy.prune_min_age_days:
+        if score < policy.prune_threshold:
+            if st.protected[i] or promotion_rules(metas[i], policy, fm):
+                continue
+            explicit = fm.get_importance(metas[i], default=-1.0) >= 0.0
             if not (explicit and importance < policy.prune_max_importance):
                 if st.layers[i] == {EPISODIC}:
                     st.decayed[i] = (score, age_days)  # pruned later, and only when covered
@@ -98,6 +113,8 @@ def prune_covered(st: PlanState) -> None:
         counts: dict[tuple[str, ...] | str, dict[str, int]] = {}
 
         def count(text: str, sess: Sequence[Any], sign: int) -> None:
+            if not sess:
+                return
             for tok in set(content_tokens(text)):
                 for ss in sess:
                     c = counts.setdefault(ss, {})
@@ -106,11 +123,17 @@ def prune_covered(st: PlanState) -> None:
         def where(k: int) -> list[Any]:  # a session is compared within its scope only
             return [(st.scopes[k], x) for x in sessions[k]]
 
+        # only the sessions of decayed memories are ever read: count nothing else (a store's
+        # other memories are skipped on their raw session value, unparsed)
+        need = {ss for i in st.decayed for ss in where(i)}
+        names = {x for _, x in need}
         for i in range(st.n):
-            if not st.removed[i] and i not in units.of:
-                count(docs[i], where(i), 1)
+            if st.removed[i] or i in units.of or not _may_share(st, i, names):
+                continue
+            count(docs[i], [ss for ss in where(i) if ss in need], 1)
         for u in units.live():
-            count(units.text[u], sorted({x for k in units.members[u] for x in where(k)}), 1)
+            sess = {x for k in units.members[u] for x in where(k)}
+            count(units.text[u], sorted(sess & need), 1)
         need = max(policy.prune_coverage, MIN_COVERAGE)
         for i in sorted(st.decayed, key=lambda i: (len(docs[i]), st.ids[i])):
             if st.removed[i] or i in units.of or not st.eligible[i] or not sessions[i]:

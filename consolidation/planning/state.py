@@ -3,25 +3,47 @@
 Indices (``int``) are positions in the id-sorted snapshot; every per-memory list has length
 ``n``. Stages (see :mod:`consolidation.planning.engine` for their order) fill the fields below
 in turn; none of them touches a store, the network or the wall clock (I-8).
+
+Memory at 1M memories (issue 12): the planner adds the lists of ids, texts, metadata, fates
+and flags (8 bytes a memory each, plus the fates dict), the norms (4 bytes) and the lazy
+columns of the memories a stage reads; the embeddings stay the caller's matrix when its rows
+are settled unit rows (:mod:`.vectors`), else one normalised copy (1.5 GB at 1M × 384).
+Texts that are their own normalised key share their string.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from operator import attrgetter
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 from ..plans import Fate, Operation
 from ..policy import Policy
 from ..records import FieldMap, MemoryRecord
-from .candidates import normalize_rows
+from .vectors import UnitRows
 
-__all__ = ["EPISODIC", "SEMANTIC", "SUMMARY", "PlanState", "Timer", "Units", "prepare", "short"]
+__all__ = [
+    "EPISODIC",
+    "SEMANTIC",
+    "SUMMARY",
+    "Column",
+    "PlanState",
+    "Timer",
+    "Units",
+    "prepare",
+    "shared_tuple",
+    "short",
+]
+
+T = TypeVar("T")
+_UNSET: Any = object()
 
 EPISODIC, SEMANTIC, SUMMARY = "episodic", "semantic", "summary"
 """``layer`` values (FieldMap ``layer`` key): dialog turns/events, facts, session summaries."""
@@ -52,6 +74,36 @@ class Timer:
         t = time.perf_counter()
         self.timings[name] = round(t - self._t, 6)
         self._t = t
+
+
+class Column(Sequence[T]):
+    """A per-memory column computed on first use: ``col[i]`` is ``compute(i)``, computed once.
+
+    A stage reads the columns (tier, layer, scope, sessions …) of the memories it looks at
+    only: an incremental pass reads those of its new memories and the few they meet, not the
+    whole store's (one pass over 1M metadata dicts costs seconds). Iterating computes all.
+    """
+
+    __slots__ = ("_compute", "_values")
+
+    def __init__(self, n: int, compute: Callable[[int], T]) -> None:
+        self._values: list[Any] = [_UNSET] * n
+        self._compute = compute
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self._values)))]
+        v = self._values[i]
+        if v is _UNSET:
+            v = self._values[i] = self._compute(i)
+        return v
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 class Units:
@@ -100,13 +152,16 @@ class PlanState:
     """Everything the planning stages share.
 
     Inputs (set by :func:`prepare`): ``policy``, ``fm``, ``now``, ``candidate_method``, the
-    snapshot columns ``ids``/``docs``/``metas``/``hashes``/``scopes``, ``emb``
-    (``(n, 384) float32``, L2-normalised rows), ``protected`` (pinned or curated),
+    snapshot columns ``ids``/``docs``/``metas``/``hashes``/``scopes``/``layers``, ``emb``
+    (:class:`~.vectors.UnitRows`: ``emb[i]`` is the L2-normalised ``(384,) float32`` row,
+    ``emb.matrix()`` the ``(n, 384)`` matrix), ``protected`` (pinned or curated),
     ``is_new`` / ``new_idx`` (not in the checkpoint), ``incremental`` (a checkpoint was given)
     and ``partial`` (only some records are new: only new × store pairs are searched).
     Outputs: ``fates``, ``removed`` and the operation lists (``ops_conflict``: contradictions
     for a reviewer); telemetry in ``candidates`` and ``contra_stats``. The rest is working
-    state of the stages that fill it (similarities, keys, groups, units).
+    state of the stages that fill it (similarities, keys, groups, units). Columns derived
+    from metadata are :class:`Column` (lazy); ``ids``, ``docs``, ``metas``, ``is_new`` and
+    ``removed`` are lists.
     """
 
     policy: Policy
@@ -116,9 +171,9 @@ class PlanState:
     ids: list[str]
     docs: list[str]
     metas: list[Mapping[str, Any]]
-    hashes: list[str]
-    emb: np.ndarray
-    protected: list[bool]
+    hashes: Sequence[str]
+    emb: UnitRows
+    protected: Sequence[bool]
     is_new: list[bool]
     new_idx: np.ndarray
     incremental: bool
@@ -126,13 +181,13 @@ class PlanState:
     timer: Timer
     fates: dict[str, Fate]
     removed: list[bool]
-    layers: list[frozenset[str]]
+    layers: Sequence[frozenset[str]]
     ops_reconcile: list[Operation] = field(default_factory=list)
     ops_merge: list[Operation] = field(default_factory=list)
     ops_promote: list[Operation] = field(default_factory=list)
     ops_prune: list[Operation] = field(default_factory=list)
     ops_conflict: list[Operation] = field(default_factory=list)
-    scopes: list[tuple[str, ...]] = field(default_factory=list)
+    scopes: Sequence[tuple[str, ...]] = field(default_factory=list)
     """:meth:`FieldMap.scope_key` of each memory: memories of different scopes are never
     compared (no merge, reconcile, fold or window across them)."""
     held: set[int] = field(default_factory=set)
@@ -156,19 +211,38 @@ class PlanState:
     exact_edges: list[tuple[int, int]] = field(default_factory=list)
     contra: dict[tuple[int, int], Any] = field(default_factory=dict)
     winners: set[int] = field(default_factory=set)
-    eligible: list[bool] = field(default_factory=list)
+    eligible: Sequence[bool] = field(default_factory=list)
     group_of: dict[int, list[int]] = field(default_factory=dict)
     merged_text: dict[int, str] = field(default_factory=dict)
     units: Units = field(default_factory=lambda: Units(0))
-    speakers: list[list[str]] = field(default_factory=list)
-    labels: list[str | None] = field(default_factory=list)
-    sessions: list[tuple[str, ...]] = field(default_factory=list)
-    order: list[tuple[Any, ...]] = field(default_factory=list)
+    speakers: Sequence[list[str]] = field(default_factory=list)
+    labels: Sequence[str | None] = field(default_factory=list)
+    sessions: Sequence[tuple[str, ...]] = field(default_factory=list)
+    order: Sequence[tuple[Any, ...]] = field(default_factory=list)
 
     @property
     def n(self) -> int:
         """Number of memories in the snapshot."""
         return len(self.ids)
+
+    @property
+    def new_rows(self) -> Sequence[int]:
+        """Indices of the new memories, ascending: the only ones a stage prunes, promotes,
+        folds or windows (all of them unless the pass is partial)."""
+        return self.new_idx.tolist() if self.partial else range(self.n)
+
+
+@lru_cache(maxsize=1024)
+def _layer_set(values: tuple[str, ...]) -> frozenset[str]:
+    """One frozenset object per distinct layer list (an empty frozenset is 216 bytes, not a
+    singleton: 0.2 GB at 1M memories without a layer)."""
+    return frozenset(values)
+
+
+@lru_cache(maxsize=4096)
+def shared_tuple(value: tuple[str, ...]) -> tuple[str, ...]:
+    """One object per distinct tuple (scopes, sessions: most memories of a store share a few)."""
+    return value
 
 
 def prepare(
@@ -180,37 +254,37 @@ def prepare(
     checkpoint: Mapping[str, str] | None,
     candidate_method: str,
 ) -> PlanState:
-    """Stage ``prepare``: validate, sort by id (input order never matters), normalise embeddings.
+    """Stage ``prepare``: validate, sort by id (input order never matters), embeddings as
+    :class:`~.vectors.UnitRows` (norms only; no normalised copy yet).
 
     ``now`` must be aware (the caller makes a naive one UTC). Raises ``ValueError`` for a
-    duplicate id or a record without an embedding (naming the id).
+    duplicate id or a record without an embedding (naming the id). Per-record work is what
+    every later stage needs: ids, texts, metadata, the embeddings' norms and, for a checkpoint,
+    each content hash (cached on the record); the other columns are lazy (:class:`Column`).
     """
     timer = Timer()
-    recs = sorted(records, key=lambda r: r.id)
+    recs = sorted(records, key=attrgetter("id"))
     n = len(recs)
-    for a, b in zip(recs, recs[1:], strict=False):
-        if a.id == b.id:
-            raise ValueError(f"duplicate memory id {a.id!r}")
-    for r in recs:
-        if r.embedding is None:
-            raise ValueError(f"memory {r.id!r} has no embedding; embed it before planning")
     ids = [r.id for r in recs]
+    for a, b in zip(ids, ids[1:], strict=False):
+        if a == b:
+            raise ValueError(f"duplicate memory id {a!r}")
+    embs = [r.embedding for r in recs]
+    missing = next((i for i, e in enumerate(embs) if e is None), None)
+    if missing is not None:
+        r = recs[missing]
+        raise ValueError(f"memory {r.id!r} has no embedding; embed it before planning")
     metas = [r.metadata for r in recs]
-    hashes = [r.content_hash for r in recs]
-    emb = (
-        normalize_rows(
-            np.stack([r.embedding for r in recs]).astype(np.float32, copy=False), copy=False
-        )
-        if n
-        else np.zeros((0, 384), np.float32)
-    )
-    protected = [fm.is_pinned(m) or fm.get_tier(m) == policy.curated_tier for m in metas]
+    hashes: Sequence[str]
     if checkpoint is None:
         is_new = [True] * n
+        hashes = Column(n, lambda i: recs[i].content_hash)
     else:
+        hashes = [r.content_hash for r in recs]
         is_new = [checkpoint.get(i) != h for i, h in zip(ids, hashes, strict=True)]
-    new_idx = np.array([i for i in range(n) if is_new[i]], dtype=np.int64)
+    new_idx = np.flatnonzero(np.array(is_new, dtype=bool)).astype(np.int64)
     incremental = checkpoint is not None
+    curated = policy.curated_tier
     return PlanState(
         policy=policy,
         fm=fm,
@@ -220,8 +294,8 @@ def prepare(
         docs=[r.document for r in recs],
         metas=metas,
         hashes=hashes,
-        emb=emb,
-        protected=protected,
+        emb=UnitRows(embs),
+        protected=Column(n, lambda i: fm.is_pinned(metas[i]) or fm.get_tier(metas[i]) == curated),
         is_new=is_new,
         new_idx=new_idx,
         incremental=incremental,
@@ -230,6 +304,6 @@ def prepare(
         timer=timer,
         fates=dict.fromkeys(ids, Fate.KEPT),
         removed=[False] * n,
-        layers=[frozenset(fm.get_list(m, fm.layer)) for m in metas],
-        scopes=[fm.scope_key(m) for m in metas],
+        layers=Column(n, lambda i: _layer_set(tuple(fm.get_list(metas[i], fm.layer)))),
+        scopes=Column(n, lambda i: shared_tuple(fm.scope_key(metas[i]))),
     )

@@ -14,7 +14,7 @@ from typing import Any
 from ..text import content_tokens, labelled_fragment, novel_sentences
 from .grouping import conflicts
 from .operations import promotion_rules
-from .state import EPISODIC, SEMANTIC, SUMMARY, PlanState, natural
+from .state import EPISODIC, SEMANTIC, SUMMARY, Column, PlanState, natural, shared_tuple
 
 __all__ = ["fold_evidence", "semantic_windows", "session_windows", "start_units"]
 
@@ -47,18 +47,20 @@ def start_units(st: PlanState) -> None:
     """One unit per group of :func:`~.grouping.link_groups`, plus the per-memory speakers,
     single-speaker labels, sessions and chronological order (session, created_at, natural id)
     the window stages use."""
-    fm, metas, n = st.fm, st.metas, st.n
-    for i in range(n):
-        group = st.group_of.get(i)
-        if group is not None and group[0] == i:
+    fm, metas, ids, n = st.fm, st.metas, st.ids, st.n
+    for i in sorted(st.group_of):
+        group = st.group_of[i]
+        if group[0] == i:
             st.units.add(list(group), st.merged_text[i], None)
-    st.speakers = [fm.get_list(m, fm.speaker) for m in metas]
-    st.labels = [sp[0] if len(sp) == 1 else None for sp in st.speakers]
-    st.sessions = [tuple(sorted(set(fm.get_sessions(m)))) for m in metas]
+    speakers = st.speakers = Column(n, lambda i: fm.get_list(metas[i], fm.speaker))
+    st.labels = Column(n, lambda i: sp[0] if len(sp := speakers[i]) == 1 else None)
+    sessions = st.sessions = Column(
+        n, lambda i: shared_tuple(tuple(sorted(set(fm.get_sessions(metas[i])))))
+    )
     epoch = datetime.min.replace(tzinfo=UTC)
-    st.order = [
-        (st.sessions[i], fm.get_created_at(metas[i]) or epoch, natural(st.ids[i])) for i in range(n)
-    ]
+    st.order = Column(
+        n, lambda i: (sessions[i], fm.get_created_at(metas[i]) or epoch, natural(ids[i]))
+    )
 
 
 def fold_evidence(st: PlanState) -> None:
@@ -68,13 +70,18 @@ def fold_evidence(st: PlanState) -> None:
     policy, fm, metas, docs, units, emb = st.policy, st.fm, st.metas, st.docs, st.units, st.emb
     if not policy.fold_evidence:
         return
+    free = sorted((i for i in st.new_rows if episodic(st, i)), key=st.order.__getitem__)
+    wanted = {x for e in free for x in fm.get_list(metas[e], fm.evidence)}
     cited_by: dict[str, list[int]] = {}
-    for t in range(st.n):
-        if semantic(st, t):
-            for e in set(fm.get_list(metas[t], fm.evidence)):
+    for t in range(st.n) if wanted else ():
+        v = metas[t].get(fm.evidence)
+        if v is None or v == "" or not semantic(st, t):
+            continue  # no evidence: cites nothing (the cheap test first: 1M memories)
+        for e in set(fm.get_list(metas[t], fm.evidence)):
+            if e in wanted:
                 cited_by.setdefault(e, []).append(t)
     folds = 0
-    for e in sorted((i for i in range(st.n) if episodic(st, i)), key=st.order.__getitem__):
+    for e in free:
         ev = set(fm.get_list(metas[e], fm.evidence))
         if not ev:
             continue
@@ -121,7 +128,7 @@ def session_windows(st: PlanState) -> None:
 
     pool = [
         i
-        for i in range(st.n)
+        for i in st.new_rows
         if episodic(st, i) and not promotion_rules(st.metas[i], policy, st.fm)
     ]
     for i in sorted(pool, key=st.order.__getitem__):
@@ -163,9 +170,7 @@ def semantic_windows(st: PlanState) -> None:
         ):
             items.append((members[0], members, units.text[u]))
     items += [
-        (i, [i], st.docs[i].strip())
-        for i in range(st.n)
-        if semantic(st, i) and i not in units.of and (not st.partial or st.is_new[i])
+        (i, [i], st.docs[i].strip()) for i in st.new_rows if semantic(st, i) and i not in units.of
     ]
 
     def skey(head: int) -> tuple[Any, ...]:

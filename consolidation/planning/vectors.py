@@ -1,0 +1,206 @@
+"""The planner's embeddings: unit rows without a second ``(n, 384)`` matrix, and the exact
+new × store search an incremental pass runs over them.
+
+:class:`UnitRows` reads the records' own ``(384,) float32`` vectors (never written) and each
+row's L2 norm, computed exactly as :func:`~.candidates.normalize_rows` does; a row read
+through it is ``vector / norm``, the very float32 values the normalised matrix would hold (the
+same IEEE division), so every similarity is bit for bit what a normalised copy gives (I-8).
+A full search needs the matrix itself (:meth:`UnitRows.matrix`): the caller's own matrix when
+the vectors are its rows in id order and normalising leaves them unchanged (settled unit
+rows), else a normalised copy, as before. An incremental search (:func:`query_pairs`) streams
+the store through one block buffer and never builds it.
+
+Why: at 1M memories one ``(n, 384) float32`` matrix is 1.5 GB; the records' vectors, the
+planner's normalised copy and the candidate index would not fit 4 GB together (issue 12),
+and copying 1M vectors (page faults included) was most of an incremental pass's ``prepare``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["CHUNK", "UnitRows", "query_pairs"]
+
+CHUNK = 16384
+"""Rows per step of the norm, copy and check passes: 24 MB of float32 temporaries at d = 384."""
+
+_MARGIN = 1e-3
+"""Slack of the prefilter (float32 rounding of a 384-term dot product is ~1e-6); every pair
+that passes is recomputed exactly and compared with the threshold itself."""
+
+
+def _one_matrix(embs: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The ``(n, d)`` block of one C-contiguous float32 matrix whose rows ``embs`` are, in
+    order (how a caller that embeds a batch at once hands them over), else ``None``."""
+    base = embs[0].base
+    if not (
+        isinstance(base, np.ndarray)
+        and base.dtype == np.float32
+        and base.ndim == 2
+        and base.flags.c_contiguous
+        and base.shape[1] == embs[0].shape[0]
+        and all(e.base is base for e in embs)
+    ):
+        return None
+    row = base.strides[0]
+    start = base.__array_interface__["data"][0]
+    first, rem = divmod(embs[0].__array_interface__["data"][0] - start, row)
+    if rem or first + len(embs) > base.shape[0]:
+        return None
+    expect = start + first * row
+    for e in embs:
+        if e.__array_interface__["data"][0] != expect or not e.flags.c_contiguous:
+            return None
+        expect += row
+    return base[first : first + len(embs)]
+
+
+def _norms(raw: np.ndarray) -> np.ndarray:
+    """``(k,) float32`` L2 norms of ``raw``'s rows as :func:`~.candidates.normalize_rows`
+    computes them (zero → 1); each row's sum is independent of the rows beside it (same bits
+    whether computed for one row, a block or the whole matrix)."""
+    out = np.linalg.norm(raw, axis=1)
+    out[out == 0] = 1.0
+    return out.astype(np.float32, copy=False)
+
+
+class UnitRows:
+    """L2-normalised embedding rows read as ``rows[i]`` (``(d,)``) or ``rows[list]`` (``(k, d)``).
+
+    Built from the records' ``(d,) float32`` vectors, which are never written. Norms are
+    computed when a row is first read or a block streamed (:meth:`block`), so an incremental
+    pass copies no vector for good; :meth:`matrix` builds the ``(n, d)`` normalised matrix a
+    full search needs (the caller's own matrix when its rows are settled unit rows).
+    """
+
+    def __init__(self, embs: Sequence[np.ndarray], dim: int = 384) -> None:
+        self._embs = list(embs)
+        self.shape = (len(self._embs), self._embs[0].shape[0] if self._embs else dim)
+        self.norms = np.full(len(self._embs), np.nan, np.float32)
+        self._unit: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _norm(self, i: int) -> np.float32:
+        v = self.norms[i]
+        if v != v:  # NaN: not computed yet
+            v = self.norms[i] = _norms(self._embs[i][None, :])[0]
+        return v
+
+    def __getitem__(self, idx: int | Sequence[int] | np.ndarray) -> np.ndarray:
+        if self._unit is not None:
+            return self._unit[idx]
+        if isinstance(idx, int | np.integer):
+            return self._embs[idx] / self._norm(int(idx))
+        idx = np.asarray(idx, dtype=np.int64)
+        norms = np.array([self._norm(k) for k in idx.tolist()], np.float32)
+        if not len(idx):
+            return np.empty((0, self.shape[1]), np.float32)
+        return np.stack([self._embs[k] for k in idx.tolist()]) / norms[:, None]
+
+    def block(self, start: int, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``start : start + len(out)`` (fewer at the end) as ``(raw, norms)``: the
+        vectors copied into ``out`` and their norms (recorded). Read from the normalised
+        matrix instead (norms 1) once :meth:`matrix` has built it."""
+        stop = min(start + len(out), self.shape[0])
+        if self._unit is not None:
+            return self._unit[start:stop], np.ones(stop - start, np.float32)
+        raw = out[: stop - start]
+        np.stack(self._embs[start:stop], out=raw)
+        self.norms[start:stop] = norms = _norms(raw)
+        return raw, norms
+
+    def _unchanged(self, raw: np.ndarray) -> bool:
+        """Whether normalising leaves every row of ``raw`` as it is (settled unit rows)."""
+        for s in range(0, len(raw), CHUNK):
+            block = raw[s : s + CHUNK]
+            if not np.array_equal(block / self.norms[s : s + CHUNK, None], block):
+                return False
+        return True
+
+    def matrix(self) -> np.ndarray:
+        """The ``(n, d) float32`` normalised matrix (read-only): the caller's own rows when
+        they are one matrix's rows in order and normalising changes none of them, else a
+        normalised copy (made a chunk at a time: no temporaries of the whole size)."""
+        if self._unit is None:
+            shared = _one_matrix(self._embs) if self._embs else None
+            if shared is not None:
+                for s in range(0, len(shared), CHUNK):
+                    self.norms[s : s + CHUNK] = _norms(shared[s : s + CHUNK])
+                if self._unchanged(shared):
+                    unit = shared.view()
+                    unit.flags.writeable = False
+                    self._unit = unit
+                    return unit
+            unit = np.empty(self.shape, np.float32)
+            for s in range(0, len(unit), CHUNK):
+                part = unit[s : s + CHUNK]
+                if shared is None:
+                    np.stack(self._embs[s : s + CHUNK], out=part)
+                else:
+                    part[:] = shared[s : s + CHUNK]
+                self.norms[s : s + CHUNK] = _norms(part)
+                part /= self.norms[s : s + CHUNK, None]
+            unit.flags.writeable = False
+            self._unit = unit
+        return self._unit
+
+
+def query_pairs(
+    rows: UnitRows, threshold: float, query: np.ndarray, *, block: int = 4096
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs ``(i, j)``, ``i < j``, with an end in ``query`` and cosine ≥ ``threshold``: exactly
+    the pairs and similarities of :func:`~.candidates.candidate_pairs` with ``query`` (every
+    pair found, each similarity recomputed with ``einsum`` from the normalised rows), without
+    the normalised ``(n, d)`` matrix.
+
+    Store rows are read raw and each tile is compared with ``(threshold − margin) × norm``; the
+    first half of the dimensions is multiplied first, and a tile whose bound (Cauchy–Schwarz:
+    ``x·y ≤ x₁·y₁ + ‖x₂‖‖y₂‖``) leaves few candidates skips the second half — an O(q × n)
+    product at half the cost. Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32``,
+    sorted by ``(i, j)``.
+    """
+    n, d = rows.shape
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+    qrows = np.unique(np.asarray(query, dtype=np.int64))
+    if n < 2 or not len(qrows):
+        return empty
+    k = d // 2
+    qv = rows[qrows]
+    q1 = np.ascontiguousarray(qv[:, :k])
+    q2 = np.ascontiguousarray(qv[:, k:])
+    q2max = float(np.linalg.norm(q2, axis=1).max())
+    los: list[np.ndarray] = []
+    his: list[np.ndarray] = []
+    buf = np.empty((min(block, n), d), np.float32)
+    for b0 in range(0, n, block):
+        raw, norms = rows.block(b0, buf)
+        floor = (threshold - _MARGIN) * norms
+        tile = q1 @ raw[:, :k].T
+        bound = floor - q2max * np.linalg.norm(raw[:, k:], axis=1)
+        hit = tile >= bound
+        if np.count_nonzero(hit) > 4 * len(qrows):  # a weak bound here: finish the product
+            tile += q2 @ raw[:, k:].T
+            hit = tile >= floor
+        flat = np.flatnonzero(hit)  # few hits: faster than a 2-D nonzero
+        if len(flat):
+            r, c = np.divmod(flat, hit.shape[1])
+            los.append(qrows[r])
+            his.append(b0 + c)
+    if not los:
+        return empty
+    a, b = np.concatenate(los), np.concatenate(his)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keep = lo != hi
+    code = np.unique(lo[keep] * n + hi[keep])
+    lo, hi = code // n, code % n
+    sims = np.empty(len(lo), np.float32)
+    for s in range(0, len(lo), 65536):
+        sims[s : s + 65536] = np.einsum(
+            "ij,ij->i", rows[lo[s : s + 65536]], rows[hi[s : s + 65536]]
+        )
+    ok = sims >= threshold
+    return lo[ok], hi[ok], sims[ok]
