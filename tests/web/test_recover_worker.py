@@ -225,3 +225,28 @@ def test_the_worker_resumes_an_apply_cut_short_by_a_store_outage_by_itself(
     assert real_get_store(agent).count() == 16
     assert run.events.filter(verb="apply_interrupted").count() == 1
     services.pass_request(agent=agent, trigger="schedule", actor="schedule")  # not refused
+
+
+def test_a_pid_reused_by_a_newer_process_does_not_keep_a_dead_workers_lease(
+    agent_with_memories, settings, django_capture_on_commit_callbacks
+):
+    """In a container a restarted worker often gets the dead one's pid: a lease taken before
+    that process started is not its lease."""
+    import os
+
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 10 * 86400}
+    agent = agent_with_memories(DUPES)
+    me = f"{socket.gethostname()}:{os.getpid()}"  # alive, but started after the lease below
+    run = left_running(agent, owner=me, expires_in=timedelta(days=1))  # taken 9 days ago
+    with django_capture_on_commit_callbacks(execute=True):
+        services.passes_recover()
+    assert Pass.objects.get(pk=run.pk).status == "proposed"
+
+    run = services.pass_request(agent=agent, trigger="operator")
+    Pass.objects.filter(pk=run.pk).update(
+        status="running",
+        lease_owner=me,
+        lease_expires_at=timezone.now() + timedelta(days=10),  # taken just now: ours
+    )
+    services.passes_recover()
+    assert Pass.objects.get(pk=run.pk).status == "running"

@@ -39,14 +39,22 @@ def lease_seconds() -> float:
     return float(settings.Q_CLUSTER.get("timeout") or 1800)
 
 
-def _holder_dead(owner: str) -> bool:
-    """True when ``owner`` ("host:pid") is a process on this host that no longer runs."""
+def _holder_dead(owner: str, since: datetime | None = None) -> bool:
+    """True when ``owner`` ("host:pid") is a process on this host that no longer runs — or
+    whose pid now belongs to a process started after ``since`` (when the work was taken): pids
+    are reused, soon in a container where a restarted worker gets the same small pids."""
     import psutil
 
     host, _, pid = owner.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return False
-    return not psutil.pid_exists(int(pid))
+    try:
+        started = psutil.Process(int(pid)).create_time()
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:  # exists, but not ours to inspect: assume it is the holder
+        return False
+    return since is not None and started > since.timestamp() + 1.0  # 1 s: clock granularity
 
 
 def holder_gone(owner: str, expires_at: datetime | None, *, now: datetime | None = None) -> bool:
@@ -55,7 +63,8 @@ def holder_gone(owner: str, expires_at: datetime | None, *, now: datetime | None
     timeout has passed, so django-q2 has killed the task). False for ``owner == ""``."""
     if not owner:
         return False
-    if _holder_dead(owner):
+    taken = expires_at - timedelta(seconds=lease_seconds()) if expires_at else None
+    if _holder_dead(owner, taken):
         return True
     return expires_at is not None and expires_at < (now or timezone.now())
 
@@ -78,8 +87,11 @@ def lease_acquire(run: Pass | int, *, now: datetime | None = None) -> bool:
     )
     if Pass.objects.filter(free, pk=pk).update(lease_owner=me, lease_expires_at=until):
         return True
-    owner = Pass.objects.filter(pk=pk).values_list("lease_owner", flat=True).first()
-    if owner and _holder_dead(owner):
+    owner, expires = Pass.objects.filter(pk=pk).values_list(
+        "lease_owner", "lease_expires_at"
+    ).first() or ("", None)
+    taken = expires - timedelta(seconds=lease_seconds()) if expires else None
+    if owner and _holder_dead(owner, taken):
         return bool(
             Pass.objects.filter(pk=pk, lease_owner=owner).update(
                 lease_owner=me, lease_expires_at=until
