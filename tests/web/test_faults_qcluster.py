@@ -10,6 +10,9 @@ the end the census holds: every original is live with its content or archived wh
 is duplicated, and the pass ends ``applied`` — then the same for rollback, ending ``rolled_back``
 with the store back to its original content.
 
+Also: a worker whose start-up recovery resumed an apply still imports an upload afterwards (its
+forked task processes once hung in the embedder's copied thread pool).
+
 One Chroma server and one SQLite database per module; each failpoint uses its own agent.
 """
 
@@ -321,3 +324,60 @@ def crash_until_done(
         assert c["status"] in ("applying", "rolling_back"), c["status"]
     assert run_worker(stack, pk, None, f"{slug}-{what}-final") == "done"
     return crashes
+
+
+IMPORT = """
+import json
+from django.core.files.uploadedfile import SimpleUploadedFile
+from memoryadmin.console.import_jobs import import_job_create
+from memoryadmin.console.models import Agent
+lines = [json.dumps(dict(id=f"new-{{i}}", document=f"imported note {{i}}: " + "the user asked "
+                         "about the weather " * (1 + i % 7))) for i in range(200)]
+upload = SimpleUploadedFile("new.jsonl", ("\\n".join(lines) + "\\n").encode())
+print(import_job_create(agent=Agent.objects.get(slug="{slug}"), upload=upload,
+                        skip_invalid=False, user=None).pk)
+"""
+
+
+def test_a_worker_that_resumed_an_apply_at_start_still_runs_tasks_that_embed(stack):
+    """The fresh-user deadlock: the worker's start-up recovery resumed an apply (using the
+    embedder in the main process), then django-q2 forked its task processes; an upload they
+    imported (embedding 200 texts) hung forever at 0 % CPU. Now it is imported."""
+    slug = "forkres"
+    pk = json.loads(shell(stack["env"], SEED.format(slug=slug)).strip().splitlines()[-1])["pk"]
+    assert run_worker(stack, pk, "apply:archived", f"{slug}-crash") == "crashed"
+    log_path = stack["logs"] / f"{slug}-restart.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        ["sh", "-c", worker_line()],
+        cwd=ROOT,
+        env=stack["env"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 150
+        while "worker ready" not in log_path.read_text(errors="replace"):
+            assert time.monotonic() < deadline and proc.poll() is None, log_path.read_text()
+            time.sleep(0.3)
+        assert "recovered 1 pass" in log_path.read_text(errors="replace")
+        assert rows(stack["db"], "select status from console_pass where id=?", pk) == [("applied",)]
+        job = int(shell(stack["env"], IMPORT.format(slug=slug)).split()[-1])
+        deadline = time.monotonic() + 120
+        while True:
+            [(status, message)] = rows(
+                stack["db"], "select status, message from console_importjob where id=?", job
+            )
+            if status in ("done", "failed", "refused"):
+                break
+            assert time.monotonic() < deadline, (
+                f"import #{job} stuck {status}: the forked task process hung\n"
+                + log_path.read_text(errors="replace")[-3000:]
+            )
+            time.sleep(0.3)
+        assert status == "done", message
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=20)
+        log.close()
