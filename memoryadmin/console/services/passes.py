@@ -37,6 +37,7 @@ from .journal import (
     actor_name,
     audit,
     enqueue,
+    failpoint,
     jsonable,
     run_actor,
     set_progress,
@@ -362,6 +363,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
 
 def _plan_and_store(run: Pass, agent: Agent, policy: Policy, actor: str, now: datetime) -> Pass:
     """The body of :func:`pass_run` once the pass is ``running``: never raises."""
+    failpoint("plan:started")
     try:
         planned = pass_plan(
             agent=agent,
