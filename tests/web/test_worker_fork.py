@@ -62,13 +62,13 @@ def test_it_uses_the_vector_cache_in_a_child_forked_while_the_store_lock_was_hel
                 ["parent text", "child text"],
                 lambda texts: np.full((len(texts), 4), 2.0, dtype=np.float32),
             )
-            return f"{got[:, 0].tolist()} {stores.get_client() is not None}"
+            return str(got[:, 0].tolist())
 
         answer = _in_child(child)
     finally:
         release.set()
         holder.join()
-    assert answer == "[1.0, 2.0] True"
+    assert answer == "[1.0, 2.0]"
     # The child's entry is in the shared file: the parent reads it without computing.
     again = cache.embed(["child text"], lambda texts: 1 / 0)
     assert again[0, 0] == 2.0
