@@ -30,9 +30,11 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .forking import forget_after_fork
 from .onnx_graph import (
     DEFAULT_MODEL_DIR,
     GRAPH_VERSION,
@@ -45,6 +47,9 @@ from .onnx_graph import (
     resolve_model_dir,
     source_model_dir,
 )
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 __all__ = [
     "DEFAULT_MODEL_DIR",
@@ -103,7 +108,9 @@ class OnnxMiniLMEmbedder:
         ValueError: a setting is not a positive int.
 
     Thread-safe: one instance may be shared (onnxruntime sessions and tokenizers support
-    concurrent calls).
+    concurrent calls). Fork-safe: a child process forked after the instance was used rebuilds
+    its thread pool and onnxruntime session on first use (:mod:`.forking`; the pool copied from
+    the parent has no threads, so embedding with it waited forever).
     """
 
     dim: int = EMBEDDING_DIM
@@ -124,7 +131,6 @@ class OnnxMiniLMEmbedder:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.model_dir = resolve_model_dir(model_dir)
@@ -140,6 +146,15 @@ class OnnxMiniLMEmbedder:
         tokenizer.no_padding()
         self._tokenizer = tokenizer
 
+        self._onnx_path = onnx_path
+        self._session: ort.InferenceSession | None = self._new_session()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        forget_after_fork(self)
+
+    def _new_session(self) -> ort.InferenceSession:
+        import onnxruntime as ort
+
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # Parallelism is across batches (see embed); per-op threading measured slower here.
@@ -147,10 +162,16 @@ class OnnxMiniLMEmbedder:
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"]
+        return ort.InferenceSession(
+            str(self._onnx_path), sess_options=so, providers=["CPUExecutionProvider"]
         )
-        self._pool: ThreadPoolExecutor | None = None
+
+    def _after_fork_in_child(self) -> None:
+        # Only the forking thread survives fork(): the pool's workers are gone (and a lock held
+        # by one of them stays held), and onnxruntime does not support using a session across
+        # fork. Drop both without closing them; they are rebuilt on first use.
+        self._pool = None
+        self._session = None
         self._pool_lock = threading.Lock()
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
@@ -168,6 +189,7 @@ class OnnxMiniLMEmbedder:
         if not texts:
             return out
         ids = [enc.ids for enc in self._tokenizer.encode_batch(texts)]
+        session = self._get_session()
         lengths = np.fromiter((len(t) for t in ids), dtype=np.int64, count=len(ids))
         # Longest first; stable, so equal-length texts keep their order (deterministic output).
         order = np.argsort(-lengths, kind="stable")
@@ -188,7 +210,7 @@ class OnnxMiniLMEmbedder:
                 n = int(lengths[j])
                 input_ids[row, :n] = ids[j]
                 mask[row, :n] = 1
-            (hidden,) = self._session.run(
+            (hidden,) = session.run(
                 ["last_hidden_state"],
                 {
                     "input_ids": input_ids,
@@ -205,6 +227,12 @@ class OnnxMiniLMEmbedder:
             # onnxruntime releases the GIL in run(): batches proceed in parallel.
             list(self._executor().map(run, batches))
         return out
+
+    def _get_session(self) -> ort.InferenceSession:
+        with self._pool_lock:
+            if self._session is None:
+                self._session = self._new_session()
+            return self._session
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._pool_lock:
@@ -236,6 +264,15 @@ def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 _default: OnnxMiniLMEmbedder | None = None
 _default_lock = threading.Lock()
+
+
+def _reset_default_lock() -> None:
+    global _default_lock
+    _default_lock = threading.Lock()  # another parent thread may have held it during fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_default_lock)
 
 
 def get_default_embedder() -> OnnxMiniLMEmbedder:

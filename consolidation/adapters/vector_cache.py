@@ -24,12 +24,15 @@ only matters for rolling back passes applied before the deletion). Default locat
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from .forking import forget_after_fork
 
 __all__ = ["VectorCache", "text_key"]
 
@@ -52,6 +55,10 @@ _CHUNK = 500  # SQLite's default limit on host parameters is 999
 class VectorCache:
     """Vectors by text hash in one SQLite file (module docstring). Thread- and process-safe.
 
+    Fork-safe: a child process forked after the cache was opened opens its own connection to
+    the file on first use (SQLite forbids carrying a connection across ``fork()``); the
+    parent's connection is left untouched in the child, never closed there.
+
     Args:
         path: the SQLite file (its directory is created); ``":memory:"`` for a private cache.
         model_tag: names the embedding model of the ``ours`` table, so a model change never
@@ -64,16 +71,35 @@ class VectorCache:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.model_tag = model_tag
         self._lock = threading.Lock()
+        self._inherited: list[sqlite3.Connection] = []
+        self._connect()
+        forget_after_fork(self)
+
+    def _connect(self) -> None:
         self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
         with self._lock, self._db:
             if self.path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
+        self._pid = os.getpid()
+
+    def _after_fork_in_child(self) -> None:
+        # Keep the parent's connection referenced: closing (or collecting) it here could
+        # checkpoint or delete the parent's WAL file.
+        self._inherited.append(self._db)
+        self._lock = threading.Lock()
+        self._pid = -1  # reconnect on first use (see _conn)
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._pid != os.getpid():
+            self._connect()  # a ":memory:" cache starts empty in the child: only costs time
+        return self._db
 
     def close(self) -> None:
         """Close the file (the object is unusable afterwards)."""
         with self._lock:
-            self._db.close()
+            self._conn.close()
 
     # ---- our embeddings ------------------------------------------------------------------
 
@@ -92,8 +118,9 @@ class VectorCache:
         if missing:
             vecs = np.asarray(embed(missing), dtype=np.float32)
             rows = [(self._ours_key(t), v.tobytes()) for t, v in zip(missing, vecs, strict=True)]
-            with self._lock, self._db:
-                self._db.executemany("INSERT OR REPLACE INTO ours (key, vec) VALUES (?, ?)", rows)
+            db = self._conn
+            with self._lock, db:
+                db.executemany("INSERT OR REPLACE INTO ours (key, vec) VALUES (?, ?)", rows)
             for (k, _), v in zip(rows, vecs, strict=True):
                 found[k] = v
         if not texts:
@@ -108,8 +135,9 @@ class VectorCache:
             (collection, text_key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in pairs
         ]
         if rows:
-            with self._lock, self._db:
-                self._db.executemany(
+            db = self._conn
+            with self._lock, db:
+                db.executemany(
                     "INSERT OR REPLACE INTO native (collection, key, vec) VALUES (?, ?, ?)", rows
                 )
 
@@ -130,8 +158,9 @@ class VectorCache:
             else:
                 sql = f"SELECT key, vec FROM native WHERE collection = ? AND key IN ({marks})"
                 args = [collection, *chunk]
+            db = self._conn
             with self._lock:
-                rows = self._db.execute(sql, args).fetchall()
+                rows = db.execute(sql, args).fetchall()
             for key, blob in rows:
                 out[key] = np.frombuffer(blob, dtype=np.float32).copy()
         return out

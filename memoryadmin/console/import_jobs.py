@@ -23,7 +23,14 @@ from .errors import ServiceError
 from .importers import ImportInterrupted, ImportRefused, memories_import_jsonl
 from .models import Agent, ImportJob
 
-__all__ = ["MAX_JOB_ERRORS", "TASK_IMPORT", "import_dir", "import_job_create", "import_job_run"]
+__all__ = [
+    "MAX_JOB_ERRORS",
+    "TASK_IMPORT",
+    "import_dir",
+    "import_job_create",
+    "import_job_enqueue",
+    "import_job_run",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +67,20 @@ def import_job_create(*, agent: Agent, upload: Any, skip_invalid: bool, user: An
         skip_invalid=skip_invalid,
     )
 
+    import_job_enqueue(job.pk)
+    return job
+
+
+def import_job_enqueue(pk: int) -> None:
+    """Queue ``tasks.import_memories(pk)`` once the surrounding transaction commits (a job that
+    is no longer ``queued`` makes it a no-op, so sending it twice is safe)."""
+
     def send() -> None:
         from django_q.tasks import async_task
 
-        async_task(TASK_IMPORT, job.pk, task_name=f"import_memories:{job.pk}")
+        async_task(TASK_IMPORT, pk, task_name=f"import_memories:{pk}")
 
     transaction.on_commit(send)
-    return job
 
 
 def import_job_run(*, job: ImportJob) -> ImportJob:
@@ -77,8 +91,10 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     a part-way store failure is undone, see ``memories_import_jsonl``). The saved file is
     deleted when the job ends. Never raises for bad input or a store failure.
     """
+    from .services.leases import worker_id
+
     claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
-        status=ImportJob.Status.VALIDATING
+        status=ImportJob.Status.VALIDATING, worker=worker_id(), started_at=timezone.now()
     )
     job.refresh_from_db()
     if not claimed:

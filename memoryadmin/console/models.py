@@ -499,6 +499,10 @@ class ImportJob(models.Model):
     error_count = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # "host:pid" of the worker process importing the file, and when it claimed the job:
+    # recovery re-queues a job whose worker died (services.recovery).
+    worker = models.CharField(max_length=255, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,23 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _clients: dict[tuple[Any, ...], Any] = {}
+_inherited: list[Any] = []
+
+
+def _after_fork_in_child() -> None:
+    """In a process forked from this one (django-q2's task processes, forked by ``run_worker``
+    after it resumed passes): a fresh lock, and no HTTP client of the parent's (its keep-alive
+    connections would be shared by two processes). The clients are kept referenced, not closed:
+    closing would shut the parent's sockets too. The in-process ephemeral client is kept (its
+    state is this process's copy). Vector caches reconnect by themselves."""
+    global _lock
+    _lock = threading.Lock()
+    for key in [k for k in _clients if k[0] != "ephemeral"]:
+        _inherited.append(_clients.pop(key))
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _client_key() -> tuple[Any, ...]:
@@ -253,8 +271,6 @@ def store_layout(agent: Agent) -> Layout:
     detection by width), our offline embedder and the process's vector cache
     (``settings.VECTOR_CACHE_PATH``). Raises ``ValueError`` for an invalid embedder setting.
     """
-    import os
-
     from consolidation.adapters.chroma_layout import Layout
     from consolidation.adapters.remote_embedder import endpoint_embedder_from_config
 

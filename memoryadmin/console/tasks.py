@@ -11,7 +11,14 @@ import logging
 from . import services
 from .models import Agent, ImportJob, Pass
 
-__all__ = ["apply_pass", "import_memories", "rollback_pass", "run_pass", "scheduled_pass"]
+__all__ = [
+    "apply_pass",
+    "import_memories",
+    "recover_passes",
+    "rollback_pass",
+    "run_pass",
+    "scheduled_pass",
+]
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +98,38 @@ def import_memories(job_id: int) -> str:
         return f"import #{job_id} does not exist"
     job = import_job_run(job=job)
     return f"import #{job_id}: {job.status}"
+
+
+def recover_passes() -> str:
+    """The worker's every-minute recovery (django-q2 ``Schedule`` ``RECOVERY_SCHEDULE``, created
+    by ``run_worker``): :func:`services.passes_recover`, once the store answers.
+
+    While Chroma does not answer nothing is tried: each waiting pass is logged at WARNING, and
+    the next minute tries again. Never raises.
+    """
+    from . import stores
+    from .models import Pass
+
+    waiting = list(
+        Pass.objects.filter(
+            status__in=(Pass.Status.APPROVED, Pass.Status.APPLYING, Pass.Status.ROLLING_BACK)
+        ).values_list("pk", "status")
+    )
+    try:
+        stores.get_client().heartbeat()
+    except Exception as exc:
+        stores.reset_client_cache()  # a restarted server gets a fresh client next minute
+        for pk, status in waiting:
+            log.warning("pass #%s (%s) waits for the store: %s", pk, status, exc)
+        return f"store unavailable, {len(waiting)} pass(es) waiting: {exc}"
+    lines: list[str] = []
+    try:
+        runs = services.passes_recover(stdout=lines.append)
+    except Exception as exc:
+        log.exception("recover_passes crashed")
+        return f"recovery crashed: {type(exc).__name__}: {exc}"
+    for line in lines:  # "still running …" every minute: only when debugging
+        log.debug("recovery: %s", line)
+    for run in runs:
+        log.info("recovered pass #%s of agent #%s: %s", run.pk, run.agent_id, run.status)
+    return f"recovered {len(runs)} pass(es)"

@@ -10,11 +10,15 @@ the end the census holds: every original is live with its content or archived wh
 is duplicated, and the pass ends ``applied`` — then the same for rollback, ending ``rolled_back``
 with the store back to its original content.
 
+Also: a worker whose start-up recovery resumed an apply still imports an upload afterwards (its
+forked task processes once hung in the embedder's copied thread pool).
+
 One Chroma server and one SQLite database per module; each failpoint uses its own agent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -321,3 +325,101 @@ def crash_until_done(
         assert c["status"] in ("applying", "rolling_back"), c["status"]
     assert run_worker(stack, pk, None, f"{slug}-{what}-final") == "done"
     return crashes
+
+
+IMPORT = """
+import json
+from django.core.files.uploadedfile import SimpleUploadedFile
+from memoryadmin.console.import_jobs import import_job_create
+from memoryadmin.console.models import Agent
+lines = [json.dumps(dict(id=f"new-{{i}}", document=f"imported note {{i}}: " + "the user asked "
+                         "about the weather " * (1 + i % 7))) for i in range(200)]
+upload = SimpleUploadedFile("new.jsonl", ("\\n".join(lines) + "\\n").encode())
+print(import_job_create(agent=Agent.objects.get(slug="{slug}"), upload=upload,
+                        skip_invalid=False, user=None).pk)
+"""
+
+
+@contextlib.contextmanager
+def worker(stack: dict, name: str) -> Iterator[Path]:
+    """The Procfile's worker line, started and ready ("worker ready" in its log, whose path is
+    yielded); killed with SIGKILL (its whole process group) afterwards."""
+    log_path = stack["logs"] / f"{name}.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        ["sh", "-c", worker_line()],
+        cwd=ROOT,
+        env=stack["env"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 150
+        while "worker ready" not in log_path.read_text(errors="replace"):
+            assert time.monotonic() < deadline and proc.poll() is None, log_path.read_text()
+            time.sleep(0.3)
+        yield log_path
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=20)
+        log.close()
+
+
+def wait_for(stack: dict, sql: str, pk: int, done: set[str], seconds: float, log: Path) -> tuple:
+    """Poll ``sql`` (``status, detail`` of row ``pk``) until the status is in ``done``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        [(status, detail)] = rows(stack["db"], sql, pk)
+        if status in done:
+            return status, detail
+        assert time.monotonic() < deadline, (
+            f"#{pk} stuck {status} after {seconds:g} s\n" + log.read_text(errors="replace")[-3000:]
+        )
+        time.sleep(0.3)
+
+
+def test_a_worker_that_resumed_an_apply_at_start_still_runs_tasks_that_embed(stack):
+    """The fresh-user deadlock: the worker's start-up recovery resumed an apply (using the
+    embedder in the main process), then django-q2 forked its task processes; an upload they
+    imported (embedding 200 texts) hung forever at 0 % CPU ("stuck importing"). Now it is
+    imported. The worker also made its every-minute recovery schedule."""
+    slug = "forkres"
+    pk = json.loads(shell(stack["env"], SEED.format(slug=slug)).strip().splitlines()[-1])["pk"]
+    assert run_worker(stack, pk, "apply:archived", f"{slug}-crash") == "crashed"
+    with worker(stack, f"{slug}-restart") as log:
+        assert "recovered 1 pass" in log.read_text(errors="replace")
+        assert rows(stack["db"], "select status from console_pass where id=?", pk) == [("applied",)]
+        job = int(shell(stack["env"], IMPORT.format(slug=slug)).split()[-1])
+        sql = "select status, message from console_importjob where id=?"
+        status, message = wait_for(stack, sql, job, {"done", "failed", "refused"}, 120, log)
+        assert status == "done", message
+    assert rows(stack["db"], "select func, cron from django_q_schedule") == [
+        ("memoryadmin.console.tasks.recover_passes", "* * * * *")
+    ]
+
+
+REQUEST = """
+from memoryadmin.console import services
+from memoryadmin.console.models import Agent
+print(services.pass_request(agent=Agent.objects.get(slug="{slug}"), trigger="cli", actor="cli").pk)
+"""
+
+
+def test_a_pass_whose_planning_worker_was_killed_is_planned_again_at_the_next_start(stack):
+    """The fresh-user report: a worker killed while planning left its pass ``running`` for the
+    hour of ``Q_RETRY`` (Run now disabled, nothing to cancel). Planning holds the lease, so the
+    next start sees its holder dead and plans the pass again at once."""
+    slug = "planfp"
+    seeded = json.loads(shell(stack["env"], SEED.format(slug=slug)).strip().splitlines()[-1])
+    assert run_worker(stack, seeded["pk"], None, f"{slug}-apply") == "done"  # frees the agent
+    pk = int(shell(stack["env"], REQUEST.format(slug=slug)).split()[-1])
+    assert run_worker(stack, pk, "plan:started", f"{slug}-crash") == "crashed"
+    assert rows(stack["db"], "select status from console_pass where id=?", pk) == [("running",)]
+    with worker(stack, f"{slug}-restart") as log:
+        sql = "select status, error from console_pass where id=?"
+        settled = {"proposed", "rejected_by_guard", "applied", "failed"}
+        status, error = wait_for(stack, sql, pk, settled, 120, log)
+    assert status != "failed", error  # planned (an empty plan is applied at once)
+    notes = rows(stack["db"], "select note from console_auditevent where run_id=?", pk)
+    assert any("planned again" in note for (note,) in notes), notes

@@ -255,7 +255,9 @@ def test_an_operation_whose_write_fails_is_failed_and_the_others_apply(
     assert ArchivedMemory.objects.filter(run=run).count() == 2
 
 
-def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(agent_with_memories, settings):
+def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(
+    agent_with_memories, settings, django_capture_on_commit_callbacks
+):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -269,6 +271,8 @@ def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(agent_with_m
     assert Pass.objects.get(pk=run.pk).status == "running"
 
     later = timezone.now() + timedelta(seconds=settings.Q_CLUSTER["timeout"] + 1)
-    [recovered] = rollback.passes_recover(now=later)
+    with django_capture_on_commit_callbacks(execute=True):  # planned again on the queue
+        [recovered] = rollback.passes_recover(now=later)
+    recovered.refresh_from_db()
     assert recovered.status == "proposed" and recovered.operations.count() == 2
     assert recovered.events.filter(verb="requeued").count() == 1

@@ -15,8 +15,10 @@ One module per step of a pass's life, plus its neighbours:
   ``operation_edit_text`` / ``conflict_resolve`` / ``pass_approve`` / ``pass_reject`` /
   ``pass_score_operations`` / ``pass_store_figures``
 - :mod:`.apply` — ``pass_apply`` (journaled per operation, resumable)
-- :mod:`.rollback` — leases, ``pass_rollback_request`` / ``pass_rollback``,
-  ``archive_restore``, ``passes_recover``
+- :mod:`.rollback` — ``pass_rollback_request`` / ``pass_rollback``, ``archive_restore``
+- :mod:`.leases` — which process works on a pass (``lease_acquire`` / ``lease_release``)
+- :mod:`.recovery` — ``passes_recover`` / ``import_jobs_recover``: resume or re-queue what a
+  dead worker or a store outage left
 - :mod:`.memories` — ``memory_set_pinned`` / ``memory_edit`` / ``memory_delete``
 - :mod:`.journal` — the helpers they share (audited transitions, progress, enqueueing,
   validation, the live-store read, failpoints)
@@ -43,6 +45,7 @@ from ..selectors import agent_census, archive_page, pass_stale_operations, sched
 from .agents import agent_create, agent_delete, agent_update
 from .apply import APPLY_BATCH, pass_apply
 from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, validate_cron
+from .leases import lease_acquire, lease_holder, lease_release
 from .memories import memory_delete, memory_edit, memory_set_pinned
 from .passes import (
     PassPlan,
@@ -53,6 +56,7 @@ from .passes import (
     pass_request_scheduled,
     pass_run,
 )
+from .recovery import import_jobs_recover, passes_recover, resume_leased
 from .review import (
     conflict_resolve,
     operation_edit_text,
@@ -67,16 +71,11 @@ from .review import (
 from .rollback import (
     RollbackBlocked,
     archive_restore,
-    lease_acquire,
-    lease_holder,
-    lease_release,
     pass_rollback,
     pass_rollback_request,
-    passes_recover,
-    resume_leased,
     rollback_blockers,
 )
-from .schedules import schedule_sync, schedules_sync_all
+from .schedules import recovery_schedule_ensure, schedule_sync, schedules_sync_all
 
 __all__ = [
     "APPLY_BATCH",
@@ -96,6 +95,7 @@ __all__ = [
     "archive_page",
     "archive_restore",
     "conflict_resolve",
+    "import_jobs_recover",
     "lease_acquire",
     "lease_holder",
     "lease_release",
@@ -122,6 +122,7 @@ __all__ = [
     "pass_stale_operations",
     "pass_store_figures",
     "passes_recover",
+    "recovery_schedule_ensure",
     "resume_leased",
     "rollback_blockers",
     "schedule_preview",

@@ -462,9 +462,11 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
             progress=0.0,
             progress_label="Not applied: the store was unreachable",
         )
+    # Resumed by the worker's recovery schedule (every minute) once the store answers.
+    log.warning("apply of pass %s interrupted, resumed when the store answers: %s", run.pk, error)
     Pass.objects.filter(pk=run.pk).update(
         error=error,
-        progress_label="Interrupted: the store is unreachable; resume with recover_passes",
+        progress_label="Interrupted: the store is unreachable; resumed once it answers",
     )
     audit(actor=actor, verb="apply_interrupted", run=run, note=error)
     run.refresh_from_db()

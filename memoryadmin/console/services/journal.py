@@ -288,7 +288,8 @@ def failpoint(name: str) -> None:
     """Fault injection for the crash tests: when ``$MEMORYADMIN_FAILPOINT`` equals ``name`` the
     process kills itself with SIGKILL right here, as a worker dying mid-apply would. Points:
     ``apply:archived``, ``apply:written``, ``apply:verified``, ``apply:deleted`` (sources deleted,
-    journal not yet updated) and ``apply:applied`` (journal updated, pass not yet finished)."""
+    journal not yet updated), ``apply:applied`` (journal updated, pass not yet finished) and
+    ``plan:started`` (the pass is ``running`` under its lease, nothing planned yet)."""
     if os.environ.get(FAILPOINT_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
 

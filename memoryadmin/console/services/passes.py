@@ -10,7 +10,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -37,6 +37,7 @@ from .journal import (
     actor_name,
     audit,
     enqueue,
+    failpoint,
     jsonable,
     run_actor,
     set_progress,
@@ -44,6 +45,7 @@ from .journal import (
     transition,
     user_or_none,
 )
+from .leases import lease_release, lease_seconds, worker_id
 from .review import operations_carry_over
 
 __all__ = [
@@ -346,9 +348,24 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
             max_loss_fraction=policy.max_loss_fraction,
             progress=0.0,
             progress_label="Opening the store",
+            # Planning holds the lease (see leases): if this process dies, recovery knows.
+            lease_owner=worker_id(),
+            lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()),
         )
     except ServiceError:
         return Pass.objects.get(pk=run.pk)
+    try:
+        run = _plan_and_store(run, agent, policy, actor, now)
+    finally:
+        lease_release(run)
+    if run.status == S.APPROVED:
+        enqueue(TASK_APPLY, run.pk, inline=inline)
+    return run
+
+
+def _plan_and_store(run: Pass, agent: Agent, policy: Policy, actor: str, now: datetime) -> Pass:
+    """The body of :func:`pass_run` once the pass is ``running``: never raises."""
+    failpoint("plan:started")
     try:
         planned = pass_plan(
             agent=agent,
@@ -366,8 +383,6 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
             log.exception("pass %s failed", run.pk)
         message = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
         return pass_fail(run=run, error=message)
-    if run.status == S.APPROVED:
-        enqueue(TASK_APPLY, run.pk, inline=inline)
     return run
 
 

@@ -1,4 +1,4 @@
-"""Undo and recovery: roll back an applied pass, restore one archived memory, resume dead work.
+"""Undo: roll back an applied pass, restore one archived memory.
 
 Services (writes):
 
@@ -12,33 +12,24 @@ Services (writes):
   Every step is idempotent (upsert of the archived version, delete ignores missing ids), so a
   crash at any step is resumed by running it again; a second rollback is a no-op.
 - :func:`archive_restore` puts one archived memory back (operator action, audited).
-- :func:`passes_recover` resumes what a dead worker left (``approved``/``applying`` → apply,
-  ``rolling_back`` → rollback, ``running`` past the task timeout → planned again). A pass is
-  resumed only under its *lease* (``Pass.lease_owner``/``lease_expires_at``, taken by a
-  conditional UPDATE), so two recoverers — or a recoverer and a worker — never work on the same
-  pass at once; a lease whose holder process is dead on this host is taken over at once.
+
+Resuming an interrupted rollback is :mod:`.recovery`'s job.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
-from collections.abc import Callable
-from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from consolidation import MemoryRecord, content_hash
 
 from .. import stores
 from ..errors import ServiceError, StoreUnavailable
-from ..models import Agent, ArchivedMemory, Operation, Pass, PassSnapshot, StoreSample
-from .apply import batches, pass_apply
+from ..models import Agent, ArchivedMemory, Operation, Pass, StoreSample
+from .apply import batches
 from .journal import (
     TASK_ROLLBACK,
     actor_name,
@@ -51,18 +42,12 @@ from .journal import (
     transition,
 )
 from .memories import memory_guard
-from .passes import pass_run
 
 __all__ = [
     "RollbackBlocked",
     "archive_restore",
-    "lease_acquire",
-    "lease_holder",
-    "lease_release",
     "pass_rollback",
     "pass_rollback_request",
-    "passes_recover",
-    "resume_leased",
     "rollback_blockers",
 ]
 
@@ -79,70 +64,6 @@ class RollbackBlocked(ServiceError):
     def __init__(self, message: str, memory_ids: list[str]) -> None:
         super().__init__(message)
         self.memory_ids = memory_ids
-
-
-# ---------------------------------------------------------------------------------------------
-# leases (one process per pass at a time)
-
-
-def _me() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _lease_seconds() -> float:
-    # django-q2 kills a task after Q_CLUSTER["timeout"] seconds, so a lease never needs to
-    # outlive it.
-    return float(settings.Q_CLUSTER.get("timeout") or 1800)
-
-
-def _holder_dead(owner: str) -> bool:
-    """True when ``owner`` ("host:pid") is a process on this host that no longer runs."""
-    import psutil
-
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    return not psutil.pid_exists(int(pid))
-
-
-def lease_acquire(run: Pass | int, *, now: datetime | None = None) -> bool:
-    """Take the lease of pass ``run`` for this process (``"host:pid"``) for the task timeout.
-
-    A conditional ``UPDATE … WHERE lease is free, expired, ours`` (atomic on SQLite and
-    PostgreSQL); a lease held by a dead process of this host is taken over (compare-and-swap on
-    its owner). Returns False when another live process holds it.
-    """
-    pk = run if isinstance(run, int) else run.pk
-    now = now or timezone.now()
-    me, until = _me(), now + timedelta(seconds=_lease_seconds())
-    free = (
-        Q(lease_owner="")
-        | Q(lease_owner=me)
-        | Q(lease_expires_at__lt=now)
-        | Q(lease_expires_at__isnull=True)
-    )
-    if Pass.objects.filter(free, pk=pk).update(lease_owner=me, lease_expires_at=until):
-        return True
-    owner = Pass.objects.filter(pk=pk).values_list("lease_owner", flat=True).first()
-    if owner and _holder_dead(owner):
-        return bool(
-            Pass.objects.filter(pk=pk, lease_owner=owner).update(
-                lease_owner=me, lease_expires_at=until
-            )
-        )
-    return False
-
-
-def lease_release(run: Pass | int) -> None:
-    """Give up this process's lease of ``run`` (a no-op when another process holds it)."""
-    pk = run if isinstance(run, int) else run.pk
-    Pass.objects.filter(pk=pk, lease_owner=_me()).update(lease_owner="", lease_expires_at=None)
-
-
-def lease_holder(run: Pass | int) -> str:
-    """``"host:pid"`` of the process holding the lease of ``run``, or ``""``."""
-    pk = run if isinstance(run, int) else run.pk
-    return Pass.objects.filter(pk=pk).values_list("lease_owner", flat=True).first() or ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,8 +282,9 @@ def pass_rollback(*, run: Pass) -> Pass:
             return _back_to_applied(
                 run, f"Rollback could not start: {message}", actor, "rollback_failed"
             )
+        log.warning("rollback of pass %s interrupted, resumed later: %s", run.pk, message)
         Pass.objects.filter(pk=run.pk).update(
-            error=message, progress_label="Rollback interrupted; resume with recover_passes"
+            error=message, progress_label="Rollback interrupted; resumed once the store answers"
         )
         audit(actor=actor, verb="rollback_interrupted", run=run, note=message)
         run.refresh_from_db()
@@ -484,73 +406,3 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
         data={"memory_id": a.memory_id, "archived": a.pk, "already_live": live is not None},
     )
     return record
-
-
-# ---------------------------------------------------------------------------------------------
-# recovery
-
-
-def _resume(run: Pass) -> Pass:
-    if run.status in (S.APPROVED, S.APPLYING):
-        return pass_apply(run=run)
-    if run.status == S.ROLLING_BACK:
-        return pass_rollback(run=run)
-    return run
-
-
-def resume_leased(run: Pass) -> tuple[Pass, bool]:
-    """Apply / roll back ``run`` under its lease; ``(pass, False)`` when another process holds
-    it."""
-    if not lease_acquire(run):
-        return Pass.objects.get(pk=run.pk), False
-    try:
-        return _resume(run), True
-    finally:
-        lease_release(run)
-
-
-def passes_recover(
-    *, stdout: Callable[[str], None] | None = None, now: datetime | None = None
-) -> list[Pass]:
-    """Resume every pass a dead worker left behind (``manage.py recover_passes``, worker start).
-
-    - ``approved`` / ``applying``: :func:`pass_apply` resumes each operation from its
-      journal step; ``rolling_back``: :func:`pass_rollback` likewise. Each under the pass's lease:
-      a pass leased by another live process is skipped (it is being worked on).
-    - ``running`` for longer than the task timeout (django-q2 has killed that task by then):
-      planned again from the start (planning writes nothing to the store).
-
-    Returns the passes it touched.
-    """
-    now = now or timezone.now()
-    say = stdout or (lambda _line: None)
-    out: list[Pass] = []
-    active = [S.APPROVED, S.APPLYING, S.ROLLING_BACK]
-    for run in Pass.objects.filter(status__in=active).select_related("agent").order_by("pk"):
-        run, mine = resume_leased(run)
-        if not mine:
-            holder = lease_holder(run) or "another process"
-            say(f"pass #{run.pk} of {run.agent.slug}: being resumed by {holder}")
-            continue
-        out.append(run)
-    timeout = _lease_seconds()
-    for run in Pass.objects.filter(status=S.RUNNING).select_related("agent").order_by("pk"):
-        started = run.started_at or run.created_at
-        if (now - started).total_seconds() < timeout:
-            say(f"pass #{run.pk} of {run.agent.slug}: still running (started {started:%H:%M:%S})")
-            continue
-        with transaction.atomic():
-            Operation.objects.filter(run=run).delete()
-            PassSnapshot.objects.filter(run=run).delete()
-            run = transition(
-                run,
-                frm=(S.RUNNING,),
-                to=S.QUEUED,
-                actor="cli",
-                verb="requeued",
-                note="Interrupted while planning; planned again.",
-            )
-        out.append(pass_run(run=run))
-    for run in out:
-        say(f"pass #{run.pk} of {run.agent.slug}: {run.status}")
-    return out

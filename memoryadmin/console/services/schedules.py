@@ -12,7 +12,7 @@ from ..models import Agent
 from ..selectors import schedule_preview
 from .journal import TASK_SCHEDULED
 
-__all__ = ["schedule_sync", "schedules_sync_all"]
+__all__ = ["recovery_schedule_ensure", "schedule_sync", "schedules_sync_all"]
 
 
 def schedule_sync(*, agent: Agent) -> None:
@@ -66,3 +66,26 @@ def schedules_sync_all() -> int:
         name__in=names
     ).delete()
     return len(names)
+
+
+def recovery_schedule_ensure() -> bool:
+    """Create (idempotent) the worker's own django-q2 ``Schedule`` that runs
+    ``tasks.recover_passes`` every minute (``RECOVERY_SCHEDULE``): an apply cut short by a
+    Chroma outage resumes once the store answers, and a pass or import whose worker died is
+    planned or imported again, without an operator. A cron schedule, so a worker that was down
+    for hours does not replay the missed runs (``Q_CLUSTER["catch_up"]`` replays only
+    MINUTES/HOURLY… schedules). Returns True when the row was created or corrected.
+    """
+    from django_q.models import Schedule
+
+    from .recovery import RECOVERY_SCHEDULE, TASK_RECOVER
+
+    wanted = {"func": TASK_RECOVER, "schedule_type": Schedule.CRON, "cron": "* * * * *"}
+    existing = Schedule.objects.filter(name=RECOVERY_SCHEDULE).first()
+    if existing is not None and all(getattr(existing, k) == v for k, v in wanted.items()):
+        return False
+    Schedule.objects.update_or_create(
+        name=RECOVERY_SCHEDULE,
+        defaults={**wanted, "args": None, "kwargs": None, "repeats": -1},
+    )
+    return True

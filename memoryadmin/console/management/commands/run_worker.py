@@ -1,6 +1,14 @@
 """``manage.py run_worker``: the Procfile's worker — recover interrupted passes, then run the
 django-q2 cluster until SIGTERM or SIGINT, and exit within honcho's 5 s grace period.
 
+Recovery at start resumes applies in this (main) process; the cluster then forks its task
+processes from it. Everything the resume cached per process (the embedder's thread pool and
+onnxruntime session, the vector cache's SQLite connection, Chroma clients) is rebuilt in a
+forked child (``consolidation.adapters.forking``): a copied thread pool has no threads, and
+tasks waited on it forever. Re-planning and re-importing are sent to the queue, not done here.
+Afterwards the cluster itself runs recovery every minute (``services.recovery_schedule_ensure``),
+so an apply cut short by a Chroma outage resumes once the store answers.
+
 Why not ``qcluster`` directly: on SIGTERM ``qcluster`` stops its cluster from inside the signal
 handler while the interpreter is already joining the cluster's processes at exit; under honcho
 (which signals the whole process group) the main process then deadlocks on a lock and is killed
@@ -51,9 +59,17 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        call_command("recover_passes", wait_for_store=options["wait_for_store"], stdout=self.stdout)
+        call_command(
+            "recover_passes",
+            wait_for_store=options["wait_for_store"],
+            resend_queued=True,
+            stdout=self.stdout,
+        )
         if stopping:
             return
+        from memoryadmin.console.services import recovery_schedule_ensure
+
+        recovery_schedule_ensure()
         cluster = Cluster()
         # Cluster() installs its own handlers (the deadlock above); ours take over again.
         signal.signal(signal.SIGTERM, on_signal)
