@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0010_import_job'),
+        ('console', '0011_pass_figures'),
     ]
 
     operations = [
