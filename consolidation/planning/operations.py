@@ -177,12 +177,9 @@ def promote_operations(st: PlanState) -> None:
     if not policy.promote:
         return
     for i in range(st.n):
-        if (
-            st.removed[i]
-            or i in st.held
-            or not st.is_new[i]
-            or fm.get_tier(metas[i]) == policy.curated_tier
-        ):
+        if st.removed[i] or not st.is_new[i] or fm.get_tier(metas[i]) == policy.curated_tier:
+            continue
+        if i in st.held:
             continue
         rules = promotion_rules(metas[i], policy, fm)
         if not rules:
