@@ -308,7 +308,9 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
     ``scores["decision"] = {"keep", "by", "at"}`` and ``status_detail``, the planned conflict in
     ``scores["conflict"]`` (so the decision can be changed while the pass is proposed), the risk
     and lost content are re-scored, the pass's summary and loss guard are re-evaluated, and one
-    ``conflict_resolved`` event is audited with a note naming what was kept.
+    ``conflict_resolved`` event is audited with a note naming what was kept. The pass's other
+    operations touching the removed memory (a promote or merge of it, another conflict) are
+    excluded, named in that note and in ``data["excluded"]``, so the apply never fails on them.
 
     Raises ``ValueError`` for another ``keep`` or an operation that is not a conflict;
     :class:`ServiceError` when the pass is not proposed, or (keeping one side) when a source
@@ -334,6 +336,12 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
             )
     actor = actor_name(user, "cli")
     note, kept, gone = _decide(op, keep, by=actor, at=timezone.now().isoformat())
+    dropped = _exclude_touching(run, op, gone)
+    if dropped:
+        note += (
+            f" Excluded {len(dropped)} other operation(s) of this pass touching the removed "
+            f"memory: {', '.join(f'#{i} ({k})' for i, k in dropped)}."
+        )
     audit(
         actor=actor,
         verb="conflict_resolved",
@@ -346,12 +354,37 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
             "kept": kept,
             "removed": gone,
             "rule": _conflict_origin(op)["rule"],
+            **({"excluded": [i for i, _ in dropped]} if dropped else {}),
         },
     )
     ev = pass_evaluate(run)
     _save_evaluation(run, ev)
     operation.refresh_from_db()
     return ev
+
+
+def _exclude_touching(run: Pass, op: Operation, gone: list[str]) -> list[tuple[int, str]]:
+    """Exclude every other included operation of ``run`` with a source in ``gone`` (memories the
+    decision ``op`` removes on apply: a promote or merge of them would fail, the memory being
+    gone). Returns their ``(index, kind)``, in plan order; the caller audits them."""
+    if not gone:
+        return []
+    rows = list(
+        Operation.objects.select_for_update()
+        .filter(run=run, excluded=False)
+        .filter(
+            pk__in=OperationSource.objects.filter(operation__run=run, memory_id__in=gone).values(
+                "operation_id"
+            )
+        )
+        .exclude(pk=op.pk)
+        .order_by("index")
+        .values_list("pk", "index", "kind")
+    )
+    Operation.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(
+        excluded=True, status=OS.EXCLUDED
+    )
+    return [(index, kind) for _, index, kind in rows]
 
 
 MAX_BULK_OPERATIONS = 100_000
