@@ -18,6 +18,7 @@ from consolidation import FieldMap, Policy
 
 from .audit_forms import AuditFilterForm, EventFilterForm  # noqa: F401 (re-exported)
 from .models import Agent
+from .services.journal import MAX_NOTE_CHARS
 
 POLICY_HELP: dict[str, str] = {
     "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
@@ -415,15 +416,19 @@ class CronPreviewForm(forms.Form):
 
 
 class NoteForm(forms.Form):
-    """Approve (note optional) or reject (``require_note=True``)."""
+    """Approve (note optional; ``revision``: the one shown, see ``services.pass_revision``) or
+    reject (``require_note=True``). The textarea carries ``maxlength`` and, for a reject,
+    ``required``, so the browser refuses before posting."""
 
     note = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=MAX_NOTE_CHARS
     )
+    revision = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, require_note: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["note"].required = require_note
+        self.fields["note"].widget.attrs["id"] = "reject-note" if require_note else "approve-note"
         if require_note:
             self.fields["note"].error_messages["required"] = (
                 "A note is required to reject a proposal."

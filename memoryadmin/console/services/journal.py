@@ -26,9 +26,14 @@ from consolidation import MAX_DOCUMENT_CHARS, FieldMap, MemoryRecord, Policy
 from ..errors import ServiceError
 from ..models import Agent, AuditEvent, Operation, OperationSource, Pass
 
+MAX_NOTE_CHARS = 5_000
+"""Longest note a reviewer may give to an approve, reject or rollback (the web form, the API and
+the MCP tools alike)."""
+
 __all__ = [
     "FAILPOINT_ENV",
     "MAX_DOCUMENT_CHARS",
+    "MAX_NOTE_CHARS",
     "TASK_APPLY",
     "TASK_ROLLBACK",
     "TASK_RUN",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,7 +15,7 @@ from consolidation import Policy
 from consolidation.planning.state import short
 
 from .. import stores, triage
-from ..errors import GuardRefused, ServiceError
+from ..errors import GuardRefused, ProposalChanged, ServiceError
 from ..models import Operation, OperationSource, Pass
 from ..review import Evaluation, pass_evaluate
 from .journal import (
@@ -40,6 +42,7 @@ __all__ = [
     "operations_set_excluded",
     "pass_approve",
     "pass_reject",
+    "pass_revision",
     "pass_score_operations",
 ]
 
@@ -466,22 +469,54 @@ def pass_score_operations(*, run: Pass) -> int:
     return len(ops)
 
 
-def pass_approve(*, run: Pass, user: Any, note: str = "") -> Pass:
+def pass_revision(*, run: Pass) -> str:
+    """The revision of what approving ``run`` would apply: 16 hex digits of a SHA-256 over every
+    operation's index, kind, rule, sources, removals, exclusion, text and conflict decision.
+    Any exclude, include, edit or decision (by any service, carried over or not) changes it; a
+    reviewer's approve form carries the one on screen (:func:`pass_approve` ``revision``)."""
+    digest = hashlib.sha256()
+    rows = run.operations.order_by("index").values_list(
+        "index", "kind", "rule", "source_ids", "removes", "excluded", "result_document", "scores"
+    )
+    for index, kind, rule, sources, removes, excluded, text, scores in rows.iterator():
+        decision = (scores or {}).get("decision")
+        row = [index, kind, rule, sources, removes, excluded, text, decision]
+        digest.update(json.dumps(row, sort_keys=True, default=str).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None = None) -> Pass:
     """Approve a proposed pass and enqueue its apply after commit.
 
-    Raises :class:`GuardRefused` (with the guard's reason, audited as ``approve_refused``) when
-    the loss guard fails on the operations now included, :class:`ServiceError` when the pass is
-    not proposed or another pass of the agent is active.
+    ``revision``: the :func:`pass_revision` the reviewer saw (``None``: not checked, for clients
+    that do not send one). Raises :class:`ProposalChanged` (audited as ``approve_refused``,
+    nothing applied) when the operations changed since, :class:`GuardRefused` (with the guard's
+    reason, audited likewise) when the loss guard fails on the operations now included,
+    :class:`ServiceError` when the pass is not proposed or another pass of the agent is active.
     """
     actor = actor_name(user, "cli")
     with transaction.atomic():
         run = _reviewable(run)
+        current = pass_revision(run=run) if revision is not None else ""
         ev = pass_evaluate(run)
-        if not ev.guard_passed:
+        if revision is not None and revision.strip() != current:
+            changed = (
+                f"Pass #{run.pk} changed since you opened it (operations were excluded, "
+                "included, edited or decided by someone else): nothing was applied. It now "
+                f"applies {ev.included_ops:,} operation(s), {ev.excluded_ops:,} excluded; "
+                "check the figures and approve again."
+            )
+            audit(actor=actor, verb="approve_refused", run=run, user=user, note=changed)
+        else:
+            changed = ""
+        if not changed and not ev.guard_passed:
             audit(actor=actor, verb="approve_refused", run=run, user=user, note=ev.guard_reason)
             refused = ev.guard_reason
         else:
             refused = ""
+    if changed:
+        raise ProposalChanged(changed)
     if refused:
         raise GuardRefused(refused)
     try:

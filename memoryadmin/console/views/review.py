@@ -29,7 +29,8 @@ from .common import HtmxHttpRequest, can_review
 
 def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
     """Loss totals and conflict counts of ``run`` as its operations stand now, and
-    (``approve``) the approve line
+    (``approve``) the approve line and the revision it describes (posted back by the approve
+    form, so approving applies what the line said)
     while it can still be approved (``ev``: its :class:`~..review.Evaluation` when already
     computed; evaluating reads every operation, so the panel's own GETs skip it)."""
     totals = triage.pass_loss_totals(run)
@@ -41,6 +42,7 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
         "totals": totals,
         "approve_line": triage.approve_line(ev, totals, conflicts),
         "conflicts": conflicts,
+        "revision": services.pass_revision(run=run),
     }
 
 
