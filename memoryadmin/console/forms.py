@@ -139,13 +139,24 @@ POLICY_LABELS: dict[str, str] = {"trim_to_guard": "Plan within the loss budget"}
 """Form labels that differ from the field name in words."""
 
 
+POLICY_INT_MIN: dict[str, int] = {
+    "max_group_size": 2,
+    "max_merged_chars": 20,
+    "fold_max_chars": 20,
+    "semantic_window_chars": 20,
+}
+"""Smallest value :meth:`consolidation.Policy.validate` accepts for these whole-number fields
+(others: 1), so the field's HTML ``min`` and the server's message agree."""
+
+
 def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
     label = POLICY_LABELS.get(name, name.replace("_", " ").capitalize())
     help_text = policy_help(name, default)
     if type_name == "bool":
         return forms.BooleanField(label=label, required=False, initial=default, help_text=help_text)
     if type_name == "int":
-        return forms.IntegerField(label=label, initial=default, help_text=help_text, min_value=1)
+        low = POLICY_INT_MIN.get(name, 1)
+        return forms.IntegerField(label=label, initial=default, help_text=help_text, min_value=low)
     if type_name == "str":
         return forms.CharField(label=label, initial=default, help_text=help_text, max_length=60)
     optional = "None" in type_name
@@ -212,7 +223,7 @@ class CronMixin(forms.Form):
         try:
             next_runs(cron=cron, tz=operator_zone(None), count=1)
         except ValueError as exc:
-            raise forms.ValidationError(f"Invalid cron expression: {exc}") from exc
+            raise forms.ValidationError(str(exc)) from exc
         return cron
 
 

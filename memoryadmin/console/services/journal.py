@@ -262,7 +262,7 @@ def validate_cron(cron: Any) -> str:
         )
     cron = " ".join(cron.split())
     if not croniter.is_valid(cron):
-        raise ValueError(f"Not a valid cron expression: {cron!r}.")
+        raise ValueError(f"Invalid cron expression: {cron!r}.")
     return cron
 
 
