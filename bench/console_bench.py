@@ -8,7 +8,13 @@ server adds its HTTP round trip, ~2–5 ms per call here):
   pinned — the memory list's first page, a text filter, a tier filter and a later page;
 - ``--agents`` (50) agents with store samples and passes — the dashboard;
 - ``--passes`` (10,000) passes spread over the agents — the audit page;
-- one proposed pass with ``--operations`` (5,000) merges of two sources — the proposal page.
+- one proposed pass with ``--operations`` (5,000) merges of two sources, every other one losing
+  a sentence (risk and lost content scored, figures kept as the review services keep them) —
+  the proposal page: summary and guard from the pass's stored figures, the Review tab's first
+  page, the collapsed groups' counts. ``fragments`` times what that page loads with htmx (not
+  pages, so not in ``all_met``): the stale check against the store (worst case: none of the
+  sources is in the store, so every operation is listed or counted) and one group's rows
+  when opened.
 
 Server time = the Django test client's request (URL routing, middleware, view, template), the
 median of ``--repeat`` (5) requests after one warm-up request (the cold figure is printed too).
@@ -102,7 +108,6 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
     from consolidation import content_hash
     from memoryadmin.console import services
     from memoryadmin.console.models import Operation, OperationSource, Pass, StoreSample
-    from memoryadmin.console.review import pass_evaluate
 
     agents = [big] + [
         services.agent_create(
@@ -154,31 +159,37 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
                 source_ids=[f"m{i}-a", f"m{i}-b"],
                 removes=[f"m{i}-a", f"m{i}-b"],
                 result_id=f"merged-{i}",
-                result_document=f"Merged note {i}",
-                planned_document=f"Merged note {i}",
+                result_document=f"Merged note {i}.",
+                planned_document=f"Merged note {i}.",
                 result_metadata=meta,
             )
             for i in range(n_ops)
         ),
         batch_size=2000,
     )
+
+    def doc(i: int, side: str) -> str:  # every other merge loses a sentence of its B side
+        lost = f" Moved to {WORDS[i % len(WORDS)]} in {1900 + i % 120}." if i % 2 else ""
+        return f"Merged note {i}." + (lost if side == "b" else "")
+
     OperationSource.objects.bulk_create(
         (
             OperationSource(
                 operation=op,
                 position=p,
                 memory_id=f"m{op.index}-{s}",
-                document=f"Merged note {op.index}",
+                document=doc(op.index, s),
                 metadata=meta,
                 removed=True,
-                content_hash=content_hash(f"Merged note {op.index}", meta),
+                content_hash=content_hash(doc(op.index, s), meta),
             )
             for op in ops
             for p, s in enumerate("ab")
         ),
         batch_size=4000,
     )
-    ev = pass_evaluate(run)
+    services.pass_score_operations(run=run)  # risk and lost content, as a planned pass has
+    ev = services.pass_store_figures(run=run)  # as the review services keep them
     Pass.objects.filter(pk=run.pk).update(
         entries_after=ev.entries_after,
         merged=ev.merged,
@@ -188,12 +199,12 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
     return run
 
 
-def time_page(client, url: str, params: dict, repeat: int) -> dict:
+def time_page(client, url: str, params: dict, repeat: int, headers: dict | None = None) -> dict:
     cpu: list[float] = []
 
     def once() -> float:
         t0, c0 = time.perf_counter(), time.process_time()
-        r = client.get(url, params)
+        r = client.get(url, params, **(headers or {}))
         ms = (time.perf_counter() - t0) * 1000
         cpu.append((time.process_time() - c0) * 1000)
         assert r.status_code == 200, (url, r.status_code)
@@ -253,6 +264,18 @@ def main() -> None:
             name: time_page(client, url, params, args.repeat)
             for name, (url, params) in pages.items()
         }
+        htmx = {"HTTP_HX_REQUEST": "true"}
+        fragments = {  # what the proposal page loads with htmx once shown or opened
+            "proposal_stale_check": (reverse("pass_stale", args=[run.pk]), {}),
+            "proposal_group_opened": (
+                reverse("pass_detail", args=[run.pk]),
+                {"kind": "merge", "merge_page": 1},
+            ),
+        }
+        loaded = {
+            name: time_page(client, url, params, args.repeat, htmx)
+            for name, (url, params) in fragments.items()
+        }
         print(
             json.dumps(
                 {
@@ -268,6 +291,7 @@ def main() -> None:
                     "setup_s": round(built, 1),
                     "pages": results,
                     "all_met": all(r["met"] for r in results.values()),
+                    "fragments": loaded,
                 }
             )
         )

@@ -98,21 +98,30 @@ def _surrogate(value: str) -> str | None:
 
 
 def _text_problem(obj: dict[str, Any]) -> str | None:
-    """The first string of a line that is not valid Unicode, named by where it is."""
+    """The first string of a line (id, document, metadata key or value) that is not valid
+    Unicode or holds a NUL character (U+0000: PostgreSQL's text and jsonb cannot store it, so
+    such a memory could never be archived; the edit form refuses it too), named by where."""
     for name in ("id", "document"):
         if isinstance(obj.get(name), str) and (where := _surrogate(obj[name])):
             return f"{name!r} holds a lone surrogate {where}: not valid Unicode"
+        if isinstance(obj.get(name), str) and "\x00" in obj[name]:
+            col = obj[name].index("\x00") + 1
+            return f"{name!r} holds a NUL character (\\u0000) at character {col}: not allowed"
     stack: list[tuple[str, Any]] = [("'metadata'", obj.get("metadata"))]
     while stack:
         path, value = stack.pop()
         if isinstance(value, str) and (where := _surrogate(value)):
             return f"{path} holds a lone surrogate {where}: not valid Unicode"
+        if isinstance(value, str) and "\x00" in value:
+            return f"{path} holds a NUL character (\\u0000): not allowed"
         if isinstance(value, list):
             stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
         elif isinstance(value, dict):
             for k, v in value.items():
                 if where := _surrogate(k):
                     return f"{path} has a key with a lone surrogate {where}: not valid Unicode"
+                if "\x00" in k:
+                    return f"{path} has a key with a NUL character (\\u0000): not allowed"
                 stack.append((f"{path}[{k!r}]", v))
     return None
 
@@ -159,6 +168,8 @@ def _validate(obj: Any) -> str | None:
         return f"'id' is {len(mid):,} characters long (maximum {MAX_ID_CHARS:,})"
     doc = obj.get("document")
     if not isinstance(doc, str):
+        if doc is None:
+            return "'document' is missing" if "document" not in obj else "'document' is null"
         return f"'document' must be a string, got {type(doc).__name__}"
     if not doc.strip():
         return "'document' is empty"
@@ -229,6 +240,8 @@ def read_jsonl(
     for n, raw in enumerate(_lines(source), start=1):
         if len(errors) >= MAX_ERRORS:
             break
+        if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark (Windows editors write one): not content
         try:
             text = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as exc:

@@ -286,18 +286,27 @@ def simulate_after(
 
     Removed ids (``op.removes``) disappear; each operation's result record (merge/distill: a new
     memory; promote: the same id with new metadata) is written. A result whose text equals the
-    live text of the same id keeps its embedding; any new text gets a fresh embedding from
-    ``embedder`` (one batch). Order: surviving records in store order, then new records in plan
-    order. ``plan`` may be a :class:`Plan` or the operations actually included (review).
-    Raises ``ValueError`` when a new text needs embedding and ``embedder`` is ``None``.
+    live text of the same id, or of one of the operation's sources (the text a merge kept),
+    keeps that record's embedding (the same text has the same embedding); any new text gets a
+    fresh embedding from ``embedder`` (one batch). Order: surviving records in store order,
+    then new records in plan order. ``plan`` may be a :class:`Plan` or the operations actually
+    included (review). Raises ``ValueError`` when a new text needs embedding and ``embedder``
+    is ``None``.
     """
     ops = plan.operations if isinstance(plan, Plan) else list(plan)
     by_id: dict[str, MemoryRecord] = {r.id: r for r in records}
     removed: set[str] = set()
     results: dict[str, tuple[str, dict[str, Any]]] = {}
+    # result id → {text: embedding} of its operation's sources, for a result that keeps one
+    same_text: dict[str, dict[str, np.ndarray]] = {}
     for op in ops:
         removed.update(op.removes)
         if op.result_id:
+            same_text[op.result_id] = {
+                by_id[sid].document: by_id[sid].embedding
+                for sid in reversed(op.source_ids)
+                if sid in by_id and by_id[sid].embedding is not None
+            }
             base = by_id.get(op.result_id)
             doc = (
                 op.result_document
@@ -313,18 +322,22 @@ def simulate_after(
             removed.discard(op.result_id)
 
     to_embed: list[str] = []
+    fresh: dict[str, np.ndarray] = {}
     for rid, (doc, _meta) in results.items():
         base = by_id.get(rid)
         if base is None or base.embedding is None or base.document != doc:
-            to_embed.append(rid)
-    fresh: dict[str, np.ndarray] = {}
+            kept = same_text.get(rid, {}).get(doc)
+            if kept is not None:
+                fresh[rid] = np.asarray(kept, dtype=np.float32)
+            else:
+                to_embed.append(rid)
     if to_embed:
         if embedder is None:
             raise ValueError(f"{len(to_embed)} new texts need embedding and no embedder was given")
         vecs = embedder.embed([results[rid][0] for rid in to_embed])
-        fresh = {
-            rid: np.asarray(v, dtype=np.float32) for rid, v in zip(to_embed, vecs, strict=True)
-        }
+        fresh.update(
+            (rid, np.asarray(v, dtype=np.float32)) for rid, v in zip(to_embed, vecs, strict=True)
+        )
 
     out: list[MemoryRecord] = []
     for r in records:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -366,24 +367,35 @@ class ChromaMemoryStore:
     ) -> Iterator[list[MemoryRecord]]:
         """Yield every record once, in pages of at most ``page_size`` (default: the store's).
 
-        Order: Chroma's insertion order (stable while the collection is unchanged). Raises
-        ``ValueError`` for a page size outside 1..5,000.
+        Order: Chroma's insertion order (stable while the collection is unchanged). Each page is
+        requested while the previous one is used (one request ahead, in a helper thread).
+        Raises ``ValueError`` for a page size outside 1..5,000.
         """
         size = self.page_size if page_size is None else _check_page_size(page_size)
         include = self._include(include_embeddings)
         seen: set[str] = set()
         offset = 0
-        while True:
-            with _translate(f"read {self.name!r}"):
-                result = self.collection.get(limit=size, offset=offset, include=include)
-            got = len(result.get("ids") or [])
-            page = [r for r in self._records(result, include_embeddings) if r.id not in seen]
-            seen.update(r.id for r in page)
-            if page:
-                yield page
-            if got < size:
-                return
-            offset += got
+
+        def fetch(at: int) -> Mapping[str, Any]:
+            return self.collection.get(limit=size, offset=at, include=include)
+
+        # The next page is requested while this one is decoded and used: a server spends about
+        # as long reading and serialising a page as the client spends decoding it.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chroma-page") as pool:
+            pending = pool.submit(fetch, offset)
+            while True:
+                with _translate(f"read {self.name!r}"):
+                    result = pending.result()
+                got = len(result.get("ids") or [])
+                if got == size:
+                    pending = pool.submit(fetch, offset + got)
+                page = [r for r in self._records(result, include_embeddings) if r.id not in seen]
+                seen.update(r.id for r in page)
+                if page:
+                    yield page
+                if got < size:
+                    return
+                offset += got
 
     def iter_stored(
         self, *, page_size: int | None = None

@@ -20,10 +20,10 @@ Two filters, same answer (measured in ``bench/plan_bench.py``):
   fixed cost (eigh + rotating every row) makes it slower below ~8K rows, hence ``"auto"``.
   Measured alternatives: k = 160 or 128 let too many pairs through the bound on isotropic
   data (0.3M / 5.5M candidates at 30K) and were 2–10× slower; 4096-row tiles were slower than
-  2048. An ANN index (HNSW) would be approximate; LSH needs hundreds of bands for recall at
-  cosine 0.75 — neither guarantees every pair, which the guard and the review rely on; so
-  the HNSW index (:mod:`.ann`) is used only above ``ANN_MIN_ROWS`` rows, where the exact
-  product would take minutes to hours.
+  2048. An approximate index misses some pairs (LSH needs hundreds of bands for recall at
+  cosine 0.75), which the guard and the review would not see; so the faiss IVF search
+  (:mod:`.ann`) is used only for full searches of ``ANN_MIN_ROWS`` rows or more, where the
+  exact product takes minutes to hours.
 
 Every returned similarity is recomputed per pair from the original rows (``einsum``), so the
 result does not depend on tiling, rotation or BLAS threading (I-8 determinism).
@@ -78,7 +78,7 @@ def candidate_pairs(
     - ``query``: optional ``(q,) int`` row indices; when given only pairs with at least one
       end in ``query`` are searched (incremental planning: O(q × n), not O(n²)).
     - ``block``: tile edge in rows (2048 measured fastest here, bench/plan_bench.py).
-    - ``method``: ``"exact"``, ``"split"``, ``"ann"`` or ``"auto"``: the HNSW index of
+    - ``method``: ``"exact"``, ``"split"``, ``"ann"`` or ``"auto"``: the faiss IVF search of
       :mod:`.ann` for a full search of n ≥ ``ANN_MIN_ROWS`` rows (approximate: a subset of the
       exact pairs), else split for a full search of n ≥ 8192 rows or ≥ 4096 query rows, when
       d ≥ 64. An incremental (``query``) search stays exact: it is O(q × n).

@@ -102,7 +102,7 @@ def plan(
     - ``checkpoint``: ``{id: content_hash}`` of memories already consolidated; when given,
       only new or changed records are compared with the store (incremental).
     - ``candidate_method``: ``"auto"``, ``"exact"``, ``"split"`` (same pairs, different speed)
-      or ``"ann"`` (HNSW, approximate; ``"auto"`` picks it for ≥ ``ANN_MIN_ROWS`` rows).
+      or ``"ann"`` (faiss IVF, approximate; ``"auto"`` picks it for ≥ ``ANN_MIN_ROWS`` rows).
 
     Returns a :class:`Plan` whose ``fates`` account for every input id exactly once. Raises
     ``ValueError`` for a duplicate id or a record without an embedding (naming the id).

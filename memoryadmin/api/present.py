@@ -1,7 +1,7 @@
 """Model → schema: how agents, memories, passes, operations and events look in the API and MCP.
 
 Reads only, through the console's public selectors (``store_status``, ``next_runs``,
-``operation_view``, ``pass_evaluate``); nothing here writes.
+``operation_view``, ``pass_figures``); nothing here writes.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from django.db.models import Count
 
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Agent, AuditEvent, Operation, Pass
-from memoryadmin.console.review import pass_evaluate
+from memoryadmin.console.review import pass_figures
 from memoryadmin.console.selectors import (
     MemoryView,
     next_runs,
     operation_view,
-    pass_stale_operations,
+    pass_stale_check,
     store_status,
 )
 from memoryadmin.console.services.review import pass_revision
@@ -96,7 +96,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
     n_excluded = run.operations.filter(excluded=True).count()
     ev: Any = run
     if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED) and n_ops:
-        ev = pass_evaluate(run)
+        ev = pass_figures(run)
     return {
         "id": run.pk,
         "agent": run.agent.slug,
@@ -175,7 +175,8 @@ def pass_detail_out(run: Pass, *, kind: str | None = None, page: int = 1) -> s.P
     stale_error = ""
     if run.status == Pass.Status.PROPOSED:
         try:
-            stale = pass_stale_operations(run=run)
+            ids = [op.pk for op in current]  # only this page's operations are flagged
+            stale = {x.pk: x.reason for x in pass_stale_check(run=run, operation_ids=ids)}
         except ServiceError as exc:
             stale_error = str(exc)
     return s.PassDetailOut(

@@ -350,7 +350,11 @@ def _refusal(name: str, records: list[MemoryRecord], errors: list[LineError]) ->
     more = f" (and {len(errors) - 1:,} more)" if len(errors) > 1 else ""
     return ImportRefused(
         f"{name}: {len(errors):,} invalid line(s), nothing written — {errors[0]}{more}. "
-        f"Fix them or import the {len(records):,} valid lines with --skip-invalid.",
+        + (
+            f"Fix them or import the {len(records):,} valid lines with --skip-invalid."
+            if records
+            else "No line is valid: fix the file."
+        ),
         errors,
     )
 

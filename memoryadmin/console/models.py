@@ -144,6 +144,13 @@ class Pass(models.Model):
     loss_fraction = models.FloatField(default=0.0)
     guard_passed = models.BooleanField(null=True)
     guard_reason = models.TextField(blank=True)
+    figures = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Evaluation.figures() and the loss totals (\"loss\") of the operations the "
+        "pass includes now, kept by every service that changes them (the pages read them; "
+        "approve and apply evaluate afresh)",
+    )
     recall = models.JSONField(default=dict, blank=True)
     telemetry = models.JSONField(default=dict, blank=True)
     snapshot_hash = models.CharField(max_length=64, blank=True)
@@ -254,6 +261,21 @@ class Operation(models.Model):
         indexes = [
             models.Index(fields=["run", "kind"]),
             models.Index(fields=["run", "-risk"], name="op_run_risk"),
+            # Covers the proposal page's aggregates (counts by kind and state, rules, the rest
+            # below the risk line), so they read this index and not the wide rows (issue 12).
+            models.Index(
+                fields=[
+                    "run",
+                    "kind",
+                    "rule",
+                    "status",
+                    "excluded",
+                    "edited",
+                    "risk",
+                    "lost_sentences",
+                ],
+                name="op_run_counts",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -43,14 +43,23 @@ from .audit_selectors import (  # noqa: E402, F401
 )
 from .convergence import PLANNED, convergence_words
 from .models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource, Pass, StoreSample
-from .triage import conflict_view
+
+# The proposal page's reads (operation pages, the stale check) have their own room too.
+from .pass_selectors import (  # noqa: E402, F401
+    KIND_ORDER,
+    OPS_PER_PAGE,
+    StaleOperation,
+    operation_view,
+    pass_operation_pages,
+    pass_shown_pages,
+    pass_stale_check,
+    pass_stale_operations,
+)
 
 logger = logging.getLogger(__name__)
 
 MEMORY_PAGE_SIZE = 50
 """Memories per page in the browser (issue 3)."""
-OPS_PER_PAGE = 20
-"""Operations per kind per page on the proposal page."""
 MAX_ZONE_NAME = 64
 """Longest zone name tried; the longest IANA key is 32 characters
 ("America/Argentina/ComodRivadavia")."""
@@ -395,57 +404,6 @@ def memory_detail(*, agent: Agent, memory_id: str) -> MemoryDetail:
     return MemoryDetail(memory_id, current, archived, ops, events)
 
 
-# ----- passes ------------------------------------------------------------------------------
-
-
-KIND_ORDER = [k.value for k in Operation.Kind]
-
-
-def pass_operation_pages(
-    *, run: Pass, pages: dict[str, Any] | None = None
-) -> list[tuple[str, int, Page]]:
-    """Operations of ``run`` grouped by kind: ``[(kind, total, page)]`` in a fixed kind order.
-
-    ``pages`` maps kind → requested page number (default 1); ``OPS_PER_PAGE`` per page. Each
-    operation comes with its sources prefetched, ordered by position.
-    """
-    pages = pages or {}
-    counts = dict(run.operations.values_list("kind").annotate(n=Count("id")).order_by())
-    out = []
-    for kind in KIND_ORDER:
-        total = counts.get(kind, 0)
-        if not total:
-            continue
-        qs = run.operations.filter(kind=kind).prefetch_related("sources").order_by("index")
-        out.append((kind, total, Paginator(qs, OPS_PER_PAGE).get_page(pages.get(kind, 1))))
-    return out
-
-
-def operation_view(op: Operation) -> dict[str, Any]:
-    """Display data for one operation: sources (ordered) and pairwise rows for a merge.
-
-    ``pairwise`` is ``[(source, [cosine or None, ...])]`` from ``scores["pairwise"]`` (cosine in
-    [-1, 1]); it is empty when the engine gave no matrix or its shape does not match the sources.
-    """
-    sources = sorted(op.sources.all(), key=lambda s: s.position)
-    matrix = (op.scores or {}).get("pairwise") or []
-    pairwise: list[tuple[OperationSource, list[float | None]]] = []
-    if (
-        isinstance(matrix, list)
-        and len(matrix) == len(sources)
-        and all(isinstance(r, list) and len(r) == len(sources) for r in matrix)
-    ):
-        pairwise = [(s, list(row)) for s, row in zip(sources, matrix, strict=True)]
-    other_scores = {k: v for k, v in (op.scores or {}).items() if k != "pairwise"}
-    return {
-        "op": op,
-        "sources": sources,
-        "pairwise": pairwise,
-        "scores": other_scores,
-        "conflict": conflict_view(op),
-    }
-
-
 # ----- probe queries ------------------------------------------------------------------------
 
 PROBE_PAGE_SIZE = 25
@@ -457,30 +415,6 @@ def probe_page(*, agent: Agent, page: int | str = 1) -> Page:
     number out of range gives the nearest page, ``"last"`` the last one."""
     paginator = Paginator(agent.probes.order_by("id"), PROBE_PAGE_SIZE)
     return paginator.get_page(paginator.num_pages if page == "last" else page)
-
-
-def pass_stale_operations(*, run: Pass) -> dict[int, str]:
-    """Operations of a proposed (or approved) pass whose sources changed or vanished since it was
-    planned: ``{Operation.pk: reason}`` (empty when none). Read-only; the proposal page shows
-    these before anyone approves (I-4). Raises :class:`StoreUnavailable` when Chroma is down."""
-    from .services.journal import get_live, stale_reason  # late: services import selectors
-
-    OS = Operation.Status
-    ops = list(
-        run.operations.exclude(status__in=[OS.CONFLICT, OS.APPLIED]).prefetch_related("sources")
-    )
-    if not ops:
-        return {}
-    store = stores.get_store(run.agent)
-    live = get_live(
-        store, sorted({sid for op in ops for sid in op.source_ids}), include_embeddings=False
-    )
-    out = {}
-    for op in ops:
-        reason = stale_reason(op, list(op.sources.all()), live, {})
-        if reason:
-            out[op.pk] = reason
-    return out
 
 
 def agent_census(*, agent: Agent) -> dict[str, Any]:

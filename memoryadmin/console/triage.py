@@ -11,7 +11,7 @@ never loaded whole; the pass-wide loss totals read only the operations that lose
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,6 +50,7 @@ __all__ = [
     "conflict_view",
     "group_words",
     "lost_page",
+    "pass_loss_figures",
     "pass_loss_totals",
     "plan_scores",
     "recent_writes",
@@ -377,6 +378,21 @@ def pass_loss_totals(run: Pass) -> LossTotals:
     return loss_totals((OperationLoss.from_dict(lost) for lost in rows), kept=index)
 
 
+def pass_loss_figures(run: Pass) -> LossTotals:
+    """:func:`pass_loss_totals` of ``run`` as the services kept it with the pass's figures
+    (``run.figures["loss"]``, :func:`memoryadmin.console.services.journal.store_figures`), when
+    they still describe its operations (one aggregate query); else computed now."""
+    from .review import figures_current
+
+    data = run.figures.get("loss") if isinstance(run.figures, dict) else None
+    if isinstance(data, dict) and figures_current(run):
+        try:
+            return LossTotals(**{f.name: int(data[f.name]) for f in fields(LossTotals)})
+        except (KeyError, TypeError, ValueError):
+            pass
+    return pass_loss_totals(run)
+
+
 def conflict_view(op: Operation, fieldmap: FieldMap | None = None) -> dict[str, Any] | None:
     """Display data of a conflict item (decided or not), ``None`` for any other operation:
     ``{"cue", "reason", "decision": {keep, by, at} | None, "sides": [{"label": "A" | "B",
@@ -422,12 +438,15 @@ def conflict_counts(run: Pass) -> dict[str, int]:
     """Conflict items of ``run``: ``{"total", "undecided", "picked", "both"}`` (one aggregate
     query). ``picked`` became ``reviewer_pick`` reconciles; ``both`` were decided "keep both";
     ``undecided`` wait for a reviewer (approving keeps both of each)."""
-    rows = run.operations.filter(
-        Q(kind=Operation.Kind.CONFLICT) | Q(kind=Operation.Kind.RECONCILE, rule="reviewer_pick")
-    ).aggregate(
-        total=Count("id"),
-        picked=Count("id", filter=Q(kind=Operation.Kind.RECONCILE)),
-        both=Count("id", filter=Q(kind=Operation.Kind.CONFLICT, scores__has_key="decision")),
+    kinds = [Operation.Kind.CONFLICT, Operation.Kind.RECONCILE]  # first, so an index finds them
+    rows = (
+        run.operations.filter(kind__in=kinds)
+        .filter(Q(kind=Operation.Kind.CONFLICT) | Q(rule="reviewer_pick"))
+        .aggregate(
+            total=Count("id"),
+            picked=Count("id", filter=Q(kind=Operation.Kind.RECONCILE)),
+            both=Count("id", filter=Q(kind=Operation.Kind.CONFLICT, scores__has_key="decision")),
+        )
     )
     counts = {k: int(v or 0) for k, v in rows.items()}
     counts["undecided"] = counts["total"] - counts["picked"] - counts["both"]

@@ -57,6 +57,7 @@ urlpatterns = [
     path("agents/<slug:slug>/probes/<int:pk>/delete/", views.probe_delete, name="probe_delete"),
     path("passes/<int:pk>/", views.pass_detail, name="pass_detail"),
     path("passes/<int:pk>/progress/", views.pass_progress, name="pass_progress"),
+    path("passes/<int:pk>/stale/", views.pass_stale, name="pass_stale"),
     path("passes/<int:pk>/approve/", views.pass_approve, name="pass_approve"),
     path("passes/<int:pk>/reject/", views.pass_reject, name="pass_reject"),
     path("passes/<int:pk>/rollback/", views.pass_rollback, name="pass_rollback"),

@@ -30,7 +30,6 @@ VEC = [0.5] * 384
         (line(id="b", document=""), "'document' is empty"),
         (line(id="b", document="   "), "'document' is empty"),
         (line(id="b", document=["x"]), "'document' must be a string, got list"),
-        (line(id="b"), "'document' must be a string, got NoneType"),
         (line(id="b", document="x" * 1_000_000), "1,000,000 characters long (maximum 100,000)"),
         (line(id="b", document="x", metadata="speaker=A"), "'metadata' must be an object"),
         (line(id="b", document="x", embedding="0.1,0.2"), "'embedding' must be a list"),
@@ -70,6 +69,15 @@ VEC = [0.5] * 384
             + b"]}",
             "every value must be a finite float32 number",
         ),
+        (b'{"id": "b", "document": "x\\u0000y"}', "'document' holds a NUL character"),
+        (b'{"id": "b\\u0000", "document": "x"}', "'id' holds a NUL character"),
+        (
+            b'{"id": "b", "document": "x", "metadata": {"k": ["a\\u0000"]}}',
+            "'metadata'['k'][0] holds a NUL character",
+        ),
+        (b'{"id": "b", "document": "x", "metadata": {"\\u0000": 1}}', "key with a NUL"),
+        (b'{"id": "b"}', "'document' is missing"),
+        (b'{"id": "b", "document": null}', "'document' is null"),
         (line(id="b", document="x", metadata={"#k": 1}), "reserved by Chroma"),
         (line(id="b", document="x", metadata={"": 1}), "must not be empty"),
     ],
@@ -144,3 +152,8 @@ def test_brackets_and_escapes_inside_strings_are_not_nesting():
 def test_valid_surrogate_pairs_are_emoji_not_errors():
     records, errors = read_jsonl(b'{"id": "e", "document": "tea \\ud83c\\udf75 time"}')
     assert errors == [] and records[0].document == "tea \U0001f375 time"
+
+
+def test_a_byte_order_mark_before_the_first_line_is_not_content():
+    records, errors = read_jsonl(b"\xef\xbb\xbf" + GOOD + b"\n" + line(id="z", document="ok"))
+    assert not errors and [r.id for r in records] == ["a", "z"]

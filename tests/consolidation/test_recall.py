@@ -267,6 +267,27 @@ def test_simulate_after_needs_an_embedder_for_new_text():
         simulate_after(STORE, [op], None)
 
 
+def test_simulate_after_keeps_the_embedding_of_the_source_whose_text_a_merge_kept():
+    # A merge of near-duplicates that keeps one source's text needs no embedder: the merged
+    # memory is that source's text, with its embedding (a store-wide pass merges thousands).
+    merge = Operation(
+        OpKind.MERGE,
+        ["t1", "o1"],
+        [STORE[0].content_hash, STORE[1].content_hash],
+        ["t1", "o1"],
+        "near duplicates",
+        "near_duplicate",
+        result_id="m-1",
+        result_document=STORE[1].document,
+        result_metadata={"merged_from": ["t1", "o1"]},
+    )
+    after = simulate_after(STORE, [merge], None)
+    merged = next(r for r in after if r.id == "m-1")
+    assert merged.document == STORE[1].document
+    assert np.array_equal(merged.embedding, STORE[1].embedding)
+    assert {"t1", "o1"}.isdisjoint(r.id for r in after)
+
+
 def test_guard_trips_when_a_plan_prunes_the_probe_evidence():
     # Pruning the observation and the summary that hold the answers: recall 1.0 → 0.0.
     ops = [

@@ -38,8 +38,6 @@ def make_proposal(
     max_loss_fraction: float = 0.25,
 ) -> Pass:
     """A pass of ``agent`` in ``status`` with the given operations (summary left to review)."""
-    from memoryadmin.console.review import pass_evaluate
-
     run = Pass.objects.create(
         agent=agent,
         trigger="operator",
@@ -96,10 +94,10 @@ def make_proposal(
         _source(op, 0, ids[0], f"Jon lives in Paris now ({i})", False)
         _source(op, 1, ids[1], f"Jon lives in Rome ({i})", True)
         index += 1
-    from memoryadmin.console.services import pass_score_operations
+    from memoryadmin.console.services import pass_score_operations, pass_store_figures
 
     pass_score_operations(run=run)
-    ev = pass_evaluate(run)
+    ev = pass_store_figures(run=run)
     Pass.objects.filter(pk=run.pk).update(
         entries_after=ev.entries_after,
         merged=ev.merged,

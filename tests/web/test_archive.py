@@ -170,11 +170,28 @@ def test_the_proposal_page_warns_about_each_affected_operation(
     with django_capture_on_commit_callbacks(execute=True):
         run = services.pass_request(agent=agent, trigger="operator")
     c = login(client, bob)
-    assert 'id="stale-warning"' not in c.get(reverse("pass_detail", args=[run.pk])).content.decode()
-    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    check = reverse("pass_stale", args=[run.pk])
     page = c.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert f'hx-get="{check}"' in page and 'hx-trigger="load"' in page  # checked once shown
+    fragment = c.get(check, HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="stale-warning"' not in fragment and 'id="stale-none"' in fragment
+    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    op = run.operations.get(sources__memory_id="mem-017")
+    fragment = c.get(check, HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="stale-warning"' in fragment and "1 operation(s) are affected" in fragment
+    assert f'href="?merge_page=1#op-{op.pk}">merge #{op.index}</a>' in fragment
+    # the mark lands on the operation's row (out of band), which the page holds a place for
+    assert (
+        fragment.count('data-testid="stale-op"') == 1
+        and "Memory mem-017 no longer exists" in fragment
+    )
+    mark = f'<div id="stale-op-{op.pk}" class="errors stale-op" data-testid="stale-op"'
+    assert f'{mark} hx-swap-oob="true">' in fragment
+    assert f'<div id="stale-op-{op.pk}" hidden></div>' in page
+    # without scripts the check is the page itself, the row marked in place
+    page = c.get(check).content.decode()
     assert 'id="stale-warning"' in page and "1 operation(s) are affected" in page
-    assert page.count('data-testid="stale-op"') == 1 and "Memory mem-017 no longer exists" in page
+    assert page.count('data-testid="stale-op"') == 1 and f"{mark}>Affected" in page
 
 
 def test_rollback_leaves_nothing_for_a_second_rollback(

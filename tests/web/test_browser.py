@@ -204,3 +204,56 @@ def test_the_api_docs_render_offline_under_the_csp(live_server, browser_page) ->
     page.wait_for_load_state("networkidle")
     assert page.evaluate("window.__csp") == []
     assert [u for u in outside if not u.startswith("data:")] == []
+
+
+def test_the_stale_check_loads_after_the_page_and_marks_the_row(
+    live_server, transactional_db, alice, bob, agent_with_memories, browser_page
+) -> None:
+    """The page shows at once; the check against the store follows (htmx) and marks the
+    overtaken merge's row in place, with no script error."""
+    from playwright.sync_api import expect
+
+    dup_a, dup_b = "Caroline moved to Boston in May.", "Jon's favourite colour is teal."
+    agent = agent_with_memories(
+        [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
+        policy={"prune": False, "promote": False},
+    )
+    run = services.pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
+    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    overtaken = run.operations.get(sources__memory_id="mem-017")
+    page = browser_page
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(f"{live_server.url}/accounts/login/?next=/passes/{run.pk}/")
+    page.fill("#id_username", "bob")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(rf"/passes/{run.pk}/$"))
+    expect(page.locator("#stale-warning")).to_contain_text("1 operation(s) are affected")
+    mark = page.locator(f'#op-{overtaken.pk} [data-testid="stale-op"]')
+    expect(mark).to_contain_text("Memory mem-017 no longer exists")
+    expect(page.locator('[data-testid="stale-op"]')).to_have_count(1)
+    assert errors == []
+
+
+def test_a_long_proposals_group_loads_its_rows_when_opened(
+    live_server, transactional_db, bob, agent_with_memories, browser_page
+) -> None:
+    """More than ten operations: the groups are collapsed, and opening one loads its rows
+    (htmx), each marked when the store has overtaken it (here none of the sources is in it)."""
+    from playwright.sync_api import expect
+
+    from .proposals import make_proposal
+
+    run = make_proposal(agent_with_memories(DISTINCT_FACTS[:3]), merges=12, entries_before=40)
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/?next=/passes/{run.pk}/")
+    page.fill("#id_username", "bob")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(rf"/passes/{run.pk}/$"))
+    expect(page.locator("#stale-warning")).to_contain_text("12 operation(s) are affected")
+    expect(page.locator('[data-kind="merge"]')).to_have_count(0)
+    page.locator("#ops-merge > summary").click()
+    expect(page.locator('#ops-merge[open] [data-kind="merge"]')).to_have_count(12)
+    expect(page.locator('#ops-merge [data-testid="stale-op"]')).to_have_count(12)

@@ -186,3 +186,27 @@ def test_deleting_an_agent_keeps_its_archive_and_audit_trail(agent_with_memories
     kept = ArchivedMemory.objects.get(memory_id="mem-001")  # I-1: nothing is lost
     assert kept.agent is None and kept.document
     assert AuditEvent.objects.count() == events + 1  # the trail plus "agent_deleted"
+
+
+def test_an_edited_memory_is_the_newer_one_when_a_later_pass_reconciles(agent_with_memories, alice):
+    """The edit stamps updated_at, so an older statement of the same fact is superseded by the
+    edited memory, not the other way round (created_at alone would say the edit is older)."""
+    from consolidation import FieldMap, Policy
+    from consolidation.planning import plan
+
+    agent = agent_with_memories(
+        ["Caroline lives in Boston", "Caroline lives in Austin"],
+        [{"created_at": "2024-01-01T00:00:00+00:00"}, {"created_at": "2024-06-01T00:00:00+00:00"}],
+    )
+    store = stores.get_store(agent)
+    services.memory_edit(
+        agent=agent, memory_id="mem-000", document="Caroline lives in Denver", user=alice
+    )
+    edited = store.get(["mem-000"])[0]
+    assert FieldMap().get_updated_at(edited.metadata) is not None
+    records = list(store.iter_records())
+    from django.utils import timezone
+
+    p = plan(records, Policy(trim_to_guard=False), now=timezone.now())
+    (op,) = [o for o in p.operations if o.removes]
+    assert op.kind.value == "reconcile" and op.removes == ["mem-001"], op.reason

@@ -47,6 +47,7 @@ METHODS: dict[str, set[str]] = {
     "probe_delete": POST,
     "pass_detail": GET,
     "pass_progress": GET,
+    "pass_stale": GET,
     "pass_approve": POST,
     "pass_reject": POST,
     "pass_rollback": BOTH,

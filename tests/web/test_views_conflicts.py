@@ -107,3 +107,12 @@ def test_an_operation_of_another_pass_is_404(client: Client, bob, conflict) -> N
     client.force_login(bob)
     url = reverse("conflict_resolve", args=[conflict.run_id + 1, conflict.pk])
     assert client.post(url, {"keep": "a"}).status_code == 404
+
+
+def test_a_missing_pass_is_a_404_page_in_the_console_layout(client: Client, bob) -> None:
+    client.force_login(bob)
+    r = client.get("/passes/999999/")
+    html = r.content.decode()
+    assert r.status_code == 404
+    assert "Not found" in html and "/passes/999999/" in html and "Back to the dashboard" in html
+    assert "<nav" in html  # the console's navigation, not Django's bare page

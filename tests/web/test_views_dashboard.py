@@ -104,3 +104,20 @@ def test_it_escapes_agent_names(client: Client, carol, agent_with_memories) -> N
     r = client.get(reverse("dashboard"))
     assert XSS.encode() not in r.content
     assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in r.content
+
+
+def test_the_last_pass_age_counts_from_when_it_finished(
+    client: Client, carol, agent_with_memories
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    agent = agent_with_memories(2, name="Aged bot")
+    run = Pass.objects.create(agent=agent, trigger="operator", status="applied")
+    Pass.objects.filter(pk=run.pk).update(
+        created_at=timezone.now() - timedelta(days=3), finished_at=timezone.now()
+    )
+    client.force_login(carol)
+    html = client.get(reverse("dashboard")).content.decode()
+    assert 'title="finished">0\xa0minutes ago' in html and "3\xa0days" not in html

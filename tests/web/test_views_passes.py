@@ -61,7 +61,7 @@ def test_it_shows_review_controls_to_a_reviewer(client: Client, bob, agent) -> N
 def test_it_pages_operations_per_kind(client: Client, carol, agent) -> None:
     run = make_proposal(agent, entries_before=200, merges=25)
     client.force_login(carol)
-    r = client.get(reverse("pass_detail", args=[run.pk]))
+    r = client.get(reverse("pass_detail", args=[run.pk]), {"merge_page": 1})
     assert r.content.decode().count('data-kind="merge"') == 20
     r = client.get(
         reverse("pass_detail", args=[run.pk]),
@@ -184,7 +184,11 @@ _LIMIT = Policy().max_merged_chars  # the edit limit is the pass policy's max_me
 
 @pytest.mark.parametrize(
     ("document", "message"),
-    [("   ", "cannot be empty"), ("x" * (_LIMIT + 1), f"the limit is {_LIMIT:,}")],
+    [
+        ("   ", "This field is required"),
+        ("x\x00y", "Null characters are not allowed"),
+        ("x" * (_LIMIT + 1), f"the limit is {_LIMIT:,}"),
+    ],
 )
 def test_it_refuses_a_bad_merged_text(
     client: Client, bob, agent, document: str, message: str
@@ -502,8 +506,16 @@ def test_it_collapses_operation_kinds_of_a_long_proposal(client: Client, bob, ag
         ("prune", "30 prune operations · 30 memories pruned"),
         ("reconcile", "10 reconcile operations · 10 memories superseded (older side)"),
     ):
-        assert f'<details id="ops-{kind}" class="opgroup">' in html
+        # collapsed, counted, and its rows loaded when opened (htmx), or by a link without it
+        lazy = f'hx-get="?kind={kind}&{kind}_page=1" hx-trigger="toggle once"'
+        assert f'<details id="ops-{kind}" class="opgroup" {lazy} hx-swap="outerHTML">' in html
         assert f'data-testid="group-{kind}">{label}</span>' in html
+        assert f'href="?{kind}_page=1#ops-{kind}">show them</a>' in html
+    assert 'data-kind="' not in html  # no operation row: a long proposal's page stays small
+    named = client.get(reverse("pass_detail", args=[long_run.pk]), {"prune_page": 1})
+    named = named.content.decode()
+    assert '<details id="ops-prune" class="opgroup" open>' in named
+    assert named.count('data-kind="prune"') == 20 and 'data-kind="merge"' not in named
     page2 = client.get(
         reverse("pass_detail", args=[long_run.pk]),
         {"kind": "merge", "merge_page": 2},

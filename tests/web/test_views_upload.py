@@ -369,3 +369,14 @@ def test_a_refused_upload_points_to_the_skip_invalid_checkbox(
     html = post(client, agent, "\n".join([line("a"), "{oops"])).content.decode()
     assert "valid lines by ticking “Skip invalid lines”" in html
     assert "--skip-invalid" not in html
+
+
+def test_a_file_with_no_valid_line_does_not_offer_to_import_zero_lines(
+    client: Client, alice, agent_with_memories
+) -> None:
+    agent = agent_with_memories(0)
+    client.force_login(alice)
+    html = post(client, agent, "\n".join(["{oops", '{"id": "x", "document": "a\\u0000b"}'])).content
+    html = html.decode()
+    assert "No line is valid: fix the file." in html and "NUL character" in html
+    assert "import the 0 valid lines" not in html

@@ -13,7 +13,7 @@ One module per step of a pass's life, plus its neighbours:
   ``pass_fail``
 - :mod:`.review` — ``operation_set_excluded`` / ``operations_set_excluded`` (bulk) /
   ``operation_edit_text`` / ``conflict_resolve`` / ``pass_approve`` / ``pass_reject`` /
-  ``pass_score_operations``
+  ``pass_score_operations`` / ``pass_store_figures``
 - :mod:`.apply` — ``pass_apply`` (journaled per operation, resumable)
 - :mod:`.rollback` — leases, ``pass_rollback_request`` / ``pass_rollback``,
   ``archive_restore``, ``passes_recover``
@@ -69,6 +69,7 @@ from .review import (
     pass_reject,
     pass_revision,
     pass_score_operations,
+    pass_store_figures,
 )
 from .rollback import (
     RollbackBlocked,
@@ -129,6 +130,7 @@ __all__ = [
     "pass_run",
     "pass_score_operations",
     "pass_stale_operations",
+    "pass_store_figures",
     "passes_recover",
     "resume_leased",
     "rollback_blockers",

@@ -44,6 +44,7 @@ from .journal import (
     run_actor,
     set_progress,
     stale_reason,
+    store_figures,
     transition,
 )
 
@@ -78,9 +79,11 @@ per stage and batch (a per-operation round trip costs ~16–25 ms in Chroma per 
 
 
 def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
-    """The records ``ops`` write (one each). A text equal to the rewritten source's keeps that
-    source's embedding; any other text (a merge, an edit, a distillation) is embedded, in one
-    call."""
+    """The records ``ops`` write (one each). A text equal to a source's — the rewritten source
+    (an edit of metadata only), or the source whose text a merge kept (an exact duplicate, or
+    the near-duplicate whose text holds the other's) — keeps that source's embedding (its live
+    version as archived, else the planned one): the same text has the same embedding. Any other
+    text (a new merged text, an edit, a distillation) is embedded, in one call."""
     prior = {
         (a.operation_id, a.memory_id): a for a in ArchivedMemory.objects.filter(operation__in=ops)
     }
@@ -93,9 +96,13 @@ def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
         if not document:
             raise ServiceError(f"Operation #{op.index} has no text to write.")
         docs.append(document)
-        embeddings.append(
-            base.get_embedding() if base is not None and base.document == document else None
+        same_text = (
+            source
+            for source in [base, *(prior.get((op.pk, m)) or s for m, s in by_id.items())]
+            if source is not None and source.document == document
         )
+        kept = next((e for e in (s.get_embedding() for s in same_text) if e is not None), None)
+        embeddings.append(kept)
     missing = [i for i, e in enumerate(embeddings) if e is None]
     for i, vec in zip(missing, embed([docs[i] for i in missing]), strict=True):
         embeddings[i] = vec
@@ -186,6 +193,37 @@ def _apply_batch(
         raise
 
 
+def _archive(run: Pass, ops: list[Operation], live: dict[str, MemoryRecord], actor: str) -> None:
+    """Archive the live version of each source ``ops`` remove or rewrite (I-1), in bulk
+    inserts; a copy archived by an earlier, interrupted try is kept as it is (the first copy is
+    the original)."""
+    done = set(
+        ArchivedMemory.objects.filter(operation__in=ops).values_list("operation_id", "memory_id")
+    )
+    rows = []
+    for op in ops:
+        for src in _archived_sources(op, list(op.sources.all())):
+            if (op.pk, src.memory_id) in done:
+                continue
+            rec = live[src.memory_id]
+            emb = rec.embedding if rec.embedding is not None else src.get_embedding()
+            rows.append(
+                ArchivedMemory(
+                    operation=op,
+                    memory_id=src.memory_id,
+                    agent=run.agent,
+                    document=rec.document,
+                    metadata=jsonable(rec.metadata),
+                    embedding=embedding_to_bytes(emb),
+                    content_hash=rec.content_hash,
+                    action=_ARCHIVE_ACTION[op.kind],
+                    run=run,
+                    actor=run.decided_actor or actor,
+                )
+            )
+    ArchivedMemory.objects.bulk_create(rows, batch_size=500)
+
+
 def _apply_batch_stages(
     run: Pass, batch: list[Operation], store: Any, own_writes: dict[str, str], actor: str
 ) -> None:
@@ -202,24 +240,7 @@ def _apply_batch_stages(
             else:
                 fresh.append(op)
         with transaction.atomic():
-            for op in fresh:
-                for src in _archived_sources(op, list(op.sources.all())):
-                    rec = live[src.memory_id]
-                    emb = rec.embedding if rec.embedding is not None else src.get_embedding()
-                    ArchivedMemory.objects.get_or_create(
-                        operation=op,
-                        memory_id=src.memory_id,
-                        defaults={
-                            "agent": run.agent,
-                            "document": rec.document,
-                            "metadata": jsonable(rec.metadata),
-                            "embedding": embedding_to_bytes(emb),
-                            "content_hash": rec.content_hash,
-                            "action": _ARCHIVE_ACTION[op.kind],
-                            "run": run,
-                            "actor": run.decided_actor or actor,
-                        },
-                    )
+            _archive(run, fresh, live, actor)
             _mark(fresh, OS.ARCHIVED)
         failpoint("apply:archived")
     # 2. write merged/promoted/new records: deterministic ids, upsert (a retry is idempotent)
@@ -376,6 +397,8 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
             )
         else:
             keep.append(op)
+    if len(keep) < len(ops):
+        store_figures(run)  # the pages' figures leave the conflicts out, as pass_evaluate does
     live_count = store.count()
     ev = evaluate(
         entries_before=live_count,
@@ -420,6 +443,7 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
         Operation.objects.filter(run=run, status=OS.CONFLICT).update(
             status=OS.PENDING, status_detail=""
         )
+        store_figures(run)  # the conflicts count again
         note = (
             f"Not applied, nothing was written: {error.rstrip('. ')}. "
             "Approve again when the store is back."
@@ -452,6 +476,8 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
     conflicts = statuses.count(OS.CONFLICT)
     failed = statuses.count(OS.FAILED)
     applied_ops = [op for op in ops if op.status == OS.APPLIED]
+    if conflicts:  # operations found in conflict while applying (_fail_op) leave the figures
+        store_figures(run)
     ev = evaluate(
         entries_before=run.entries_before,
         included=[to_engine_operation(op) for op in applied_ops],

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from consolidation import MAX_DOCUMENT_CHARS, FieldMap, MemoryRecord, Policy
 
 from ..errors import ServiceError
 from ..models import Agent, AuditEvent, Operation, OperationSource, Pass
+from ..review import Evaluation, pass_evaluate
 
 MAX_NOTE_CHARS = 5_000
 """Longest note a reviewer may give to an approve, reject or rollback (the web form, the API and
@@ -50,6 +52,7 @@ __all__ = [
     "run_actor",
     "set_progress",
     "stale_reason",
+    "store_figures",
     "transition",
     "user_or_none",
     "validate_cron",
@@ -74,6 +77,30 @@ def actor_name(user: Any, default: str) -> str:
 
 def user_or_none(user: Any) -> Any:
     return user if user is not None and getattr(user, "is_authenticated", False) else None
+
+
+def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
+    """Keep ``ev`` (default: :func:`pass_evaluate` now) and the loss totals
+    (:func:`~memoryadmin.console.triage.pass_loss_totals`, under ``"loss"``) as ``run.figures``,
+    what the pages show (:func:`~memoryadmin.console.review.pass_figures`,
+    :func:`~memoryadmin.console.triage.pass_loss_figures`). Every service that changes which
+    operations a pass includes, what they remove or what they lose calls this after the change,
+    in its transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now stands.
+    Each call also bumps ``figures["revision"]`` (read by ``services.pass_revision``: approve
+    refuses a revision that is no longer current). Returns it."""
+    from .. import triage  # late: triage reads what the services write
+
+    ev = ev if ev is not None else pass_evaluate(run)
+    # the pass row locked: two concurrent changes never give the same revision
+    before = Pass.objects.select_for_update().filter(pk=run.pk).values_list("figures", flat=True)
+    revision = int((before.first() or {}).get("revision", 0)) + 1
+    figures = ev.figures() | {
+        "loss": asdict(triage.pass_loss_totals(run)),
+        "revision": revision,
+    }
+    Pass.objects.filter(pk=run.pk).update(figures=figures)
+    run.figures = figures
+    return ev
 
 
 SYSTEM_ACTOR = "system"
@@ -279,12 +306,14 @@ def failpoint(name: str) -> None:
 
 
 def stale_reason(
-    op: Operation,
-    sources: list[OperationSource],
+    op: Operation | None,
+    sources: Iterable[OperationSource | Any],
     live: Mapping[str, MemoryRecord],
     own_writes: Mapping[str, str],
 ) -> str:
-    """Why ``op`` conflicts with the live store (I-4), or ``""`` when its sources are unchanged.
+    """Why an operation conflicts with the live store (I-4), or ``""`` when its ``sources`` (its
+    ``OperationSource`` rows in position order, or anything with their ``memory_id`` and planned
+    ``content_hash``) are unchanged; ``op`` is the operation, when at hand (not needed).
 
     A source rewritten by an earlier operation of the same pass (``own_writes``: id → the hash
     this pass wrote) is not a conflict.

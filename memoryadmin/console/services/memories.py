@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from consolidation import MemoryRecord
 
@@ -73,7 +74,9 @@ def memory_set_pinned(*, agent: Agent, memory_id: str, pinned: bool, user: Any) 
 
 
 def memory_edit(*, agent: Agent, memory_id: str, document: str, user: Any) -> MemoryRecord:
-    """Replace one memory's text (re-embedded); prior version archived, change audited.
+    """Replace one memory's text (re-embedded) and stamp the field map's ``updated_at`` key with
+    now (ISO 8601, UTC), so a later reconcile knows the edit is the newest statement; prior
+    version archived, change audited.
 
     Raises ``ValueError`` for an empty text or one over :data:`MAX_DOCUMENT_CHARS`, otherwise as
     :func:`memory_set_pinned`.
@@ -84,7 +87,14 @@ def memory_edit(*, agent: Agent, memory_id: str, document: str, user: Any) -> Me
     if text == rec.document:
         return rec
     _archive_operator(agent, rec, ArchivedMemory.Action.OPERATOR_EDIT, user)
-    new = MemoryRecord(rec.id, text, embed([text])[0], rec.metadata)
+    fm = agent.get_field_map()
+    # The edit is the memory's newest statement: reconcile orders two memories by updated_at.
+    meta = (
+        {**rec.metadata, fm.updated_at: timezone.now().isoformat()}
+        if fm.updated_at
+        else {**rec.metadata}
+    )
+    new = MemoryRecord(rec.id, text, embed([text])[0], meta)
     store.upsert([new])
     audit(
         actor=actor_name(user, "cli"),

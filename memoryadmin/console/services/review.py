@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,6 +23,7 @@ from .journal import (
     enqueue,
     get_live,
     stale_reason,
+    store_figures,
     transition,
     user_or_none,
     validate_document,
@@ -44,6 +43,7 @@ __all__ = [
     "pass_reject",
     "pass_revision",
     "pass_score_operations",
+    "pass_store_figures",
 ]
 
 S = Pass.Status
@@ -58,6 +58,8 @@ def _reviewable(run: Pass) -> Pass:
 
 
 def _save_evaluation(run: Pass, ev: Evaluation) -> None:
+    """The pass's summary columns and its figures (:func:`store_figures`) from ``ev``."""
+    store_figures(run, ev)
     Pass.objects.filter(pk=run.pk).update(
         entries_after=ev.entries_after,
         merged=ev.merged,
@@ -224,7 +226,9 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
             data={"operation": op.index, "before": before, "after": text},
         )
     operation.result_document, operation.edited = op.result_document, op.edited
-    return pass_evaluate(run)
+    ev = pass_evaluate(run)
+    _save_evaluation(run, ev)
+    return ev
 
 
 CONFLICT_CHOICES = ("a", "b", "both")
@@ -469,21 +473,22 @@ def pass_score_operations(*, run: Pass) -> int:
     return len(ops)
 
 
+@transaction.atomic
+def pass_store_figures(*, run: Pass) -> Evaluation:
+    """Evaluate ``run`` afresh and keep the figures its pages show (``Pass.figures``); for a
+    pass whose operations were written outside these services (the bench, test helpers, a
+    repair). Returns the evaluation."""
+    return store_figures(run)
+
+
 def pass_revision(*, run: Pass) -> str:
-    """The revision of what approving ``run`` would apply: 16 hex digits of a SHA-256 over every
-    operation's index, kind, rule, sources, removals, exclusion, text and conflict decision.
-    Any exclude, include, edit or decision (by any service, carried over or not) changes it; a
-    reviewer's approve form carries the one on screen (:func:`pass_approve` ``revision``)."""
-    digest = hashlib.sha256()
-    rows = run.operations.order_by("index").values_list(
-        "index", "kind", "rule", "source_ids", "removes", "excluded", "result_document", "scores"
-    )
-    for index, kind, rule, sources, removes, excluded, text, scores in rows.iterator():
-        decision = (scores or {}).get("decision")
-        row = [index, kind, rule, sources, removes, excluded, text, decision]
-        digest.update(json.dumps(row, sort_keys=True, default=str).encode())
-        digest.update(b"\n")
-    return digest.hexdigest()[:16]
+    """The revision of what approving ``run`` would apply: a counter kept with its figures
+    (``Pass.figures["revision"]``), bumped by :func:`~.journal.store_figures`, which every
+    service that changes what a pass includes, removes or loses calls (exclude, include, edit,
+    a conflict decision, a carry-over). A reviewer's approve form carries the one on screen
+    (:func:`pass_approve` ``revision``). One query, whatever the pass's size."""
+    figures = Pass.objects.filter(pk=run.pk).values_list("figures", flat=True).first()
+    return str((figures or {}).get("revision", 0))
 
 
 def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None = None) -> Pass:

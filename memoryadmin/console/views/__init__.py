@@ -27,6 +27,7 @@ from .passes import (
     pass_detail,
     pass_progress,
     pass_reject,
+    pass_stale,
 )
 from .probes import probe_create, probe_delete, probe_edit, probe_list, probe_recall
 from .review import pass_review, review_bulk
@@ -58,6 +59,7 @@ __all__ = [
     "pass_detail",
     "pass_progress",
     "pass_reject",
+    "pass_stale",
     "schedule_preview",
     "memories_export",
     "memories_import",

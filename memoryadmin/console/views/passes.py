@@ -19,8 +19,14 @@ from .. import services
 from ..convergence import pass_deferred, pass_policy_note
 from ..forms import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
-from ..review import Evaluation, count_label, pass_evaluate
-from ..selectors import operation_view, pass_operation_pages, pass_stale_operations
+from ..review import Evaluation, count_label, pass_figures
+from ..selectors import (
+    StaleOperation,
+    operation_view,
+    pass_operation_pages,
+    pass_shown_pages,
+    pass_stale_check,
+)
 from ..templatetags.console import status_words
 from .common import HtmxHttpRequest, can_review, request_zone
 from .review import operation_oob_context, review_context
@@ -28,11 +34,11 @@ from .review import operation_oob_context, review_context
 
 def _summary(run: Pass) -> Any:
     """The pass's figures over its included operations (the same numbers on the summary, the
-    groups and the guard); a settled pass keeps the guard verdict it was given. A pass without
-    operations shows its stored figures."""
+    groups and the guard: :func:`pass_figures`, which reads no operation); a settled pass keeps
+    the guard verdict it was given. A pass without operations shows its stored figures."""
     if not run.operations.exists():
         return run
-    ev = pass_evaluate(run)
+    ev = pass_figures(run)
     if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED):
         return ev
     return replace(
@@ -43,19 +49,33 @@ def _summary(run: Pass) -> Any:
     )
 
 
+def _named(kind: str, params: Any) -> bool:
+    """True when the request names ``kind``'s group (``?kind=`` or ``?<kind>_page=``)."""
+    return params.get("kind") == kind or f"{kind}_page" in params
+
+
 def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
+    """Each kind's group: its counts (aggregates) and, when the page shows its rows, one page of
+    operations. A long proposal (more than :data:`COLLAPSE_OVER` operations) shows its groups
+    collapsed and loads a group's rows when it is opened (htmx), so only groups the request
+    names (``?kind=``, ``?<kind>_page=``) come with rows (``lazy`` marks the others)."""
     pages = {k: params.get(f"{k}_page", 1) for k in Operation.Kind.values}
     kinds = getattr(ev, "kinds", None) or {}
+    found = pass_operation_pages(run=run, pages=pages)
+    collapsed = sum(total for _, total, _ in found) > COLLAPSE_OVER
     groups = []
-    for kind, total, page in pass_operation_pages(run=run, pages=pages):
+    for kind, total, page in found:
         ops, memories = kinds.get(kind, (0, 0))
         curated = getattr(ev, "merged_promoted", 0) if kind == "merge" else 0
+        lazy = collapsed and not _named(kind, params)
         groups.append(
             {
                 "kind": kind,
                 "total": total,
                 "page": page,
-                "ops": [operation_view(op) for op in page],
+                "ops": [] if lazy else [operation_view(op) for op in page],
+                "lazy": lazy,
+                "named": _named(kind, params),
                 "label": count_label(kind, ops, memories, curated=curated),
                 "not_counted": total - ops,
             }
@@ -63,15 +83,39 @@ def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
     return groups
 
 
-def _stale(run: Pass) -> tuple[dict[int, str], str]:
-    """Operations of a proposal the store has overtaken (shown before anyone approves, I-4),
-    and the store error when that cannot be checked now."""
+def _stale(run: Pass, operation_ids: list[int] | None = None) -> tuple[list[StaleOperation], str]:
+    """Operations of a proposal the store has overtaken (shown before anyone approves, I-4;
+    ``operation_ids``: only those), and the store error when that cannot be checked now."""
     if run.status != Pass.Status.PROPOSED:
-        return {}, ""
+        return [], ""
     try:
-        return pass_stale_operations(run=run), ""
+        return pass_stale_check(run=run, operation_ids=operation_ids), ""
     except services.ServiceError as exc:
-        return {}, str(exc)
+        return [], str(exc)
+
+
+STALE_LISTED = 50
+"""Affected operations listed by name in the stale warning (the rest are counted)."""
+
+
+def _stale_context(run: Pass, params: Any, *, marks: bool) -> dict[str, Any]:
+    """The stale check's context: ``stale`` ({pk: reason}, for the rows), ``stale_list`` (the
+    first :data:`STALE_LISTED`), ``stale_more``, ``stale_error`` and (``marks``) ``stale_marks``,
+    the ``(pk, reason)`` of affected rows on the pages ``params`` show (swapped out of band)."""
+    stale, error = _stale(run)
+    shown = {}
+    if marks and stale:  # the rows in the page: every group's, or a long proposal's named ones
+        found = pass_shown_pages(run=run, params=params)
+        collapsed = sum(total for total, _ in found.values()) > COLLAPSE_OVER
+        shown = {k: p for k, (_, p) in found.items() if not collapsed or _named(k, params)}
+    return {
+        "stale_checked": True,
+        "stale": {s.pk: s.reason for s in stale},
+        "stale_list": stale[:STALE_LISTED],
+        "stale_more": max(0, len(stale) - STALE_LISTED),
+        "stale_error": error,
+        "stale_marks": [(s.pk, s.reason) for s in stale if shown.get(s.kind) == s.page],
+    }
 
 
 def _reviewed(run: Pass) -> bool:
@@ -82,7 +126,6 @@ def _reviewed(run: Pass) -> bool:
 
 def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) -> HttpResponse:
     run.refresh_from_db()
-    stale, stale_error = _stale(run)
     ev = _summary(run)
     groups = _groups(run, request.GET, ev)
     ctx = {
@@ -92,8 +135,7 @@ def _page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: Any) 
         "groups": groups,
         "approve_form": NoteForm(),
         "reject_form": NoteForm(require_note=True),
-        "stale": stale,
-        "stale_error": stale_error,
+        "stale_checked": False,  # the page loads the stale check (pass_stale) once shown
         "reviewed": _reviewed(run),
         "events": run.events.select_related("user").order_by("created_at", "id"),
         "failed_unplanned": run.status == Pass.Status.FAILED and not groups,
@@ -140,9 +182,12 @@ def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str)
 @require_GET
 @vary_on_headers("HX-Request")
 def pass_detail(request: HtmxHttpRequest, pk: int):
-    """Summary, guard verdict, operations grouped by kind (20 per page per kind), review forms.
+    """Summary, guard verdict, operations grouped by kind (20 per page per kind; a long
+    proposal's groups load their rows when opened), review forms; the stale check follows
+    (:func:`pass_stale`).
 
-    ``?kind=<kind>&<kind>_page=N`` with htmx returns only that kind's group (``#ops-<kind>``).
+    ``?kind=<kind>&<kind>_page=N`` with htmx returns only that kind's group (``#ops-<kind>``),
+    its rows marked when the store has overtaken them.
     """
     run = get_object_or_404(
         Pass.objects.select_related("agent", "decided_by", "requested_by"), pk=pk
@@ -152,9 +197,33 @@ def pass_detail(request: HtmxHttpRequest, pk: int):
         group = next(
             (g for g in _groups(run, request.GET, _summary(run)) if g["kind"] == kind), None
         )
-        ctx = {"run": run, "group": group or {"kind": kind, "total": 0, "ops": []}, "paging": True}
+        group = group or {"kind": kind, "total": 0, "ops": []}
+        stale, _ = _stale(run, [ov["op"].pk for ov in group["ops"]]) if group["ops"] else ([], "")
+        ctx = {
+            "run": run,
+            "group": group,
+            "paging": True,
+            "stale": {s.pk: s.reason for s in stale},
+        }
         return render(request, "console/pass_detail.html#op-group", ctx)
     return _page(request, run)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def pass_stale(request: HtmxHttpRequest, pk: int):
+    """The proposal checked against the store (I-4): the operations whose sources changed or
+    left the store since planning, or why the store could not be read. The page loads it with
+    htmx once shown (``#stale-check``: the warning listing them, and out of band the marks on
+    the rows of the pages ``?<kind>_page=N`` shows); without htmx, the page with the check in
+    it. Apply checks again whatever was shown."""
+    run = get_object_or_404(
+        Pass.objects.select_related("agent", "decided_by", "requested_by"), pk=pk
+    )
+    if not request.htmx:
+        return _page(request, run, **_stale_context(run, request.GET, marks=False))
+    ctx = {"run": run, **_stale_context(run, request.GET, marks=True)}
+    return render(request, "console/pass_detail.html#stale-check", ctx)
 
 
 @require_GET
@@ -221,8 +290,13 @@ def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
     op = get_object_or_404(Operation, pk=op_id, run_id=pk)
     form = MergedTextForm(request.POST)
     if not form.is_valid():
+        # the field's own reason: empty ("This field is required.") or a NUL character
+        why = " ".join(form.errors.get("document", [])) or "The merged text is not valid."
         return _op_response(
-            request, op, "The merged text cannot be empty.", draft=request.POST.get("document", "")
+            request,
+            op,
+            f"The merged text was not saved: {why}",
+            draft=request.POST.get("document", ""),
         )
     try:
         services.operation_edit_text(

@@ -21,7 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from .. import services, triage
 from ..models import Operation, Pass
-from ..review import pass_evaluate
+from ..review import pass_figures
 from ..review_forms import BulkReviewForm, ReviewFilterForm
 from ..selectors import operation_view
 from .common import HtmxHttpRequest, can_review
@@ -30,14 +30,13 @@ from .common import HtmxHttpRequest, can_review
 def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
     """Loss totals and conflict counts of ``run`` as its operations stand now, and
     (``approve``) the approve line and the revision it describes (posted back by the approve
-    form, so approving applies what the line said)
-    while it can still be approved (``ev``: its :class:`~..review.Evaluation` when already
-    computed; evaluating reads every operation, so the panel's own GETs skip it)."""
-    totals = triage.pass_loss_totals(run)
+    form, so approving applies what the line said) while it can still be approved (``ev``: its
+    :class:`~..review.Evaluation` when already at hand, else :func:`pass_figures`)."""
+    totals = triage.pass_loss_figures(run)
     conflicts = triage.conflict_counts(run)
     if not approve or not run.is_reviewable:
         return {"totals": totals, "approve_line": "", "conflicts": conflicts}
-    ev = ev if ev is not None else pass_evaluate(run)
+    ev = ev if ev is not None else pass_figures(run)
     return {
         "totals": totals,
         "approve_line": triage.approve_line(ev, totals, conflicts),
@@ -91,7 +90,7 @@ def _panel(
     """The panel, and out of band: the pass summary, the approve line and the changed rows of
     the "All operations" list (at most :data:`OOB_ROWS`)."""
     run.refresh_from_db()
-    ev = pass_evaluate(run)
+    ev = pass_figures(run)
     rows = run.operations.filter(index__in=list(changed)[:OOB_ROWS]).prefetch_related("sources")
     ctx = {
         "run": run,
