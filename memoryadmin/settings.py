@@ -106,6 +106,9 @@ INSTALLED_APPS = [
     "django_q",
     "axes",
     "csp",
+    # django-ninja as an app: /api/v1/docs renders its own template with the Swagger UI files it
+    # ships (static/ninja/, no CDN, no inline script), allowed by the CSP below and offline.
+    "ninja",
     "memoryadmin.console",
     "memoryadmin.api",
 ]

@@ -171,12 +171,15 @@ def merge_operations(st: PlanState) -> None:
 
 def promote_operations(st: PlanState) -> None:
     """Stage ``promote``: metadata-only PROMOTE of surviving, new, non-curated memories that
-    meet a promotion rule (:func:`promotion_rules`)."""
+    meet a promotion rule (:func:`promotion_rules`); never one held in a conflict (``st.held``:
+    kept as it is until a reviewer decides, who may remove it)."""
     policy, fm, metas, ids = st.policy, st.fm, st.metas, st.ids
     if not policy.promote:
         return
     for i in st.new_rows:
         if st.removed[i] or fm.get_tier(metas[i]) == policy.curated_tier:
+            continue
+        if i in st.held:
             continue
         rules = promotion_rules(metas[i], policy, fm)
         if not rules:

@@ -13,7 +13,7 @@ act on; the API turns them into JSON, the MCP server into tool errors.
 
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
 from typing import Any
 
 from django.utils import timezone
@@ -124,18 +124,35 @@ def named_policy(name: str | None) -> Policy | None:
 # ----- passes -------------------------------------------------------------------------------
 
 
-def consolidate(*, agent: Agent, user: Any, dry_run: bool, policy: str | None) -> s.ConsolidateOut:
+def refuse_superseding(agent: Agent, replace: bool) -> None:
+    """:class:`Conflict` naming the proposal of ``agent`` waiting for review, unless ``replace``
+    (a new pass marks it stale, as the console's "Run now" does only after asking)."""
+    pending = agent.passes.filter(status=Pass.Status.PROPOSED).order_by("-created_at").first()
+    if pending is not None and not replace:
+        raise Conflict(
+            f"Pass #{pending.pk} of {agent.slug} is waiting for review; a new pass would "
+            "supersede it (marked stale, its exclusions and edits carried over). Review it "
+            "first, or send replace=true to replace it.",
+            field="replace",
+        )
+
+
+def consolidate(
+    *, agent: Agent, user: Any, dry_run: bool, policy: str | None, replace: bool = False
+) -> s.ConsolidateOut:
     """Plan a pass for ``agent`` now.
 
     ``dry_run``: the ``consolidate --dry-run`` path (plan and measure; nothing stored, no pass
     recorded; any role). Otherwise ``services.pass_request`` (admins only, like "Run now"): the
     pass is queued and planned by the worker (inline in tests) into a proposal, or auto-applied
-    per the agent's policy; the result carries its id and current status.
+    per the agent's policy; the result carries its id and current status. A proposal waiting
+    for review is superseded only with ``replace`` (else :class:`Conflict` naming it).
     """
     chosen = named_policy(policy)
     if dry_run:
         return _dry_run(agent, chosen, policy)
     require_manage(user, f"start a pass of {agent.slug}")
+    refuse_superseding(agent, replace)
     kwargs: dict[str, Any] = {"policy": chosen, "policy_name": policy} if chosen is not None else {}
     try:
         run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=user, **kwargs)
@@ -144,7 +161,7 @@ def consolidate(*, agent: Agent, user: Any, dry_run: bool, policy: str | None) -
     return _created(get_pass(run.pk), policy or "agent")
 
 
-def compact(*, agent: Agent, user: Any, layer: str) -> s.PassOut:
+def compact(*, agent: Agent, user: Any, layer: str, replace: bool = False) -> s.PassOut:
     """A pass that only reconciles contradictions and folds duplicates, as a proposal (admins).
 
     The agent's policy with promote, prune, evidence folding and session windows switched off
@@ -153,8 +170,10 @@ def compact(*, agent: Agent, user: Any, layer: str) -> s.PassOut:
     memories are read into the snapshot (:func:`consolidation.snapshot.in_layer`; a memory
     without a layer counts as semantic), so nothing of another layer is compared or touched.
     Recorded with the pass (``telemetry.layer``, ``policy_override = "compact:<layer>"``).
+    A proposal waiting for review is superseded only with ``replace`` (else :class:`Conflict`).
     """
     require_manage(user, f"start a pass of {agent.slug}")
+    refuse_superseding(agent, replace)
     layer = (layer or "").strip().lower()
     if layer not in COMPACT_LAYERS:
         raise BadInput(
@@ -164,7 +183,7 @@ def compact(*, agent: Agent, user: Any, layer: str) -> s.PassOut:
         base = agent.get_policy()
     except ValueError as exc:
         raise Conflict(f"Agent {agent.slug!r} has an invalid policy: {exc}") from None
-    policy = replace(
+    policy = dataclasses.replace(
         base,
         promote=False,
         prune=False,
@@ -238,11 +257,12 @@ def _dry_run(agent: Agent, chosen: Policy | None, policy: str | None) -> s.Conso
     )
 
 
-def approve(*, run: Pass, user: Any, note: str) -> s.PassOut:
-    """Approve a proposal (reviewers); the guard is re-checked on the included operations."""
+def approve(*, run: Pass, user: Any, note: str, revision: str | None = None) -> s.PassOut:
+    """Approve a proposal (reviewers); the guard is re-checked on the included operations, and
+    ``revision`` (``PassOut.revision`` as read) when given: 409 when the operations changed."""
     require_review(user, f"approve pass #{run.pk}")
     try:
-        services.pass_approve(run=run, user=user, note=note)
+        services.pass_approve(run=run, user=user, note=note, revision=revision)
     except (services.ServiceError, ValueError) as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))
@@ -290,8 +310,14 @@ def resolve_conflict(*, run: Pass, index: int, keep: str, user: Any) -> s.PassOu
 
 
 def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:
-    """Start rolling back an applied pass (reviewers); refused naming records changed since."""
+    """Start rolling back an applied pass (reviewers); refused naming records changed since, and
+    with :class:`Conflict` for a pass in any other state (one rolling or rolled back too)."""
     require_review(user, f"roll back pass #{run.pk}")
+    if not run.can_roll_back:
+        raise Conflict(
+            f"Pass #{run.pk} is {run.status.replace('_', ' ')}. "
+            "Only an applied or partially applied pass can be rolled back."
+        )
     try:
         services.pass_rollback_request(run=run, user=user, note=note)
     except (services.ServiceError, ValueError) as exc:

@@ -31,6 +31,7 @@ from pydantic import Field
 
 from memoryadmin.console import selectors
 from memoryadmin.console.models import Pass
+from memoryadmin.console.services.journal import MAX_NOTE_CHARS
 
 from . import actions
 from . import schemas as s
@@ -168,13 +169,22 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
             str | None,
             Field(description="named policy (default, aggressive); null = the agent's own"),
         ] = None,
+        replace: Annotated[
+            bool, Field(description="supersede a proposal still waiting for review")
+        ] = False,
     ) -> s.ConsolidateOut:
         """Plan a consolidation pass. With dry_run: the ConsolidationResult figures (entries
         before/after, merged, promoted, pruned, loss fraction), the loss-guard verdict and recall
         figures, nothing written. Otherwise (admins): a proposal for review, or applied per the
-        agent's auto-apply policy; returns its id and status."""
+        agent's auto-apply policy; returns its id and status. Refused naming the agent's
+        proposal waiting for review unless replace=true (it is then marked stale, superseded,
+        its exclusions and edits carried over)."""
         return actions.consolidate(
-            agent=actions.get_agent(agent), user=current_user(), dry_run=dry_run, policy=policy
+            agent=actions.get_agent(agent),
+            user=current_user(),
+            dry_run=dry_run,
+            policy=policy,
+            replace=replace,
         )
 
     @server.tool()
@@ -184,11 +194,17 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         layer: Annotated[
             str, Field(description="memory layer: semantic, episodic, procedural, summary")
         ] = "semantic",
+        replace: Annotated[
+            bool, Field(description="supersede a proposal still waiting for review")
+        ] = False,
     ) -> s.PassOut:
         """A pass restricted to reconciling contradictions and folding duplicates (admins), as a
         proposal for review. Only memories of ``layer`` are planned (a memory without a layer
-        counts as semantic); the others are neither compared nor touched."""
-        return actions.compact(agent=actions.get_agent(agent), user=current_user(), layer=layer)
+        counts as semantic); the others are neither compared nor touched. Refused naming the
+        agent's proposal waiting for review unless replace=true."""
+        return actions.compact(
+            agent=actions.get_agent(agent), user=current_user(), layer=layer, replace=replace
+        )
 
     @server.tool()
     @_tool
@@ -257,16 +273,26 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
     @_tool
     def approve_pass(
         pass_id: Annotated[int, Field(ge=1, description="pass id")],
-        note: Annotated[str, Field(max_length=2000, description="why (optional)")] = "",
+        note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why (optional)")] = "",
+        revision: Annotated[
+            str | None,
+            Field(max_length=64, description="the pass's revision as read (get_pass); optional"),
+        ] = None,
     ) -> s.PassOut:
-        """Approve a proposal (reviewers and admins); the loss guard is checked again first."""
-        return actions.approve(run=actions.get_pass(pass_id), user=current_user(), note=note)
+        """Approve a proposal (reviewers and admins); the loss guard is checked again first.
+        With revision: refused, nothing applied, when the operations changed since it was
+        read."""
+        return actions.approve(
+            run=actions.get_pass(pass_id), user=current_user(), note=note, revision=revision
+        )
 
     @server.tool()
     @_tool
     def reject_pass(
         pass_id: Annotated[int, Field(ge=1, description="pass id")],
-        note: Annotated[str, Field(min_length=1, max_length=2000, description="why (required)")],
+        note: Annotated[
+            str, Field(min_length=1, max_length=MAX_NOTE_CHARS, description="why (required)")
+        ],
     ) -> s.PassOut:
         """Reject a proposal with a note (reviewers and admins); the store is left untouched."""
         return actions.reject(run=actions.get_pass(pass_id), user=current_user(), note=note)

@@ -22,6 +22,7 @@ from memoryadmin.console.selectors import (
     pass_stale_check,
     store_status,
 )
+from memoryadmin.console.services.review import pass_revision
 
 from . import schemas as s
 
@@ -126,6 +127,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "planned_at": run.planned_at,
         "finished_at": run.finished_at,
         "url": run.get_absolute_url(),
+        "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
 
 

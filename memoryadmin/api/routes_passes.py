@@ -67,10 +67,14 @@ def pass_detail(request: HttpRequest, pass_id: int, filters: Query[OpFilters]):
 )
 def pass_create(request: HttpRequest, payload: s.PassCreateIn):
     """200 with the dry run's figures, or 202 with the new pass's id and status (planned by the
-    worker)."""
+    worker); 409 naming the agent's proposal waiting for review unless ``replace`` is true."""
     agent = actions.get_agent(payload.agent)
     out = actions.consolidate(
-        agent=agent, user=request.user, dry_run=payload.dry_run, policy=payload.policy
+        agent=agent,
+        user=request.user,
+        dry_run=payload.dry_run,
+        policy=payload.policy,
+        replace=payload.replace,
     )
     return Status(200 if out.dry_run else 202, out)
 
@@ -80,9 +84,16 @@ def pass_create(request: HttpRequest, payload: s.PassCreateIn):
     response=s.PassOut,
     summary="Approve a proposal (reviewers); the guard is re-checked",
 )
-def pass_approve(request: HttpRequest, pass_id: int, payload: s.NoteIn):
-    """Approve; 409 with the guard's reason when the included operations now exceed it."""
-    return actions.approve(run=actions.get_pass(pass_id), user=request.user, note=payload.note)
+def pass_approve(request: HttpRequest, pass_id: int, payload: s.ApproveIn | None = None):
+    """Approve; 409 with the guard's reason when the included operations now exceed it, or when
+    ``revision`` is given and the operations changed since it was read (nothing applied)."""
+    payload = payload or s.ApproveIn()
+    return actions.approve(
+        run=actions.get_pass(pass_id),
+        user=request.user,
+        note=payload.note,
+        revision=payload.revision,
+    )
 
 
 @router.post(
@@ -137,6 +148,9 @@ def conflict_resolve(request: HttpRequest, pass_id: int, index: int, payload: s.
     response=s.PassOut,
     summary="Roll back an applied pass (reviewers)",
 )
-def pass_rollback(request: HttpRequest, pass_id: int, payload: s.NoteIn):
-    """Start undoing an applied pass; 409 naming the records changed since, when blocked."""
-    return actions.roll_back(run=actions.get_pass(pass_id), user=request.user, note=payload.note)
+def pass_rollback(request: HttpRequest, pass_id: int, payload: s.NoteIn | None = None):
+    """Start undoing an applied pass (the body with its note is optional); 409 naming the
+    records changed since, when blocked, or when the pass is not applied (or already rolled
+    back)."""
+    note = payload.note if payload is not None else ""
+    return actions.roll_back(run=actions.get_pass(pass_id), user=request.user, note=note)

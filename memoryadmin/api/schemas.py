@@ -13,6 +13,7 @@ from ninja import Field, Schema
 from pydantic import field_validator
 
 from memoryadmin.console.models import Operation, Pass
+from memoryadmin.console.services.journal import MAX_NOTE_CHARS
 
 PassStatus = Literal[tuple(Pass.Status.values)]  # type: ignore[valid-type]
 """Every value of ``Pass.Status`` (the pass lifecycle, docs/ARCHITECTURE.md)."""
@@ -144,6 +145,11 @@ class PassOut(Schema):
     planned_at: datetime | None
     finished_at: datetime | None
     url: str
+    revision: str | None = Field(
+        default=None,
+        description="While proposed: the revision of what approving applies; send it with "
+        "approve to be refused (409) if the operations changed since you read them.",
+    )
 
 
 class PassPage(Schema):
@@ -254,6 +260,11 @@ class PassCreateIn(Schema):
     agent: str = Field(min_length=1, max_length=80)
     dry_run: bool = False
     policy: str | None = Field(default=None, max_length=40)
+    replace: bool = Field(
+        default=False,
+        description="Supersede a proposal of the agent still waiting for review (marked stale, "
+        "its review carried over); without it such a request is refused with 409.",
+    )
 
 
 class CompactIn(Schema):
@@ -264,9 +275,16 @@ class CompactIn(Schema):
 
 
 class NoteIn(Schema):
-    """An optional note (approve, roll back)."""
+    """An optional note (roll back); the body itself may be left out."""
 
-    note: str = Field(default="", max_length=2000)
+    note: str = Field(default="", max_length=MAX_NOTE_CHARS)
+
+
+class ApproveIn(NoteIn):
+    """Approve: an optional note and the optional ``revision`` read from the pass (when given
+    and the operations changed since, the approve is refused with 409 and nothing applied)."""
+
+    revision: str | None = Field(default=None, max_length=64)
 
 
 class ResolveIn(Schema):
@@ -279,7 +297,7 @@ class ResolveIn(Schema):
 class RequiredNoteIn(Schema):
     """A required, non-blank note (reject)."""
 
-    note: str = Field(max_length=2000)
+    note: str = Field(max_length=MAX_NOTE_CHARS)
 
     @field_validator("note")
     @classmethod

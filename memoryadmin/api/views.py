@@ -16,25 +16,30 @@ class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, required=False, help_text="what the token is for")
 
 
+NEW_TOKEN_KEY = "api_new_token"
+"""Session key holding a just-created raw token until the page after the redirect shows it."""
+
+
 @require_http_methods(["GET", "POST"])
 def token_list(request: HttpRequest):
-    """Own tokens (prefix, name, created, last used, revoked); POST creates one, shown once."""
+    """Own tokens (prefix, name, created, last used, revoked); POST creates one and redirects
+    (a refresh never makes a second token); the next page shows it once, from the session."""
     form = TokenForm(request.POST or None)
-    new_token = ""
     if request.method == "POST" and form.is_valid():
         try:
-            _token, new_token = tokens.token_create(
+            _token, raw = tokens.token_create(
                 user=request.user, name=form.cleaned_data["name"], by=request.user
             )
         except ValueError as exc:
             form.add_error("name", str(exc))
         else:
-            form = TokenForm()
+            request.session[NEW_TOKEN_KEY] = raw
+            return redirect("api_tokens")
     ctx = {
         "nav": "tokens",
         "tokens": tokens.tokens_of(request.user),
         "form": form,
-        "new_token": new_token,
+        "new_token": request.session.pop(NEW_TOKEN_KEY, ""),
     }
     return render(request, "api/tokens.html", ctx)
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["GuardRefused", "PassAlreadyActive", "ServiceError", "StoreUnavailable"]
+__all__ = [
+    "GuardRefused",
+    "PassAlreadyActive",
+    "ProposalChanged",
+    "ServiceError",
+    "StoreUnavailable",
+]
 
 
 class ServiceError(Exception):
@@ -16,6 +22,11 @@ class PassAlreadyActive(ServiceError):
 
 class GuardRefused(ServiceError):
     """Approving was refused because the loss guard fails on the operations now included."""
+
+
+class ProposalChanged(ServiceError):
+    """Approving was refused because the operations it would apply are no longer the ones the
+    reviewer saw (another reviewer or tab excluded, included, edited or decided some since)."""
 
 
 class StoreUnavailable(ServiceError):

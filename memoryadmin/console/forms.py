@@ -18,6 +18,7 @@ from consolidation import FieldMap, Policy
 
 from .audit_forms import AuditFilterForm, EventFilterForm  # noqa: F401 (re-exported)
 from .models import Agent
+from .services.journal import MAX_NOTE_CHARS
 
 POLICY_HELP: dict[str, str] = {
     "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
@@ -138,13 +139,24 @@ POLICY_LABELS: dict[str, str] = {"trim_to_guard": "Plan within the loss budget"}
 """Form labels that differ from the field name in words."""
 
 
+POLICY_INT_MIN: dict[str, int] = {
+    "max_group_size": 2,
+    "max_merged_chars": 20,
+    "fold_max_chars": 20,
+    "semantic_window_chars": 20,
+}
+"""Smallest value :meth:`consolidation.Policy.validate` accepts for these whole-number fields
+(others: 1), so the field's HTML ``min`` and the server's message agree."""
+
+
 def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
     label = POLICY_LABELS.get(name, name.replace("_", " ").capitalize())
     help_text = policy_help(name, default)
     if type_name == "bool":
         return forms.BooleanField(label=label, required=False, initial=default, help_text=help_text)
     if type_name == "int":
-        return forms.IntegerField(label=label, initial=default, help_text=help_text, min_value=1)
+        low = POLICY_INT_MIN.get(name, 1)
+        return forms.IntegerField(label=label, initial=default, help_text=help_text, min_value=low)
     if type_name == "str":
         return forms.CharField(label=label, initial=default, help_text=help_text, max_length=60)
     optional = "None" in type_name
@@ -211,7 +223,7 @@ class CronMixin(forms.Form):
         try:
             next_runs(cron=cron, tz=operator_zone(None), count=1)
         except ValueError as exc:
-            raise forms.ValidationError(f"Invalid cron expression: {exc}") from exc
+            raise forms.ValidationError(str(exc)) from exc
         return cron
 
 
@@ -415,15 +427,19 @@ class CronPreviewForm(forms.Form):
 
 
 class NoteForm(forms.Form):
-    """Approve (note optional) or reject (``require_note=True``)."""
+    """Approve (note optional; ``revision``: the one shown, see ``services.pass_revision``) or
+    reject (``require_note=True``). The textarea carries ``maxlength`` and, for a reject,
+    ``required``, so the browser refuses before posting."""
 
     note = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=MAX_NOTE_CHARS
     )
+    revision = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, require_note: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["note"].required = require_note
+        self.fields["note"].widget.attrs["id"] = "reject-note" if require_note else "approve-note"
         if require_note:
             self.fields["note"].error_messages["required"] = (
                 "A note is required to reject a proposal."

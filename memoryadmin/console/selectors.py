@@ -126,7 +126,7 @@ def schedule_preview(
     does, and the instants are shown in ``tz`` (an IANA name or ``tzinfo``). Raises
     ``ValueError`` for a bad cron or an unknown time zone.
     """
-    from croniter import croniter
+    from croniter import CroniterBadDateError, croniter
 
     from .services.journal import validate_cron  # late: services import selectors
 
@@ -142,7 +142,12 @@ def schedule_preview(
     out: list[datetime] = []
     seen: set[datetime] = {start.replace(tzinfo=None)}
     while len(out) < max(0, int(count)):
-        when = it.get_next(datetime)
+        try:
+            when = it.get_next(datetime)
+        except CroniterBadDateError:  # "0 3 30 2 *": a day no month has
+            if out:
+                break
+            raise ValueError(f"The schedule {cron!r} never runs (no such date).") from None
         wall = when.astimezone(zone).replace(tzinfo=None)
         if wall <= max(seen):
             # The autumn clock change repeats a local hour: croniter yields 02:30 CEST and 02:30

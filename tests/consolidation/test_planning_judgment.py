@@ -171,6 +171,20 @@ def test_an_unsure_contradiction_becomes_a_conflict_item():
     assert Plan.from_dict(p.to_dict()).by_kind(OpKind.CONFLICT)[0].kind == OpKind.CONFLICT
 
 
+def test_memories_held_in_a_conflict_are_not_promoted():
+    """A conflict's memories are left as they are until a reviewer decides (who may remove one):
+    the same pass promotes only the others."""
+    records = [
+        rec("a", "Is allergic to penicillin", basis(0), access_count=50),
+        rec("b", "Is not allergic to penicillin", at_cosine(0, 0.9, 1), access_count=50),
+        rec("c", "Likes long walks on the beach", basis(2), access_count=50),
+    ]
+    p = plan(records, AGGRESSIVE, now=NOW)
+    (conflict,) = p.by_kind(OpKind.CONFLICT)
+    assert sorted(conflict.source_ids) == ["a", "b"]
+    assert [op.source_ids for op in p.by_kind(OpKind.PROMOTE)] == [["c"]]
+
+
 def test_a_pinned_memory_that_would_be_superseded_is_a_conflict():
     records = [
         rec("old", "Alice lives in Paris", basis(0), created_at=day(30), pinned=True),

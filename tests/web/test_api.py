@@ -3,11 +3,13 @@ tokens; 401/403/404/405/409/422 as JSON with a readable ``detail`` naming the fi
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from memoryadmin.console.models import AuditEvent, Pass
+from memoryadmin.console.services import MAX_NOTE_CHARS
 
 from .api_helpers import api_factory
 from .proposals import make_proposal
@@ -90,6 +92,26 @@ def test_openapi_schema_and_docs_are_served(client) -> None:
     assert client.get("/api/v1/docs").status_code == 200
 
 
+def test_the_docs_page_loads_only_our_own_files_under_the_csp(client) -> None:
+    """Swagger UI works offline: every script and stylesheet the page names is served by us
+    (200, not a CDN), nothing runs inline, and the CSP allows our own files."""
+    r = client.get("/api/v1/docs")
+    html = r.content.decode()
+    assert r.status_code == 200 and 'id="swagger-ui"' in html
+    csp = r["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "style-src 'self'" in csp
+    scripts = re.findall(r"<script([^>]*)>", html)
+    srcs = [m.group(1) for a in scripts if (m := re.search(r'src="([^"]+)"', a))]
+    styles = re.findall(r'<link[^>]*rel="stylesheet"[^>]*href="([^"]+)"', html)
+    styles += re.findall(r'<link[^>]*href="([^"]+)"[^>]*rel="stylesheet"', html)
+    assert any("swagger-ui-bundle" in u for u in srcs) and styles
+    for a in scripts:  # an inline script is blocked by the CSP; a JSON data block is not run
+        assert "src=" in a or 'type="application/json"' in a, a
+    for url in srcs + styles:
+        assert url.startswith("/"), f"{url} is not ours"
+        assert client.get(url).status_code == 200, url
+
+
 # ----- writes × roles ------------------------------------------------------------------------
 
 WRITES = {
@@ -99,7 +121,7 @@ WRITES = {
     "exclude": ("/passes/{run}/operations/0/exclude", {}, {"reviewer", "admin"}),
     "include": ("/passes/{run}/operations/0/include", {}, {"reviewer", "admin"}),
     "rollback": ("/passes/{run}/rollback", {"note": "undo"}, {"reviewer", "admin"}),
-    "create": ("/passes", {"agent": "{agent}"}, {"admin"}),
+    "create": ("/passes", {"agent": "{agent}", "replace": True}, {"admin"}),
     "dry_run": ("/passes", {"agent": "{agent}", "dry_run": True}, {"viewer", "reviewer", "admin"}),
 }
 
@@ -212,7 +234,8 @@ def test_reviewing_a_pass_that_is_no_longer_proposed_is_409(api_as, agent) -> No
         ("post", "/passes", {"agent": "no-such-agent"}, 404, "agent"),
         ("post", "/passes/{run}/reject", {"note": "   "}, 422, "note"),
         ("post", "/passes/{run}/reject", {}, 422, "note"),
-        ("post", "/passes/{run}/approve", {"note": "x" * 2001}, 422, "note"),
+        ("post", "/passes/{run}/approve", {"note": "x" * (MAX_NOTE_CHARS + 1)}, 422, "note"),
+        ("post", "/passes/{run}/reject", {"note": "x" * (MAX_NOTE_CHARS + 1)}, 422, "note"),
         ("post", "/passes/{run}/operations/99/exclude", {}, 404, "index"),
         ("get", "/passes?status=done", None, 422, "status"),
         ("get", "/passes?page=0", None, 422, "page"),
@@ -312,3 +335,71 @@ def test_writes_need_no_csrf_token_with_a_bearer_token(alice, agent) -> None:
 def test_a_session_login_is_not_an_api_credential(client, alice, agent) -> None:
     client.force_login(alice)
     assert client.get("/api/v1/agents").status_code == 401
+
+
+# ----- tester's reports: rollback without a body, superseding, the approve revision ----------
+
+
+def test_rollback_needs_no_body_and_a_viewer_is_refused_by_role(api_as, agent) -> None:
+    """``curl -X POST …/rollback`` (no body, no content type): the role answers, not a 422."""
+    run = make_proposal(agent, status="applied")
+    viewer = api_as("viewer")
+    r = viewer.client.generic("POST", f"/api/v1/passes/{run.pk}/rollback", b"", **viewer.headers)
+    assert r.status_code == 403 and "only reviewers and admins" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("status", ["rolled_back", "rolling_back", "proposed"])
+def test_rolling_back_a_pass_that_is_not_applied_is_409(api_as, agent, status) -> None:
+    run = make_proposal(agent, status=status)
+    reviewer = api_as("reviewer")
+    path = f"/api/v1/passes/{run.pk}/rollback"
+    r = reviewer.client.generic("POST", path, b"", **reviewer.headers)
+    assert r.status_code == 409, r.content
+    assert r.json()["detail"] == (
+        f"Pass #{run.pk} is {status.replace('_', ' ')}. "
+        "Only an applied or partially applied pass can be rolled back."
+    )
+    run.refresh_from_db()
+    assert run.status == status
+
+
+def test_a_new_pass_does_not_silently_supersede_a_waiting_proposal(api_as, agent) -> None:
+    waiting = make_proposal(agent)
+    admin = api_as("admin")
+    r = admin.post("/passes", {"agent": agent.slug})
+    assert r.status_code == 409, r.content
+    assert f"Pass #{waiting.pk} of {agent.slug} is waiting for review" in r.json()["detail"]
+    assert "replace=true" in r.json()["detail"]
+    assert list(Pass.objects.filter(agent=agent)) == [waiting]
+    waiting.refresh_from_db()
+    assert waiting.status == "proposed"
+
+    r = admin.post("/passes", {"agent": agent.slug, "replace": True})
+    assert r.status_code == 202, r.content
+    assert Pass.objects.filter(agent=agent).count() == 2  # planned, it supersedes #waiting
+
+
+def test_approve_with_the_revision_read_refuses_a_changed_plan(api_as, agent) -> None:
+    """Tab A read the pass (2 operations included); another reviewer excludes them all; A's
+    approve with the revision it read is refused, nothing applied; a fresh read approves."""
+    run = make_proposal(agent, merges=2)
+    reviewer, other = api_as("reviewer"), api_as("admin")
+    seen = reviewer.get(f"/passes/{run.pk}").json()
+    assert seen["revision"] and seen["excluded_operations"] == 0
+    for index in range(2):
+        assert other.post(f"/passes/{run.pk}/operations/{index}/exclude").status_code == 200
+    r = reviewer.post(f"/passes/{run.pk}/approve", {"revision": seen["revision"]})
+    assert r.status_code == 409, r.content
+    assert "changed since you opened it" in r.json()["detail"]
+    assert "nothing was applied" in r.json()["detail"] and "2 excluded" in r.json()["detail"]
+    run.refresh_from_db()
+    assert run.status == "proposed"
+    now = reviewer.get(f"/passes/{run.pk}").json()
+    assert now["revision"] != seen["revision"]
+    for index in range(2):
+        other.post(f"/passes/{run.pk}/operations/{index}/include")
+    again = reviewer.get(f"/passes/{run.pk}").json()["revision"]
+    assert again not in (seen["revision"], now["revision"])  # every change is a new revision
+    r = reviewer.post(f"/passes/{run.pk}/approve", {"revision": again})
+    assert r.status_code == 200 and r.json()["status"] in ("approved", "applied"), r.content
+    assert r.json()["revision"] is None  # no longer a proposal

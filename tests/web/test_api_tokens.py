@@ -95,7 +95,9 @@ def test_the_page_lists_only_own_tokens_and_is_linked_from_the_user_menu(
 
 def test_creating_on_the_page_shows_the_token_once(client: Client, carol) -> None:
     client.force_login(carol)
-    html = client.post("/account/api-tokens/", {"name": "notebook"}).content.decode()
+    r = client.post("/account/api-tokens/", {"name": "notebook"})
+    assert r.status_code == 302 and r["Location"] == "/account/api-tokens/"  # refresh: no 2nd
+    html = client.get(r["Location"]).content.decode()
     token = ApiToken.objects.get(user=carol)
     raw = html.split('<code class="token">')[1].split("</code>")[0]
     assert token.token_hash == hash_token(raw)

@@ -186,6 +186,26 @@ def test_a_stale_csrf_token_shows_a_message_with_a_reload_link(
     expect(loss).to_have_text("10.0%")  # after the reload the same click works
 
 
+def test_the_api_docs_render_offline_under_the_csp(live_server, browser_page) -> None:
+    """/api/v1/docs draws Swagger UI from our own files (no CDN): the operations are listed and
+    no CSP violation is reported."""
+    from playwright.sync_api import expect
+
+    page = browser_page
+    outside: list[str] = []
+    page.on(
+        "request",
+        lambda r: outside.append(r.url) if not r.url.startswith(live_server.url) else None,
+    )
+    page.add_init_script(CSP_LISTENER)
+    page.goto(f"{live_server.url}/api/v1/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("memoryadmin API")
+    expect(page.locator(".opblock").first).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("window.__csp") == []
+    assert [u for u in outside if not u.startswith("data:")] == []
+
+
 def test_the_stale_check_loads_after_the_page_and_marks_the_row(
     live_server, transactional_db, alice, bob, agent_with_memories, browser_page
 ) -> None:

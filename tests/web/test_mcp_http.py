@@ -179,6 +179,21 @@ def test_compact_creates_a_reconcile_and_dedupe_proposal_for_admins_only(
     assert run.policy["reconcile"] is True
 
 
+def test_consolidate_refuses_to_supersede_a_waiting_proposal_unless_asked(
+    mcp_url, alice, agent_with_memories
+) -> None:
+    from tests.web.proposals import make_proposal
+
+    agent = agent_with_memories(5)
+    waiting = make_proposal(agent)
+    _t, admin = token_create(user=alice)
+    [refused] = calls(mcp_url, admin, ("memory_consolidate", {"agent": agent.slug}))
+    assert f"Pass #{waiting.pk} of {agent.slug} is waiting for review" in error(refused)
+    assert Pass.objects.filter(agent=agent).count() == 1
+    [made] = calls(mcp_url, admin, ("memory_consolidate", {"agent": agent.slug, "replace": True}))
+    assert result(made)["pass_id"] != waiting.pk
+
+
 def test_no_token_or_a_revoked_token_is_refused_at_the_door(mcp_url, carol) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     headers = {"Accept": "application/json, text/event-stream"}

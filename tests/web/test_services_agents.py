@@ -50,7 +50,7 @@ def test_it_creates_an_agent_with_its_collection_and_schedule(alice, unique_name
         ({"policy": {"nonsense": 1}}, "unknown policy fields"),
         ({"field_map": {"colour": "c"}}, "unknown field-map keys"),
         ({"schedule_cron": "every day"}, "5-field cron"),
-        ({"schedule_cron": "61 3 * * *"}, "Not a valid cron"),
+        ({"schedule_cron": "61 3 * * *"}, "Invalid cron expression"),
         ({"attach": True}, "no collection named"),
     ],
 )

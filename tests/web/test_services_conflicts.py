@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from consolidation import MemoryRecord
 from memoryadmin.console import services, stores
-from memoryadmin.console.models import ArchivedMemory, Operation, Pass
+from memoryadmin.console.models import ArchivedMemory, Operation, OperationSource, Pass
 from tests.conftest import DISTINCT_FACTS
 from tests.web.proposals import make_proposal
 
@@ -117,6 +117,47 @@ def test_keep_a_is_a_reviewers_reconcile_archived_on_apply_and_undone_by_rollbac
     run.refresh_from_db()
     assert run.status == Pass.Status.ROLLED_BACK
     assert _ids(agent) == before
+
+
+def test_keep_a_excludes_the_other_operations_touching_the_removed_memory(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    """A promote of B in the same pass (as an older planner proposed) is excluded when the
+    reviewer keeps A, named in the audit, and the apply ends "applied", not partially."""
+    agent, run, op = _conflicted(agent_with_memories)
+    a_id, b_id = op.source_ids
+    side = op.sources.get(memory_id=b_id)
+    promote = Operation.objects.create(
+        run=run,
+        index=run.operations.count(),
+        kind=Operation.Kind.PROMOTE,
+        rule="access",
+        reason="durable",
+        source_ids=[b_id],
+        removes=[],
+        result_id=b_id,
+        result_document=side.document,
+        result_metadata={**side.metadata, "tier": "curated"},
+    )
+    OperationSource.objects.create(
+        operation=promote,
+        position=0,
+        memory_id=b_id,
+        document=side.document,
+        metadata=side.metadata,
+        content_hash=side.content_hash,
+    )
+    services.conflict_resolve(operation=op, keep="a", user=bob)
+    promote.refresh_from_db()
+    assert promote.excluded and promote.status == Operation.Status.EXCLUDED
+    (event,) = run.events.filter(verb="conflict_resolved")
+    assert event.data["excluded"] == [promote.index]
+    assert f"#{promote.index} (promote)" in event.note
+    with django_capture_on_commit_callbacks(execute=True):
+        services.pass_approve(run=run, user=bob)
+    run.refresh_from_db()
+    assert run.status == Pass.Status.APPLIED, run.error
+    assert b_id not in _ids(agent) and a_id in _ids(agent)
 
 
 def test_keep_b_keeps_the_second_memory(agent_with_memories, bob):

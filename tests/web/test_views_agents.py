@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 
 import pytest
@@ -264,7 +265,34 @@ def test_it_previews_the_next_five_runs_in_the_operators_zone(client: Client, ca
 def test_it_previews_a_bad_cron_as_an_error(client: Client, carol) -> None:
     client.force_login(carol)
     r = client.get(reverse("schedule_preview"), {"schedule_cron": "nope"}, HTTP_HX_REQUEST="true")
-    assert r.status_code == 200 and b"Invalid cron expression" in r.content
+    assert r.status_code == 200 and b"5-field cron expression" in r.content
+
+
+@pytest.mark.parametrize(
+    ("cron", "said"),
+    [
+        ("61 * * * *", "Invalid cron expression: &#x27;61 * * * *&#x27;."),
+        ("0 3 30 2 *", "The schedule &#x27;0 3 30 2 *&#x27; never runs (no such date)."),
+    ],
+)
+def test_a_bad_schedule_is_explained_once_in_words(
+    bare_agent, client: Client, alice, cron: str, said: str
+) -> None:
+    agent = bare_agent()
+    client.force_login(alice)
+    r = client.post(reverse("agent_edit", args=[agent.slug]), _edit_data(agent, schedule_cron=cron))
+    html = r.content.decode()
+    assert r.status_code == 200 and html.count(said) == 1, html[html.find("cron") :][:2000]
+    assert "failed to find" not in html and "Invalid cron expression: Invalid" not in html
+    r = client.get(reverse("schedule_preview"), {"schedule_cron": cron}, HTTP_HX_REQUEST="true")
+    assert said in r.content.decode()
+
+
+def test_the_policy_form_asks_for_the_minimum_the_server_accepts(client: Client, alice) -> None:
+    client.force_login(alice)
+    html = client.get(reverse("agent_create")).content.decode()
+    field = re.search(r'<input[^>]*name="policy_max_group_size"[^>]*>', html).group(0)
+    assert 'min="2"' in field
 
 
 def test_it_serves_the_preview_as_a_page_without_htmx(client: Client, carol) -> None:

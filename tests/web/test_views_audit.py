@@ -271,3 +271,22 @@ def test_it_filters_rolled_back_passes_and_says_who_rolled_back(
     html = client.get(reverse("audit"), {"status": "rolled_back"}).content.decode()
     assert f"#{passes['applied'].pk}<" in html and f"#{passes['failed'].pk}<" not in html
     assert 'data-testid="rolled-back-by">by bob at 2026-10-10' in html and ">rolled back<" in html
+
+
+def test_an_exclusion_event_names_its_operation_with_a_link_and_in_the_csv(
+    client: Client, carol, bob, agent_with_memories
+) -> None:
+    """ "operator excluded" said nothing of which operation: now "operation #N (kind)"."""
+    from memoryadmin.console import services
+    from tests.web.proposals import make_proposal
+
+    run = make_proposal(agent_with_memories(3), merges=1, prunes=2)
+    op = run.operations.get(index=2)
+    services.operation_set_excluded(operation=op, excluded=True, user=bob)
+    client.force_login(carol)
+    html = client.get(reverse("audit_events"), {"verb": "excluded"}).content.decode()
+    link = f'<a href="{reverse("pass_detail", args=[run.pk])}?op={op.pk}#review-panel">'
+    assert f"{link}operation #2 (prune)</a>" in html
+    r = client.get(reverse("audit_events_csv"), {"verb": "excluded"})
+    (row,) = csv.DictReader(io.StringIO(r.content.decode()))
+    assert row["operation"] == "operation #2 (prune)" and row["verb"] == "excluded"

@@ -4,6 +4,8 @@ form post back to the page); only reviewers may decide."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -45,6 +47,7 @@ def test_keep_a_with_htmx_updates_both_cards_and_the_figures(client: Client, bob
     ):
         assert part in html and html.count('hx-swap-oob="true"') >= 5
     assert 'data-decided="a"' in html and "Decided by bob" in html
+    assert re.search(r"Decided by bob at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", html)
     assert "removed on apply" in html and "12.5%" in html  # 1 of 8 memories now counts
     conflict.refresh_from_db()
     assert conflict.kind == "reconcile" and conflict.rule == "reviewer_pick"

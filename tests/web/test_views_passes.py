@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -9,6 +11,7 @@ from django.urls import reverse
 from consolidation import Policy
 from memoryadmin.console import services
 from memoryadmin.console.models import Agent, AuditEvent, Pass
+from memoryadmin.console.services import MAX_NOTE_CHARS
 from tests.web.conftest import XSS
 
 from .proposals import make_proposal
@@ -230,6 +233,63 @@ def test_it_requires_a_note_to_reject(client: Client, bob, agent) -> None:
     client.force_login(bob)
     r = client.post(reverse("pass_reject", args=[run.pk]), {"note": "  "})
     assert r.status_code == 200 and b"A note is required" in r.content
+    run.refresh_from_db()
+    assert run.status == "proposed"
+
+
+def _revision(html: str) -> str:
+    return re.search(r'name="revision" value="([0-9a-f]+)"', html).group(1)
+
+
+def test_it_refuses_to_approve_a_plan_changed_since_the_page_was_read(
+    client: Client, bob, alice, agent
+) -> None:
+    """Tab A shows "2 operations, 0 excluded"; another reviewer excludes both; A's approve is
+    refused with the current figures on the page, nothing approved; approving again works."""
+    run = make_proposal(agent, merges=2)
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "Approving applies: <strong>2 operations, 0 excluded" in html
+    seen = _revision(html)
+    services.operations_set_excluded(
+        run=run,
+        operation_ids=run.operations.values_list("pk", flat=True),
+        excluded=True,
+        user=alice,
+    )
+    r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ok", "revision": seen})
+    html = r.content.decode()
+    assert r.status_code == 200 and 'id="approve-errors"' in html
+    assert "changed since you opened it" in html and "nothing was applied" in html
+    assert "Approving applies: <strong>2 operations, 2 excluded" in html
+    run.refresh_from_db()
+    assert run.status == "proposed"
+    assert run.events.filter(verb="approve_refused").count() == 1
+    now = _revision(html)
+    assert now != seen
+    r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ok", "revision": now})
+    assert r.status_code == 302
+    run.refresh_from_db()
+    assert run.status == "approved"
+
+
+def test_the_note_fields_carry_their_limits_and_errors_show_at_the_form(
+    client: Client, bob, agent
+) -> None:
+    run = make_proposal(agent)
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    reject = re.search(r"<textarea[^>]*id=\"reject-note\"[^>]*>", html).group(0)
+    approve = re.search(r"<textarea[^>]*id=\"approve-note\"[^>]*>", html).group(0)
+    assert "required" in reject and f'maxlength="{MAX_NOTE_CHARS}"' in reject
+    assert "required" not in approve and f'maxlength="{MAX_NOTE_CHARS}"' in approve
+    # a refused post lands at the forms (#review-forms), not 3,700 px above them
+    assert f'action="{reverse("pass_reject", args=[run.pk])}#review-forms"' in html
+    assert f'action="{reverse("pass_approve", args=[run.pk])}#review-forms"' in html
+    r = client.post(reverse("pass_reject", args=[run.pk]), {"note": "x" * (MAX_NOTE_CHARS + 1)})
+    html = r.content.decode()
+    forms = html[html.index('id="review-forms"') :]
+    assert f"at most {MAX_NOTE_CHARS:,}" in forms or f"at most {MAX_NOTE_CHARS}" in forms
     run.refresh_from_db()
     assert run.status == "proposed"
 

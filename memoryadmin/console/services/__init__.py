@@ -39,12 +39,18 @@ re-exported here so existing callers keep working.
 from __future__ import annotations
 
 from .. import stores
-from ..errors import GuardRefused, PassAlreadyActive, ServiceError, StoreUnavailable
+from ..errors import (
+    GuardRefused,
+    PassAlreadyActive,
+    ProposalChanged,
+    ServiceError,
+    StoreUnavailable,
+)
 from ..review import Evaluation, pass_evaluate
 from ..selectors import agent_census, archive_page, pass_stale_operations, schedule_preview
 from .agents import agent_create, agent_delete, agent_update
 from .apply import APPLY_BATCH, pass_apply
-from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, validate_cron
+from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, MAX_NOTE_CHARS, validate_cron
 from .leases import lease_acquire, lease_holder, lease_release
 from .memories import memory_delete, memory_edit, memory_set_pinned
 from .passes import (
@@ -65,6 +71,7 @@ from .review import (
     operations_set_excluded,
     pass_approve,
     pass_reject,
+    pass_revision,
     pass_score_operations,
     pass_store_figures,
 )
@@ -81,8 +88,10 @@ __all__ = [
     "APPLY_BATCH",
     "FAILPOINT_ENV",
     "MAX_DOCUMENT_CHARS",
+    "MAX_NOTE_CHARS",
     "Evaluation",
     "GuardRefused",
+    "ProposalChanged",
     "PassAlreadyActive",
     "PassPlan",
     "RollbackBlocked",
@@ -113,6 +122,7 @@ __all__ = [
     "pass_dry_run",
     "pass_plan",
     "pass_reject",
+    "pass_revision",
     "pass_request",
     "pass_request_scheduled",
     "pass_rollback",

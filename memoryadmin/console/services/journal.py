@@ -28,9 +28,14 @@ from ..errors import ServiceError
 from ..models import Agent, AuditEvent, Operation, OperationSource, Pass
 from ..review import Evaluation, pass_evaluate
 
+MAX_NOTE_CHARS = 5_000
+"""Longest note a reviewer may give to an approve, reject or rollback (the web form, the API and
+the MCP tools alike)."""
+
 __all__ = [
     "FAILPOINT_ENV",
     "MAX_DOCUMENT_CHARS",
+    "MAX_NOTE_CHARS",
     "TASK_APPLY",
     "TASK_ROLLBACK",
     "TASK_RUN",
@@ -81,11 +86,18 @@ def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
     :func:`~memoryadmin.console.triage.pass_loss_figures`). Every service that changes which
     operations a pass includes, what they remove or what they lose calls this after the change,
     in its transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now stands.
-    Returns it."""
+    Each call also bumps ``figures["revision"]`` (read by ``services.pass_revision``: approve
+    refuses a revision that is no longer current). Returns it."""
     from .. import triage  # late: triage reads what the services write
 
     ev = ev if ev is not None else pass_evaluate(run)
-    figures = ev.figures() | {"loss": asdict(triage.pass_loss_totals(run))}
+    # the pass row locked: two concurrent changes never give the same revision
+    before = Pass.objects.select_for_update().filter(pk=run.pk).values_list("figures", flat=True)
+    revision = int((before.first() or {}).get("revision", 0)) + 1
+    figures = ev.figures() | {
+        "loss": asdict(triage.pass_loss_totals(run)),
+        "revision": revision,
+    }
     Pass.objects.filter(pk=run.pk).update(figures=figures)
     run.figures = figures
     return ev
@@ -277,7 +289,7 @@ def validate_cron(cron: Any) -> str:
         )
     cron = " ".join(cron.split())
     if not croniter.is_valid(cron):
-        raise ValueError(f"Not a valid cron expression: {cron!r}.")
+        raise ValueError(f"Invalid cron expression: {cron!r}.")
     return cron
 
 

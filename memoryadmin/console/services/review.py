@@ -13,7 +13,7 @@ from consolidation import Policy
 from consolidation.planning.state import short
 
 from .. import stores, triage
-from ..errors import GuardRefused, ServiceError
+from ..errors import GuardRefused, ProposalChanged, ServiceError
 from ..models import Operation, OperationSource, Pass
 from ..review import Evaluation, pass_evaluate
 from .journal import (
@@ -41,6 +41,7 @@ __all__ = [
     "operations_set_excluded",
     "pass_approve",
     "pass_reject",
+    "pass_revision",
     "pass_score_operations",
     "pass_store_figures",
 ]
@@ -314,7 +315,9 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
     ``scores["decision"] = {"keep", "by", "at"}`` and ``status_detail``, the planned conflict in
     ``scores["conflict"]`` (so the decision can be changed while the pass is proposed), the risk
     and lost content are re-scored, the pass's summary and loss guard are re-evaluated, and one
-    ``conflict_resolved`` event is audited with a note naming what was kept.
+    ``conflict_resolved`` event is audited with a note naming what was kept. The pass's other
+    operations touching the removed memory (a promote or merge of it, another conflict) are
+    excluded, named in that note and in ``data["excluded"]``, so the apply never fails on them.
 
     Raises ``ValueError`` for another ``keep`` or an operation that is not a conflict;
     :class:`ServiceError` when the pass is not proposed, or (keeping one side) when a source
@@ -340,6 +343,12 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
             )
     actor = actor_name(user, "cli")
     note, kept, gone = _decide(op, keep, by=actor, at=timezone.now().isoformat())
+    dropped = _exclude_touching(run, op, gone)
+    if dropped:
+        note += (
+            f" Excluded {len(dropped)} other operation(s) of this pass touching the removed "
+            f"memory: {', '.join(f'#{i} ({k})' for i, k in dropped)}."
+        )
     audit(
         actor=actor,
         verb="conflict_resolved",
@@ -352,12 +361,37 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
             "kept": kept,
             "removed": gone,
             "rule": _conflict_origin(op)["rule"],
+            **({"excluded": [i for i, _ in dropped]} if dropped else {}),
         },
     )
     ev = pass_evaluate(run)
     _save_evaluation(run, ev)
     operation.refresh_from_db()
     return ev
+
+
+def _exclude_touching(run: Pass, op: Operation, gone: list[str]) -> list[tuple[int, str]]:
+    """Exclude every other included operation of ``run`` with a source in ``gone`` (memories the
+    decision ``op`` removes on apply: a promote or merge of them would fail, the memory being
+    gone). Returns their ``(index, kind)``, in plan order; the caller audits them."""
+    if not gone:
+        return []
+    rows = list(
+        Operation.objects.select_for_update()
+        .filter(run=run, excluded=False)
+        .filter(
+            pk__in=OperationSource.objects.filter(operation__run=run, memory_id__in=gone).values(
+                "operation_id"
+            )
+        )
+        .exclude(pk=op.pk)
+        .order_by("index")
+        .values_list("pk", "index", "kind")
+    )
+    Operation.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(
+        excluded=True, status=OS.EXCLUDED
+    )
+    return [(index, kind) for _, index, kind in rows]
 
 
 MAX_BULK_OPERATIONS = 100_000
@@ -447,22 +481,47 @@ def pass_store_figures(*, run: Pass) -> Evaluation:
     return store_figures(run)
 
 
-def pass_approve(*, run: Pass, user: Any, note: str = "") -> Pass:
+def pass_revision(*, run: Pass) -> str:
+    """The revision of what approving ``run`` would apply: a counter kept with its figures
+    (``Pass.figures["revision"]``), bumped by :func:`~.journal.store_figures`, which every
+    service that changes what a pass includes, removes or loses calls (exclude, include, edit,
+    a conflict decision, a carry-over). A reviewer's approve form carries the one on screen
+    (:func:`pass_approve` ``revision``). One query, whatever the pass's size."""
+    figures = Pass.objects.filter(pk=run.pk).values_list("figures", flat=True).first()
+    return str((figures or {}).get("revision", 0))
+
+
+def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None = None) -> Pass:
     """Approve a proposed pass and enqueue its apply after commit.
 
-    Raises :class:`GuardRefused` (with the guard's reason, audited as ``approve_refused``) when
-    the loss guard fails on the operations now included, :class:`ServiceError` when the pass is
-    not proposed or another pass of the agent is active.
+    ``revision``: the :func:`pass_revision` the reviewer saw (``None``: not checked, for clients
+    that do not send one). Raises :class:`ProposalChanged` (audited as ``approve_refused``,
+    nothing applied) when the operations changed since, :class:`GuardRefused` (with the guard's
+    reason, audited likewise) when the loss guard fails on the operations now included,
+    :class:`ServiceError` when the pass is not proposed or another pass of the agent is active.
     """
     actor = actor_name(user, "cli")
     with transaction.atomic():
         run = _reviewable(run)
+        current = pass_revision(run=run) if revision is not None else ""
         ev = pass_evaluate(run)
-        if not ev.guard_passed:
+        if revision is not None and revision.strip() != current:
+            changed = (
+                f"Pass #{run.pk} changed since you opened it (operations were excluded, "
+                "included, edited or decided by someone else): nothing was applied. It now "
+                f"applies {ev.included_ops:,} operation(s), {ev.excluded_ops:,} excluded; "
+                "check the figures and approve again."
+            )
+            audit(actor=actor, verb="approve_refused", run=run, user=user, note=changed)
+        else:
+            changed = ""
+        if not changed and not ev.guard_passed:
             audit(actor=actor, verb="approve_refused", run=run, user=user, note=ev.guard_reason)
             refused = ev.guard_reason
         else:
             refused = ""
+    if changed:
+        raise ProposalChanged(changed)
     if refused:
         raise GuardRefused(refused)
     try:

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..forms import AuditFilterForm, EventFilterForm
-from ..models import AuditEvent, Pass
+from ..models import AuditEvent, Operation, Pass
 from ..selectors import (
     AUDIT_PAGE_SIZE,
     EVENT_PAGE_SIZE,
@@ -134,7 +134,45 @@ def csv_cell(value: object) -> str:
     return "'" + text if text.lstrip(" ")[:1] in FORMULA_STARTS else text
 
 
-EVENT_CSV_COLUMNS = ["time", "agent", "pass", "actor", "verb", "from_status", "to_status", "note"]
+EVENT_CSV_COLUMNS = [
+    "time",
+    "agent",
+    "pass",
+    "actor",
+    "verb",
+    "operation",
+    "from_status",
+    "to_status",
+    "note",
+]
+
+
+def operation_words(event: AuditEvent) -> str:
+    """The operation an event is about, from its ``data`` (``{"operation": 44, "kind":
+    "prune"}``): ``"operation #44 (prune)"``; ``""`` when it names none."""
+    data = event.data if isinstance(event.data, dict) else {}
+    index = data.get("operation")
+    if not isinstance(index, int) or isinstance(index, bool):
+        return ""
+    kind = data.get("kind")
+    return f"operation #{index}" + (f" ({kind})" if kind else "")
+
+
+def _with_operations(events: list[AuditEvent]) -> list[AuditEvent]:
+    """Set ``op_words`` and ``op_pk`` (the operation's id, for a link to it on the pass page,
+    ``None`` when it is gone) on each event; one query for the page."""
+    wanted = {(e.run_id, e.data["operation"]) for e in events if e.run_id and operation_words(e)}
+    runs, indexes = {r for r, _ in wanted}, {i for _, i in wanted}
+    pks = {
+        (r, i): pk
+        for pk, r, i in Operation.objects.filter(run_id__in=runs, index__in=indexes).values_list(
+            "pk", "run_id", "index"
+        )
+    }
+    for e in events:
+        e.op_words = operation_words(e)
+        e.op_pk = pks.get((e.run_id, e.data.get("operation"))) if e.op_words else None
+    return events
 
 
 def _events(request: HtmxHttpRequest) -> tuple[EventFilterForm, QuerySet[AuditEvent]]:
@@ -156,6 +194,7 @@ def audit_event_list(request: HtmxHttpRequest):
     page = Paginator(events, EVENT_PAGE_SIZE).get_page(request.GET.get("page", 1))
     params = request.GET.copy()
     params.pop("page", None)
+    page.object_list = _with_operations(list(page.object_list))
     ctx = {"nav": "audit", "form": form, "page": page, "params": params.urlencode()}
     template = (
         "console/audit_events.html#event-results" if request.htmx else "console/audit_events.html"
@@ -181,6 +220,7 @@ def audit_event_csv(request: HtmxHttpRequest):
                 e.run_id or "",
                 csv_cell(getattr(e.user, "username", "") or e.actor),
                 e.verb,
+                operation_words(e),
                 e.from_status,
                 e.to_status,
                 csv_cell(e.note),

@@ -335,8 +335,9 @@ def _decide(request: HtmxHttpRequest, pk: int, *, reject: bool) -> HttpResponse:
         return _not_reviewable(request, run, action, request.POST.get("note", "").strip())
     if form.is_valid():
         service = services.pass_reject if reject else services.pass_approve
+        kw = {} if reject else {"revision": form.cleaned_data["revision"] or None}
         try:
-            service(run=run, user=request.user, note=form.cleaned_data["note"])
+            service(run=run, user=request.user, note=form.cleaned_data["note"], **kw)
         except (services.ServiceError, ValueError) as exc:
             run.refresh_from_db()
             if not run.is_reviewable:  # decided elsewhere between our check and the service's

@@ -29,7 +29,8 @@ from .common import HtmxHttpRequest, can_review
 
 def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
     """Loss totals and conflict counts of ``run`` as its operations stand now, and
-    (``approve``) the approve line while it can still be approved (``ev``: its
+    (``approve``) the approve line and the revision it describes (posted back by the approve
+    form, so approving applies what the line said) while it can still be approved (``ev``: its
     :class:`~..review.Evaluation` when already at hand, else :func:`pass_figures`)."""
     totals = triage.pass_loss_figures(run)
     conflicts = triage.conflict_counts(run)
@@ -40,6 +41,7 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
         "totals": totals,
         "approve_line": triage.approve_line(ev, totals, conflicts),
         "conflicts": conflicts,
+        "revision": services.pass_revision(run=run),
     }
 
 
