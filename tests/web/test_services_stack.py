@@ -264,7 +264,13 @@ def test_two_workers_on_redis_plan_two_agents_at_once_and_recover_a_killed_apply
     # the other worker's start resumes it from the journal, then applies south's pass too
     start_worker(stack, "w2-again")
     wait_until(lambda: status(stack, north) == "applied", 180, "recover_passes to finish", logs)
-    assert f"pass #{north} of north: applied" in (logs / "w2-again.log").read_text()
+    # the command's report line reaches the log just after the status is committed
+    wait_until(
+        lambda: f"pass #{north} of north: applied" in (logs / "w2-again.log").read_text(),
+        30,
+        "recover_passes to report the resumed pass",
+        logs,
+    )
     assert "approved" in shell(stack["env"], APPROVE.format(pk=south))
     wait_until(lambda: status(stack, south) == "applied", 180, "the second apply", logs)
 
