@@ -8,7 +8,7 @@ openai are used only by ``consolidation.adapters``.
 from __future__ import annotations
 
 from .consolidator import Consolidator, records_from_memory
-from .plans import Fate, Operation, OpKind, Plan, merged_id, summarize
+from .plans import Fate, Fates, Operation, OpKind, Plan, merged_id, summarize
 from .policy import NAMED_POLICIES, Policy
 from .protocols import (
     AsyncMemoryConsolidationProtocol,
@@ -36,6 +36,7 @@ __all__ = [
     "Consolidator",
     "Embedder",
     "Fate",
+    "Fates",
     "FieldMap",
     "MemoryConsolidationProtocol",
     "MemoryRecord",

@@ -8,14 +8,23 @@ time, I-4), its scores, a human-readable reason and, for a merge, the merged rec
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from bisect import bisect_left
+from collections.abc import (
+    ItemsView,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from .result import ConsolidationResult
 
-__all__ = ["Fate", "OpKind", "Operation", "Plan", "leave_out", "merged_id", "summarize"]
+__all__ = ["Fate", "Fates", "OpKind", "Operation", "Plan", "leave_out", "merged_id", "summarize"]
 
 
 class OpKind(StrEnum):
@@ -36,6 +45,79 @@ class Fate(StrEnum):
     MERGED = "merged"  # folded into a merged memory (removed)
     PRUNED = "pruned"  # removed as stale/low-value
     SUPERSEDED = "superseded"  # removed by a reconcile (older side of a contradiction)
+
+
+class Fates(MutableMapping[str, Fate]):
+    """Every input id's :class:`Fate`: ``KEPT`` unless a stage set another.
+
+    Holds the sorted ids (shared with the planner, looked up by bisection) and only the fates
+    that are not ``KEPT``, so a 1M-memory plan does not build a 1M-entry dict (0.26 s and
+    ~100 MB here). Iterates in id order. Setting the fate of an id that is not an input raises
+    ``KeyError``; ids cannot be deleted (``TypeError``).
+    """
+
+    __slots__ = ("_ids", "_set")
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self._ids = ids  # sorted and unique (prepare checks both)
+        self._set: dict[str, Fate] = {}
+
+    def _has(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        i = bisect_left(self._ids, key)
+        return i < len(self._ids) and self._ids[i] == key
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._set or self._has(key)
+
+    def __getitem__(self, key: str) -> Fate:
+        got = self._set.get(key)
+        if got is not None:
+            return got
+        if self._has(key):
+            return Fate.KEPT
+        raise KeyError(key)
+
+    def __setitem__(self, key: str, fate: Fate) -> None:
+        if key not in self._set and not self._has(key):
+            raise KeyError(f"{key!r} is not an input id of this plan")
+        if fate == Fate.KEPT:
+            self._set.pop(key, None)
+        else:
+            self._set[key] = Fate(fate)
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError("every input id keeps a fate; set it to Fate.KEPT instead")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def items(self) -> ItemsView[str, Fate]:
+        return _FateItems(self)
+
+    def values(self) -> ValuesView[Fate]:
+        return _FateValues(self)
+
+    def __repr__(self) -> str:
+        return f"Fates({len(self)} ids, {len(self._set)} not kept)"
+
+
+class _FateItems(ItemsView):
+    def __iter__(self) -> Iterator[tuple[str, Fate]]:
+        get, kept = self._mapping._set.get, Fate.KEPT
+        for k in self._mapping._ids:
+            yield k, get(k, kept)
+
+
+class _FateValues(ValuesView):
+    def __iter__(self) -> Iterator[Fate]:
+        get, kept = self._mapping._set.get, Fate.KEPT
+        for k in self._mapping._ids:
+            yield get(k, kept)
 
 
 def merged_id(source_ids: Iterable[str], source_hashes: Iterable[str]) -> str:
@@ -129,7 +211,7 @@ class Plan:
 
     operations: list[Operation]
     result: ConsolidationResult
-    fates: dict[str, Fate]
+    fates: MutableMapping[str, Fate]
     context: dict[str, Any] = field(default_factory=dict)
 
     def by_kind(self, kind: OpKind | str) -> list[Operation]:

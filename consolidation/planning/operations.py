@@ -6,7 +6,7 @@ Also the promotion rules (:func:`promotion_rules`) that prune and windows consul
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -208,7 +208,7 @@ def promote_operations(st: PlanState) -> None:
 
 
 def trim_to_guard(
-    operations: list[Operation], n: int, max_loss: float, fates: dict[str, Fate]
+    operations: list[Operation], n: int, max_loss: float, fates: MutableMapping[str, Fate]
 ) -> tuple[list[Operation], dict[str, Any] | None]:
     """Stage ``budget``: keep the most confident removing operations whose removals fit
     ``max_loss × n``.

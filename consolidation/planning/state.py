@@ -24,7 +24,7 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
-from ..plans import Fate, Operation
+from ..plans import Fates, Operation
 from ..policy import Policy
 from ..records import FieldMap, MemoryRecord
 from .vectors import UnitRows
@@ -179,7 +179,7 @@ class PlanState:
     incremental: bool
     partial: bool
     timer: Timer
-    fates: dict[str, Fate]
+    fates: Fates
     removed: list[bool]
     layers: Sequence[frozenset[str]]
     ops_reconcile: list[Operation] = field(default_factory=list)
@@ -280,8 +280,8 @@ def prepare(
         is_new = [True] * n
         hashes = Column(n, lambda i: recs[i].content_hash)
     else:
-        hashes = [r.content_hash for r in recs]
-        is_new = [checkpoint.get(i) != h for i, h in zip(ids, hashes, strict=True)]
+        hashes = list(map(attrgetter("content_hash"), recs))
+        is_new = [seen != h for seen, h in zip(map(checkpoint.get, ids), hashes, strict=True)]
     new_idx = np.flatnonzero(np.array(is_new, dtype=bool)).astype(np.int64)
     incremental = checkpoint is not None
     curated = policy.curated_tier
@@ -302,7 +302,7 @@ def prepare(
         # only some records are new: search new × store; the rest of the pairs are unknown
         partial=incremental and len(new_idx) < n,
         timer=timer,
-        fates=dict.fromkeys(ids, Fate.KEPT),
+        fates=Fates(ids),
         removed=[False] * n,
         layers=Column(n, lambda i: _layer_set(tuple(fm.get_list(metas[i], fm.layer)))),
         scopes=Column(n, lambda i: shared_tuple(fm.scope_key(metas[i]))),

@@ -17,9 +17,12 @@ and copying 1M vectors (page faults included) was most of an incremental pass's 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 __all__ = ["CHUNK", "UnitRows", "query_pairs"]
 
@@ -149,6 +152,12 @@ class UnitRows:
         return self._unit
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on (affinity is Linux-only)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
 def query_pairs(
     rows: UnitRows, threshold: float, query: np.ndarray, *, block: int = 4096
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -173,23 +182,41 @@ def query_pairs(
     q1 = np.ascontiguousarray(qv[:, :k])
     q2 = np.ascontiguousarray(qv[:, k:])
     q2max = float(np.linalg.norm(q2, axis=1).max())
-    los: list[np.ndarray] = []
-    his: list[np.ndarray] = []
-    buf = np.empty((min(block, n), d), np.float32)
-    for b0 in range(0, n, block):
-        raw, norms = rows.block(b0, buf)
-        floor = (threshold - _MARGIN) * norms
-        tile = q1 @ raw[:, :k].T
-        bound = floor - q2max * np.linalg.norm(raw[:, k:], axis=1)
-        hit = tile >= bound
-        if np.count_nonzero(hit) > 4 * len(qrows):  # a weak bound here: finish the product
-            tile += q2 @ raw[:, k:].T
-            hit = tile >= floor
-        flat = np.flatnonzero(hit)  # few hits: faster than a 2-D nonzero
-        if len(flat):
-            r, c = np.divmod(flat, hit.shape[1])
-            los.append(qrows[r])
-            his.append(b0 + c)
+
+    def scan(starts: range) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        los: list[np.ndarray] = []
+        his: list[np.ndarray] = []
+        buf = np.empty((min(block, n), d), np.float32)
+        for b0 in starts:
+            raw, norms = rows.block(b0, buf)
+            floor = (threshold - _MARGIN) * norms
+            tile = q1 @ raw[:, :k].T
+            bound = floor - q2max * np.linalg.norm(raw[:, k:], axis=1)
+            hit = tile >= bound
+            if np.count_nonzero(hit) > 4 * len(qrows):  # a weak bound here: finish the product
+                tile += q2 @ raw[:, k:].T
+                hit = tile >= floor
+            flat = np.flatnonzero(hit)  # few hits: faster than a 2-D nonzero
+            if len(flat):
+                r, c = np.divmod(flat, hit.shape[1])
+                los.append(qrows[r])
+                his.append(b0 + c)
+        return los, his
+
+    # The blocks are shared out over the CPUs, each scanned with one BLAS thread: the tile's
+    # comparisons run in parallel too, not only the products (1K into 1M: 4.3 s → see the
+    # engine docstring). Disjoint blocks, results united below: the same pairs for any count.
+    starts = range(0, n, block)
+    threads = min(_cpus(), len(starts))
+    if threads > 1:
+        step = -(-len(starts) // (4 * threads))
+        spans = [starts[s : s + step] for s in range(0, len(starts), step)]
+        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+            parts = list(pool.map(scan, spans))
+    else:
+        parts = [scan(starts)]
+    los = [x for part in parts for x in part[0]]
+    his = [x for part in parts for x in part[1]]
     if not los:
         return empty
     a, b = np.concatenate(los), np.concatenate(his)

@@ -556,3 +556,20 @@ def test_it_keeps_a_reconcile_winner_out_of_merges_in_the_same_pass():
     assert winners and all(p.fates[w] == Fate.KEPT for w in winners)
     assert p.operations[0].kind == OpKind.RECONCILE
     assert_accounted(records, p)
+
+
+def test_fates_hold_every_input_id_and_refuse_an_unknown_one():
+    from consolidation import Fates
+
+    f = Fates(["a", "b", "c"])
+    f["b"] = Fate.MERGED
+    assert dict(f) == {"a": Fate.KEPT, "b": Fate.MERGED, "c": Fate.KEPT} and len(f) == 3
+    assert "b" in f and "z" not in f and 3 not in f
+    f["b"] = Fate.KEPT
+    assert set(f.values()) == {Fate.KEPT}
+    with pytest.raises(KeyError):
+        f["z"] = Fate.PRUNED
+    with pytest.raises(KeyError):
+        f["z"]
+    with pytest.raises(TypeError):
+        del f["a"]
