@@ -82,9 +82,11 @@ so CPU seconds of the process are the comparable figure; before = main without t
 - incremental 1K into 200K: 2.6 s CPU (8.0; ``prepare`` 0.20 s, was 3.0), 602 MB (1,163);
 - incremental 1K into 1M: 11.1 s wall, 10.9 s CPU (load average 1.4), 2,549 MB of which the
   store holds 2,272: ``prepare`` 1.0 s, ``candidates`` 9.3 s — the exact new × store
-  product (1K × 1M × 192 multiply-adds first, :func:`~.vectors.query_pairs`) runs at the
-  ~40–50 GFLOP/s sgemm gives here now (≈ 110 on an idle machine), so the 5 s target is
-  met only on an idle machine, if at all; every other stage ≤ 0.4 s.
+  product (1K × 1M × 192 multiply-adds first, :func:`~.vectors.query_pairs`) at the
+  ~40–50 GFLOP/s sgemm gave under that load (≈ 110 idle); every other stage ≤ 0.4 s.
+  On a quiet box (load ≈ 1): 5.96 s wall; then with the scan's blocks shared over both CPUs
+  (one BLAS thread each) and fates kept as :class:`~consolidation.plans.Fates`: 5.0–5.4 s
+  wall, 8.0 s CPU (``prepare`` 0.9 s, ``candidates`` 3.5 s) — at the 5 s target's edge.
 """
 
 from __future__ import annotations

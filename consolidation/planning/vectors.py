@@ -204,8 +204,8 @@ def query_pairs(
         return los, his
 
     # The blocks are shared out over the CPUs, each scanned with one BLAS thread: the tile's
-    # comparisons run in parallel too, not only the products (1K into 1M: 4.3 s → see the
-    # engine docstring). Disjoint blocks, results united below: the same pairs for any count.
+    # comparisons run in parallel too, not only the products (1K into 1M: 4.3 s → 3.5 s on 2
+    # CPUs). Disjoint blocks, results united below: the same pairs for any count.
     starts = range(0, n, block)
     threads = min(_cpus(), len(starts))
     if threads > 1:
