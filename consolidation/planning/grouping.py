@@ -15,7 +15,7 @@ from ..judgment import CONFLICT, SAME, SUPERSEDES, PairVerdict, judge_pair
 from ..plans import Fate, Operation, OpKind
 from ..text import extractive_merge, normalize_text
 from .candidates import candidate_pairs
-from .state import Column, PlanState, short
+from .state import Column, PlanState, equal_runs, short
 from .twins import twin_pairs
 from .vectors import query_pairs
 
@@ -71,14 +71,10 @@ def _same_key(st: PlanState, rows: Sequence[int], keys: Sequence[str | None]) ->
             codes.append(hash((st.scopes[i], keys[i])))
     if len(codes) < 2:
         return []
-    h = np.frombuffer(codes, dtype=np.int64)
-    order = np.argsort(h, kind="stable")
-    h, own = h[order], np.frombuffer(owners, dtype=np.int64)[order]
-    cut = np.flatnonzero(np.diff(h)) + 1
-    starts, ends = np.concatenate(([0], cut)), np.concatenate((cut, [len(h)]))
-    multi = ends - starts >= 2
+    order, runs = equal_runs(np.frombuffer(codes, dtype=np.int64))
+    own = np.frombuffer(owners, dtype=np.int64)[order]
     out: list[list[int]] = []
-    for s0, e0 in zip(starts[multi].tolist(), ends[multi].tolist(), strict=True):
+    for s0, e0 in runs:
         groups: dict[tuple[tuple[str, ...], str | None], list[int]] = {}
         for i in own[s0:e0].tolist():
             groups.setdefault((st.scopes[i], keys[i]), []).append(i)
@@ -97,10 +93,7 @@ def find_exact(st: PlanState) -> None:
     """
     policy, n = st.policy, st.n
     keyed: Sequence[int]
-    if st.partial:
-        keyed = sorted(set(st.new_idx.tolist()) | set(st.pi.tolist()) | set(st.pj.tolist()))
-    else:
-        keyed = range(n)
+    keyed = st.new_and_partners() if st.partial else range(n)
     keys: list[str | None] = [None] * n
     for i in keyed:
         doc = st.docs[i]

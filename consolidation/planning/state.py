@@ -62,6 +62,18 @@ def short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def equal_runs(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Group equal values of ``codes`` (``(k,) int64`` hashes) by one stable sort: returns the
+    sort order and the ``(start, stop)`` spans, into that order, of every run of ≥ 2 equal
+    values. Callers check each run's members exactly (a hash collision must never decide)."""
+    order = np.argsort(codes, kind="stable")
+    h = codes[order]
+    cut = np.flatnonzero(np.diff(h)) + 1
+    starts, stops = np.concatenate(([0], cut)), np.concatenate((cut, [len(h)]))
+    multi = stops - starts >= 2
+    return order, list(zip(starts[multi].tolist(), stops[multi].tolist(), strict=True))
+
+
 class Timer:
     """Lap timer: ``lap(name)`` stores the seconds since the previous lap in ``timings``."""
 
@@ -224,6 +236,11 @@ class PlanState:
     def n(self) -> int:
         """Number of memories in the snapshot."""
         return len(self.ids)
+
+    def new_and_partners(self) -> list[int]:
+        """The new rows and every row in a searched pair, ascending: what a partial
+        incremental pass looks at beyond the embedding search."""
+        return sorted(set(self.new_idx.tolist()) | set(self.pi.tolist()) | set(self.pj.tolist()))
 
     @property
     def new_rows(self) -> Sequence[int]:

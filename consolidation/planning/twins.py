@@ -39,7 +39,7 @@ from array import array
 import numpy as np
 
 from ..text import normalize_text
-from .state import PlanState
+from .state import PlanState, equal_runs
 
 __all__ = ["MAX_BUCKET", "MAX_TOKENS", "MIN_TOKENS", "PARTIAL_ALL_ROWS", "twin_pairs"]
 
@@ -114,25 +114,18 @@ def twin_pairs(st: PlanState) -> dict[tuple[int, int], float]:
     n = st.n
     if n < 2 or not len(st.new_idx):
         return {}
-    if st.partial and n > PARTIAL_ALL_ROWS:
-        rows = sorted(set(st.new_idx.tolist()) | set(st.pi.tolist()) | set(st.pj.tolist()))
-    else:
-        rows = range(n)
+    rows = st.new_and_partners() if st.partial and n > PARTIAL_ALL_ROWS else range(n)
     h, owner, role, norm = _keys(st, rows)
     if len(h) < 2:
         return {}
-    order = np.argsort(h, kind="stable")
-    h, owner, role = h[order], owner[order], role[order]
-    cut = np.flatnonzero(np.diff(h)) + 1
-    starts = np.concatenate(([0], cut))
-    sizes = np.diff(np.concatenate((starts, [len(h)])))
+    order, runs = equal_runs(h)
+    owner, role = owner[order], role[order]
     found: set[tuple[int, int]] = set()
-    for s0, size in zip(starts[sizes >= 2].tolist(), sizes[sizes >= 2].tolist(), strict=True):
+    for s0, stop in runs:
+        size = stop - s0
         if size > MAX_BUCKET:
             continue  # a template with many values
-        members = list(
-            zip(owner[s0 : s0 + size].tolist(), role[s0 : s0 + size].tolist(), strict=True)
-        )
+        members = list(zip(owner[s0:stop].tolist(), role[s0:stop].tolist(), strict=True))
         for x in range(size):
             for y in range(x + 1, size):
                 (a, ra), (b, rb) = members[x], members[y]
