@@ -72,6 +72,8 @@ def test_a_template_with_many_values_is_not_a_pile_of_twins():
         ("Meeting with Dana on 2025-03-04", "Meeting with Dana on 2025-03-05"),  # a date
         ("Order 4411 shipped to the office", "Order 4412 shipped to the office"),  # an id
         ("The user likes tea very much", "The user likes coffee very much"),  # two values
+        ("Der Nutzer wohnt jetzt in Berlin", "Der Nutzer wohnt jetzt in Hamburg"),  # de: no table
+        ("用户喜欢喝茶", "用户喜欢喝酒"),  # zh: likes tea / likes alcohol, two values
     ],
 )
 def test_a_twin_that_differs_in_a_fact_atom_or_value_is_kept(a, b):
@@ -92,3 +94,46 @@ def test_an_incremental_pass_finds_the_twin_of_a_new_memory_among_old_ones():
     p = plan(old + others + [new], POLICY, now=NOW, checkpoint=checkpoint)
     (op,) = p.by_kind(OpKind.RECONCILE)
     assert op.removes == ["old"]
+
+
+def test_a_correction_in_a_mem0_store_of_two_users_reconciles_only_its_own_user(tmp_path):
+    """mem0ai's own ChromaDB.insert writes the store (text in metadata ``data``, 1536-d
+    foreign vectors, mem0's created_at/updated_at); the planner reads it with the mem0 preset
+    and our embeddings. alice corrected her city (one word apart, newer: whichever channel
+    offers the pair, embedding or twin, judge_pair decides); bob's same old text
+    stays: a twin across users is never compared."""
+    import uuid
+
+    import chromadb
+
+    from consolidation.adapters.chroma_layout import Layout
+    from consolidation.adapters.chroma_store import ChromaMemoryStore
+    from consolidation.adapters.embedder import get_default_embedder
+    from consolidation.adapters.vector_cache import VectorCache
+    from consolidation.shapes import preset_field_map
+    from tests.agent_stores import Mem0Memory, write_mem0
+
+    client = chromadb.EphemeralClient()
+    name = f"mem0-{uuid.uuid4().hex[:10]}"
+    old, new = datetime(2025, 1, 5, tzinfo=UTC), datetime(2025, 5, 1, tzinfo=UTC)
+    ids = write_mem0(
+        client,
+        name,
+        [
+            Mem0Memory("Alice lives in Lyon now", user_id="alice", created_at=old),
+            Mem0Memory("Alice lives in Porto now", user_id="alice", created_at=new),
+            Mem0Memory("Alice lives in Lyon now", user_id="bob", created_at=old),
+        ],
+    )
+    fm = preset_field_map("mem0")
+    layout = Layout(
+        name,
+        field_map=fm,
+        embed=lambda t: get_default_embedder().embed(t),
+        cache=VectorCache(tmp_path / "v.sqlite3"),
+    )
+    records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
+    p = plan(records, POLICY, now=NOW, fieldmap=fm)
+    (op,) = [o for o in p.operations if o.removes]
+    assert op.kind == OpKind.RECONCILE and op.removes == [ids[0]] and op.source_ids[0] == ids[1]
+    assert p.fates[ids[2]] == Fate.KEPT
