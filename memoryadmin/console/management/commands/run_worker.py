@@ -84,9 +84,9 @@ class Command(BaseCommand):
         self._stop(cluster)
         self.stdout.write("worker stopped")
 
-    @staticmethod
-    def _stop(cluster: Any) -> None:
-        """Stop the cluster within :data:`STOP_GRACE_SECONDS`, then terminate what is left."""
+    def _stop(self, cluster: Any) -> None:
+        """Stop the cluster within :data:`STOP_GRACE_SECONDS`, then terminate what is left (and
+        say so: the log ends with "worker stopped" on both paths)."""
         stopper = threading.Thread(target=cluster.stop, daemon=True)
         stopper.start()
         stopper.join(STOP_GRACE_SECONDS)
@@ -94,4 +94,6 @@ class Command(BaseCommand):
             return
         for child in multiprocessing.active_children():
             child.terminate()
+        self.stdout.write(f"worker stopped (cluster terminated after {STOP_GRACE_SECONDS:g} s)")
+        self.stdout.flush()
         os._exit(0)  # the stopper thread still waits on a dead sentinel: leave without joining
