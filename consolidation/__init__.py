@@ -8,6 +8,7 @@ openai are used only by ``consolidation.adapters``.
 from __future__ import annotations
 
 from .consolidator import Consolidator, records_from_memory
+from .default_embedder import DefaultEmbedder
 from .plans import Fate, Fates, Operation, OpKind, Plan, merged_id, summarize
 from .policy import NAMED_POLICIES, Policy
 from .protocols import (
@@ -34,6 +35,7 @@ __all__ = [
     "AsyncMemoryConsolidationProtocol",
     "ConsolidationResult",
     "Consolidator",
+    "DefaultEmbedder",
     "Embedder",
     "Fate",
     "Fates",

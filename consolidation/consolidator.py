@@ -8,6 +8,11 @@ writes through the store protocol in the I-3 order: upsert merged/promoted recor
 are readable → delete removed ids. A rejected pass (invalid or tripped guard) writes nothing
 (I-2). Archiving originals (I-1) is the console's job: it applies stored proposals with an
 archive in the database; this class is the library entry point PraisonAI users call directly.
+
+Without an ``embedder`` it uses :class:`~consolidation.default_embedder.DefaultEmbedder`, the
+offline all-MiniLM-L6-v2 loaded from ``consolidation.adapters`` at its first use, so the seed's
+quick start ``Consolidator().consolidate(agent._memory_instance)`` works on PraisonAI's
+memories (which carry no embeddings) while importing the engine still loads no onnxruntime.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from .default_embedder import DefaultEmbedder
 from .plans import OpKind, Plan
 from .policy import Policy
 from .protocols import Embedder, WritableMemoryStore
@@ -35,11 +41,10 @@ class Consolidator:
       contract's ``consolidate(memory, max_loss_fraction=…)`` judges the whole pass and rejects
       it when it would lose more; pass a policy with the budget option to plan within it).
     - ``embedder``: the :class:`Embedder` that embeds memories stored without an embedding and
-      the merged memories it writes — e.g. the offline all-MiniLM-L6-v2 embedder from
-      :func:`consolidation.adapters.get_default_embedder` (the engine never picks one itself:
-      it stays free of onnxruntime). Without one, a memory lacking an embedding, or a merge
-      to write, raises ``ValueError``; a store whose memories all carry embeddings can still
-      be planned, guarded and dry-run.
+      the merged memories it writes. Default (``None``): :class:`DefaultEmbedder`, the offline
+      all-MiniLM-L6-v2 of :func:`consolidation.adapters.get_default_embedder`, loaded at the
+      first text it embeds — a store whose memories all carry embeddings and a pass with
+      nothing to write never load it (nor onnxruntime).
     - ``fieldmap``: metadata keys (default :class:`FieldMap`).
     - ``dry_run``: plan and guard only, never write.
     - ``clock``: ``() -> datetime`` for ``now`` (default: UTC wall clock; pass one for
@@ -56,19 +61,10 @@ class Consolidator:
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.policy = policy or Policy(trim_to_guard=False)
-        self.embedder = embedder
+        self.embedder: Embedder = embedder if embedder is not None else DefaultEmbedder()
         self.fieldmap = fieldmap or FieldMap()
         self.dry_run = bool(dry_run)
         self.clock = clock or (lambda: datetime.now(UTC))
-
-    def _require_embedder(self, what: str) -> Embedder:
-        """The embedder, or ``ValueError`` naming ``what`` needed it."""
-        if self.embedder is None:
-            raise ValueError(
-                f"{what} needs an embedder: pass Consolidator(embedder=...), e.g. "
-                "consolidation.adapters.get_default_embedder()"
-            )
-        return self.embedder
 
     def snapshot(self, memory: Any) -> list[MemoryRecord]:
         """Records of ``memory`` with every embedding present (computed where missing)."""
@@ -96,9 +92,9 @@ class Consolidator:
         plan's ``loss_fraction`` exceeds it — in both cases nothing is written. ``context``
         holds the plan's telemetry, operation counts and ``"applied"`` (whether it wrote).
         Raises ``RuntimeError`` if a written record cannot be read back (sources are then not
-        deleted), ``TypeError``/``ValueError`` for an unusable ``memory``, ``ValueError`` when
-        an embedding is needed (a memory without one, a merge to write) and no ``embedder``
-        was given — before anything is written.
+        deleted), ``TypeError``/``ValueError`` for an unusable ``memory``, and
+        ``EmbedderUnavailable`` when an embedding is needed and the default embedder's model
+        files are not installed — before anything is written.
         """
         try:
             threshold = validate_loss_threshold(max_loss_fraction)
@@ -147,8 +143,7 @@ class Consolidator:
         merged = [op for op in the_plan.operations if op.kind == OpKind.MERGE]
         promoted = [op for op in the_plan.operations if op.kind == OpKind.PROMOTE]
         if merged:
-            embedder = self._require_embedder("writing merged memories")
-            vecs = embedder.embed([op.result_document or "" for op in merged])
+            vecs = self.embedder.embed([op.result_document or "" for op in merged])
             for op, v in zip(merged, vecs, strict=True):
                 writes.append(
                     MemoryRecord(

@@ -13,6 +13,7 @@ import pytest
 from consolidation import (
     ConsolidationResult,
     Consolidator,
+    DefaultEmbedder,
     MemoryRecord,
     OpKind,
     Policy,
@@ -228,32 +229,45 @@ def test_it_consolidates_asynchronously():
 def test_it_builds_with_no_arguments():
     c = Consolidator()
     assert c.policy == Policy(trim_to_guard=False) and c.dry_run is False
-    assert c.embedder is None  # the engine never picks an embedder itself (no onnxruntime)
+    # The offline default embedder, not loaded until a text needs embedding (no onnxruntime).
+    assert isinstance(c.embedder, DefaultEmbedder) and c.embedder.dim == 384
 
 
-def test_it_uses_the_default_offline_embedder_when_embeddings_are_missing():
+@pytest.mark.parametrize(
+    ("texts", "merged_pair"),
+    [
+        (
+            ["Alice hired Bob", "Bob hired Alice", "Alice likes jazz", "Alice likes jazz."],
+            ["3", "4"],
+        ),
+        (
+            ["Anna mag Jazz", "Anna mag Jazz.", "Der Zug fährt um acht", "Ich habe zwei Katzen"],
+            ["1", "2"],
+        ),
+        (["我住在北京", "我的猫叫小白", "我的猫叫小白。", "明天下雨"], ["2", "3"]),
+    ],
+    ids=["english-role-swap-kept-apart", "german", "chinese"],
+)
+def test_it_embeds_memories_without_embeddings_with_the_default_embedder(texts, merged_pair):
     items = [
-        {"id": "1", "text": "Alice hired Bob", "metadata": {"created_at": "2024-12-01"}},
-        {"id": "2", "text": "Bob hired Alice", "metadata": {"created_at": "2024-12-20"}},
-        {"id": "3", "text": "Alice likes jazz", "metadata": {"created_at": "2024-12-01"}},
-        {"id": "4", "text": "Alice likes jazz.", "metadata": {"created_at": "2024-12-02"}},
+        {"id": str(i), "text": t, "metadata": {"created_at": f"2024-12-0{i}"}}
+        for i, t in enumerate(texts, start=1)
     ]
-    plan = Consolidator(clock=clock, embedder=get_default_embedder()).plan(PraisonMemory(items))
+    consolidator = Consolidator(clock=clock)
+    assert not consolidator.embedder.loaded
+    plan = consolidator.plan(PraisonMemory(items))
     (op,) = plan.operations
-    assert op.kind == OpKind.MERGE and op.source_ids == ["3", "4"]  # the role swap is kept apart
-    assert plan.context["contradictions"]["found"] == {"role_swap": 1}
+    assert op.kind == OpKind.MERGE and op.source_ids == merged_pair
+    assert consolidator.embedder.loaded
 
 
-def test_it_asks_for_an_embedder_when_one_is_needed_and_writes_nothing():
-    items = praison_items()
-    del items[2]["embedding"]
-    with pytest.raises(ValueError, match="memory '3' has no embedding.*get_default_embedder"):
-        Consolidator(clock=clock).plan(PraisonMemory(items))
+def test_it_writes_a_merged_memory_embedded_by_the_default_embedder():
     store = DictStore(store_records())
-    before = store.snapshot()
-    with pytest.raises(ValueError, match="writing merged memories needs an embedder"):
-        Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
-    assert store.snapshot() == before and not any(k in ("upsert", "delete") for k, _ in store.log)
+    result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
+    assert result.context["applied"] is True
+    (merged,) = [r for r in store.data.values() if r.id.startswith("m-")]
+    expected = get_default_embedder().embed([merged.document])[0]
+    assert np.allclose(merged.embedding, expected, atol=1e-6)
 
 
 def _chroma_store():
