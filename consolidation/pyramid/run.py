@@ -191,7 +191,7 @@ def _reason(
     now = {c.id for c in children}
     added, gone = len(now - before), len(before - now)
     change = (
-        f"{added} children added, {gone} gone"
+        f"{added} {'child' if added == 1 else 'children'} added, {gone} gone"
         if added or gone
         else "the children's texts changed since it was written"
     )
