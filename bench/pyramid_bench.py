@@ -27,9 +27,26 @@ and the memories ranked together by cosine), which is what an agent's vector sea
 Usage: ``.venv/bin/python bench/pyramid_bench.py [--file PATH] [--conversation conv-26 ...]
 [--method average ...] [--writer extractive|stub ...] [--set FIELD=VALUE ...] [--json]``.
 
-Figures on this machine (7 conversations, 4,241 memories, 1,531 probes; default policy values
-with ``summarize=true``; see the report of the branch that added this bench for the full table)
-are in ``docs/ARCHITECTURE.md`` "The memory pyramid".
+Figures (7 conversations, 5,879 memories, 1,035 scorable probes; default values with
+``summarize=true``: average linkage at 0.55, clusters of 3–12, 400 characters, two levels):
+
+- clusterers: ``average`` 816 clusters covering 78.9 % of the memories (mean size 5.7, cohesion
+  0.67, 10 s); ``complete`` 857, 68.1 % (4.7, 0.70, 2.7 s); ``hdbscan`` 266, 22.1 % (4.9, 0.74,
+  20 s); the planner's judged complete-link grouping 664 groups of ≥ 3, 47.6 % (77 s: the whole
+  pass). When the last session arrives, of 785 ``average`` summaries 644 stay unchanged and 103
+  are rewritten in place; 69 new topics.
+- answer recall@10 without → with the pyramid (extractive, average): 52.9 % → 52.9 % (548 →
+  547 probes), context 906 → 1,105 characters (1.22×); within a context budget of 500 / 1,000 /
+  1,500 / 2,000 characters: 46.7 / 53.1 / 57.8 / 60.0 % → 45.7 / 51.7 / 56.1 / 59.3 %. The LLM
+  path against the stub (each child's first sentence): 52.8 %, 1,087 characters, 911 requests,
+  ≈ 513K prompt + 110K completion tokens (estimated), no rejected reply. ``complete`` and
+  ``hdbscan`` pyramids: 52.8 % and 52.7 %, both also below the plain store within every budget.
+- tuning (extractive, average): 200-character summaries 52.0 %, threshold 0.7 52.7 %: no
+  setting tried answers more probes, with or without a budget.
+
+So the pyramid stays off by default (``Policy.summarize``): on a plain conversational store,
+extractive summaries repeat what their children say and take top-k places and characters from
+them. An abstractive writer (a real model) may do better; measure it before turning it on.
 """
 
 from __future__ import annotations
