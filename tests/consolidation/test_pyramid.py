@@ -316,3 +316,27 @@ def test_a_checkpointed_pass_with_nothing_new_does_not_cluster_again():
     store.append(MemoryRecord("a9", "Rex got a red collar.", at_cosine(0, 0.85, 260), {}))
     (op,) = build_pyramid(store, ON, checkpoint=checkpoint).operations
     assert "a9" in op.source_ids and op.scores["rewrites"]
+
+
+def test_the_consolidator_writes_summaries_to_chroma_and_the_next_pass_writes_nothing():
+    import uuid
+
+    from consolidation import Consolidator
+    from consolidation.adapters.chroma_store import ChromaMemoryStore, make_client, open_collection
+    from consolidation.adapters.embedder import get_default_embedder
+
+    store = ChromaMemoryStore(
+        open_collection(make_client(ephemeral=True), f"pyramid-{uuid.uuid4().hex[:8]}")
+    )
+    records = topic("a", TOPICS["de"], 0, user_id="jonas") + noise(4, user_id="jonas")
+    store.upsert(records)
+    policy = Policy(summarize=True, summary_levels=1, trim_to_guard=False)
+    run = Consolidator(policy, embedder=get_default_embedder(), clock=lambda: NOW)
+    first = run.consolidate(store, max_loss_fraction=0.25)
+    assert first.context["applied"] is True and first.entries_after == len(records) + 1
+    (summary,) = [r for r in store.iter_records() if summary_level(r.metadata) == 1]
+    assert summary.metadata["user_id"] == "jonas" and summary.embedding is not None
+    assert summary.metadata[CHILDREN_KEY] == [f"a{i}" for i in range(4)]
+    again = run.consolidate(store, max_loss_fraction=0.25)
+    assert again.context.get("write_skipped") == "nothing to do"
+    assert store.count() == len(records) + 1
