@@ -140,7 +140,8 @@ class Consolidator:
     def _apply(self, store: WritableMemoryStore, the_plan: Plan) -> None:
         """Write in the I-3 order: upsert results → verify readable → delete removed ids."""
         writes: list[MemoryRecord] = []
-        merged = [op for op in the_plan.operations if op.kind == OpKind.MERGE]
+        # merged memories and summaries of the pyramid: new texts, embedded here
+        merged = [op for op in the_plan.operations if op.kind in (OpKind.MERGE, OpKind.SUMMARIZE)]
         promoted = [op for op in the_plan.operations if op.kind == OpKind.PROMOTE]
         if merged:
             vecs = self.embedder.embed([op.result_document or "" for op in merged])

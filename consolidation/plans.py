@@ -36,6 +36,7 @@ class OpKind(StrEnum):
     RECONCILE = "reconcile"
     DISTILL = "distill"
     CONFLICT = "conflict"
+    SUMMARIZE = "summarize"
 
 
 class Fate(StrEnum):
@@ -138,7 +139,11 @@ def merged_id(source_ids: Iterable[str], source_hashes: Iterable[str]) -> str:
 class Operation:
     """One proposed change.
 
-    - ``kind``: merge | promote | prune | reconcile | distill | conflict. A ``conflict`` holds a
+    - ``kind``: merge | promote | prune | reconcile | distill | conflict | summarize. A
+      ``summarize`` writes one summary memory over a cluster of memories of one scope (its
+      children, ``source_ids``; when it rewrites an existing summary, that summary's id is
+      ``result_id`` and is listed last in ``source_ids``, so apply archives its previous
+      version): it removes nothing (:mod:`consolidation.pyramid`). A ``conflict`` holds a
       contradiction the engine could not settle (``source_ids``: both memories; ``rule``: the
       cue; ``scores``: cosine, cue and both dates); it removes nothing, writes nothing, is
       outside the loss fraction and is never applied automatically (issue 9, item 7).
@@ -146,9 +151,10 @@ class Operation:
       is the winner (kept) and the rest are superseded.
     - ``source_hashes``: ``content_hash`` of each source at planning time (same order).
     - ``removes``: ids that leave the store when applied (merge: all sources; prune: the
-      source; reconcile: the superseded ones; promote/distill/conflict: none).
+      source; reconcile: the superseded ones; promote/distill/conflict/summarize: none).
     - ``result_id`` / ``result_document`` / ``result_metadata``: the record to write (merge:
-      the merged memory; promote: the source id with its new metadata; distill: a new memory).
+      the merged memory; promote: the source id with its new metadata; distill: a new memory;
+      summarize: the summary, new or rewritten).
     - ``scores``: figures behind the decision, e.g. ``{"min_cosine": 0.93}`` (cosine in
       [-1, 1]), ``{"score": 0.01, "age_days": 120}``; ``pairwise`` holds a merge's pairwise
       cosine matrix as nested lists.
@@ -243,9 +249,10 @@ class Plan:
 
 def summarize(entries_before: int, operations: Iterable[Operation]) -> ConsolidationResult:
     """The `ConsolidationResult` that applying ``operations`` to a store of ``entries_before``
-    memories would give: removed originals are not retained; each merge/distill adds one entry;
-    ``promoted`` counts promote operations and merges whose result is promoted
-    (``scores["promoted"]``).
+    memories would give: removed originals are not retained; each merge/distill adds one entry,
+    and so does each summarize that writes a new summary (one that rewrites an existing summary,
+    its ``result_id`` among its sources, adds none); ``promoted`` counts promote operations and
+    merges whose result is promoted (``scores["promoted"]``).
 
     Used at planning time and again at review/apply time on the operations actually kept (the
     guard is re-evaluated on what is applied, docs/ARCHITECTURE.md "Loss guard and budget").
@@ -256,7 +263,9 @@ def summarize(entries_before: int, operations: Iterable[Operation]) -> Consolida
     for op in operations:
         counts[op.kind.value] += 1
         removed.update(op.removes)
-        if op.kind in (OpKind.MERGE, OpKind.DISTILL):
+        # a summarize that rewrites an existing summary (its result among its sources) adds none
+        new_summary = op.kind == OpKind.SUMMARIZE and op.result_id not in op.source_ids
+        if op.kind in (OpKind.MERGE, OpKind.DISTILL) or new_summary:
             added += 1
         if op.kind == OpKind.MERGE:
             merged += len(op.removes)

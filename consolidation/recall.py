@@ -217,8 +217,14 @@ def evaluate_recall(
     embedder: Embedder | None = None,
     query_embeddings: np.ndarray | None = None,
     fieldmap: FieldMap | None = None,
+    context_budget: int | None = None,
 ) -> RecallReport:
     """Answer recall@k, context size and evidence recall@k of ``records`` on ``probes``.
+
+    ``context_budget`` (characters) restricts retrieval to what an agent with that much room in
+    its prompt reads: of the top-k ranking, the memories in rank order whose texts still fit
+    (one that does not fit is skipped, a shorter one after it may fit), so ``context_chars`` is
+    at most the budget. ``None`` reads the whole top-k.
 
     ``probes`` are :class:`Probe`, dicts with question/answer/evidence, or objects with
     ``question``/``answer``/``evidence_ids`` (the console's ``ProbeQuery``). Question embeddings
@@ -229,6 +235,14 @@ def evaluate_recall(
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
+    if context_budget is not None and (
+        isinstance(context_budget, bool)
+        or not isinstance(context_budget, int)
+        or context_budget < 1
+    ):
+        raise ValueError(
+            f"context_budget must be a positive number of characters, got {context_budget!r}"
+        )
     fm = fieldmap or FieldMap()
     ps = [_as_probe(p) for p in probes]
     if not ps:
@@ -253,6 +267,8 @@ def evaluate_recall(
     chars: list[int] = []
     ev_scores: list[float] = []
     for p, row in zip(ps, idx, strict=True):
+        if context_budget is not None:
+            row = _within(records, row, context_budget)
         texts = [records[i].document for i in row]
         chars.append(sum(len(t) for t in texts))
         hits.append(answer_hit(p.answer, texts))
@@ -275,6 +291,17 @@ def evaluate_recall(
         evidence_probes=len(ev_scores),
         hits=hits,
     )
+
+
+def _within(records: Sequence[MemoryRecord], row: np.ndarray, budget: int) -> list[int]:
+    """The indices of ``row`` (rank order) whose texts fit in ``budget`` characters, greedily."""
+    out, used = [], 0
+    for i in row.tolist():
+        size = len(records[i].document)
+        if used + size <= budget:
+            out.append(i)
+            used += size
+    return out
 
 
 def simulate_after(

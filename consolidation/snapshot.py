@@ -13,7 +13,9 @@ will propose:
    memories are searched;
 4. with an LLM ``writer``, add DISTILL operations (:func:`consolidation.distill.distill`) for
    the episodic memories no live memory was derived from yet;
-5. leave out the operations whose result text the store says it cannot write
+5. with ``policy.summarize``, add SUMMARIZE operations (the memory pyramid,
+   :func:`consolidation.pyramid.build_pyramid`) over the memories the plan keeps;
+6. leave out the operations whose result text the store says it cannot write
    (``store.unwritable(texts)``, when the store has it: :func:`consolidation.plans.leave_out`).
 
 Pure apart from the store, embedder and writer it is handed (I-8: ``now`` is passed in).
@@ -30,9 +32,10 @@ import numpy as np
 
 from .distill import distill
 from .planning import plan as make_plan
-from .plans import Plan, leave_out, summarize
+from .plans import Fate, Plan, leave_out, summarize
 from .policy import Policy
 from .protocols import Embedder, JSONWriter, MemoryStore
+from .pyramid import build_pyramid
 from .records import FieldMap, MemoryRecord
 
 __all__ = [
@@ -165,18 +168,26 @@ def plan_snapshot(
     - ``checkpoint``: memory id → content hash of what the last applied pass saw; ``None`` or
       empty plans the whole store (never consolidated).
     - ``writer``: an LLM writer; when given, DISTILL operations are added (network use is the
-      caller's choice: no writer, no network, I-8).
+      caller's choice: no writer, no network, I-8), and with ``policy.summarize`` it writes the
+      summaries unless ``policy.summary_writer`` is ``"extractive"``.
     - ``progress``: ``progress(fraction, label)`` as the work advances.
     - ``layer``: plan only the memories of this layer (:func:`in_layer`; seed 003's
       ``compact(layer=...)``): the others are not read into the snapshot, so they are neither
       compared nor touched, and the loss fraction is over the layer's memories.
 
     Raises ``TypeError``/``ValueError`` for an unusable ``memory``, ``ValueError`` when a memory
-    has no embedding and no ``embedder`` was given, ``LLMUnavailable``/``LLMOutputError`` from
-    the distillation, and whatever the store raises when it cannot be read.
+    has no embedding and no ``embedder`` was given, or when ``policy.summary_writer`` is
+    ``"llm"`` and no ``writer`` is given, ``LLMUnavailable``/``LLMOutputError`` from
+    the distillation (``LLMUnavailable`` from the summaries), and whatever the store raises when
+    it cannot be read.
     """
     progress = progress or _quiet
     fieldmap = fieldmap or FieldMap()
+    if policy.summarize and policy.summary_writer == "llm" and writer is None:
+        raise ValueError(
+            'summary_writer is "llm" but no LLM endpoint is configured: set one, or choose '
+            '"auto" or "extractive"'
+        )
     records = records_from_memory(memory, progress=lambda f, label: progress(0.5 * f, label))
     if layer is not None:
         records = [r for r in records if in_layer(r, layer, fieldmap)]
@@ -191,6 +202,10 @@ def plan_snapshot(
     if writer is not None:
         progress(0.8, f"Distilling episodic memories with {getattr(writer, 'model', 'the LLM')}")
         the_plan = _add_distillation(records, the_plan, writer, fieldmap)
+    if policy.summarize:
+        progress(0.9, "Summarising clusters of related memories")
+        pyramid_writer = None if policy.summary_writer == "extractive" else writer
+        the_plan = _add_summaries(records, the_plan, policy, pyramid_writer, fieldmap, checkpoint)
     unwritable = getattr(memory, "unwritable", None)
     texts = [op.result_document for op in the_plan.operations if op.result_document is not None]
     if callable(unwritable) and texts:
@@ -208,6 +223,34 @@ def _add_distillation(
     done = {i for r in records for i in fieldmap.get_list(r.metadata, "derived_from")}
     res = distill(records, writer, fields=fieldmap, checkpoint=done)
     the_plan.context["distill"] = res.to_context()
+    if res.operations:
+        the_plan.operations.extend(res.operations)
+        the_plan.result = summarize(len(records), the_plan.operations)
+    return the_plan
+
+
+def _add_summaries(
+    records: list[MemoryRecord],
+    the_plan: Plan,
+    policy: Policy,
+    writer: JSONWriter | None,
+    fieldmap: FieldMap,
+    checkpoint: Mapping[str, str] | None,
+) -> Plan:
+    """``the_plan`` plus SUMMARIZE operations (additions and rewrites of summaries only: the loss
+    is unchanged). Memories the plan removes are no children; a summary over one the plan
+    rewrites waits for the next pass."""
+    busy = {rid for rid, fate in the_plan.fates.items() if fate != Fate.KEPT}
+    busy.update(op.result_id for op in the_plan.operations if op.result_id)
+    res = build_pyramid(
+        records,
+        policy,
+        fields=fieldmap,
+        writer=writer,
+        busy=busy,
+        checkpoint=dict(checkpoint) if checkpoint else None,
+    )
+    the_plan.context["pyramid"] = res.to_context()
     if res.operations:
         the_plan.operations.extend(res.operations)
         the_plan.result = summarize(len(records), the_plan.operations)

@@ -76,3 +76,9 @@ def extract_quoted_data(user_message: str) -> Any:
     if not (user_message.startswith(_USER_PREFIX) and user_message.endswith(_USER_SUFFIX)):
         raise ValueError("not a distill user message")
     return json.loads(user_message[len(_USER_PREFIX) : -len(_USER_SUFFIX)])
+
+
+def quoted_json(value: Any) -> str:
+    """``value`` as JSON that cannot contain ``<``, ``>`` or ``&`` (escaped as ``\\u00XX``): the
+    one way memory text is quoted as data for an LLM (distillation, summaries; I-7)."""
+    return _quoted_json(value)

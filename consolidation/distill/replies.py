@@ -120,3 +120,10 @@ def parse_facts(
             continue
         facts.append(Fact(text=text, evidence=ev, confidence=float(conf)))
     return facts, dropped
+
+
+def decode_json_reply(content: str) -> Any:
+    """The JSON value of an LLM reply, tolerating a Markdown code fence or prose around one
+    object (``response_format`` is not honoured by every endpoint); :class:`LLMOutputError` when
+    there is none. The one reply decoder of the LLM paths (distillation, summaries)."""
+    return _decode(content)

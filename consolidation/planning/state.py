@@ -26,6 +26,7 @@ import numpy as np
 
 from ..plans import Fates, Operation
 from ..policy import Policy
+from ..pyramid.layout import summary_level
 from ..records import FieldMap, MemoryRecord
 from .vectors import UnitRows
 
@@ -166,7 +167,8 @@ class PlanState:
     Inputs (set by :func:`prepare`): ``policy``, ``fm``, ``now``, ``candidate_method``, the
     snapshot columns ``ids``/``docs``/``metas``/``hashes``/``scopes``/``layers``, ``emb``
     (:class:`~.vectors.UnitRows`: ``emb[i]`` is the L2-normalised ``(384,) float32`` row,
-    ``emb.matrix()`` the ``(n, 384)`` matrix), ``protected`` (pinned or curated),
+    ``emb.matrix()`` the ``(n, 384)`` matrix), ``protected`` (pinned, curated, or a summary of
+    the memory pyramid: its children are its meaning, it is rewritten by its own operation),
     ``is_new`` / ``new_idx`` (not in the checkpoint), ``incremental`` (a checkpoint was given)
     and ``partial`` (only some records are new: only new × store pairs are searched).
     Outputs: ``fates``, ``removed`` and the operation lists (``ops_conflict``: contradictions
@@ -312,7 +314,14 @@ def prepare(
         metas=metas,
         hashes=hashes,
         emb=UnitRows(embs),
-        protected=Column(n, lambda i: fm.is_pinned(metas[i]) or fm.get_tier(metas[i]) == curated),
+        protected=Column(
+            n,
+            lambda i: (
+                fm.is_pinned(metas[i])
+                or fm.get_tier(metas[i]) == curated
+                or summary_level(metas[i]) is not None
+            ),
+        ),
         is_new=is_new,
         new_idx=new_idx,
         incremental=incremental,

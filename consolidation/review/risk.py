@@ -208,6 +208,8 @@ def operation_risk(
         factors.append((0.4, "pruned though never accessed, and no other memory covers it"))
     if op.kind == "distill":
         factors.append((0.2, "text written by an LLM: check it says what its sources say"))
+    if op.kind == "summarize" and op.rule == "llm_summary":
+        factors.append((0.2, "summary written by an LLM: check it says what its children say"))
     for s in op.sources:
         if recent and s.memory_id in recent:
             factors.append((0.25, f"{s.memory_id} was written by {recent[s.memory_id]}"))
