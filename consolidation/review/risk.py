@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from ..policy import Policy
 from ..records import FieldMap
 from ..text import content_tokens, parse
-from .lost import OperationLoss, OperationText, is_number, pass_losses
+from .content import pass_losses
+from .lost import OperationLoss, OperationText, is_number
 
 __all__ = ["NEAR_MARGIN", "RISK_LINE", "Risk", "operation_risk", "review_operations"]
 
