@@ -9,7 +9,15 @@ for a person.
 
 from __future__ import annotations
 
-from .content import ContentLoss, LossTotals, content_loss, loss_totals, pass_losses
+from .auto_apply import CODES, AutoApplySplit, Gate, split_auto_apply
+from .content import (
+    ContentLoss,
+    LossTotals,
+    content_loss,
+    content_verdict,
+    loss_totals,
+    pass_losses,
+)
 from .lost import (
     LostSentence,
     OperationLoss,
@@ -24,9 +32,12 @@ from .segments import Segment, lost_segments, source_segments
 from .terms import code_term
 
 __all__ = [
+    "CODES",
     "NEAR_MARGIN",
     "RISK_LINE",
+    "AutoApplySplit",
     "ContentLoss",
+    "Gate",
     "LossTotals",
     "LostSentence",
     "OperationLoss",
@@ -37,6 +48,7 @@ __all__ = [
     "SourceText",
     "code_term",
     "content_loss",
+    "content_verdict",
     "loss_totals",
     "lost_segments",
     "operation_loss",
@@ -45,4 +57,5 @@ __all__ = [
     "pass_losses",
     "review_operations",
     "source_segments",
+    "split_auto_apply",
 ]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..policy import Policy
 from .lost import (
     OperationLoss,
     OperationText,
@@ -28,11 +29,19 @@ from .lost import (
     Suspect,
     finish_loss,
     is_number,
+    sentences,
     suspects,
 )
 from .terms import WordIndex
 
-__all__ = ["ContentLoss", "LossTotals", "content_loss", "loss_totals", "pass_losses"]
+__all__ = [
+    "ContentLoss",
+    "LossTotals",
+    "content_loss",
+    "content_verdict",
+    "loss_totals",
+    "pass_losses",
+]
 
 
 @dataclass(frozen=True)
@@ -67,11 +76,13 @@ def loss_totals(
 @dataclass(frozen=True)
 class ContentLoss:
     """What a set of operations loses: ``operations`` (one :class:`~.lost.OperationLoss` each,
-    in the order given) and their ``totals`` (:class:`LossTotals`, unique sentences and
-    words)."""
+    in the order given), their ``totals`` (:class:`LossTotals`, unique sentences and words)
+    and ``store_sentences``, the sentences of the store before the set (the base of
+    ``Policy.max_lost_sentence_fraction``)."""
 
     operations: tuple[OperationLoss, ...]
     totals: LossTotals
+    store_sentences: int = 0
 
     @property
     def content_words(self) -> list[str]:
@@ -102,16 +113,27 @@ def content_loss(
         return scope_of.get(mid, ()) if scope_of is not None else ()
 
     removed = {s.memory_id for op in ops for s in op.removed}
-    after: list[tuple[Hashable, str]] = [
-        (scope(mid), doc) for mid, doc in store if mid not in removed
-    ]
+    after: list[tuple[Hashable, str]] = []
+    n_removed = 0
+    for mid, doc in store:
+        if mid in removed:
+            n_removed += len(sentences(doc))
+        else:
+            after.append((scope(mid), doc))
+    n_after = len(after)
     after += [
         (scope(op.sources[0].memory_id), op.result_document)
         for op in ops
         if op.kind in ("merge", "distill") and op.result_document and op.sources
     ]
     sentence_index: dict[Hashable, SentenceIndex] = {}
-    for sc, doc in after:
+    n_kept = 0
+    for sc, doc in after[:n_after]:
+        index = sentence_index.get(sc)
+        if index is None:
+            index = sentence_index[sc] = SentenceIndex()
+        n_kept += index.add(doc)
+    for sc, doc in after[n_after:]:
         index = sentence_index.get(sc)
         if index is None:
             index = sentence_index[sc] = SentenceIndex()
@@ -134,7 +156,7 @@ def content_loss(
             if index is not None:
                 index.add(doc)
     losses = tuple(finish_loss(sus, kept, words.get(sc, WordIndex({}))) for sc, sus, kept in found)
-    return ContentLoss(losses, loss_totals(losses))
+    return ContentLoss(losses, loss_totals(losses), n_kept + n_removed)
 
 
 def pass_losses(
@@ -146,3 +168,27 @@ def pass_losses(
     """The loss of every operation of a pass against the store after the whole pass:
     :func:`content_loss`'s ``operations`` (``store``: ``(id, document)`` before the pass)."""
     return list(content_loss(ops, store, scope_of=scope_of).operations)
+
+
+def content_verdict(totals: LossTotals, store_sentences: int, policy: Policy) -> tuple[bool, str]:
+    """The content guard beside the loss guard: ``(passed, sentence)`` for what a pass, or the
+    part auto-apply would apply, loses (``totals``) in a store of ``store_sentences``
+    sentences. Passed when it loses at most ``policy.max_lost_content_words`` distinct content
+    words (``None``: not checked) and at most ``policy.max_lost_sentence_fraction`` of the
+    store's sentences. Auto-apply needs it to pass; a person may approve past it."""
+    words, cap = totals.content_words, policy.max_lost_content_words
+    frac = totals.sentences / store_sentences if store_sentences else 0.0
+    if cap is not None and words > cap:
+        return False, (
+            f"content guard: loses {words} content word{'s' if words != 1 else ''} "
+            f"(at most {cap} may be lost without a person)"
+        )
+    if frac > policy.max_lost_sentence_fraction + 1e-12:
+        return False, (
+            f"content guard: loses {totals.sentences} of {store_sentences} sentences "
+            f"({frac:.1%} > {policy.max_lost_sentence_fraction:.1%})"
+        )
+    return True, (
+        f"content guard passed: {words} content word{'s' if words != 1 else ''} and "
+        f"{totals.sentences} sentence{'s' if totals.sentences != 1 else ''} ({frac:.1%}) lost"
+    )

@@ -76,7 +76,8 @@ _LABEL = re.compile(r"([^\W\d_][\w'\u2019.-]*(?: [^\W\d_][\w'\u2019.-]*){0,2}):\
 """A speaker label at the start of a line: ``"Jon: "``, ``"Dr. Who: "`` (one to three words,
 each capitalised; checked in :func:`_label`)."""
 _WS = re.compile(r"\s+")
-_TRAIL = " .!?;"
+_TRAIL = " .!?;\u3002\uff01\uff1f\uff1b"
+"""Trailing sentence punctuation ignored when comparing (ASCII and the CJK full-width marks)."""
 
 
 def _norm(text: str) -> str:
@@ -148,13 +149,15 @@ class SentenceIndex:
         for t in texts:
             self.add(t)
 
-    def add(self, text: str) -> None:
-        """Index every sentence of ``text``."""
-        for s in sentences(text):
+    def add(self, text: str) -> int:
+        """Index every sentence of ``text``; returns how many it has."""
+        found = sentences(text)
+        for s in found:
             self._keys.add(s.key)
             self._bodies.add(s.body)
             if not s.label:
                 self._unlabelled.add(s.body)
+        return len(found)
 
     def __contains__(self, s: object) -> bool:
         if not isinstance(s, Sentence):

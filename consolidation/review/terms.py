@@ -3,8 +3,8 @@
 A *term* is a word of a sentence as written (edge punctuation stripped) with its content
 tokens (:func:`consolidation.text.content_tokens`: stemmed words, numbers, dates, ids,
 symbols, emoji), or a *code term*: a token whose meaning lives in characters the content
-tokens fold away. Code terms are kept exactly as written (NFKC only, case kept: ``-R`` is not
-``-r``):
+tokens fold away. Code terms are kept as written (NFKC only; a sentence that differs only in
+case is still the same sentence, as everywhere in :mod:`.lost`):
 
 - paths: a word holding ``/`` or ``\\`` or starting with ``~`` (``~/cache`` is not ``/cache``,
   ``./build`` not ``build``; URLs and fractions too);
