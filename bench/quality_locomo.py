@@ -21,6 +21,15 @@ Two rows per conversation × policy:
   ``target@`` the first pass after which the conversation met the reduction goal, and the
   trajectory lists the memories after each pass.
 
+- ``safe`` (``--mode safe``): auto-apply ``safe`` over ``--passes`` nightly passes (the clock
+  one day later each night): each night's plan is split by
+  :func:`consolidation.review.split_auto_apply` (risk, content guard, decisions, rejections,
+  conflicts) and only its safe part is applied, when that part passes the loss and recall
+  guards; the rest is left for review and planned again the next night (the console's next
+  scheduled pass replaces a waiting proposal). Printed per conversation: memories after each
+  night, recall and context, and what the last night left for review (operations by reason,
+  the most common reasons first).
+
 ``cur`` is the number of curated memories after (promotion must not lock the store up).
 ``--set FIELD=VALUE`` overrides a policy field for a tuning run (JSON value).
 
@@ -32,7 +41,8 @@ Goal (issue 4): ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline ans
 default policy reaches its goal with ``converge`` (every pass under the guard) within 5 passes.
 
 Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
-[--policy default ...] [--passes N] [--set FIELD=VALUE ...] [--json]``. Embeddings are cached
+[--policy default ...] [--passes N] [--mode single|converge|safe ...] [--set FIELD=VALUE ...]
+[--json]``. Embeddings are cached
 under ``var/cache/`` (keyed by text hash) so a rerun only pays for planning.
 """
 
@@ -45,8 +55,10 @@ import os
 import sys
 import time
 import zipfile
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -54,15 +66,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from consolidation import NAMED_POLICIES, MemoryRecord  # noqa: E402
+from consolidation import NAMED_POLICIES, FieldMap, MemoryRecord, summarize  # noqa: E402
 from consolidation.locomo import LocomoConversation, load_locomo  # noqa: E402
 from consolidation.planning import plan as make_plan  # noqa: E402
 from consolidation.recall import evaluate_recall, recall_guard, simulate_after  # noqa: E402
+from consolidation.review import (  # noqa: E402
+    content_loss,
+    operation_risk,
+    operation_text,
+    split_auto_apply,
+)
 
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo7.json"
 CACHE = ROOT / "var" / "cache" / "quality_locomo_embeddings.npz"
 GOALS = {"default": (0.50, 0.99), "aggressive": (0.80, 0.95)}
 MAX_CONTEXT_RATIO = 1.25
+MODES = ("single", "converge", "safe")
 
 
 class CachedEmbedder:
@@ -120,14 +139,64 @@ def _ops(plans: list[Any]) -> dict[str, int]:
     return ops
 
 
-def run_one(
-    conv: LocomoConversation, policy_name: str, embedder: CachedEmbedder, k: int, passes: int
-) -> list[dict[str, Any]]:
-    """Two rows for one conversation × policy: ``single`` (one full plan, guard verdict shown,
-    the store simulated after the whole plan) and ``converge`` (up to ``passes`` plans with the
-    policy as it is, each applied in memory only when both guards pass)."""
+@dataclass
+class Case:
+    """One conversation × policy: the store with embeddings, the probes' query embeddings,
+    the clock and the figures before any pass."""
+
+    conv: LocomoConversation
+    policy_name: str
+    policy: Any
+    records: list[MemoryRecord]
+    queries: np.ndarray
+    now: datetime
+    embedder: CachedEmbedder
+    k: int
+    base: dict[str, Any]
+
+    def recall(self, recs: list[MemoryRecord]) -> float:
+        """Answer recall@k of ``recs`` over the conversation's probes."""
+        return evaluate_recall(
+            recs, self.conv.probes, k=self.k, query_embeddings=self.queries
+        ).answer_recall
+
+    def row(
+        self,
+        mode: str,
+        after_records: list[MemoryRecord],
+        plans: list[Any],
+        guard: str,
+        seconds: float,
+        applied: int,
+    ) -> dict[str, Any]:
+        """The table row of ``mode`` with the store ``after_records``."""
+        conv, k, queries = self.conv, self.k, self.queries
+        after = evaluate_recall(after_records, conv.probes, k=k, query_embeddings=queries)
+        curated = sum(
+            1 for r in after_records if r.metadata.get("tier") == self.policy.curated_tier
+        )
+        before = self.base["recall_before"]
+        return {
+            **self.base,
+            "mode": mode,
+            "entries_after": len(after_records),
+            "reduction": 1 - len(after_records) / len(self.records),
+            "hits_after": sum(1 for h in after.hits if h),
+            "recall_after": after.answer_recall,
+            "recall_ratio": (after.answer_recall / before) if before else None,
+            "context_after": after.context_chars,
+            "evidence_after": after.evidence_recall,
+            "operations": _ops(plans),
+            "guard": guard,
+            "passes": applied,
+            "curated": curated,
+            "seconds": seconds,
+        }
+
+
+def make_case(conv: LocomoConversation, policy_name: str, embedder: CachedEmbedder, k: int) -> Case:
+    """The :class:`Case` of ``conv`` under the named policy (with ``--set`` overrides)."""
     policy = NAMED_POLICIES[policy_name].with_(**OVERRIDES)
-    full = policy.with_(trim_to_guard=False)
     vecs = embedder.embed([m.document for m in conv.memories])
     records = [m.with_embedding(v) for m, v in zip(conv.memories, vecs, strict=True)]
     queries = embedder.embed([p.question for p in conv.probes])
@@ -143,52 +212,31 @@ def run_one(
         "context_before": before.context_chars,
         "evidence_before": before.evidence_recall,
     }
+    return Case(conv, policy_name, policy, records, queries, now, embedder, k, base)
 
-    def row(
-        mode: str,
-        after_records: list[MemoryRecord],
-        plans: list[Any],
-        guard: str,
-        seconds: float,
-        applied: int,
-    ) -> dict[str, Any]:
-        after = evaluate_recall(after_records, conv.probes, k=k, query_embeddings=queries)
-        curated = sum(1 for r in after_records if r.metadata.get("tier") == policy.curated_tier)
-        return {
-            **base,
-            "mode": mode,
-            "entries_after": len(after_records),
-            "reduction": 1 - len(after_records) / len(records),
-            "hits_after": sum(1 for h in after.hits if h),
-            "recall_after": after.answer_recall,
-            "recall_ratio": (after.answer_recall / before.answer_recall)
-            if before.answer_recall
-            else None,
-            "context_after": after.context_chars,
-            "evidence_after": after.evidence_recall,
-            "operations": _ops(plans),
-            "guard": guard,
-            "passes": applied,
-            "curated": curated,
-            "seconds": seconds,
-        }
 
-    # single pass: the plan as proposed, simulated whole whatever the guard says
+def run_single(case: Case) -> dict[str, Any]:
+    """One full plan (``trim_to_guard=False``), simulated whole whatever the guard says."""
     t0 = time.perf_counter()
-    p = make_plan(records, full, now=now)
-    after_records: list[MemoryRecord] = simulate_after(records, p, embedder)
+    policy = case.policy
+    p = make_plan(case.records, policy.with_(trim_to_guard=False), now=case.now)
+    after_records: list[MemoryRecord] = simulate_after(case.records, p, case.embedder)
     loss_ok = not p.result.exceeds_loss(policy.max_loss_fraction)
     guard = (
         f"loss {p.result.loss_fraction:.0%} {'≤' if loss_ok else '>'} "
         f"{policy.max_loss_fraction:.0%}"
     )
-    rows = [row("single", after_records, [p], guard, time.perf_counter() - t0, int(loss_ok))]
+    return case.row("single", after_records, [p], guard, time.perf_counter() - t0, int(loss_ok))
 
-    # converge: the policy as is (within the loss budget by default); apply a plan only when
-    # both guards pass, as the console does; stop when nothing is left to remove
+
+def run_converge(case: Case, passes: int) -> dict[str, Any]:
+    """Up to ``passes`` plans with the policy as it is (within the loss budget by default),
+    each applied only when both guards pass, as the console does; stops when nothing is left
+    to remove."""
     t0 = time.perf_counter()
+    policy, records, now = case.policy, case.records, case.now
     current, plans, stop, sizes, target_at = records, [], f"{passes} passes", [], None
-    min_red = GOALS.get(policy_name, (0.0, 0.0))[0]
+    min_red = GOALS.get(case.policy_name, (0.0, 0.0))[0]
     for _ in range(passes):
         p = make_plan(current, policy, now=now)
         if not any(op.removes for op in p.operations):
@@ -197,11 +245,9 @@ def run_one(
         if p.result.exceeds_loss(policy.max_loss_fraction):
             stop = "loss guard"
             break
-        nxt = simulate_after(current, p, embedder)
+        nxt = simulate_after(current, p, case.embedder)
         ok, _ratio, _why = recall_guard(
-            evaluate_recall(current, conv.probes, k=k, query_embeddings=queries).answer_recall,
-            evaluate_recall(nxt, conv.probes, k=k, query_embeddings=queries).answer_recall,
-            policy.min_recall_retention,
+            case.recall(current), case.recall(nxt), policy.min_recall_retention
         )
         if not ok:
             stop = "recall guard"
@@ -215,9 +261,110 @@ def run_one(
         if not any(op.removes for op in make_plan(current, policy, now=now).operations):
             stop = "converged"
     deferred = (plans[-1].context.get("trimmed") or {}).get("dropped_operations", 0) if plans else 0
-    r = row("converge", current, plans, f"stop: {stop}", time.perf_counter() - t0, len(plans))
+    r = case.row("converge", current, plans, f"stop: {stop}", time.perf_counter() - t0, len(plans))
     r.update(trajectory=sizes, target_at=target_at, deferred_last=deferred)
-    rows.append(r)
+    return r
+
+
+def safe_split(case: Case, current: list[MemoryRecord], p: Any, policy: Any) -> Any:
+    """:func:`split_auto_apply` of plan ``p`` over the store ``current`` (risk and loss as the
+    console computes them at proposal time)."""
+    docs = {r.id: r.document for r in current}
+    metas = {r.id: r.metadata for r in current}
+    texts = [operation_text(op, docs, metas) for op in p.operations]
+    scopes = {r.id: FieldMap().scope_key(r.metadata) for r in current}
+    loss = content_loss(texts, ((r.id, r.document) for r in current), scope_of=scopes)
+    risks = [
+        operation_risk(t, lo, policy=policy) for t, lo in zip(texts, loss.operations, strict=True)
+    ]
+    return split_auto_apply(
+        p.operations, risks, loss.operations, policy, store_sentences=loss.store_sentences
+    )
+
+
+def run_safe(case: Case, passes: int) -> dict[str, Any]:
+    """Auto-apply ``safe`` for ``passes`` nights: each night plans afresh (clock one day
+    later), applies the safe part when it passes the loss and recall guards, and leaves the
+    rest for review."""
+    t0 = time.perf_counter()
+    policy, records = case.policy, case.records
+    current, applied_plans, sizes, target_at = records, [], [], None
+    min_red = GOALS.get(case.policy_name, (0.0, 0.0))[0]
+    waiting: dict[str, int] = {}
+    waiting_ops = 0
+    examples: dict[str, str] = {}
+    stop = f"{passes} nights"
+    for night in range(passes):
+        p = make_plan(current, policy, now=case.now + timedelta(days=night))
+        split = safe_split(case, current, p, policy)
+        waiting = split.counts()
+        waiting_ops = len(split.waiting)
+        examples = {}
+        for g in split.waiting:
+            for code, why in zip(g.codes, g.reasons, strict=True):
+                examples.setdefault(code, why)
+        ops = [p.operations[i] for i in split.safe]
+        if not any(op.removes for op in ops):
+            stop = "nothing safe left" if split.waiting else "converged"
+            sizes.append(len(current))
+            continue
+        if summarize(len(current), ops).exceeds_loss(policy.max_loss_fraction):
+            stop = "loss guard"
+            waiting, waiting_ops = {"loss guard": len(p.operations)}, len(p.operations)
+            sizes.append(len(current))
+            continue
+        nxt = simulate_after(current, ops, case.embedder)
+        ok, _ratio, _why = recall_guard(
+            case.recall(current), case.recall(nxt), policy.min_recall_retention
+        )
+        if not ok:
+            stop = "recall guard"
+            waiting, waiting_ops = {"recall guard": len(p.operations)}, len(p.operations)
+            sizes.append(len(current))
+            continue
+        current = nxt
+        applied_plans.append(SimpleNamespace(operations=ops))
+        sizes.append(len(current))
+        if target_at is None and 1 - len(current) / len(records) >= min_red:
+            target_at = night + 1
+    r = case.row(
+        "safe",
+        current,
+        applied_plans,
+        f"last: {stop}",
+        time.perf_counter() - t0,
+        len(applied_plans),
+    )
+    r.update(
+        trajectory=sizes,
+        target_at=target_at,
+        waiting=waiting,
+        waiting_ops=waiting_ops,
+        waiting_examples=examples,
+    )
+    return r
+
+
+def run_one(
+    conv: LocomoConversation,
+    policy_name: str,
+    embedder: CachedEmbedder,
+    k: int,
+    passes: int,
+    modes: tuple[str, ...] = MODES,
+) -> list[dict[str, Any]]:
+    """The rows of ``modes`` for one conversation × policy: ``single`` (one full plan, guard
+    verdict shown, the store simulated after the whole plan), ``converge`` (up to ``passes``
+    plans, each applied only when both guards pass) and ``safe`` (auto-apply ``safe`` for
+    ``passes`` nights)."""
+    case = make_case(conv, policy_name, embedder, k)
+    rows = []
+    if "single" in modes:
+        rows.append(run_single(case))
+    if "converge" in modes:
+        rows.append(run_converge(case, passes))
+    if "safe" in modes:
+        rows.append(run_safe(case, passes))
     return rows
 
 
@@ -245,7 +392,7 @@ def totals(rows: list[dict[str, Any]], policy_name: str, mode: str) -> dict[str,
             if any(r.get("target_at") is None for r in rs)
             else max((r.get("target_at") or 0) for r in rs)
         )
-        if mode == "converge"
+        if mode in ("converge", "safe")
         else None,
         "curated": sum(r["curated"] for r in rs),
         "entries_before": eb,
@@ -309,46 +456,77 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def print_convergence(rows: list[dict[str, Any]]) -> None:
-    """Issue 10's figure: passes applied one after another, each under the guard, per
-    conversation and in total — memories after each pass, passes needed for the goal."""
+def print_convergence(rows: list[dict[str, Any]], mode: str = "converge") -> None:
+    """Passes applied one after another per conversation and in total — memories after each
+    pass, passes needed for the goal (``mode``: ``converge``, or ``safe`` with what each
+    conversation's last night left for review)."""
     for policy_name in sorted({r["policy"] for r in rows}):
-        rs = [r for r in rows if r["policy"] == policy_name and r["mode"] == "converge"]
+        rs = [r for r in rows if r["policy"] == policy_name and r["mode"] == mode]
+        if not rs:
+            continue
         min_red, min_ratio = GOALS.get(policy_name, (0.0, 0.0))
+        how = (
+            "each pass within the loss budget and under both guards"
+            if mode == "converge"
+            else "auto-apply safe: each night only the safe part, under both guards"
+        )
         print(
-            f"\nConvergence, {policy_name} policy (each pass within the loss budget and under "
-            f"both guards; goal ≥{min_red:.0%} fewer at ≥{min_ratio:.0%} recall, "
+            f"\n{'Convergence' if mode == 'converge' else 'Auto-apply safe'}, {policy_name} "
+            f"policy ({how}; goal ≥{min_red:.0%} fewer at ≥{min_ratio:.0%} recall, "
             f"≤{MAX_CONTEXT_RATIO}× context):"
         )
         for r in rs:
             path = " → ".join(str(x) for x in [r["entries_before"], *r["trajectory"]])
             target = f"goal after pass {r['target_at']}" if r["target_at"] else "goal not reached"
             ctx = r["context_after"] / r["context_before"] if r["context_before"] else 0.0
+            met = (
+                r["reduction"] >= min_red
+                and (r["recall_ratio"] or 0) >= min_ratio
+                and ctx <= MAX_CONTEXT_RATIO
+            )
             print(
                 f"  {r['conversation']:<8} {r['passes']} passes: {path} "
                 f"({r['reduction']:.1%} fewer, "
                 f"recall {(r['recall_ratio'] or 0):.1%}, context {ctx:.2f}×; "
-                f"{target}; {r['guard']})"
+                f"{target}; {r['guard']}; {'MET' if met else 'MISSED'})"
             )
-        t = totals(rows, policy_name, "converge")
-        before = t["entries_before"]
-        sizes = []  # total memories after pass i (a conversation that stopped keeps its size)
-        for i in range(1, t["max_passes"] + 1):
-            sizes.append(
-                sum(
-                    (r["trajectory"][i - 1] if len(r["trajectory"]) >= i else r["entries_after"])
-                    for r in rs
+            if mode == "safe":
+                reasons = ", ".join(f"{c} {n}" for c, n in r["waiting"].items()) or "nothing"
+                print(
+                    f"           left for review after the last night: {r['waiting_ops']} "
+                    f"operations ({reasons})"
                 )
+                for code, why in list(r["waiting_examples"].items())[:3]:
+                    print(f"             e.g. {code}: {why[:110]}")
+        _print_total(rows, policy_name, mode, rs, min_red)
+
+
+def _print_total(
+    rows: list[dict[str, Any]],
+    policy_name: str,
+    mode: str,
+    rs: list[dict[str, Any]],
+    min_red: float,
+) -> None:
+    t = totals(rows, policy_name, mode)
+    before = t["entries_before"]
+    sizes = []  # total memories after pass i (a conversation that stopped keeps its size)
+    for i in range(1, max(len(r["trajectory"]) for r in rs) + 1):
+        sizes.append(
+            sum(
+                (r["trajectory"][i - 1] if len(r["trajectory"]) >= i else r["entries_after"])
+                for r in rs
             )
-        met = next((i for i, n in enumerate(sizes, 1) if 1 - n / before >= min_red), None)
-        print(
-            f"  TOTAL    {t['passes']} passes applied "
-            f"(at most {t['max_passes']} per conversation): "
-            f"{' → '.join(str(x) for x in [before, *sizes])} memories; "
-            f"{t['reduction']:.1%} fewer, recall {(t['recall_ratio'] or 0):.1%}, context "
-            f"{t['context_after'] / t['context_before']:.2f}×; reduction goal met in total after "
-            f"{f'pass {met}' if met else '— (not met)'}"
         )
+    met = next((i for i, n in enumerate(sizes, 1) if 1 - n / before >= min_red), None)
+    print(
+        f"  TOTAL    {t['passes']} passes applied "
+        f"(at most {t['max_passes']} per conversation): "
+        f"{' → '.join(str(x) for x in [before, *sizes])} memories; "
+        f"{t['reduction']:.1%} fewer, recall {(t['recall_ratio'] or 0):.1%}, context "
+        f"{t['context_after'] / t['context_before']:.2f}×; reduction goal met in total after "
+        f"{f'pass {met}' if met else '— (not met)'}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,7 +539,14 @@ def main(argv: list[str] | None = None) -> int:
         "--passes",
         type=int,
         default=5,
-        help="converge mode: at most this many passes (stops earlier when converged)",
+        help="converge and safe modes: at most this many passes (nights)",
+    )
+    ap.add_argument(
+        "--mode",
+        action="append",
+        default=None,
+        choices=MODES,
+        help="modes to run (default: all three)",
     )
     ap.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the table"
@@ -382,18 +567,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     convs = load_locomo(args.file, conversations=args.conversation)
     policies = args.policy or list(NAMED_POLICIES)
+    modes = tuple(args.mode or MODES)
     embedder = CachedEmbedder()
     rows = []
     for policy_name in policies:
         for conv in convs:
-            rows.extend(run_one(conv, policy_name, embedder, args.k, args.passes))
+            rows.extend(run_one(conv, policy_name, embedder, args.k, args.passes, modes))
             if not args.json:
                 print(f"  {conv.sample_id} {policy_name}: done", file=sys.stderr)
     embedder.save()
     all_rows = []
     summary = {}
     for policy_name in policies:
-        for mode in ("single", "converge"):
+        for mode in modes:
             t = totals(rows, policy_name, mode)
             all_rows += [r for r in rows if r["policy"] == policy_name and r["mode"] == mode] + [t]
             summary[f"{policy_name} {mode}"] = verdict(t)
@@ -401,7 +587,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": all_rows, "goals": summary}, indent=1))
     else:
         print_table(all_rows)
-        print_convergence(rows)
+        print_convergence(rows, "converge")
+        print_convergence(rows, "safe")
         print()
         for v in summary.values():
             print(v)

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .default_embedder import DefaultEmbedder
+from .decisions import StandingDecisions
 from .plans import OpKind, Plan
 from .policy import Policy
 from .protocols import Embedder, WritableMemoryStore
@@ -49,6 +50,8 @@ class Consolidator:
     - ``dry_run``: plan and guard only, never write.
     - ``clock``: ``() -> datetime`` for ``now`` (default: UTC wall clock; pass one for
       deterministic runs, I-8).
+    - ``decisions``: standing decisions every plan keeps
+      (:class:`~consolidation.decisions.StandingDecisions`: keep apart, keep, conflict picks).
     """
 
     def __init__(
@@ -59,12 +62,14 @@ class Consolidator:
         fieldmap: FieldMap | None = None,
         dry_run: bool = False,
         clock: Callable[[], datetime] | None = None,
+        decisions: StandingDecisions | None = None,
     ) -> None:
         self.policy = policy or Policy(trim_to_guard=False)
         self.embedder: Embedder = embedder if embedder is not None else DefaultEmbedder()
         self.fieldmap = fieldmap or FieldMap()
         self.dry_run = bool(dry_run)
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.decisions = decisions
 
     def snapshot(self, memory: Any) -> list[MemoryRecord]:
         """Records of ``memory`` with every embedding present (computed where missing)."""
@@ -82,6 +87,7 @@ class Consolidator:
             fieldmap=self.fieldmap,
             embedder=self.embedder,
             checkpoint=checkpoint,
+            decisions=self.decisions,
         ).plan
 
     def consolidate(self, memory: Any, *, max_loss_fraction: float = 0.25) -> ConsolidationResult:

@@ -31,6 +31,7 @@ _UPPER_BOUNDS: dict[str, float] = {
     "promote_min_sessions": 100_000,
     "promote_min_access": 1_000_000_000,
     "recall_k": 1_000,
+    "max_lost_content_words": 1_000_000_000,
     "prune_half_life_days": 36_500,
     "prune_min_age_days": 36_500,
     "summary_levels": 3,
@@ -137,6 +138,37 @@ class Policy:
       probes answered within every context budget tried (500–2,000 characters). 0.55 and 3–12
       give the widest coverage (79 % of the memories in a cluster) at the same recall as 0.7
       (35 %); 400 characters beat 200 (52.0 %).
+
+    The content guard and auto-apply (:mod:`consolidation.review.content`,
+    :mod:`consolidation.review.auto_apply`; figures from ``bench/content_guard_bench.py`` on
+    the seven LoCoMo conversations, 32 nightly passes, and the three demo stores):
+
+    - ``max_lost_content_words`` (0 or ``None``): an automatically applied pass — or the part
+      auto-apply ``safe`` applies — loses at most this many distinct content words (numbers,
+      names, negations, code terms: :func:`consolidation.review.content_loss`); ``None``
+      disables the check. 0 because no other count separates harm from habit: each harmful
+      merge of the bench (``rm -rf ~/cache`` kept and ``rm -rf /cache`` dropped, ``x >= 5`` /
+      ``x > 5``, ``config.yaml`` / ``.yml``, ``--force``, a version, a URL, a negation) loses
+      exactly one content word, while 10 of the 32 LoCoMo passes lose 1–4 (31 of 1,334
+      operations: covered prunes, and windows dropping a negated turn). So a word-losing
+      operation waits for a person, and ``safe`` applies the rest of its pass.
+    - ``max_lost_sentence_fraction`` (0.05): the same part loses at most this fraction of the
+      store's sentences. Every lost sentence counts, also one whose content words all survive
+      (reworded or repeated text: the content-word check cannot see a meaning carried by word
+      order alone). The store is the base because the removed memories are not a stable one
+      (a LoCoMo pass loses 4–63 % of their sentences): typical LoCoMo passes lose 0.3–4.6 % of
+      the store's sentences (p90 3.0 %: windows and folds dropping repeated small talk), so
+      5 % passes every one of them and stops a pass that rewrites more unattended; the demo
+      stores' first passes lose 9–14 %, almost all in decay prunes, which lose content words
+      and wait anyway.
+    - ``auto_apply_max_risk`` (0.25): auto-apply ``safe`` applies only operations whose risk
+      (:func:`consolidation.review.operation_risk`, in [0, 1]) is at most this. Below the
+      review line (:data:`consolidation.review.RISK_LINE`, 0.3: what the Review tab lists one
+      by one never applies on its own); on LoCoMo 98 % of the operations score at most 0.25
+      (windows and folds p90 0.08, covered prunes p90 0.12), while near-duplicate merges close
+      to the link threshold (p90 0.39), reconciles (≥ 0.3) and conflicts (1.0) wait; of the
+      harmful merges the planner proposes, the comparison one scores 0.38 and the path one
+      0.12 (the content check holds it).
     """
 
     max_loss_fraction: float = 0.25
@@ -173,6 +205,9 @@ class Policy:
     summary_threshold: float = 0.55
     summary_max_chars: int = 400
     summary_writer: str = "auto"
+    max_lost_content_words: int | None = 0
+    max_lost_sentence_fraction: float = 0.05
+    auto_apply_max_risk: float = 0.25
 
     def __post_init__(self) -> None:
         unit = {
@@ -182,6 +217,8 @@ class Policy:
             "prune_threshold",
             "prune_coverage",
             "prune_max_importance",
+            "max_lost_sentence_fraction",
+            "auto_apply_max_risk",
         }
         cosine = {"contradiction_threshold", "summary_threshold"}
         for f in fields(self):
@@ -195,6 +232,14 @@ class Policy:
             elif f.type == "int":
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                     raise ValueError(f"{name} must be a positive integer, got {v!r}")
+            elif name == "max_lost_content_words":
+                if v is not None:
+                    whole = _is_number(v) and math.isfinite(v) and float(v).is_integer()
+                    if not whole or v < 0:
+                        raise ValueError(
+                            f"{name} must be a whole number of at least 0, or empty, got {v!r}"
+                        )
+                    object.__setattr__(self, name, int(v))
             elif name == "min_recall_retention":
                 if v is not None and (not _is_number(v) or not math.isfinite(v) or not 0 <= v <= 1):
                     raise ValueError(f"{name} must be a number in [0, 1] or empty, got {v!r}")
@@ -210,7 +255,7 @@ class Policy:
                 if name == "prune_min_age_days" and v < 0:
                     raise ValueError(f"{name} must be >= 0 days, got {v!r}")
         for name, cap in _UPPER_BOUNDS.items():
-            if getattr(self, name) > cap:
+            if (getattr(self, name) or 0) > cap:
                 raise ValueError(f"{name} must be at most {cap:,}, got {getattr(self, name)!r}")
         if self.max_group_size < 2:
             raise ValueError(f"max_group_size must be at least 2, got {self.max_group_size!r}")

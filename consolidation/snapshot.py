@@ -10,7 +10,8 @@ will propose:
 2. embed the memories stored without an embedding (:func:`embed_missing`; stored embeddings are
    reused, never recomputed);
 3. plan (:func:`consolidation.planning.plan`) with the checkpoint, so only new or changed
-   memories are searched;
+   memories are searched, and with the agent's standing decisions
+   (:mod:`consolidation.decisions`);
 4. with an LLM ``writer``, add DISTILL operations (:func:`consolidation.distill.distill`) for
    the episodic memories no live memory was derived from yet;
 5. with ``policy.summarize``, add SUMMARIZE operations (the memory pyramid,
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .decisions import StandingDecisions
 from .distill import distill
 from .planning import plan as make_plan
 from .plans import Fate, Plan, leave_out, summarize
@@ -160,6 +162,7 @@ def plan_snapshot(
     writer: JSONWriter | None = None,
     progress: Progress | None = None,
     layer: str | None = None,
+    decisions: StandingDecisions | None = None,
 ) -> Snapshot:
     """Read ``memory``, embed what is missing, plan with ``checkpoint`` — the pass's snapshot.
 
@@ -174,6 +177,9 @@ def plan_snapshot(
     - ``layer``: plan only the memories of this layer (:func:`in_layer`; seed 003's
       ``compact(layer=...)``): the others are not read into the snapshot, so they are neither
       compared nor touched, and the loss fraction is over the layer's memories.
+    - ``decisions``: the agent's standing decisions
+      (:class:`~consolidation.decisions.StandingDecisions`), planned with (what they held back
+      is in ``plan.context["held_back"]``).
 
     Raises ``TypeError``/``ValueError`` for an unusable ``memory``, ``ValueError`` when a memory
     has no embedding and no ``embedder`` was given, or when ``policy.summary_writer`` is
@@ -197,7 +203,12 @@ def plan_snapshot(
     records = embed_missing(records, embedder)
     progress(0.6, f"Planning over {len(records):,} memories")
     the_plan = make_plan(
-        records, policy, now=now, fieldmap=fieldmap, checkpoint=dict(checkpoint or {}) or None
+        records,
+        policy,
+        now=now,
+        fieldmap=fieldmap,
+        checkpoint=dict(checkpoint or {}) or None,
+        decisions=decisions,
     )
     if writer is not None:
         progress(0.8, f"Distilling episodic memories with {getattr(writer, 'model', 'the LLM')}")

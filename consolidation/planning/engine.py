@@ -63,6 +63,11 @@ brackets, seconds):
     the most confident removing operations that fit the loss guard; then the summary and
     telemetry.
 
+Standing decisions (``decisions``, :mod:`.constraints`) are checked where a stage would join
+two memories (:func:`~.grouping.linked`, :func:`~.grouping.conflicts`), reconcile a pair
+(stage 5: a conflict pick decides it) or remove one (stages 2, 5, 9); what they held back is
+listed in ``plan.context["held_back"]``.
+
 Operations come out as reconcile, conflict, merge, promote, prune. Pinned or curated memories
 are never pruned, superseded or merged (I-6). Incremental mode (``checkpoint`` given): only new or
 changed records are searched against the whole store (O(new × store)); prune, promote, folds
@@ -95,6 +100,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..decisions import StandingDecisions
 from ..plans import Plan, summarize
 from ..policy import Policy
 from ..records import FieldMap, MemoryRecord
@@ -115,6 +121,7 @@ def plan(
     fieldmap: FieldMap | None = None,
     checkpoint: Mapping[str, str] | None = None,
     candidate_method: str = "auto",
+    decisions: StandingDecisions | None = None,
 ) -> Plan:
     """Plan a consolidation pass over ``records`` (the stages: see the module docstring).
 
@@ -126,6 +133,10 @@ def plan(
       only new or changed records are compared with the store (incremental).
     - ``candidate_method``: ``"auto"``, ``"exact"``, ``"split"`` (same pairs, different speed)
       or ``"ann"`` (faiss IVF, approximate; ``"auto"`` picks it for ≥ ``ANN_MIN_ROWS`` rows).
+    - ``decisions``: the agent's standing decisions
+      (:class:`~consolidation.decisions.StandingDecisions`): kept-apart memories are never
+      joined, kept memories never removed, a conflict pick resolves its pair again; what they
+      held back is listed in ``plan.context["held_back"]`` (:mod:`.constraints`).
 
     Returns a :class:`Plan` whose ``fates`` account for every input id exactly once. Raises
     ``ValueError`` for a duplicate id or a record without an embedding (naming the id).
@@ -137,7 +148,13 @@ def plan(
         raise ValueError(f"now must be a datetime, got {now!r}")
     now = now if now.tzinfo else now.replace(tzinfo=UTC)
     st = prepare(
-        records, policy, fm, now=now, checkpoint=checkpoint, candidate_method=candidate_method
+        records,
+        policy,
+        fm,
+        now=now,
+        checkpoint=checkpoint,
+        candidate_method=candidate_method,
+        decisions=decisions,
     )
     lap = st.timer.lap
     lap("prepare")
@@ -193,5 +210,6 @@ def _finish(st: PlanState) -> Plan:
         context["trimmed"] = trimmed
     if st.incremental:
         context["incremental"] = {"new": len(st.new_idx), "store": n}
+    context.update(st.decided.telemetry())
     result.context = context
     return Plan(operations=operations, result=result, fates=st.fates, context=context)

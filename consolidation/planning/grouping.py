@@ -11,10 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..decisions import Constraint
 from ..judgment import CONFLICT, SAME, SUPERSEDES, PairVerdict, judge_pair
 from ..plans import Fate, Operation, OpKind
 from ..text import extractive_merge, normalize_text
 from .candidates import candidate_pairs
+from .constraints import held_apart, held_kept
 from .state import Column, PlanState, equal_runs, short
 from .twins import twin_pairs
 from .vectors import query_pairs
@@ -188,6 +190,11 @@ def reconcile_contradictions(st: PlanState) -> None:
     when ``policy.reconcile`` is on and the older memory is not pinned/curated, not a winner
     or conflict member of this pass; otherwise, and for every ``"conflict"``, a CONFLICT item
     is proposed instead (both kept; a reviewer decides). Nothing with a removed side.
+
+    Standing decisions (:mod:`.constraints`): a reviewer's conflict pick on the pair decides
+    the winner (:func:`_decided_reconcile`); a kept-apart pair is neither reconciled nor
+    offered as a conflict, and a kept older memory is not superseded (both listed as held
+    back).
     """
     policy, fm, metas, ids, hashes, docs = st.policy, st.fm, st.metas, st.ids, st.hashes, st.docs
     stats = st.contra_stats
@@ -203,6 +210,12 @@ def reconcile_contradictions(st: PlanState) -> None:
     for s, a, b, v in pending:
         if st.removed[a] or st.removed[b]:
             continue
+        picked = st.decided.pick(a, b)
+        if picked is not None:
+            _decided_reconcile(st, a, b, s, v, *picked)
+            continue
+        if held_apart(st, a, b, "conflict" if v.kind == CONFLICT else "reconcile"):
+            continue
         if v.kind == CONFLICT:
             _conflict(st, a, b, s, v, "")
             continue
@@ -213,6 +226,8 @@ def reconcile_contradictions(st: PlanState) -> None:
         if st.protected[lose]:
             stats["blocked_protected"] += 1
             _conflict(st, a, b, s, v, "; the older memory is pinned or curated")
+            continue
+        if held_kept(st, lose, "reconcile", f"superseded by “{short(docs[win])}”"):
             continue
         if lose in st.winners or lose in st.held or win in st.held:
             stats["unsure"] += 1  # one decision per memory and pass; the next pass sees the rest
@@ -244,6 +259,56 @@ def reconcile_contradictions(st: PlanState) -> None:
     st.candidates["contradiction_checked"] = stats["checked"]
 
 
+def _decided_reconcile(
+    st: PlanState, a: int, b: int, s: float, v: PairVerdict, c: Constraint, win: int
+) -> None:
+    """The pair ``a``, ``b`` contradicts again and a reviewer picked ``win`` before (conflict
+    pick ``c``, same ids and hashes): a RECONCILE keeping ``win`` (rule ``"decided"``,
+    ``scores["decision"]``), still a proposal a reviewer sees. A pinned, curated or kept loser
+    makes it a CONFLICT item instead; a memory another reconcile or conflict of this pass
+    already decides waits for the next pass."""
+    lose = b if win == a else a
+    docs, ids = st.docs, st.ids
+    if st.protected[lose]:
+        _conflict(st, a, b, s, v, f"; {c.label} keeps the other, but this one is pinned or curated")
+        return
+    other = st.decided.kept(lose)
+    if other is not None:
+        _conflict(st, a, b, s, v, f"; {c.label} keeps the other, but {other.label} keeps this one")
+        return
+    if lose in st.winners or lose in st.held or win in st.held:
+        st.contra_stats["unsure"] += 1
+        return
+    st.removed[lose] = True
+    st.winners.add(win)
+    st.fates[ids[lose]] = Fate.SUPERSEDED
+    st.contra_stats["reconciled"] += 1
+    decided = st.decided.decided
+    decided[str(c.decision)] = decided.get(str(c.decision), 0) + 1
+    st.ops_reconcile.append(
+        Operation(
+            kind=OpKind.RECONCILE,
+            source_ids=[ids[win], ids[lose]],
+            source_hashes=[st.hashes[win], st.hashes[lose]],
+            removes=[ids[lose]],
+            rule="decided",
+            reason=(
+                f"decided before by {c.label}: keep “{short(docs[win])}” over "
+                f"“{short(docs[lose])}” ({'; '.join(v.reasons) or v.kind})"
+            ),
+            scores={
+                "cosine": round(s, 6),
+                "decision": c.decision,
+                "cue": v.cue or "",
+                "verdict": v.kind,
+                "kept_at": _recency_text(st, win),
+                "superseded_at": _recency_text(st, lose),
+                "confidence": 1.0,
+            },
+        )
+    )
+
+
 def pair_sim(st: PlanState, a: int, b: int) -> float | None:
     """Cosine of ``a`` and ``b`` if searched (or, in a partial pass, computed and cached);
     ``None`` when every pair was searched and this one is below the candidate threshold."""
@@ -259,7 +324,12 @@ def pair_sim(st: PlanState, a: int, b: int) -> float | None:
 
 def linked(st: PlanState, a: int, b: int) -> bool:
     """Whether ``a`` and ``b`` may share a group: :func:`verdict` ``"same"`` and either the
-    same normalised text (``merge_exact``) or cosine ≥ ``link_threshold`` (``merge_near``)."""
+    same normalised text (``merge_exact``) or cosine ≥ ``link_threshold`` (``merge_near``),
+    and no standing decision keeps them apart (:func:`~.constraints.held_apart`)."""
+    return _linked(st, a, b) and not held_apart(st, a, b, "merge")
+
+
+def _linked(st: PlanState, a: int, b: int) -> bool:
     policy = st.policy
     if st.keys[a] is not None and st.keys[a] == st.keys[b] and policy.merge_exact:
         return verdict(st, a, b).kind == SAME
@@ -271,10 +341,12 @@ def linked(st: PlanState, a: int, b: int) -> bool:
     return verdict(st, a, b).kind == SAME
 
 
-def conflicts(st: PlanState, a: int, members: Sequence[int]) -> bool:
-    """Whether ``a`` may not join ``members`` in a fold or window: a different scope, or a
-    pair at cosine ≥ ``contradiction_threshold`` with any cue (negation, past state, changed
-    value, role swap, different subject …) or a supersedes/conflict verdict."""
+def conflicts(st: PlanState, a: int, members: Sequence[int], join: str = "window") -> bool:
+    """Whether ``a`` may not join ``members`` in a fold or window (``join``: the stage's name,
+    ``"evidence_fold"``, ``"session_window"`` or ``"semantic_window"``): a different scope, or
+    a pair at cosine ≥ ``contradiction_threshold`` with any cue (negation, past state, changed
+    value, role swap, different subject …) or a supersedes/conflict verdict — or, when none of
+    these, a standing decision on a pair (:func:`~.constraints.held_apart`)."""
     for b in members:
         if st.scopes[a] != st.scopes[b]:
             return True
@@ -286,7 +358,7 @@ def conflicts(st: PlanState, a: int, members: Sequence[int]) -> bool:
             v = verdict(st, x, y)
             if v.cue is not None or v.kind in (SUPERSEDES, CONFLICT):
                 return True
-    return False
+    return any(held_apart(st, a, b, join) for b in members)
 
 
 def link_groups(st: PlanState) -> None:

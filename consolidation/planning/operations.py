@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 RULE_ORDER = [
+    "decided",
     "exact_duplicate",
     "reconcile",
     "near_duplicate",
@@ -36,7 +37,8 @@ RULE_ORDER = [
     "decay",
     "decay_covered",
 ]
-"""Trim order (most confident first): what a removal rests on, from identical text to coverage."""
+"""Trim order (most confident first): what a removal rests on, from a reviewer's own pick
+(``decided``: a conflict pick applied again) and identical text to coverage."""
 
 
 def promotion_rules(meta: Mapping[str, Any], policy: Policy, fieldmap: FieldMap) -> list[str]:

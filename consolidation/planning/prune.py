@@ -12,6 +12,7 @@ from typing import Any
 
 from ..plans import Fate, Operation, OpKind
 from ..text import content_tokens
+from .constraints import held_kept
 from .operations import promotion_rules
 from .state import EPISODIC, PlanState
 
@@ -50,7 +51,8 @@ def prune_decayed(st: PlanState) -> None:
     higher or no importance is only noted in ``st.decayed`` and :func:`prune_covered` prunes it
     only when its session keeps its content; a decayed fact or summary with a higher or no
     importance is kept. Never pinned/curated, never a memory without ``created_at``, never one
-    that meets a promotion rule.
+    that meets a promotion rule, never one a reviewer decided to keep
+    (:func:`~.constraints.held_kept`: listed as held back).
     """
     policy, fm, metas, ids, hashes = st.policy, st.fm, st.metas, st.ids, st.hashes
     if not policy.prune:
@@ -73,6 +75,8 @@ def prune_decayed(st: PlanState) -> None:
             if not (explicit and importance < policy.prune_max_importance):
                 if st.layers[i] == {EPISODIC}:
                     st.decayed[i] = (score, age_days)  # pruned later, and only when covered
+                continue
+            if held_kept(st, i, "prune", "decay"):
                 continue
             st.removed[i] = True
             st.fates[ids[i]] = Fate.PRUNED
@@ -143,7 +147,7 @@ def prune_covered(st: PlanState) -> None:
                 1 for tok in toks if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in where(i))
             )
             frac = hit / len(toks) if toks else 1.0
-            if frac + 1e-12 < need:
+            if frac + 1e-12 < need or held_kept(st, i, "prune", "decay_covered"):
                 continue
             count(docs[i], where(i), -1)
             score, age_days = st.decayed[i]

@@ -24,10 +24,12 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
+from ..decisions import StandingDecisions
 from ..plans import Fates, Operation
 from ..policy import Policy
 from ..pyramid.layout import summary_level
 from ..records import FieldMap, MemoryRecord
+from .constraints import Decided
 from .vectors import UnitRows
 
 __all__ = [
@@ -206,6 +208,9 @@ class PlanState:
     compared (no merge, reconcile, fold or window across them)."""
     held: set[int] = field(default_factory=set)
     """Memories in a ``conflict`` item: kept as they are until a reviewer decides."""
+    decided: Decided = field(default_factory=lambda: Decided(None, [], [], lambda i: []))
+    """The standing decisions bound to this snapshot (:mod:`.constraints`): what reviewers
+    decided earlier, checked at every join, reconcile and removal."""
     candidates: dict[str, int] = field(default_factory=dict)
     contra_stats: dict[str, Any] = field(
         default_factory=lambda: {
@@ -272,6 +277,7 @@ def prepare(
     now: datetime,
     checkpoint: Mapping[str, str] | None,
     candidate_method: str,
+    decisions: StandingDecisions | None = None,
 ) -> PlanState:
     """Stage ``prepare``: validate, sort by id (input order never matters), embeddings as
     :class:`~.vectors.UnitRows` (norms only; no normalised copy yet).
@@ -280,6 +286,8 @@ def prepare(
     duplicate id or a record without an embedding (naming the id). Per-record work is what
     every later stage needs: ids, texts, metadata, the embeddings' norms and, for a checkpoint,
     each content hash (cached on the record); the other columns are lazy (:class:`Column`).
+    ``decisions`` are bound to the snapshot (:class:`~.constraints.Decided`; nothing is read
+    per memory until a stage asks about one).
     """
     timer = Timer()
     recs = sorted(records, key=attrgetter("id"))
@@ -304,6 +312,7 @@ def prepare(
     new_idx = np.flatnonzero(np.array(is_new, dtype=bool)).astype(np.int64)
     incremental = checkpoint is not None
     curated = policy.curated_tier
+    decided = Decided(decisions, ids, hashes, lambda i: fm.get_list(metas[i], fm.merged_from))
     return PlanState(
         policy=policy,
         fm=fm,
@@ -332,4 +341,5 @@ def prepare(
         removed=[False] * n,
         layers=Column(n, lambda i: _layer_set(tuple(fm.get_list(metas[i], fm.layer)))),
         scopes=Column(n, lambda i: shared_tuple(fm.scope_key(metas[i]))),
+        decided=decided,
     )

@@ -89,7 +89,7 @@ def fold_evidence(st: PlanState) -> None:
         for t in sorted(targets, key=lambda t, e=e: (-float(emb[t] @ emb[e]), st.ids[t])):
             u = units.of.get(t)
             members = units.members[u] if u is not None else [t]
-            if conflicts(st, e, members):
+            if conflicts(st, e, members, "evidence_fold"):
                 continue  # a contradicting turn is never folded (try the next citer)
             if len(members) >= policy.max_group_size:
                 break
@@ -139,7 +139,7 @@ def session_windows(st: PlanState) -> None:
             sessions[i] != sessions[cur[0]]
             or len(cur) >= policy.window_max_size
             or len(text) > policy.max_merged_chars
-            or conflicts(st, i, cur)
+            or conflicts(st, i, cur, "session_window")
         ):
             flush()
             trial = set()
@@ -203,7 +203,7 @@ def semantic_windows(st: PlanState) -> None:
                 or len(chunk) >= policy.semantic_window_size
                 or size > policy.max_group_size
                 or length > policy.semantic_window_chars
-                or any(conflicts(st, k, ms) for k in it[1] for _, ms, _ in chunk)
+                or any(conflicts(st, k, ms, "semantic_window") for k in it[1] for _, ms, _ in chunk)
             ):
                 flush_sem()
         chunk.append(it)

@@ -2,30 +2,42 @@
 
 Pure functions over operations as the console stores them (:class:`OperationText`): the console
 computes both at proposal time and recomputes the loss after an edit without reading the store.
+:func:`content_loss` measures any set of operations (a pass, or the part auto-apply would
+apply); :func:`split_auto_apply` splits a pass into what may apply on its own and what waits
+for a person.
 """
 
 from __future__ import annotations
 
-from .lost import (
+from .auto_apply import CODES, AutoApplySplit, Gate, split_auto_apply
+from .content import (
+    ContentLoss,
     LossTotals,
+    content_loss,
+    content_verdict,
+    loss_totals,
+    pass_losses,
+)
+from .lost import (
     LostSentence,
     OperationLoss,
     OperationText,
-    Segment,
     SentenceIndex,
     SourceText,
-    loss_totals,
-    lost_segments,
     operation_loss,
     operation_text,
-    pass_losses,
-    source_segments,
 )
 from .risk import NEAR_MARGIN, RISK_LINE, Risk, operation_risk, review_operations
+from .segments import Segment, lost_segments, source_segments
+from .terms import code_term
 
 __all__ = [
+    "CODES",
     "NEAR_MARGIN",
     "RISK_LINE",
+    "AutoApplySplit",
+    "ContentLoss",
+    "Gate",
     "LossTotals",
     "LostSentence",
     "OperationLoss",
@@ -34,6 +46,9 @@ __all__ = [
     "Segment",
     "SentenceIndex",
     "SourceText",
+    "code_term",
+    "content_loss",
+    "content_verdict",
     "loss_totals",
     "lost_segments",
     "operation_loss",
@@ -42,4 +57,5 @@ __all__ = [
     "pass_losses",
     "review_operations",
     "source_segments",
+    "split_auto_apply",
 ]

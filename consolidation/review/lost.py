@@ -18,43 +18,56 @@ whitespace collapsed and trailing sentence punctuation ignored (the merge adds a
 every other symbol, sign, digit and emoji counts.
 
 Inside a lost sentence the words missing from the reference are found with a word-level
-:class:`difflib.SequenceMatcher` (the highlighted loss); the *content words* lost are the
-sentence's stemmed content tokens (:func:`consolidation.text.content_tokens`, numbers included)
-that the reference does not contain.
+:class:`difflib.SequenceMatcher` (the highlighted loss); the *content words* lost are its
+terms (:func:`.terms.terms`: words with their stemmed content tokens, numbers included, and
+code terms — paths, comparisons, flags, file names, versions, identifiers — as written) that
+the reference does not contain, unless the term is a plain word (:attr:`.terms.Term.portable`)
+that another memory of the same scope keeps after the pass. So ``rm -rf /cache`` merged into
+``rm -rf ~/cache`` loses ``/cache``, ``retry if x > 5`` merged into ``retry if x >= 5`` loses
+``x > 5``, a pruned turn whose names its session repeats loses none of them, and a number is
+lost wherever else the same digits appear.
 
 Everything here is pure: the console stores each operation's :class:`OperationLoss` at proposal
-time (with the keys of sentences kept elsewhere, so a later edit of the merged text is
-re-checked without reading the store) and renders :func:`source_segments` from stored rows.
+time (with the keys of sentences and words kept elsewhere, so a later edit of the merged text
+is re-checked without reading the store) and renders :mod:`.segments` from stored rows. The
+loss of a set of operations — a whole pass or the part auto-apply would apply — is
+:func:`.content.content_loss`, the same definition per operation and in total.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..text import content_tokens
+from .terms import (
+    EDGE_PUNCT,
+    WORD,
+    Term,
+    WordIndex,
+    cue_terms,
+    missing_words,
+    terms,
+    word_key,
+)
 
 __all__ = [
-    "LossTotals",
     "LostSentence",
     "OperationLoss",
     "OperationText",
-    "Segment",
     "Sentence",
     "SentenceIndex",
     "SourceText",
+    "Suspect",
+    "finish_loss",
     "is_number",
-    "loss_totals",
-    "lost_segments",
     "operation_loss",
     "operation_text",
-    "pass_losses",
     "sentences",
-    "source_segments",
+    "suspects",
 ]
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -63,9 +76,8 @@ _LABEL = re.compile(r"([^\W\d_][\w'\u2019.-]*(?: [^\W\d_][\w'\u2019.-]*){0,2}):\
 """A speaker label at the start of a line: ``"Jon: "``, ``"Dr. Who: "`` (one to three words,
 each capitalised; checked in :func:`_label`)."""
 _WS = re.compile(r"\s+")
-_TRAIL = " .!?;"
-_WORD = re.compile(r"\S+")
-_EDGE_PUNCT = ".,!?;:\"'()[]{}“”‘’«»…"
+_TRAIL = " .!?;\u3002\uff01\uff1f\uff1b"
+"""Trailing sentence punctuation ignored when comparing (ASCII and the CJK full-width marks)."""
 
 
 def _norm(text: str) -> str:
@@ -137,13 +149,15 @@ class SentenceIndex:
         for t in texts:
             self.add(t)
 
-    def add(self, text: str) -> None:
-        """Index every sentence of ``text``."""
-        for s in sentences(text):
+    def add(self, text: str) -> int:
+        """Index every sentence of ``text``; returns how many it has."""
+        found = sentences(text)
+        for s in found:
             self._keys.add(s.key)
             self._bodies.add(s.body)
             if not s.label:
                 self._unlabelled.add(s.body)
+        return len(found)
 
     def __contains__(self, s: object) -> bool:
         if not isinstance(s, Sentence):
@@ -260,11 +274,13 @@ class LostSentence:
 @dataclass(frozen=True)
 class OperationLoss:
     """What one operation loses. ``elsewhere`` holds the :attr:`Sentence.key` of removed-source
-    sentences whose copy stays elsewhere in the store after the pass (stored, so the loss can be
-    recomputed after an edit without the store)."""
+    sentences whose copy stays elsewhere in the store after the pass, ``elsewhere_words`` the
+    :attr:`~.terms.Term.key` of plain words of its lost sentences another memory keeps (both
+    stored, so the loss can be recomputed after an edit without the store)."""
 
     sentences: tuple[LostSentence, ...] = ()
     elsewhere: tuple[str, ...] = ()
+    elsewhere_words: tuple[str, ...] = ()
 
     @property
     def nothing_lost(self) -> bool:
@@ -291,6 +307,7 @@ class OperationLoss:
         return {
             "sentences": [s.to_dict() for s in self.sentences],
             "elsewhere": list(self.elsewhere),
+            "elsewhere_words": list(self.elsewhere_words),
         }
 
     @classmethod
@@ -300,6 +317,7 @@ class OperationLoss:
         return cls(
             tuple(LostSentence.from_dict(s) for s in data.get("sentences") or ()),
             tuple(data.get("elsewhere") or ()),
+            tuple(data.get("elsewhere_words") or ()),
         )
 
 
@@ -309,202 +327,106 @@ def is_number(word: str) -> bool:
     return any(c.isdigit() for c in word)
 
 
-def _word_key(w: str) -> str:
-    return unicodedata.normalize("NFKC", w).casefold().strip(_EDGE_PUNCT)
+@dataclass(frozen=True)
+class Suspect:
+    """A sentence of a removed source that neither the reference nor the store keeps:
+    ``memory_id``, its ``key`` (:attr:`Sentence.key`), ``text`` as written, the ``words``
+    missing from the reference (word-level diff) and the ``lost`` terms the reference lacks —
+    before asking whether another memory keeps the plain ones (:func:`finish_loss`)."""
+
+    memory_id: str
+    key: str
+    text: str
+    words: tuple[str, ...]
+    lost: tuple[Term, ...]
 
 
-def _missing_words(text: str, reference_words: list[str]) -> list[tuple[int, int, bool]]:
-    """Word spans of ``text`` as ``(start, end, missing)`` against the reference words."""
-    words = list(_WORD.finditer(text))
-    if not reference_words:
-        return [(m.start(), m.end(), True) for m in words]
-    keys = [_word_key(m.group(0)) for m in words]
-    matcher = difflib.SequenceMatcher(None, keys, reference_words, autojunk=False)
-    present = [False] * len(words)
-    for block in matcher.get_matching_blocks():
-        for k in range(block.a, block.a + block.size):
-            present[k] = True
-    return [(m.start(), m.end(), not present[k]) for k, m in enumerate(words)]
+def suspects(
+    op: OperationText, sentences_elsewhere: Container[str] | SentenceIndex
+) -> tuple[list[Suspect], list[str]]:
+    """The sentences ``op`` may lose and the keys of those kept elsewhere.
 
-
-def operation_loss(
-    op: OperationText, *, elsewhere: Container[str] | SentenceIndex = ()
-) -> OperationLoss:
-    """The sentences ``op`` loses (see the module docstring).
-
-    ``elsewhere`` says which sentences survive outside the operation: a :class:`SentenceIndex`
-    of the store after the pass (at planning time), or the stored ``OperationLoss.elsewhere``
-    keys (afterwards). A sentence repeated inside the reference or found elsewhere is not lost.
+    ``sentences_elsewhere``: a :class:`SentenceIndex` of the store after the pass, or stored
+    :attr:`Sentence.key` s. A sentence repeated inside the reference or found elsewhere is not
+    lost; inside the others, a term is lost when the reference lacks its code term or one of
+    its content tokens (compared per word on both sides, so an idiom counts the same way).
     """
     if op.kind in ("promote", "conflict"):
-        return OperationLoss()
+        return [], []
     ref_text = op.reference
     ref_index = SentenceIndex([ref_text])
-    ref_words = [_word_key(w) for w in _WORD.findall(ref_text)]
-    # per word, on both sides, so an idiom ("long time no see") counts the same way in each
-    ref_tokens = {t for w in _WORD.findall(ref_text) for t in content_tokens(w)}
-    lost: list[LostSentence] = []
-    kept_elsewhere: list[str] = []
+    ref_words = [word_key(w) for w in WORD.findall(ref_text)]
+    ref_tokens = {t for w in WORD.findall(ref_text) for t in content_tokens(w)}
+    ref_codes = {t.code for t in terms(ref_text) if t.code is not None}
+    out: list[Suspect] = []
+    kept: list[str] = []
+    is_index = isinstance(sentences_elsewhere, SentenceIndex)
     for src in op.removed:
         for s in sentences(src.document):
             if s in ref_index:
                 continue
-            found = s in elsewhere if isinstance(elsewhere, SentenceIndex) else s.key in elsewhere
-            if found:
-                kept_elsewhere.append(s.key)
+            if (s in sentences_elsewhere) if is_index else (s.key in sentences_elsewhere):
+                kept.append(s.key)
                 continue
             text = src.document[s.start : s.end]
-            spans = _missing_words(text, ref_words)
+            spans = missing_words(text, ref_words)
             words = tuple(
-                w for a, b, missing in spans if missing if (w := text[a:b].strip(_EDGE_PUNCT))
+                w for a, b, missing in spans if missing if (w := text[a:b].strip(EDGE_PUNCT))
             )
-            tokens = tuple(
-                dict.fromkeys(
-                    w
-                    for m in _WORD.finditer(text)
-                    if (w := m.group(0).strip(_EDGE_PUNCT))
-                    and any(t not in ref_tokens for t in content_tokens(w))
-                )
-            )
-            lost.append(LostSentence(src.memory_id, text, words, tokens, s.key))
-    return OperationLoss(tuple(lost), tuple(sorted(set(kept_elsewhere))))
+            lost = tuple(
+                t
+                for t in terms(text)
+                if (t.code is not None and t.code not in ref_codes)
+                or any(x not in ref_tokens for x in t.tokens)
+            ) + tuple(cue_terms(text, ref_text))
+            out.append(Suspect(src.memory_id, s.key, text, words, lost))
+    return out, kept
 
 
-@dataclass(frozen=True)
-class Segment:
-    """A piece of a source's text for display: ``tag`` is ``"kept"`` (verbatim in the result),
-    ``"elsewhere"`` (a copy stays in another memory), ``"changed"`` (a word of a lost sentence
-    the result still has), ``"lost"`` (a word the result does not have) or ``"space"``."""
+def finish_loss(
+    found: list[Suspect],
+    kept: list[str],
+    words_elsewhere: Container[str] | WordIndex = (),
+) -> OperationLoss:
+    """The :class:`OperationLoss` of :func:`suspects`: a lost term counts unless it is a plain
+    word that ``words_elsewhere`` holds (a :class:`~.terms.WordIndex` of the operation's scope
+    after the pass, or stored :attr:`OperationLoss.elsewhere_words`)."""
+    lost: list[LostSentence] = []
+    elsewhere_words: set[str] = set()
+    for sus in found:
+        words: list[str] = []
+        for t in sus.lost:
+            if t.portable and (
+                words_elsewhere.holds(t)
+                if isinstance(words_elsewhere, WordIndex)
+                else t.key in words_elsewhere
+            ):
+                elsewhere_words.add(t.key)
+            else:
+                words.append(t.shown)
+        lost.append(
+            LostSentence(sus.memory_id, sus.text, sus.words, tuple(dict.fromkeys(words)), sus.key)
+        )
+    return OperationLoss(tuple(lost), tuple(sorted(set(kept))), tuple(sorted(elsewhere_words)))
 
-    text: str
-    tag: str
 
+def operation_loss(
+    op: OperationText,
+    *,
+    elsewhere: Container[str] | SentenceIndex | OperationLoss = (),
+    words_elsewhere: Container[str] | WordIndex = (),
+) -> OperationLoss:
+    """What ``op`` loses (see the module docstring), on its own.
 
-def source_segments(
-    op: OperationText, source: SourceText, *, elsewhere: Container[str] = ()
-) -> list[Segment]:
-    """``source.document`` cut into :class:`Segment` s whose texts concatenate back to it.
-
-    A source the operation does not remove is one ``"kept"`` segment. ``elsewhere`` is the
-    stored :attr:`OperationLoss.elsewhere` (sentence keys).
+    ``elsewhere`` says which sentences survive outside the operation: a :class:`SentenceIndex`
+    of the store after the pass, stored :attr:`Sentence.key` s, or the operation's stored
+    :class:`OperationLoss` (its sentence and word keys: what a recomputation after an edit
+    passes); ``words_elsewhere`` the plain words kept by other memories (a
+    :class:`~.terms.WordIndex` or stored keys). A whole pass is measured with
+    :func:`.content.content_loss`, which builds both for every operation at once.
     """
-    doc = source.document
-    if not source.removed or op.kind in ("promote", "conflict"):
-        return [Segment(doc, "kept")] if doc else []
-    ref_text = op.reference
-    ref_index = SentenceIndex([ref_text])
-    ref_words = [_word_key(w) for w in _WORD.findall(ref_text)]
-    out: list[Segment] = []
-    pos = 0
-
-    def emit(text: str, tag: str) -> None:
-        if not text:
-            return
-        if out and out[-1].tag == tag:
-            out[-1] = Segment(out[-1].text + text, tag)
-        else:
-            out.append(Segment(text, tag))
-
-    for s in sentences(doc):
-        emit(doc[pos : s.start], "space")
-        text = doc[s.start : s.end]
-        if s in ref_index:
-            emit(text, "kept")
-        elif s.key in elsewhere:
-            emit(text, "elsewhere")
-        else:
-            cur = 0
-            for a, b, missing in _missing_words(text, ref_words):
-                emit(text[cur:a], "space")
-                emit(text[a:b], "lost" if missing else "changed")
-                cur = b
-            emit(text[cur:], "space")
-        pos = s.end
-    emit(doc[pos:], "space")
-    return _compact(out)
-
-
-def _compact(segs: list[Segment]) -> list[Segment]:
-    """Join runs of one tag separated by single spaces ("changed", "space", "changed" → one)."""
-    out: list[Segment] = []
-    for k, seg in enumerate(segs):
-        nxt = segs[k + 1] if k + 1 < len(segs) else None
-        if (
-            seg.tag == "space"
-            and out
-            and nxt is not None
-            and out[-1].tag == nxt.tag
-            and nxt.tag in ("changed", "lost")
-        ):
-            out[-1] = Segment(out[-1].text + seg.text, out[-1].tag)
-        elif out and out[-1].tag == seg.tag and seg.tag != "space":
-            out[-1] = Segment(out[-1].text + seg.text, seg.tag)
-        else:
-            out.append(seg)
-    return out
-
-
-def lost_segments(lost: LostSentence) -> list[Segment]:
-    """A lost sentence as :class:`Segment` s with its missing words (``lost.words``, found in
-    order) tagged ``"lost"`` and the rest ``"changed"``/``"space"``; texts concatenate back."""
-    out: list[Segment] = []
-    want = list(lost.words)
-    pos = 0
-    for m in _WORD.finditer(lost.text):
-        if m.start() > pos:
-            out.append(Segment(lost.text[pos : m.start()], "space"))
-        word = m.group(0)
-        hit = bool(want) and word.strip(_EDGE_PUNCT) == want[0]
-        if hit:
-            want.pop(0)
-        out.append(Segment(word, "lost" if hit else "changed"))
-        pos = m.end()
-    if pos < len(lost.text):
-        out.append(Segment(lost.text[pos:], "space"))
-    return _compact(out)
-
-
-def pass_losses(
-    ops: Sequence[OperationText], store: Iterable[tuple[str, str]]
-) -> list[OperationLoss]:
-    """The loss of every operation of a pass, against the store after the whole pass.
-
-    ``store`` yields ``(memory_id, document)`` of every memory before the pass. The store after
-    the pass is every memory no operation removes plus every merge/distill result. One sentence
-    index over it serves all operations: O(store + operations) sentence splits.
-    """
-    removed = {s.memory_id for op in ops for s in op.removed}
-    index = SentenceIndex(doc for mid, doc in store if mid not in removed)
-    for op in ops:
-        if op.kind in ("merge", "distill") and op.result_document:
-            index.add(op.result_document)
-    return [operation_loss(op, elsewhere=index) for op in ops]
-
-
-@dataclass(frozen=True)
-class LossTotals:
-    """Lost content of a set of operations: ``sentences`` lost, ``memories`` that lose some,
-    distinct ``content_words`` and ``numbers`` lost (counts)."""
-
-    sentences: int = 0
-    memories: int = 0
-    content_words: int = 0
-    numbers: int = 0
-
-
-def loss_totals(
-    losses: Iterable[OperationLoss], *, kept: SentenceIndex | None = None
-) -> LossTotals:
-    """Sum of ``losses``; a sentence found in ``kept`` (e.g. the sources of the operations the
-    reviewer excluded, which then stay in the store) is not counted."""
-    n = 0
-    mems: set[str] = set()
-    words: set[str] = set()  # casefolded, so "Rome" and "rome" count once
-    for loss in losses:
-        for s in loss.sentences:
-            if kept is not None and s.sentence() in kept:
-                continue
-            n += 1
-            mems.add(s.memory_id)
-            words.update(w.casefold() for w in s.content_words)
-    return LossTotals(n, len(mems), len(words), sum(1 for w in words if is_number(w)))
+    if isinstance(elsewhere, OperationLoss):
+        words_elsewhere = set(elsewhere.elsewhere_words)
+        elsewhere = set(elsewhere.elsewhere)
+    found, kept = suspects(op, elsewhere)
+    return finish_loss(found, kept, words_elsewhere)

@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..policy import Policy
 from ..records import FieldMap
 from ..text import content_tokens, parse
-from .lost import OperationLoss, OperationText, is_number, pass_losses
+from .content import pass_losses
+from .lost import OperationLoss, OperationText, is_number
 
 __all__ = ["NEAR_MARGIN", "RISK_LINE", "Risk", "operation_risk", "review_operations"]
 
@@ -228,10 +229,12 @@ def review_operations(
     policy: Policy | None = None,
     fieldmap: FieldMap | None = None,
     recent: Mapping[str, str] | None = None,
+    scope_of: Mapping[str, Hashable] | None = None,
 ) -> list[tuple[OperationLoss, Risk]]:
-    """Loss (:func:`~.lost.pass_losses`, against ``store`` = ``(id, document)`` of every memory
-    before the pass) and :func:`operation_risk` of every operation, in order."""
-    losses = pass_losses(ops, store)
+    """Loss (:func:`~.content.pass_losses`, against ``store`` = ``(id, document)`` of every
+    memory before the pass, within each memory's scope when ``scope_of`` maps ids to scopes)
+    and :func:`operation_risk` of every operation, in order."""
+    losses = pass_losses(ops, store, scope_of=scope_of)
     return [
         (loss, operation_risk(op, loss, policy=policy, fieldmap=fieldmap, recent=recent))
         for op, loss in zip(ops, losses, strict=True)

@@ -43,6 +43,15 @@ from consolidation import NAMED_POLICIES, Policy
         ("min_recall_retention", 1.5),
         ("min_recall_retention", float("nan")),
         ("recall_k", 0),
+        ("max_lost_content_words", -1),
+        ("max_lost_content_words", 2.5),
+        ("max_lost_content_words", True),
+        ("max_lost_content_words", "3"),
+        ("max_lost_content_words", 10**12),
+        ("max_lost_sentence_fraction", 1.5),
+        ("max_lost_sentence_fraction", None),
+        ("auto_apply_max_risk", -0.1),
+        ("auto_apply_max_risk", float("nan")),
     ],
 )
 def test_it_rejects_a_bad_value_naming_the_field(field, value):
@@ -63,3 +72,9 @@ def test_it_rejects_unknown_fields():
 
 def test_it_accepts_empty_recall_retention():
     assert Policy(min_recall_retention=None).min_recall_retention is None
+
+
+@pytest.mark.parametrize(("value", "stored"), [(0, 0), (3.0, 3), (None, None)])
+def test_it_takes_a_whole_number_of_content_words_or_none(value, stored):
+    got = Policy(max_lost_content_words=value).max_lost_content_words
+    assert got == stored and (got is None or type(got) is int)

@@ -1,0 +1,202 @@
+"""Auto-apply ``safe``: which operations of a pass may apply on their own, and why the rest wait.
+
+:func:`split_auto_apply` takes a planned pass — its operations with their risk
+(:mod:`.risk`) and lost content (:func:`.content.content_loss` of the whole pass) — the
+agent's policy, standing decisions and the signatures of operations rejected before, and
+gives every operation a :class:`Gate`: *safe* when it
+
+(a) scores at or below ``policy.auto_apply_max_risk``,
+(b) loses no content (the safe part as a whole passes the content guard,
+    :func:`.content.content_verdict`: at most ``max_lost_content_words`` distinct content
+    words — 0 by default, so no operation that loses one — and at most
+    ``max_lost_sentence_fraction`` of the store's sentences; operations are admitted in plan
+    order while the part stays within both),
+(c) touches no standing decision (no source named by one, no reconcile a conflict pick
+    decided: a person made that call and a person sees what follows from it),
+(d) was never rejected (its :func:`~consolidation.decisions.operation_signature` is not
+    among the rejected ones), and
+(e) is not a conflict item;
+
+otherwise it is *waiting for review*, with every reason that holds it (a machine code of
+:data:`CODES` and a sentence each). Pure: the console calls it with the stored figures,
+applies ``split.safe`` and leaves ``split.waiting`` as the proposal a person reviews. The safe
+part's loss (``split.safe_loss``) is the union of its operations' losses measured in the whole
+pass, an upper bound of what it loses alone; :func:`.content.content_loss` over exactly those
+operations measures it on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..decisions import StandingDecisions, operation_signature
+from ..policy import Policy
+from .content import LossTotals, loss_totals
+from .lost import OperationLoss
+from .risk import Risk
+
+__all__ = ["CODES", "AutoApplySplit", "Gate", "split_auto_apply"]
+
+CODES = {
+    "conflict": "a conflict: a person picks what stays",
+    "rejected": "rejected before",
+    "decision": "touches a standing decision",
+    "risk": "risk above the auto-apply line",
+    "content": "loses content words",
+    "sentences": "the automatically applied part would lose too many sentences",
+}
+"""Why an operation waits for review: machine code → what it means."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The verdict on one operation: ``index`` into the pass's operations, ``safe``, its
+    ``signature`` (:func:`~consolidation.decisions.operation_signature`), the ``codes`` that
+    hold it (keys of :data:`CODES`; empty when safe) and ``reasons`` — one sentence per code,
+    or for a safe operation one sentence saying why it may apply."""
+
+    index: int
+    safe: bool
+    signature: str
+    codes: tuple[str, ...]
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AutoApplySplit:
+    """A pass split in two: ``gates`` (one per operation, in plan order) and what the safe
+    part loses (``safe_loss``: unique sentences and content words of its operations)."""
+
+    gates: tuple[Gate, ...]
+    safe_loss: LossTotals
+
+    @property
+    def safe(self) -> list[int]:
+        """Indices of the operations that may apply on their own, in plan order."""
+        return [g.index for g in self.gates if g.safe]
+
+    @property
+    def waiting(self) -> list[Gate]:
+        """The gates of the operations left for a person, in plan order."""
+        return [g for g in self.gates if not g.safe]
+
+    def counts(self) -> dict[str, int]:
+        """``{code: operations held by it}`` over the waiting operations, most first (an
+        operation held for two reasons counts under both)."""
+        out: dict[str, int] = {}
+        for g in self.waiting:
+            for c in g.codes:
+                out[c] = out.get(c, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _score(r: float | Risk) -> tuple[float, str]:
+    if isinstance(r, Risk):
+        return float(r.score), (r.reasons[0] if r.reasons else "")
+    return float(r), ""
+
+
+def split_auto_apply(
+    operations: Sequence[Any],
+    risks: Sequence[float | Risk],
+    losses: Sequence[OperationLoss],
+    policy: Policy,
+    *,
+    store_sentences: int,
+    decisions: StandingDecisions | None = None,
+    rejected: Mapping[str, str] | None = None,
+) -> AutoApplySplit:
+    """Split a pass into the part auto-apply ``safe`` applies and the part left for review.
+
+    - ``operations``: the pass's operations as planned (engine
+      :class:`~consolidation.plans.Operation` or any object with ``kind``, ``source_ids``,
+      ``source_hashes``, ``removes``, ``result_document``, ``result_metadata``, ``scores``);
+    - ``risks``: each one's risk (:class:`~.risk.Risk` or its score in [0, 1]);
+    - ``losses``: each one's :class:`~.lost.OperationLoss` against the store after the whole
+      pass (what the console stores);
+    - ``policy``: ``auto_apply_max_risk``, ``max_lost_content_words``,
+      ``max_lost_sentence_fraction``;
+    - ``store_sentences``: sentences of the store before the pass
+      (:attr:`.content.ContentLoss.store_sentences`);
+    - ``decisions``: the agent's :class:`~consolidation.decisions.StandingDecisions`;
+    - ``rejected``: ``{signature: note}`` of operations rejected before (the note is shown,
+      e.g. ``"in pass #4 by alice: too aggressive"``).
+
+    Returns an :class:`AutoApplySplit`. Raises ``ValueError`` when the three sequences differ
+    in length.
+    """
+    if not len(operations) == len(risks) == len(losses):
+        raise ValueError(
+            f"operations, risks and losses differ in length: "
+            f"{len(operations)}, {len(risks)}, {len(losses)}"
+        )
+    decisions = decisions or StandingDecisions()
+    rejected = rejected or {}
+    line = policy.auto_apply_max_risk
+    budget = _Budget(policy, store_sentences)
+    gates: list[Gate] = []
+    for i, (op, risk, loss) in enumerate(zip(operations, risks, losses, strict=True)):
+        sig = operation_signature(op)
+        codes: list[str] = []
+        why: list[str] = []
+        if str(getattr(op.kind, "value", op.kind)) == "conflict":
+            codes.append("conflict")
+            why.append(CODES["conflict"])
+        if sig in rejected:
+            codes.append("rejected")
+            why.append(f"rejected before: {rejected[sig]}" if rejected[sig] else CODES["rejected"])
+        touched = decisions.touching(op.source_ids)
+        decided = (op.scores or {}).get("decision")
+        if touched or decided is not None:
+            codes.append("decision")
+            labels = [c.label for c in touched[:3]] or [f"decision #{decided}"]
+            why.append("touches " + ", ".join(labels) + (" …" if len(touched) > 3 else ""))
+        score, top = _score(risk)
+        if score > line:
+            codes.append("risk")
+            why.append(f"risk {score:.2f} > {line:.2f}" + (f": {top}" if top else ""))
+        if not codes:
+            held = budget.admit(loss)
+            if held is not None:
+                codes.append(held[0])
+                why.append(held[1])
+        if not codes:
+            why.append(
+                f"risk {score:.2f} ≤ {line:.2f}, within the content guard, no decision, "
+                "never rejected"
+            )
+        gates.append(Gate(i, not codes, sig, tuple(codes), tuple(why)))
+    return AutoApplySplit(tuple(gates), loss_totals(budget.kept))
+
+
+class _Budget:
+    """The content guard over the safe part as it grows (in plan order)."""
+
+    def __init__(self, policy: Policy, store_sentences: int) -> None:
+        self.max_words = policy.max_lost_content_words
+        self.fraction = policy.max_lost_sentence_fraction
+        self.max_sentences = int(policy.max_lost_sentence_fraction * max(0, store_sentences) + 1e-9)
+        self.words: set[str] = set()
+        self.sentences = 0
+        self.kept: list[OperationLoss] = []
+
+    def admit(self, loss: OperationLoss) -> tuple[str, str] | None:
+        """``None`` and the loss counted when it fits, else ``(code, sentence)``."""
+        words = {w.casefold() for w in loss.content_words}
+        more = words - self.words
+        if self.max_words is not None and more and len(self.words) + len(more) > self.max_words:
+            shown = ", ".join(loss.content_words[:5]) + (" …" if len(words) > 5 else "")
+            n = len(loss.content_words)
+            return "content", f"loses {n} content word{'s' if n > 1 else ''}: {shown}"
+        n = len(loss.sentences)
+        if n and self.sentences + n > self.max_sentences:
+            return "sentences", (
+                f"{CODES['sentences']}: {self.sentences + n} sentences, at most "
+                f"{self.max_sentences} ({self.fraction:.0%} of the store's)"
+            )
+        self.words |= more
+        self.sentences += n
+        self.kept.append(loss)
+        return None

@@ -1,0 +1,157 @@
+"""Auto-apply safe: the part of a pass that may apply on its own, and why the rest waits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from consolidation import MemoryRecord, Operation, OpKind, Policy
+from consolidation.decisions import Constraint, StandingDecisions, operation_signature
+from consolidation.planning import plan
+from consolidation.review import (
+    OperationLoss,
+    content_loss,
+    operation_risk,
+    operation_text,
+    split_auto_apply,
+)
+from consolidation.review.lost import LostSentence
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def op(kind: str = "merge", ids: tuple[str, ...] = ("a", "b"), **kw) -> Operation:
+    removes = [] if kind in ("conflict", "promote") else list(ids)
+    return Operation(
+        kind=OpKind(kind),
+        source_ids=list(ids),
+        source_hashes=[f"h-{i}" for i in ids],
+        removes=removes if kind != "reconcile" else list(ids[1:]),
+        reason="",
+        rule=kw.pop("rule", "exact_duplicate"),
+        scores=kw.pop("scores", {}),
+        result_document=kw.pop("result", "Alice likes jazz." if kind == "merge" else None),
+    )
+
+
+def lost(*words: str, sentences: int = 1) -> OperationLoss:
+    return OperationLoss(
+        tuple(
+            LostSentence("a", f"sentence {k}", (), words if k == 0 else ())
+            for k in range(sentences)
+        )
+    )
+
+
+NOTHING = OperationLoss()
+
+
+@pytest.mark.parametrize(
+    ("operation", "risk", "loss", "policy", "decisions", "rejected", "codes"),
+    [
+        (op(), 0.0, NOTHING, Policy(), None, None, ()),
+        (op(), 0.25, NOTHING, Policy(), None, None, ()),
+        (op(), 0.26, NOTHING, Policy(), None, None, ("risk",)),
+        (op(), 0.5, NOTHING, Policy(auto_apply_max_risk=0.6), None, None, ()),
+        (op(), 0.0, lost("/cache"), Policy(), None, None, ("content",)),
+        (op(), 0.0, lost("nicht mehr"), Policy(max_lost_content_words=1), None, None, ()),
+        (op(), 0.0, lost("x > 5"), Policy(max_lost_content_words=None), None, None, ()),
+        (op(), 0.0, lost(sentences=6), Policy(), None, None, ("sentences",)),
+        (op("conflict"), 1.0, NOTHING, Policy(auto_apply_max_risk=1.0), None, None, ("conflict",)),
+        (op(), 0.0, NOTHING, Policy(), None, "REJECTED", ("rejected",)),
+        (
+            op(),
+            0.0,
+            NOTHING,
+            Policy(),
+            StandingDecisions([Constraint(4, "keep_apart", (("b", "h"), ("z", "h")))]),
+            None,
+            ("decision",),
+        ),
+        (
+            op("reconcile", rule="decided", scores={"decision": 8}),
+            0.3,
+            NOTHING,
+            Policy(),
+            None,
+            None,
+            ("decision", "risk"),
+        ),
+        (op("promote", ("小明",), rule="sessions"), 0.0, NOTHING, Policy(), None, None, ()),
+    ],
+)
+def test_each_rule_holds_an_operation_for_review(
+    operation, risk, loss, policy, decisions, rejected, codes
+):
+    rej = (
+        {operation_signature(operation): "in pass #4 by alice: too aggressive"}
+        if rejected
+        else None
+    )
+    split = split_auto_apply(
+        [operation], [risk], [loss], policy, store_sentences=100, decisions=decisions, rejected=rej
+    )
+    (gate,) = split.gates
+    assert gate.codes == codes
+    assert gate.safe is (codes == ())
+    assert split.safe == ([0] if gate.safe else [])
+    assert len(gate.reasons) == max(1, len(codes))
+    if rejected:
+        assert "in pass #4 by alice" in gate.reasons[0]
+
+
+def test_the_safe_part_stays_within_the_sentence_budget_in_plan_order():
+    ops = [op(ids=(f"a{k}", f"b{k}")) for k in range(4)]
+    losses = [lost(sentences=2) for _ in ops]
+    split = split_auto_apply(ops, [0.0] * 4, losses, Policy(), store_sentences=100)
+    assert split.safe == [0, 1]  # 5 % of 100 sentences: two operations of two each
+    assert [g.codes for g in split.waiting] == [("sentences",), ("sentences",)]
+    assert split.safe_loss.sentences == 4
+    assert split.counts() == {"sentences": 2}
+
+
+def test_it_refuses_sequences_of_different_lengths():
+    with pytest.raises(ValueError, match="differ in length"):
+        split_auto_apply([op()], [0.0, 0.1], [NOTHING], Policy(), store_sentences=1)
+
+
+def vec(k: int, cos: float = 1.0) -> np.ndarray:
+    x = np.zeros(384, np.float32)
+    x[k], x[k + 1] = cos, np.sqrt(1 - cos * cos)
+    return x
+
+
+def test_a_planned_pass_applies_its_harmless_merges_and_holds_the_harmful_one():
+    """The path-prefix merge the planner proposes (cosine 0.978 with MiniLM; 0.98 here) loses
+    ``/cache`` and waits; the exact duplicates, in two scopes and languages, apply."""
+    meta = {"created_at": NOW.isoformat()}
+    records = [
+        MemoryRecord("p1", "Clear the cache with rm -rf ~/cache.", vec(0), dict(meta)),
+        MemoryRecord("p2", "Clear the cache with rm -rf /cache.", vec(0, 0.98), dict(meta)),
+        MemoryRecord("d1", "Anna mag Jazz", vec(4), {**meta, "user_id": "u1"}),
+        MemoryRecord("d2", "anna mag jazz!", vec(4), {**meta, "user_id": "u1"}),
+        MemoryRecord("z1", "小明喜欢爵士乐", vec(8), {**meta, "user_id": "u2"}),
+        MemoryRecord("z2", "小明喜欢爵士乐。", vec(8), {**meta, "user_id": "u2"}),
+    ]
+    policy = Policy(trim_to_guard=False)
+    p = plan(records, policy, now=NOW)
+    assert [sorted(o.source_ids) for o in p.operations] == [
+        ["d1", "d2"],
+        ["p1", "p2"],
+        ["z1", "z2"],
+    ]
+    docs = {r.id: r.document for r in records}
+    texts = [operation_text(o, docs) for o in p.operations]
+    loss = content_loss(texts, docs.items())
+    risks = [
+        operation_risk(t, lo, policy=policy) for t, lo in zip(texts, loss.operations, strict=True)
+    ]
+    split = split_auto_apply(
+        p.operations, risks, loss.operations, policy, store_sentences=loss.store_sentences
+    )
+    assert split.safe == [0, 2], [g.reasons for g in split.gates]
+    (held,) = split.waiting
+    assert held.codes == ("content",) and "/cache" in held.reasons[0]
+    assert split.safe_loss.content_words == 0
