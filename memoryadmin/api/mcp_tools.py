@@ -31,7 +31,7 @@ from pydantic import Field
 
 from memoryadmin.console import selectors
 from memoryadmin.console.models import Pass
-from memoryadmin.console.services.journal import MAX_NOTE_CHARS
+from memoryadmin.console.validation import MAX_NOTE_CHARS
 
 from . import actions
 from . import schemas as s

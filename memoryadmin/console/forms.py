@@ -18,7 +18,7 @@ from consolidation import FieldMap, Policy
 
 from .audit_forms import AuditFilterForm, EventFilterForm  # noqa: F401 (re-exported)
 from .models import Agent
-from .services.journal import MAX_NOTE_CHARS
+from .validation import MAX_NOTE_CHARS, parse_evidence_ids
 
 POLICY_HELP: dict[str, str] = {
     "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
@@ -558,8 +558,6 @@ class ProbeForm(forms.Form):
         return cls(data, initial=initial) if data is not None else cls(initial=initial)
 
     def clean_evidence_ids(self) -> list[str]:
-        from .probes import parse_evidence_ids
-
         try:
             return parse_evidence_ids(self.cleaned_data["evidence_ids"])
         except ValueError as exc:

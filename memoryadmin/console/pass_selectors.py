@@ -121,7 +121,7 @@ def pass_stale_check(
     documents, no embeddings) and the store's current records of those sources, in pages of
     1,000 ids. Read-only; the proposal page shows these before anyone approves (I-4), and apply
     checks again. Raises :class:`StoreUnavailable` when Chroma is down."""
-    from .services.journal import get_live, stale_reason  # late: services import selectors
+    from .services.journal import stale_reason  # late: services import selectors
 
     OS = Operation.Status
     wanted = None if operation_ids is None else {int(i) for i in operation_ids}
@@ -145,7 +145,7 @@ def pass_stale_check(
     ):
         by_op[op_id].append(_Source(mid, planned))
     ids = sorted({s.memory_id for pk in checked for s in by_op[pk]})
-    live = get_live(stores.get_store(run.agent), ids, include_embeddings=False)
+    live = stores.get_live(stores.get_store(run.agent), ids, include_embeddings=False)
     out = []
     for pk in checked:
         reason = stale_reason(None, by_op[pk], live, {})

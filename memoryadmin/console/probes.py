@@ -8,23 +8,19 @@ wording for those keys, as it does for memories.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
 
-from consolidation.jsonl import MAX_ID_CHARS
-
 from .errors import ServiceError
 from .models import Agent, ProbeQuery
 from .services.journal import actor_name, audit
+from .validation import parse_evidence_ids
 
 __all__ = [
     "MAX_ANSWER_CHARS",
-    "MAX_EVIDENCE_IDS",
     "MAX_QUESTION_CHARS",
-    "parse_evidence_ids",
     "probe_create",
     "probe_delete",
     "probe_update",
@@ -37,30 +33,6 @@ LoCoMo's longest is under 300 characters, so 2,000 leaves room without admitting
 MAX_ANSWER_CHARS = 2000
 """Longest expected answer (characters); answer recall scores its content words (issue 4), so a
 long answer is a probe nobody can pass."""
-
-MAX_EVIDENCE_IDS = 100
-"""Most evidence ids on one probe (LoCoMo's most is under 10)."""
-
-_SPLIT = re.compile(r"[\s,]+")
-
-
-def parse_evidence_ids(text: str | Iterable[str] | None) -> list[str]:
-    """Evidence ids from a comma/space-separated string (or an iterable of ids).
-
-    Returns the ids in order, duplicates dropped. Raises ``ValueError`` for more than
-    :data:`MAX_EVIDENCE_IDS` ids or an id longer than :data:`MAX_ID_CHARS` characters (the
-    memory id limit of the JSONL format).
-    """
-    if text is None:
-        return []
-    parts = _SPLIT.split(text) if isinstance(text, str) else [str(p).strip() for p in text]
-    ids = list(dict.fromkeys(p for p in parts if p))
-    if len(ids) > MAX_EVIDENCE_IDS:
-        raise ValueError(f"At most {MAX_EVIDENCE_IDS} evidence ids per probe ({len(ids)} given).")
-    long = next((i for i in ids if len(i) > MAX_ID_CHARS), None)
-    if long is not None:
-        raise ValueError(f"Evidence id “{long[:40]}…” is longer than {MAX_ID_CHARS} characters.")
-    return ids
 
 
 def _clean(question: str, answer: str, evidence_ids: Any, category: int | None) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from .pass_selectors import (  # noqa: E402, F401
     pass_stale_check,
     pass_stale_operations,
 )
+from .validation import validate_cron
 
 logger = logging.getLogger(__name__)
 
@@ -127,8 +128,6 @@ def schedule_preview(
     ``ValueError`` for a bad cron or an unknown time zone.
     """
     from croniter import CroniterBadDateError, croniter
-
-    from .services.journal import validate_cron  # late: services import selectors
 
     cron = validate_cron(cron)
     if isinstance(tz, str):

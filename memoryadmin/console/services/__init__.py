@@ -48,9 +48,10 @@ from ..errors import (
 )
 from ..review import Evaluation, pass_evaluate
 from ..selectors import agent_census, archive_page, pass_stale_operations, schedule_preview
+from ..validation import MAX_DOCUMENT_CHARS, MAX_NOTE_CHARS, validate_cron
 from .agents import agent_create, agent_delete, agent_update
 from .apply import APPLY_BATCH, pass_apply
-from .journal import FAILPOINT_ENV, MAX_DOCUMENT_CHARS, MAX_NOTE_CHARS, validate_cron
+from .journal import FAILPOINT_ENV
 from .leases import lease_acquire, lease_holder, lease_release
 from .memories import memory_delete, memory_edit, memory_set_pinned
 from .passes import (

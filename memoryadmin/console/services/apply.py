@@ -36,11 +36,8 @@ from ..models import (
 from ..review import effective_threshold, evaluate, to_engine_operation
 from .journal import (
     audit,
-    embed,
     failpoint,
-    get_live,
     jsonable,
-    looks_unavailable,
     run_actor,
     set_progress,
     stale_reason,
@@ -104,7 +101,7 @@ def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
         kept = next((e for e in (s.get_embedding() for s in same_text) if e is not None), None)
         embeddings.append(kept)
     missing = [i for i, e in enumerate(embeddings) if e is None]
-    for i, vec in zip(missing, embed([docs[i] for i in missing]), strict=True):
+    for i, vec in zip(missing, stores.embed([docs[i] for i in missing]), strict=True):
         embeddings[i] = vec
     return [
         MemoryRecord(op.result_id, doc, emb, dict(op.result_metadata or {}))
@@ -163,7 +160,7 @@ def _per_op(
     except (StoreUnavailable, _Interrupted):
         raise
     except Exception as exc:
-        if looks_unavailable(exc):
+        if stores.looks_unavailable(exc):
             raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
         if len(ops) == 1:
             log.warning("operation %s of pass %s failed: %s", ops[0].index, run.pk, exc)
@@ -188,7 +185,7 @@ def _apply_batch(
     except _Interrupted:
         raise
     except Exception as exc:
-        if looks_unavailable(exc):
+        if stores.looks_unavailable(exc):
             raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
         raise
 
@@ -231,7 +228,7 @@ def _apply_batch_stages(
     pending = [op for op in batch if op.status == OS.PENDING]
     if pending:
         ids = sorted({sid for op in pending for sid in op.source_ids})
-        live = get_live(store, ids, include_embeddings=True)
+        live = stores.get_live(store, ids, include_embeddings=True)
         fresh = []
         for op in pending:
             reason = stale_reason(op, list(op.sources.all()), live, own_writes)
@@ -260,7 +257,7 @@ def _apply_batch_stages(
     # 3. verify the written records are readable
     written = [op for op in batch if op.status == OS.WRITTEN]
     if written:
-        got = get_live(
+        got = stores.get_live(
             store, [op.result_id for op in written if op.result_id], include_embeddings=False
         )
         verified = []
@@ -379,7 +376,7 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
     """Stale-check all operations and re-check the guard; a ``Pass`` when apply must stop."""
     set_progress(run, 0.02, "Checking the operations against the live store")
     ids = sorted({sid for op in ops for sid in op.source_ids})
-    live = get_live(store, ids, include_embeddings=False)
+    live = stores.get_live(store, ids, include_embeddings=False)
     keep = []
     for op in ops:
         if op.status == OS.CONFLICT:
@@ -548,7 +545,7 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
             for mid in ids:
                 checkpoint.pop(mid, None)
     if written:
-        live = get_live(store, sorted(written), include_embeddings=False)
+        live = stores.get_live(store, sorted(written), include_embeddings=False)
         checkpoint.update({mid: rec.content_hash for mid, rec in live.items()})
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
     run.agent.checkpoint = checkpoint

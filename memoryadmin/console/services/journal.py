@@ -22,32 +22,23 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
-from consolidation import MAX_DOCUMENT_CHARS, FieldMap, MemoryRecord, Policy
+from consolidation import MemoryRecord
 
 from ..errors import ServiceError
 from ..models import Agent, AuditEvent, Operation, OperationSource, Pass
 from ..review import Evaluation, pass_evaluate
 
-MAX_NOTE_CHARS = 5_000
-"""Longest note a reviewer may give to an approve, reject or rollback (the web form, the API and
-the MCP tools alike)."""
-
 __all__ = [
     "FAILPOINT_ENV",
-    "MAX_DOCUMENT_CHARS",
-    "MAX_NOTE_CHARS",
     "TASK_APPLY",
     "TASK_ROLLBACK",
     "TASK_RUN",
     "TASK_SCHEDULED",
     "actor_name",
     "audit",
-    "embed",
     "enqueue",
     "failpoint",
-    "get_live",
     "jsonable",
-    "looks_unavailable",
     "SYSTEM_ACTOR",
     "run_actor",
     "set_progress",
@@ -55,10 +46,6 @@ __all__ = [
     "store_figures",
     "transition",
     "user_or_none",
-    "validate_cron",
-    "validate_document",
-    "validate_field_map",
-    "validate_policy",
 ]
 
 
@@ -238,61 +225,6 @@ def enqueue(func: str, pk: int, *, inline: bool = False) -> None:
     transaction.on_commit(send)
 
 
-def validate_document(document: Any, *, limit: int = MAX_DOCUMENT_CHARS) -> str:
-    if not isinstance(document, str):
-        raise ValueError("The memory text must be a string.")
-    text = document.strip()
-    if not text:
-        raise ValueError("The memory text cannot be empty.")
-    if len(text) > limit:
-        raise ValueError(f"The memory text is {len(text):,} characters; the limit is {limit:,}.")
-    return text
-
-
-def embed(texts: list[str]) -> np.ndarray:
-    from consolidation.adapters.embedder import get_default_embedder
-
-    if not texts:
-        return np.zeros((0, 384), dtype=np.float32)
-    return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
-
-
-def validate_policy(policy: Policy | Mapping[str, Any] | None) -> dict[str, Any]:
-    if isinstance(policy, Policy):
-        return policy.to_dict()
-    try:
-        return Policy.from_dict(dict(policy or {})).to_dict()
-    except TypeError as exc:
-        raise ValueError(f"Invalid policy: {exc}") from exc
-
-
-def validate_field_map(field_map: FieldMap | Mapping[str, Any] | None) -> dict[str, Any]:
-    """The agent's field map as stored: only keys that differ from :class:`FieldMap`'s defaults.
-
-    Raises ``ValueError`` for unknown keys.
-    """
-    if isinstance(field_map, FieldMap):
-        return field_map.to_dict()
-    fm = FieldMap.from_dict(dict(field_map or {}))
-    defaults = FieldMap().to_dict()
-    return {k: v for k, v in fm.to_dict().items() if v != defaults[k]}
-
-
-def validate_cron(cron: Any) -> str:
-    """Return a 5-field cron expression stripped, or raise ``ValueError`` (validated with
-    croniter)."""
-    from croniter import croniter
-
-    if not isinstance(cron, str) or len(cron.split()) != 5:
-        raise ValueError(
-            f"A schedule is a 5-field cron expression like '0 3 * * *' (got {cron!r})."
-        )
-    cron = " ".join(cron.split())
-    if not croniter.is_valid(cron):
-        raise ValueError(f"Invalid cron expression: {cron!r}.")
-    return cron
-
-
 FAILPOINT_ENV = "MEMORYADMIN_FAILPOINT"
 
 
@@ -327,20 +259,3 @@ def stale_reason(
         if current != src.content_hash and own_writes.get(src.memory_id) != current:
             return f"Memory {src.memory_id} changed after the pass was planned."
     return ""
-
-
-def get_live(store: Any, ids: list[str], *, include_embeddings: bool) -> dict[str, MemoryRecord]:
-    out: dict[str, MemoryRecord] = {}
-    for start in range(0, len(ids), 1000):
-        for rec in store.get(ids[start : start + 1000], include_embeddings=include_embeddings):
-            out[rec.id] = rec
-    return out
-
-
-def looks_unavailable(exc: BaseException) -> bool:
-    """True for errors that mean "Chroma is not answering" (connection refused, timeouts)."""
-    text = f"{type(exc).__name__} {exc}".lower()
-    return any(
-        k in text
-        for k in ("connect", "timeout", "timed out", "unavailable", "unreachable", "refused")
-    )

@@ -16,17 +16,16 @@ from .. import stores, triage
 from ..errors import GuardRefused, ProposalChanged, ServiceError
 from ..models import Operation, OperationSource, Pass
 from ..review import Evaluation, pass_evaluate
+from ..validation import validate_document
 from .journal import (
     TASK_APPLY,
     actor_name,
     audit,
     enqueue,
-    get_live,
     stale_reason,
     store_figures,
     transition,
     user_or_none,
-    validate_document,
 )
 
 __all__ = [
@@ -335,7 +334,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
     a_id, b_id = origin["ids"]
     sources = {s.memory_id: s for s in op.sources.all()}
     if keep != "both":
-        live = get_live(stores.get_store(run.agent), [a_id, b_id], include_embeddings=False)
+        live = stores.get_live(stores.get_store(run.agent), [a_id, b_id], include_embeddings=False)
         why = stale_reason(op, list(sources.values()), live, {})
         if why:
             raise ServiceError(
