@@ -247,19 +247,19 @@ class Stages:
 
 def instrument() -> Stages:
     import consolidation.snapshot as snapshot
-    from memoryadmin.console import recall, stores, triage
+    from memoryadmin.console import stores
     from memoryadmin.console.services import apply, passes
 
     st = Stages()
     st.wrap(snapshot, "records_from_memory", "read_store")
     st.wrap(snapshot, "make_plan", "plan")
-    st.wrap(recall, "recall_check", "recall_check")
-    st.wrap(triage, "plan_scores", "risk_scoring")
+    st.wrap(passes, "recall_check", "recall_check")
+    st.wrap(passes, "plan_scores", "risk_scoring")
     st.wrap(passes, "_store_operations", "operation_rows")
     st.wrap(passes, "_store_proposal", "store_proposal_total")
     st.wrap(apply, "_apply_precheck", "apply_precheck")
     st.wrap(apply, "_result_records", "result_records")
-    st.wrap(apply, "embed", "embed")
+    st.wrap(stores, "embed", "embed")
     st.wrap(apply, "_apply_finish", "finish_and_checkpoint")
     console_store = stores._console_store_class()  # the class get_store() builds  # noqa: SLF001
     for method in ("get", "upsert", "delete", "count"):

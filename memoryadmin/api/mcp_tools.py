@@ -29,8 +29,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from memoryadmin.console import selectors
 from memoryadmin.console.models import Pass
+from memoryadmin.console.selectors.memories import memory_search
 from memoryadmin.console.validation import MAX_NOTE_CHARS
 
 from . import actions
@@ -155,7 +155,7 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         current_user()
         a = actions.get_agent(agent)
         try:
-            found = selectors.memory_search(agent=a, text=query, k=k)
+            found = memory_search(agent=a, text=query, k=k)
         except Exception as exc:
             raise actions.Unavailable(f"The agent's store cannot be read now: {exc}") from None
         return [memory_out(m) for m in found]

@@ -14,15 +14,12 @@ from django.db.models import Count
 
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Agent, AuditEvent, Operation, Pass
-from memoryadmin.console.review import pass_figures
-from memoryadmin.console.selectors import (
-    MemoryView,
-    next_runs,
-    operation_view,
-    pass_stale_check,
-    store_status,
-)
-from memoryadmin.console.services.review import pass_revision
+from memoryadmin.console.selectors.agents import store_status
+from memoryadmin.console.selectors.evaluation import pass_figures
+from memoryadmin.console.selectors.memories import MemoryView
+from memoryadmin.console.selectors.passes import operation_view, pass_stale_check
+from memoryadmin.console.selectors.review import pass_revision
+from memoryadmin.console.selectors.schedules import next_runs
 
 from . import schemas as s
 

@@ -8,8 +8,10 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from pydantic import field_validator
 
-from memoryadmin.console import selectors
 from memoryadmin.console.models import Agent
+from memoryadmin.console.selectors import memories
+from memoryadmin.console.selectors.audit import audit_events
+from memoryadmin.console.selectors.memories import MemoryQuery, memory_page
 
 from . import schemas as s
 from .actions import NotFound, Unavailable, get_agent
@@ -59,10 +61,8 @@ def memory_list(request: HttpRequest, slug: str, filters: Query[MemoryFilters]):
     """One page of the agent's memories (50, sorted by id); tier, pinned and text filters as in
     the browser."""
     agent = get_agent(slug)
-    query = selectors.MemoryQuery(
-        tier=filters.tier, pinned=filters.pinned, contains=filters.contains
-    )
-    page, tiers = _store_call(selectors.memory_page, agent=agent, query=query, page=filters.page)
+    query = MemoryQuery(tier=filters.tier, pinned=filters.pinned, contains=filters.contains)
+    page, tiers = _store_call(memory_page, agent=agent, query=query, page=filters.page)
     if filters.page > page.paginator.num_pages and page.paginator.count:
         raise NotFound(
             f"Page {filters.page} does not exist; there are {page.paginator.num_pages} page(s).",
@@ -100,7 +100,7 @@ def memory_search(request: HttpRequest, slug: str, params: Query[SearchParams]):
     agent = get_agent(slug)
     return [
         memory_out(m)
-        for m in _store_call(selectors.memory_search, agent=agent, text=params.q, k=params.k)
+        for m in _store_call(memories.memory_search, agent=agent, text=params.q, k=params.k)
     ]
 
 
@@ -113,7 +113,7 @@ def memory_detail(request: HttpRequest, slug: str, id: str = Query(..., min_leng
     """A memory (``current`` is ``None`` once removed) with its archived copies and the
     operations that touched it."""
     agent = get_agent(slug)
-    d = _store_call(selectors.memory_detail, agent=agent, memory_id=id)
+    d = _store_call(memories.memory_detail, agent=agent, memory_id=id)
     if d.current is None and not d.archived and not d.operations:
         raise NotFound(f"Agent {slug!r} has no memory {id!r}, now or in its history.", field="id")
     return s.MemoryDetailOut(
@@ -157,7 +157,7 @@ def audit_event_list(request: HttpRequest, filters: Query[EventFilters]):
     first, 50 a page."""
     if filters.agent:
         get_agent(filters.agent)
-    qs = selectors.audit_events(agent=filters.agent, verb=filters.verb)
+    qs = audit_events(agent=filters.agent, verb=filters.verb)
     if filters.pass_id is not None:
         qs = qs.filter(run_id=filters.pass_id)
     page, count, pages = paginate(qs, filters.page, EVENTS_PER_PAGE)

@@ -215,7 +215,8 @@ class CronMixin(forms.Form):
     schedule_enabled = forms.BooleanField(label="Schedule enabled", required=False, initial=True)
 
     def clean_schedule_cron(self) -> str:
-        from .selectors import next_runs, operator_zone
+        from .selectors.common import operator_zone
+        from .selectors.schedules import next_runs
 
         cron = " ".join(self.cleaned_data["schedule_cron"].split())
         if len(cron.split()) != 5:
@@ -335,7 +336,7 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
     ) -> dict[str, Any]:
         """The preset's (or detected) field map with the typed keys on top; errors on the form."""
         from .errors import StoreUnavailable
-        from .selectors import collection_shape
+        from .selectors.agents import collection_shape
 
         try:
             report = collection_shape(collection_name=collection, preset=preset)

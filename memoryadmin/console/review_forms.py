@@ -56,7 +56,7 @@ class ReviewFilterForm(forms.Form):
     def query(self) -> Any:
         """The :class:`~memoryadmin.console.triage.ReviewQuery` of the valid fields (defaults for
         invalid ones, which carry their errors for the template)."""
-        from .triage import ReviewQuery
+        from .selectors.review import ReviewQuery
 
         data = getattr(self, "cleaned_data", {})
         return ReviewQuery(

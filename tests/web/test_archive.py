@@ -9,8 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console import rollback, services, stores
+from memoryadmin.console import services, stores
 from memoryadmin.console.models import ArchivedMemory, Pass
+from memoryadmin.console.services.rollback import pass_rollback_request
 from tests.conftest import DISTINCT_FACTS as F
 from tests.web.conftest import XSS_MIXED as XSS
 from tests.web.conftest import login
@@ -200,8 +201,8 @@ def test_rollback_leaves_nothing_for_a_second_rollback(
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
-        rollback.pass_rollback_request(run=run, user=bob)
-    assert rollback.pass_rollback_request(run=run, user=bob).status == "rolled_back"
+        pass_rollback_request(run=run, user=bob)
+    assert pass_rollback_request(run=run, user=bob).status == "rolled_back"
 
 
 def test_a_restored_row_shows_when_instead_of_a_restore_button(client, bob, agent):

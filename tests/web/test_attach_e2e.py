@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import rollback, services, stores
+from memoryadmin.console import services, stores
 from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.services.rollback import pass_rollback_request
 from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, write_mem0
 from tests.conftest import DISTINCT_FACTS
 
@@ -138,7 +139,7 @@ def test_undoing_the_pass_restores_mem0s_records_byte_identical(
     _, run = attach_and_run(name, [], alice, bob, django_capture_on_commit_callbacks)
     assert run.status == Pass.Status.APPLIED and raw(name) != before
     with django_capture_on_commit_callbacks(execute=True):
-        rollback.pass_rollback_request(run=run, user=bob, note="undo")
+        pass_rollback_request(run=run, user=bob, note="undo")
     run.refresh_from_db()
     assert run.status == Pass.Status.ROLLED_BACK, (run.status, run.error)
     assert raw(name) == before  # ids, no documents, metadata and the original 1536-d vectors

@@ -16,7 +16,7 @@ from consolidation.planning import plan as make_plan
 from memoryadmin.console import stores
 from memoryadmin.console.management.commands.consolidate import KEYS
 from memoryadmin.console.models import Pass, ProbeQuery
-from memoryadmin.console.recall import read_records, recall_check
+from memoryadmin.console.selectors.probes import read_records, recall_check
 from tests.conftest import DISTINCT_FACTS
 
 

@@ -78,10 +78,10 @@ print(json.dumps(dict(pk=run.pk, kinds=sorted(set(run.operations.values_list("ki
 
 ROLLBACK = """
 from django.contrib.auth.models import User
-from memoryadmin.console import rollback
 from memoryadmin.console.models import Pass
-run = rollback.pass_rollback_request(run=Pass.objects.get(pk={pk}),
-                                     user=User.objects.get(username="{slug}"))
+from memoryadmin.console.services.rollback import pass_rollback_request
+run = pass_rollback_request(run=Pass.objects.get(pk={pk}),
+                            user=User.objects.get(username="{slug}"))
 print(run.status)
 """
 

@@ -14,6 +14,7 @@ from django.core.management.base import CommandError
 from memoryadmin.console import stores
 from memoryadmin.console.importers import ImportRefused, memories_import_jsonl
 from memoryadmin.console.models import AuditEvent
+from memoryadmin.console.selectors.agents import agent_census
 
 META = [
     {
@@ -164,7 +165,6 @@ def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(
     """What the census compares after a re-write into a cosine collection (issue 11): the content
     hash exactly, each embedding within 1 ulp; the full hash reports any drift, never hides it."""
     from consolidation import MemoryRecord
-    from memoryadmin.console import selectors
 
     rng = np.random.default_rng(5)
     vecs = rng.normal(size=(300, 384)).astype(np.float32)
@@ -177,7 +177,7 @@ def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(
     call_command("export_memories", source.slug, str(path), stdout=StringIO())
     target = agent_with_memories(0)
     call_command("import_memories", target.slug, str(path), stdout=StringIO())
-    a, b = selectors.agent_census(agent=source), selectors.agent_census(agent=target)
+    a, b = agent_census(agent=source), agent_census(agent=target)
     assert a["store"]["content_sha256"] == b["store"]["content_sha256"]
     ra, rb = all_records(source), all_records(target)
     ids = sorted(ra)

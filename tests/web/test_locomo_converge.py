@@ -12,8 +12,8 @@ import pytest
 from django.core.management import call_command
 
 from memoryadmin.console import services, stores
-from memoryadmin.console.convergence import agent_convergence
 from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.selectors.passes import agent_convergence
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

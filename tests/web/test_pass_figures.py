@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from memoryadmin.console import services, triage
+from memoryadmin.console import services
 from memoryadmin.console.models import Agent, Operation, Pass
-from memoryadmin.console.review import (
+from memoryadmin.console.selectors.evaluation import (
     Evaluation,
     effective_threshold,
     pass_evaluate,
     pass_figures,
 )
+from memoryadmin.console.selectors.review import pass_loss_figures, pass_loss_totals
 from tests.conftest import DISTINCT_FACTS, days_ago
 
 pytestmark = pytest.mark.django_db
@@ -46,8 +47,8 @@ def same(run: Pass) -> Evaluation:
     assert run.figures, "the pass keeps no figures"
     assert Evaluation.from_figures(run.figures, effective_threshold(run)) == fresh
     assert pass_figures(run) == fresh
-    loss = triage.pass_loss_totals(run)
-    assert run.figures["loss"] == asdict(loss) and triage.pass_loss_figures(run) == loss
+    loss = pass_loss_totals(run)
+    assert run.figures["loss"] == asdict(loss) and pass_loss_figures(run) == loss
     return fresh
 
 
@@ -122,4 +123,4 @@ def test_an_operation_changed_behind_the_services_back_is_never_shown_stale(run:
     assert run.figures == kept  # not refreshed ...
     assert pass_figures(run) == pass_evaluate(run)  # ... yet the page's figures are current
     assert pass_figures(run).excluded_ops == 1
-    assert triage.pass_loss_figures(run) == triage.pass_loss_totals(run)
+    assert pass_loss_figures(run) == pass_loss_totals(run)

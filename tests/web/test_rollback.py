@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import rollback, services, stores
+from memoryadmin.console import services, stores
 from memoryadmin.console.models import ArchivedMemory, Pass
+from memoryadmin.console.services.leases import lease_acquire, lease_release
+from memoryadmin.console.services.rollback import (
+    RollbackBlocked,
+    pass_rollback,
+    pass_rollback_request,
+)
 from tests.conftest import DISTINCT_FACTS, days_ago
 
 pytestmark = pytest.mark.django_db
@@ -67,7 +73,7 @@ def applied(agent: Any, user: Any, capture: Any) -> Pass:
 
 def roll_back(run: Pass, user: Any, capture: Any) -> Pass:
     with capture(execute=True):
-        rollback.pass_rollback_request(run=run, user=user, note="undo")
+        pass_rollback_request(run=run, user=user, note="undo")
     run.refresh_from_db()
     return run
 
@@ -96,7 +102,7 @@ def test_it_restores_the_store_byte_identical(
     assert verbs[-2:] == ["rollback_requested", "rolled_back"]
     assert run.events.get(verb="rollback_requested").actor == "bob"
     # the dashboard's store-size chart ends at the size after the rollback
-    from memoryadmin.console.selectors import agent_chart_data
+    from memoryadmin.console.selectors.dashboard import agent_chart_data
 
     samples = [s["count"] for s in agent_chart_data(agent)["samples"]]
     assert samples[-1] == len(before) and samples[-2] < len(before)
@@ -112,7 +118,7 @@ def test_running_it_twice_is_a_no_op(agent_with_memories, bob, django_capture_on
     census, events = services.agent_census(agent=agent), run.events.count()
 
     again = roll_back(run, bob, django_capture_on_commit_callbacks)
-    assert again.status == "rolled_back" and rollback.pass_rollback(run=run).status == "rolled_back"
+    assert again.status == "rolled_back" and pass_rollback(run=run).status == "rolled_back"
     assert services.agent_census(agent=agent) == census and run.events.count() == events
 
 
@@ -127,7 +133,7 @@ def test_a_created_record_edited_afterwards_blocks_it_before_writing(
     )
     census = services.agent_census(agent=agent)
 
-    with pytest.raises(rollback.RollbackBlocked) as info:
+    with pytest.raises(RollbackBlocked) as info:
         roll_back(run, bob, django_capture_on_commit_callbacks)
 
     assert info.value.memory_ids == [merged] and merged in str(info.value)
@@ -144,7 +150,7 @@ def test_a_promoted_record_edited_afterwards_blocks_it(
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     services.memory_set_pinned(agent=agent, memory_id="mem-004", pinned=True, user=alice)
-    with pytest.raises(rollback.RollbackBlocked, match="mem-004"):
+    with pytest.raises(RollbackBlocked, match="mem-004"):
         roll_back(run, bob, django_capture_on_commit_callbacks)
 
 
@@ -175,7 +181,7 @@ def test_only_an_applied_pass_can_be_rolled_back(agent_with_memories, bob, statu
     agent = agent_with_memories(3)
     run = Pass.objects.create(agent=agent, trigger="operator", status=status)
     with pytest.raises(services.ServiceError, match="only an applied or partially applied pass"):
-        rollback.pass_rollback_request(run=run, user=bob)
+        pass_rollback_request(run=run, user=bob)
 
 
 def test_an_interrupted_rollback_is_resumed_by_recover_passes(
@@ -221,7 +227,7 @@ def test_chroma_down_before_it_starts_returns_the_pass_to_applied(
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9
     stores.reset_client_cache()
     with pytest.raises(services.StoreUnavailable):
-        rollback.pass_rollback_request(run=run, user=bob)
+        pass_rollback_request(run=run, user=bob)
     settings.CHROMA_MODE = "ephemeral"
     stores.reset_client_cache()
     run.refresh_from_db()
@@ -238,7 +244,7 @@ def test_a_lease_keeps_a_second_recoverer_off_a_pass(agent_with_memories, bob):
     Pass.objects.filter(pk=run.pk).update(  # a live worker elsewhere
         lease_owner="other-host:1234", lease_expires_at=timezone.now() + timedelta(minutes=5)
     )
-    assert not rollback.lease_acquire(run)
+    assert not lease_acquire(run)
     out = io.StringIO()
     call_command("recover_passes", stdout=out)
     assert "being resumed by other-host:1234" in out.getvalue()
@@ -260,8 +266,8 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(agent_with_memorie
         status="applying",
         lease_owner=f"{socket.gethostname()}:{dead.stdout.strip()}",
     )
-    assert rollback.lease_acquire(run)
-    rollback.lease_release(run)
+    assert lease_acquire(run)
+    lease_release(run)
     assert Pass.objects.get(pk=run.pk).lease_owner == ""
 
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import rollback, services, stores
+from memoryadmin.console import services, stores
 from memoryadmin.console.models import ArchivedMemory, Operation, Pass
+from memoryadmin.console.services.recovery import passes_recover
 from tests.conftest import DISTINCT_FACTS
 
 pytestmark = pytest.mark.django_db
@@ -272,7 +273,7 @@ def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(
 
     later = timezone.now() + timedelta(seconds=settings.Q_CLUSTER["timeout"] + 1)
     with django_capture_on_commit_callbacks(execute=True):  # planned again on the queue
-        [recovered] = rollback.passes_recover(now=later)
+        [recovered] = passes_recover(now=later)
     recovered.refresh_from_db()
     assert recovered.status == "proposed" and recovered.operations.count() == 2
     assert recovered.events.filter(verb="requeued").count() == 1

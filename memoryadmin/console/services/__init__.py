@@ -46,8 +46,12 @@ from ..errors import (
     ServiceError,
     StoreUnavailable,
 )
-from ..review import Evaluation, pass_evaluate
-from ..selectors import agent_census, archive_page, pass_stale_operations, schedule_preview
+from ..selectors.agents import agent_census
+from ..selectors.evaluation import Evaluation, pass_evaluate
+from ..selectors.passes import pass_stale_operations
+from ..selectors.review import pass_revision
+from ..selectors.rollback import archive_page
+from ..selectors.schedules import schedule_preview
 from ..validation import MAX_DOCUMENT_CHARS, MAX_NOTE_CHARS, validate_cron
 from .agents import agent_create, agent_delete, agent_update
 from .apply import APPLY_BATCH, pass_apply
@@ -72,7 +76,6 @@ from .review import (
     operations_set_excluded,
     pass_approve,
     pass_reject,
-    pass_revision,
     pass_score_operations,
     pass_store_figures,
 )

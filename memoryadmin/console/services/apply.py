@@ -33,14 +33,14 @@ from ..models import (
     StoreSample,
     embedding_to_bytes,
 )
-from ..review import effective_threshold, evaluate, to_engine_operation
+from ..selectors.evaluation import effective_threshold, evaluate, to_engine_operation
+from ..selectors.passes import stale_reason
 from .journal import (
     audit,
     failpoint,
     jsonable,
     run_actor,
     set_progress,
-    stale_reason,
     store_figures,
     transition,
 )

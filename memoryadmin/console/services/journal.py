@@ -22,11 +22,10 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
-from consolidation import MemoryRecord
-
 from ..errors import ServiceError
-from ..models import Agent, AuditEvent, Operation, OperationSource, Pass
-from ..review import Evaluation, pass_evaluate
+from ..models import Agent, AuditEvent, Pass
+from ..selectors.evaluation import Evaluation, pass_evaluate
+from ..selectors.review import pass_loss_totals
 
 __all__ = [
     "FAILPOINT_ENV",
@@ -42,7 +41,6 @@ __all__ = [
     "SYSTEM_ACTOR",
     "run_actor",
     "set_progress",
-    "stale_reason",
     "store_figures",
     "transition",
     "user_or_none",
@@ -75,14 +73,13 @@ def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
     in its transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now stands.
     Each call also bumps ``figures["revision"]`` (read by ``services.pass_revision``: approve
     refuses a revision that is no longer current). Returns it."""
-    from .. import triage  # late: triage reads what the services write
 
     ev = ev if ev is not None else pass_evaluate(run)
     # the pass row locked: two concurrent changes never give the same revision
     before = Pass.objects.select_for_update().filter(pk=run.pk).values_list("figures", flat=True)
     revision = int((before.first() or {}).get("revision", 0)) + 1
     figures = ev.figures() | {
-        "loss": asdict(triage.pass_loss_totals(run)),
+        "loss": asdict(pass_loss_totals(run)),
         "revision": revision,
     }
     Pass.objects.filter(pk=run.pk).update(figures=figures)
@@ -236,26 +233,3 @@ def failpoint(name: str) -> None:
     ``plan:started`` (the pass is ``running`` under its lease, nothing planned yet)."""
     if os.environ.get(FAILPOINT_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def stale_reason(
-    op: Operation | None,
-    sources: Iterable[OperationSource | Any],
-    live: Mapping[str, MemoryRecord],
-    own_writes: Mapping[str, str],
-) -> str:
-    """Why an operation conflicts with the live store (I-4), or ``""`` when its ``sources`` (its
-    ``OperationSource`` rows in position order, or anything with their ``memory_id`` and planned
-    ``content_hash``) are unchanged; ``op`` is the operation, when at hand (not needed).
-
-    A source rewritten by an earlier operation of the same pass (``own_writes``: id → the hash
-    this pass wrote) is not a conflict.
-    """
-    for src in sources:
-        rec = live.get(src.memory_id)
-        if rec is None:
-            return f"Memory {src.memory_id} no longer exists in the store."
-        current = rec.content_hash
-        if current != src.content_hash and own_writes.get(src.memory_id) != current:
-            return f"Memory {src.memory_id} changed after the pass was planned."
-    return ""

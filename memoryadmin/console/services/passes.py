@@ -19,7 +19,7 @@ from django.utils import timezone
 from consolidation import MemoryRecord, OpKind, Plan, Policy
 from consolidation.snapshot import plan_snapshot
 
-from .. import stores, triage
+from .. import stores
 from ..errors import PassAlreadyActive, ServiceError
 from ..models import (
     Agent,
@@ -30,7 +30,10 @@ from ..models import (
     StoreSample,
     embedding_to_bytes,
 )
-from ..review import Evaluation, evaluate, plan_verdict
+from ..selectors.evaluation import Evaluation, evaluate, plan_verdict
+from ..selectors.probes import recall_check
+from ..selectors.review import RISK_LINE, plan_scores
+from ..selectors.schedules import schedule_slot
 from .journal import (
     TASK_APPLY,
     TASK_RUN,
@@ -141,8 +144,6 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     Both are audited as ``skipped`` (actor ``schedule``) and return ``None``. Raises
     :class:`PassAlreadyActive` (audited ``refused``) when a pass is active.
     """
-    from ..selectors import schedule_slot
-
     slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
     pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
     if pending is not None:
@@ -218,8 +219,6 @@ def pass_plan(
     """
     from consolidation.adapters.embedder import get_default_embedder
     from consolidation.adapters.llm import llm_from_env
-
-    from ..recall import recall_check
 
     progress = progress or (lambda fraction, label: None)
     store = stores.get_store(agent)
@@ -395,7 +394,7 @@ def _store_operations(
     run: Pass, operations: list[Any], scored: list[Any], by_id: dict[str, MemoryRecord]
 ) -> None:
     """One ``Operation`` row per planned operation (in plan order, with its risk and lost
-    content from :func:`triage.plan_scores`) and one ``OperationSource`` per source memory: the
+    content from :func:`plan_scores`) and one ``OperationSource`` per source memory: the
     original's document, metadata, content hash and embedding, kept for review, the stale
     check (I-4) and the archive (I-1). Written with ``bulk_create`` in batches of
     :data:`ROW_BATCH` (the database returns the new ids, which the sources point to)."""
@@ -482,7 +481,7 @@ def _store_proposal(
             telemetry[key] = run.telemetry[key]
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
-    scored = triage.plan_scores(
+    scored = plan_scores(
         agent=run.agent,
         records=records,
         operations=plan.operations,
@@ -490,7 +489,7 @@ def _store_proposal(
         fieldmap=run.agent.get_field_map(),
         now=now,
     )
-    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE}
+    telemetry["review"] = {"scored": True, "risk_line": RISK_LINE}
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         PassSnapshot.objects.create(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from zoneinfo import ZoneInfo
 
 from ..models import Agent
-from ..selectors import schedule_preview
+from ..selectors.schedules import schedule_preview
 from .journal import TASK_SCHEDULED
 
 __all__ = ["recovery_schedule_ensure", "schedule_sync", "schedules_sync_all"]

@@ -10,8 +10,10 @@ from django.views.decorators.vary import vary_on_headers
 from .. import services
 from ..forms import AgentCreateForm, AgentEditForm, CronPreviewForm
 from ..models import Agent, ImportJob, Pass
-from ..selectors import next_runs, store_status
-from .common import HtmxHttpRequest, can_manage, request_zone
+from ..selectors.agents import store_status
+from ..selectors.common import request_zone
+from ..selectors.schedules import next_runs
+from .common import HtmxHttpRequest, can_manage
 
 
 @require_GET

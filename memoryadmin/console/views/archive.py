@@ -8,9 +8,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import selectors, services
+from .. import services
 from ..forms import NoteForm
 from ..models import Agent, ArchivedMemory, Pass
+from ..selectors.rollback import archive_page, rollback_counts
 from .common import HtmxHttpRequest, can_review
 
 
@@ -49,7 +50,7 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
             ctx["blockers"] = services.rollback_blockers(run=run)
         except services.StoreUnavailable as exc:
             ctx["store_error"] = str(exc)
-    ctx["counts"] = selectors.rollback_counts(run)
+    ctx["counts"] = rollback_counts(run)
     return render(request, "console/pass_rollback.html", ctx)
 
 
@@ -58,7 +59,7 @@ def archive_list(request: HtmxHttpRequest, slug: str):
     """The agent's archived memories (50 a page), searchable by text or id (``?q=``)."""
     agent = get_object_or_404(Agent, slug=slug)
     q = request.GET.get("q", "")[:500]
-    page = selectors.archive_page(agent=agent, contains=q, page=request.GET.get("page", 1))
+    page = archive_page(agent=agent, contains=q, page=request.GET.get("page", 1))
     return render(
         request,
         "console/archive_list.html",

@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from ..forms import AuditFilterForm, EventFilterForm
 from ..models import AuditEvent, Operation, Pass
-from ..selectors import (
+from ..selectors.audit import (
     AUDIT_PAGE_SIZE,
     EVENT_PAGE_SIZE,
     AuditQuery,
@@ -22,7 +22,8 @@ from ..selectors import (
     audit_passes,
     rolled_back_by,
 )
-from .common import HtmxHttpRequest, request_zone
+from ..selectors.common import request_zone
+from .common import HtmxHttpRequest
 
 CSV_COLUMNS = [
     "pass",

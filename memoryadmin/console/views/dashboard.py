@@ -7,8 +7,9 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..models import Agent
-from ..selectors import agent_chart_data, dashboard_rows
-from .common import HtmxHttpRequest, request_zone
+from ..selectors.common import request_zone
+from ..selectors.dashboard import agent_chart_data, dashboard_rows
+from .common import HtmxHttpRequest
 
 
 @require_GET

@@ -12,8 +12,8 @@ from django.views.decorators.vary import vary_on_headers
 from .. import services
 from ..forms import MemoryEditForm, MemoryFilterForm, PinForm
 from ..models import Agent
-from ..selectors import MemoryQuery, memory_page, memory_search
-from ..selectors import memory_detail as select_memory
+from ..selectors.memories import MemoryQuery, memory_page, memory_search
+from ..selectors.memories import memory_detail as select_memory
 from .common import HtmxHttpRequest, can_edit_memories
 
 

@@ -16,19 +16,21 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
 from .. import services
-from ..convergence import pass_deferred, pass_policy_note
 from ..forms import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
-from ..review import Evaluation, count_label, pass_figures
-from ..selectors import (
+from ..selectors.common import request_zone
+from ..selectors.evaluation import Evaluation, count_label, pass_figures
+from ..selectors.passes import (
     StaleOperation,
     operation_view,
+    pass_deferred,
     pass_operation_pages,
+    pass_policy_note,
     pass_shown_pages,
     pass_stale_check,
 )
 from ..templatetags.console import status_words
-from .common import HtmxHttpRequest, can_review, request_zone
+from .common import HtmxHttpRequest, can_review
 from .review import operation_oob_context, review_context
 
 

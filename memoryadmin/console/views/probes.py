@@ -13,8 +13,7 @@ from .. import probes
 from ..errors import ServiceError, StoreUnavailable
 from ..forms import ProbeForm
 from ..models import Agent, ProbeQuery
-from ..recall import recall_evaluate
-from ..selectors import probe_page
+from ..selectors.probes import probe_page, recall_evaluate
 from .common import HtmxHttpRequest, can_manage
 
 PAGE = "console/probe_list.html"

@@ -19,11 +19,23 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import services, triage
+from .. import services
 from ..models import Operation, Pass
-from ..review import pass_figures
 from ..review_forms import BulkReviewForm, ReviewFilterForm
-from ..selectors import operation_view
+from ..selectors.evaluation import pass_figures
+from ..selectors.passes import operation_view
+from ..selectors.review import (
+    RISK_LINE,
+    approve_line,
+    bulk_targets,
+    conflict_counts,
+    lost_page,
+    pass_loss_figures,
+    review_card,
+    review_page,
+    review_rest,
+    review_rules,
+)
 from .common import HtmxHttpRequest, can_review
 
 
@@ -32,14 +44,14 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
     (``approve``) the approve line and the revision it describes (posted back by the approve
     form, so approving applies what the line said) while it can still be approved (``ev``: its
     :class:`~..review.Evaluation` when already at hand, else :func:`pass_figures`)."""
-    totals = triage.pass_loss_figures(run)
-    conflicts = triage.conflict_counts(run)
+    totals = pass_loss_figures(run)
+    conflicts = conflict_counts(run)
     if not approve or not run.is_reviewable:
         return {"totals": totals, "approve_line": "", "conflicts": conflicts}
     ev = ev if ev is not None else pass_figures(run)
     return {
         "totals": totals,
-        "approve_line": triage.approve_line(ev, totals, conflicts),
+        "approve_line": approve_line(ev, totals, conflicts),
         "conflicts": conflicts,
         "revision": services.pass_revision(run=run),
     }
@@ -64,16 +76,16 @@ def review_context(
             "query": query,
             "params": query.params(),
             "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
-            "line": triage.RISK_LINE,
-            "rules": triage.review_rules(run),
+            "line": RISK_LINE,
+            "rules": review_rules(run),
         },
         **_figures(run, ev, approve=approve),
     }
     if tab == "lost":
-        ctx["review"]["lost"] = triage.lost_page(run=run, page=page)
+        ctx["review"]["lost"] = lost_page(run=run, page=page)
     else:
-        ctx["review"]["page"] = triage.review_page(run=run, query=query, page=page)
-        ctx["review"]["rest"] = triage.review_rest(run)
+        ctx["review"]["page"] = review_page(run=run, query=query, page=page)
+        ctx["review"]["rest"] = review_rest(run)
     return ctx
 
 
@@ -81,7 +93,7 @@ def operation_oob_context(op: Operation) -> dict[str, Any]:
     """The review row of ``op`` and the pass figures, for an out-of-band swap after a single
     exclude/include/edit made elsewhere on the page."""
     run = op.run
-    return {"card": triage.review_card(op), **_figures(run)}
+    return {"card": review_card(op), **_figures(run)}
 
 
 def _panel(
@@ -123,7 +135,7 @@ def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tu
     if not form.is_valid():
         return " ".join(e for errs in form.errors.values() for e in errs), []
     d = form.cleaned_data
-    ids, scope = triage.bulk_targets(
+    ids, scope = bulk_targets(
         run=run,
         scope=d["scope"],
         ops=d["ops"],

@@ -18,8 +18,9 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from consolidation.shapes import PRESETS
-from memoryadmin.console import selectors, services
+from memoryadmin.console import services
 
+from ...selectors.agents import collection_shape
 from ._cli import bad_input, failed
 
 
@@ -56,9 +57,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         slug, collection = options["slug"], options["collection"]
         try:
-            report = selectors.collection_shape(
-                collection_name=collection, preset=options["preset"]
-            )
+            report = collection_shape(collection_name=collection, preset=options["preset"])
             agent = services.agent_create(
                 name=options["name"] or slug,
                 slug=slug,

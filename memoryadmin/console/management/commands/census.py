@@ -7,8 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryadmin.console import selectors, services
+from memoryadmin.console import services
 
+from ...selectors.agents import agent_census
 from ._cli import failed, get_agent
 
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         agent = get_agent(options["agent"])  # unknown agent: exit 2, like every command
         try:
-            census = selectors.agent_census(agent=agent)
+            census = agent_census(agent=agent)
         except services.ServiceError as exc:
             raise failed(str(exc)) from exc
         if options["json"]:

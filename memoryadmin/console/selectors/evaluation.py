@@ -11,15 +11,17 @@ made at read time against the threshold in force now.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
+
+from django.db.models import Count, Q
 
 from consolidation import ConsolidationResult, OpKind, guard_verdict, summarize
 from consolidation import Operation as EngineOperation
 
-if TYPE_CHECKING:
-    from .models import Operation, Pass
+from ..models import Operation, OperationSource, Pass
 
 __all__ = [
     "KIND_ORDER",
@@ -271,10 +273,6 @@ def pass_evaluate(run: Pass) -> Evaluation:
 
     Uses ``run.entries_before`` (the snapshot size) and :func:`effective_threshold`.
     """
-    from collections import defaultdict
-
-    from .models import Operation, OperationSource
-
     # Rows, not model instances, and only what the evaluation reads (5,000 operations: ~0.2 s).
     hashes: dict[int, dict[str, str]] = defaultdict(dict)
     sources = OperationSource.objects.filter(operation__run=run).order_by("operation", "position")
@@ -317,10 +315,6 @@ class _StoredOperation(NamedTuple):
 
 def _counted() -> Any:
     """The operations an evaluation counts: not excluded, not in conflict (a ``Q``)."""
-    from django.db.models import Q
-
-    from .models import Operation
-
     return Q(excluded=False) & ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
 
 
@@ -328,8 +322,6 @@ def _describes(ev: Evaluation, run: Pass) -> bool:
     """True when ``ev`` counts what ``run``'s operations count now: the same snapshot size, the
     same counted operations of each kind and the same number left out (one aggregate query).
     A backstop: every service that changes an operation stores new figures."""
-    from django.db.models import Count
-
     rows = (
         run.operations.order_by()
         .values_list("kind")

@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import QuerySet
 
-from .models import AuditEvent, Pass
+from ..models import AuditEvent, Pass
+from .common import operator_zone
 
 AUDIT_PAGE_SIZE = 50
 """Passes per page on the audit page."""
@@ -50,8 +51,6 @@ def audit_passes(*, query: AuditQuery, tz: ZoneInfo | None = None) -> QuerySet[P
 
     Dates are whole days in ``tz`` (default ``settings.TIME_ZONE``); ``until`` is inclusive.
     """
-    from .selectors import operator_zone  # selectors re-exports this module
-
     tz = tz or operator_zone(None)
     qs = Pass.objects.select_related("agent", "decided_by", "requested_by").order_by(
         "-created_at", "-id"

@@ -1,4 +1,5 @@
-"""The recall check of a pass, and recall figures of a live store (issue 4).
+"""Reads of the probe queries: a page of them, the recall check of a pass, and recall figures of
+a live store (issue 4).
 
 Definitions are the engine's (:mod:`consolidation.recall`): answer recall@k over the agent's
 probe queries, context size (mean characters of the top-k texts) and evidence recall@k. A pass
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from django.core.paginator import Page, Paginator
 
 from consolidation import MemoryRecord, Operation, Plan, Policy
 from consolidation.recall import (
@@ -23,13 +25,22 @@ from consolidation.recall import (
     recall_guard,
     simulate_after,
 )
+from consolidation.snapshot import read_all
+
+from .. import stores
+from ..models import Agent
 
 if TYPE_CHECKING:
     from consolidation.protocols import Embedder
 
-    from .models import Agent
-
-__all__ = ["agent_probes", "read_records", "recall_check", "recall_evaluate"]
+__all__ = [
+    "PROBE_PAGE_SIZE",
+    "agent_probes",
+    "probe_page",
+    "read_records",
+    "recall_check",
+    "recall_evaluate",
+]
 
 MAX_LOST_LISTED = 50
 """At most this many lost probes are listed on a pass (the count is always complete)."""
@@ -60,11 +71,8 @@ def agent_probes(agent: Agent) -> list[Probe]:
 def read_records(agent: Agent, *, include_embeddings: bool = True) -> list[MemoryRecord]:
     """Every memory of the agent's store (:func:`consolidation.snapshot.read_all`, the one
     whole-store read). Raises ``StoreUnavailable``."""
-    from consolidation.snapshot import read_all
 
-    from .stores import get_store
-
-    return read_all(get_store(agent), include_embeddings=include_embeddings)
+    return read_all(stores.get_store(agent), include_embeddings=include_embeddings)
 
 
 def recall_evaluate(
@@ -177,3 +185,14 @@ def recall_check(
         ],
         "seconds": time.perf_counter() - t0,
     }
+
+
+PROBE_PAGE_SIZE = 25
+"""Probe queries per page on the probes page."""
+
+
+def probe_page(*, agent: Agent, page: int | str = 1) -> Page:
+    """One page of the agent's probe queries (:data:`PROBE_PAGE_SIZE`), oldest first; a page
+    number out of range gives the nearest page, ``"last"`` the last one."""
+    paginator = Paginator(agent.probes.order_by("id"), PROBE_PAGE_SIZE)
+    return paginator.get_page(paginator.num_pages if page == "last" else page)

@@ -37,7 +37,8 @@ from consolidation.review import (
     source_segments,
 )
 
-from .models import Agent, Operation, OperationSource, Pass
+from ..models import Agent, Operation, OperationSource, Pass
+from .evaluation import figures_current
 
 __all__ = [
     "RECENT_DAYS",
@@ -52,6 +53,7 @@ __all__ = [
     "lost_page",
     "pass_loss_figures",
     "pass_loss_totals",
+    "pass_revision",
     "plan_scores",
     "recent_writes",
     "rescore_operation",
@@ -382,8 +384,6 @@ def pass_loss_figures(run: Pass) -> LossTotals:
     """:func:`pass_loss_totals` of ``run`` as the services kept it with the pass's figures
     (``run.figures["loss"]``, :func:`memoryadmin.console.services.journal.store_figures`), when
     they still describe its operations (one aggregate query); else computed now."""
-    from .review import figures_current
-
     data = run.figures.get("loss") if isinstance(run.figures, dict) else None
     if isinstance(data, dict) and figures_current(run):
         try:
@@ -515,3 +515,15 @@ def bulk_targets(
         qs = qs.filter(scores__confidence__lt=below)
         words += f" below confidence {below:g}"
     return list(qs.values_list("pk", flat=True)), words
+
+
+def pass_revision(*, run: Pass) -> str:
+    """The revision of what approving ``run`` would apply: a counter kept with its figures
+    (``Pass.figures["revision"]``), bumped by
+    :func:`~memoryadmin.console.services.evaluation.store_figures`, which every service that
+    changes what a pass includes, removes or loses calls (exclude, include, edit, a conflict
+    decision, a carry-over). A reviewer's approve form carries the one on screen
+    (:func:`~memoryadmin.console.services.review.pass_approve` ``revision``). One query,
+    whatever the pass's size."""
+    figures = Pass.objects.filter(pk=run.pk).values_list("figures", flat=True).first()
+    return str((figures or {}).get("revision", 0))
