@@ -19,9 +19,17 @@ from typing import Any
 from django.utils import timezone
 
 from consolidation import NAMED_POLICIES, Policy
-from memoryadmin.console import services
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
 from memoryadmin.console.models import Agent, Operation, Pass
 from memoryadmin.console.roles import can_manage, can_review
+from memoryadmin.console.services.passes import pass_dry_run, pass_request
+from memoryadmin.console.services.review import (
+    conflict_resolve,
+    operation_set_excluded,
+    pass_approve,
+    pass_reject,
+)
+from memoryadmin.console.services.rollback import pass_rollback_request
 
 from . import schemas as s
 from .present import pass_out
@@ -63,7 +71,7 @@ class Unavailable(ActionError):
 
 
 def _service_error(exc: Exception) -> ActionError:
-    if isinstance(exc, services.StoreUnavailable):
+    if isinstance(exc, StoreUnavailable):
         return Unavailable(str(exc))
     if isinstance(exc, ValueError):
         return BadInput(str(exc))
@@ -143,7 +151,7 @@ def consolidate(
     """Plan a pass for ``agent`` now.
 
     ``dry_run``: the ``consolidate --dry-run`` path (plan and measure; nothing stored, no pass
-    recorded; any role). Otherwise ``services.pass_request`` (admins only, like "Run now"): the
+    recorded; any role). Otherwise ``pass_request`` (admins only, like "Run now"): the
     pass is queued and planned by the worker (inline in tests) into a proposal, or auto-applied
     per the agent's policy; the result carries its id and current status. A proposal waiting
     for review is superseded only with ``replace`` (else :class:`Conflict` naming it).
@@ -155,8 +163,8 @@ def consolidate(
     refuse_superseding(agent, replace)
     kwargs: dict[str, Any] = {"policy": chosen, "policy_name": policy} if chosen is not None else {}
     try:
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=user, **kwargs)
-    except services.ServiceError as exc:
+        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=user, **kwargs)
+    except ServiceError as exc:
         raise _service_error(exc) from None
     return _created(get_pass(run.pk), policy or "agent")
 
@@ -195,7 +203,7 @@ def compact(*, agent: Agent, user: Any, layer: str, replace: bool = False) -> s.
         merge_near=True,
     )
     try:
-        run = services.pass_request(
+        run = pass_request(
             agent=agent,
             trigger=Pass.Trigger.OPERATOR,
             user=user,
@@ -203,7 +211,7 @@ def compact(*, agent: Agent, user: Any, layer: str, replace: bool = False) -> s.
             policy_name=f"compact:{layer}",
             layer=layer,
         )
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))
 
@@ -238,13 +246,11 @@ def _created(run: Pass, policy: str) -> s.ConsolidateOut:
 
 
 def _dry_run(agent: Agent, chosen: Policy | None, policy: str | None) -> s.ConsolidateOut:
-    """``services.pass_dry_run`` (the ``consolidate --dry-run`` path: snapshot → plan → recall
+    """``pass_dry_run`` (the ``consolidate --dry-run`` path: snapshot → plan → recall
     check, nothing stored) as the API's result."""
     try:
-        figures = services.pass_dry_run(
-            agent=agent, policy=chosen or agent.get_policy(), now=timezone.now()
-        )
-    except (services.ServiceError, ValueError) as exc:
+        figures = pass_dry_run(agent=agent, policy=chosen or agent.get_policy(), now=timezone.now())
+    except (ServiceError, ValueError) as exc:
         raise _service_error(exc) from None
     fields = s.ConsolidateOut.model_fields
     return s.ConsolidateOut(
@@ -262,8 +268,8 @@ def approve(*, run: Pass, user: Any, note: str, revision: str | None = None) -> 
     ``revision`` (``PassOut.revision`` as read) when given: 409 when the operations changed."""
     require_review(user, f"approve pass #{run.pk}")
     try:
-        services.pass_approve(run=run, user=user, note=note, revision=revision)
-    except (services.ServiceError, ValueError) as exc:
+        pass_approve(run=run, user=user, note=note, revision=revision)
+    except (ServiceError, ValueError) as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))
 
@@ -274,8 +280,8 @@ def reject(*, run: Pass, user: Any, note: str) -> s.PassOut:
     if not (note or "").strip():
         raise BadInput("Say why the proposal is rejected (a note is required).", field="note")
     try:
-        services.pass_reject(run=run, user=user, note=note)
-    except (services.ServiceError, ValueError) as exc:
+        pass_reject(run=run, user=user, note=note)
+    except (ServiceError, ValueError) as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))
 
@@ -288,23 +294,23 @@ def set_excluded(*, run: Pass, index: int, excluded: bool, user: Any) -> s.PassO
     if op is None:
         raise NotFound(f"Pass #{run.pk} has no operation {index}.", field="index")
     try:
-        services.operation_set_excluded(operation=op, excluded=excluded, user=user)
-    except (services.ServiceError, ValueError) as exc:
+        operation_set_excluded(operation=op, excluded=excluded, user=user)
+    except (ServiceError, ValueError) as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))
 
 
 def resolve_conflict(*, run: Pass, index: int, keep: str, user: Any) -> s.PassOut:
     """Decide conflict ``index`` of a proposal (reviewers): keep ``a``, ``b`` or ``both``
-    (``services.conflict_resolve``); 409 when the pass is not proposed or a source changed,
+    (``conflict_resolve``); 409 when the pass is not proposed or a source changed,
     422 when the operation is not a conflict."""
     require_review(user, f"decide conflicts of pass #{run.pk}")
     op = Operation.objects.filter(run=run, index=index).first()
     if op is None:
         raise NotFound(f"Pass #{run.pk} has no operation {index}.", field="index")
     try:
-        services.conflict_resolve(operation=op, keep=keep, user=user)
-    except (services.ServiceError, ValueError) as exc:
+        conflict_resolve(operation=op, keep=keep, user=user)
+    except (ServiceError, ValueError) as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))
 
@@ -319,7 +325,7 @@ def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:
             "Only an applied or partially applied pass can be rolled back."
         )
     try:
-        services.pass_rollback_request(run=run, user=user, note=note)
-    except (services.ServiceError, ValueError) as exc:
+        pass_rollback_request(run=run, user=user, note=note)
+    except (ServiceError, ValueError) as exc:
         raise _service_error(exc) from None
     return pass_out(get_pass(run.pk))

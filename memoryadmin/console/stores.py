@@ -23,14 +23,13 @@ import numpy as np
 from django.conf import settings
 
 from .errors import StoreUnavailable
+from .models import Agent
 
 if TYPE_CHECKING:
     from consolidation import MemoryRecord
     from consolidation.adapters.chroma_layout import Layout
     from consolidation.adapters.chroma_store import ChromaMemoryStore
     from consolidation.shapes import CollectionSample
-
-    from .models import Agent
 
 __all__ = [
     "collection_exists",

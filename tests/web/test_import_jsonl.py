@@ -12,9 +12,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from memoryadmin.console import stores
-from memoryadmin.console.importers import ImportRefused, memories_import_jsonl
 from memoryadmin.console.models import AuditEvent
 from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.services.memories import memory_edit
+from memoryadmin.console.services.transfer import ImportRefused, memories_import_jsonl
 
 META = [
     {
@@ -199,7 +200,6 @@ def test_embeddings_within_ulp_is_exactly_one_ulp():
 @pytest.mark.django_db
 def test_a_memory_at_the_import_limit_can_be_edited(agent_with_memories, alice):
     from consolidation import MAX_DOCUMENT_CHARS
-    from memoryadmin.console import services
 
     agent = agent_with_memories(0)
     longest = "tea " * (MAX_DOCUMENT_CHARS // 4 - 1) + "tea!"
@@ -208,7 +208,7 @@ def test_a_memory_at_the_import_limit_can_be_edited(agent_with_memories, alice):
     report = memories_import_jsonl(agent=agent, fileobj=line.encode(), user=alice)
     assert report.written == 1
     edited = longest[:-1] + "?"
-    services.memory_edit(agent=agent, memory_id="long", document=edited, user=alice)
+    memory_edit(agent=agent, memory_id="long", document=edited, user=alice)
     assert all_records(agent)["long"].document == edited
     with pytest.raises(ValueError, match=f"the limit is {MAX_DOCUMENT_CHARS:,}"):
-        services.memory_edit(agent=agent, memory_id="long", document=edited + "!", user=alice)
+        memory_edit(agent=agent, memory_id="long", document=edited + "!", user=alice)

@@ -10,9 +10,14 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.errors import PassAlreadyActive, ServiceError, StoreUnavailable
 from memoryadmin.console.models import ArchivedMemory, Pass
+from memoryadmin.console.selectors.agents import agent_census
 from memoryadmin.console.services.leases import lease_acquire, lease_release
+from memoryadmin.console.services.memories import memory_edit, memory_set_pinned
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.review import pass_approve
 from memoryadmin.console.services.rollback import (
     RollbackBlocked,
     pass_rollback,
@@ -61,11 +66,11 @@ def every_kind(agent_with_memories: Any) -> Any:
 
 def applied(agent: Any, user: Any, capture: Any) -> Pass:
     with capture(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator")
+        run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
     assert run.status == "proposed", run.guard_reason
     with capture(execute=True):
-        services.pass_approve(run=run, user=user)
+        pass_approve(run=run, user=user)
     run.refresh_from_db()
     assert run.status in ("applied", "partially_applied")
     return run
@@ -115,11 +120,11 @@ def test_running_it_twice_is_a_no_op(agent_with_memories, bob, django_capture_on
         bob,
         django_capture_on_commit_callbacks,
     )
-    census, events = services.agent_census(agent=agent), run.events.count()
+    census, events = agent_census(agent=agent), run.events.count()
 
     again = roll_back(run, bob, django_capture_on_commit_callbacks)
     assert again.status == "rolled_back" and pass_rollback(run=run).status == "rolled_back"
-    assert services.agent_census(agent=agent) == census and run.events.count() == events
+    assert agent_census(agent=agent) == census and run.events.count() == events
 
 
 def test_a_created_record_edited_afterwards_blocks_it_before_writing(
@@ -128,10 +133,8 @@ def test_a_created_record_edited_afterwards_blocks_it_before_writing(
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     merged = run.operations.get(kind="merge").result_id
-    services.memory_edit(
-        agent=agent, memory_id=merged, document="Caroline moved to Oslo.", user=alice
-    )
-    census = services.agent_census(agent=agent)
+    memory_edit(agent=agent, memory_id=merged, document="Caroline moved to Oslo.", user=alice)
+    census = agent_census(agent=agent)
 
     with pytest.raises(RollbackBlocked) as info:
         roll_back(run, bob, django_capture_on_commit_callbacks)
@@ -140,7 +143,7 @@ def test_a_created_record_edited_afterwards_blocks_it_before_writing(
     assert "changed after the pass" in str(info.value)
     run.refresh_from_db()
     assert run.status == "applied"
-    assert services.agent_census(agent=agent) == census  # nothing written, archive included
+    assert agent_census(agent=agent) == census  # nothing written, archive included
     assert run.events.filter(verb="rollback_refused").count() == 1
 
 
@@ -149,7 +152,7 @@ def test_a_promoted_record_edited_afterwards_blocks_it(
 ):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
-    services.memory_set_pinned(agent=agent, memory_id="mem-004", pinned=True, user=alice)
+    memory_set_pinned(agent=agent, memory_id="mem-004", pinned=True, user=alice)
     with pytest.raises(RollbackBlocked, match="mem-004"):
         roll_back(run, bob, django_capture_on_commit_callbacks)
 
@@ -159,14 +162,12 @@ def test_a_partially_applied_pass_undoes_only_what_it_applied(
 ):
     agent = agent_with_memories(F[:16] + [F[0], F[1]])
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator")
+        run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
-    services.memory_edit(
-        agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice
-    )
+    memory_edit(agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice)
     before = state(agent)
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
     assert run.status == "partially_applied"
 
@@ -180,7 +181,7 @@ def test_a_partially_applied_pass_undoes_only_what_it_applied(
 def test_only_an_applied_pass_can_be_rolled_back(agent_with_memories, bob, status):
     agent = agent_with_memories(3)
     run = Pass.objects.create(agent=agent, trigger="operator", status=status)
-    with pytest.raises(services.ServiceError, match="only an applied or partially applied pass"):
+    with pytest.raises(ServiceError, match="only an applied or partially applied pass"):
         pass_rollback_request(run=run, user=bob)
 
 
@@ -200,13 +201,13 @@ def test_an_interrupted_rollback_is_resumed_by_recover_passes(
             return getattr(self._store, name)
 
         def delete(self, ids: Any) -> None:
-            raise services.StoreUnavailable("Cannot reach the Chroma server (test)")
+            raise StoreUnavailable("Cannot reach the Chroma server (test)")
 
     monkeypatch.setattr(stores, "get_store", lambda a: DeleteFails(real(a)))
     run = roll_back(run, bob, django_capture_on_commit_callbacks)
     assert run.status == "rolling_back" and "test" in run.error
-    with pytest.raises(services.PassAlreadyActive):  # I-5 holds while rolling back
-        services.pass_request(agent=agent, trigger="schedule", actor="schedule")
+    with pytest.raises(PassAlreadyActive):  # I-5 holds while rolling back
+        pass_request(agent=agent, trigger="schedule", actor="schedule")
     monkeypatch.setattr(stores, "get_store", real)
 
     out = io.StringIO()
@@ -223,15 +224,15 @@ def test_chroma_down_before_it_starts_returns_the_pass_to_applied(
 ):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
-    census = services.agent_census(agent=agent)
+    census = agent_census(agent=agent)
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9
     stores.reset_client_cache()
-    with pytest.raises(services.StoreUnavailable):
+    with pytest.raises(StoreUnavailable):
         pass_rollback_request(run=run, user=bob)
     settings.CHROMA_MODE = "ephemeral"
     stores.reset_client_cache()
     run.refresh_from_db()
-    assert run.status == "applied" and services.agent_census(agent=agent) == census
+    assert run.status == "applied" and agent_census(agent=agent) == census
 
 
 def test_a_lease_keeps_a_second_recoverer_off_a_pass(agent_with_memories, bob):
@@ -280,7 +281,7 @@ def test_a_pass_after_an_undo_proposes_the_undone_operations_again(
     first = applied(agent, bob, django_capture_on_commit_callbacks)
     assert roll_back(first, bob, django_capture_on_commit_callbacks).status == "rolled_back"
     with django_capture_on_commit_callbacks(execute=True):
-        again = services.pass_request(agent=agent, trigger="operator")
+        again = pass_request(agent=agent, trigger="operator")
     again.refresh_from_db()
     kinds = sorted(again.operations.values_list("kind", flat=True))
     assert kinds == sorted(first.operations.values_list("kind", flat=True))

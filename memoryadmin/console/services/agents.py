@@ -14,7 +14,7 @@ from .. import stores
 from ..errors import ServiceError
 from ..models import Agent, Pass
 from ..validation import validate_cron, validate_field_map, validate_policy
-from .journal import actor_name, audit
+from .common import actor_name, audit
 from .schedules import schedule_sync
 
 __all__ = ["agent_create", "agent_delete", "agent_update"]

@@ -35,15 +35,8 @@ from ..models import (
 )
 from ..selectors.evaluation import effective_threshold, evaluate, to_engine_operation
 from ..selectors.passes import stale_reason
-from .journal import (
-    audit,
-    failpoint,
-    jsonable,
-    run_actor,
-    set_progress,
-    store_figures,
-    transition,
-)
+from .common import audit, failpoint, jsonable, run_actor, set_progress, transition
+from .evaluation import store_figures
 
 __all__ = ["APPLY_BATCH", "batches", "pass_apply"]
 

@@ -13,7 +13,7 @@ from .. import stores
 from ..errors import ServiceError
 from ..models import Agent, ArchivedMemory, Pass, StoreSample, embedding_to_bytes
 from ..validation import validate_document
-from .journal import actor_name, audit, jsonable
+from .common import actor_name, audit, jsonable
 
 __all__ = ["memory_delete", "memory_edit", "memory_guard", "memory_set_pinned"]
 

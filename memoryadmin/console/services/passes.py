@@ -34,7 +34,8 @@ from ..selectors.evaluation import Evaluation, evaluate, plan_verdict
 from ..selectors.probes import recall_check
 from ..selectors.review import RISK_LINE, plan_scores
 from ..selectors.schedules import schedule_slot
-from .journal import (
+from .apply import pass_apply
+from .common import (
     TASK_APPLY,
     TASK_RUN,
     actor_name,
@@ -44,10 +45,10 @@ from .journal import (
     jsonable,
     run_actor,
     set_progress,
-    store_figures,
     transition,
     user_or_none,
 )
+from .evaluation import store_figures
 from .leases import lease_release, lease_seconds, worker_id
 from .review import operations_carry_over
 
@@ -127,7 +128,7 @@ def pass_request(
             data={"trigger": trigger, "active_pass": active.pk if active else None},
         )
         raise PassAlreadyActive(message) from None
-    enqueue(TASK_RUN, run.pk, inline=run_inline)
+    enqueue(TASK_RUN, run.pk, run_here=_run_inline if run_inline else None)
     return run
 
 
@@ -312,6 +313,16 @@ def pass_fail(*, run: Pass, error: str, actor: str | None = None) -> Pass:
         return run
 
 
+def _run_inline(pk: int) -> None:
+    """Plan pass ``pk`` in this process (and apply it here when it is auto-approved)."""
+    pass_run(run=Pass.objects.get(pk=pk), inline=True)
+
+
+def _apply_inline(pk: int) -> None:
+    """Apply pass ``pk`` in this process."""
+    pass_apply(run=Pass.objects.get(pk=pk))
+
+
 def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) -> Pass:
     """Task body: snapshot → plan → stored proposal → guard → status.
 
@@ -358,7 +369,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     finally:
         lease_release(run)
     if run.status == S.APPROVED:
-        enqueue(TASK_APPLY, run.pk, inline=inline)
+        enqueue(TASK_APPLY, run.pk, run_here=_apply_inline if inline else None)
     return run
 
 

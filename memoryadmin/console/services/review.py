@@ -19,15 +19,8 @@ from ..selectors.evaluation import Evaluation, pass_evaluate
 from ..selectors.passes import stale_reason
 from ..selectors.review import RISK_LINE, pass_revision, rescore_operation, stored_scores
 from ..validation import validate_document
-from .journal import (
-    TASK_APPLY,
-    actor_name,
-    audit,
-    enqueue,
-    store_figures,
-    transition,
-    user_or_none,
-)
+from .common import TASK_APPLY, actor_name, audit, enqueue, transition, user_or_none
+from .evaluation import store_figures
 
 __all__ = [
     "CONFLICT_CHOICES",
@@ -42,7 +35,6 @@ __all__ = [
     "pass_approve",
     "pass_reject",
     "pass_score_operations",
-    "pass_store_figures",
 ]
 
 S = Pass.Status
@@ -470,14 +462,6 @@ def pass_score_operations(*, run: Pass) -> int:
     telemetry["review"] = {"scored": True, "risk_line": RISK_LINE, "from": "stored rows"}
     Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
     return len(ops)
-
-
-@transaction.atomic
-def pass_store_figures(*, run: Pass) -> Evaluation:
-    """Evaluate ``run`` afresh and keep the figures its pages show (``Pass.figures``); for a
-    pass whose operations were written outside these services (the bench, test helpers, a
-    repair). Returns the evaluation."""
-    return store_figures(run)
 
 
 def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None = None) -> Pass:

@@ -30,7 +30,7 @@ from .. import stores
 from ..errors import ServiceError, StoreUnavailable
 from ..models import Agent, ArchivedMemory, Operation, Pass, StoreSample
 from .apply import batches
-from .journal import TASK_ROLLBACK, actor_name, audit, failpoint, set_progress, transition
+from .common import TASK_ROLLBACK, actor_name, audit, failpoint, set_progress, transition
 from .memories import memory_guard
 
 __all__ = [

@@ -7,12 +7,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import services
+from ..errors import PassAlreadyActive, ServiceError
 from ..forms import AgentCreateForm, AgentEditForm, CronPreviewForm
 from ..models import Agent, ImportJob, Pass
 from ..selectors.agents import store_status
 from ..selectors.common import request_zone
 from ..selectors.schedules import next_runs
+from ..services import agents as agent_services
+from ..services.passes import pass_request
 from .common import HtmxHttpRequest, can_manage
 
 
@@ -73,8 +75,8 @@ def agent_create(request: HtmxHttpRequest):
     form = AgentCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            agent = services.agent_create(**form.service_kwargs(), user=request.user)
-        except (services.ServiceError, ValueError) as exc:
+            agent = agent_services.agent_create(**form.service_kwargs(), user=request.user)
+        except (ServiceError, ValueError) as exc:
             form.add_error(_error_field(str(exc), form), str(exc))
         else:
             messages.success(request, f"Agent “{agent.name}” created.")
@@ -90,8 +92,8 @@ def agent_edit(request: HtmxHttpRequest, slug: str):
     form = AgentEditForm.for_agent(agent, request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            services.agent_update(agent=agent, user=request.user, **form.service_kwargs())
-        except (services.ServiceError, ValueError) as exc:
+            agent_services.agent_update(agent=agent, user=request.user, **form.service_kwargs())
+        except (ServiceError, ValueError) as exc:
             form.add_error(_error_field(str(exc), form), str(exc))
         else:
             messages.success(request, f"Agent “{agent.name}” saved.")
@@ -106,8 +108,8 @@ def agent_delete(request: HtmxHttpRequest, slug: str):
     agent = get_object_or_404(Agent, slug=slug)
     if request.method == "POST":
         try:
-            services.agent_delete(agent=agent, user=request.user)
-        except services.ServiceError as exc:
+            agent_services.agent_delete(agent=agent, user=request.user)
+        except ServiceError as exc:
             messages.error(request, str(exc))
             return redirect("agent_detail", agent.slug)
         messages.success(
@@ -131,8 +133,8 @@ def agent_run(request: HtmxHttpRequest, slug: str):
         ctx = {"nav": "agents", "agent": agent, "pending": pending}
         return render(request, "console/agent_run_confirm.html", ctx)
     try:
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=request.user)
-    except services.PassAlreadyActive as exc:
+        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=request.user)
+    except PassAlreadyActive as exc:
         messages.error(request, str(exc) or "A pass is already active for this agent.")
         return redirect("agent_detail", agent.slug)
     messages.success(request, f"Pass #{run.pk} queued.")

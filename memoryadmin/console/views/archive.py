@@ -8,10 +8,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import services
+from ..errors import ServiceError, StoreUnavailable
 from ..forms import NoteForm
 from ..models import Agent, ArchivedMemory, Pass
 from ..selectors.rollback import archive_page, rollback_counts
+from ..services import rollback as rollback_services
 from .common import HtmxHttpRequest, can_review
 
 
@@ -35,20 +36,20 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
         return redirect(run)
     if request.method == "POST" and form.is_valid():
         try:
-            services.pass_rollback_request(
+            rollback_services.pass_rollback_request(
                 run=run, user=request.user, note=form.cleaned_data["note"]
             )
-        except services.RollbackBlocked as exc:
+        except rollback_services.RollbackBlocked as exc:
             form.add_error(None, str(exc))
-        except (services.ServiceError, ValueError) as exc:
+        except (ServiceError, ValueError) as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Rolling back pass #{run.pk}.")
             return redirect(run)
     elif run.can_roll_back:
         try:
-            ctx["blockers"] = services.rollback_blockers(run=run)
-        except services.StoreUnavailable as exc:
+            ctx["blockers"] = rollback_services.rollback_blockers(run=run)
+        except StoreUnavailable as exc:
             ctx["store_error"] = str(exc)
     ctx["counts"] = rollback_counts(run)
     return render(request, "console/pass_rollback.html", ctx)
@@ -74,8 +75,8 @@ def archive_restore(request: HtmxHttpRequest, slug: str, pk: int):
     agent = get_object_or_404(Agent, slug=slug)
     archived = get_object_or_404(ArchivedMemory, pk=pk, agent=agent)
     try:
-        services.archive_restore(archived=archived, user=request.user)
-    except (services.ServiceError, ValueError) as exc:
+        rollback_services.archive_restore(archived=archived, user=request.user)
+    except (ServiceError, ValueError) as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Memory {archived.memory_id} restored.")

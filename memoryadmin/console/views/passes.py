@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
-from .. import services
+from ..errors import ServiceError
 from ..forms import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
 from ..selectors.common import request_zone
@@ -29,6 +29,7 @@ from ..selectors.passes import (
     pass_shown_pages,
     pass_stale_check,
 )
+from ..services import review as review_services
 from ..templatetags.console import status_words
 from .common import HtmxHttpRequest, can_review
 from .review import operation_oob_context, review_context
@@ -92,7 +93,7 @@ def _stale(run: Pass, operation_ids: list[int] | None = None) -> tuple[list[Stal
         return [], ""
     try:
         return pass_stale_check(run=run, operation_ids=operation_ids), ""
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         return [], str(exc)
 
 
@@ -277,10 +278,10 @@ def operation_exclude(request: HtmxHttpRequest, pk: int, op_id: int):
     if not form.is_valid():
         return _op_response(request, op, "Choose exclude or include.")
     try:
-        services.operation_set_excluded(
+        review_services.operation_set_excluded(
             operation=op, excluded=form.cleaned_data["excluded"], user=request.user
         )
-    except (services.ServiceError, ValueError) as exc:
+    except (ServiceError, ValueError) as exc:
         return _op_response(request, op, str(exc))
     return _op_response(request, op)
 
@@ -301,10 +302,10 @@ def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
             draft=request.POST.get("document", ""),
         )
     try:
-        services.operation_edit_text(
+        review_services.operation_edit_text(
             operation=op, document=form.cleaned_data["document"], user=request.user
         )
-    except (services.ServiceError, ValueError) as exc:
+    except (ServiceError, ValueError) as exc:
         return _op_response(request, op, str(exc), draft=form.cleaned_data["document"])
     return _op_response(request, op)
 
@@ -319,8 +320,8 @@ def conflict_resolve(request: HtmxHttpRequest, pk: int, op_id: int):
     keep = request.POST.get("keep", "").strip().lower()
     kw: dict[str, Any] = {"template": "console/_conflict_response.html"}
     try:
-        services.conflict_resolve(operation=op, keep=keep, user=request.user)
-    except (services.ServiceError, ValueError) as exc:
+        review_services.conflict_resolve(operation=op, keep=keep, user=request.user)
+    except (ServiceError, ValueError) as exc:
         return _op_response(request, op, str(exc), **kw)
     words = "kept both" if keep == "both" else f"kept {keep.upper()}"
     messages.success(request, f"Conflict #{op.index}: {words}.")
@@ -336,11 +337,11 @@ def _decide(request: HtmxHttpRequest, pk: int, *, reject: bool) -> HttpResponse:
     if not run.is_reviewable:
         return _not_reviewable(request, run, action, request.POST.get("note", "").strip())
     if form.is_valid():
-        service = services.pass_reject if reject else services.pass_approve
+        service = review_services.pass_reject if reject else review_services.pass_approve
         kw = {} if reject else {"revision": form.cleaned_data["revision"] or None}
         try:
             service(run=run, user=request.user, note=form.cleaned_data["note"], **kw)
-        except (services.ServiceError, ValueError) as exc:
+        except (ServiceError, ValueError) as exc:
             run.refresh_from_db()
             if not run.is_reviewable:  # decided elsewhere between our check and the service's
                 return _not_reviewable(request, run, action, form.cleaned_data["note"])

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import services
+from ..errors import ServiceError
 from ..models import Operation, Pass
 from ..review_forms import BulkReviewForm, ReviewFilterForm
 from ..selectors.evaluation import pass_figures
@@ -31,11 +31,13 @@ from ..selectors.review import (
     conflict_counts,
     lost_page,
     pass_loss_figures,
+    pass_revision,
     review_card,
     review_page,
     review_rest,
     review_rules,
 )
+from ..services.review import operations_set_excluded
 from .common import HtmxHttpRequest, can_review
 
 
@@ -53,7 +55,7 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
         "totals": totals,
         "approve_line": approve_line(ev, totals, conflicts),
         "conflicts": conflicts,
-        "revision": services.pass_revision(run=run),
+        "revision": pass_revision(run=run),
     }
 
 
@@ -144,14 +146,14 @@ def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tu
         below=d["below"],
     )
     try:
-        _, changed = services.operations_set_excluded(
+        _, changed = operations_set_excluded(
             run=run,
             operation_ids=ids,
             excluded=d["action"] == "exclude",
             user=request.user,
             scope=scope,
         )
-    except (services.ServiceError, ValueError) as exc:
+    except (ServiceError, ValueError) as exc:
         return str(exc), []
     verb = "excluded" if d["action"] == "exclude" else "included"
     messages.success(

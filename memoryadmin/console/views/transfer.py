@@ -17,9 +17,10 @@ from consolidation.jsonl import LineError
 
 from ..errors import StoreUnavailable
 from ..forms import JsonlUploadForm
-from ..import_jobs import import_job_create
-from ..importers import ImportReport, memories_export_jsonl
 from ..models import Agent, ImportJob
+from ..selectors.transfer import memories_export_jsonl
+from ..services.transfer import ImportReport
+from ..services.transfer_jobs import import_job_create
 from .common import HtmxHttpRequest, can_edit_memories
 
 MAX_ERRORS_SHOWN = 20

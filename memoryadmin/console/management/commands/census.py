@@ -7,9 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryadmin.console import services
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.selectors.agents import agent_census
 
-from ...selectors.agents import agent_census
 from ._cli import failed, get_agent
 
 
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         agent = get_agent(options["agent"])  # unknown agent: exit 2, like every command
         try:
             census = agent_census(agent=agent)
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             raise failed(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps(census, sort_keys=True))

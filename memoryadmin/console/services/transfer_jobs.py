@@ -19,9 +19,10 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .errors import ServiceError
-from .importers import ImportInterrupted, ImportRefused, memories_import_jsonl
-from .models import Agent, ImportJob
+from ..errors import ServiceError
+from ..models import Agent, ImportJob
+from .leases import worker_id
+from .transfer import ImportInterrupted, ImportRefused, memories_import_jsonl
 
 __all__ = [
     "MAX_JOB_ERRORS",
@@ -91,8 +92,6 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
     a part-way store failure is undone, see ``memories_import_jsonl``). The saved file is
     deleted when the job ends. Never raises for bad input or a store failure.
     """
-    from .services.leases import worker_id
-
     claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
         status=ImportJob.Status.VALIDATING, worker=worker_id(), started_at=timezone.now()
     )

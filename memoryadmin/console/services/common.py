@@ -1,11 +1,9 @@
-"""Shared helpers of the console services: the audited status transition, audit events, progress,
-task enqueueing, input validation, the live-store read, failpoints.
+"""What every service shares: the audited status transition of a pass, audit events, progress,
+task names and enqueueing after commit, and the crash tests' failpoints.
 
-Every service module builds on these (formerly private helpers of the one ``services``
-module). Nothing here is a service an operator calls; views use the service modules.
-
-Transitions are a conditional ``UPDATE … WHERE status IN (…)`` plus an :class:`AuditEvent` in
-one transaction, so two workers can never both move the same pass (see
+Nothing here is a service an operator calls, and nothing here imports a service: the domain
+modules build on it. Transitions are a conditional ``UPDATE … WHERE status IN (…)`` plus an
+:class:`AuditEvent` in one transaction, so two workers can never both move the same pass (see
 :func:`transition`).
 """
 
@@ -14,8 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -24,12 +21,12 @@ from django.db import transaction
 
 from ..errors import ServiceError
 from ..models import Agent, AuditEvent, Pass
-from ..selectors.evaluation import Evaluation, pass_evaluate
-from ..selectors.review import pass_loss_totals
 
 __all__ = [
     "FAILPOINT_ENV",
     "TASK_APPLY",
+    "TASK_IMPORT",
+    "TASK_RECOVER",
     "TASK_ROLLBACK",
     "TASK_RUN",
     "TASK_SCHEDULED",
@@ -41,7 +38,6 @@ __all__ = [
     "SYSTEM_ACTOR",
     "run_actor",
     "set_progress",
-    "store_figures",
     "transition",
     "user_or_none",
 ]
@@ -52,6 +48,8 @@ TASK_RUN = "memoryadmin.console.tasks.run_pass"
 TASK_APPLY = "memoryadmin.console.tasks.apply_pass"
 TASK_SCHEDULED = "memoryadmin.console.tasks.scheduled_pass"
 TASK_ROLLBACK = "memoryadmin.console.tasks.rollback_pass"
+TASK_IMPORT = "memoryadmin.console.tasks.import_memories"
+TASK_RECOVER = "memoryadmin.console.tasks.recover_passes"
 
 
 def actor_name(user: Any, default: str) -> str:
@@ -62,29 +60,6 @@ def actor_name(user: Any, default: str) -> str:
 
 def user_or_none(user: Any) -> Any:
     return user if user is not None and getattr(user, "is_authenticated", False) else None
-
-
-def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
-    """Keep ``ev`` (default: :func:`pass_evaluate` now) and the loss totals
-    (:func:`~memoryadmin.console.triage.pass_loss_totals`, under ``"loss"``) as ``run.figures``,
-    what the pages show (:func:`~memoryadmin.console.review.pass_figures`,
-    :func:`~memoryadmin.console.triage.pass_loss_figures`). Every service that changes which
-    operations a pass includes, what they remove or what they lose calls this after the change,
-    in its transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now stands.
-    Each call also bumps ``figures["revision"]`` (read by ``services.pass_revision``: approve
-    refuses a revision that is no longer current). Returns it."""
-
-    ev = ev if ev is not None else pass_evaluate(run)
-    # the pass row locked: two concurrent changes never give the same revision
-    before = Pass.objects.select_for_update().filter(pk=run.pk).values_list("figures", flat=True)
-    revision = int((before.first() or {}).get("revision", 0)) + 1
-    figures = ev.figures() | {
-        "loss": asdict(pass_loss_totals(run)),
-        "revision": revision,
-    }
-    Pass.objects.filter(pk=run.pk).update(figures=figures)
-    run.figures = figures
-    return ev
 
 
 SYSTEM_ACTOR = "system"
@@ -197,21 +172,12 @@ def set_progress(run: Pass, fraction: float, label: str) -> None:
     run.progress, run.progress_label = fraction, label[:200]
 
 
-def enqueue(func: str, pk: int, *, inline: bool = False) -> None:
+def enqueue(func: str, pk: int, *, run_here: Callable[[int], Any] | None = None) -> None:
     """Run ``func(pk)`` after the surrounding transaction commits: a django-q2 task, or — with
-    ``inline`` (CLI, demo seeding) — the service itself in this process."""
-    if inline:
-
-        def run_here() -> None:
-            from .apply import pass_apply
-            from .passes import pass_run
-
-            if func == TASK_RUN:
-                pass_run(run=Pass.objects.get(pk=pk), inline=True)
-            else:
-                pass_apply(run=Pass.objects.get(pk=pk))
-
-        transaction.on_commit(run_here)
+    ``run_here`` (CLI, demo seeding: the service the task would call) — ``run_here(pk)`` in this
+    process."""
+    if run_here is not None:
+        transaction.on_commit(lambda: run_here(pk))
         return
 
     def send() -> None:

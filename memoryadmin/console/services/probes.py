@@ -13,10 +13,10 @@ from typing import Any
 
 from django.db import transaction
 
-from .errors import ServiceError
-from .models import Agent, ProbeQuery
-from .services.journal import actor_name, audit
-from .validation import parse_evidence_ids
+from ..errors import ServiceError
+from ..models import Agent, ProbeQuery
+from ..validation import parse_evidence_ids
+from .common import actor_name, audit
 
 __all__ = [
     "MAX_ANSWER_CHARS",

@@ -1,4 +1,5 @@
-"""Import and export of memories: LoCoMo conversations and JSONL files (issue 4).
+"""Imports of memories: LoCoMo conversations and JSONL files (issue 4); the export is a read,
+:mod:`memoryadmin.console.selectors.transfer`.
 
 Services (keyword-only, ``<entity>_<verb>``) used by the management commands and the agent page:
 
@@ -9,8 +10,8 @@ Services (keyword-only, ``<entity>_<verb>``) used by the management commands and
   all-or-nothing (or only the valid lines with ``skip_invalid``); a store failure part-way is
   undone. Used by ``manage.py import_memories`` (synchronously) and by the worker.
 
-Uploads from the agent page run on the worker: see :mod:`memoryadmin.console.import_jobs`.
-- :func:`memories_export_jsonl` — the agent's store as JSONL, with embeddings.
+Uploads from the agent page run on the worker: see
+:mod:`memoryadmin.console.services.transfer_jobs`.
 
 Writes to a store are upserts of records whose embeddings are reused when the same id already
 holds the same text ("existing embeddings are reused, never recomputed", docs/ARCHITECTURE.md) and
@@ -28,12 +29,14 @@ import numpy as np
 from django.db import transaction
 
 from consolidation import MemoryRecord
-from consolidation.jsonl import LineError, read_jsonl, write_jsonl
+from consolidation.jsonl import LineError, read_jsonl
 from consolidation.locomo import LocomoConversation, load_locomo
 
-from . import stores
-from .errors import ServiceError
-from .models import Agent, AuditEvent, ProbeQuery, StoreSample
+from .. import stores
+from ..errors import ServiceError
+from ..models import Agent, AuditEvent, ProbeQuery, StoreSample
+from ..selectors.transfer import Progress
+from .agents import agent_create
 
 __all__ = [
     "ImportInterrupted",
@@ -41,16 +44,12 @@ __all__ = [
     "ImportReport",
     "LocomoImportReport",
     "locomo_import",
-    "memories_export_jsonl",
     "memories_import_jsonl",
     "memories_write",
 ]
 
 WRITE_BATCH = 1000
 """Records per upsert/read call (well under Chroma's ~5,000-row page limit)."""
-
-Progress = Callable[[int, str], None]
-"""``progress(n, label)``: ``n`` more memories handled (for a tqdm bar)."""
 
 
 class ImportInterrupted(ServiceError):
@@ -359,27 +358,6 @@ def _refusal(name: str, records: list[MemoryRecord], errors: list[LineError]) ->
     )
 
 
-def memories_export_jsonl(
-    *,
-    agent: Agent,
-    fileobj: IO[str],
-    include_embeddings: bool = True,
-    progress: Progress | None = None,
-) -> int:
-    """Write every memory of the agent's store to ``fileobj`` (text) as JSONL; returns the count.
-
-    Reads in the store's pages (at most 5,000 rows, Chroma's safe limit). Raises
-    ``StoreUnavailable``.
-    """
-    store = stores.get_store(agent)
-    n = 0
-    for page in store.iter_pages(include_embeddings=include_embeddings):
-        n += write_jsonl(page, fileobj, include_embeddings=include_embeddings)
-        if progress:
-            progress(len(page), f"{agent.slug}: {n:,} exported")
-    return n
-
-
 def _ensure_agent(
     conv: LocomoConversation, *, collection_prefix: str, user: Any
 ) -> tuple[Agent, bool]:
@@ -388,8 +366,6 @@ def _ensure_agent(
         if not stores.collection_exists(agent.collection_name):
             stores.create_collection(agent.collection_name)
         return agent, False
-    from .services import agent_create
-
     collection = f"{collection_prefix}{conv.slug}"
     a, b = conv.speakers
     agent = agent_create(

@@ -33,18 +33,11 @@ from django.utils import timezone
 
 from consolidation import MemoryRecord
 
-from .demo_texts import (
-    CITIES,
-    COMPANIES,
-    FIRST,
-    FRIENDS,
-    LANGS,
-    LAST,
-    PLANS,
-    PROJECTS,
-    SMALLTALK,
-)
-from .models import Agent, Pass, ProbeQuery
+from .. import stores
+from ..models import Agent, Pass, ProbeQuery
+from .agents import agent_create, agent_update
+from .demo_texts import CITIES, COMPANIES, FIRST, FRIENDS, LANGS, LAST, PLANS, PROJECTS, SMALLTALK
+from .passes import pass_request, pass_run
 
 __all__ = ["DEMO_AGENTS", "seed_demo_agents"]
 
@@ -380,14 +373,11 @@ def _records(spec: _Spec, now: datetime) -> list[MemoryRecord]:
 
 
 def _run_pass(agent: Agent) -> Pass:
-    from . import services
 
-    run = services.pass_request(
-        agent=agent, trigger=Pass.Trigger.OPERATOR, actor="demo", run_inline=True
-    )
+    run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, actor="demo", run_inline=True)
     run.refresh_from_db()
     if run.status == Pass.Status.QUEUED:
-        run = services.pass_run(run=run)
+        run = pass_run(run=run)
     run.refresh_from_db()
     return run
 
@@ -398,7 +388,6 @@ def seed_demo_agents(stdout: Any = None, *, collection_prefix: str = "") -> list
     Idempotent: an agent whose slug exists is left untouched. ``stdout`` (optional, with
     ``write``) receives one line per agent. Raises ``StoreUnavailable`` when Chroma is down.
     """
-    from . import services, stores
 
     def say(line: str) -> None:
         if stdout is not None:
@@ -413,7 +402,7 @@ def seed_demo_agents(stdout: Any = None, *, collection_prefix: str = "") -> list
             agents.append(agent)
             continue
         collection = f"{collection_prefix}{spec.slug}"
-        agent = services.agent_create(
+        agent = agent_create(
             name=spec.name,
             slug=spec.slug,
             collection_name=collection,
@@ -434,11 +423,11 @@ def seed_demo_agents(stdout: Any = None, *, collection_prefix: str = "") -> list
             # normal policy's proposal (within the budget).
             normal = dict(agent.policy or {})
             strict = {**normal, "max_loss_fraction": 0.02, "trim_to_guard": False}
-            services.agent_update(agent=agent, policy=strict)
+            agent_update(agent=agent, policy=strict)
             rejected = _run_pass(agent)
             say(f"{spec.name}: pass #{rejected.pk} {rejected.status} (max_loss_fraction 0.02)")
             agent.refresh_from_db()
-            services.agent_update(agent=agent, policy=normal)
+            agent_update(agent=agent, policy=normal)
             agent.refresh_from_db()
         run = _run_pass(agent)
         say(
