@@ -8,7 +8,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from ..errors import PassAlreadyActive, ServiceError
-from ..forms import AgentCreateForm, AgentEditForm, CronPreviewForm
+from ..forms.agents import AgentCreateForm, AgentEditForm
+from ..forms.schedules import CronPreviewForm
 from ..models import Agent, ImportJob, Pass
 from ..selectors.agents import store_status
 from ..selectors.common import request_zone

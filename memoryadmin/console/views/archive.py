@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ..errors import ServiceError, StoreUnavailable
-from ..forms import NoteForm
+from ..forms.review import NoteForm
 from ..models import Agent, ArchivedMemory, Pass
 from ..selectors.rollback import archive_page, rollback_counts
 from ..services import rollback as rollback_services

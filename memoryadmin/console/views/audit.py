@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..forms import AuditFilterForm, EventFilterForm
+from ..forms.audit import AuditFilterForm, EventFilterForm
 from ..models import AuditEvent, Operation, Pass
 from ..selectors.audit import (
     AUDIT_PAGE_SIZE,

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from ..errors import ServiceError, StoreUnavailable
-from ..forms import MemoryEditForm, MemoryFilterForm, PinForm
+from ..forms.memories import MemoryEditForm, MemoryFilterForm, PinForm
 from ..models import Agent
 from ..selectors.memories import MemoryQuery, memory_page, memory_search
 from ..selectors.memories import memory_detail as select_memory

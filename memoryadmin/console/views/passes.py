@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
 from ..errors import ServiceError
-from ..forms import ExcludeForm, MergedTextForm, NoteForm
+from ..forms.review import ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
 from ..selectors.common import request_zone
 from ..selectors.evaluation import Evaluation, count_label, pass_figures

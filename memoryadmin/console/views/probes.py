@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from ..errors import ServiceError, StoreUnavailable
-from ..forms import ProbeForm
+from ..forms.probes import ProbeForm
 from ..models import Agent, ProbeQuery
 from ..selectors.probes import probe_page, recall_evaluate
 from ..services import probes as probe_services

@@ -20,8 +20,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from ..errors import ServiceError
+from ..forms.review import BulkReviewForm, ReviewFilterForm
 from ..models import Operation, Pass
-from ..review_forms import BulkReviewForm, ReviewFilterForm
 from ..selectors.evaluation import pass_figures
 from ..selectors.passes import operation_view
 from ..selectors.review import (

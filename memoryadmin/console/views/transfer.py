@@ -16,7 +16,7 @@ from django_htmx.http import HttpResponseStopPolling
 from consolidation.jsonl import LineError
 
 from ..errors import StoreUnavailable
-from ..forms import JsonlUploadForm
+from ..forms.transfer import JsonlUploadForm
 from ..models import Agent, ImportJob
 from ..selectors.transfer import memories_export_jsonl
 from ..services.transfer import ImportReport

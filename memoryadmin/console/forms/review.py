@@ -1,7 +1,9 @@
-"""Forms of the Review tab of a pass: its filters and the bulk exclude/include.
+"""Forms of the review of a pass: the Review tab's filters and bulk exclude/include, one
+operation's exclude/include and merged text, and the note of an approve, a reject or a
+rollback.
 
-Validation only, like :mod:`memoryadmin.console.forms`; the views hand the cleaned data to
-:mod:`memoryadmin.console.triage` (reads) and the review services (writes).
+Validation only; the views hand the cleaned data to :mod:`memoryadmin.console.selectors.review`
+(reads) and :mod:`memoryadmin.console.services.review` (writes).
 """
 
 from __future__ import annotations
@@ -10,7 +12,17 @@ from typing import Any
 
 from django import forms
 
-__all__ = ["OPERATION_KIND_CHOICES", "BulkReviewForm", "ReviewFilterForm"]
+from ..selectors.review import ReviewQuery
+from ..validation import MAX_NOTE_CHARS
+
+__all__ = [
+    "OPERATION_KIND_CHOICES",
+    "BulkReviewForm",
+    "ExcludeForm",
+    "MergedTextForm",
+    "NoteForm",
+    "ReviewFilterForm",
+]
 
 REVIEW_RISK_CHOICES = [
     ("line", "above the risk line"),
@@ -54,10 +66,8 @@ class ReviewFilterForm(forms.Form):
     page = forms.IntegerField(min_value=1, required=False)
 
     def query(self) -> Any:
-        """The :class:`~memoryadmin.console.triage.ReviewQuery` of the valid fields (defaults for
-        invalid ones, which carry their errors for the template)."""
-        from .selectors.review import ReviewQuery
-
+        """The :class:`~memoryadmin.console.selectors.review.ReviewQuery` of the valid fields
+        (defaults for invalid ones, which carry their errors for the template)."""
         data = getattr(self, "cleaned_data", {})
         return ReviewQuery(
             kind=data.get("kind") or "",
@@ -104,3 +114,43 @@ class BulkReviewForm(ReviewFilterForm):
         if data.get("scope") == "rule" and ":" not in (data.get("group") or ""):
             self.add_error("group", "Choose a kind or rule.")
         return data
+
+
+class NoteForm(forms.Form):
+    """Approve (note optional; ``revision``: the one shown, see
+    ``selectors.review.pass_revision``) or reject (``require_note=True``). The textarea carries
+    ``maxlength`` and, for a reject, ``required``, so the browser refuses before posting."""
+
+    note = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=MAX_NOTE_CHARS
+    )
+    revision = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, require_note: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["note"].required = require_note
+        self.fields["note"].widget.attrs["id"] = "reject-note" if require_note else "approve-note"
+        if require_note:
+            self.fields["note"].error_messages["required"] = (
+                "A note is required to reject a proposal."
+            )
+
+    def clean_note(self) -> str:
+        note = self.cleaned_data["note"].strip()
+        if self.fields["note"].required and not note:
+            raise forms.ValidationError("A note is required to reject a proposal.")
+        return note
+
+
+class ExcludeForm(forms.Form):
+    """Exclude (``excluded=1``) or include (``excluded=0``) one operation."""
+
+    excluded = forms.TypedChoiceField(
+        choices=[("1", "exclude"), ("0", "include")], coerce=lambda v: v == "1"
+    )
+
+
+class MergedTextForm(forms.Form):
+    """Edit the text of a merge (the service refuses empty or too long text)."""
+
+    document = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), strip=True)

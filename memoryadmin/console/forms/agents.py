@@ -1,4 +1,5 @@
-"""Console forms: validation only. Writes go through ``services``; these forms never save.
+"""Forms of the agents: create (a new collection, or attach an existing one with a field map)
+and edit. Validation only: writes go through the services; forms never save.
 
 The policy fields are generated from :class:`consolidation.Policy` (one form field per dataclass
 field, with its help text), and the whole policy is validated by constructing a ``Policy``, so
@@ -16,9 +17,10 @@ from django.core.validators import RegexValidator
 
 from consolidation import FieldMap, Policy
 
-from .audit_forms import AuditFilterForm, EventFilterForm  # noqa: F401 (re-exported)
-from .models import Agent
-from .validation import MAX_NOTE_CHARS, parse_evidence_ids
+from ..errors import StoreUnavailable
+from ..models import Agent
+from ..selectors.agents import collection_shape
+from .schedules import CronMixin
 
 POLICY_HELP: dict[str, str] = {
     "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
@@ -202,32 +204,6 @@ class PolicyFieldsMixin(forms.Form):
         return {f"policy_{k}": v for k, v in policy.to_dict().items()}
 
 
-class CronMixin(forms.Form):
-    """``schedule_cron`` validated by the same preview the page shows."""
-
-    schedule_cron = forms.CharField(
-        label="Schedule (cron)",
-        max_length=120,
-        initial="0 3 * * *",
-        help_text="5-field cron: minute hour day-of-month month day-of-week (server time zone "
-        "for running; preview below in yours).",
-    )
-    schedule_enabled = forms.BooleanField(label="Schedule enabled", required=False, initial=True)
-
-    def clean_schedule_cron(self) -> str:
-        from .selectors.common import operator_zone
-        from .selectors.schedules import next_runs
-
-        cron = " ".join(self.cleaned_data["schedule_cron"].split())
-        if len(cron.split()) != 5:
-            raise forms.ValidationError("Enter a 5-field cron expression, e.g. “0 3 * * *”.")
-        try:
-            next_runs(cron=cron, tz=operator_zone(None), count=1)
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        return cron
-
-
 class AgentCreateForm(PolicyFieldsMixin, CronMixin):
     """Create an agent: a new collection, or attach an existing one with a field mapping."""
 
@@ -335,9 +311,6 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
         self, collection: str, preset: str, typed: dict[str, str]
     ) -> dict[str, Any]:
         """The preset's (or detected) field map with the typed keys on top; errors on the form."""
-        from .errors import StoreUnavailable
-        from .selectors.agents import collection_shape
-
         try:
             report = collection_shape(collection_name=collection, preset=preset)
         except StoreUnavailable as exc:
@@ -420,174 +393,4 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
         }
 
 
-class CronPreviewForm(forms.Form):
-    """Query of the live cron preview partial."""
-
-    schedule_cron = forms.CharField(required=False, max_length=120)
-    tz = forms.CharField(required=False, max_length=64)
-
-
-class NoteForm(forms.Form):
-    """Approve (note optional; ``revision``: the one shown, see ``services.pass_revision``) or
-    reject (``require_note=True``). The textarea carries ``maxlength`` and, for a reject,
-    ``required``, so the browser refuses before posting."""
-
-    note = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=MAX_NOTE_CHARS
-    )
-    revision = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
-
-    def __init__(self, *args: Any, require_note: bool = False, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["note"].required = require_note
-        self.fields["note"].widget.attrs["id"] = "reject-note" if require_note else "approve-note"
-        if require_note:
-            self.fields["note"].error_messages["required"] = (
-                "A note is required to reject a proposal."
-            )
-
-    def clean_note(self) -> str:
-        note = self.cleaned_data["note"].strip()
-        if self.fields["note"].required and not note:
-            raise forms.ValidationError("A note is required to reject a proposal.")
-        return note
-
-
-class ExcludeForm(forms.Form):
-    """Exclude (``excluded=1``) or include (``excluded=0``) one operation."""
-
-    excluded = forms.TypedChoiceField(
-        choices=[("1", "exclude"), ("0", "include")], coerce=lambda v: v == "1"
-    )
-
-
-class MergedTextForm(forms.Form):
-    """Edit the text of a merge (the service refuses empty or too long text)."""
-
-    document = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), strip=True)
-
-
-class MemoryFilterForm(forms.Form):
-    """Browser filters and semantic search (GET)."""
-
-    tier = forms.CharField(required=False, max_length=120)
-    pinned = forms.ChoiceField(
-        required=False, choices=[("", "any"), ("yes", "pinned"), ("no", "not pinned")]
-    )
-    contains = forms.CharField(required=False, max_length=500, label="Text contains")
-    q = forms.CharField(required=False, max_length=1000, label="Semantic search")
-    k = forms.IntegerField(required=False, min_value=1, max_value=100, initial=10, label="Top k")
-
-
-class MemoryEditForm(forms.Form):
-    """Edit one memory's text."""
-
-    document = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), strip=True)
-
-
-class PinForm(forms.Form):
-    """Pin (``pinned=1``) or unpin (``pinned=0``) a memory."""
-
-    pinned = forms.TypedChoiceField(
-        choices=[("1", "pin"), ("0", "unpin")], coerce=lambda v: v == "1"
-    )
-
-
-class JsonlUploadForm(forms.Form):
-    """Upload a JSONL memory file (validated by the importer, line by line)."""
-
-    file = forms.FileField(
-        label="JSONL file",
-        help_text=(
-            "One JSON object per line: id, document, optional metadata and embedding (UTF-8)."
-        ),
-    )
-    skip_invalid = forms.BooleanField(
-        required=False,
-        label="Skip invalid lines",
-        help_text="Write the valid lines and list the others (otherwise nothing is written when "
-        "any line is invalid).",
-    )
-
-    def clean_file(self) -> Any:
-        """Refuse a file over ``settings.MEMORYADMIN_MAX_UPLOAD_BYTES`` (before it is queued)."""
-        from django.conf import settings
-
-        upload = self.cleaned_data["file"]
-        cap = settings.MEMORYADMIN_MAX_UPLOAD_BYTES
-        if upload.size > cap:
-            raise forms.ValidationError(
-                f"The file is {upload.size / 2**20:,.1f} MB; uploads are limited to "
-                f"{cap / 2**20:,.0f} MB (MEMORYADMIN_MAX_UPLOAD_MB). Import larger files with "
-                "manage.py import_memories."
-            )
-        return upload
-
-
-class ProbeForm(forms.Form):
-    """Add or edit a probe query; ``evidence_ids`` is a comma/space-separated list."""
-
-    question = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
-    answer = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 2}),
-        max_length=2000,
-        help_text="At least half of its content words must appear in the top-k "
-        "memories for the probe to count as recalled.",
-    )
-    evidence_ids = forms.CharField(
-        required=False,
-        label="Evidence ids",
-        max_length=60_000,
-        help_text=(
-            "Evidence ids that hold the answer (e.g. LoCoMo dia_ids “D1:3”), "
-            "as listed in the memories' evidence metadata; separated by commas or spaces."
-        ),
-    )
-    category = forms.IntegerField(
-        required=False, min_value=0, max_value=1000, help_text="Optional (LoCoMo: 1–4)."
-    )
-
-    @classmethod
-    def for_probe(cls, probe: Any, data: Any = None) -> ProbeForm:
-        """Bound to ``data`` when given, else initialised from ``probe``."""
-        initial = {
-            "question": probe.question,
-            "answer": probe.answer,
-            "category": probe.category,
-            "evidence_ids": ", ".join(str(e) for e in probe.evidence_ids or []),
-        }
-        return cls(data, initial=initial) if data is not None else cls(initial=initial)
-
-    def clean_evidence_ids(self) -> list[str]:
-        try:
-            return parse_evidence_ids(self.cleaned_data["evidence_ids"])
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from exc
-
-    def service_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``probes.probe_create`` / ``probe_update``
-        (after ``is_valid()``)."""
-        d = self.cleaned_data
-        return {
-            "question": d["question"],
-            "answer": d["answer"],
-            "evidence_ids": d["evidence_ids"],
-            "category": d["category"],
-        }
-
-
-__all__ = [
-    "POLICY_FIELDS",
-    "AgentCreateForm",
-    "AgentEditForm",
-    "AuditFilterForm",
-    "CronPreviewForm",
-    "ExcludeForm",
-    "JsonlUploadForm",
-    "MemoryEditForm",
-    "MemoryFilterForm",
-    "MergedTextForm",
-    "NoteForm",
-    "PinForm",
-    "ProbeForm",
-]
+__all__ = ["POLICY_FIELDS", "AgentCreateForm", "AgentEditForm", "PolicyFieldsMixin"]
