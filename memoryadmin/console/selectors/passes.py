@@ -12,16 +12,17 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from consolidation import MemoryRecord
 
 from .. import stores
 from ..models import Agent, Operation, OperationSource, Pass
+from .evaluation import pass_figures
 from .review import conflict_view
 
 __all__ = [
@@ -35,9 +36,11 @@ __all__ = [
     "pass_deferred",
     "pass_operation_pages",
     "pass_policy_note",
+    "pass_reviewed",
     "pass_shown_pages",
     "pass_stale_check",
     "pass_stale_operations",
+    "pass_summary",
     "stale_reason",
 ]
 
@@ -191,6 +194,30 @@ def stale_reason(
         if current != src.content_hash and own_writes.get(src.memory_id) != current:
             return f"Memory {src.memory_id} changed after the pass was planned."
     return ""
+
+
+def pass_summary(run: Pass) -> Any:
+    """What the pass page's summary shows: the pass's figures over its included operations (the
+    same numbers on the summary, the groups and the guard: :func:`pass_figures`, which reads no
+    operation); a settled pass keeps the guard verdict it was given. A pass without operations
+    shows its stored figures (the pass itself)."""
+    if not run.operations.exists():
+        return run
+    ev = pass_figures(run)
+    if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED):
+        return ev
+    return replace(
+        ev,
+        guard_passed=run.guard_passed,
+        guard_reason=run.guard_reason,
+        max_loss_fraction=run.max_loss_fraction,
+    )
+
+
+def pass_reviewed(run: Pass) -> bool:
+    """True when an operator excluded or edited an operation (the stored recall check and the
+    planned figures then describe the plan as proposed, not as it stands now)."""
+    return run.operations.filter(Q(excluded=True) | Q(edited=True)).exists()
 
 
 # ----- convergence ------------------------------------------------------------------------

@@ -1,22 +1,19 @@
-"""Agents: list, detail, create, edit (policy + schedule), delete, "Run now", cron preview."""
+"""Agents: list, detail, create, edit (policy + schedule), delete, "Run now"."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django.views.decorators.vary import vary_on_headers
 
 from ..errors import PassAlreadyActive, ServiceError
 from ..forms.agents import AgentCreateForm, AgentEditForm
-from ..forms.schedules import CronPreviewForm
 from ..models import Agent, ImportJob, Pass
 from ..selectors.agents import store_status
-from ..selectors.common import request_zone
-from ..selectors.schedules import next_runs
 from ..services import agents as agent_services
 from ..services.passes import pass_request
 from .common import HtmxHttpRequest, can_manage
+from .schedules import cron_preview
 
 
 @require_GET
@@ -64,7 +61,7 @@ def _form_page(request, form, agent=None, status=200):
         "nav": "agents",
         "form": form,
         "agent": agent,
-        **_preview(form["schedule_cron"].value(), request),
+        **cron_preview(form["schedule_cron"].value(), request),
     }
     return render(request, "console/agent_form.html", ctx, status=status)
 
@@ -140,23 +137,3 @@ def agent_run(request: HtmxHttpRequest, slug: str):
         return redirect("agent_detail", agent.slug)
     messages.success(request, f"Pass #{run.pk} queued.")
     return redirect("pass_detail", run.pk)
-
-
-def _preview(cron: str | None, request: HtmxHttpRequest) -> dict:
-    tz = request_zone(request)
-    try:
-        return {"preview": next_runs(cron=" ".join((cron or "").split()), tz=tz), "preview_tz": tz}
-    except ValueError as exc:
-        return {"preview": [], "preview_error": str(exc), "preview_tz": tz}
-
-
-@require_GET
-@vary_on_headers("HX-Request")
-def schedule_preview(request: HtmxHttpRequest):
-    """The next 5 runs of ``?schedule_cron=`` in the operator's time zone (``?tz=`` or cookie)."""
-    form = CronPreviewForm(request.GET)
-    cron = form.data.get("schedule_cron", "") if form.is_valid() else ""
-    template = (
-        "console/agent_form.html#cron-preview" if request.htmx else "console/cron_preview.html"
-    )
-    return render(request, template, _preview(cron, request))
