@@ -20,7 +20,7 @@ from .schedules import cron_preview
 def agent_list(request: HtmxHttpRequest):
     """Every agent with its collection, policy threshold and schedule."""
     agents = Agent.objects.order_by("name")
-    return render(request, "console/agent_list.html", {"nav": "agents", "agents": agents})
+    return render(request, "console/agents/agent_list.html", {"nav": "agents", "agents": agents})
 
 
 @require_GET
@@ -37,7 +37,7 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
         "field_map": agent.get_field_map().to_dict(),
         "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
     }
-    return render(request, "console/agent_detail.html", ctx)
+    return render(request, "console/agents/agent_detail.html", ctx)
 
 
 def _error_field(message: str, form) -> str | None:
@@ -63,7 +63,7 @@ def _form_page(request, form, agent=None, status=200):
         "agent": agent,
         **cron_preview(form["schedule_cron"].value(), request),
     }
-    return render(request, "console/agent_form.html", ctx, status=status)
+    return render(request, "console/agents/agent_form.html", ctx, status=status)
 
 
 @can_manage
@@ -114,7 +114,9 @@ def agent_delete(request: HtmxHttpRequest, slug: str):
             request, f"Agent “{agent.name}” deleted; collection {agent.collection_name} kept."
         )
         return redirect("agent_list")
-    return render(request, "console/agent_confirm_delete.html", {"nav": "agents", "agent": agent})
+    return render(
+        request, "console/agents/agent_confirm_delete.html", {"nav": "agents", "agent": agent}
+    )
 
 
 @can_manage
@@ -129,7 +131,7 @@ def agent_run(request: HtmxHttpRequest, slug: str):
     pending = agent.passes.filter(status=Pass.Status.PROPOSED).order_by("-created_at").first()
     if pending is not None and request.POST.get("confirm") != "1":
         ctx = {"nav": "agents", "agent": agent, "pending": pending}
-        return render(request, "console/agent_run_confirm.html", ctx)
+        return render(request, "console/agents/agent_run_confirm.html", ctx)
     try:
         run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=request.user)
     except PassAlreadyActive as exc:

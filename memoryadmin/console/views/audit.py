@@ -72,7 +72,9 @@ def audit(request: HtmxHttpRequest):
         "params": params.urlencode(),
         "rollbacks": rolled_back_by(page.object_list),
     }
-    template = "console/audit.html#audit-results" if request.htmx else "console/audit.html"
+    template = (
+        "console/audit/audit.html#audit-results" if request.htmx else "console/audit/audit.html"
+    )
     return render(request, template, ctx)
 
 
@@ -90,7 +92,7 @@ def audit_csv(request: HtmxHttpRequest):
             "params": request.GET.urlencode(),
             "rollbacks": {},
         }
-        return render(request, "console/audit.html", ctx, status=400)
+        return render(request, "console/audit/audit.html", ctx, status=400)
     query = _query(form) if request.GET else AuditQuery()
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = (
@@ -198,7 +200,9 @@ def audit_event_list(request: HtmxHttpRequest):
     page.object_list = _with_operations(list(page.object_list))
     ctx = {"nav": "audit", "form": form, "page": page, "params": params.urlencode()}
     template = (
-        "console/audit_events.html#event-results" if request.htmx else "console/audit_events.html"
+        "console/audit/audit_events.html#event-results"
+        if request.htmx
+        else "console/audit/audit_events.html"
     )
     return render(request, template, ctx)
 

@@ -26,6 +26,6 @@ def dashboard(request: HtmxHttpRequest):
     chart = agent_chart_data(agent) if agent else None
     ctx = {"nav": "dashboard", "chart_agent": agent, "chart": chart, "tz": request_zone(request)}
     if request.htmx and request.htmx.target == "agent-chart":
-        return render(request, "console/dashboard.html#agent-chart", ctx)
+        return render(request, "console/dashboard/dashboard.html#agent-chart", ctx)
     ctx["rows"] = dashboard_rows(tz=ctx["tz"])
-    return render(request, "console/dashboard.html", ctx)
+    return render(request, "console/dashboard/dashboard.html", ctx)

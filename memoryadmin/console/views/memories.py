@@ -53,7 +53,9 @@ def memory_list(request: HtmxHttpRequest, slug: str):
         except Exception as exc:  # a store outage is shown, never a 500
             ctx["store_error"] = str(exc) or exc.__class__.__name__
     template = (
-        "console/memory_list.html#memory-results" if request.htmx else "console/memory_list.html"
+        "console/memories/memory_list.html#memory-results"
+        if request.htmx
+        else "console/memories/memory_list.html"
     )
     return render(request, template, ctx)
 
@@ -80,7 +82,7 @@ def _detail_page(request: HtmxHttpRequest, agent: Agent, memory_id: str, edit_fo
         ctx["d"] = select_memory(agent=agent, memory_id=memory_id)
     except StoreUnavailable as exc:
         ctx["store_error"] = str(exc)
-    return render(request, "console/memory_detail.html", ctx)
+    return render(request, "console/memories/memory_detail.html", ctx)
 
 
 @can_edit_memories

@@ -124,7 +124,7 @@ def pass_page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: A
     }
     ev = ctx["ev"]
     ctx.update(review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None))
-    return render(request, "console/pass_detail.html", ctx, status=status)
+    return render(request, "console/passes/pass_detail.html", ctx, status=status)
 
 
 COLLAPSE_OVER = 10
@@ -157,7 +157,7 @@ def pass_detail(request: HtmxHttpRequest, pk: int):
             "paging": True,
             "stale": {s.pk: s.reason for s in stale},
         }
-        return render(request, "console/pass_detail.html#op-group", ctx)
+        return render(request, "console/passes/pass_detail.html#op-group", ctx)
     return pass_page(request, run)
 
 
@@ -175,7 +175,7 @@ def pass_stale(request: HtmxHttpRequest, pk: int):
     if not request.htmx:
         return pass_page(request, run, **_stale_context(run, request.GET, marks=False))
     ctx = {"run": run, **_stale_context(run, request.GET, marks=True)}
-    return render(request, "console/pass_detail.html#stale-check", ctx)
+    return render(request, "console/passes/pass_detail.html#stale-check", ctx)
 
 
 @require_GET
@@ -185,7 +185,7 @@ def pass_progress(request: HtmxHttpRequest, pk: int):
     if not request.htmx:
         return redirect(run)
     if run.is_active:
-        return render(request, "console/pass_detail.html#pass-progress", {"run": run})
+        return render(request, "console/passes/pass_detail.html#pass-progress", {"run": run})
     response = HttpResponseStopPolling()
     response["HX-Refresh"] = "true"
     return response

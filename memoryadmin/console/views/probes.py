@@ -16,7 +16,7 @@ from ..selectors.probes import probe_page, recall_evaluate
 from ..services import probes as probe_services
 from .common import HtmxHttpRequest, can_manage
 
-PAGE = "console/probe_list.html"
+PAGE = "console/probes/probe_list.html"
 
 
 def _ctx(request: HtmxHttpRequest, agent: Agent, page: Any = None, **extra: Any) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def probe_edit(request: HtmxHttpRequest, slug: str, pk: int):
             return redirect("probe_list", agent.slug)
     return render(
         request,
-        "console/probe_edit.html",
+        "console/probes/probe_edit.html",
         {"nav": "agents", "agent": agent, "probe": probe, "form": form},
     )
 

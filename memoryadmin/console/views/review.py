@@ -2,8 +2,8 @@
 bulk exclude/include), one operation's exclude/include and merged text, a conflict's decision,
 approve and reject.
 
-The panel is ``templates/console/_review.html#review-panel``; it is part of the pass page and is
-re-rendered alone for htmx (tab switch, filters, paging, bulk actions). A bulk action answers
+The panel is ``templates/console/review/_review.html#review-panel``; it is part of the pass page
+and is re-rendered alone for htmx (tab switch, filters, paging, bulk actions). A bulk action answers
 with the panel plus the pass summary, the loss totals and the approve line out of band, so the
 figures change once, in place.
 """
@@ -53,7 +53,7 @@ def _panel(
         "changed_rows": [operation_view(op) for op in rows],
         **extra,
     }
-    return render(request, "console/_review_response.html", ctx)
+    return render(request, "console/review/_review_response.html", ctx)
 
 
 OOB_ROWS = 200
@@ -69,7 +69,7 @@ def pass_review(request: HtmxHttpRequest, pk: int):
         query = urlencode({k: v for k, v in request.GET.items() if v})
         return redirect(f"{reverse('pass_detail', args=[run.pk])}?{query}#review-panel")
     ctx = {"run": run, **review_context(request.GET, run, approve=False)}
-    return render(request, "console/_review.html#review-panel", ctx)
+    return render(request, "console/review/_review.html#review-panel", ctx)
 
 
 def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tuple[str, list[int]]:
@@ -147,7 +147,7 @@ def _op_response(
     op: Operation,
     error: str = "",
     *,
-    template: str = "console/_op_response.html",
+    template: str = "console/review/_op_response.html",
     **extra: Any,
 ) -> HttpResponse:
     """The operation row plus the summary swapped out-of-band (htmx), else back to the page."""
@@ -218,7 +218,7 @@ def conflict_resolve(request: HtmxHttpRequest, pk: int, op_id: int):
     swapped out of band; without, back to the page with a message."""
     op = get_object_or_404(Operation, pk=op_id, run_id=pk)
     keep = request.POST.get("keep", "").strip().lower()
-    kw: dict[str, Any] = {"template": "console/_conflict_response.html"}
+    kw: dict[str, Any] = {"template": "console/review/_conflict_response.html"}
     try:
         review_services.conflict_resolve(operation=op, keep=keep, user=request.user)
     except (ServiceError, ValueError) as exc:

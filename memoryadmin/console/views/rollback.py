@@ -52,7 +52,7 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
         except StoreUnavailable as exc:
             ctx["store_error"] = str(exc)
     ctx["counts"] = rollback_counts(run)
-    return render(request, "console/pass_rollback.html", ctx)
+    return render(request, "console/rollback/pass_rollback.html", ctx)
 
 
 @require_GET
@@ -63,7 +63,7 @@ def archive_list(request: HtmxHttpRequest, slug: str):
     page = archive_page(agent=agent, contains=q, page=request.GET.get("page", 1))
     return render(
         request,
-        "console/archive_list.html",
+        "console/rollback/archive_list.html",
         {"nav": "agents", "agent": agent, "q": q, "page": page},
     )
 

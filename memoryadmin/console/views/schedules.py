@@ -29,6 +29,8 @@ def schedule_preview(request: HtmxHttpRequest):
     form = CronPreviewForm(request.GET)
     cron = form.data.get("schedule_cron", "") if form.is_valid() else ""
     template = (
-        "console/agent_form.html#cron-preview" if request.htmx else "console/cron_preview.html"
+        "console/agents/agent_form.html#cron-preview"
+        if request.htmx
+        else "console/schedules/cron_preview.html"
     )
     return render(request, template, cron_preview(cron, request))
