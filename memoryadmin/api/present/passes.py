@@ -1,80 +1,18 @@
-"""Model → schema: how agents, memories, passes, operations and events look in the API and MCP.
-
-Reads only, through the console's public selectors (``store_status``, ``next_runs``,
-``operation_view``, ``pass_figures``); nothing here writes.
-"""
+"""Passes and operations as the API and the MCP tools show them (model → schema, reads only)."""
 
 from __future__ import annotations
 
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.core.paginator import Paginator
-from django.db.models import Count
 
 from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import Agent, AuditEvent, Operation, Pass
-from memoryadmin.console.selectors.agents import store_status
+from memoryadmin.console.models import Operation, Pass
 from memoryadmin.console.selectors.evaluation import pass_figures
-from memoryadmin.console.selectors.memories import MemoryView
 from memoryadmin.console.selectors.passes import operation_view, pass_stale_check
 from memoryadmin.console.selectors.review import pass_revision
-from memoryadmin.console.selectors.schedules import next_runs
 
-from . import schemas as s
-
-UTC = ZoneInfo("UTC")
-
-
-def agent_out(agent: Agent, *, detail: bool = False) -> s.AgentOut:
-    """Agent with its store count (``None`` + reason when Chroma cannot be read) and pass counts."""
-    store = store_status(agent)
-    counts = dict(agent.passes.values_list("status").annotate(n=Count("id")).order_by())
-    next_run = None
-    if agent.schedule_enabled:
-        try:
-            next_run = next(iter(next_runs(cron=agent.schedule_cron, tz=UTC, count=1)), None)
-        except ValueError:
-            next_run = None
-    active = agent.passes.filter(status__in=Pass.ACTIVE).values_list("id", flat=True).first()
-    last = agent.passes.order_by("-created_at", "-id").values_list("id", flat=True).first()
-    fields: dict[str, Any] = {
-        "slug": agent.slug,
-        "name": agent.name,
-        "description": agent.description,
-        "collection": agent.collection_name,
-        "attached": agent.attached,
-        "auto_apply": agent.auto_apply,
-        "schedule": s.ScheduleOut(
-            cron=agent.schedule_cron, enabled=agent.schedule_enabled, next_run=next_run
-        ),
-        "memories": store.count,
-        "store_error": store.error,
-        "pending_proposals": counts.get(Pass.Status.PROPOSED, 0),
-        "passes": counts,
-        "active_pass_id": active,
-        "last_pass_id": last,
-    }
-    if not detail:
-        return s.AgentOut(**fields)
-    return s.AgentDetailOut(
-        **fields,
-        policy=agent.get_policy().to_dict(),
-        field_map=agent.get_field_map().to_dict(),
-        probes=agent.probes.count(),
-    )
-
-
-def memory_out(m: MemoryView) -> s.MemoryOut:
-    """A browser :class:`MemoryView` as the API's memory."""
-    return s.MemoryOut(
-        id=m.id,
-        document=m.document,
-        metadata=m.metadata,
-        tier=m.tier,
-        pinned=m.pinned,
-        score=m.score,
-    )
+from .. import schemas as s
 
 
 def _recall(rc: dict[str, Any] | None) -> s.RecallOut:
@@ -184,20 +122,4 @@ def pass_detail_out(run: Pass, *, kind: str | None = None, page: int = 1) -> s.P
         operations_pages=paginator.num_pages,
         operations_count=paginator.count,
         items=[operation_out(op, stale) for op in current],
-    )
-
-
-def event_out(e: AuditEvent) -> s.EventOut:
-    """One audit event."""
-    return s.EventOut(
-        id=e.pk,
-        created_at=e.created_at,
-        actor=e.actor,
-        verb=e.verb,
-        agent=e.agent.slug if e.agent else None,
-        pass_id=e.run_id,
-        from_status=e.from_status,
-        to_status=e.to_status,
-        note=e.note,
-        data=e.data or {},
     )

@@ -1,4 +1,5 @@
-"""``/api/v1/agents…`` (agents, memories, semantic search) and ``/api/v1/audit/events``: reads."""
+"""``/api/v1/agents/{slug}/memories…``: an agent's memories, semantic search, one memory with its
+history (reads)."""
 
 from __future__ import annotations
 
@@ -8,34 +9,14 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from pydantic import field_validator
 
-from memoryadmin.console.models import Agent
 from memoryadmin.console.selectors import memories
-from memoryadmin.console.selectors.audit import audit_events
 from memoryadmin.console.selectors.memories import MemoryQuery, memory_page
 
-from . import schemas as s
-from .actions import NotFound, Unavailable, get_agent
-from .paging import paginate
-from .present import agent_out, event_out, memory_out
+from .. import schemas as s
+from ..actions.common import NotFound, Unavailable, get_agent
+from ..present.memories import memory_out
 
 router = Router(tags=["agents"])
-
-EVENTS_PER_PAGE = 50
-
-
-@router.get("/agents", response=list[s.AgentOut], summary="List agents with counts and schedule")
-def agent_list(request: HttpRequest):
-    """Every agent with its memory count (``None`` when Chroma cannot be read), pass counts and
-    schedule."""
-    return [agent_out(a) for a in Agent.objects.order_by("name")]
-
-
-@router.get(
-    "/agents/{slug}", response=s.AgentDetailOut, summary="One agent: counts, schedule, policy"
-)
-def agent_detail(request: HttpRequest, slug: str):
-    """One agent: the list fields plus its policy, field map and probe-query count."""
-    return agent_out(get_agent(slug), detail=True)
 
 
 class MemoryFilters(Schema):
@@ -136,31 +117,4 @@ def memory_detail(request: HttpRequest, slug: str, id: str = Query(..., min_leng
             )
             for op in d.operations
         ],
-    )
-
-
-class EventFilters(Schema):
-    agent: str = ""
-    verb: str = Field("", max_length=40)
-    pass_id: int | None = Field(None, ge=1)
-    page: int = Field(1, ge=1)
-
-
-@router.get(
-    "/audit/events",
-    response=s.EventPage,
-    tags=["audit"],
-    summary="Audit events, newest first; filter by agent, verb, pass",
-)
-def audit_event_list(request: HttpRequest, filters: Query[EventFilters]):
-    """Audit events (every transition, review action, memory change, token change), newest
-    first, 50 a page."""
-    if filters.agent:
-        get_agent(filters.agent)
-    qs = audit_events(agent=filters.agent, verb=filters.verb)
-    if filters.pass_id is not None:
-        qs = qs.filter(run_id=filters.pass_id)
-    page, count, pages = paginate(qs, filters.page, EVENTS_PER_PAGE)
-    return s.EventPage(
-        count=count, page=page.number, pages=pages, items=[event_out(e) for e in page]
     )
