@@ -29,7 +29,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from memoryadmin.console.models import Pass
+from memoryadmin.console.models import Agent, Pass
 from memoryadmin.console.selectors.memories import memory_search
 from memoryadmin.console.validation import MAX_NOTE_CHARS
 
@@ -140,8 +140,6 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     def list_agents() -> list[s.AgentOut]:
         """Every agent with its memory count, pending proposals, pass counts and schedule."""
         current_user()
-        from memoryadmin.console.models import Agent
-
         return [agent_out(a) for a in Agent.objects.order_by("name")]
 
     @server.tool()
