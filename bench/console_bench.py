@@ -20,7 +20,7 @@ Server time = the Django test client's request (URL routing, middleware, view, t
 median of ``--repeat`` (5) requests after one warm-up request (the cold figure is printed too).
 ``cpu_ms`` is the same requests' process CPU time (this process and the in-process Chroma's
 threads): on a shared, loaded machine wall time grows with the load, CPU time much less.
-Target (issue 12): each ≤ 150 ms.
+Target: each ≤ 150 ms.
 
     .venv/bin/python bench/console_bench.py                 # the issue's sizes (~2–3 min)
     .venv/bin/python bench/console_bench.py --memories 5000 --passes 1000 --operations 500

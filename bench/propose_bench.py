@@ -31,7 +31,7 @@ The default policy allows these plans (loss ≈ 2 × dup_frac = 12 % < ``max_los
 own CPU seconds are printed apart), peak RSS of this process and of the server, ratios to the
 targets and ``met`` flags.
 
-Targets (issue 12): propose of a 200,000-memory agent ≤ 180 s; apply of 10,000 operations
+Targets: propose of a 200,000-memory agent ≤ 180 s; apply of 10,000 operations
 ≤ 30 s (``apply.target_s`` is scaled to the operations applied: 30 s × ops / 10,000, so a
 smaller run's figure is comparable; ``met`` is judged on that).
 

@@ -1,5 +1,5 @@
 """``POST /api/v1/passes/{id}/operations/{index}/resolve``: a reviewer decides a conflict item
-through the API exactly as on the proposal page (issue 9, item 7)."""
+through the API exactly as on the proposal page."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""End to end (issue 9): a mem0 collection attached with ``attach_collection``, one default pass
+"""End to end: a mem0 collection attached with ``attach_collection``, one default pass
 proposed and applied through the console services.
 
 The collection is written through mem0's own ``ChromaDB`` class (tests/agent_stores.py): two

@@ -357,7 +357,7 @@ def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(
     assert agent_census(agent=agent) == before
 
 
-# ----- time zones, dates and ids that used to answer 500 (issue 11) -------------------------
+# ----- time zones, dates and ids that used to answer 500 -------------------------
 
 LONG_ZONE = "Europe/" + "a" * 300
 BAD_ZONES = [LONG_ZONE, "a" * 256, "../../etc/passwd", "Not/AZone", "UTC\\x"]
@@ -424,7 +424,7 @@ def test_a_memory_post_without_an_id_is_a_message(
     assert agent_census(agent=agent) == before
 
 
-# ----- audit CSV: every formula start is neutralised (issue 11) ------------------------------
+# ----- audit CSV: every formula start is neutralised ------------------------------
 
 FORMULA_NOTES = [
     "=1+1",
@@ -460,7 +460,7 @@ def test_audit_csv_cells_never_start_a_formula(
         assert row[col] == "'" + note, (col, row[col])
 
 
-# ----- JSONL: one bad line among 1,500 refuses the whole file (issue 11) ----------------------
+# ----- JSONL: one bad line among 1,500 refuses the whole file ----------------------
 
 BAD_1501 = {
     "surrogate-document": b'{"id": "x", "document": "bad \\ud800 text"}',
@@ -524,7 +524,7 @@ def test_one_bad_line_among_1500_refuses_the_whole_upload(
     assert agent_census(agent=agent) == before
 
 
-# ----- JSONL: a store failing half-way through the write (issue 11) ---------------------------
+# ----- JSONL: a store failing half-way through the write ---------------------------
 
 
 class UpsertFails:

@@ -1,4 +1,4 @@
-"""A reviewer decides a conflict in the browser (issue 9, item 7), Debian chromium through
+"""A reviewer decides a conflict in the browser, Debian chromium through
 Playwright: "Keep A" on the Review tab's card updates both cards, the loss figure and the approve
 line in place (htmx, no page load, no CSP violation); approving archives B and keeps A."""
 

@@ -1,4 +1,4 @@
-"""Browser review of a real LoCoMo pass (issue 14), Debian chromium through Playwright.
+"""Browser review of a real LoCoMo pass, Debian chromium through Playwright.
 
 Import one LoCoMo conversation, run a pass, open the proposal: the Review tab lists the riskiest
 operation first with its loss struck through in place; ``x`` excludes the focused operation; a

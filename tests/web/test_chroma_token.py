@@ -1,6 +1,6 @@
 """A Chroma server that requires a token, the way README "Production" deploys chromadb 1.x: a
 ``chroma run`` on a private port and nginx in front of it with ``deploy/nginx-chroma.conf``
-(placeholders filled in), the console pointed at nginx with ``CHROMA_TOKEN`` (issue 12).
+(placeholders filled in), the console pointed at nginx with ``CHROMA_TOKEN``.
 
 chromadb 1.x's own server ignores ``CHROMA_SERVER_AUTHN_*`` (chroma-core/chroma#4965), so the
 proxy checks the token. Through it, the console creates an agent, writes memories, runs a pass,

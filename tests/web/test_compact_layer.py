@@ -1,5 +1,5 @@
 """``memory_compact``'s layer restriction: a pass planned for one memory layer reads only that
-layer's memories, so duplicates in another layer are left alone (issue 13)."""
+layer's memories, so duplicates in another layer are left alone."""
 
 from __future__ import annotations
 

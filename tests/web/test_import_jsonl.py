@@ -163,7 +163,7 @@ def test_unknown_agent_is_bad_input(tmp_path):
 def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(
     agent_with_memories, tmp_path
 ):
-    """What the census compares after a re-write into a cosine collection (issue 11): the content
+    """What the census compares after a re-write into a cosine collection: the content
     hash exactly, each embedding within 1 ulp; the full hash reports any drift, never hides it."""
     from consolidation import MemoryRecord
 

@@ -1,4 +1,4 @@
-"""Issue 10's "done when", in the console: a LoCoMo conversation imported with import_locomo,
+"""Scheduled passes converge, in the console: a LoCoMo conversation imported with import_locomo,
 passes applied one after another with the agent's default policy, every pass under the loss
 guard (within the budget), the store converging within 5 passes. conv-26 alone: 622 → 521 → 425
 → 343 → 312, 49.8 % fewer (measured; bench/quality_locomo.py checks the ≥ 50 % goal over all

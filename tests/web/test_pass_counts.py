@@ -1,4 +1,4 @@
-"""Every count of a pass agrees, on every page, and says what it counts (issue 10): the summary,
+"""Every count of a pass agrees, on every page, and says what it counts: the summary,
 the operation groups, the loss guard's arithmetic, the store after apply and the rollback page;
 a plan over the loss budget proposes what fits and shows the rest as deferred."""
 

@@ -1,4 +1,4 @@
-"""The figures a proposal page shows are kept on the pass (issue 12, "Scale"): after planning and
+"""The figures a proposal page shows are kept on the pass: after planning and
 after every kind of review action they equal a fresh evaluation of the operations, the guard's
 verdict follows the agent's current threshold, and an operation changed behind the services'
 back never shows stale figures. The loss totals of the Review tab are kept with them."""

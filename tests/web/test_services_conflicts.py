@@ -1,4 +1,4 @@
-"""Conflict items end to end (issue 9, item 7): a pass whose only operations are conflicts is
+"""Conflict items end to end: a pass whose only operations are conflicts is
 proposed for review, never settled as "nothing to do", never auto-approved, and shows both
 memories on the pass page; applying a pass never touches a conflict."""
 

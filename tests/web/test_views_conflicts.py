@@ -1,4 +1,4 @@
-"""Deciding a conflict on the proposal page (issue 9, item 7): keep A, keep B or keep both, with
+"""Deciding a conflict on the proposal page: keep A, keep B or keep both, with
 htmx (both cards, the summary and the approve line swapped out of band) and without (a plain
 form post back to the page); only reviewers may decide."""
 

@@ -30,7 +30,8 @@ AUDIT_FILTERS: dict[str, tuple[str, ...]] = {
 """Audit page status filters: name → statuses (empty tuple = every pass)."""
 
 AUDIT_FILTER_ALIASES: dict[str, str] = {"dismissed": "rejected"}
-"""Old filter names that links and bookmarks still use (``?status=dismissed``, before issue 10)."""
+"""Old filter names that links and bookmarks still use (``?status=dismissed``, the word a rejected
+pass had before)."""
 
 
 # ----- audit -------------------------------------------------------------------------------

@@ -169,7 +169,7 @@ class _MetadataTextFilter(FilteredRecords):
 
 
 MEMORY_PAGE_SIZE = 50
-"""Memories per page in the browser (issue 3)."""
+"""Memories per page in the browser."""
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Reads of the probe queries: a page of them, the recall check of a pass, and recall figures of
-a live store (issue 4).
+a live store.
 
 Definitions are the engine's (:mod:`consolidation.recall`): answer recall@k over the agent's
 probe queries, context size (mean characters of the top-k texts) and evidence recall@k. A pass

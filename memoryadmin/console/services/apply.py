@@ -528,7 +528,7 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
                 checkpoint.pop(mid, None)
     if run.decided_actor == "policy":
         # Auto-applied: nobody saw its conflicts. Their memories leave the checkpoint, so the
-        # next incremental pass finds the pair again and asks a reviewer (issue 9, item 7).
+        # next incremental pass finds the pair again and asks a reviewer.
         undecided = (
             run.operations.filter(kind=Operation.Kind.CONFLICT)
             .exclude(scores__has_key="decision")

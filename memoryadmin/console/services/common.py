@@ -67,9 +67,9 @@ SYSTEM_ACTOR = "system"
 
 
 def run_actor(run: Pass) -> str:
-    """Who performs a pass's own steps: always :data:`SYSTEM_ACTOR` (issue 10: the history said
-    a user "operator" started and proposed the pass). The person who asked for the pass is on
-    its ``requested`` event, the one who approved it on ``approved``."""
+    """Who performs a pass's own steps: always :data:`SYSTEM_ACTOR` (the history used to say
+    a user "operator" started and proposed the pass, which nobody did). The person who asked for
+    the pass is on its ``requested`` event, the one who approved it on ``approved``."""
     return SYSTEM_ACTOR
 
 

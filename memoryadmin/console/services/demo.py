@@ -1,4 +1,4 @@
-"""Demo agents for a first look at the console (issue 4): ``seed_demo_agents()``.
+"""Demo agents for a first look at the console: ``seed_demo_agents()``.
 
 Three agents — a support assistant, a coding assistant and a personal assistant — with stores of
 500–2,000 memories written for the demo (generated deterministically from the templates below;

@@ -511,7 +511,7 @@ def _store_proposal(
         older = _supersede_pending(run, actor)
         to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
         # A conflict is never settled nor auto-applied: a pass with only conflicts waits for a
-        # reviewer (issue 9, item 7); with other operations, auto-apply applies those only.
+        # reviewer; with other operations, auto-apply applies those only.
         actionable = [op for op in plan.operations if op.kind != OpKind.CONFLICT]
         label = (
             "Rejected by the loss guard"

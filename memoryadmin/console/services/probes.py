@@ -31,7 +31,7 @@ MAX_QUESTION_CHARS = 2000
 LoCoMo's longest is under 300 characters, so 2,000 leaves room without admitting pasted files."""
 
 MAX_ANSWER_CHARS = 2000
-"""Longest expected answer (characters); answer recall scores its content words (issue 4), so a
+"""Longest expected answer (characters); answer recall scores its content words, so a
 long answer is a probe nobody can pass."""
 
 

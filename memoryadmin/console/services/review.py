@@ -295,7 +295,7 @@ def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[st
 
 @transaction.atomic
 def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Evaluation:
-    """Decide a conflict of a proposed pass (issue 9, item 7); returns the pass's new evaluation.
+    """Decide a conflict of a proposed pass; returns the pass's new evaluation.
 
     ``keep`` is ``"a"`` (the conflict's first memory), ``"b"`` (its second) or ``"both"``
     (``None`` means ``"both"``). Keeping one side turns the operation into a ``reconcile`` with

@@ -1,4 +1,4 @@
-"""Imports of memories: LoCoMo conversations and JSONL files (issue 4); the export is a read,
+"""Imports of memories: LoCoMo conversations and JSONL files; the export is a read,
 :mod:`memoryadmin.console.selectors.transfer`.
 
 Services (keyword-only, ``<entity>_<verb>``) used by the management commands and the agent page:

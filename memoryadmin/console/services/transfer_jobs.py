@@ -1,4 +1,4 @@
-"""JSONL uploads imported on the worker (issue 11): a 100,000-line file takes minutes to embed,
+"""JSONL uploads imported on the worker: a 100,000-line file takes minutes to embed,
 far beyond a web request's timeout, so the request only saves the file and queues a job.
 
 - :func:`import_job_create` — save the upload under ``var/imports/``, create the

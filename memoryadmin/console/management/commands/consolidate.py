@@ -55,7 +55,7 @@ KEYS = (
     "context_chars_after",
     "seconds",
 )
-"""Keys of the ``--json`` object (issue 4, plus agent/mode/policy and the recall guard's
+"""Keys of the ``--json`` object (the summary figures, plus agent/mode/policy and the recall guard's
 verdict)."""
 
 
