@@ -469,8 +469,8 @@ class ImportJob(models.Model):
 
     The file is saved under ``var/imports/`` until the job ends. ``done`` of ``total`` valid
     memories have been handled; ``report`` is ``ImportReport.to_dict()`` once done; ``errors``
-    holds the first :data:`memoryadmin.console.importers.MAX_JOB_ERRORS` invalid lines as
-    ``[line, message]`` pairs and ``error_count`` all of them.
+    holds the first :data:`memoryadmin.console.services.transfer_jobs.MAX_JOB_ERRORS` invalid lines
+    as ``[line, message]`` pairs and ``error_count`` all of them.
     """
 
     class Status(models.TextChoices):

@@ -1,5 +1,4 @@
-"""Forms of the audit page: the passes filter and the "Events" tab filter (GET forms).
-Re-exported by :mod:`.forms`."""
+"""Forms of the audit page: the passes filter and the "Events" tab filter (GET forms)."""
 
 from __future__ import annotations
 

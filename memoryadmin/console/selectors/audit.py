@@ -1,5 +1,5 @@
 """Selectors of the audit page: passes by status group, agent and dates, audit events, and who
-rolled a pass back. Reads only (services write); re-exported by :mod:`.selectors`."""
+rolled a pass back. Reads only (services write)."""
 
 from __future__ import annotations
 

@@ -239,7 +239,8 @@ def plan_verdict(ev: Evaluation, result: Any, recall: dict[str, Any] | None) -> 
 
     The loss guard (``ev``, from :func:`evaluate`), then an engine-side rejection
     (``result.rejected`` of the plan's :class:`~consolidation.ConsolidationResult`), then the
-    recall guard (``recall["passed"]`` from :func:`memoryadmin.console.recall.recall_check`);
+    recall guard (``recall["passed"]`` from
+    :func:`memoryadmin.console.selectors.probes.recall_check`);
     the first that fails gives the reason.
     """
     if not ev.guard_passed:

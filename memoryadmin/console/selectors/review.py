@@ -382,7 +382,7 @@ def pass_loss_totals(run: Pass) -> LossTotals:
 
 def pass_loss_figures(run: Pass) -> LossTotals:
     """:func:`pass_loss_totals` of ``run`` as the services kept it with the pass's figures
-    (``run.figures["loss"]``, :func:`memoryadmin.console.services.journal.store_figures`), when
+    (``run.figures["loss"]``, :func:`memoryadmin.console.services.evaluation.store_figures`), when
     they still describe its operations (one aggregate query); else computed now."""
     data = run.figures.get("loss") if isinstance(run.figures, dict) else None
     if isinstance(data, dict) and figures_current(run):

@@ -187,7 +187,8 @@ class PassPlan:
     ``records``: the snapshot (every memory with its ``(384,) float32`` embedding); ``plan``:
     the engine's plan; ``evaluation``: summary and loss guard over every operation; ``recall``:
     the recall check (``Pass.recall`` shape); ``guard_passed`` / ``guard_reason``: every guard
-    together (:func:`memoryadmin.console.review.plan_verdict`), as the pass records it.
+    together (:func:`memoryadmin.console.selectors.evaluation.plan_verdict`), as the pass records
+    it.
     """
 
     records: list[MemoryRecord]

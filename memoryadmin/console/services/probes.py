@@ -1,9 +1,9 @@
 """Probe queries written by operators: create, update, delete (each audited).
 
 Services in the HackSoft style (``probe_<verb>``, keyword-only, ``@transaction.atomic``). The
-recall check reads these rows through :func:`memoryadmin.console.recall.agent_probes`; imported
-LoCoMo probes (``external_key`` set) can be edited too — a later re-import restores the source's
-wording for those keys, as it does for memories.
+recall check reads these rows through :func:`memoryadmin.console.selectors.probes.agent_probes`;
+imported LoCoMo probes (``external_key`` set) can be edited too — a later re-import restores the
+source's wording for those keys, as it does for memories.
 """
 
 from __future__ import annotations

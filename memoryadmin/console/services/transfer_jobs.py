@@ -4,7 +4,8 @@ far beyond a web request's timeout, so the request only saves the file and queue
 - :func:`import_job_create` — save the upload under ``var/imports/``, create the
   :class:`~memoryadmin.console.models.ImportJob`, and queue ``tasks.import_memories`` after commit.
 - :func:`import_job_run` — the task's body: validate the whole file, then write it all or nothing
-  (:func:`~memoryadmin.console.importers.memories_import_jsonl`), recording progress on the job.
+  (:func:`~memoryadmin.console.services.transfer.memories_import_jsonl`), recording progress on the
+  job.
 """
 
 from __future__ import annotations
