@@ -20,7 +20,7 @@ Server time = the Django test client's request (URL routing, middleware, view, t
 median of ``--repeat`` (5) requests after one warm-up request (the cold figure is printed too).
 ``cpu_ms`` is the same requests' process CPU time (this process and the in-process Chroma's
 threads): on a shared, loaded machine wall time grows with the load, CPU time much less.
-Target (issue 12): each ≤ 150 ms.
+Target: each ≤ 150 ms.
 
     .venv/bin/python bench/console_bench.py                 # the issue's sizes (~2–3 min)
     .venv/bin/python bench/console_bench.py --memories 5000 --passes 1000 --operations 500
@@ -106,11 +106,13 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
     from django.utils import timezone
 
     from consolidation import content_hash
-    from memoryadmin.console import services
     from memoryadmin.console.models import Operation, OperationSource, Pass, StoreSample
+    from memoryadmin.console.services.agents import agent_create
+    from memoryadmin.console.services.evaluation import pass_store_figures
+    from memoryadmin.console.services.review import pass_score_operations
 
     agents = [big] + [
-        services.agent_create(
+        agent_create(
             name=f"Agent {i:02d}", slug=f"agent-{i:02d}", collection_name=f"bench-agent-{i:02d}"
         )
         for i in range(1, n_agents)
@@ -188,8 +190,8 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
         ),
         batch_size=4000,
     )
-    services.pass_score_operations(run=run)  # risk and lost content, as a planned pass has
-    ev = services.pass_store_figures(run=run)  # as the review services keep them
+    pass_score_operations(run=run)  # risk and lost content, as a planned pass has
+    ev = pass_store_figures(run=run)  # as the review services keep them
     Pass.objects.filter(pk=run.pk).update(
         entries_after=ev.entries_after,
         merged=ev.merged,
@@ -236,13 +238,13 @@ def main() -> None:
         from django.test import Client
         from django.urls import reverse
 
-        from memoryadmin.console import services
         from memoryadmin.console.roles import ensure_roles
+        from memoryadmin.console.services.agents import agent_create
 
         t0 = time.perf_counter()
         ensure_roles()
         user = User.objects.create_superuser("bench", "bench@example.org", "bench-password")
-        big = services.agent_create(name="Big agent", slug="big", collection_name="bench-big")
+        big = agent_create(name="Big agent", slug="big", collection_name="bench-big")
         build_store(big, args.memories)
         run = build_rows(big, args.agents, args.passes, args.operations)
         built = time.perf_counter() - t0

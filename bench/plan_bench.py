@@ -4,17 +4,17 @@ Synthetic stores of random unit vectors ``(n, 384) float32`` (pairwise cosine �
 5 % planted near-duplicate pairs at a known cosine (0.95, above the 0.90 link threshold) and
 texts that agree (the duplicate adds one word), so every planted pair should merge. The
 vectors are one matrix of settled unit rows (:func:`unit_rows`), as an embedder hands them
-over, so the planner reads them in place (issue 12); it is drawn a chunk at a time, so the
+over, so the planner reads them in place; it is drawn a chunk at a time, so the
 store itself peaks at its own size (2.3 GB at 1M, records included).
 Each size runs in its own subprocess so peak RSS (``ru_maxrss``) is per size.
 
-Targets (issue 2): 100K full plan ≤ 30 s; incremental 1K new into 100K ≤ 3 s.
+Targets: 100K full plan ≤ 30 s; incremental 1K new into 100K ≤ 3 s.
 
     .venv/bin/python bench/plan_bench.py            # 10K, 50K, 100K, incremental, methods
     .venv/bin/python bench/plan_bench.py --quick    # 2K, 5K, incremental 200 into 5K
-    .venv/bin/python bench/plan_bench.py --n 1000000  # issue 12: one JSON object (below)
+    .venv/bin/python bench/plan_bench.py --n 1000000  # planning at 1M: one JSON object (below)
 
-``--n N`` (issue 12, planning at 1M): the full plan of N memories (``candidate_method="auto"``:
+``--n N`` (planning at 1M): the full plan of N memories (``candidate_method="auto"``:
 the faiss IVF search of planning/ann.py above ANN_MIN_ROWS), the incremental pass of 1K new into N,
 and the candidate search alone by both methods on ``--exact-n`` rows (default min(N, 50K)),
 where the exact method is also timed; its time at N is extrapolated as (N / exact_n)² (the
@@ -278,7 +278,7 @@ def run_method(n: int, method: str) -> dict:
 
 
 def scale_main(n: int, exact_n: int) -> None:
-    """Issue 12's figures as one JSON object (see the module docstring)."""
+    """The figures of planning at 1M as one JSON object (see the module docstring)."""
     full = spawn("full", str(n), "auto")
     incr = spawn("incr", str(n), "1000")
     exact = spawn("method", str(exact_n), "exact")
@@ -364,7 +364,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only (seconds)")
     ap.add_argument("--no-methods", action="store_true", help="skip the exact-vs-split comparison")
-    ap.add_argument("--n", type=int, help="issue 12: full + incremental plan of N, one JSON line")
+    ap.add_argument("--n", type=int, help="full + incremental plan of N, one JSON line")
     ap.add_argument("--exact-n", type=int, help="rows for the exact-vs-ANN search comparison")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -13,24 +13,25 @@ at the end):
 - ``--probes`` (20) recall probes (a stored memory's text as the question, one of its words as
   the answer), so the recall check runs as it does for an agent with probes.
 
-Timed, as the worker does it for a Run-now pass (``services.pass_request`` then
-``services.pass_run``, the ``run_pass`` task's body, with the planning clock at make_store's
+Timed, as the worker does it for a Run-now pass (``services.passes.pass_request`` then
+``pass_run``, the ``run_pass`` task's body, with the planning clock at make_store's
 ``NOW``):
 
 - ``propose``: read the store page by page from the server (embeddings read once), plan, recall
   check, risk scoring, and storing the proposal (``Pass`` + ``Operation`` + ``OperationSource``
   rows, snapshot hashes); its ``breakdown`` splits the wall time by stage (read / plan / recall
   check / scoring / rows), and ``plan_timings`` is the engine's own ``plan.context["timings"]``;
-- ``approve``: ``services.pass_approve`` (the console's Approve button; re-evaluates the guard);
-- ``apply``: ``services.pass_apply`` (the ``apply_pass`` task's body): stale check, archive rows,
-  upserts, read-back, deletes, journal, checkpoint — with its own ``breakdown``.
+- ``approve``: ``services.review.pass_approve`` (the console's Approve button; re-evaluates the
+  guard);
+- ``apply``: ``services.apply.pass_apply`` (the ``apply_pass`` task's body): stale check, archive
+  rows, upserts, read-back, deletes, journal, checkpoint — with its own ``breakdown``.
 
 The default policy allows these plans (loss ≈ 2 × dup_frac = 12 % < ``max_loss_fraction``
 0.25, so ``trim_to_guard`` trims nothing). Wall and CPU seconds (CPU: this process; the server's
 own CPU seconds are printed apart), peak RSS of this process and of the server, ratios to the
 targets and ``met`` flags.
 
-Targets (issue 12): propose of a 200,000-memory agent ≤ 180 s; apply of 10,000 operations
+Targets: propose of a 200,000-memory agent ≤ 180 s; apply of 10,000 operations
 ≤ 30 s (``apply.target_s`` is scaled to the operations applied: 30 s × ops / 10,000, so a
 smaller run's figure is comparable; ``met`` is judged on that).
 
@@ -247,19 +248,19 @@ class Stages:
 
 def instrument() -> Stages:
     import consolidation.snapshot as snapshot
-    from memoryadmin.console import recall, stores, triage
+    from memoryadmin.console import stores
     from memoryadmin.console.services import apply, passes
 
     st = Stages()
     st.wrap(snapshot, "records_from_memory", "read_store")
     st.wrap(snapshot, "make_plan", "plan")
-    st.wrap(recall, "recall_check", "recall_check")
-    st.wrap(triage, "plan_scores", "risk_scoring")
+    st.wrap(passes, "recall_check", "recall_check")
+    st.wrap(passes, "plan_scores", "risk_scoring")
     st.wrap(passes, "_store_operations", "operation_rows")
     st.wrap(passes, "_store_proposal", "store_proposal_total")
     st.wrap(apply, "_apply_precheck", "apply_precheck")
     st.wrap(apply, "_result_records", "result_records")
-    st.wrap(apply, "embed", "embed")
+    st.wrap(stores, "embed", "embed")
     st.wrap(apply, "_apply_finish", "finish_and_checkpoint")
     console_store = stores._console_store_class()  # the class get_store() builds  # noqa: SLF001
     for method in ("get", "upsert", "delete", "count"):
@@ -300,12 +301,15 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
         from django.contrib.auth.models import User
         from django.db.models import Count
 
-        from memoryadmin.console import services
         from memoryadmin.console.models import Operation, Pass
+        from memoryadmin.console.services.agents import agent_create
+        from memoryadmin.console.services.apply import pass_apply
+        from memoryadmin.console.services.passes import pass_request, pass_run
+        from memoryadmin.console.services.review import pass_approve
 
         t0 = time.perf_counter()
         user = User.objects.create_superuser("bench", "bench@example.org", "bench-password")
-        agent = services.agent_create(name="Big agent", slug="big", collection_name="bench-big")
+        agent = agent_create(name="Big agent", slug="big", collection_name="bench-big")
         pairs = fill_store(agent, args.n, args.dup_frac, args.probes)
         # A worker loads the embedder once per process (building its ONNX graph takes ~5 s
         # when the cache is cold): loaded here, outside the timed work.
@@ -317,17 +321,17 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
         stages = instrument()
 
         def propose():
-            req = services.pass_request(agent=agent, trigger="operator", user=user)
-            return services.pass_run(run=req, now=NOW)
+            req = pass_request(agent=agent, trigger="operator", user=user)
+            return pass_run(run=req, now=NOW)
 
         run_, p_wall, p_cpu = timed(propose)
         p_stages = stages.take()
         assert run_.status == Pass.Status.PROPOSED, (run_.status, run_.error, run_.reason)
         n_ops = run_.operations.count()
         kinds = dict(Operation.objects.filter(run=run_).values_list("kind").annotate(n=Count("id")))
-        _, a_wall, a_cpu = timed(lambda: services.pass_approve(run=run_, user=user))
+        _, a_wall, a_cpu = timed(lambda: pass_approve(run=run_, user=user))
         stages.take()
-        applied, ap_wall, ap_cpu = timed(lambda: services.pass_apply(run=run_))
+        applied, ap_wall, ap_cpu = timed(lambda: pass_apply(run=run_))
         ap_stages = stages.take()
         statuses = dict(
             Operation.objects.filter(run=run_).values_list("status").annotate(n=Count("id"))

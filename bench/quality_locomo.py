@@ -1,4 +1,4 @@
-"""Consolidation quality on real conversational memory: LoCoMo, both named policies (issue 4).
+"""Consolidation quality on real conversational memory: LoCoMo, both named policies.
 
 For each conversation of ``../shared/data/locomo/locomo7.json`` (or ``--file``) and each named
 policy, plans a pass with the pure engine (no Chroma: the store is the parsed conversation with
@@ -12,7 +12,7 @@ Two rows per conversation × policy:
 - ``single``: one full plan (``trim_to_guard=False``); the guard column shows its loss fraction
   against the policy's ``max_loss_fraction`` (a pass over the threshold would be rejected by the
   console; the figures show what it would do if approved anyway);
-- ``converge``: what scheduled passes do (issue 10): up to ``--passes`` plans (default 5) with
+- ``converge``: what scheduled passes do: up to ``--passes`` plans (default 5) with
   the policy as it is (by default within the loss budget: each plan proposes its most certain
   operations that fit and defers the rest), each applied in memory
   (:func:`consolidation.recall.simulate_after`) only when the loss guard and the recall guard
@@ -36,9 +36,9 @@ Two rows per conversation × policy:
 The clock (``now``) is one day after the conversation's last session, so "age" means the time
 between a memory's session and the end of the conversation.
 
-Goal (issue 4): ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline answer recall;
-``aggressive`` ≥ 80 % fewer with ≥ 95 %; context size ≤ 1.25× baseline in both. Issue 10: the
-default policy reaches its goal with ``converge`` (every pass under the guard) within 5 passes.
+Goal: ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline answer recall;
+``aggressive`` ≥ 80 % fewer with ≥ 95 %; context size ≤ 1.25× baseline in both. Scheduled passes:
+the default policy reaches its goal with ``converge`` (every pass under the guard) within 5 passes.
 
 Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
 [--policy default ...] [--passes N] [--mode single|converge|safe ...] [--set FIELD=VALUE ...]

@@ -3,7 +3,7 @@
 A fact atom is a number, a date or time, an identifier (``#260``, ``PR-480``, a commit hash, a
 UUID, an e-mail, a URL, a version, a ticker, a code with digits such as ``gpt4``), a symbol that
 is part of a name (``C++``, ``C#``, ``A+``, ``°``, ``€``) or an emoji. Two memories that differ
-in an atom state different facts (issue 9, "The rule"), whatever their cosine similarity.
+in an atom state different facts, whatever their cosine similarity.
 
 Tokens cover every script: words of scripts that use spaces (accented Latin, Cyrillic, Greek,
 Hangul, …) are split on non-letters; scripts written without spaces (Chinese, Japanese, Thai,

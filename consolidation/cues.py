@@ -3,7 +3,7 @@
 A cue is a word or phrase that changes what a statement asserts without changing what it is
 about: a *negation* flips it ("Sam smokes" / "Sam does not smoke"), a *past-state* cue says it
 held before and no longer does ("Sam used to smoke", "no longer", "formerly", "stopped").
-Two memories whose texts differ by such a cue are never the same fact (issue 9, "The rule").
+Two memories whose texts differ by such a cue are never the same fact.
 
 Rows are matched on text already folded by :func:`consolidation.atoms.fold` (NFKC + casefold,
 English ``n't`` and French ``n'`` expanded). ``match`` says how:

@@ -1,6 +1,6 @@
 """Pair judgment: may two memories be merged, does one replace the other, or must a person decide?
 
-**Unsure means keep both and ask** (issue 9). :func:`judge_pair` is the one place that decides
+**Unsure means keep both and ask**. :func:`judge_pair` is the one place that decides
 what the planner may do with two memories; every stage that would merge, fold, window or
 reconcile a pair asks it first. Verdicts:
 

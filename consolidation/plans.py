@@ -146,7 +146,7 @@ class Operation:
       version): it removes nothing (:mod:`consolidation.pyramid`). A ``conflict`` holds a
       contradiction the engine could not settle (``source_ids``: both memories; ``rule``: the
       cue; ``scores``: cosine, cue and both dates); it removes nothing, writes nothing, is
-      outside the loss fraction and is never applied automatically (issue 9, item 7).
+      outside the loss fraction and is never applied automatically.
     - ``source_ids``: the memories it reads, in display order. For reconcile, ``source_ids[0]``
       is the winner (kept) and the rest are superseded.
     - ``source_hashes``: ``content_hash`` of each source at planning time (same order).

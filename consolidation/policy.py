@@ -91,7 +91,7 @@ class Policy:
       ``prune_min_age_days`` (30): a memory older than the minimum age whose
       ``importance × 0.5 ** (age / half_life)`` falls below the threshold is pruned (seeds/002,
       "Time-based decay": exponential forgetting curve; 30 days is its medium-compression step).
-    - ``prune_max_importance`` (0.3): age alone never removes a unique memory (issue 9, item 8):
+    - ``prune_max_importance`` (0.3): age alone never removes a unique memory:
       decay by itself prunes only a memory whose *explicit* importance is below this value. 0.3
       is the bottom of the usual "low" band of 0–1 importance scales (mem0 and PraisonAI write
       0.5 as neutral; seed 002 scores below ~0.3 as low-value); with the default half-life a
@@ -104,8 +104,8 @@ class Policy:
       memories its session keeps after the pass's merges (0.0 = prune on missing importance
       alone, the old rule, which on LoCoMo deleted dialog turns at random: 72 % recall).
       Whatever the value, at least half of the words must be kept elsewhere
-      (``consolidation.planning.prune.MIN_COVERAGE``, issue 9: age alone never removes a
-      unique memory), so 0.0 now acts as 0.5.
+      (``consolidation.planning.prune.MIN_COVERAGE``: age alone never removes a unique
+      memory), so 0.0 now acts as 0.5.
       Only episodic memories decay on a missing importance; facts (``semantic``) and summaries
       without one are never pruned by age (pruning covered observations on LoCoMo cost recall
       and *raised* context: short facts were replaced in the top-k by longer texts).
@@ -114,13 +114,13 @@ class Policy:
       operations that fit (exact duplicates, reconciles, near-duplicates by confidence, folds and
       windows, then prunes) and record the rest as deferred (``plan.context["trimmed"]``: budget,
       kept and deferred removals, deferred operations by kind); the next pass proposes the next
-      slice. On by default since issue 10: with it off, a LoCoMo agent's nightly passes were all
+      slice. On by default: with it off, a LoCoMo agent's nightly passes were all
       rejected by the guard (loss 68 % > 25 %) and the store never shrank; with it on the same
       conversations converge in a few passes (bench/quality_locomo.py). The loss guard itself is
       unchanged and still rejects whatever exceeds the budget (a reviewer's edits, an LLM
       operation, a policy with this option off).
     - ``min_recall_retention`` (0.98 or ``None``): reject a pass whose after/before answer
-      recall@k ratio falls below this (issue 4); ``None`` disables the recall guard.
+      recall@k ratio falls below this; ``None`` disables the recall guard.
     - ``recall_k`` (10): k for answer recall@k.
     - ``summarize`` (False), ``summary_levels`` (2), ``summary_min_cluster`` (3),
       ``summary_max_cluster`` (12), ``summary_threshold`` (0.55), ``summary_max_chars`` (400),

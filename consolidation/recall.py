@@ -1,6 +1,6 @@
-"""Recall check: does a store still answer the agent's probe queries? (issue 4)
+"""Recall check: does a store still answer the agent's probe queries?
 
-Pure (numpy only). Definitions, exactly as issue 4 states them:
+Pure (numpy only). Definitions:
 
 - **Answer recall@k**: the fraction of probes for which at least half of the answer's *content
   words* appear in the texts of the top-k memories retrieved for the question. Content words are

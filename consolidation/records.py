@@ -205,7 +205,7 @@ class FieldMap:
         """When the memory last said what it says: ``updated_at`` if set, else ``created_at``.
 
         ``None`` when neither is known; a pair with an unknown recency cannot be ordered, so the
-        planner treats it as unsure (issue 9, "Recency").
+        planner treats it as unsure.
         """
         return self.get_updated_at(meta) or self.get_created_at(meta)
 

@@ -43,7 +43,7 @@ def normalize_text(text: str) -> str:
     """Key for exact-duplicate detection: NFKC, casefold, whitespace collapsed — nothing else.
 
     Symbols, signs, digits, emoji and punctuation inside the text are kept, so ``"User prefers
-    C++"`` and ``"User prefers C"`` (or 👍 / 👎) never share a key (issue 9, item 3). The one
+    C++"`` and ``"User prefers C"`` (or 👍 / 👎) never share a key. The one
     exception is a trailing run of full stops or exclamation marks (``.``, ``!``, ``。``): it ends
     a sentence without changing what it states, and dialog memories differ in it ("Alice likes
     jazz" / "alice likes jazz!"). A trailing ``?`` is kept: a question is not a statement.
@@ -93,8 +93,8 @@ _SYNONYMS = {
     "kid": "child",
     "automobile": "car",
 }
-"""English words that state the same attribute ("named"/"called"): not a changed value
-(issue 9, item 6). Hand-picked; a synonym missing here makes a pair *distinct*, never merged."""
+"""English words that state the same attribute ("named"/"called"): not a changed value.
+Hand-picked; a synonym missing here makes a pair *distinct*, never merged."""
 
 _SINGLE_VALUED_RE = re.compile(
     r"\b(?:liv(?:e|es|ed|ing) in|mov(?:e|es|ed|ing) to|relocat\w* to"

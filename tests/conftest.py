@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memoryadmin.console.services.agents import agent_create
+
 PASSWORD = "password"
 
 LOCOMO7 = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo" / "locomo7.json"
@@ -158,11 +160,11 @@ def memory_records(
 def agent_with_memories(db: Any, unique_name: Callable[[str], str]) -> Callable[..., Any]:
     """Factory: ``agent_with_memories(texts, metadatas=None, **agent_fields) -> Agent``.
 
-    Creates the agent and its collection through ``services.agent_create`` and writes one memory
+    Creates the agent and its collection through ``agent_create`` and writes one memory
     per text (ids ``mem-000``…), embedded by the offline embedder. ``texts`` may be an int N
     for N distinct sentences.
     """
-    from memoryadmin.console import services, stores
+    from memoryadmin.console import stores
 
     def make(
         texts: Sequence[str] | int = 5,
@@ -174,7 +176,7 @@ def agent_with_memories(db: Any, unique_name: Callable[[str], str]) -> Callable[
         slug = fields.pop("slug", None) or unique_name("agent")
         fields.setdefault("name", slug.replace("-", " ").title())
         fields.setdefault("collection_name", unique_name("mem"))
-        agent = services.agent_create(slug=slug, **fields)
+        agent = agent_create(slug=slug, **fields)
         records = memory_records(texts, metadatas)
         if records:
             stores.get_store(agent).upsert(records)

@@ -1,5 +1,6 @@
-"""Size limits (docs/ARCHITECTURE.md "Limits", issue 8): no module under ``consolidation/`` or
-``memoryadmin/`` over 600 lines, no function or method over 120 lines (migrations aside).
+"""Size limits (docs/ARCHITECTURE.md "Limits": rooms a newcomer can hold in their head): no
+module under ``consolidation/`` or ``memoryadmin/`` over 600 lines, no function or method over 120
+lines (migrations aside).
 
 A failure names every module and function past its limit with its length, so the fix is a
 split, not a hunt.

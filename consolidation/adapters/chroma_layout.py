@@ -40,7 +40,8 @@ Embed = Callable[[list[str]], Any]
 
 
 class EmptyText(ValueError):
-    """A record to write has an empty or whitespace-only text (issue 9: never written)."""
+    """A record to write has an empty or whitespace-only text (never written: an empty text would
+    turn distinct memories into duplicates)."""
 
 
 class NoVectorForText(ValueError):

@@ -87,7 +87,7 @@ rows        exact split  index        index recall 0.95   index recall 0.78
 
 The index is cheaper from 20K rows on, but it misses pairs near the threshold (and more of them
 as the store grows), where the exact product finds every pair. So the exact product is kept
-while it fits issue 2's budget (a full plan of 100K in ≤ 30 s: ≈ 25 s idle), and the index
+while it fits the planning budget (a full plan of 100K in ≤ 30 s: ≈ 25 s idle), and the index
 takes over from 100K rows, where it is 10× cheaper and still finds ≥ 99.8 % of the planted
 duplicates.
 """

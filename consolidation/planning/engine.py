@@ -12,7 +12,7 @@ brackets, seconds):
 2. ``prune`` [prune] (:mod:`.prune`) — decay score ``importance × 0.5 ** (age_days /
    prune_half_life_days)`` below ``prune_threshold`` and ``age_days ≥ prune_min_age_days``
    (seeds/002, docs/SOURCES.md). Age alone prunes only a memory whose *explicit* importance
-   is below ``prune_max_importance`` (issue 9, item 8); a decayed episodic memory otherwise is
+   is below ``prune_max_importance``; a decayed episodic memory otherwise is
    only noted here and step 9 prunes it only when its content is covered. Never
    pinned/curated, never a memory without ``created_at``, never a memory that meets a
    promotion rule (a durable fact by definition). Decided first, so pruned memories take part
@@ -76,7 +76,7 @@ superseded by, a new one. Per-record work on the whole store is then only ``prep
 sorting, each record's content hash (compared with the checkpoint; cached on the record) and
 the embeddings' norms.
 
-Measured (issue 12; ``bench/plan_bench.py``'s synthetic store, 2 cores shared with other jobs,
+Measured at 1M memories (``bench/plan_bench.py``'s synthetic store, 2 cores shared with other jobs,
 so CPU seconds of the process are the comparable figure; before = main without these changes):
 
 - full 1M (``auto``: the faiss IVF search): 247 s wall, 171 s CPU of which 114 s the

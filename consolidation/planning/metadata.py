@@ -44,7 +44,7 @@ def merge_metadata(
 
     ``metas`` and ``source_ids`` are in the same order; the first is the primary source (the
     one whose text the merge starts from). Returns a new dict with sorted keys. Raises
-    ``ValueError`` when the sources' scope values differ (issue 9, item 1).
+    ``ValueError`` when the sources' scope values differ.
     """
     fm = fieldmap or FieldMap()
     if len(metas) != len(source_ids):

@@ -21,7 +21,7 @@ __all__ = ["MIN_COVERAGE", "prune_covered", "prune_decayed"]
 MIN_COVERAGE = 0.5
 """Least fraction of a decayed memory's content words that other memories of its session must
 keep for ``decay_covered`` to remove it, whatever ``prune_coverage`` says: below half, the
-memory is mostly unique, and age alone never removes a unique memory (issue 9, item 8). A
+memory is mostly unique, and age alone never removes a unique memory. A
 policy's ``prune_coverage`` of 0.0 (the old "missing importance alone" rule) acts as 0.5."""
 
 
@@ -47,7 +47,7 @@ def prune_decayed(st: PlanState) -> None:
     ``prune_threshold``, ``age_days ≥ prune_min_age_days`` and whose *explicit* importance is
     below ``prune_max_importance``.
 
-    Age alone never removes a unique memory (issue 9, item 8): a decayed episodic memory with a
+    Age alone never removes a unique memory: a decayed episodic memory with a
     higher or no importance is only noted in ``st.decayed`` and :func:`prune_covered` prunes it
     only when its session keeps its content; a decayed fact or summary with a higher or no
     importance is kept. Never pinned/curated, never a memory without ``created_at``, never one

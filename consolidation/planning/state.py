@@ -4,7 +4,7 @@ Indices (``int``) are positions in the id-sorted snapshot; every per-memory list
 ``n``. Stages (see :mod:`consolidation.planning.engine` for their order) fill the fields below
 in turn; none of them touches a store, the network or the wall clock (I-8).
 
-Memory at 1M memories (issue 12): the planner adds the lists of ids, texts, metadata, fates
+Memory at 1M memories: the planner adds the lists of ids, texts, metadata, fates
 and flags (8 bytes a memory each, plus the fates dict), the norms (4 bytes) and the lazy
 columns of the memories a stage reads; the embeddings stay the caller's matrix when its rows
 are settled unit rows (:mod:`.vectors`), else one normalised copy (1.5 GB at 1M × 384).

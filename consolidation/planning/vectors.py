@@ -11,7 +11,7 @@ rows), else a normalised copy, as before. An incremental search (:func:`query_pa
 the store through one block buffer and never builds it.
 
 Why: at 1M memories one ``(n, 384) float32`` matrix is 1.5 GB; the records' vectors, the
-planner's normalised copy and the candidate index would not fit 4 GB together (issue 12),
+planner's normalised copy and the candidate index would not fit 4 GB together,
 and copying 1M vectors (page faults included) was most of an incremental pass's ``prepare``.
 """
 

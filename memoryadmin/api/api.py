@@ -18,8 +18,8 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
-from . import routes_agents, routes_passes
-from .actions import ActionError
+from .actions.common import ActionError
+from .routes import agents, audit, memories, passes, review, rollback
 from .tokens import token_user
 
 
@@ -91,8 +91,8 @@ def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return _error(request, 422, detail, errors)
 
 
-api.add_router("/", routes_agents.router)
-api.add_router("/", routes_passes.router)
+for routes in (agents, memories, audit, passes, review, rollback):
+    api.add_router("/", routes.router)
 
 
 def urls() -> tuple[list[Any], str, str]:

@@ -29,13 +29,15 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from memoryadmin.console import selectors
-from memoryadmin.console.models import Pass
-from memoryadmin.console.services.journal import MAX_NOTE_CHARS
+from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.selectors.memories import memory_search
+from memoryadmin.console.validation import MAX_NOTE_CHARS
 
-from . import actions
 from . import schemas as s
-from .present import agent_out, memory_out, pass_detail_out, pass_out
+from .actions import common, passes, review
+from .present.agents import agent_out
+from .present.memories import memory_out
+from .present.passes import pass_detail_out, pass_out
 from .tokens import token_user
 
 log = logging.getLogger(__name__)
@@ -79,7 +81,7 @@ def _tool(fn: F) -> F:
         close_old_connections()
         try:
             return fn(*args, **kwargs)
-        except actions.ActionError as exc:
+        except common.ActionError as exc:
             raise ToolError(exc.message) from None
         except ToolError:
             raise
@@ -138,8 +140,6 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     def list_agents() -> list[s.AgentOut]:
         """Every agent with its memory count, pending proposals, pass counts and schedule."""
         current_user()
-        from memoryadmin.console.models import Agent
-
         return [agent_out(a) for a in Agent.objects.order_by("name")]
 
     @server.tool()
@@ -153,11 +153,11 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     ) -> list[s.MemoryOut]:
         """The k memories of an agent closest in meaning to the query (cosine), best first."""
         current_user()
-        a = actions.get_agent(agent)
+        a = common.get_agent(agent)
         try:
-            found = selectors.memory_search(agent=a, text=query, k=k)
+            found = memory_search(agent=a, text=query, k=k)
         except Exception as exc:
-            raise actions.Unavailable(f"The agent's store cannot be read now: {exc}") from None
+            raise common.Unavailable(f"The agent's store cannot be read now: {exc}") from None
         return [memory_out(m) for m in found]
 
     @server.tool()
@@ -179,8 +179,8 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         agent's auto-apply policy; returns its id and status. Refused naming the agent's
         proposal waiting for review unless replace=true (it is then marked stale, superseded,
         its exclusions and edits carried over)."""
-        return actions.consolidate(
-            agent=actions.get_agent(agent),
+        return passes.consolidate(
+            agent=common.get_agent(agent),
             user=current_user(),
             dry_run=dry_run,
             policy=policy,
@@ -202,8 +202,8 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         proposal for review. Only memories of ``layer`` are planned (a memory without a layer
         counts as semantic); the others are neither compared nor touched. Refused naming the
         agent's proposal waiting for review unless replace=true."""
-        return actions.compact(
-            agent=actions.get_agent(agent), user=current_user(), layer=layer, replace=replace
+        return passes.compact(
+            agent=common.get_agent(agent), user=current_user(), layer=layer, replace=replace
         )
 
     @server.tool()
@@ -219,7 +219,7 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
             .order_by("-created_at", "-id")
         )
         if agent is not None:
-            qs = qs.filter(agent=actions.get_agent(agent))
+            qs = qs.filter(agent=common.get_agent(agent))
         return [pass_out(p) for p in qs[:PROPOSALS_LISTED]]
 
     @server.tool()
@@ -231,9 +231,9 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         """One pass: summary, loss guard, recall and its operations (20 a page)."""
         current_user()
         try:
-            return pass_detail_out(actions.get_pass(pass_id), page=page)
+            return pass_detail_out(common.get_pass(pass_id), page=page)
         except EmptyPage:
-            raise actions.NotFound(f"Pass #{pass_id} has no page {page} of operations.") from None
+            raise common.NotFound(f"Pass #{pass_id} has no page {page} of operations.") from None
 
 
 def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None:
@@ -248,8 +248,8 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
     ) -> s.PassOut:
         """Leave an operation of a proposal out of it, or include it again (reviewers and
         admins); the summary and the loss guard follow. Audited as the calling user."""
-        return actions.set_excluded(
-            run=actions.get_pass(pass_id), index=index, excluded=excluded, user=current_user()
+        return review.set_excluded(
+            run=common.get_pass(pass_id), index=index, excluded=excluded, user=current_user()
         )
 
     @server.tool()
@@ -265,8 +265,8 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
         """Decide a conflict of a proposal (reviewers and admins). Keeping ``a`` or ``b`` removes
         the other on apply (archived, undone by a rollback); ``both`` removes nothing. Refused
         when the pass is no longer a proposal or the memories changed since it was planned."""
-        return actions.resolve_conflict(
-            run=actions.get_pass(pass_id), index=index, keep=keep, user=current_user()
+        return review.resolve_conflict(
+            run=common.get_pass(pass_id), index=index, keep=keep, user=current_user()
         )
 
     @server.tool()
@@ -282,8 +282,8 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
         """Approve a proposal (reviewers and admins); the loss guard is checked again first.
         With revision: refused, nothing applied, when the operations changed since it was
         read."""
-        return actions.approve(
-            run=actions.get_pass(pass_id), user=current_user(), note=note, revision=revision
+        return review.approve(
+            run=common.get_pass(pass_id), user=current_user(), note=note, revision=revision
         )
 
     @server.tool()
@@ -295,4 +295,4 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
         ],
     ) -> s.PassOut:
         """Reject a proposal with a note (reviewers and admins); the store is left untouched."""
-        return actions.reject(run=actions.get_pass(pass_id), user=current_user(), note=note)
+        return review.reject(run=common.get_pass(pass_id), user=current_user(), note=note)

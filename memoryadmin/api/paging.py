@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.paginator import EmptyPage, Page, Paginator
 
-from .actions import NotFound
+from .actions.common import NotFound
 
 
 def paginate(items: Any, page: int, per_page: int) -> tuple[Page, int, int]:

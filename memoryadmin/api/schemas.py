@@ -13,7 +13,7 @@ from ninja import Field, Schema
 from pydantic import field_validator
 
 from memoryadmin.console.models import Operation, Pass
-from memoryadmin.console.services.journal import MAX_NOTE_CHARS
+from memoryadmin.console.validation import MAX_NOTE_CHARS
 
 PassStatus = Literal[tuple(Pass.Status.values)]  # type: ignore[valid-type]
 """Every value of ``Pass.Status`` (the pass lifecycle, docs/ARCHITECTURE.md)."""

@@ -1,4 +1,4 @@
-"""Service-layer exceptions (re-exported by ``services``); their message is shown as is."""
+"""Service-layer exceptions, raised by the services and the stores; their message is shown as is."""
 
 from __future__ import annotations
 

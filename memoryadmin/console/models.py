@@ -95,7 +95,8 @@ class Pass(models.Model):
         APPLYING = "applying"
         APPLIED = "applied"
         PARTIALLY_APPLIED = "partially_applied"
-        # "Reject" leads to "rejected" (issue 10; was "dismissed", migration 0005).
+        # "Reject" leads to "rejected" (one word for the button, the status and the audit verb; was
+        # "dismissed", migration 0007).
         REJECTED = "rejected"
         STALE = "stale"
         ROLLING_BACK = "rolling_back"
@@ -262,7 +263,7 @@ class Operation(models.Model):
             models.Index(fields=["run", "kind"]),
             models.Index(fields=["run", "-risk"], name="op_run_risk"),
             # Covers the proposal page's aggregates (counts by kind and state, rules, the rest
-            # below the risk line), so they read this index and not the wide rows (issue 12).
+            # below the risk line), so they read this index and not the wide rows.
             models.Index(
                 fields=[
                     "run",
@@ -468,8 +469,8 @@ class ImportJob(models.Model):
 
     The file is saved under ``var/imports/`` until the job ends. ``done`` of ``total`` valid
     memories have been handled; ``report`` is ``ImportReport.to_dict()`` once done; ``errors``
-    holds the first :data:`memoryadmin.console.importers.MAX_JOB_ERRORS` invalid lines as
-    ``[line, message]`` pairs and ``error_count`` all of them.
+    holds the first :data:`memoryadmin.console.services.transfer_jobs.MAX_JOB_ERRORS` invalid lines
+    as ``[line, message]`` pairs and ``error_count`` all of them.
     """
 
     class Status(models.TextChoices):

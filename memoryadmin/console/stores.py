@@ -23,13 +23,13 @@ import numpy as np
 from django.conf import settings
 
 from .errors import StoreUnavailable
+from .models import Agent
 
 if TYPE_CHECKING:
+    from consolidation import MemoryRecord
     from consolidation.adapters.chroma_layout import Layout
     from consolidation.adapters.chroma_store import ChromaMemoryStore
     from consolidation.shapes import CollectionSample
-
-    from .models import Agent
 
 __all__ = [
     "collection_exists",
@@ -38,7 +38,10 @@ __all__ = [
     "get_client",
     "get_store",
     "reset_client_cache",
+    "embed",
     "embeddings_within_ulp",
+    "get_live",
+    "looks_unavailable",
     "store_census",
     "store_layout",
     "validate_collection_name",
@@ -355,3 +358,32 @@ def embeddings_within_ulp(a: Any, b: Any, *, ulps: int = 1) -> bool:
     if a.shape != b.shape:
         return False
     return bool(np.all(np.abs(a - b) <= ulps * np.spacing(np.maximum(np.abs(a), np.abs(b)))))
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """``(n, 384)`` float32 embeddings of ``texts`` by our offline embedder (all-MiniLM-L6-v2);
+    ``(0, 384)`` for no texts."""
+    from consolidation.adapters.embedder import get_default_embedder
+
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
+
+
+def get_live(store: Any, ids: list[str], *, include_embeddings: bool) -> dict[str, MemoryRecord]:
+    """The records of ``ids`` that ``store`` holds now, by id, read 1,000 ids a call (well
+    under Chroma's page limit). Raises whatever the store raises."""
+    out: dict[str, MemoryRecord] = {}
+    for start in range(0, len(ids), 1000):
+        for rec in store.get(ids[start : start + 1000], include_embeddings=include_embeddings):
+            out[rec.id] = rec
+    return out
+
+
+def looks_unavailable(exc: BaseException) -> bool:
+    """True for errors that mean "Chroma is not answering" (connection refused, timeouts)."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(
+        k in text
+        for k in ("connect", "timeout", "timed out", "unavailable", "unreachable", "refused")
+    )

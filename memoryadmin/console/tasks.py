@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import logging
 
-from . import services
+from . import stores
+from .errors import PassAlreadyActive
 from .models import Agent, ImportJob, Pass
+from .services.leases import lease_holder
+from .services.passes import pass_fail, pass_request_scheduled, pass_run
+from .services.recovery import passes_recover, resume_leased
+from .services.transfer_jobs import import_job_run
 
 __all__ = [
     "apply_pass",
@@ -30,10 +35,10 @@ def run_pass(pass_id: int) -> str:
     except Pass.DoesNotExist:
         return f"pass #{pass_id} does not exist"
     try:
-        run = services.pass_run(run=run)
+        run = pass_run(run=run)
     except Exception as exc:  # pass_run records its own failures; this is the last resort
         log.exception("run_pass(%s) crashed", pass_id)
-        run = services.pass_fail(run=run, error=f"{type(exc).__name__}: {exc}")
+        run = pass_fail(run=run, error=f"{type(exc).__name__}: {exc}")
     return f"pass #{pass_id}: {run.status}"
 
 
@@ -45,13 +50,13 @@ def _resume(pass_id: int, what: str) -> str:
         return f"pass #{pass_id} does not exist"
     try:
         # Under the pass's lease: a recoverer resuming the same pass makes this a no-op.
-        run, mine = services.resume_leased(run)
+        run, mine = resume_leased(run)
     except Exception as exc:
         log.exception("%s(%s) crashed", what, pass_id)
         Pass.objects.filter(pk=pass_id).update(error=f"{type(exc).__name__}: {exc}")
         return f"pass #{pass_id}: {what} interrupted ({exc})"
     if not mine:
-        return f"pass #{pass_id}: being worked on by {services.lease_holder(run)}"
+        return f"pass #{pass_id}: being worked on by {lease_holder(run)}"
     return f"pass #{pass_id}: {run.status}"
 
 
@@ -78,8 +83,8 @@ def scheduled_pass(agent_id: int) -> str:
     if not agent.schedule_enabled:
         return f"agent {agent.slug}: schedule paused"
     try:
-        run = services.pass_request_scheduled(agent=agent)
-    except services.PassAlreadyActive as exc:
+        run = pass_request_scheduled(agent=agent)
+    except PassAlreadyActive as exc:
         return f"agent {agent.slug}: refused ({exc})"
     except Exception as exc:
         log.exception("scheduled_pass(%s) crashed", agent_id)
@@ -91,8 +96,6 @@ def scheduled_pass(agent_id: int) -> str:
 
 def import_memories(job_id: int) -> str:
     """Import the JSONL upload of job ``job_id`` (a no-op unless it is queued)."""
-    from .import_jobs import import_job_run
-
     job = ImportJob.objects.select_related("agent", "user").filter(pk=job_id).first()
     if job is None:
         return f"import #{job_id} does not exist"
@@ -102,14 +105,11 @@ def import_memories(job_id: int) -> str:
 
 def recover_passes() -> str:
     """The worker's every-minute recovery (django-q2 ``Schedule`` ``RECOVERY_SCHEDULE``, created
-    by ``run_worker``): :func:`services.passes_recover`, once the store answers.
+    by ``run_worker``): :func:`passes_recover`, once the store answers.
 
     While Chroma does not answer nothing is tried: each waiting pass is logged at WARNING, and
     the next minute tries again. Never raises.
     """
-    from . import stores
-    from .models import Pass
-
     waiting = list(
         Pass.objects.filter(
             status__in=(Pass.Status.APPROVED, Pass.Status.APPLYING, Pass.Status.ROLLING_BACK)
@@ -124,7 +124,7 @@ def recover_passes() -> str:
         return f"store unavailable, {len(waiting)} pass(es) waiting: {exc}"
     lines: list[str] = []
     try:
-        runs = services.passes_recover(stdout=lines.append)
+        runs = passes_recover(stdout=lines.append)
     except Exception as exc:
         log.exception("recover_passes crashed")
         return f"recovery crashed: {type(exc).__name__}: {exc}"

@@ -1,4 +1,4 @@
-// Keyboard review of a proposal (issue 14): j/k move, x excludes, i includes, e edits the merged
+// Keyboard review of a proposal: j/k move, x excludes, i includes, e edits the merged
 // text, Space ticks for a bulk action, ? shows the keys. Everything also works with the mouse
 // and without this file (every action is a form with a working action/href).
 (function () {

@@ -232,7 +232,7 @@ def test_the_consolidator_merges_rewrites_in_mems0_own_layout():
 
 
 def test_the_consolidator_never_deletes_mem0_memories_read_without_their_field_map():
-    """Issue 9's case: read as if the text were the (absent) document, 8 unrelated mem0 facts
+    """A reported case: read as if the text were the (absent) document, 8 unrelated mem0 facts
     all looked like the same empty text; a merge into '' deleted them all."""
     from consolidation import Consolidator
 

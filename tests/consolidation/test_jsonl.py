@@ -1,4 +1,4 @@
-"""JSONL validation and writing (issue 4): every malformed line is reported with its number."""
+"""JSONL validation and writing: every malformed line is reported with its number."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ VEC = [0.5] * 384
         (line(id="b", documnet="x"), "unknown field(s) 'documnet'"),
         (line(id="a", document="again"), "duplicate id 'a' (first on line 1)"),
         (b'{"id": "b", "document": "caf\xe9"}', "not UTF-8 (byte 0xe9 at column 29)"),
-        # issue 11: each of these used to pass validation and fail half-way through the write
+        # each of these used to pass validation and fail half-way through the write
         (
             b'{"id": "b", "document": "x\\ud800y"}',
             "'document' holds a lone surrogate \\ud800 at character 2",

@@ -6,9 +6,9 @@ hypothesis (aggressive ones included).
 
 - Without timestamps no pair can be ordered, so no verdict may remove either memory: never
   ``"same"`` (a merge) and never ``"supersedes"`` (a reconcile).
-- With timestamps, ``"supersedes"`` is allowed only where issue 9 allows it: a changed number,
-  sign or negation/past-state cue between two *state* statements (``statement_kind``); never for
-  an identifier, a date, a symbol, an emoji or a scope. The state-number rule is asserted
+- With timestamps, ``"supersedes"`` is allowed only where dates settle the change: a changed
+  number, sign or negation/past-state cue between two *state* statements (``statement_kind``);
+  never for an identifier, a date, a symbol, an emoji or a scope. The state-number rule is asserted
   rather than avoided: the templates mix states ("The team has {x} engineers") and events
   ("{n} paid {x} for it").
 """

@@ -1,4 +1,4 @@
-"""LoCoMo parsing (issue 4): the real file's counts, ids, metadata and session dates."""
+"""LoCoMo parsing: the real file's counts, ids, metadata and session dates."""
 
 from __future__ import annotations
 

@@ -241,7 +241,8 @@ def test_it_reconciles_unambiguous_contradictions_newer_wins(old, new, rule):
             {"created_at": day(1)},
             False,
         ),
-        # issue 9: an unsure contradiction is a conflict item for a reviewer (was: left alone)
+        # unsure means keep both and ask: an unsure contradiction is a conflict item for a reviewer
+        # (was: left alone)
         ("Alice likes jazz", "Alice no longer likes jazz", {}, {}, True),  # no dates
         (
             "Alice likes jazz",
@@ -277,7 +278,7 @@ def test_it_never_supersedes_a_protected_memory():
     ]
     p = plan(records, Policy(), now=NOW)
     assert p.context["contradictions"]["blocked_protected"] == 1
-    (op,) = p.operations  # issue 9: a reviewer decides (was: silently left alone)
+    (op,) = p.operations  # unsure means ask: a reviewer decides (was: silently left alone)
     assert op.kind == OpKind.CONFLICT and op.removes == []
 
 
@@ -340,8 +341,8 @@ def test_it_promotes_a_merge_reinforced_across_sessions():
 @pytest.mark.parametrize(
     ("age_days", "importance", "pruned"),
     [
-        # issue 9, item 8: age alone prunes only an explicit importance below
-        # prune_max_importance (0.3); 0.5 (neutral) was pruned after ~100 days before
+        # age alone never removes a unique memory: age alone prunes only an explicit importance
+        # below prune_max_importance (0.3); 0.5 (neutral) was pruned after ~100 days before
         (200, 0.5, False),
         (400, 0.79, False),
         (200, 0.2, True),  # 0.2 × 0.5^(200/30) ≈ 0.0020

@@ -1,4 +1,4 @@
-"""plan() with the pair judgment (issue 9): scope, empty texts, atoms, conflicts, decay."""
+"""plan() with the pair judgment: scope, empty texts, atoms, conflicts, decay."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def removed(p: Plan) -> set[str]:
 
 @pytest.mark.parametrize("policy", [DEFAULT, AGGRESSIVE], ids=["default", "aggressive"])
 def test_it_never_merges_across_users(policy):
-    """Issue 9 case: alice's and bob's identical memory stay two memories."""
+    """A reported case: alice's and bob's identical memory stay two memories."""
     records = [
         rec("a1", "Prefers dark mode in the editor", basis(0), user_id="alice"),
         rec("b1", "Prefers dark mode in the editor", basis(0), user_id="bob"),
@@ -78,7 +78,7 @@ def test_it_never_windows_or_folds_across_scopes():
 
 
 def test_empty_texts_are_never_duplicates():
-    """Issue 9 case: 8 memories whose document is empty were one exact_duplicate merge."""
+    """A reported case: 8 memories whose document is empty were one exact_duplicate merge."""
     records = [rec(f"m{k}", "" if k % 2 else "   ", basis(0)) for k in range(8)]
     p = plan(records, AGGRESSIVE, now=NOW)
     assert not p.operations
@@ -110,7 +110,7 @@ def test_issue_cases_keep_both_memories(a, b, policy):
 
 @pytest.mark.parametrize("dated", [False, True])
 def test_a_negated_instruction_is_never_merged(dated):
-    """Issue 9 case (cos 0.91): without dates a conflict; with dates the newer one wins."""
+    """A reported case (cos 0.91): without dates a conflict; with dates the newer one wins."""
     meta_a, meta_b = ({"created_at": day(30)}, {"created_at": day(3)}) if dated else ({}, {})
     records = [
         rec("a", "不要在代码里使用分号", basis(0), **meta_a),
@@ -136,7 +136,7 @@ def test_a_past_state_is_superseded_by_the_current_statement():
 
 
 def test_updated_at_decides_which_memory_is_current():
-    """Issue 9 case: the first memory was rewritten after the second was created."""
+    """A reported case: the first memory was rewritten after the second was created."""
     records = [
         rec(
             "first",
@@ -200,7 +200,7 @@ def test_a_pinned_memory_that_would_be_superseded_is_a_conflict():
 @pytest.mark.parametrize(
     ("meta", "pruned"),
     [
-        ({"importance": 0.5}, False),  # issue 9 case: neutral importance, 700 days old
+        ({"importance": 0.5}, False),  # a reported case: neutral importance, 700 days old
         ({"importance": 0.3}, False),
         ({"importance": 0.29}, True),  # explicitly low: age may remove it
         ({}, False),  # no importance: a fact is never pruned by age
@@ -254,7 +254,7 @@ def test_prune_max_importance_is_validated():
     st.sampled_from(["default", "aggressive"]),
 )
 def test_a_single_difference_never_removes_either_memory(pair, cos, name):
-    """Issue 9 property, through the whole planner: no operation removes either memory (no
+    """Unsure means keep both, through the whole planner: no operation removes either memory (no
     timestamps, so nothing can be ordered; both are decayed candidates only by age, and have
     none)."""
     kind, a, b, am, bm = pair

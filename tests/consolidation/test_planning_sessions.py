@@ -246,7 +246,7 @@ def test_it_merges_facts_of_one_session_and_speaker_when_asked():
         ("I adopted a puppy named Max.", 1.0, True),  # every content word kept elsewhere
         ("I adopted a kitten.", 1.0, False),  # "kitten" would be lost
         ("I adopted a kitten.", 0.5, True),
-        # issue 9: 0.0 was "missing importance alone"; age alone never removes a unique memory,
+        # 0.0 was "missing importance alone"; age alone never removes a unique memory,
         # so at least half of the words must be kept elsewhere ("adopt" is, "kitten" is not)
         ("I adopted a kitten.", 0.0, True),
         ("I adopted a tiny grey kitten.", 0.0, False),

@@ -31,9 +31,12 @@ def test_it_normalises_equal_texts_to_one_key(a, b):
 @pytest.mark.parametrize(
     ("a", "b"),
     [
-        ("User prefers C++", "User prefers C"),  # issue 9, item 3
+        ("User prefers C++", "User prefers C"),  # a symbol that changes the fact
         ("User prefers C#", "User prefers C"),
-        ("Alice 👍 the new logo design", "Alice 👎 the new logo design"),  # issue 9, item 3
+        (
+            "Alice 👍 the new logo design",
+            "Alice 👎 the new logo design",
+        ),  # a symbol that changes the fact
         ("Balance is -5", "Balance is 5"),
         ("Bob's dog, Rex", "bobs dog rex"),  # punctuation inside the text is kept
         ("Alice likes jazz?", "Alice likes jazz"),  # a question is not a statement

@@ -1,4 +1,4 @@
-"""The planner's embedding rows (issue 12): no normalised copy where none is needed, the same
+"""The planner's embedding rows: no normalised copy where none is needed, the same
 pairs, similarities and plans as the normalised matrix, and the caller's vectors untouched."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ merged, overwrote or deleted the wrong memory, and the outcome an operator would
 
 - ``"keep"``: nothing removed and nothing asked (different facts, scopes, readings or events);
 - ``"conflict"``: a ``conflict`` item, nothing removed (a contradiction the engine cannot
-  settle: **unsure means keep both and ask**, issue 9);
+  settle: **unsure means keep both and ask**);
 - ``"merge"``: the listed memories become one merge (and, with ``must_keep``, the merged text
   keeps those words, so no source's fact is dropped);
 - ``"reconcile:<id>"``: one reconcile keeps ``<id>`` and supersedes the other memory.
@@ -65,7 +65,7 @@ CASES = [
         ],
         "reconcile:new",
     ),
-    # https://github.com/mem0ai/mem0/pull/4580 (issue #4536) — "I hate Chinese food" after
+    # https://github.com/mem0ai/mem0/pull/4580 (mem0ai/mem0#4536) — "I hate Chinese food" after
     # "I love Chinese food" deleted the old memory and discarded the new one.
     case(
         "mem0",
@@ -374,7 +374,7 @@ CASES = [
     # --- Cognee --------------------------------------------------------------------------------
     # https://github.com/topoteretes/cognee/issues/1831 — a later ingestion brings a different
     # value (weight 2040 → 2100 g) and a new property (capacity): first write wins there. A
-    # changed number of one state statement: the newer value is kept (issue 9, item 6). Before
+    # changed number of one state statement: the newer value is kept. Before
     # the fix "2040 g" was read as the year 2040 and the pair as two dated events.
     case(
         "cognee",

@@ -1,4 +1,4 @@
-"""Recall check (issue 4): content words, hits, top-k, report, simulated store, guard."""
+"""Recall check: content words, hits, top-k, report, simulated store, guard."""
 
 from __future__ import annotations
 

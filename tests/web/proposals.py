@@ -94,7 +94,8 @@ def make_proposal(
         _source(op, 0, ids[0], f"Jon lives in Paris now ({i})", False)
         _source(op, 1, ids[1], f"Jon lives in Rome ({i})", True)
         index += 1
-    from memoryadmin.console.services import pass_score_operations, pass_store_figures
+    from memoryadmin.console.services.evaluation import pass_store_figures
+    from memoryadmin.console.services.review import pass_score_operations
 
     pass_score_operations(run=run)
     ev = pass_store_figures(run=run)

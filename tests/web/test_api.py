@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memoryadmin.console.models import AuditEvent, Pass
-from memoryadmin.console.services import MAX_NOTE_CHARS
+from memoryadmin.console.validation import MAX_NOTE_CHARS
 
 from .api_helpers import api_factory
 from .proposals import make_proposal

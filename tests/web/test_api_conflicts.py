@@ -1,5 +1,5 @@
 """``POST /api/v1/passes/{id}/operations/{index}/resolve``: a reviewer decides a conflict item
-through the API exactly as on the proposal page (issue 9, item 7)."""
+through the API exactly as on the proposal page."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from memoryadmin.console import services
 from memoryadmin.console.models import AuditEvent, Operation, Pass
+from memoryadmin.console.services.passes import pass_request, pass_run
+from memoryadmin.console.services.review import pass_reject
 from tests.conftest import DISTINCT_FACTS
 
 from .api_helpers import api_factory
@@ -28,7 +29,7 @@ def api_as(alice: Any, bob: Any, carol: Any) -> Any:
 @pytest.fixture
 def conflict(agent_with_memories: Any) -> Operation:
     agent = agent_with_memories(CONTRADICTION + DISTINCT_FACTS[:6], SAME_TIME + [{}] * 6)
-    run = services.pass_run(run=services.pass_request(agent=agent, trigger="operator"))
+    run = pass_run(run=pass_request(agent=agent, trigger="operator"))
     assert run.status == Pass.Status.PROPOSED
     return run.operations.get(kind=Operation.Kind.CONFLICT)
 
@@ -67,7 +68,7 @@ def test_a_bad_choice_is_422_naming_keep(api_as, conflict, body, status, field) 
 
 def test_a_settled_pass_is_409_and_a_non_conflict_422(api_as, conflict, bob) -> None:
     api = api_as("reviewer")
-    services.pass_reject(run=conflict.run, user=bob, note="later")
+    pass_reject(run=conflict.run, user=bob, note="later")
     r = api.post(_path(conflict), {"keep": "a"})
     assert r.status_code == 409 and "only a proposed pass" in r.json()["detail"]
     run = make_proposal(conflict.run.agent, merges=1)

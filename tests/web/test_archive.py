@@ -9,8 +9,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console import rollback, services, stores
+from memoryadmin.console import stores
 from memoryadmin.console.models import ArchivedMemory, Pass
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.services.memories import memory_delete, memory_edit
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.rollback import pass_rollback_request
 from tests.conftest import DISTINCT_FACTS as F
 from tests.web.conftest import XSS_MIXED as XSS
 from tests.web.conftest import login
@@ -24,7 +28,7 @@ pytestmark = pytest.mark.django_db
 def agent(agent_with_memories: Any, alice: Any) -> Any:
     agent = agent_with_memories(F[:3] + [XSS])
     for mid in ("mem-000", "mem-001", "mem-003"):
-        services.memory_delete(agent=agent, memory_id=mid, user=alice)
+        memory_delete(agent=agent, memory_id=mid, user=alice)
     return agent
 
 
@@ -92,18 +96,16 @@ def test_a_reviewer_restores_one_memory_whole(client, bob, agent):
 
 
 def test_restore_refuses_when_a_different_live_memory_has_the_id(client, bob, alice, agent):
-    services.memory_edit(
-        agent=agent, memory_id="mem-002", document="Something else entirely.", user=alice
-    )
+    memory_edit(agent=agent, memory_id="mem-002", document="Something else entirely.", user=alice)
     archived = ArchivedMemory.objects.get(agent=agent, memory_id="mem-002")
-    census = services.agent_census(agent=agent)
+    census = agent_census(agent=agent)
     r = login(client, bob).post(
         reverse("archive_restore", args=[agent.slug, archived.pk]), follow=True
     )
     assert (
         "exists and differs" in r.content.decode() and "nothing was restored" in r.content.decode()
     )
-    assert services.agent_census(agent=agent) == census
+    assert agent_census(agent=agent) == census
 
 
 def test_restore_is_forbidden_for_a_viewer_and_needs_post(client, carol, bob, agent):
@@ -138,9 +140,7 @@ def test_the_rollback_page_names_records_changed_after_the_pass(
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     merged = run.operations.get(kind="merge").result_id
-    services.memory_edit(
-        agent=agent, memory_id=merged, document="Edited after the pass.", user=alice
-    )
+    memory_edit(agent=agent, memory_id=merged, document="Edited after the pass.", user=alice)
     c = login(client, bob)
     confirm = c.get(reverse("pass_rollback", args=[run.pk])).content.decode()
     assert 'id="rollback-blockers"' in confirm and merged in confirm
@@ -168,14 +168,14 @@ def test_the_proposal_page_warns_about_each_affected_operation(
 ):
     agent = agent_with_memories(F[:16] + [F[0], F[1]])
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator")
+        run = pass_request(agent=agent, trigger="operator")
     c = login(client, bob)
     check = reverse("pass_stale", args=[run.pk])
     page = c.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert f'hx-get="{check}"' in page and 'hx-trigger="load"' in page  # checked once shown
     fragment = c.get(check, HTTP_HX_REQUEST="true").content.decode()
     assert 'id="stale-warning"' not in fragment and 'id="stale-none"' in fragment
-    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    memory_delete(agent=agent, memory_id="mem-017", user=alice)
     op = run.operations.get(sources__memory_id="mem-017")
     fragment = c.get(check, HTTP_HX_REQUEST="true").content.decode()
     assert 'id="stale-warning"' in fragment and "1 operation(s) are affected" in fragment
@@ -200,8 +200,8 @@ def test_rollback_leaves_nothing_for_a_second_rollback(
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
-        rollback.pass_rollback_request(run=run, user=bob)
-    assert rollback.pass_rollback_request(run=run, user=bob).status == "rolled_back"
+        pass_rollback_request(run=run, user=bob)
+    assert pass_rollback_request(run=run, user=bob).status == "rolled_back"
 
 
 def test_a_restored_row_shows_when_instead_of_a_restore_button(client, bob, agent):

@@ -1,4 +1,4 @@
-"""End to end (issue 9): a mem0 collection attached with ``attach_collection``, one default pass
+"""End to end: a mem0 collection attached with ``attach_collection``, one default pass
 proposed and applied through the console services.
 
 The collection is written through mem0's own ``ChromaDB`` class (tests/agent_stores.py): two
@@ -17,8 +17,11 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import rollback, services, stores
+from memoryadmin.console import stores
 from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.review import pass_approve
+from memoryadmin.console.services.rollback import pass_rollback_request
 from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, write_mem0
 from tests.conftest import DISTINCT_FACTS
 
@@ -77,11 +80,11 @@ def attach_and_run(
     )
     agent = Agent.objects.get(slug=f"agent-{name}")
     with capture(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator", user=alice)
+        run = pass_request(agent=agent, trigger="operator", user=alice)
     run.refresh_from_db()
     assert run.status == Pass.Status.PROPOSED, (run.status, run.error, run.reason)
     with capture(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
     return agent, run
 
@@ -138,7 +141,7 @@ def test_undoing_the_pass_restores_mem0s_records_byte_identical(
     _, run = attach_and_run(name, [], alice, bob, django_capture_on_commit_callbacks)
     assert run.status == Pass.Status.APPLIED and raw(name) != before
     with django_capture_on_commit_callbacks(execute=True):
-        rollback.pass_rollback_request(run=run, user=bob, note="undo")
+        pass_rollback_request(run=run, user=bob, note="undo")
     run.refresh_from_db()
     assert run.status == Pass.Status.ROLLED_BACK, (run.status, run.error)
     assert raw(name) == before  # ids, no documents, metadata and the original 1536-d vectors
@@ -201,7 +204,7 @@ def test_a_new_text_needs_the_collections_own_embedder(
     agent = Agent.objects.get(slug=f"agent-{name}")
     llm_env.push_facts([{"text": FACT, "evidence": ids[:2], "confidence": 0.9}])
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator", user=alice)
+        run = pass_request(agent=agent, trigger="operator", user=alice)
     run.refresh_from_db()
     distills = list(run.operations.filter(kind="distill"))
     if not with_embedder:
@@ -213,7 +216,7 @@ def test_a_new_text_needs_the_collections_own_embedder(
         return
     assert [op.result_document for op in distills] == [FACT]
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     col = stores.get_client().get_collection(name)
     got = col.get(ids=[distills[0].result_id], include=["documents", "metadatas", "embeddings"])
     assert got["documents"] == [None] and got["metadatas"][0]["data"] == FACT

@@ -19,8 +19,12 @@ from django.test import Client
 from django.urls import reverse
 
 from consolidation import MAX_DOCUMENT_CHARS, Policy
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.errors import StoreUnavailable
 from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.services.agents import agent_create, agent_update
+from memoryadmin.console.services.passes import pass_request
 from tests.conftest import DISTINCT_FACTS as F
 from tests.web.conftest import XSS_MIXED as XSS
 
@@ -113,7 +117,7 @@ SERVICE_POLICIES = [
 def test_the_create_service_refuses_a_bad_policy(unique_name, policy: dict) -> None:
     slug, coll = unique_name("svc"), unique_name("coll")
     with pytest.raises(ValueError, match=next(iter(policy))):
-        services.agent_create(name="Svc", slug=slug, collection_name=coll, policy=policy)
+        agent_create(name="Svc", slug=slug, collection_name=coll, policy=policy)
     assert not Agent.objects.filter(slug=slug).exists() and not stores.collection_exists(coll)
 
 
@@ -131,14 +135,11 @@ def test_consolidate_refuses_an_agent_whose_stored_policy_is_bad(
 ) -> None:
     agent = agent_with_memories(F[:3] + [F[0]])
     Agent.objects.filter(pk=agent.pk).update(policy=policy)  # corrupted behind the form's back
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     with pytest.raises(CommandError, match="invalid policy") as info:
         call_command("consolidate", agent.slug, "--apply")
     assert info.value.returncode == 2
-    assert (
-        services.agent_census(agent=agent) == before
-        and not Pass.objects.filter(agent=agent).exists()
-    )
+    assert agent_census(agent=agent) == before and not Pass.objects.filter(agent=agent).exists()
 
 
 def test_consolidate_refuses_an_unknown_named_policy(agent_with_memories) -> None:
@@ -152,7 +153,7 @@ def test_consolidate_refuses_an_unknown_named_policy(agent_with_memories) -> Non
 def test_agent_update_refuses_a_bad_cron(agent_with_memories, alice, cron: str) -> None:
     agent = agent_with_memories(1)
     with pytest.raises(ValueError, match="cron"):
-        services.agent_update(agent=agent, user=alice, schedule_cron=cron)
+        agent_update(agent=agent, user=alice, schedule_cron=cron)
     assert Agent.objects.get(pk=agent.pk).schedule_cron == "0 3 * * *"
 
 
@@ -200,14 +201,14 @@ def test_the_memory_edit_form_refuses(
     client: Client, alice, agent_with_memories, document: str, message: str
 ) -> None:
     agent = agent_with_memories(3)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     client.force_login(alice)
     r = client.post(
         reverse("memory_edit", args=[agent.slug]), {"memory_id": "mem-000", "document": document}
     )
     assert r.status_code == 200
     assert message in " ".join(r.context["edit_form"].errors["document"])
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 @pytest.mark.parametrize(
@@ -223,14 +224,14 @@ def test_jsonl_import_refuses_the_whole_file(
     agent_with_memories, tmp_path: Path, content: bytes, message: str
 ) -> None:
     agent = agent_with_memories(3)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     path = tmp_path / "bad.jsonl"
     path.write_bytes(content)
     with pytest.raises(CommandError) as info:
         call_command("import_memories", agent.slug, str(path))
     assert info.value.returncode == 2 and str(info.value).strip()
     assert message.lower() in str(info.value).lower() or message.lower() in repr(info.value).lower()
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 # ----- HTML/JS in memory text; SQL-ish search -------------------------------------------------
@@ -291,7 +292,7 @@ def test_run_now_with_chroma_down_fails_the_pass_with_the_reason(
     client: Client, alice, agent_with_memories, chroma_down, django_capture_on_commit_callbacks
 ) -> None:
     agent = agent_with_memories(F[:4] + [F[0]])
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     down, up = chroma_down
     down()
     client.force_login(alice)
@@ -305,7 +306,7 @@ def test_run_now_with_chroma_down_fails_the_pass_with_the_reason(
     page = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "Cannot reach the Chroma server" in page
     up()
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 def test_pages_say_the_store_is_down(
@@ -338,7 +339,7 @@ def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(
 ) -> None:
     metas = [{"session": "s1"}, {"session": "s1"}, {"session": "s1"}]
     agent = agent_with_memories(F[:3], metas)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "stub-model")
     monkeypatch.setenv("OPENAI_BASE_URL", llm_stub.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
@@ -346,17 +347,17 @@ def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(
     for _ in range(5):  # every attempt (and retry) is slower than the timeout
         llm_stub.push_slow(10)
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator")
+        run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
     assert llm_stub.requests, "the pass never called the LLM"
     assert run.status == "failed"
     assert "tim" in run.error.lower() and len(run.error) < 500, (
         run.error
     )  # readable: timed out / timeout
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
-# ----- time zones, dates and ids that used to answer 500 (issue 11) -------------------------
+# ----- time zones, dates and ids that used to answer 500 -------------------------
 
 LONG_ZONE = "Europe/" + "a" * 300
 BAD_ZONES = [LONG_ZONE, "a" * 256, "../../etc/passwd", "Not/AZone", "UTC\\x"]
@@ -412,7 +413,7 @@ def test_a_memory_post_without_an_id_is_a_message(
     client: Client, alice, agent_with_memories, view: str
 ) -> None:
     agent = agent_with_memories(2)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     client.force_login(alice)
     r = client.post(
         reverse(view, args=[agent.slug]), {"document": "New text", "pinned": "1"}, follow=True
@@ -420,10 +421,10 @@ def test_a_memory_post_without_an_id_is_a_message(
     assert r.status_code == 200
     shown = [str(m) for m in r.context["messages"]]
     assert shown and all(m.strip() for m in shown), shown
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
-# ----- audit CSV: every formula start is neutralised (issue 11) ------------------------------
+# ----- audit CSV: every formula start is neutralised ------------------------------
 
 FORMULA_NOTES = [
     "=1+1",
@@ -459,7 +460,7 @@ def test_audit_csv_cells_never_start_a_formula(
         assert row[col] == "'" + note, (col, row[col])
 
 
-# ----- JSONL: one bad line among 1,500 refuses the whole file (issue 11) ----------------------
+# ----- JSONL: one bad line among 1,500 refuses the whole file ----------------------
 
 BAD_1501 = {
     "surrogate-document": b'{"id": "x", "document": "bad \\ud800 text"}',
@@ -493,7 +494,7 @@ def test_one_bad_line_among_1500_refuses_the_whole_file_from_the_command(
     from memoryadmin.console.models import AuditEvent
 
     agent = agent_with_memories(2)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     path = tmp_path / "big.jsonl"
     path.write_bytes(file_1501(BAD_1501[kind]))
     with pytest.raises(CommandError) as info:
@@ -502,7 +503,7 @@ def test_one_bad_line_among_1500_refuses_the_whole_file_from_the_command(
     message = str(info.value)
     assert "1 invalid line(s), nothing written — line 1501: " in message, message
     assert "Traceback" not in message and len(message) < 600
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
     event = AuditEvent.objects.get(agent=agent, verb="memories_import_refused")
     assert "line 1501" in event.note and event.actor == "cli"
 
@@ -514,16 +515,16 @@ def test_one_bad_line_among_1500_refuses_the_whole_upload(
     from tests.web.test_views_upload import post
 
     agent = agent_with_memories(2)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     client.force_login(alice)
     r = post(client, agent, file_1501(BAD_1501[kind]))
     html = r.content.decode()
     assert r.status_code == 200 and "Nothing was written." in html
     assert '<td class="num mono">1501</td>' in html
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
-# ----- JSONL: a store failing half-way through the write (issue 11) ---------------------------
+# ----- JSONL: a store failing half-way through the write ---------------------------
 
 
 class UpsertFails:
@@ -539,12 +540,12 @@ class UpsertFails:
     def upsert(self, records: Any) -> None:
         self.calls += 1
         if self.calls == self.fail_at or (self.undo_fails and self.calls > self.fail_at):
-            raise services.StoreUnavailable("Cannot reach the Chroma server (test)")
+            raise StoreUnavailable("Cannot reach the Chroma server (test)")
         self._store.upsert(records)
 
     def delete(self, ids: Any) -> None:
         if self.undo_fails:
-            raise services.StoreUnavailable("Cannot reach the Chroma server (test)")
+            raise StoreUnavailable("Cannot reach the Chroma server (test)")
         self._store.delete(ids)
 
 
@@ -585,7 +586,7 @@ def test_a_store_failing_half_way_is_undone(
     from memoryadmin.console.models import AuditEvent
 
     agent = agent_with_memories(3)  # mem-000..002; the file replaces mem-000 and mem-001
-    before, census = contents(agent), services.agent_census(agent=agent)
+    before, census = contents(agent), agent_census(agent=agent)
     old = store_records(agent)
     path = tmp_path / "big.jsonl"
     path.write_bytes(big_file_with_embeddings(1500))
@@ -596,7 +597,7 @@ def test_a_store_failing_half_way_is_undone(
     assert "taken back, so nothing was imported" in str(info.value)
     monkeypatch.setattr(stores, "get_store", real)
     assert contents(agent) == before  # the 1,000 written memories were taken back
-    after = services.agent_census(agent=agent)
+    after = agent_census(agent=agent)
     assert after["store"]["content_sha256"] == census["store"]["content_sha256"]
     assert after["archive"] == census["archive"] and after["store"]["count"] == 3
     # The two replaced memories were written back: equal within Chroma's 1-ulp re-write.

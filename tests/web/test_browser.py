@@ -13,8 +13,9 @@ import shutil
 
 import pytest
 
-from memoryadmin.console import services
 from memoryadmin.console.models import Pass
+from memoryadmin.console.services.memories import memory_delete
+from memoryadmin.console.services.passes import pass_request
 
 from ..conftest import DISTINCT_FACTS
 
@@ -63,7 +64,7 @@ def test_it_excludes_a_merge_live_then_approves_and_applies(
         [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
         policy={"prune": False, "promote": False},
     )
-    run = services.pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
+    run = pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
     run.refresh_from_db()
     assert run.status == Pass.Status.PROPOSED, (run.status, run.error, run.guard_reason)
     assert run.operations.filter(kind="merge").count() == 2
@@ -110,7 +111,7 @@ def test_no_page_breaks_the_content_security_policy(
     agent = agent_with_memories(
         [*DISTINCT_FACTS[:6], dup, dup], policy={"prune": False, "promote": False}
     )
-    run = services.pass_request(agent=agent, trigger="operator", user=alice, run_inline=True)
+    run = pass_request(agent=agent, trigger="operator", user=alice, run_inline=True)
     page = browser_page
     console_errors: list[str] = []
     page.on(
@@ -160,7 +161,7 @@ def test_a_stale_csrf_token_shows_a_message_with_a_reload_link(
         [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
         policy={"prune": False, "promote": False},
     )
-    run = services.pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
+    run = pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
     page = browser_page
     page.goto(f"{live_server.url}/accounts/login/?next=/passes/{run.pk}/")
     page.fill("#id_username", "bob")
@@ -218,8 +219,8 @@ def test_the_stale_check_loads_after_the_page_and_marks_the_row(
         [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
         policy={"prune": False, "promote": False},
     )
-    run = services.pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
-    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    run = pass_request(agent=agent, trigger="operator", user=bob, run_inline=True)
+    memory_delete(agent=agent, memory_id="mem-017", user=alice)
     overtaken = run.operations.get(sources__memory_id="mem-017")
     page = browser_page
     errors: list[str] = []

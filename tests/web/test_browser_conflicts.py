@@ -1,4 +1,4 @@
-"""A reviewer decides a conflict in the browser (issue 9, item 7), Debian chromium through
+"""A reviewer decides a conflict in the browser, Debian chromium through
 Playwright: "Keep A" on the Review tab's card updates both cards, the loss figure and the approve
 line in place (htmx, no page load, no CSP violation); approving archives B and keeps A."""
 
@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
 from memoryadmin.console.models import ArchivedMemory, Operation, Pass
+from memoryadmin.console.services.passes import pass_request, pass_run
 from tests.conftest import DISTINCT_FACTS
 
 from .test_browser import CSP_LISTENER, browser_page  # noqa: F401  (the chromium fixture)
@@ -30,7 +31,7 @@ def test_keep_a_in_place_then_approve_archives_b(
     from playwright.sync_api import expect
 
     agent = agent_with_memories(CONTRADICTION + DISTINCT_FACTS[:6], SAME_TIME + [{}] * 6)
-    run = services.pass_run(run=services.pass_request(agent=agent, trigger="operator", user=bob))
+    run = pass_run(run=pass_request(agent=agent, trigger="operator", user=bob))
     assert run.status == Pass.Status.PROPOSED
     op = run.operations.get(kind=Operation.Kind.CONFLICT)
     a_id, b_id = op.source_ids

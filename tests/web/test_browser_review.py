@@ -1,4 +1,4 @@
-"""Browser review of a real LoCoMo pass (issue 14), Debian chromium through Playwright.
+"""Browser review of a real LoCoMo pass, Debian chromium through Playwright.
 
 Import one LoCoMo conversation, run a pass, open the proposal: the Review tab lists the riskiest
 operation first with its loss struck through in place; ``x`` excludes the focused operation; a
@@ -12,9 +12,10 @@ import re
 
 import pytest
 
-from memoryadmin.console import services
-from memoryadmin.console.importers import locomo_import
 from memoryadmin.console.models import Operation, Pass
+from memoryadmin.console.services.agents import agent_update
+from memoryadmin.console.services.passes import pass_request, pass_run
+from memoryadmin.console.services.transfer import locomo_import
 from tests.conftest import locomo_path
 
 from .test_browser import browser_page  # noqa: F401  (the chromium fixture)
@@ -31,9 +32,9 @@ def locomo_pass(transactional_db, bob, unique_name) -> Pass:
     [report] = locomo_import(
         path=locomo_path(), conversations=["conv-30"], collection_prefix=unique_name("lc") + "-"
     )
-    agent = services.agent_update(agent=report_agent(report.agent), policy=POLICY)
-    run = services.pass_request(agent=agent, trigger="operator", user=bob)
-    run = services.pass_run(run=run)
+    agent = agent_update(agent=report_agent(report.agent), policy=POLICY)
+    run = pass_request(agent=agent, trigger="operator", user=bob)
+    run = pass_run(run=run)
     assert run.status == Pass.Status.PROPOSED, (run.status, run.error, run.guard_reason)
     return run
 

@@ -1,6 +1,6 @@
 """A Chroma server that requires a token, the way README "Production" deploys chromadb 1.x: a
 ``chroma run`` on a private port and nginx in front of it with ``deploy/nginx-chroma.conf``
-(placeholders filled in), the console pointed at nginx with ``CHROMA_TOKEN`` (issue 12).
+(placeholders filled in), the console pointed at nginx with ``CHROMA_TOKEN``.
 
 chromadb 1.x's own server ignores ``CHROMA_SERVER_AUTHN_*`` (chroma-core/chroma#4965), so the
 proxy checks the token. Through it, the console creates an agent, writes memories, runs a pass,
@@ -31,8 +31,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
 from memoryadmin.console.models import Pass
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.review import pass_approve
 from tests.conftest import DISTINCT_FACTS
 from tests.web.conftest import free_port
 from tests.web.test_services_stack import wait_until
@@ -154,17 +156,17 @@ def test_the_console_runs_and_applies_a_pass_through_the_token_proxy(
     django_capture_on_commit_callbacks,
 ) -> None:
     console_via(TOKEN)
-    # services.agent_create and an upsert, through nginx
+    # agent_create and an upsert, through nginx
     agent = agent_with_memories(TEXTS, policy={"max_loss_fraction": 0.5})
     assert stores.get_store(agent).count() == 10
 
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=alice)
+        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=alice)
     run.refresh_from_db()
     assert run.status == Pass.Status.PROPOSED, (run.status, run.error, run.reason)
     assert run.operations.filter(kind="merge").count() == 2
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
     assert run.status == Pass.Status.APPLIED, (run.status, run.error)
 
@@ -189,7 +191,7 @@ def test_the_console_runs_and_applies_a_pass_through_the_token_proxy(
     r = client.get(reverse("memory_list", args=[agent.slug]))
     assert r.status_code == 200 and f"Store unavailable: {reason}" in r.content.decode()
     with django_capture_on_commit_callbacks(execute=True):
-        refused = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=alice)
+        refused = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=alice)
     refused.refresh_from_db()
     assert refused.status == Pass.Status.FAILED and reason in refused.error
 

@@ -16,7 +16,8 @@ from consolidation.planning import plan as make_plan
 from memoryadmin.console import stores
 from memoryadmin.console.management.commands.consolidate import KEYS
 from memoryadmin.console.models import Pass, ProbeQuery
-from memoryadmin.console.recall import read_records, recall_check
+from memoryadmin.console.selectors.probes import read_records, recall_check
+from memoryadmin.console.services.passes import pass_plan
 from tests.conftest import DISTINCT_FACTS
 
 
@@ -166,7 +167,6 @@ def test_dry_run_plans_the_operations_propose_stores(agent_with_memories, checkp
     """--dry-run previews the pass: same snapshot, same checkpoint, same operations. With a
     checkpoint the two old duplicates are not searched again (nothing to merge); without one
     they merge — in both modes alike."""
-    from memoryadmin.console import services
 
     texts = DISTINCT_FACTS[:12] + [DISTINCT_FACTS[0]]  # mem-000 and mem-012: duplicates
     agent = agent_with_memories(texts, [fresh() for _ in texts])
@@ -174,7 +174,7 @@ def test_dry_run_plans_the_operations_propose_stores(agent_with_memories, checkp
         records = read_records(agent)
         agent.checkpoint = {r.id: r.content_hash for r in records if r.id != "mem-003"}
         agent.save(update_fields=["checkpoint"])
-    planned = services.pass_plan(agent=agent, policy=agent.get_policy(), now=timezone.now())
+    planned = pass_plan(agent=agent, policy=agent.get_policy(), now=timezone.now())
     dry = consolidate(agent.slug, "--dry-run")
     assert not Pass.objects.filter(agent=agent).exists()
     proposed = consolidate(agent.slug, "--propose")

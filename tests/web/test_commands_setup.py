@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def recorded_seed(monkeypatch):
     """Record calls to the import helper's ``seed_demo_agents`` (its own tests cover seeding)."""
-    import memoryadmin.console.demo as demo
+    from memoryadmin.console.services import demo
 
     calls = []
 

@@ -1,12 +1,12 @@
 """``memory_compact``'s layer restriction: a pass planned for one memory layer reads only that
-layer's memories, so duplicates in another layer are left alone (issue 13)."""
+layer's memories, so duplicates in another layer are left alone."""
 
 from __future__ import annotations
 
 import pytest
 
-from memoryadmin.console import services
 from memoryadmin.console.models import Pass
+from memoryadmin.console.services.passes import pass_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +30,7 @@ def test_a_pass_restricted_to_a_layer_plans_only_that_layer(
     metas = [{"layer": la} if la else {} for la in LAYERS]
     agent = agent_with_memories(TEXTS, metas)
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.pass_request(
+        run = pass_request(
             agent=agent,
             trigger=Pass.Trigger.OPERATOR,
             run_inline=True,
@@ -53,7 +53,7 @@ def test_without_a_layer_every_memory_is_planned(
     metas = [{"layer": la} if la else {} for la in LAYERS]
     agent = agent_with_memories(TEXTS, metas)
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.pass_request(
+        run = pass_request(
             agent=agent,
             trigger=Pass.Trigger.OPERATOR,
             run_inline=True,

@@ -31,13 +31,14 @@ SEED = """
 from django.contrib.auth.models import Group, User
 from consolidation import MemoryRecord
 from consolidation.adapters.embedder import get_default_embedder
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.services.agents import agent_create
 from memoryadmin.console.roles import ensure_roles
 from tests.conftest import DISTINCT_FACTS, days_ago
 ensure_roles()
 u = User.objects.create_user("alice", "a@example.org", "password")
 u.groups.add(Group.objects.get(name="admin"))
-agent = services.agent_create(name="E2E", slug="e2e", collection_name="e2e-memories", user=u)
+agent = agent_create(name="E2E", slug="e2e", collection_name="e2e-memories", user=u)
 texts = DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2]
 vecs = get_default_embedder().embed(texts)
 stores.get_store(agent).upsert([

@@ -9,8 +9,14 @@ from typing import Any
 
 import pytest
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Pass
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.selectors.passes import pass_stale_operations
+from memoryadmin.console.services.memories import memory_delete, memory_edit
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.review import pass_approve, pass_reject
 from tests.conftest import DISTINCT_FACTS, memory_records
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +28,7 @@ LOOSE = {"max_loss_fraction": 0.5}  # 6 of 19 originals leave the store: over th
 
 def propose(agent: Any, capture: Any) -> Pass:
     with capture(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator")
+        run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
     return run
 
@@ -35,51 +41,51 @@ def test_a_pass_rejected_by_the_guard_leaves_the_census_identical(
     agent_with_memories, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(DUPES, policy={"max_loss_fraction": 0.05, "trim_to_guard": False})
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     run = propose(agent, django_capture_on_commit_callbacks)
     assert run.status == "rejected_by_guard"
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 def test_a_rejected_pass_leaves_the_census_identical(
     agent_with_memories, bob, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(DUPES, policy=LOOSE)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     run = propose(agent, django_capture_on_commit_callbacks)
-    services.pass_reject(run=run, user=bob, note="not now")
+    pass_reject(run=run, user=bob, note="not now")
     assert Pass.objects.get(pk=run.pk).status == "rejected"
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 def test_a_failed_pass_leaves_the_census_identical(
     agent_with_memories, settings, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(DUPES, policy=LOOSE)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9  # Chroma is down while the pass runs
     stores.reset_client_cache()
     run = propose(agent, django_capture_on_commit_callbacks)
     settings.CHROMA_MODE = "ephemeral"
     stores.reset_client_cache()
     assert run.status == "failed" and "Cannot reach" in run.error
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 def test_a_stale_pass_leaves_the_census_identical_and_a_newer_pass_supersedes_it(
     agent_with_memories, bob, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(DUPES, policy=LOOSE)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     old = propose(agent, django_capture_on_commit_callbacks)
     new = propose(agent, django_capture_on_commit_callbacks)
     old.refresh_from_db()
     assert (old.status, new.status) == ("stale", "proposed")
     assert f"newer pass #{new.pk}" in old.reason
     assert old.events.filter(verb="stale").count() == 1
-    with pytest.raises(services.ServiceError, match="only a proposed pass"):
-        services.pass_approve(run=old, user=bob)
-    assert services.agent_census(agent=agent) == before
+    with pytest.raises(ServiceError, match="only a proposed pass"):
+        pass_approve(run=old, user=bob)
+    assert agent_census(agent=agent) == before
 
 
 def test_edit_delete_and_add_between_planning_and_approval_skip_exactly_the_affected(
@@ -88,10 +94,8 @@ def test_edit_delete_and_add_between_planning_and_approval_skip_exactly_the_affe
     agent = agent_with_memories(DUPES, policy=LOOSE)
     run = propose(agent, django_capture_on_commit_callbacks)
     assert run.operations.filter(kind="merge").count() == 3
-    services.memory_edit(
-        agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice
-    )
-    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    memory_edit(agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice)
+    memory_delete(agent=agent, memory_id="mem-017", user=alice)
     [added] = memory_records([F[2]], prefix="late")  # a new duplicate of mem-002, added late
     stores.get_store(agent).upsert([added])
     edited, deleted, untouched = (
@@ -99,10 +103,10 @@ def test_edit_delete_and_add_between_planning_and_approval_skip_exactly_the_affe
         op_for(run, "mem-017"),
         op_for(run, "mem-002"),
     )
-    assert set(services.pass_stale_operations(run=run)) == {edited.pk, deleted.pk}
+    assert set(pass_stale_operations(run=run)) == {edited.pk, deleted.pk}
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
 
     assert run.status == "partially_applied"
@@ -129,7 +133,7 @@ def test_a_merge_keeps_every_metadata_key_of_every_source(
     merge = run.operations.get(kind="merge")
     assert sorted(merge.source_ids) == ["mem-015", "mem-016", "mem-017"]
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     [rec] = stores.get_store(agent).get([merge.result_id])
     assert rec.metadata["verified"] is True
     assert rec.metadata["confidence"] == 0.95

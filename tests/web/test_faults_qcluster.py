@@ -46,7 +46,10 @@ import json, random
 from consolidation import MemoryRecord
 from consolidation.adapters.embedder import get_default_embedder
 from django.contrib.auth.models import User
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.services.agents import agent_create
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.review import pass_approve
 from tests.conftest import DISTINCT_FACTS as F, days_ago
 slug = "{slug}"
 words = ("amber basil cedar delta ember fjord garnet harbor iris juniper kelp lumen maple "
@@ -62,26 +65,26 @@ metas[220] = dict(created_at=days_ago(400), importance=0.1)
 metas[221] = dict(created_at=days_ago(1), importance=0.95)
 metas[222] = dict(created_at=days_ago(10), importance=0.5)
 metas[223] = dict(created_at=days_ago(2), importance=0.5)
-agent = services.agent_create(name=slug, slug=slug, collection_name="faults-" + slug,
+agent = agent_create(name=slug, slug=slug, collection_name="faults-" + slug,
                               schedule_enabled=False, policy=dict(max_loss_fraction=1.0))
 vecs = get_default_embedder().embed(texts)
 stores.get_store(agent).upsert([MemoryRecord(f"mem-{{i:03d}}", t, v, m)
                                 for i, (t, v, m) in enumerate(zip(texts, vecs, metas))])
-run = services.pass_request(agent=agent, trigger="cli", actor="cli", run_inline=True)
+run = pass_request(agent=agent, trigger="cli", actor="cli", run_inline=True)
 run.refresh_from_db()
 assert run.status == "proposed", (run.status, run.guard_reason)
 user = User.objects.create_user(slug, password="pw-" + slug)
-services.pass_approve(run=run, user=user)  # enqueues apply_pass for the worker
+pass_approve(run=run, user=user)  # enqueues apply_pass for the worker
 print(json.dumps(dict(pk=run.pk, kinds=sorted(set(run.operations.values_list("kind", flat=True))),
                       ops=run.operations.count())))
 """
 
 ROLLBACK = """
 from django.contrib.auth.models import User
-from memoryadmin.console import rollback
 from memoryadmin.console.models import Pass
-run = rollback.pass_rollback_request(run=Pass.objects.get(pk={pk}),
-                                     user=User.objects.get(username="{slug}"))
+from memoryadmin.console.services.rollback import pass_rollback_request
+run = pass_rollback_request(run=Pass.objects.get(pk={pk}),
+                            user=User.objects.get(username="{slug}"))
 print(run.status)
 """
 
@@ -330,7 +333,7 @@ def crash_until_done(
 IMPORT = """
 import json
 from django.core.files.uploadedfile import SimpleUploadedFile
-from memoryadmin.console.import_jobs import import_job_create
+from memoryadmin.console.services.transfer_jobs import import_job_create
 from memoryadmin.console.models import Agent
 lines = [json.dumps(dict(id=f"new-{{i}}", document=f"imported note {{i}}: " + "the user asked "
                          "about the weather " * (1 + i % 7))) for i in range(200)]
@@ -400,9 +403,9 @@ def test_a_worker_that_resumed_an_apply_at_start_still_runs_tasks_that_embed(sta
 
 
 REQUEST = """
-from memoryadmin.console import services
+from memoryadmin.console.services.passes import pass_request
 from memoryadmin.console.models import Agent
-print(services.pass_request(agent=Agent.objects.get(slug="{slug}"), trigger="cli", actor="cli").pk)
+print(pass_request(agent=Agent.objects.get(slug="{slug}"), trigger="cli", actor="cli").pk)
 """
 
 

@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from consolidation import Policy
-from memoryadmin.console.forms import AgentEditForm
+from memoryadmin.console.forms.agents import AgentEditForm
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memoryadmin.console import stores
-from memoryadmin.console.demo import seed_demo_agents
 from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.services.demo import seed_demo_agents
 
 
 @pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Uploads run on the worker (issue 11): the request saves the file and returns at once, the page
+"""Uploads run on the worker: the request saves the file and returns at once, the page
 polls a progress bar that stops with 286, uploads are size-capped, and the saved file is removed
 when the job ends. django-q2 runs in sync mode: the task runs when the upload's transaction
 commits (``captureOnCommitCallbacks(execute=True)``), or not at all without it."""

@@ -12,8 +12,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from memoryadmin.console import stores
-from memoryadmin.console.importers import ImportRefused, memories_import_jsonl
 from memoryadmin.console.models import AuditEvent
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.services.memories import memory_edit
+from memoryadmin.console.services.transfer import ImportRefused, memories_import_jsonl
 
 META = [
     {
@@ -161,10 +163,9 @@ def test_unknown_agent_is_bad_input(tmp_path):
 def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(
     agent_with_memories, tmp_path
 ):
-    """What the census compares after a re-write into a cosine collection (issue 11): the content
+    """What the census compares after a re-write into a cosine collection: the content
     hash exactly, each embedding within 1 ulp; the full hash reports any drift, never hides it."""
     from consolidation import MemoryRecord
-    from memoryadmin.console import selectors
 
     rng = np.random.default_rng(5)
     vecs = rng.normal(size=(300, 384)).astype(np.float32)
@@ -177,7 +178,7 @@ def test_a_round_trip_keeps_the_content_hash_and_embeddings_within_one_ulp(
     call_command("export_memories", source.slug, str(path), stdout=StringIO())
     target = agent_with_memories(0)
     call_command("import_memories", target.slug, str(path), stdout=StringIO())
-    a, b = selectors.agent_census(agent=source), selectors.agent_census(agent=target)
+    a, b = agent_census(agent=source), agent_census(agent=target)
     assert a["store"]["content_sha256"] == b["store"]["content_sha256"]
     ra, rb = all_records(source), all_records(target)
     ids = sorted(ra)
@@ -199,7 +200,6 @@ def test_embeddings_within_ulp_is_exactly_one_ulp():
 @pytest.mark.django_db
 def test_a_memory_at_the_import_limit_can_be_edited(agent_with_memories, alice):
     from consolidation import MAX_DOCUMENT_CHARS
-    from memoryadmin.console import services
 
     agent = agent_with_memories(0)
     longest = "tea " * (MAX_DOCUMENT_CHARS // 4 - 1) + "tea!"
@@ -208,7 +208,7 @@ def test_a_memory_at_the_import_limit_can_be_edited(agent_with_memories, alice):
     report = memories_import_jsonl(agent=agent, fileobj=line.encode(), user=alice)
     assert report.written == 1
     edited = longest[:-1] + "?"
-    services.memory_edit(agent=agent, memory_id="long", document=edited, user=alice)
+    memory_edit(agent=agent, memory_id="long", document=edited, user=alice)
     assert all_records(agent)["long"].document == edited
     with pytest.raises(ValueError, match=f"the limit is {MAX_DOCUMENT_CHARS:,}"):
-        services.memory_edit(agent=agent, memory_id="long", document=edited + "!", user=alice)
+        memory_edit(agent=agent, memory_id="long", document=edited + "!", user=alice)

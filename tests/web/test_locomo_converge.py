@@ -1,4 +1,4 @@
-"""Issue 10's "done when", in the console: a LoCoMo conversation imported with import_locomo,
+"""Scheduled passes converge, in the console: a LoCoMo conversation imported with import_locomo,
 passes applied one after another with the agent's default policy, every pass under the loss
 guard (within the budget), the store converging within 5 passes. conv-26 alone: 622 → 521 → 425
 → 343 → 312, 49.8 % fewer (measured; bench/quality_locomo.py checks the ≥ 50 % goal over all
@@ -11,9 +11,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import services, stores
-from memoryadmin.console.convergence import agent_convergence
+from memoryadmin.console import stores
 from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.selectors.passes import agent_convergence
+from memoryadmin.console.services.passes import pass_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
@@ -40,9 +41,7 @@ def test_a_locomo_agent_converges_over_passes_each_under_the_guard(
     sizes = [before]
     for _ in range(5):
         with django_capture_on_commit_callbacks(execute=True):
-            run = services.pass_request(
-                agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule"
-            )
+            run = pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
         run.refresh_from_db()
         assert run.guard_passed, run.guard_reason  # never rejected: each pass fits the budget
         assert run.loss_fraction <= run.max_loss_fraction

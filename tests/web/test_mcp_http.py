@@ -22,6 +22,7 @@ from memoryadmin.api.mcp_tools import http_app
 from memoryadmin.api.tokens import token_create, token_revoke
 from memoryadmin.console import stores
 from memoryadmin.console.models import Agent, AuditEvent, Pass
+from memoryadmin.console.services.passes import pass_request, pass_run
 
 from .mcp_helpers import TOOLS, error, free_port, locomo_file, result
 from .proposals import make_proposal
@@ -210,13 +211,12 @@ CONTRADICTION = ["Is allergic to penicillin", "Is not allergic to penicillin"]
 def test_a_reviewer_decides_a_conflict_and_excludes_an_operation_over_mcp(
     mcp_url, bob, carol, agent_with_memories
 ) -> None:
-    from memoryadmin.console import services
     from memoryadmin.console.models import Operation
     from tests.conftest import DISTINCT_FACTS
 
     same_time = [{"created_at": "2025-03-01T00:00:00+00:00"}] * 2
     agent = agent_with_memories(CONTRADICTION + DISTINCT_FACTS[:6], same_time + [{}] * 6)
-    run = services.pass_run(run=services.pass_request(agent=agent, trigger="operator"))
+    run = pass_run(run=pass_request(agent=agent, trigger="operator"))
     conflict = run.operations.get(kind=Operation.Kind.CONFLICT)
     _t, viewer = token_create(user=carol)
     [refused] = calls(

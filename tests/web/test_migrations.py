@@ -1,5 +1,5 @@
-"""Data migrations of issue 10: "dismissed" becomes "rejected" (0007) and stored policies plan
-within the loss budget (0008)."""
+"""Data migrations of the rejected status and the loss budget: "dismissed" becomes "rejected"
+(0007) and stored policies plan within the loss budget (0008)."""
 
 from __future__ import annotations
 

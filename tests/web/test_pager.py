@@ -7,7 +7,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console.selectors import MEMORY_PAGE_SIZE, OPS_PER_PAGE
+from memoryadmin.console.selectors.memories import MEMORY_PAGE_SIZE
+from memoryadmin.console.selectors.passes import OPS_PER_PAGE
 
 from .proposals import make_proposal
 

@@ -1,4 +1,4 @@
-"""Every count of a pass agrees, on every page, and says what it counts (issue 10): the summary,
+"""Every count of a pass agrees, on every page, and says what it counts: the summary,
 the operation groups, the loss guard's arithmetic, the store after apply and the rollback page;
 a plan over the loss budget proposes what fits and shows the rest as deferred."""
 
@@ -11,8 +11,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
 from memoryadmin.console.models import Pass
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.review import pass_approve
 from tests.conftest import DISTINCT_FACTS, days_ago
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +27,7 @@ META = (
 
 def run_pass(agent: Any, capture: Any) -> Pass:
     with capture(execute=True):
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR)
+        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR)
     run.refresh_from_db()
     return run
 
@@ -62,7 +64,7 @@ def test_every_count_agrees_on_the_summary_groups_guard_store_and_rollback_page(
     assert 'id="loss-fraction">27.8%' in html and "(5 removed)" in run.guard_reason
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=alice)
+        pass_approve(run=run, user=alice)
     run.refresh_from_db()
     assert run.status == "applied" and stores.get_store(agent).count() == 15
     page = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
@@ -93,7 +95,7 @@ def test_a_plan_over_the_budget_proposes_what_fits_and_shows_the_rest_as_deferre
     assert text_of(dashboard, "convergence") == "1 operation deferred, about 1 more pass"
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=alice)
+        pass_approve(run=run, user=alice)
     nxt = run_pass(agent, django_capture_on_commit_callbacks)  # the next slice: the prune
     assert list(nxt.operations.values_list("kind", flat=True)) == ["prune"]
     dashboard = client.get(reverse("dashboard")).content.decode()

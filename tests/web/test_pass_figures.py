@@ -1,4 +1,4 @@
-"""The figures a proposal page shows are kept on the pass (issue 12, "Scale"): after planning and
+"""The figures a proposal page shows are kept on the pass: after planning and
 after every kind of review action they equal a fresh evaluation of the operations, the guard's
 verdict follows the agent's current threshold, and an operation changed behind the services'
 back never shows stale figures. The loss totals of the Review tab are kept with them."""
@@ -10,13 +10,23 @@ from typing import Any
 
 import pytest
 
-from memoryadmin.console import services, triage
 from memoryadmin.console.models import Agent, Operation, Pass
-from memoryadmin.console.review import (
+from memoryadmin.console.selectors.evaluation import (
     Evaluation,
     effective_threshold,
     pass_evaluate,
     pass_figures,
+)
+from memoryadmin.console.selectors.review import pass_loss_figures, pass_loss_totals
+from memoryadmin.console.services.apply import pass_apply
+from memoryadmin.console.services.memories import memory_delete
+from memoryadmin.console.services.passes import pass_request, pass_run
+from memoryadmin.console.services.review import (
+    conflict_resolve,
+    operation_edit_text,
+    operation_set_excluded,
+    operations_set_excluded,
+    pass_approve,
 )
 from tests.conftest import DISTINCT_FACTS, days_ago
 
@@ -35,7 +45,7 @@ META = (
 
 
 def planned(agent: Agent) -> Pass:
-    return services.pass_run(run=services.pass_request(agent=agent, trigger="operator"))
+    return pass_run(run=pass_request(agent=agent, trigger="operator"))
 
 
 def same(run: Pass) -> Evaluation:
@@ -46,8 +56,8 @@ def same(run: Pass) -> Evaluation:
     assert run.figures, "the pass keeps no figures"
     assert Evaluation.from_figures(run.figures, effective_threshold(run)) == fresh
     assert pass_figures(run) == fresh
-    loss = triage.pass_loss_totals(run)
-    assert run.figures["loss"] == asdict(loss) and triage.pass_loss_figures(run) == loss
+    loss = pass_loss_totals(run)
+    assert run.figures["loss"] == asdict(loss) and pass_loss_figures(run) == loss
     return fresh
 
 
@@ -69,23 +79,23 @@ def test_the_figures_stay_a_fresh_evaluation_through_every_review_action(run: Pa
     ev = same(run)
     assert (ev.included_ops, ev.excluded_ops, ev.removed) == (5, 0, 5)
     merge = run.operations.filter(kind="merge").first()
-    services.operation_set_excluded(operation=merge, excluded=True, user=alice)
+    operation_set_excluded(operation=merge, excluded=True, user=alice)
     assert same(run).excluded_ops == 1
-    services.operation_set_excluded(operation=merge, excluded=False, user=alice)
+    operation_set_excluded(operation=merge, excluded=False, user=alice)
     assert same(run) == ev
     ids = list(run.operations.filter(kind__in=["merge", "prune"]).values_list("pk", flat=True))
-    services.operations_set_excluded(
+    operations_set_excluded(
         run=run, operation_ids=ids, excluded=True, user=alice, scope="merges and prunes"
     )
     assert same(run).removed == 0
-    services.operations_set_excluded(run=run, operation_ids=ids, excluded=False, user=alice)
+    operations_set_excluded(run=run, operation_ids=ids, excluded=False, user=alice)
     assert same(run) == ev
     before = lost(run)
-    services.operation_edit_text(operation=merge, document="One merged fact.", user=alice)
+    operation_edit_text(operation=merge, document="One merged fact.", user=alice)
     assert same(run) == ev and lost(run)["sentences"] > before["sentences"]
     conflict = run.operations.get(kind="conflict")
     for keep, removed in (("a", 6), ("b", 6), ("both", 5)):
-        services.conflict_resolve(operation=conflict, keep=keep, user=alice)
+        conflict_resolve(operation=conflict, keep=keep, user=alice)
         assert same(run).removed == removed
 
 
@@ -99,7 +109,7 @@ def test_the_verdict_follows_the_agents_current_threshold(run: Pass):
 
 def test_review_work_carried_to_a_new_pass_is_in_its_figures(run: Pass, alice: Any):
     merge = run.operations.filter(kind="merge").first()
-    services.operation_set_excluded(operation=merge, excluded=True, user=alice)
+    operation_set_excluded(operation=merge, excluded=True, user=alice)
     newer = planned(run.agent)
     assert newer.operations.filter(excluded=True).count() == 1  # carried over
     assert same(newer).excluded_ops == 1
@@ -107,9 +117,9 @@ def test_review_work_carried_to_a_new_pass_is_in_its_figures(run: Pass, alice: A
 
 def test_operations_found_in_conflict_at_apply_leave_the_figures(run: Pass, alice: Any, bob: Any):
     merge = run.operations.filter(kind="merge").first()
-    services.memory_delete(agent=run.agent, memory_id=merge.source_ids[0], user=alice)
-    services.pass_approve(run=run, user=bob)
-    run = services.pass_apply(run=run)
+    memory_delete(agent=run.agent, memory_id=merge.source_ids[0], user=alice)
+    pass_approve(run=run, user=bob)
+    run = pass_apply(run=run)
     assert run.operations.get(pk=merge.pk).status == Operation.Status.CONFLICT
     assert same(run).excluded_ops == 1  # the overtaken merge, no longer counted
 
@@ -122,4 +132,4 @@ def test_an_operation_changed_behind_the_services_back_is_never_shown_stale(run:
     assert run.figures == kept  # not refreshed ...
     assert pass_figures(run) == pass_evaluate(run)  # ... yet the page's figures are current
     assert pass_figures(run).excluded_ops == 1
-    assert triage.pass_loss_figures(run) == triage.pass_loss_totals(run)
+    assert pass_loss_figures(run) == pass_loss_totals(run)

@@ -1,4 +1,4 @@
-"""The proposal checked against the store (I-4), loaded by the page once shown (issue 12, "Scale"):
+"""The proposal checked against the store (I-4), loaded by the page once shown:
 the page itself reads no store; the check lists the affected operations with a link to each one's
 page, marks the rows shown, says when the store cannot be read, and works without scripts."""
 

@@ -27,10 +27,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.utils import timezone
 
-from memoryadmin.console import services, stores, tasks
-from memoryadmin.console.import_jobs import import_job_create
+from memoryadmin.console import stores, tasks
+from memoryadmin.console.errors import PassAlreadyActive
 from memoryadmin.console.models import ImportJob, Pass
 from memoryadmin.console.services import passes as passes_module
+from memoryadmin.console.services.leases import worker_id
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.recovery import import_jobs_recover, passes_recover
+from memoryadmin.console.services.schedules import RECOVERY_SCHEDULE, recovery_schedule_ensure
+from memoryadmin.console.services.transfer_jobs import import_job_create
 from tests.conftest import DISTINCT_FACTS
 from tests.web.test_services_apply import DUPES, FlakyStore, approve, proposed
 
@@ -50,7 +55,7 @@ def dead_worker() -> str:
 
 def left_running(agent: Any, *, owner: str, expires_in: timedelta) -> Pass:
     """A pass a worker was planning (``running`` under ``owner``'s lease) when it stopped."""
-    run = services.pass_request(agent=agent, trigger="operator")  # on_commit not run: queued
+    run = pass_request(agent=agent, trigger="operator")  # on_commit not run: queued
     Pass.objects.filter(pk=run.pk).update(
         status="running",
         started_at=timezone.now(),
@@ -74,7 +79,7 @@ def test_it_holds_the_lease_while_planning_and_gives_it_back(
 
     monkeypatch.setattr(passes_module, "pass_plan", plan_and_look)
     run = proposed(agent, django_capture_on_commit_callbacks)
-    assert seen == [("running", services.leases.worker_id())]
+    assert seen == [("running", worker_id())]
     assert run.lease_owner == "" and run.lease_expires_at is None
 
 
@@ -100,8 +105,8 @@ def test_a_pass_planned_by_a_live_worker_is_left_alone(agent_with_memories):
     call_command("recover_passes", stdout=out)
     assert f"pass #{run.pk} of {agent.slug}: still running by other-host:1234" in out.getvalue()
     assert Pass.objects.get(pk=run.pk).status == "running"
-    with pytest.raises(services.PassAlreadyActive):
-        services.pass_request(agent=agent, trigger="operator")
+    with pytest.raises(PassAlreadyActive):
+        pass_request(agent=agent, trigger="operator")
 
 
 def test_a_pass_of_another_host_is_planned_again_when_its_lease_expired(
@@ -110,7 +115,7 @@ def test_a_pass_of_another_host_is_planned_again_when_its_lease_expired(
     agent = agent_with_memories(DUPES)
     run = left_running(agent, owner="other-host:1234", expires_in=timedelta(seconds=-1))
     with django_capture_on_commit_callbacks(execute=True):
-        [recovered] = services.passes_recover()
+        [recovered] = passes_recover()
     recovered.refresh_from_db()
     assert recovered.pk == run.pk and recovered.status == "proposed"
 
@@ -119,7 +124,7 @@ def test_worker_start_sends_queued_passes_to_the_queue_again(
     agent_with_memories, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(DUPES)
-    run = services.pass_request(agent=agent, trigger="operator")  # its message was lost
+    run = pass_request(agent=agent, trigger="operator")  # its message was lost
     call_command("recover_passes", stdout=io.StringIO())
     assert Pass.objects.get(pk=run.pk).status == "queued"  # only at worker start
     out = io.StringIO()
@@ -162,7 +167,7 @@ def test_an_import_whose_worker_died_without_its_file_fails_with_the_reason(
         status="importing", worker=owner, started_at=timezone.now(), total=5, done=3
     )
     Path(job.path).unlink()
-    services.passes_recover()
+    passes_recover()
     job.refresh_from_db()
     assert job.status == "failed" and job.finished_at is not None
     assert owner in job.message and "3 of 5 memories were written" in job.message
@@ -175,7 +180,7 @@ def test_an_import_of_a_live_worker_is_left_alone(agent_with_memories, alice, se
     ImportJob.objects.filter(pk=job.pk).update(
         status="importing", worker="other-host:1", started_at=timezone.now()
     )
-    assert services.import_jobs_recover() == []
+    assert import_jobs_recover() == []
     assert ImportJob.objects.get(pk=job.pk).status == "importing"
 
 
@@ -202,9 +207,9 @@ def test_the_worker_resumes_an_apply_cut_short_by_a_store_outage_by_itself(
     assert f"apply of pass {run.pk} interrupted" in caplog.text  # the worker log says so
     assert "resumed once it answers" in run.progress_label
 
-    assert services.recovery_schedule_ensure() is True  # run_worker does this at start
-    assert services.recovery_schedule_ensure() is False  # idempotent
-    [schedule] = Schedule.objects.filter(name=services.recovery.RECOVERY_SCHEDULE)
+    assert recovery_schedule_ensure() is True  # run_worker does this at start
+    assert recovery_schedule_ensure() is False  # idempotent
+    [schedule] = Schedule.objects.filter(name=RECOVERY_SCHEDULE)
     assert (schedule.schedule_type, schedule.cron) == (Schedule.CRON, "* * * * *")
 
     # The store is still down: the minute's run tries nothing and says the pass waits.
@@ -224,7 +229,7 @@ def test_the_worker_resumes_an_apply_cut_short_by_a_store_outage_by_itself(
     assert run.status == "applied"
     assert real_get_store(agent).count() == 16
     assert run.events.filter(verb="apply_interrupted").count() == 1
-    services.pass_request(agent=agent, trigger="schedule", actor="schedule")  # not refused
+    pass_request(agent=agent, trigger="schedule", actor="schedule")  # not refused
 
 
 def test_a_pid_reused_by_a_newer_process_does_not_keep_a_dead_workers_lease(
@@ -239,14 +244,14 @@ def test_a_pid_reused_by_a_newer_process_does_not_keep_a_dead_workers_lease(
     me = f"{socket.gethostname()}:{os.getpid()}"  # alive, but started after the lease below
     run = left_running(agent, owner=me, expires_in=timedelta(days=1))  # taken 9 days ago
     with django_capture_on_commit_callbacks(execute=True):
-        services.passes_recover()
+        passes_recover()
     assert Pass.objects.get(pk=run.pk).status == "proposed"
 
-    run = services.pass_request(agent=agent, trigger="operator")
+    run = pass_request(agent=agent, trigger="operator")
     Pass.objects.filter(pk=run.pk).update(
         status="running",
         lease_owner=me,
         lease_expires_at=timezone.now() + timedelta(days=10),  # taken just now: ours
     )
-    services.passes_recover()
+    passes_recover()
     assert Pass.objects.get(pk=run.pk).status == "running"

@@ -10,8 +10,19 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import rollback, services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.errors import PassAlreadyActive, ServiceError, StoreUnavailable
 from memoryadmin.console.models import ArchivedMemory, Pass
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.services.leases import lease_acquire, lease_release
+from memoryadmin.console.services.memories import memory_edit, memory_set_pinned
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.review import pass_approve
+from memoryadmin.console.services.rollback import (
+    RollbackBlocked,
+    pass_rollback,
+    pass_rollback_request,
+)
 from tests.conftest import DISTINCT_FACTS, days_ago
 
 pytestmark = pytest.mark.django_db
@@ -55,11 +66,11 @@ def every_kind(agent_with_memories: Any) -> Any:
 
 def applied(agent: Any, user: Any, capture: Any) -> Pass:
     with capture(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator")
+        run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
     assert run.status == "proposed", run.guard_reason
     with capture(execute=True):
-        services.pass_approve(run=run, user=user)
+        pass_approve(run=run, user=user)
     run.refresh_from_db()
     assert run.status in ("applied", "partially_applied")
     return run
@@ -67,7 +78,7 @@ def applied(agent: Any, user: Any, capture: Any) -> Pass:
 
 def roll_back(run: Pass, user: Any, capture: Any) -> Pass:
     with capture(execute=True):
-        rollback.pass_rollback_request(run=run, user=user, note="undo")
+        pass_rollback_request(run=run, user=user, note="undo")
     run.refresh_from_db()
     return run
 
@@ -96,7 +107,7 @@ def test_it_restores_the_store_byte_identical(
     assert verbs[-2:] == ["rollback_requested", "rolled_back"]
     assert run.events.get(verb="rollback_requested").actor == "bob"
     # the dashboard's store-size chart ends at the size after the rollback
-    from memoryadmin.console.selectors import agent_chart_data
+    from memoryadmin.console.selectors.dashboard import agent_chart_data
 
     samples = [s["count"] for s in agent_chart_data(agent)["samples"]]
     assert samples[-1] == len(before) and samples[-2] < len(before)
@@ -109,11 +120,11 @@ def test_running_it_twice_is_a_no_op(agent_with_memories, bob, django_capture_on
         bob,
         django_capture_on_commit_callbacks,
     )
-    census, events = services.agent_census(agent=agent), run.events.count()
+    census, events = agent_census(agent=agent), run.events.count()
 
     again = roll_back(run, bob, django_capture_on_commit_callbacks)
-    assert again.status == "rolled_back" and rollback.pass_rollback(run=run).status == "rolled_back"
-    assert services.agent_census(agent=agent) == census and run.events.count() == events
+    assert again.status == "rolled_back" and pass_rollback(run=run).status == "rolled_back"
+    assert agent_census(agent=agent) == census and run.events.count() == events
 
 
 def test_a_created_record_edited_afterwards_blocks_it_before_writing(
@@ -122,19 +133,17 @@ def test_a_created_record_edited_afterwards_blocks_it_before_writing(
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     merged = run.operations.get(kind="merge").result_id
-    services.memory_edit(
-        agent=agent, memory_id=merged, document="Caroline moved to Oslo.", user=alice
-    )
-    census = services.agent_census(agent=agent)
+    memory_edit(agent=agent, memory_id=merged, document="Caroline moved to Oslo.", user=alice)
+    census = agent_census(agent=agent)
 
-    with pytest.raises(rollback.RollbackBlocked) as info:
+    with pytest.raises(RollbackBlocked) as info:
         roll_back(run, bob, django_capture_on_commit_callbacks)
 
     assert info.value.memory_ids == [merged] and merged in str(info.value)
     assert "changed after the pass" in str(info.value)
     run.refresh_from_db()
     assert run.status == "applied"
-    assert services.agent_census(agent=agent) == census  # nothing written, archive included
+    assert agent_census(agent=agent) == census  # nothing written, archive included
     assert run.events.filter(verb="rollback_refused").count() == 1
 
 
@@ -143,8 +152,8 @@ def test_a_promoted_record_edited_afterwards_blocks_it(
 ):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
-    services.memory_set_pinned(agent=agent, memory_id="mem-004", pinned=True, user=alice)
-    with pytest.raises(rollback.RollbackBlocked, match="mem-004"):
+    memory_set_pinned(agent=agent, memory_id="mem-004", pinned=True, user=alice)
+    with pytest.raises(RollbackBlocked, match="mem-004"):
         roll_back(run, bob, django_capture_on_commit_callbacks)
 
 
@@ -153,14 +162,12 @@ def test_a_partially_applied_pass_undoes_only_what_it_applied(
 ):
     agent = agent_with_memories(F[:16] + [F[0], F[1]])
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator")
+        run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
-    services.memory_edit(
-        agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice
-    )
+    memory_edit(agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice)
     before = state(agent)
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
     assert run.status == "partially_applied"
 
@@ -174,8 +181,8 @@ def test_a_partially_applied_pass_undoes_only_what_it_applied(
 def test_only_an_applied_pass_can_be_rolled_back(agent_with_memories, bob, status):
     agent = agent_with_memories(3)
     run = Pass.objects.create(agent=agent, trigger="operator", status=status)
-    with pytest.raises(services.ServiceError, match="only an applied or partially applied pass"):
-        rollback.pass_rollback_request(run=run, user=bob)
+    with pytest.raises(ServiceError, match="only an applied or partially applied pass"):
+        pass_rollback_request(run=run, user=bob)
 
 
 def test_an_interrupted_rollback_is_resumed_by_recover_passes(
@@ -194,13 +201,13 @@ def test_an_interrupted_rollback_is_resumed_by_recover_passes(
             return getattr(self._store, name)
 
         def delete(self, ids: Any) -> None:
-            raise services.StoreUnavailable("Cannot reach the Chroma server (test)")
+            raise StoreUnavailable("Cannot reach the Chroma server (test)")
 
     monkeypatch.setattr(stores, "get_store", lambda a: DeleteFails(real(a)))
     run = roll_back(run, bob, django_capture_on_commit_callbacks)
     assert run.status == "rolling_back" and "test" in run.error
-    with pytest.raises(services.PassAlreadyActive):  # I-5 holds while rolling back
-        services.pass_request(agent=agent, trigger="schedule", actor="schedule")
+    with pytest.raises(PassAlreadyActive):  # I-5 holds while rolling back
+        pass_request(agent=agent, trigger="schedule", actor="schedule")
     monkeypatch.setattr(stores, "get_store", real)
 
     out = io.StringIO()
@@ -217,15 +224,15 @@ def test_chroma_down_before_it_starts_returns_the_pass_to_applied(
 ):
     agent = every_kind(agent_with_memories)
     run = applied(agent, bob, django_capture_on_commit_callbacks)
-    census = services.agent_census(agent=agent)
+    census = agent_census(agent=agent)
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9
     stores.reset_client_cache()
-    with pytest.raises(services.StoreUnavailable):
-        rollback.pass_rollback_request(run=run, user=bob)
+    with pytest.raises(StoreUnavailable):
+        pass_rollback_request(run=run, user=bob)
     settings.CHROMA_MODE = "ephemeral"
     stores.reset_client_cache()
     run.refresh_from_db()
-    assert run.status == "applied" and services.agent_census(agent=agent) == census
+    assert run.status == "applied" and agent_census(agent=agent) == census
 
 
 def test_a_lease_keeps_a_second_recoverer_off_a_pass(agent_with_memories, bob):
@@ -238,7 +245,7 @@ def test_a_lease_keeps_a_second_recoverer_off_a_pass(agent_with_memories, bob):
     Pass.objects.filter(pk=run.pk).update(  # a live worker elsewhere
         lease_owner="other-host:1234", lease_expires_at=timezone.now() + timedelta(minutes=5)
     )
-    assert not rollback.lease_acquire(run)
+    assert not lease_acquire(run)
     out = io.StringIO()
     call_command("recover_passes", stdout=out)
     assert "being resumed by other-host:1234" in out.getvalue()
@@ -260,8 +267,8 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(agent_with_memorie
         status="applying",
         lease_owner=f"{socket.gethostname()}:{dead.stdout.strip()}",
     )
-    assert rollback.lease_acquire(run)
-    rollback.lease_release(run)
+    assert lease_acquire(run)
+    lease_release(run)
     assert Pass.objects.get(pk=run.pk).lease_owner == ""
 
 
@@ -274,7 +281,7 @@ def test_a_pass_after_an_undo_proposes_the_undone_operations_again(
     first = applied(agent, bob, django_capture_on_commit_callbacks)
     assert roll_back(first, bob, django_capture_on_commit_callbacks).status == "rolled_back"
     with django_capture_on_commit_callbacks(execute=True):
-        again = services.pass_request(agent=agent, trigger="operator")
+        again = pass_request(agent=agent, trigger="operator")
     again.refresh_from_db()
     kinds = sorted(again.operations.values_list("kind", flat=True))
     assert kinds == sorted(first.operations.values_list("kind", flat=True))

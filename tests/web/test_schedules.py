@@ -10,8 +10,12 @@ import pytest
 from django.core.management import call_command
 from django_q.models import Schedule
 
-from memoryadmin.console import services, tasks
+from memoryadmin.console import tasks
 from memoryadmin.console.models import Agent, AuditEvent, Pass
+from memoryadmin.console.selectors.schedules import schedule_preview
+from memoryadmin.console.services.agents import agent_delete, agent_update
+from memoryadmin.console.services.review import pass_reject
+from memoryadmin.console.services.schedules import schedule_sync
 
 pytestmark = pytest.mark.django_db
 
@@ -27,26 +31,26 @@ def test_saving_an_agent_creates_then_updates_one_schedule(agent_with_memories):
     )
     assert s.next_run > datetime.now(UTC) and (s.next_run.hour, s.next_run.minute) == (3, 0)
 
-    services.schedule_sync(agent=agent)
-    services.schedule_sync(agent=agent)
+    schedule_sync(agent=agent)
+    schedule_sync(agent=agent)
     assert Schedule.objects.count() == 1 and Schedule.objects.get().pk == s.pk
 
-    services.agent_update(agent=agent, schedule_cron="15 */6 * * *")
+    agent_update(agent=agent, schedule_cron="15 */6 * * *")
     s2 = Schedule.objects.get()
     assert s2.pk == s.pk and s2.cron == "15 */6 * * *" and s2.next_run.minute == 15
 
 
 def test_pausing_removes_the_schedule_and_resuming_restores_it(agent_with_memories):
     agent = agent_with_memories(1, slug="pausy")
-    services.agent_update(agent=agent, schedule_enabled=False)
+    agent_update(agent=agent, schedule_enabled=False)
     assert not Schedule.objects.filter(name="consolidate:pausy").exists()
-    services.agent_update(agent=agent, schedule_enabled=True)
+    agent_update(agent=agent, schedule_enabled=True)
     assert Schedule.objects.filter(name="consolidate:pausy").count() == 1
 
 
 def test_deleting_an_agent_removes_its_schedule(agent_with_memories):
     agent = agent_with_memories(1)
-    services.agent_delete(agent=agent)
+    agent_delete(agent=agent)
     assert not Schedule.objects.exists()
 
 
@@ -75,7 +79,7 @@ def test_sync_schedules_command_repairs_every_agent(agent_with_memories):
 def test_preview_lists_the_next_five_runs_in_the_operators_time_zone(settings):
     settings.TIME_ZONE = "UTC"
     now = datetime(2026, 3, 28, 12, 0, tzinfo=UTC)
-    runs = services.schedule_preview(cron="0 3 * * *", tz="Europe/Berlin", now=now)
+    runs = schedule_preview(cron="0 3 * * *", tz="Europe/Berlin", now=now)
     assert len(runs) == 5
     assert all(r.tzinfo == ZoneInfo("Europe/Berlin") for r in runs)
     # 03:00 UTC is 04:00 in Berlin before the DST switch on 29 March 2026 and 05:00 after it
@@ -86,12 +90,12 @@ def test_preview_lists_the_next_five_runs_in_the_operators_time_zone(settings):
 @pytest.mark.parametrize("cron", ["", "* * * *", "60 * * * *", "0 3 * * * *", "every day", None])
 def test_preview_refuses_a_bad_cron(cron):
     with pytest.raises(ValueError):
-        services.schedule_preview(cron=cron, tz="UTC")
+        schedule_preview(cron=cron, tz="UTC")
 
 
 def test_preview_refuses_an_unknown_time_zone():
     with pytest.raises(ValueError, match="Unknown time zone"):
-        services.schedule_preview(cron="0 3 * * *", tz="Mars/Olympus")
+        schedule_preview(cron="0 3 * * *", tz="Mars/Olympus")
 
 
 def test_the_scheduled_task_requests_a_pass_and_refuses_a_second(
@@ -157,7 +161,7 @@ BERLIN_NIGHT = datetime(
 
 def test_preview_lists_the_repeated_local_hour_once(settings):
     settings.TIME_ZONE = "Europe/Berlin"
-    runs = services.schedule_preview(
+    runs = schedule_preview(
         cron="30 2 * * *", tz="Europe/Berlin", now=datetime(2025, 10, 25, 12, 0, tzinfo=UTC)
     )
     assert [(r.day, r.hour, r.minute) for r in runs] == [
@@ -197,7 +201,7 @@ def test_a_schedule_runs_once_per_local_slot_across_the_autumn_clock_change(
     with django_capture_on_commit_callbacks(execute=True):
         scheduler()
     first = Pass.objects.get(agent=agent)
-    services.pass_reject(run=first, user=bob, note="not tonight")  # nothing pending any more
+    pass_reject(run=first, user=bob, note="not tonight")  # nothing pending any more
 
     # django-q2 computes the next run from local 02:30:20 CEST: 02:30 CET, one hour later
     assert Schedule.objects.get(name=agent.schedule_name).next_run == datetime(

@@ -1,4 +1,4 @@
-"""Production defaults (issue 11): DEBUG off, a generated SECRET_KEY, HTTPS settings that pass
+"""Production defaults: DEBUG off, a generated SECRET_KEY, HTTPS settings that pass
 ``check --deploy``, the Content-Security-Policy, login throttling, the stale-CSRF message and
 password reset without a mail server.
 

@@ -9,8 +9,14 @@ import math
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Agent, ArchivedMemory, AuditEvent
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.services.agents import agent_create, agent_delete, agent_update
+from memoryadmin.console.services.memories import memory_delete, memory_edit, memory_set_pinned
+from memoryadmin.console.services.passes import pass_request, pass_run
+from memoryadmin.console.validation import MAX_DOCUMENT_CHARS
 from tests.conftest import DISTINCT_FACTS
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +26,7 @@ def test_it_creates_an_agent_with_its_collection_and_schedule(alice, unique_name
     from django_q.models import Schedule
 
     name = unique_name("mem")
-    agent = services.agent_create(
+    agent = agent_create(
         name="Ops bot",
         slug="ops-bot",
         collection_name=name,
@@ -59,7 +65,7 @@ def test_bad_agent_input_is_refused_and_nothing_is_written(fields, message, uniq
 
     kwargs = {"name": "Bot", "slug": "bot", "collection_name": unique_name("mem")} | fields
     with pytest.raises(ValueError, match=message):
-        services.agent_create(**kwargs)
+        agent_create(**kwargs)
     assert not Agent.objects.exists() and not Schedule.objects.exists()
     if "collection_name" not in fields:
         assert not stores.collection_exists(kwargs["collection_name"])
@@ -70,14 +76,12 @@ def test_it_attaches_an_existing_collection_and_refuses_to_recreate_it(
 ):
     first = agent_with_memories(3)
     with pytest.raises(ValueError, match="already belongs"):
-        services.agent_create(
-            name="X", slug="x", collection_name=first.collection_name, attach=True
-        )
+        agent_create(name="X", slug="x", collection_name=first.collection_name, attach=True)
     name = unique_name("ext")
     stores.create_collection(name)
     with pytest.raises(ValueError, match="attach it instead"):
-        services.agent_create(name="X", slug="x", collection_name=name)
-    agent = services.agent_create(name="X", slug="x", collection_name=name, attach=True)
+        agent_create(name="X", slug="x", collection_name=name)
+    agent = agent_create(name="X", slug="x", collection_name=name, attach=True)
     assert agent.attached
 
 
@@ -86,17 +90,15 @@ def test_it_updates_and_deletes_an_agent_keeping_its_collection(agent_with_memor
 
     agent = agent_with_memories(2, slug="helper")
     with pytest.raises(ValueError, match="collection_name"):
-        services.agent_update(agent=agent, collection_name="other")
-    agent = services.agent_update(
-        agent=agent, user=alice, slug="helper-2", schedule_cron="30 4 * * 1"
-    )
+        agent_update(agent=agent, collection_name="other")
+    agent = agent_update(agent=agent, user=alice, slug="helper-2", schedule_cron="30 4 * * 1")
     assert list(Schedule.objects.values_list("name", "cron")) == [
         ("consolidate:helper-2", "30 4 * * 1")
     ]
     event = AuditEvent.objects.get(agent=agent, verb="agent_updated")
     assert event.data["changed"] == ["schedule_cron", "slug"]
 
-    services.agent_delete(agent=agent, user=alice)
+    agent_delete(agent=agent, user=alice)
     assert not Agent.objects.exists() and not Schedule.objects.exists()
     assert stores.collection_exists(agent.collection_name)
     assert AuditEvent.objects.filter(verb="agent_deleted", agent=None).count() == 1
@@ -104,22 +106,20 @@ def test_it_updates_and_deletes_an_agent_keeping_its_collection(agent_with_memor
 
 def test_an_agent_with_an_active_pass_cannot_be_deleted(agent_with_memories):
     agent = agent_with_memories(2)
-    services.pass_request(agent=agent, trigger="operator")
-    with pytest.raises(services.ServiceError, match="queued"):
-        services.agent_delete(agent=agent)
+    pass_request(agent=agent, trigger="operator")
+    with pytest.raises(ServiceError, match="queued"):
+        agent_delete(agent=agent)
 
 
 def test_pin_edit_delete_archive_the_prior_version_and_audit(agent_with_memories, alice):
     agent = agent_with_memories(3)
     store = stores.get_store(agent)
-    services.memory_set_pinned(agent=agent, memory_id="mem-000", pinned=True, user=alice)
+    memory_set_pinned(agent=agent, memory_id="mem-000", pinned=True, user=alice)
     assert store.get(["mem-000"])[0].metadata["pinned"] is True
-    services.memory_edit(
-        agent=agent, memory_id="mem-001", document="Melanie ran a marathon.", user=alice
-    )
+    memory_edit(agent=agent, memory_id="mem-001", document="Melanie ran a marathon.", user=alice)
     edited = store.get(["mem-001"])[0]
     assert edited.document == "Melanie ran a marathon."
-    services.memory_delete(agent=agent, memory_id="mem-002", user=alice)
+    memory_delete(agent=agent, memory_id="mem-002", user=alice)
     assert store.get(["mem-002"]) == []
 
     archived = {a.action: a for a in ArchivedMemory.objects.filter(agent=agent)}
@@ -134,19 +134,19 @@ def test_pin_edit_delete_archive_the_prior_version_and_audit(agent_with_memories
     }
 
 
-@pytest.mark.parametrize("document", ["", "   ", "x" * (services.MAX_DOCUMENT_CHARS + 1), 42])
+@pytest.mark.parametrize("document", ["", "   ", "x" * (MAX_DOCUMENT_CHARS + 1), 42])
 def test_a_bad_memory_edit_writes_nothing(agent_with_memories, alice, document):
     agent = agent_with_memories(2)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     with pytest.raises(ValueError):
-        services.memory_edit(agent=agent, memory_id="mem-000", document=document, user=alice)
-    assert services.agent_census(agent=agent) == before
+        memory_edit(agent=agent, memory_id="mem-000", document=document, user=alice)
+    assert agent_census(agent=agent) == before
 
 
 def test_an_unknown_memory_is_a_clear_error(agent_with_memories, alice):
     agent = agent_with_memories(1)
-    with pytest.raises(services.ServiceError, match="not in"):
-        services.memory_delete(agent=agent, memory_id="nope", user=alice)
+    with pytest.raises(ServiceError, match="not in"):
+        memory_delete(agent=agent, memory_id="nope", user=alice)
 
 
 def test_census_command_prints_counts_and_hashes(agent_with_memories, alice):
@@ -156,7 +156,7 @@ def test_census_command_prints_counts_and_hashes(agent_with_memories, alice):
     data = json.loads(out.getvalue())
     assert data["store"]["count"] == 3 and len(data["store"]["sha256"]) == 64
     assert data["archive"]["count"] == 0
-    services.memory_set_pinned(agent=agent, memory_id="mem-000", pinned=True, user=alice)
+    memory_set_pinned(agent=agent, memory_id="mem-000", pinned=True, user=alice)
     out2 = io.StringIO()
     call_command("census", agent.slug, "--json", stdout=out2)
     after = json.loads(out2.getvalue())
@@ -178,11 +178,11 @@ def test_roles_are_idempotent_and_grant_the_right_powers(alice, bob, carol):
 
 def test_deleting_an_agent_keeps_its_archive_and_audit_trail(agent_with_memories, alice):
     agent = agent_with_memories(3)
-    services.memory_delete(agent=agent, memory_id="mem-001", user=alice)  # archived + audited
-    run = services.pass_request(agent=agent, trigger="operator")
-    services.pass_run(run=run)
+    memory_delete(agent=agent, memory_id="mem-001", user=alice)  # archived + audited
+    run = pass_request(agent=agent, trigger="operator")
+    pass_run(run=run)
     events = AuditEvent.objects.count()
-    services.agent_delete(agent=agent, user=alice)
+    agent_delete(agent=agent, user=alice)
     kept = ArchivedMemory.objects.get(memory_id="mem-001")  # I-1: nothing is lost
     assert kept.agent is None and kept.document
     assert AuditEvent.objects.count() == events + 1  # the trail plus "agent_deleted"
@@ -199,9 +199,7 @@ def test_an_edited_memory_is_the_newer_one_when_a_later_pass_reconciles(agent_wi
         [{"created_at": "2024-01-01T00:00:00+00:00"}, {"created_at": "2024-06-01T00:00:00+00:00"}],
     )
     store = stores.get_store(agent)
-    services.memory_edit(
-        agent=agent, memory_id="mem-000", document="Caroline lives in Denver", user=alice
-    )
+    memory_edit(agent=agent, memory_id="mem-000", document="Caroline lives in Denver", user=alice)
     edited = store.get(["mem-000"])[0]
     assert FieldMap().get_updated_at(edited.metadata) is not None
     records = list(store.iter_records())

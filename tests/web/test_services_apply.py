@@ -12,8 +12,16 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from memoryadmin.console import rollback, services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.errors import PassAlreadyActive, StoreUnavailable
 from memoryadmin.console.models import ArchivedMemory, Operation, Pass
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.selectors.passes import pass_stale_operations
+from memoryadmin.console.services.apply import pass_apply
+from memoryadmin.console.services.memories import memory_delete, memory_edit, memory_set_pinned
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.recovery import passes_recover
+from memoryadmin.console.services.review import operation_set_excluded, pass_approve
 from tests.conftest import DISTINCT_FACTS
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +32,7 @@ DUPES = F[:16] + [F[0], F[1]]  # mem-016 duplicates mem-000, mem-017 duplicates 
 
 def proposed(agent: Any, capture: Any) -> Pass:
     with capture(execute=True):
-        run = services.pass_request(agent=agent, trigger="operator")
+        run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
     assert run.status == "proposed"
     return run
@@ -32,7 +40,7 @@ def proposed(agent: Any, capture: Any) -> Pass:
 
 def approve(run: Pass, user: Any, capture: Any) -> Pass:
     with capture(execute=True):
-        services.pass_approve(run=run, user=user)
+        pass_approve(run=run, user=user)
     run.refresh_from_db()
     return run
 
@@ -46,9 +54,7 @@ def test_an_edited_source_makes_its_operation_a_conflict(
 ):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
-    services.memory_edit(
-        agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice
-    )
+    memory_edit(agent=agent, memory_id="mem-000", document="Caroline moved to Oslo.", user=alice)
     run = approve(run, bob, django_capture_on_commit_callbacks)
 
     assert run.status == Pass.Status.PARTIALLY_APPLIED
@@ -71,10 +77,10 @@ def test_affected_operations_are_listed_before_approval(
 ):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
-    assert services.pass_stale_operations(run=run) == {}
-    services.memory_set_pinned(agent=agent, memory_id="mem-016", pinned=True, user=alice)
-    services.memory_delete(agent=agent, memory_id="mem-001", user=alice)
-    stale = services.pass_stale_operations(run=run)
+    assert pass_stale_operations(run=run) == {}
+    memory_set_pinned(agent=agent, memory_id="mem-016", pinned=True, user=alice)
+    memory_delete(agent=agent, memory_id="mem-001", user=alice)
+    stale = pass_stale_operations(run=run)
     assert stale == {
         op_for(run, "mem-016").pk: "Memory mem-016 changed after the pass was planned.",
         op_for(run, "mem-001").pk: "Memory mem-001 no longer exists in the store.",
@@ -88,7 +94,7 @@ def test_a_deleted_source_makes_its_operation_a_conflict(
 ):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
-    services.memory_delete(agent=agent, memory_id="mem-017", user=alice)
+    memory_delete(agent=agent, memory_id="mem-017", user=alice)
     run = approve(run, bob, django_capture_on_commit_callbacks)
 
     assert run.status == "partially_applied"
@@ -104,13 +110,13 @@ def test_the_guard_is_rechecked_at_apply_against_the_live_store(
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
     for mid in ("mem-010", "mem-011", "mem-012", "mem-013"):  # store shrinks from 18 to 14
-        services.memory_delete(agent=agent, memory_id=mid, user=alice)
-    before = services.agent_census(agent=agent)
+        memory_delete(agent=agent, memory_id=mid, user=alice)
+    before = agent_census(agent=agent)
     run = approve(run, bob, django_capture_on_commit_callbacks)
 
     assert run.status == Pass.Status.REJECTED_BY_GUARD
     assert "At apply time" in run.reason and "28.6%" in run.reason
-    assert services.agent_census(agent=agent) == before  # nothing written or deleted
+    assert agent_census(agent=agent) == before  # nothing written or deleted
     assert set(run.operations.values_list("status", flat=True)) == {"pending"}
 
 
@@ -125,7 +131,7 @@ class FlakyStore:
 
     def delete(self, ids: Any) -> None:
         if self._failures:
-            raise services.StoreUnavailable(self._failures.pop())
+            raise StoreUnavailable(self._failures.pop())
         self._store.delete(ids)
 
 
@@ -144,8 +150,8 @@ def test_an_interrupted_apply_resumes_without_repeating_a_step(
     assert first.status == "verified"  # archived, written and read back; sources not yet deleted
     store = real_get_store(agent)
     assert store.count() == 20  # 18 originals + both merged memories: nothing lost
-    with pytest.raises(services.PassAlreadyActive):
-        services.pass_request(agent=agent, trigger="schedule", actor="schedule")
+    with pytest.raises(PassAlreadyActive):
+        pass_request(agent=agent, trigger="schedule", actor="schedule")
 
     out = io.StringIO()
     call_command("recover_passes", stdout=out)
@@ -161,8 +167,8 @@ def test_apply_with_chroma_down_before_it_starts_returns_the_reviewed_proposal(
 ):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
-    services.operation_set_excluded(operation=op_for(run, "mem-001"), excluded=True, user=bob)
-    before = services.agent_census(agent=agent)
+    operation_set_excluded(operation=op_for(run, "mem-001"), excluded=True, user=bob)
+    before = agent_census(agent=agent)
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9
     stores.reset_client_cache()
     run = approve(run, bob, django_capture_on_commit_callbacks)
@@ -171,7 +177,7 @@ def test_apply_with_chroma_down_before_it_starts_returns_the_reviewed_proposal(
     assert op_for(run, "mem-001").excluded  # the review work is kept
     settings.CHROMA_MODE = "ephemeral"
     stores.reset_client_cache()
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
     run = approve(run, bob, django_capture_on_commit_callbacks)  # the store is back
     assert run.status == Pass.Status.APPLIED
 
@@ -183,10 +189,10 @@ def test_applying_an_applied_pass_again_changes_nothing(
     run = approve(
         proposed(agent, django_capture_on_commit_callbacks), bob, django_capture_on_commit_callbacks
     )
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     events = run.events.count()
-    again = services.pass_apply(run=run)
-    assert again.status == "applied" and services.agent_census(agent=agent) == before
+    again = pass_apply(run=run)
+    assert again.status == "applied" and agent_census(agent=agent) == before
     assert run.events.count() == events
 
 
@@ -263,7 +269,7 @@ def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(
     from django.utils import timezone
 
     agent = agent_with_memories(DUPES)
-    run = services.pass_request(agent=agent, trigger="operator")  # on_commit not run: queued
+    run = pass_request(agent=agent, trigger="operator")  # on_commit not run: queued
     Pass.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
     out = io.StringIO()
     call_command("recover_passes", stdout=out)
@@ -272,7 +278,7 @@ def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(
 
     later = timezone.now() + timedelta(seconds=settings.Q_CLUSTER["timeout"] + 1)
     with django_capture_on_commit_callbacks(execute=True):  # planned again on the queue
-        [recovered] = rollback.passes_recover(now=later)
+        [recovered] = passes_recover(now=later)
     recovered.refresh_from_db()
     assert recovered.status == "proposed" and recovered.operations.count() == 2
     assert recovered.events.filter(verb="requeued").count() == 1

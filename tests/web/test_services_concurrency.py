@@ -24,14 +24,15 @@ Agent.objects.create(name="Busy", slug="busy", collection_name="busy-memories",
 
 REQUEST = """
 import time
-from memoryadmin.console import services
+from memoryadmin.console.errors import PassAlreadyActive
+from memoryadmin.console.services.passes import pass_request
 from memoryadmin.console.models import Agent
 agent = Agent.objects.get(slug="busy")
 time.sleep(max(0.0, {start} - time.time()))
 try:
-    services.pass_request(agent=agent, trigger="operator", actor="load-test")
+    pass_request(agent=agent, trigger="operator", actor="load-test")
     print("RESULT queued")
-except services.PassAlreadyActive:
+except PassAlreadyActive:
     print("RESULT refused")
 """
 

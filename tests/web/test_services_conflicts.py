@@ -1,4 +1,4 @@
-"""Conflict items end to end (issue 9, item 7): a pass whose only operations are conflicts is
+"""Conflict items end to end: a pass whose only operations are conflicts is
 proposed for review, never settled as "nothing to do", never auto-approved, and shows both
 memories on the pass page; applying a pass never touches a conflict."""
 
@@ -8,8 +8,14 @@ import pytest
 from django.urls import reverse
 
 from consolidation import MemoryRecord
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import ArchivedMemory, Operation, OperationSource, Pass
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.services.apply import pass_apply
+from memoryadmin.console.services.passes import pass_request, pass_run
+from memoryadmin.console.services.review import conflict_resolve, pass_approve, pass_reject
+from memoryadmin.console.services.rollback import pass_rollback_request
 from tests.conftest import DISTINCT_FACTS
 from tests.web.proposals import make_proposal
 
@@ -20,20 +26,20 @@ SAME_TIME = [{"created_at": "2025-03-01T00:00:00+00:00"}] * 2  # which one is cu
 
 
 def _run(agent):
-    return services.pass_run(run=services.pass_request(agent=agent, trigger="operator"))
+    return pass_run(run=pass_request(agent=agent, trigger="operator"))
 
 
 @pytest.mark.parametrize("auto_apply", [False, True])
 def test_a_pass_with_only_conflicts_waits_for_review(agent_with_memories, auto_apply):
     agent = agent_with_memories(CONTRADICTION, SAME_TIME, auto_apply=auto_apply)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     run = _run(agent)
     (op,) = run.operations.all()
     assert op.kind == Operation.Kind.CONFLICT and op.removes == [] and op.rule == "negation"
     assert run.status == Pass.Status.PROPOSED and run.progress_label == "Conflicts to review"
     assert run.loss_fraction == 0.0
     assert not run.events.filter(verb__in=["nothing_to_apply", "approved"]).exists()
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 def test_the_pass_page_shows_both_sides_of_a_conflict(agent_with_memories, client, alice):
@@ -54,12 +60,12 @@ def test_the_pass_page_shows_both_sides_of_a_conflict(agent_with_memories, clien
 def test_approving_a_pass_never_applies_its_conflicts(agent_with_memories, bob):
     agent = agent_with_memories(CONTRADICTION, SAME_TIME)
     run = _run(agent)
-    before = services.agent_census(agent=agent)
-    services.pass_approve(run=run, user=bob)
-    run = services.pass_apply(run=run)
+    before = agent_census(agent=agent)
+    pass_approve(run=run, user=bob)
+    run = pass_apply(run=run)
     assert run.status == Pass.Status.APPLIED
     assert run.operations.get().status == Operation.Status.PENDING
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 # ----- the reviewer's decision (conflict_resolve) ---------------------------------------------
@@ -87,7 +93,7 @@ def test_keep_a_is_a_reviewers_reconcile_archived_on_apply_and_undone_by_rollbac
     a_id, b_id = op.source_ids
     before = _ids(agent)
 
-    ev = services.conflict_resolve(operation=op, keep="a", user=bob)
+    ev = conflict_resolve(operation=op, keep="a", user=bob)
 
     op.refresh_from_db()
     assert op.kind == Operation.Kind.RECONCILE and op.rule == "reviewer_pick"
@@ -105,7 +111,7 @@ def test_keep_a_is_a_reviewers_reconcile_archived_on_apply_and_undone_by_rollbac
     assert event.user == bob and event.data["removed"] == [b_id] and CONTRADICTION[0] in event.note
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
     assert run.status == Pass.Status.APPLIED
     assert _ids(agent) == before - {b_id}
@@ -113,7 +119,7 @@ def test_keep_a_is_a_reviewers_reconcile_archived_on_apply_and_undone_by_rollbac
     assert archived.action == "reconcile" and archived.document == CONTRADICTION[1]
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_rollback_request(run=run, user=bob, note="wrong pick")
+        pass_rollback_request(run=run, user=bob, note="wrong pick")
     run.refresh_from_db()
     assert run.status == Pass.Status.ROLLED_BACK
     assert _ids(agent) == before
@@ -147,14 +153,14 @@ def test_keep_a_excludes_the_other_operations_touching_the_removed_memory(
         metadata=side.metadata,
         content_hash=side.content_hash,
     )
-    services.conflict_resolve(operation=op, keep="a", user=bob)
+    conflict_resolve(operation=op, keep="a", user=bob)
     promote.refresh_from_db()
     assert promote.excluded and promote.status == Operation.Status.EXCLUDED
     (event,) = run.events.filter(verb="conflict_resolved")
     assert event.data["excluded"] == [promote.index]
     assert f"#{promote.index} (promote)" in event.note
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
     assert run.status == Pass.Status.APPLIED, run.error
     assert b_id not in _ids(agent) and a_id in _ids(agent)
@@ -163,34 +169,34 @@ def test_keep_a_excludes_the_other_operations_touching_the_removed_memory(
 def test_keep_b_keeps_the_second_memory(agent_with_memories, bob):
     agent, run, op = _conflicted(agent_with_memories)
     a_id, b_id = op.source_ids
-    services.conflict_resolve(operation=op, keep="b", user=bob)
+    conflict_resolve(operation=op, keep="b", user=bob)
     op.refresh_from_db()
     assert op.source_ids == [b_id, a_id] and op.removes == [a_id]
-    services.pass_approve(run=run, user=bob)
-    services.pass_apply(run=run)
+    pass_approve(run=run, user=bob)
+    pass_apply(run=run)
     assert _ids(agent) == {f"mem-{i:03d}" for i in range(8)} - {a_id}
 
 
 def test_keep_both_removes_nothing(agent_with_memories, bob):
     agent, run, op = _conflicted(agent_with_memories)
-    before = services.agent_census(agent=agent)
-    services.conflict_resolve(operation=op, keep="both", user=bob)
+    before = agent_census(agent=agent)
+    conflict_resolve(operation=op, keep="both", user=bob)
     op.refresh_from_db()
     assert op.kind == Operation.Kind.CONFLICT and op.removes == []
     assert op.scores["decision"]["keep"] == "both" and op.risk < 0.5
     run.refresh_from_db()
     assert run.loss_fraction == 0.0 and run.reconciled == 0
-    services.pass_approve(run=run, user=bob)
-    assert services.pass_apply(run=run).status == Pass.Status.APPLIED
-    assert services.agent_census(agent=agent) == before
+    pass_approve(run=run, user=bob)
+    assert pass_apply(run=run).status == Pass.Status.APPLIED
+    assert agent_census(agent=agent) == before
     assert not ArchivedMemory.objects.filter(run=run).exists()
 
 
 def test_a_pick_can_be_changed_while_proposed(agent_with_memories, bob):
     agent, run, op = _conflicted(agent_with_memories)
     a_id, b_id = op.source_ids
-    services.conflict_resolve(operation=op, keep="a", user=bob)
-    services.conflict_resolve(operation=op, keep="both", user=bob)
+    conflict_resolve(operation=op, keep="a", user=bob)
+    conflict_resolve(operation=op, keep="both", user=bob)
     op.refresh_from_db()
     assert op.kind == Operation.Kind.CONFLICT and op.removes == [] and op.source_ids == [a_id, b_id]
     assert not op.sources.filter(removed=True).exists()
@@ -204,14 +210,14 @@ def test_auto_apply_leaves_conflicts_undecided(agent_with_memories):
         CONTRADICTION + dup + CONTEXT, SAME_TIME + [{}] * (len(dup) + len(CONTEXT)), auto_apply=True
     )
     run = _run(agent)
-    run = services.pass_apply(run=run) if run.status == Pass.Status.APPROVED else run
+    run = pass_apply(run=run) if run.status == Pass.Status.APPROVED else run
     assert run.status == Pass.Status.APPLIED and run.decided_actor == "policy"
     op = run.operations.get(kind=Operation.Kind.CONFLICT)
     assert op.status == Operation.Status.PENDING and "decision" not in op.scores
     assert set(op.source_ids) <= _ids(agent)  # both sides still in the store
     assert not run.events.filter(verb="conflict_resolved").exists()
-    with pytest.raises(services.ServiceError, match="only a proposed pass"):
-        services.conflict_resolve(operation=op, keep="a", user=None)
+    with pytest.raises(ServiceError, match="only a proposed pass"):
+        conflict_resolve(operation=op, keep="a", user=None)
     # nobody saw it: the next (incremental) pass asks a reviewer again
     agent.refresh_from_db()
     assert agent.checkpoint and not set(op.source_ids) & set(agent.checkpoint)
@@ -222,9 +228,9 @@ def test_auto_apply_leaves_conflicts_undecided(agent_with_memories):
 
 def test_refused_when_the_pass_is_not_proposed(agent_with_memories, bob):
     agent, run, op = _conflicted(agent_with_memories)
-    services.pass_reject(run=run, user=bob, note="later")
-    with pytest.raises(services.ServiceError, match="rejected"):
-        services.conflict_resolve(operation=op, keep="both", user=bob)
+    pass_reject(run=run, user=bob, note="later")
+    with pytest.raises(ServiceError, match="rejected"):
+        conflict_resolve(operation=op, keep="both", user=bob)
     op.refresh_from_db()
     assert op.kind == Operation.Kind.CONFLICT and "decision" not in op.scores
 
@@ -235,8 +241,8 @@ def test_refused_when_a_source_changed_since_planning(agent_with_memories, bob):
     store = stores.get_store(agent)
     (rec,) = store.get([a_id], include_embeddings=True)
     store.upsert([MemoryRecord(rec.id, rec.document + " (edited)", rec.embedding, rec.metadata)])
-    with pytest.raises(services.ServiceError, match="changed after the pass was planned"):
-        services.conflict_resolve(operation=op, keep="b", user=bob)
+    with pytest.raises(ServiceError, match="changed after the pass was planned"):
+        conflict_resolve(operation=op, keep="b", user=bob)
     op.refresh_from_db()
     assert op.kind == Operation.Kind.CONFLICT and op.removes == []
     assert not run.events.filter(verb="conflict_resolved").exists()
@@ -246,13 +252,13 @@ def test_refused_when_a_source_changed_since_planning(agent_with_memories, bob):
 def test_an_unknown_choice_is_refused(agent_with_memories, bob, keep):
     _, _, op = _conflicted(agent_with_memories)
     with pytest.raises(ValueError, match="a, b or both"):
-        services.conflict_resolve(operation=op, keep=keep, user=bob)
+        conflict_resolve(operation=op, keep=keep, user=bob)
 
 
 def test_only_a_conflict_can_be_resolved(agent_with_memories, bob):
     run = make_proposal(agent_with_memories(0), merges=1)
     with pytest.raises(ValueError, match="not a conflict"):
-        services.conflict_resolve(operation=run.operations.get(), keep="a", user=bob)
+        conflict_resolve(operation=run.operations.get(), keep="a", user=bob)
 
 
 def test_the_approve_line_says_undecided_conflicts_stay(agent_with_memories, bob, client):
@@ -263,7 +269,7 @@ def test_the_approve_line_says_undecided_conflicts_stay(agent_with_memories, bob
     assert 'data-testid="conflict-count">1: 1 undecided' in html
     dashboard = client.get(reverse("dashboard")).content.decode()
     assert 'data-testid="pending-conflicts">1 conflict to decide<' in dashboard
-    services.conflict_resolve(operation=op, keep="a", user=bob)
+    conflict_resolve(operation=op, keep="a", user=bob)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "undecided conflict" not in html
     assert "pending-conflicts" not in client.get(reverse("dashboard")).content.decode()
@@ -273,7 +279,7 @@ def test_the_approve_line_says_undecided_conflicts_stay(agent_with_memories, bob
 def test_a_decision_carries_over_to_a_new_pass_of_the_same_memories(agent_with_memories, bob):
     agent, run, op = _conflicted(agent_with_memories)
     a_id, b_id = op.source_ids
-    services.conflict_resolve(operation=op, keep="b", user=bob)
+    conflict_resolve(operation=op, keep="b", user=bob)
     new = _run(agent)  # "Run now" again: the pending proposal goes stale, its work carries over
     run.refresh_from_db()
     assert run.status == Pass.Status.STALE and new.status == Pass.Status.PROPOSED

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from consolidation import NAMED_POLICIES
-from memoryadmin.console import services
 from memoryadmin.console.models import Pass, ProbeQuery
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.services.passes import pass_request, pass_run
 from tests.conftest import days_ago
 
 pytest_plugins = ["tests.llm_stub"]
@@ -27,8 +28,8 @@ def _probe(agent, question, answer, key):
 
 
 def _run(agent):
-    run = services.pass_request(agent=agent, trigger="operator")
-    return services.pass_run(run=run)
+    run = pass_request(agent=agent, trigger="operator")
+    return pass_run(run=run)
 
 
 def test_it_rejects_a_pass_that_prunes_the_probe_sets_evidence(agent_with_memories):
@@ -37,14 +38,14 @@ def test_it_rejects_a_pass_that_prunes_the_probe_sets_evidence(agent_with_memori
     )
     _probe(agent, "What is the name of Gina's cat?", "Pixel", "p1")
     _probe(agent, "Which instrument is Tim learning?", "cello", "p2")
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     run = _run(agent)
     assert run.pruned == 4  # the loss guard alone (threshold 1.0) would let this through
     assert run.status == Pass.Status.REJECTED_BY_GUARD
     assert run.guard_reason.startswith("Recall guard tripped")
     assert run.recall["answer_recall_before"] == 1.0 and run.recall["answer_recall_after"] == 0.0
     assert run.recall["lost"] == 2
-    assert services.agent_census(agent=agent) == before  # I-2: rejected means untouched
+    assert agent_census(agent=agent) == before  # I-2: rejected means untouched
 
 
 def test_it_lets_the_same_pass_through_when_the_recall_guard_is_disabled(agent_with_memories):
@@ -59,10 +60,10 @@ def test_it_lets_the_same_pass_through_when_the_recall_guard_is_disabled(agent_w
 
 def test_a_cli_policy_override_is_used_for_that_pass_only(agent_with_memories):
     agent = agent_with_memories(4)
-    run = services.pass_request(
+    run = pass_request(
         agent=agent, trigger="cli", policy=NAMED_POLICIES["aggressive"], policy_name="aggressive"
     )
-    run = services.pass_run(run=run)
+    run = pass_run(run=run)
     assert run.max_loss_fraction == NAMED_POLICIES["aggressive"].max_loss_fraction
     assert run.telemetry["policy_override"] == "aggressive"
     agent.refresh_from_db()
@@ -119,12 +120,12 @@ def test_a_timing_out_llm_fails_the_pass_with_the_reason_and_writes_nothing(
 ):
     agent = _episodic_agent(agent_with_memories)
     llm_env.push_slow(5)
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     run = _run(agent)
     assert run.status == Pass.Status.FAILED
     assert "timed out" in run.error
     assert not run.operations.exists()
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before
 
 
 def test_offline_passes_send_nothing_to_an_llm(agent_with_memories, llm_stub, monkeypatch):
@@ -136,10 +137,10 @@ def test_offline_passes_send_nothing_to_an_llm(agent_with_memories, llm_stub, mo
 
 def test_a_pass_with_nothing_to_do_is_settled_not_left_pending(agent_with_memories):
     agent = agent_with_memories(6)  # six unrelated, recent facts: no operation applies
-    before = services.agent_census(agent=agent)
+    before = agent_census(agent=agent)
     run = _run(agent)
     assert not run.operations.exists()
     assert run.status == Pass.Status.APPLIED and run.decided_actor == "policy"
     assert run.events.filter(verb="nothing_to_apply").count() == 1
     assert not agent.passes.filter(status=Pass.Status.PROPOSED).exists()  # not "pending"
-    assert services.agent_census(agent=agent) == before
+    assert agent_census(agent=agent) == before

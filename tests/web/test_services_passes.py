@@ -9,8 +9,19 @@ from typing import Any
 
 import pytest
 
-from memoryadmin.console import services
+from memoryadmin.console import stores
+from memoryadmin.console.errors import GuardRefused, PassAlreadyActive, ServiceError
 from memoryadmin.console.models import ArchivedMemory, AuditEvent, Operation, Pass, StoreSample
+from memoryadmin.console.selectors.agents import agent_census
+from memoryadmin.console.selectors.evaluation import pass_evaluate
+from memoryadmin.console.services.agents import agent_update
+from memoryadmin.console.services.passes import pass_request, pass_run
+from memoryadmin.console.services.review import (
+    operation_edit_text,
+    operation_set_excluded,
+    pass_approve,
+    pass_reject,
+)
 from tests.conftest import DISTINCT_FACTS, days_ago
 
 pytestmark = pytest.mark.django_db
@@ -29,13 +40,13 @@ NO_BUDGET = {"trim_to_guard": False}
 def run_pass(agent: Any, capture: Any, **kwargs: Any) -> Pass:
     """Request a pass and let its on-commit task run (django-q2 sync mode); return it fresh."""
     with capture(execute=True):
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, **kwargs)
+        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, **kwargs)
     run.refresh_from_db()
     return run
 
 
 def census(agent: Any) -> dict[str, Any]:
-    return services.agent_census(agent=agent)
+    return agent_census(agent=agent)
 
 
 def verbs(run: Pass) -> list[tuple[str, str, str]]:
@@ -95,7 +106,7 @@ def test_it_applies_an_approved_pass_archiving_first(
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks, user=alice)
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob, note="looks right")
+        pass_approve(run=run, user=bob, note="looks right")
     run.refresh_from_db()
 
     assert run.status == Pass.Status.APPLIED
@@ -104,7 +115,7 @@ def test_it_applies_an_approved_pass_archiving_first(
     assert set(run.operations.values_list("status", flat=True)) == {"applied"}
     c = census(agent)
     assert c["store"]["count"] == 16 and c["archive"]["count"] == 4
-    store = services.stores.get_store(agent)
+    store = stores.get_store(agent)
     merged = store.get([op.result_id for op in run.operations.all()])
     assert sorted(r.document for r in merged) == sorted([F[0], F[1]])
     assert all(r.embedding is not None for r in merged)
@@ -123,14 +134,14 @@ def test_it_rejects_with_a_required_note(
     before = census(agent)
     run = run_pass(agent, django_capture_on_commit_callbacks)
     with pytest.raises(ValueError, match="note is required"):
-        services.pass_reject(run=run, user=bob, note="  ")
-    run = services.pass_reject(run=run, user=bob, note="not now")
+        pass_reject(run=run, user=bob, note="  ")
+    run = pass_reject(run=run, user=bob, note="not now")
 
     assert run.status == Pass.Status.REJECTED and run.note == "not now"
     assert verbs(run)[-1] == ("rejected", "proposed", "rejected")
     assert census(agent) == before
-    with pytest.raises(services.ServiceError, match="only a proposed pass"):
-        services.pass_approve(run=run, user=bob)
+    with pytest.raises(ServiceError, match="only a proposed pass"):
+        pass_approve(run=run, user=bob)
 
 
 def test_a_newer_pass_marks_the_older_proposal_stale(
@@ -175,9 +186,9 @@ def test_auto_apply_never_overrides_the_guard(
 
 def test_a_second_request_while_active_is_refused_and_recorded(agent_with_memories, alice):
     agent = agent_with_memories(3)
-    first = services.pass_request(agent=agent, trigger="operator", user=alice)  # stays queued
-    with pytest.raises(services.PassAlreadyActive, match=f"pass #{first.pk} is queued"):
-        services.pass_request(agent=agent, trigger="schedule", actor="schedule")
+    first = pass_request(agent=agent, trigger="operator", user=alice)  # stays queued
+    with pytest.raises(PassAlreadyActive, match=f"pass #{first.pk} is queued"):
+        pass_request(agent=agent, trigger="schedule", actor="schedule")
 
     assert Pass.objects.filter(agent=agent).count() == 1
     refused = AuditEvent.objects.get(agent=agent, verb="refused")
@@ -191,7 +202,7 @@ def test_a_pass_fails_with_the_reason_when_chroma_is_down(
     agent = agent_with_memories(3)
     settings.CHROMA_MODE = "http"
     settings.CHROMA_PORT = 9  # nothing listens there
-    services.stores.reset_client_cache()
+    stores.reset_client_cache()
     run = run_pass(agent, django_capture_on_commit_callbacks)
 
     assert run.status == Pass.Status.FAILED
@@ -199,7 +210,7 @@ def test_a_pass_fails_with_the_reason_when_chroma_is_down(
     assert run.events.order_by("-id").first().verb == "failed"
     assert not run.operations.exists()
     settings.CHROMA_MODE = "ephemeral"
-    services.stores.reset_client_cache()
+    stores.reset_client_cache()
     assert census(agent)["store"]["count"] == 3
 
 
@@ -208,7 +219,7 @@ def test_running_a_pass_twice_does_nothing_the_second_time(
 ):
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks)
-    again = services.pass_run(run=run)
+    again = pass_run(run=run)
     assert again.status == "proposed" and again.operations.count() == 2
 
 
@@ -218,30 +229,30 @@ def test_excluding_changes_the_verdict_and_approve_follows_it(
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks)
     # An admin tightens the threshold after planning: the pending proposal is held to it too.
-    services.agent_update(agent=agent, user=alice, policy={"max_loss_fraction": 0.15})
-    ev = services.pass_evaluate(run)
+    agent_update(agent=agent, user=alice, policy={"max_loss_fraction": 0.15})
+    ev = pass_evaluate(run)
     assert ev.guard_passed is False and ev.max_loss_fraction == 0.15
 
-    with pytest.raises(services.GuardRefused, match="tripped"):
-        services.pass_approve(run=run, user=bob)
+    with pytest.raises(GuardRefused, match="tripped"):
+        pass_approve(run=run, user=bob)
     assert AuditEvent.objects.filter(run=run, verb="approve_refused").exists()
 
     op = run.operations.order_by("index").first()
-    ev = services.operation_set_excluded(operation=op, excluded=True, user=bob)
+    ev = operation_set_excluded(operation=op, excluded=True, user=bob)
     assert (ev.guard_passed, ev.included_ops, ev.excluded_ops) == (True, 1, 1)
     assert ev.loss_fraction == pytest.approx(2 / 18) and ev.entries_after == 17
     run.refresh_from_db()
     assert run.loss_fraction == pytest.approx(2 / 18) and run.guard_passed is True
 
-    ev = services.operation_set_excluded(operation=op, excluded=False, user=bob)
+    ev = operation_set_excluded(operation=op, excluded=False, user=bob)
     assert ev.guard_passed is False
-    ev = services.operation_set_excluded(operation=op, excluded=True, user=bob)
+    ev = operation_set_excluded(operation=op, excluded=True, user=bob)
     assert [
         e.verb for e in run.events.filter(verb__in=["excluded", "included"]).order_by("id")
     ] == ["excluded", "included", "excluded"]
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
     assert run.status == "applied"
     op.refresh_from_db()
@@ -257,8 +268,8 @@ def test_editing_a_merged_text_is_validated_recorded_and_applied(
     op = run.operations.order_by("index").first()
     for bad in ("", "   ", "x" * 1001):
         with pytest.raises(ValueError):
-            services.operation_edit_text(operation=op, document=bad, user=bob)
-    ev = services.operation_edit_text(operation=op, document="Edited: the merged fact.", user=bob)
+            operation_edit_text(operation=op, document=bad, user=bob)
+    ev = operation_edit_text(operation=op, document="Edited: the merged fact.", user=bob)
     assert ev.guard_passed is True
     op.refresh_from_db()
     assert (
@@ -269,8 +280,8 @@ def test_editing_a_merged_text_is_validated_recorded_and_applied(
     assert run.events.get(verb="edited").data["after"] == "Edited: the merged fact."
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
-    written = services.stores.get_store(agent).get([op.result_id])[0]
+        pass_approve(run=run, user=bob)
+    written = stores.get_store(agent).get([op.result_id])[0]
     assert written.document == "Edited: the merged fact."
     from tests.conftest import embed_texts
 
@@ -286,7 +297,7 @@ def test_prune_is_archived_and_restorable_data_kept(
     run = run_pass(agent, django_capture_on_commit_callbacks)
     assert run.status == "proposed" and run.pruned == 1
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     archived = ArchivedMemory.objects.get(agent=agent)
     assert archived.action == "prune" and archived.document == F[7]
     assert archived.get_embedding().shape == (384,) and archived.metadata["importance"] == 0.1
@@ -298,9 +309,9 @@ def test_approving_while_another_pass_is_active_is_refused(
 ):
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks)
-    services.pass_request(agent=agent, trigger="operator")  # queued, not run
-    with pytest.raises(services.ServiceError, match="Another pass"):
-        services.pass_approve(run=run, user=bob)
+    pass_request(agent=agent, trigger="operator")  # queued, not run
+    with pytest.raises(ServiceError, match="Another pass"):
+        pass_approve(run=run, user=bob)
     run.refresh_from_db()
     assert run.status == "proposed"
 
@@ -313,9 +324,9 @@ def test_a_memory_written_between_planning_and_apply_is_new_to_the_next_pass(
     agent = agent_with_memories(DUPES)
     run = run_pass(agent, django_capture_on_commit_callbacks)
     late = memory_records([F[2]], prefix="late")[0]  # a duplicate of mem-002, written meanwhile
-    services.stores.get_store(agent).upsert([late])
+    stores.get_store(agent).upsert([late])
     with django_capture_on_commit_callbacks(execute=True):
-        services.pass_approve(run=run, user=bob)
+        pass_approve(run=run, user=bob)
     agent.refresh_from_db()
     assert "late-000" not in agent.checkpoint and "mem-002" in agent.checkpoint
     assert not {"mem-000", "mem-016"} & set(agent.checkpoint)  # merged away

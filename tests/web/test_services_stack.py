@@ -47,7 +47,8 @@ import random
 from consolidation import MemoryRecord
 from consolidation.adapters.embedder import get_default_embedder
 from django.contrib.auth.models import User
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.services.agents import agent_create
 from tests.conftest import days_ago
 words = ("amber basil cedar delta ember fjord garnet harbor iris juniper kelp lumen maple nectar "
          "onyx pepper quartz raven sable thistle umber violet willow xenon yarrow zephyr anchor "
@@ -58,7 +59,7 @@ for slug, seed in (("north", 1), ("south", 2)):
     r = random.Random(seed)
     uniq = [" ".join(r.sample(words, 7)) + f" {r.randint(1000, 9999)}" for _ in range(130)]
     texts = uniq[:110] + uniq[:110] + uniq[110:]  # 110 exact-duplicate pairs: 110 merges
-    agent = services.agent_create(name=slug, slug=slug, collection_name="stack-" + slug,
+    agent = agent_create(name=slug, slug=slug, collection_name="stack-" + slug,
                                   schedule_enabled=False, policy=dict(max_loss_fraction=1.0))
     stores.get_store(agent).upsert([
         MemoryRecord(f"mem-{i:03d}", t, v, dict(created_at=days_ago(1), importance=0.5))
@@ -67,23 +68,24 @@ print("seeded")
 """
 
 REQUEST_BOTH = """
-from memoryadmin.console import services
+from memoryadmin.console.errors import PassAlreadyActive
+from memoryadmin.console.services.passes import pass_request
 from memoryadmin.console.models import Agent
-runs = [services.pass_request(agent=Agent.objects.get(slug=s), trigger="operator", actor="ops")
+runs = [pass_request(agent=Agent.objects.get(slug=s), trigger="operator", actor="ops")
         for s in ("north", "south")]
 try:
-    services.pass_request(agent=Agent.objects.get(slug="north"), trigger="operator", actor="ops")
+    pass_request(agent=Agent.objects.get(slug="north"), trigger="operator", actor="ops")
     print("SECOND queued")
-except services.PassAlreadyActive:
+except PassAlreadyActive:
     print("SECOND refused")
 print("PKS", *[r.pk for r in runs])
 """
 
 APPROVE = """
 from django.contrib.auth.models import User
-from memoryadmin.console import services
+from memoryadmin.console.services.review import pass_approve
 from memoryadmin.console.models import Pass
-services.pass_approve(run=Pass.objects.get(pk={pk}), user=User.objects.get(username="ops"))
+pass_approve(run=Pass.objects.get(pk={pk}), user=User.objects.get(username="ops"))
 print("approved")
 """
 

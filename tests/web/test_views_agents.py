@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from consolidation import Policy
 from memoryadmin.console.models import Agent, AuditEvent, Pass
+from memoryadmin.console.services.review import operation_edit_text, operation_set_excluded
 from tests.web.conftest import XSS
 
 pytestmark = pytest.mark.django_db
@@ -334,7 +335,6 @@ def test_it_runs_now(
 def test_run_now_with_a_pending_proposal_asks_first_and_carries_the_review_over(
     client: Client, alice, bob, agent_with_memories, django_capture_on_commit_callbacks
 ) -> None:
-    from memoryadmin.console import services
     from tests.conftest import DISTINCT_FACTS
 
     agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2])
@@ -343,8 +343,8 @@ def test_run_now_with_a_pending_proposal_asks_first_and_carries_the_review_over(
         client.post(reverse("agent_run", args=[agent.slug]))
     pending = Pass.objects.get(agent=agent, status="proposed")
     first, second = pending.operations.order_by("index")
-    services.operation_set_excluded(operation=first, excluded=True, user=bob)
-    services.operation_edit_text(operation=second, document="Edited by the reviewer.", user=bob)
+    operation_set_excluded(operation=first, excluded=True, user=bob)
+    operation_edit_text(operation=second, document="Edited by the reviewer.", user=bob)
 
     r = client.post(reverse("agent_run", args=[agent.slug]))  # no confirmation yet
     html = r.content.decode()

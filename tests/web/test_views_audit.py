@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from memoryadmin.console.models import Agent, AuditEvent, Pass
+from memoryadmin.console.services.review import operation_set_excluded
 from tests.web.conftest import XSS
 
 pytestmark = pytest.mark.django_db
@@ -277,12 +278,11 @@ def test_an_exclusion_event_names_its_operation_with_a_link_and_in_the_csv(
     client: Client, carol, bob, agent_with_memories
 ) -> None:
     """ "operator excluded" said nothing of which operation: now "operation #N (kind)"."""
-    from memoryadmin.console import services
     from tests.web.proposals import make_proposal
 
     run = make_proposal(agent_with_memories(3), merges=1, prunes=2)
     op = run.operations.get(index=2)
-    services.operation_set_excluded(operation=op, excluded=True, user=bob)
+    operation_set_excluded(operation=op, excluded=True, user=bob)
     client.force_login(carol)
     html = client.get(reverse("audit_events"), {"verb": "excluded"}).content.decode()
     link = f'<a href="{reverse("pass_detail", args=[run.pk])}?op={op.pk}#review-panel">'

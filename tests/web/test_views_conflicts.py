@@ -1,4 +1,4 @@
-"""Deciding a conflict on the proposal page (issue 9, item 7): keep A, keep B or keep both, with
+"""Deciding a conflict on the proposal page: keep A, keep B or keep both, with
 htmx (both cards, the summary and the approve line swapped out of band) and without (a plain
 form post back to the page); only reviewers may decide."""
 
@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console import services
 from memoryadmin.console.models import Operation, Pass
+from memoryadmin.console.services.passes import pass_request, pass_run
+from memoryadmin.console.services.review import pass_reject
 from tests.conftest import DISTINCT_FACTS
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +25,7 @@ SAME_TIME = [{"created_at": "2025-03-01T00:00:00+00:00"}] * 2
 def conflict(agent_with_memories) -> Operation:
     """The conflict of a proposed pass over 8 memories (one removed stays under the guard)."""
     agent = agent_with_memories(CONTRADICTION + DISTINCT_FACTS[:6], SAME_TIME + [{}] * 6)
-    run = services.pass_run(run=services.pass_request(agent=agent, trigger="operator"))
+    run = pass_run(run=pass_request(agent=agent, trigger="operator"))
     assert run.status == Pass.Status.PROPOSED
     return run.operations.get(kind=Operation.Kind.CONFLICT)
 
@@ -74,7 +75,7 @@ def test_a_bad_choice_shows_the_error_and_changes_nothing(client: Client, bob, c
 
 
 def test_a_decided_pass_refuses_with_the_reason(client: Client, bob, conflict) -> None:
-    services.pass_reject(run=conflict.run, user=bob, note="later")
+    pass_reject(run=conflict.run, user=bob, note="later")
     client.force_login(bob)
     html = client.post(_url(conflict), {"keep": "a"}, HTTP_HX_REQUEST="true").content.decode()
     assert "only a proposed pass can be reviewed" in html

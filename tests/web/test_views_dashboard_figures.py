@@ -41,7 +41,7 @@ def test_counts_come_from_the_latest_sample_even_with_chroma_down(
 
 def test_an_import_records_the_store_size(agent_with_memories) -> None:
     from consolidation import MemoryRecord
-    from memoryadmin.console.importers import memories_write
+    from memoryadmin.console.services.transfer import memories_write
 
     agent = agent_with_memories(2)
     assert not StoreSample.objects.filter(agent=agent).exists()

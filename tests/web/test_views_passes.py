@@ -9,9 +9,14 @@ from django.test import Client
 from django.urls import reverse
 
 from consolidation import Policy
-from memoryadmin.console import services
 from memoryadmin.console.models import Agent, AuditEvent, Pass
-from memoryadmin.console.services import MAX_NOTE_CHARS
+from memoryadmin.console.services.review import (
+    operation_set_excluded,
+    operations_set_excluded,
+    pass_approve,
+    pass_reject,
+)
+from memoryadmin.console.validation import MAX_NOTE_CHARS
 from tests.web.conftest import XSS
 
 from .proposals import make_proposal
@@ -251,7 +256,7 @@ def test_it_refuses_to_approve_a_plan_changed_since_the_page_was_read(
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "Approving applies: <strong>2 operations, 0 excluded" in html
     seen = _revision(html)
-    services.operations_set_excluded(
+    operations_set_excluded(
         run=run,
         operation_ids=run.operations.values_list("pk", flat=True),
         excluded=True,
@@ -390,7 +395,7 @@ def test_it_says_a_stale_reject_was_not_recorded_and_gives_the_note_back(
     client: Client, bob, alice, agent, htmx
 ) -> None:
     run = make_proposal(agent)
-    services.pass_approve(run=run, user=alice, note="fine")  # tab A
+    pass_approve(run=run, user=alice, note="fine")  # tab A
     client.force_login(bob)
     extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
     r = client.post(
@@ -406,7 +411,7 @@ def test_it_says_a_stale_reject_was_not_recorded_and_gives_the_note_back(
 
 def test_it_says_a_stale_approve_was_not_recorded(client: Client, bob, alice, agent) -> None:
     run = make_proposal(agent)
-    services.pass_reject(run=run, user=alice, note="no")
+    pass_reject(run=run, user=alice, note="no")
     client.force_login(bob)
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ship it"})
     assert r.status_code == 302 and r["Location"] == reverse("pass_detail", args=[run.pk])
@@ -424,8 +429,8 @@ def test_it_says_a_stale_approve_was_not_recorded(client: Client, bob, alice, ag
 def test_it_lists_the_pass_history_with_who_did_what(client: Client, bob, carol, agent) -> None:
     run = make_proposal(agent)
     op = _merge_ops(run)[0]
-    services.operation_set_excluded(operation=op, excluded=True, user=bob)
-    services.pass_reject(run=run, user=bob, note="not now <b>")
+    operation_set_excluded(operation=op, excluded=True, user=bob)
+    pass_reject(run=run, user=bob, note="not now <b>")
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     section = html[html.index('id="pass-history"') : html.index("<h2>Operations</h2>")]

@@ -7,9 +7,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console import probes
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Agent, AuditEvent, ProbeQuery
+from memoryadmin.console.services.probes import probe_delete, probe_update
 from tests.web.conftest import XSS
 from tests.web.conftest import XSS_ESCAPED as ESCAPED
 
@@ -257,7 +257,7 @@ def test_it_rerenders_edit_errors_at_200(client: Client, alice, agent) -> None:
 
 def test_an_unchanged_edit_writes_no_event(alice, agent) -> None:
     p = probe(agent, evidence_ids=["a"])
-    probes.probe_update(
+    probe_update(
         agent=agent, probe=p, question=p.question, answer=p.answer, evidence_ids="a", user=alice
     )
     assert not AuditEvent.objects.filter(verb="probe_updated").exists()
@@ -267,9 +267,9 @@ def test_the_services_refuse_a_probe_of_another_agent(bare_agent, alice, agent) 
     other = bare_agent(name="Other")
     p = probe(other)
     with pytest.raises(ServiceError):
-        probes.probe_delete(agent=agent, probe=p, user=alice)
+        probe_delete(agent=agent, probe=p, user=alice)
     with pytest.raises(ServiceError):
-        probes.probe_update(agent=agent, probe=p, question="q", answer="a", user=alice)
+        probe_update(agent=agent, probe=p, question="q", answer="a", user=alice)
     assert ProbeQuery.objects.filter(pk=p.pk, question="Question 0?").exists()
 
 

@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memoryadmin.console import services
 from memoryadmin.console.models import Agent, AuditEvent, Operation, Pass
+from memoryadmin.console.services.passes import pass_request, pass_run
 
 from .proposals import make_proposal
 
@@ -245,8 +245,8 @@ def test_a_real_pass_stores_risk_and_lost_content(bob, agent_with_memories) -> N
     agent = agent_with_memories(
         [*DISTINCT_FACTS[:16], dup, dup.upper()], policy={"prune": False, "promote": False}
     )
-    run = services.pass_request(agent=agent, trigger="operator", user=bob)
-    run = services.pass_run(run=run)
+    run = pass_request(agent=agent, trigger="operator", user=bob)
+    run = pass_run(run=run)
     assert run.status == Pass.Status.PROPOSED, (run.status, run.error, run.guard_reason)
     [op] = run.operations.all()
     assert op.rule == "exact_duplicate" and op.lost_sentences == 0 and op.risk == 0.0

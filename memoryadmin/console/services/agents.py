@@ -13,7 +13,8 @@ from consolidation import FieldMap, Policy
 from .. import stores
 from ..errors import ServiceError
 from ..models import Agent, Pass
-from .journal import actor_name, audit, validate_cron, validate_field_map, validate_policy
+from ..validation import validate_cron, validate_field_map, validate_policy
+from .common import actor_name, audit
 from .schedules import schedule_sync
 
 __all__ = ["agent_create", "agent_delete", "agent_update"]

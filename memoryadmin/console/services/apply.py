@@ -33,20 +33,10 @@ from ..models import (
     StoreSample,
     embedding_to_bytes,
 )
-from ..review import effective_threshold, evaluate, to_engine_operation
-from .journal import (
-    audit,
-    embed,
-    failpoint,
-    get_live,
-    jsonable,
-    looks_unavailable,
-    run_actor,
-    set_progress,
-    stale_reason,
-    store_figures,
-    transition,
-)
+from ..selectors.evaluation import effective_threshold, evaluate, to_engine_operation
+from ..selectors.passes import stale_reason
+from .common import audit, failpoint, jsonable, run_actor, set_progress, transition
+from .evaluation import store_figures
 
 __all__ = ["APPLY_BATCH", "batches", "pass_apply"]
 
@@ -104,7 +94,7 @@ def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
         kept = next((e for e in (s.get_embedding() for s in same_text) if e is not None), None)
         embeddings.append(kept)
     missing = [i for i, e in enumerate(embeddings) if e is None]
-    for i, vec in zip(missing, embed([docs[i] for i in missing]), strict=True):
+    for i, vec in zip(missing, stores.embed([docs[i] for i in missing]), strict=True):
         embeddings[i] = vec
     return [
         MemoryRecord(op.result_id, doc, emb, dict(op.result_metadata or {}))
@@ -163,7 +153,7 @@ def _per_op(
     except (StoreUnavailable, _Interrupted):
         raise
     except Exception as exc:
-        if looks_unavailable(exc):
+        if stores.looks_unavailable(exc):
             raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
         if len(ops) == 1:
             log.warning("operation %s of pass %s failed: %s", ops[0].index, run.pk, exc)
@@ -188,7 +178,7 @@ def _apply_batch(
     except _Interrupted:
         raise
     except Exception as exc:
-        if looks_unavailable(exc):
+        if stores.looks_unavailable(exc):
             raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
         raise
 
@@ -231,7 +221,7 @@ def _apply_batch_stages(
     pending = [op for op in batch if op.status == OS.PENDING]
     if pending:
         ids = sorted({sid for op in pending for sid in op.source_ids})
-        live = get_live(store, ids, include_embeddings=True)
+        live = stores.get_live(store, ids, include_embeddings=True)
         fresh = []
         for op in pending:
             reason = stale_reason(op, list(op.sources.all()), live, own_writes)
@@ -260,7 +250,7 @@ def _apply_batch_stages(
     # 3. verify the written records are readable
     written = [op for op in batch if op.status == OS.WRITTEN]
     if written:
-        got = get_live(
+        got = stores.get_live(
             store, [op.result_id for op in written if op.result_id], include_embeddings=False
         )
         verified = []
@@ -379,7 +369,7 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
     """Stale-check all operations and re-check the guard; a ``Pass`` when apply must stop."""
     set_progress(run, 0.02, "Checking the operations against the live store")
     ids = sorted({sid for op in ops for sid in op.source_ids})
-    live = get_live(store, ids, include_embeddings=False)
+    live = stores.get_live(store, ids, include_embeddings=False)
     keep = []
     for op in ops:
         if op.status == OS.CONFLICT:
@@ -538,7 +528,7 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
                 checkpoint.pop(mid, None)
     if run.decided_actor == "policy":
         # Auto-applied: nobody saw its conflicts. Their memories leave the checkpoint, so the
-        # next incremental pass finds the pair again and asks a reviewer (issue 9, item 7).
+        # next incremental pass finds the pair again and asks a reviewer.
         undecided = (
             run.operations.filter(kind=Operation.Kind.CONFLICT)
             .exclude(scores__has_key="decision")
@@ -548,7 +538,7 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
             for mid in ids:
                 checkpoint.pop(mid, None)
     if written:
-        live = get_live(store, sorted(written), include_embeddings=False)
+        live = stores.get_live(store, sorted(written), include_embeddings=False)
         checkpoint.update({mid: rec.content_hash for mid, rec in live.items()})
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
     run.agent.checkpoint = checkpoint

@@ -12,7 +12,8 @@ from consolidation import MemoryRecord
 from .. import stores
 from ..errors import ServiceError
 from ..models import Agent, ArchivedMemory, Pass, StoreSample, embedding_to_bytes
-from .journal import actor_name, audit, embed, get_live, jsonable, validate_document
+from ..validation import validate_document
+from .common import actor_name, audit, jsonable
 
 __all__ = ["memory_delete", "memory_edit", "memory_guard", "memory_set_pinned"]
 
@@ -27,7 +28,7 @@ def memory_guard(agent: Agent) -> None:
 
 def _memory_get(agent: Agent, memory_id: str) -> tuple[Any, MemoryRecord]:
     store = stores.get_store(agent)
-    found = get_live(store, [memory_id], include_embeddings=True).get(memory_id)
+    found = stores.get_live(store, [memory_id], include_embeddings=True).get(memory_id)
     if found is None:
         raise ServiceError(f"Memory {memory_id!r} is not in {agent.name}'s store.")
     return store, found
@@ -94,7 +95,7 @@ def memory_edit(*, agent: Agent, memory_id: str, document: str, user: Any) -> Me
         if fm.updated_at
         else {**rec.metadata}
     )
-    new = MemoryRecord(rec.id, text, embed([text])[0], meta)
+    new = MemoryRecord(rec.id, text, stores.embed([text])[0], meta)
     store.upsert([new])
     audit(
         actor=actor_name(user, "cli"),

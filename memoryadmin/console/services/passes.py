@@ -19,7 +19,7 @@ from django.utils import timezone
 from consolidation import MemoryRecord, OpKind, Plan, Policy
 from consolidation.snapshot import plan_snapshot
 
-from .. import stores, triage
+from .. import stores
 from ..errors import PassAlreadyActive, ServiceError
 from ..models import (
     Agent,
@@ -30,8 +30,12 @@ from ..models import (
     StoreSample,
     embedding_to_bytes,
 )
-from ..review import Evaluation, evaluate, plan_verdict
-from .journal import (
+from ..selectors.evaluation import Evaluation, evaluate, plan_verdict
+from ..selectors.probes import recall_check
+from ..selectors.review import RISK_LINE, plan_scores
+from ..selectors.schedules import schedule_slot
+from .apply import pass_apply
+from .common import (
     TASK_APPLY,
     TASK_RUN,
     actor_name,
@@ -41,10 +45,10 @@ from .journal import (
     jsonable,
     run_actor,
     set_progress,
-    store_figures,
     transition,
     user_or_none,
 )
+from .evaluation import store_figures
 from .leases import lease_release, lease_seconds, worker_id
 from .review import operations_carry_over
 
@@ -124,7 +128,7 @@ def pass_request(
             data={"trigger": trigger, "active_pass": active.pk if active else None},
         )
         raise PassAlreadyActive(message) from None
-    enqueue(TASK_RUN, run.pk, inline=run_inline)
+    enqueue(TASK_RUN, run.pk, run_here=_run_inline if run_inline else None)
     return run
 
 
@@ -141,8 +145,6 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     Both are audited as ``skipped`` (actor ``schedule``) and return ``None``. Raises
     :class:`PassAlreadyActive` (audited ``refused``) when a pass is active.
     """
-    from ..selectors import schedule_slot
-
     slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
     pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
     if pending is not None:
@@ -185,7 +187,8 @@ class PassPlan:
     ``records``: the snapshot (every memory with its ``(384,) float32`` embedding); ``plan``:
     the engine's plan; ``evaluation``: summary and loss guard over every operation; ``recall``:
     the recall check (``Pass.recall`` shape); ``guard_passed`` / ``guard_reason``: every guard
-    together (:func:`memoryadmin.console.review.plan_verdict`), as the pass records it.
+    together (:func:`memoryadmin.console.selectors.evaluation.plan_verdict`), as the pass records
+    it.
     """
 
     records: list[MemoryRecord]
@@ -218,8 +221,6 @@ def pass_plan(
     """
     from consolidation.adapters.embedder import get_default_embedder
     from consolidation.adapters.llm import llm_from_env
-
-    from ..recall import recall_check
 
     progress = progress or (lambda fraction, label: None)
     store = stores.get_store(agent)
@@ -313,6 +314,16 @@ def pass_fail(*, run: Pass, error: str, actor: str | None = None) -> Pass:
         return run
 
 
+def _run_inline(pk: int) -> None:
+    """Plan pass ``pk`` in this process (and apply it here when it is auto-approved)."""
+    pass_run(run=Pass.objects.get(pk=pk), inline=True)
+
+
+def _apply_inline(pk: int) -> None:
+    """Apply pass ``pk`` in this process."""
+    pass_apply(run=Pass.objects.get(pk=pk))
+
+
 def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) -> Pass:
     """Task body: snapshot → plan → stored proposal → guard → status.
 
@@ -359,7 +370,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     finally:
         lease_release(run)
     if run.status == S.APPROVED:
-        enqueue(TASK_APPLY, run.pk, inline=inline)
+        enqueue(TASK_APPLY, run.pk, run_here=_apply_inline if inline else None)
     return run
 
 
@@ -395,7 +406,7 @@ def _store_operations(
     run: Pass, operations: list[Any], scored: list[Any], by_id: dict[str, MemoryRecord]
 ) -> None:
     """One ``Operation`` row per planned operation (in plan order, with its risk and lost
-    content from :func:`triage.plan_scores`) and one ``OperationSource`` per source memory: the
+    content from :func:`plan_scores`) and one ``OperationSource`` per source memory: the
     original's document, metadata, content hash and embedding, kept for review, the stale
     check (I-4) and the archive (I-1). Written with ``bulk_create`` in batches of
     :data:`ROW_BATCH` (the database returns the new ids, which the sources point to)."""
@@ -482,7 +493,7 @@ def _store_proposal(
             telemetry[key] = run.telemetry[key]
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
-    scored = triage.plan_scores(
+    scored = plan_scores(
         agent=run.agent,
         records=records,
         operations=plan.operations,
@@ -490,7 +501,7 @@ def _store_proposal(
         fieldmap=run.agent.get_field_map(),
         now=now,
     )
-    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE}
+    telemetry["review"] = {"scored": True, "risk_line": RISK_LINE}
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         PassSnapshot.objects.create(
@@ -501,7 +512,7 @@ def _store_proposal(
         older = _supersede_pending(run, actor)
         to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
         # A conflict is never settled nor auto-applied: a pass with only conflicts waits for a
-        # reviewer (issue 9, item 7); with other operations, auto-apply applies those only.
+        # reviewer; with other operations, auto-apply applies those only.
         actionable = [op for op in plan.operations if op.kind != OpKind.CONFLICT]
         label = (
             "Rejected by the loss guard"

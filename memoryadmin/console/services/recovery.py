@@ -1,7 +1,8 @@
 """Recovery: finish or re-queue the work a dead worker or a store outage left behind.
 
 :func:`passes_recover` (``manage.py recover_passes``; run by ``run_worker`` at start and by the
-worker itself every minute, :data:`RECOVERY_SCHEDULE`) handles, per pass:
+worker itself every minute, the schedule
+:data:`~memoryadmin.console.services.schedules.RECOVERY_SCHEDULE`) handles, per pass:
 
 - ``approved`` / ``applying`` / ``rolling_back``: apply or roll back again under the pass's
   lease (:mod:`.leases`), each operation from its journal step (I-3), nothing done twice. A
@@ -32,16 +33,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..errors import ServiceError
-from ..import_jobs import import_job_enqueue
 from ..models import ImportJob, Operation, Pass, PassSnapshot
 from .apply import pass_apply
-from .journal import TASK_RUN, enqueue, transition
+from .common import TASK_RUN, enqueue, transition
 from .leases import holder_gone, lease_acquire, lease_holder, lease_release, lease_seconds
 from .rollback import pass_rollback
+from .transfer_jobs import import_job_enqueue
 
 __all__ = [
-    "RECOVERY_SCHEDULE",
-    "TASK_RECOVER",
     "import_jobs_recover",
     "passes_recover",
     "resume_leased",
@@ -51,10 +50,6 @@ log = logging.getLogger(__name__)
 
 S = Pass.Status
 J = ImportJob.Status
-
-TASK_RECOVER = "memoryadmin.console.tasks.recover_passes"
-RECOVERY_SCHEDULE = "memoryadmin: recover interrupted passes"
-"""Name of the django-q2 ``Schedule`` (every minute) that runs :data:`TASK_RECOVER`."""
 
 
 def _resume(run: Pass) -> Pass:

@@ -12,22 +12,15 @@ from django.utils import timezone
 from consolidation import Policy
 from consolidation.planning.state import short
 
-from .. import stores, triage
+from .. import stores
 from ..errors import GuardRefused, ProposalChanged, ServiceError
 from ..models import Operation, OperationSource, Pass
-from ..review import Evaluation, pass_evaluate
-from .journal import (
-    TASK_APPLY,
-    actor_name,
-    audit,
-    enqueue,
-    get_live,
-    stale_reason,
-    store_figures,
-    transition,
-    user_or_none,
-    validate_document,
-)
+from ..selectors.evaluation import Evaluation, pass_evaluate
+from ..selectors.passes import stale_reason
+from ..selectors.review import RISK_LINE, pass_revision, rescore_operation, stored_scores
+from ..validation import validate_document
+from .common import TASK_APPLY, actor_name, audit, enqueue, transition, user_or_none
+from .evaluation import store_figures
 
 __all__ = [
     "CONFLICT_CHOICES",
@@ -41,9 +34,7 @@ __all__ = [
     "operations_set_excluded",
     "pass_approve",
     "pass_reject",
-    "pass_revision",
     "pass_score_operations",
-    "pass_store_figures",
 ]
 
 S = Pass.Status
@@ -205,7 +196,7 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         before = op.result_document
         op.result_document = text
         op.edited = text != op.planned_document
-        loss, risk = triage.rescore_operation(op)
+        loss, risk = rescore_operation(op)
         op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
         op.risk, op.risk_reasons = risk.score, list(risk.reasons)
         op.save(
@@ -293,7 +284,7 @@ def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[st
             position=position, removed=mid in gone
         )
     op.save()
-    loss, risk = triage.rescore_operation(op)
+    loss, risk = rescore_operation(op)
     op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
     op.risk, op.risk_reasons = risk.score, list(risk.reasons)
     if keep == "both":  # decided: below the risk line, the engine's doubt answered
@@ -304,7 +295,7 @@ def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[st
 
 @transaction.atomic
 def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Evaluation:
-    """Decide a conflict of a proposed pass (issue 9, item 7); returns the pass's new evaluation.
+    """Decide a conflict of a proposed pass; returns the pass's new evaluation.
 
     ``keep`` is ``"a"`` (the conflict's first memory), ``"b"`` (its second) or ``"both"``
     (``None`` means ``"both"``). Keeping one side turns the operation into a ``reconcile`` with
@@ -335,7 +326,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
     a_id, b_id = origin["ids"]
     sources = {s.memory_id: s for s in op.sources.all()}
     if keep != "both":
-        live = get_live(stores.get_store(run.agent), [a_id, b_id], include_embeddings=False)
+        live = stores.get_live(stores.get_store(run.agent), [a_id, b_id], include_embeddings=False)
         why = stale_reason(op, list(sources.values()), live, {})
         if why:
             raise ServiceError(
@@ -461,34 +452,16 @@ def pass_score_operations(*, run: Pass) -> int:
     sentence counts as kept elsewhere only when another operation of the pass keeps it.
     Returns the number of operations scored."""
     ops = list(run.operations.prefetch_related("sources").order_by("index"))
-    for op, (loss, risk) in zip(ops, triage.stored_scores(run, ops), strict=True):
+    for op, (loss, risk) in zip(ops, stored_scores(run, ops), strict=True):
         op.risk, op.risk_reasons = risk.score, list(risk.reasons)
         op.lost, op.lost_sentences = loss.to_dict(), len(loss.sentences)
     Operation.objects.bulk_update(
         ops, ["risk", "risk_reasons", "lost", "lost_sentences"], batch_size=500
     )
     telemetry = dict(run.telemetry or {})
-    telemetry["review"] = {"scored": True, "risk_line": triage.RISK_LINE, "from": "stored rows"}
+    telemetry["review"] = {"scored": True, "risk_line": RISK_LINE, "from": "stored rows"}
     Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
     return len(ops)
-
-
-@transaction.atomic
-def pass_store_figures(*, run: Pass) -> Evaluation:
-    """Evaluate ``run`` afresh and keep the figures its pages show (``Pass.figures``); for a
-    pass whose operations were written outside these services (the bench, test helpers, a
-    repair). Returns the evaluation."""
-    return store_figures(run)
-
-
-def pass_revision(*, run: Pass) -> str:
-    """The revision of what approving ``run`` would apply: a counter kept with its figures
-    (``Pass.figures["revision"]``), bumped by :func:`~.journal.store_figures`, which every
-    service that changes what a pass includes, removes or loses calls (exclude, include, edit,
-    a conflict decision, a carry-over). A reviewer's approve form carries the one on screen
-    (:func:`pass_approve` ``revision``). One query, whatever the pass's size."""
-    figures = Pass.objects.filter(pk=run.pk).values_list("figures", flat=True).first()
-    return str((figures or {}).get("revision", 0))
 
 
 def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None = None) -> Pass:

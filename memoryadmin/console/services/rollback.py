@@ -30,17 +30,7 @@ from .. import stores
 from ..errors import ServiceError, StoreUnavailable
 from ..models import Agent, ArchivedMemory, Operation, Pass, StoreSample
 from .apply import batches
-from .journal import (
-    TASK_ROLLBACK,
-    actor_name,
-    audit,
-    embed,
-    failpoint,
-    get_live,
-    looks_unavailable,
-    set_progress,
-    transition,
-)
+from .common import TASK_ROLLBACK, actor_name, audit, failpoint, set_progress, transition
 from .memories import memory_guard
 
 __all__ = [
@@ -106,7 +96,7 @@ def rollback_blockers(*, run: Pass, store: Any | None = None) -> dict[str, str]:
         if op.result_id
     }
     restored = {a.memory_id: a.content_hash for a in archived}
-    live = get_live(store, sorted(set(written) | set(restored)), include_embeddings=False)
+    live = stores.get_live(store, sorted(set(written) | set(restored)), include_embeddings=False)
     out: dict[str, str] = {}
     for mid, expected in written.items():
         rec = live.get(mid)
@@ -273,9 +263,9 @@ def pass_rollback(*, run: Pass) -> Pass:
             _rollback_batch(run, batch, store)
             done += len(batch)
     except Exception as exc:
-        if not (isinstance(exc, StoreUnavailable) or looks_unavailable(exc)) and not isinstance(
-            exc, ServiceError
-        ):
+        if not (
+            isinstance(exc, StoreUnavailable) or stores.looks_unavailable(exc)
+        ) and not isinstance(exc, ServiceError):
             log.exception("rollback of pass %s failed", run.pk)
         message = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
         if fresh and not wrote:
@@ -312,7 +302,9 @@ def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
     archived = _archived_of(batch)
     records = []
     missing = [a for a in archived if a.embedding is None]
-    vectors = dict(zip([a.pk for a in missing], embed([a.document for a in missing]), strict=True))
+    vectors = dict(
+        zip([a.pk for a in missing], stores.embed([a.document for a in missing]), strict=True)
+    )
     for a in archived:
         emb = a.get_embedding() if a.embedding is not None else vectors[a.pk]
         records.append(MemoryRecord(a.memory_id, a.document, emb, dict(a.metadata or {})))
@@ -322,7 +314,7 @@ def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
     failpoint("rollback:restored")
     # 2. read them back
     if records:
-        live = get_live(store, [r.id for r in records], include_embeddings=False)
+        live = stores.get_live(store, [r.id for r in records], include_embeddings=False)
         for a in archived:
             rec = live.get(a.memory_id)
             if rec is None or rec.content_hash != a.content_hash:
@@ -384,7 +376,7 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
     agent = a.agent
     memory_guard(agent)
     store = stores.get_store(agent)
-    live = get_live(store, [a.memory_id], include_embeddings=False).get(a.memory_id)
+    live = stores.get_live(store, [a.memory_id], include_embeddings=False).get(a.memory_id)
     actor = actor_name(user, "cli")
     if live is not None and live.content_hash != a.content_hash:
         raise ServiceError(
@@ -393,7 +385,7 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
         )
     emb = a.get_embedding()
     if emb is None:
-        emb = embed([a.document])[0]
+        emb = stores.embed([a.document])[0]
     record = MemoryRecord(a.memory_id, a.document, emb, dict(a.metadata or {}))
     if live is None:
         store.upsert([record])

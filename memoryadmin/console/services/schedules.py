@@ -9,10 +9,15 @@ from __future__ import annotations
 from zoneinfo import ZoneInfo
 
 from ..models import Agent
-from ..selectors import schedule_preview
-from .journal import TASK_SCHEDULED
+from ..selectors.schedules import schedule_preview
+from .common import TASK_RECOVER, TASK_SCHEDULED
 
-__all__ = ["recovery_schedule_ensure", "schedule_sync", "schedules_sync_all"]
+__all__ = ["RECOVERY_SCHEDULE", "recovery_schedule_ensure", "schedule_sync", "schedules_sync_all"]
+
+
+RECOVERY_SCHEDULE = "memoryadmin: recover interrupted passes"
+"""Name of the django-q2 ``Schedule`` (every minute) that runs
+:data:`~memoryadmin.console.services.common.TASK_RECOVER`."""
 
 
 def schedule_sync(*, agent: Agent) -> None:
@@ -77,8 +82,6 @@ def recovery_schedule_ensure() -> bool:
     MINUTES/HOURLY… schedules). Returns True when the row was created or corrected.
     """
     from django_q.models import Schedule
-
-    from .recovery import RECOVERY_SCHEDULE, TASK_RECOVER
 
     wanted = {"func": TASK_RECOVER, "schedule_type": Schedule.CRON, "cron": "* * * * *"}
     existing = Schedule.objects.filter(name=RECOVERY_SCHEDULE).first()

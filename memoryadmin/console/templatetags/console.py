@@ -8,6 +8,8 @@ from typing import Any
 
 from django import template
 
+from ..selectors.common import operator_zone, request_zone
+
 register = template.Library()
 
 
@@ -175,12 +177,8 @@ def operator_tz(context: template.Context) -> Any:
 
     Used as ``{% operator_tz as optz %}{% timezone optz %}…{% endtimezone %}``.
     """
-    from ..views.common import request_zone
-
     request = context.get("request")
     if request is None:
-        from ..selectors import operator_zone
-
         return operator_zone(None)
     return request_zone(request)
 

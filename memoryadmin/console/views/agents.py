@@ -1,24 +1,26 @@
-"""Agents: list, detail, create, edit (policy + schedule), delete, "Run now", cron preview."""
+"""Agents: list, detail, create, edit (policy + schedule), delete, "Run now"."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django.views.decorators.vary import vary_on_headers
 
-from .. import services
-from ..forms import AgentCreateForm, AgentEditForm, CronPreviewForm
+from ..errors import PassAlreadyActive, ServiceError
+from ..forms.agents import AgentCreateForm, AgentEditForm
 from ..models import Agent, ImportJob, Pass
-from ..selectors import next_runs, store_status
-from .common import HtmxHttpRequest, can_manage, request_zone
+from ..selectors.agents import store_status
+from ..services import agents as agent_services
+from ..services.passes import pass_request
+from .common import HtmxHttpRequest, can_manage
+from .schedules import cron_preview
 
 
 @require_GET
 def agent_list(request: HtmxHttpRequest):
     """Every agent with its collection, policy threshold and schedule."""
     agents = Agent.objects.order_by("name")
-    return render(request, "console/agent_list.html", {"nav": "agents", "agents": agents})
+    return render(request, "console/agents/agent_list.html", {"nav": "agents", "agents": agents})
 
 
 @require_GET
@@ -35,7 +37,7 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
         "field_map": agent.get_field_map().to_dict(),
         "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
     }
-    return render(request, "console/agent_detail.html", ctx)
+    return render(request, "console/agents/agent_detail.html", ctx)
 
 
 def _error_field(message: str, form) -> str | None:
@@ -59,9 +61,9 @@ def _form_page(request, form, agent=None, status=200):
         "nav": "agents",
         "form": form,
         "agent": agent,
-        **_preview(form["schedule_cron"].value(), request),
+        **cron_preview(form["schedule_cron"].value(), request),
     }
-    return render(request, "console/agent_form.html", ctx, status=status)
+    return render(request, "console/agents/agent_form.html", ctx, status=status)
 
 
 @can_manage
@@ -71,8 +73,8 @@ def agent_create(request: HtmxHttpRequest):
     form = AgentCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            agent = services.agent_create(**form.service_kwargs(), user=request.user)
-        except (services.ServiceError, ValueError) as exc:
+            agent = agent_services.agent_create(**form.service_kwargs(), user=request.user)
+        except (ServiceError, ValueError) as exc:
             form.add_error(_error_field(str(exc), form), str(exc))
         else:
             messages.success(request, f"Agent “{agent.name}” created.")
@@ -88,8 +90,8 @@ def agent_edit(request: HtmxHttpRequest, slug: str):
     form = AgentEditForm.for_agent(agent, request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            services.agent_update(agent=agent, user=request.user, **form.service_kwargs())
-        except (services.ServiceError, ValueError) as exc:
+            agent_services.agent_update(agent=agent, user=request.user, **form.service_kwargs())
+        except (ServiceError, ValueError) as exc:
             form.add_error(_error_field(str(exc), form), str(exc))
         else:
             messages.success(request, f"Agent “{agent.name}” saved.")
@@ -104,15 +106,17 @@ def agent_delete(request: HtmxHttpRequest, slug: str):
     agent = get_object_or_404(Agent, slug=slug)
     if request.method == "POST":
         try:
-            services.agent_delete(agent=agent, user=request.user)
-        except services.ServiceError as exc:
+            agent_services.agent_delete(agent=agent, user=request.user)
+        except ServiceError as exc:
             messages.error(request, str(exc))
             return redirect("agent_detail", agent.slug)
         messages.success(
             request, f"Agent “{agent.name}” deleted; collection {agent.collection_name} kept."
         )
         return redirect("agent_list")
-    return render(request, "console/agent_confirm_delete.html", {"nav": "agents", "agent": agent})
+    return render(
+        request, "console/agents/agent_confirm_delete.html", {"nav": "agents", "agent": agent}
+    )
 
 
 @can_manage
@@ -127,31 +131,11 @@ def agent_run(request: HtmxHttpRequest, slug: str):
     pending = agent.passes.filter(status=Pass.Status.PROPOSED).order_by("-created_at").first()
     if pending is not None and request.POST.get("confirm") != "1":
         ctx = {"nav": "agents", "agent": agent, "pending": pending}
-        return render(request, "console/agent_run_confirm.html", ctx)
+        return render(request, "console/agents/agent_run_confirm.html", ctx)
     try:
-        run = services.pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=request.user)
-    except services.PassAlreadyActive as exc:
+        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=request.user)
+    except PassAlreadyActive as exc:
         messages.error(request, str(exc) or "A pass is already active for this agent.")
         return redirect("agent_detail", agent.slug)
     messages.success(request, f"Pass #{run.pk} queued.")
     return redirect("pass_detail", run.pk)
-
-
-def _preview(cron: str | None, request: HtmxHttpRequest) -> dict:
-    tz = request_zone(request)
-    try:
-        return {"preview": next_runs(cron=" ".join((cron or "").split()), tz=tz), "preview_tz": tz}
-    except ValueError as exc:
-        return {"preview": [], "preview_error": str(exc), "preview_tz": tz}
-
-
-@require_GET
-@vary_on_headers("HX-Request")
-def schedule_preview(request: HtmxHttpRequest):
-    """The next 5 runs of ``?schedule_cron=`` in the operator's time zone (``?tz=`` or cookie)."""
-    form = CronPreviewForm(request.GET)
-    cron = form.data.get("schedule_cron", "") if form.is_valid() else ""
-    template = (
-        "console/agent_form.html#cron-preview" if request.htmx else "console/cron_preview.html"
-    )
-    return render(request, template, _preview(cron, request))

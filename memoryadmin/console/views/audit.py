@@ -12,9 +12,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..forms import AuditFilterForm, EventFilterForm
+from ..forms.audit import AuditFilterForm, EventFilterForm
 from ..models import AuditEvent, Operation, Pass
-from ..selectors import (
+from ..selectors.audit import (
     AUDIT_PAGE_SIZE,
     EVENT_PAGE_SIZE,
     AuditQuery,
@@ -22,7 +22,8 @@ from ..selectors import (
     audit_passes,
     rolled_back_by,
 )
-from .common import HtmxHttpRequest, request_zone
+from ..selectors.common import request_zone
+from .common import HtmxHttpRequest
 
 CSV_COLUMNS = [
     "pass",
@@ -71,7 +72,9 @@ def audit(request: HtmxHttpRequest):
         "params": params.urlencode(),
         "rollbacks": rolled_back_by(page.object_list),
     }
-    template = "console/audit.html#audit-results" if request.htmx else "console/audit.html"
+    template = (
+        "console/audit/audit.html#audit-results" if request.htmx else "console/audit/audit.html"
+    )
     return render(request, template, ctx)
 
 
@@ -89,7 +92,7 @@ def audit_csv(request: HtmxHttpRequest):
             "params": request.GET.urlencode(),
             "rollbacks": {},
         }
-        return render(request, "console/audit.html", ctx, status=400)
+        return render(request, "console/audit/audit.html", ctx, status=400)
     query = _query(form) if request.GET else AuditQuery()
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = (
@@ -197,7 +200,9 @@ def audit_event_list(request: HtmxHttpRequest):
     page.object_list = _with_operations(list(page.object_list))
     ctx = {"nav": "audit", "form": form, "page": page, "params": params.urlencode()}
     template = (
-        "console/audit_events.html#event-results" if request.htmx else "console/audit_events.html"
+        "console/audit/audit_events.html#event-results"
+        if request.htmx
+        else "console/audit/audit_events.html"
     )
     return render(request, template, ctx)
 

@@ -7,8 +7,9 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..models import Agent
-from ..selectors import agent_chart_data, dashboard_rows
-from .common import HtmxHttpRequest, request_zone
+from ..selectors.common import request_zone
+from ..selectors.dashboard import agent_chart_data, dashboard_rows
+from .common import HtmxHttpRequest
 
 
 @require_GET
@@ -25,6 +26,6 @@ def dashboard(request: HtmxHttpRequest):
     chart = agent_chart_data(agent) if agent else None
     ctx = {"nav": "dashboard", "chart_agent": agent, "chart": chart, "tz": request_zone(request)}
     if request.htmx and request.htmx.target == "agent-chart":
-        return render(request, "console/dashboard.html#agent-chart", ctx)
+        return render(request, "console/dashboard/dashboard.html#agent-chart", ctx)
     ctx["rows"] = dashboard_rows(tz=ctx["tz"])
-    return render(request, "console/dashboard.html", ctx)
+    return render(request, "console/dashboard/dashboard.html", ctx)

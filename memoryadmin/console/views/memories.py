@@ -9,11 +9,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import services
-from ..forms import MemoryEditForm, MemoryFilterForm, PinForm
+from ..errors import ServiceError, StoreUnavailable
+from ..forms.memories import MemoryEditForm, MemoryFilterForm, PinForm
 from ..models import Agent
-from ..selectors import MemoryQuery, memory_page, memory_search
-from ..selectors import memory_detail as select_memory
+from ..selectors.memories import MemoryQuery, memory_page, memory_search
+from ..selectors.memories import memory_detail as select_memory
+from ..services import memories as memory_services
 from .common import HtmxHttpRequest, can_edit_memories
 
 
@@ -52,7 +53,9 @@ def memory_list(request: HtmxHttpRequest, slug: str):
         except Exception as exc:  # a store outage is shown, never a 500
             ctx["store_error"] = str(exc) or exc.__class__.__name__
     template = (
-        "console/memory_list.html#memory-results" if request.htmx else "console/memory_list.html"
+        "console/memories/memory_list.html#memory-results"
+        if request.htmx
+        else "console/memories/memory_list.html"
     )
     return render(request, template, ctx)
 
@@ -77,9 +80,9 @@ def _detail_page(request: HtmxHttpRequest, agent: Agent, memory_id: str, edit_fo
     }
     try:
         ctx["d"] = select_memory(agent=agent, memory_id=memory_id)
-    except services.StoreUnavailable as exc:
+    except StoreUnavailable as exc:
         ctx["store_error"] = str(exc)
-    return render(request, "console/memory_detail.html", ctx)
+    return render(request, "console/memories/memory_detail.html", ctx)
 
 
 @can_edit_memories
@@ -92,14 +95,14 @@ def memory_pin(request: HtmxHttpRequest, slug: str):
         messages.error(request, "Choose pin or unpin for a memory.")
     else:
         try:
-            services.memory_set_pinned(
+            memory_services.memory_set_pinned(
                 agent=agent,
                 memory_id=memory_id,
                 pinned=form.cleaned_data["pinned"],
                 user=request.user,
             )
             messages.success(request, "Pinned." if form.cleaned_data["pinned"] else "Unpinned.")
-        except (services.ServiceError, ValueError) as exc:
+        except (ServiceError, ValueError) as exc:
             messages.error(request, str(exc))
     return redirect(_detail_url(agent, memory_id))
 
@@ -116,13 +119,13 @@ def memory_edit(request: HtmxHttpRequest, slug: str):
     form = MemoryEditForm(request.POST)
     if form.is_valid():
         try:
-            services.memory_edit(
+            memory_services.memory_edit(
                 agent=agent,
                 memory_id=memory_id,
                 document=form.cleaned_data["document"],
                 user=request.user,
             )
-        except (services.ServiceError, ValueError) as exc:
+        except (ServiceError, ValueError) as exc:
             form.add_error("document", str(exc))
         else:
             messages.success(request, "Memory saved.")
@@ -137,8 +140,8 @@ def memory_delete(request: HtmxHttpRequest, slug: str):
     agent = get_object_or_404(Agent, slug=slug)
     memory_id = request.POST.get("memory_id", "")
     try:
-        services.memory_delete(agent=agent, memory_id=memory_id, user=request.user)
-    except (services.ServiceError, ValueError) as exc:
+        memory_services.memory_delete(agent=agent, memory_id=memory_id, user=request.user)
+    except (ServiceError, ValueError) as exc:
         messages.error(request, str(exc))
         return redirect(_detail_url(agent, memory_id))
     messages.success(request, f"Memory {memory_id} deleted (archived).")

@@ -9,15 +9,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import probes
 from ..errors import ServiceError, StoreUnavailable
-from ..forms import ProbeForm
+from ..forms.probes import ProbeForm
 from ..models import Agent, ProbeQuery
-from ..recall import recall_evaluate
-from ..selectors import probe_page
+from ..selectors.probes import probe_page, recall_evaluate
+from ..services import probes as probe_services
 from .common import HtmxHttpRequest, can_manage
 
-PAGE = "console/probe_list.html"
+PAGE = "console/probes/probe_list.html"
 
 
 def _ctx(request: HtmxHttpRequest, agent: Agent, page: Any = None, **extra: Any) -> dict[str, Any]:
@@ -50,7 +49,9 @@ def probe_create(request: HtmxHttpRequest, slug: str):
     form = ProbeForm(request.POST)
     if form.is_valid():
         try:
-            probe = probes.probe_create(agent=agent, user=request.user, **form.service_kwargs())
+            probe = probe_services.probe_create(
+                agent=agent, user=request.user, **form.service_kwargs()
+            )
         except (ServiceError, ValueError) as exc:
             form.add_error(None, str(exc))
         else:
@@ -72,7 +73,7 @@ def probe_edit(request: HtmxHttpRequest, slug: str, pk: int):
     form = ProbeForm.for_probe(probe, request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            probes.probe_update(
+            probe_services.probe_update(
                 agent=agent, probe=probe, user=request.user, **form.service_kwargs()
             )
         except (ServiceError, ValueError) as exc:
@@ -82,7 +83,7 @@ def probe_edit(request: HtmxHttpRequest, slug: str, pk: int):
             return redirect("probe_list", agent.slug)
     return render(
         request,
-        "console/probe_edit.html",
+        "console/probes/probe_edit.html",
         {"nav": "agents", "agent": agent, "probe": probe, "form": form},
     )
 
@@ -94,7 +95,7 @@ def probe_delete(request: HtmxHttpRequest, slug: str, pk: int):
     """Delete a probe (audited with its content). htmx: the refreshed list."""
     agent = get_object_or_404(Agent, slug=slug)
     probe = get_object_or_404(ProbeQuery, agent=agent, pk=pk)
-    probes.probe_delete(agent=agent, probe=probe, user=request.user)
+    probe_services.probe_delete(agent=agent, probe=probe, user=request.user)
     if request.htmx:
         return render(request, f"{PAGE}#probe-list", _ctx(request, agent))
     messages.success(request, f"Probe #{pk} deleted.")

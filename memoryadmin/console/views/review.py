@@ -1,7 +1,9 @@
-"""The Review tab of a proposal: riskiest operations first, lost content, bulk exclude/include.
+"""The reviewer's actions on a proposal: the Review tab (riskiest operations first, lost content,
+bulk exclude/include), one operation's exclude/include and merged text, a conflict's decision,
+approve and reject.
 
-The panel is ``templates/console/_review.html#review-panel``; it is part of the pass page and is
-re-rendered alone for htmx (tab switch, filters, paging, bulk actions). A bulk action answers
+The panel is ``templates/console/review/_review.html#review-panel``; it is part of the pass page
+and is re-rendered alone for htmx (tab switch, filters, paging, bulk actions). A bulk action answers
 with the panel plus the pass summary, the loss totals and the approve line out of band, so the
 figures change once, in place.
 """
@@ -16,72 +18,24 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import services, triage
+from ..errors import ServiceError
+from ..forms.review import BulkReviewForm, ExcludeForm, MergedTextForm, NoteForm
 from ..models import Operation, Pass
-from ..review import pass_figures
-from ..review_forms import BulkReviewForm, ReviewFilterForm
-from ..selectors import operation_view
+from ..selectors.common import request_zone
+from ..selectors.evaluation import pass_figures
+from ..selectors.passes import operation_view, pass_reviewed, pass_summary
+from ..selectors.review import (
+    bulk_targets,
+)
+from ..services import review as review_services
+from ..templatetags.console import status_words
 from .common import HtmxHttpRequest, can_review
-
-
-def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
-    """Loss totals and conflict counts of ``run`` as its operations stand now, and
-    (``approve``) the approve line and the revision it describes (posted back by the approve
-    form, so approving applies what the line said) while it can still be approved (``ev``: its
-    :class:`~..review.Evaluation` when already at hand, else :func:`pass_figures`)."""
-    totals = triage.pass_loss_figures(run)
-    conflicts = triage.conflict_counts(run)
-    if not approve or not run.is_reviewable:
-        return {"totals": totals, "approve_line": "", "conflicts": conflicts}
-    ev = ev if ev is not None else pass_figures(run)
-    return {
-        "totals": totals,
-        "approve_line": triage.approve_line(ev, totals, conflicts),
-        "conflicts": conflicts,
-        "revision": services.pass_revision(run=run),
-    }
-
-
-def review_context(
-    params: Any, run: Pass, ev: Any = None, *, approve: bool = True
-) -> dict[str, Any]:
-    """Everything ``_review.html`` needs, from the request's query ``params`` (``approve``:
-    also the approve line, which lives outside the panel)."""
-    if not run.operations.exists():
-        return {"review": None}
-    form = ReviewFilterForm(params)
-    form.is_valid()  # invalid fields fall back to their defaults and show their errors
-    query = form.query()
-    page = form.cleaned_data.get("page") or 1
-    tab = form.cleaned_data.get("tab") or "review"
-    ctx: dict[str, Any] = {
-        "review": {
-            "tab": tab,
-            "form": form,
-            "query": query,
-            "params": query.params(),
-            "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
-            "line": triage.RISK_LINE,
-            "rules": triage.review_rules(run),
-        },
-        **_figures(run, ev, approve=approve),
-    }
-    if tab == "lost":
-        ctx["review"]["lost"] = triage.lost_page(run=run, page=page)
-    else:
-        ctx["review"]["page"] = triage.review_page(run=run, query=query, page=page)
-        ctx["review"]["rest"] = triage.review_rest(run)
-    return ctx
-
-
-def operation_oob_context(op: Operation) -> dict[str, Any]:
-    """The review row of ``op`` and the pass figures, for an out-of-band swap after a single
-    exclude/include/edit made elsewhere on the page."""
-    run = op.run
-    return {"card": triage.review_card(op), **_figures(run)}
+from .passes import pass_page
+from .review_panel import operation_oob_context, review_context
 
 
 def _panel(
@@ -99,7 +53,7 @@ def _panel(
         "changed_rows": [operation_view(op) for op in rows],
         **extra,
     }
-    return render(request, "console/_review_response.html", ctx)
+    return render(request, "console/review/_review_response.html", ctx)
 
 
 OOB_ROWS = 200
@@ -115,7 +69,7 @@ def pass_review(request: HtmxHttpRequest, pk: int):
         query = urlencode({k: v for k, v in request.GET.items() if v})
         return redirect(f"{reverse('pass_detail', args=[run.pk])}?{query}#review-panel")
     ctx = {"run": run, **review_context(request.GET, run, approve=False)}
-    return render(request, "console/_review.html#review-panel", ctx)
+    return render(request, "console/review/_review.html#review-panel", ctx)
 
 
 def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tuple[str, list[int]]:
@@ -123,7 +77,7 @@ def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tu
     if not form.is_valid():
         return " ".join(e for errs in form.errors.values() for e in errs), []
     d = form.cleaned_data
-    ids, scope = triage.bulk_targets(
+    ids, scope = bulk_targets(
         run=run,
         scope=d["scope"],
         ops=d["ops"],
@@ -132,14 +86,14 @@ def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tu
         below=d["below"],
     )
     try:
-        _, changed = services.operations_set_excluded(
+        _, changed = review_services.operations_set_excluded(
             run=run,
             operation_ids=ids,
             excluded=d["action"] == "exclude",
             user=request.user,
             scope=scope,
         )
-    except (services.ServiceError, ValueError) as exc:
+    except (ServiceError, ValueError) as exc:
         return str(exc), []
     verb = "excluded" if d["action"] == "exclude" else "included"
     messages.success(
@@ -161,3 +115,152 @@ def review_bulk(request: HtmxHttpRequest, pk: int):
             messages.error(request, error)
         return redirect(f"{run.get_absolute_url()}?{urlencode(form.query().params())}#review-panel")
     return _panel(request, run, request.POST, changed, bulk_error=error)
+
+
+def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str) -> HttpResponse:
+    """A stale approve/reject (another tab or reviewer decided first): say who decided what and
+    when, echo the operator's note so it is not lost; 200 with the page for htmx, else redirect."""
+    run.refresh_from_db()
+    who = getattr(run.decided_by, "username", "") or run.decided_actor
+    when = (
+        timezone.localtime(run.decided_at, request_zone(request)).strftime("%Y-%m-%d %H:%M:%S %Z")
+        if run.decided_at
+        else ""
+    )
+    decided = "rejected" if run.status == Pass.Status.REJECTED else "approved"
+    text = f"Pass #{run.pk} was already {decided}"
+    if who:
+        text += f" by {who}"
+    if when:
+        text += f" at {when}"
+    text += f" (now {status_words(run.status)}); your {action} was not recorded."
+    if note:
+        text += f" Your note was: “{note}”"
+    messages.warning(request, text)
+    if request.htmx:
+        return pass_page(request, run)
+    return redirect(run)
+
+
+def _op_response(
+    request: HtmxHttpRequest,
+    op: Operation,
+    error: str = "",
+    *,
+    template: str = "console/review/_op_response.html",
+    **extra: Any,
+) -> HttpResponse:
+    """The operation row plus the summary swapped out-of-band (htmx), else back to the page."""
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect(f"{reverse('pass_detail', args=[op.run_id])}#op-{op.pk}")
+    op.refresh_from_db()
+    run = Pass.objects.select_related("agent").get(pk=op.run_id)
+    ctx = {
+        "run": run,
+        "ov": operation_view(op),
+        "ev": pass_summary(run),
+        "op_error": error,
+        "reviewed": pass_reviewed(run),
+        **operation_oob_context(op),
+        **extra,
+    }
+    return render(request, template, ctx)
+
+
+@can_review
+@require_POST
+def operation_exclude(request: HtmxHttpRequest, pk: int, op_id: int):
+    """Exclude (``excluded=1``) or include (``excluded=0``) one operation; summary updates live."""
+    op = get_object_or_404(Operation, pk=op_id, run_id=pk)
+    form = ExcludeForm(request.POST)
+    if not form.is_valid():
+        return _op_response(request, op, "Choose exclude or include.")
+    try:
+        review_services.operation_set_excluded(
+            operation=op, excluded=form.cleaned_data["excluded"], user=request.user
+        )
+    except (ServiceError, ValueError) as exc:
+        return _op_response(request, op, str(exc))
+    return _op_response(request, op)
+
+
+@can_review
+@require_POST
+def operation_edit(request: HtmxHttpRequest, pk: int, op_id: int):
+    """Replace a merge's text (empty or too long text is refused with the reason)."""
+    op = get_object_or_404(Operation, pk=op_id, run_id=pk)
+    form = MergedTextForm(request.POST)
+    if not form.is_valid():
+        # the field's own reason: empty ("This field is required.") or a NUL character
+        why = " ".join(form.errors.get("document", [])) or "The merged text is not valid."
+        return _op_response(
+            request,
+            op,
+            f"The merged text was not saved: {why}",
+            draft=request.POST.get("document", ""),
+        )
+    try:
+        review_services.operation_edit_text(
+            operation=op, document=form.cleaned_data["document"], user=request.user
+        )
+    except (ServiceError, ValueError) as exc:
+        return _op_response(request, op, str(exc), draft=form.cleaned_data["document"])
+    return _op_response(request, op)
+
+
+@can_review
+@require_POST
+def conflict_resolve(request: HtmxHttpRequest, pk: int, op_id: int):
+    """A reviewer decides a conflict: ``keep`` = ``a``, ``b`` or ``both``. With htmx both cards
+    of the operation (Review tab and "All operations"), the summary and the approve line are
+    swapped out of band; without, back to the page with a message."""
+    op = get_object_or_404(Operation, pk=op_id, run_id=pk)
+    keep = request.POST.get("keep", "").strip().lower()
+    kw: dict[str, Any] = {"template": "console/review/_conflict_response.html"}
+    try:
+        review_services.conflict_resolve(operation=op, keep=keep, user=request.user)
+    except (ServiceError, ValueError) as exc:
+        return _op_response(request, op, str(exc), **kw)
+    words = "kept both" if keep == "both" else f"kept {keep.upper()}"
+    messages.success(request, f"Conflict #{op.index}: {words}.")
+    return _op_response(request, op, **kw)
+
+
+def _decide(request: HtmxHttpRequest, pk: int, *, reject: bool) -> HttpResponse:
+    """Approve or reject: validate the note, call the service, and on a pass decided meanwhile
+    (another tab or reviewer) say so with the operator's note instead of losing it."""
+    run = get_object_or_404(Pass.objects.select_related("decided_by"), pk=pk)
+    form = NoteForm(request.POST, require_note=reject)
+    action, done = ("rejection", "rejected") if reject else ("approval", "approved")
+    if not run.is_reviewable:
+        return _not_reviewable(request, run, action, request.POST.get("note", "").strip())
+    if form.is_valid():
+        service = review_services.pass_reject if reject else review_services.pass_approve
+        kw = {} if reject else {"revision": form.cleaned_data["revision"] or None}
+        try:
+            service(run=run, user=request.user, note=form.cleaned_data["note"], **kw)
+        except (ServiceError, ValueError) as exc:
+            run.refresh_from_db()
+            if not run.is_reviewable:  # decided elsewhere between our check and the service's
+                return _not_reviewable(request, run, action, form.cleaned_data["note"])
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Pass #{run.pk} {done}.")
+            return redirect(run)
+    return pass_page(request, run, **{"reject_form" if reject else "approve_form": form})
+
+
+@can_review
+@require_POST
+def pass_approve(request: HtmxHttpRequest, pk: int):
+    """Approve with an optional note; refused with the guard's reason when it fails now."""
+    return _decide(request, pk, reject=False)
+
+
+@can_review
+@require_POST
+def pass_reject(request: HtmxHttpRequest, pk: int):
+    """Reject (dismiss) with a required note; the store is left untouched (I-2)."""
+    return _decide(request, pk, reject=True)

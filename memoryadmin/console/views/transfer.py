@@ -16,10 +16,11 @@ from django_htmx.http import HttpResponseStopPolling
 from consolidation.jsonl import LineError
 
 from ..errors import StoreUnavailable
-from ..forms import JsonlUploadForm
-from ..import_jobs import import_job_create
-from ..importers import ImportReport, memories_export_jsonl
+from ..forms.transfer import JsonlUploadForm
 from ..models import Agent, ImportJob
+from ..selectors.transfer import memories_export_jsonl
+from ..services.transfer import ImportReport
+from ..services.transfer_jobs import import_job_create
 from .common import HtmxHttpRequest, can_edit_memories
 
 MAX_ERRORS_SHOWN = 20
@@ -76,7 +77,11 @@ def memories_import(request: HtmxHttpRequest, slug: str):
             skip_invalid=form.cleaned_data["skip_invalid"],
             user=request.user,
         )
-    template = "console/_import_result.html" if request.htmx else "console/agent_import.html"
+    template = (
+        "console/transfer/_import_result.html"
+        if request.htmx
+        else "console/transfer/agent_import.html"
+    )
     return render(request, template, ctx)
 
 
@@ -88,8 +93,10 @@ def memories_import_status(request: HtmxHttpRequest, slug: str, pk: int):
     job = get_object_or_404(ImportJob.objects.select_related("agent"), pk=pk, agent__slug=slug)
     ctx = {"nav": "agents", "agent": job.agent, "form": None, **job_context(job)}
     if not request.htmx:
-        return render(request, "console/agent_import.html", {**ctx, "form": JsonlUploadForm()})
-    response = render(request, "console/_import_result.html", ctx)
+        return render(
+            request, "console/transfer/agent_import.html", {**ctx, "form": JsonlUploadForm()}
+        )
+    response = render(request, "console/transfer/_import_result.html", ctx)
     if not job.is_active:
         response.status_code = HttpResponseStopPolling.status_code
     return response

@@ -9,6 +9,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from memoryadmin.api.mcp_tools import build_server, http_app
+
 
 class Command(BaseCommand):
     help = (
@@ -28,8 +30,6 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8100, help="http: port (default 8100)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        from memoryadmin.api.mcp_tools import build_server, http_app
-
         # stdout is the protocol channel on stdio: every log line goes to stderr.
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
         if opts["transport"] == "stdio":

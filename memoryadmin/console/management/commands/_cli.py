@@ -10,7 +10,8 @@ from django.core.management.base import CommandError
 from memoryadmin.console.models import Agent
 
 BAD_INPUT = 2
-"""Exit status for bad input (unknown agent, bad policy, invalid file) — issue 4."""
+"""Exit status for bad input (unknown agent, bad policy, invalid file), so scripts can tell it from
+a failure."""
 FAILED = 1
 """Exit status when the command could not do its work (e.g. Chroma unreachable)."""
 

@@ -18,7 +18,9 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from consolidation.shapes import PRESETS
-from memoryadmin.console import selectors, services
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.selectors.agents import collection_shape
+from memoryadmin.console.services.agents import agent_create
 
 from ._cli import bad_input, failed
 
@@ -56,10 +58,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         slug, collection = options["slug"], options["collection"]
         try:
-            report = selectors.collection_shape(
-                collection_name=collection, preset=options["preset"]
-            )
-            agent = services.agent_create(
+            report = collection_shape(collection_name=collection, preset=options["preset"])
+            agent = agent_create(
                 name=options["name"] or slug,
                 slug=slug,
                 collection_name=collection,
@@ -71,9 +71,9 @@ class Command(BaseCommand):
                     "api_key_env": options["embedder_key_env"],
                 },
             )
-        except services.StoreUnavailable as exc:
+        except StoreUnavailable as exc:
             raise failed(str(exc)) from exc
-        except (ValueError, services.ServiceError) as exc:
+        except (ValueError, ServiceError) as exc:
             raise bad_input(f"Nothing attached: {_sentence(exc)}") from exc
         if options["json"]:
             out = {

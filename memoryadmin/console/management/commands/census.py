@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryadmin.console import selectors, services
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.selectors.agents import agent_census
 
 from ._cli import failed, get_agent
 
@@ -27,8 +28,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         agent = get_agent(options["agent"])  # unknown agent: exit 2, like every command
         try:
-            census = selectors.agent_census(agent=agent)
-        except services.ServiceError as exc:
+            census = agent_census(agent=agent)
+        except ServiceError as exc:
             raise failed(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps(census, sort_keys=True))

@@ -4,7 +4,7 @@ Runs a pass in the foreground (actor ``cli``):
 
 - ``--propose`` (default): snapshot → plan → stored proposal → guards; review it in the console.
 - ``--apply``: the same, then — when the guards pass — approve (actor ``cli``) and apply it now.
-- ``--dry-run``: the same pass with its writes switched off (:func:`services.pass_plan`: the
+- ``--dry-run``: the same pass with its writes switched off (:func:`pass_plan`: the
   snapshot, checkpoint, distillation and guards of ``--propose``); nothing is stored and no
   pass is recorded.
 
@@ -25,6 +25,9 @@ from django.utils import timezone
 from consolidation import NAMED_POLICIES, Policy
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Pass
+from memoryadmin.console.services.apply import pass_apply
+from memoryadmin.console.services.passes import pass_dry_run, pass_request, pass_run
+from memoryadmin.console.services.review import pass_approve
 
 from ._cli import bad_input, failed, get_agent, is_terminal, progress_bar
 
@@ -52,7 +55,7 @@ KEYS = (
     "context_chars_after",
     "seconds",
 )
-"""Keys of the ``--json`` object (issue 4, plus agent/mode/policy and the recall guard's
+"""Keys of the ``--json`` object (the summary figures, plus agent/mode/policy and the recall guard's
 verdict)."""
 
 
@@ -115,9 +118,8 @@ class Command(BaseCommand):
     # ------------------------------------------------------------------------------------------
 
     def _dry_run(self, agent: Any, policy: Policy, show: bool) -> dict[str, Any]:
-        """The pass as ``--propose`` would plan it (:func:`services.pass_plan`: same snapshot,
+        """The pass as ``--propose`` would plan it (:func:`pass_plan`: same snapshot,
         checkpoint, distillation and guards), with nothing stored."""
-        from memoryadmin.console import services
 
         bar = progress_bar(100, "reading the store", show)
         done = [0]  # percent shown so far
@@ -127,37 +129,32 @@ class Command(BaseCommand):
             bar.update(max(0, int(fraction * 100) - done[0]))
             done[0] = max(done[0], int(fraction * 100))
 
-        figures = services.pass_dry_run(
-            agent=agent, policy=policy, now=timezone.now(), progress=progress
-        )
+        figures = pass_dry_run(agent=agent, policy=policy, now=timezone.now(), progress=progress)
         bar.close()
         return {"pass_id": None, "status": "dry_run", **figures}
 
     def _run(
         self, agent: Any, policy: Policy, policy_name: str | None, apply: bool, show: bool
     ) -> dict[str, Any]:
-        from memoryadmin.console import services
 
         kwargs: dict[str, Any] = {}
         if policy_name is not None:
             kwargs.update(policy=policy, policy_name=policy_name)
         bar = progress_bar(4 if apply else 3, "planning", show)
-        run = services.pass_request(
+        run = pass_request(
             agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True, **kwargs
         )
         run.refresh_from_db()
         if run.status == Pass.Status.QUEUED:  # inside an outer transaction on_commit has not run
-            run = services.pass_run(run=run)
+            run = pass_run(run=run)
         run.refresh_from_db()
         bar.update()
         rc = run.recall or {}
         bar.update()
         if apply and run.status == Pass.Status.PROPOSED and rc.get("passed", True):
             bar.set_description("applying")
-            run = services.pass_approve(
-                run=run, user=None, note="approved with consolidate --apply"
-            )
-            run = services.pass_apply(run=run)
+            run = pass_approve(run=run, user=None, note="approved with consolidate --apply")
+            run = pass_apply(run=run)
             run.refresh_from_db()
         bar.update()
         bar.close()

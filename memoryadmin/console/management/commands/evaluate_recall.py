@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.recall import recall_evaluate
+from memoryadmin.console.selectors.probes import recall_evaluate
 
 from ._cli import bad_input, failed, get_agent
 

@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.importers import memories_export_jsonl
+from memoryadmin.console.selectors.transfer import memories_export_jsonl
 
 from ._cli import bad_input, failed, get_agent
 

@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.importers import locomo_import
+from memoryadmin.console.services.transfer import locomo_import
 
 from ._cli import bad_input, failed, is_terminal, progress_bar
 

@@ -1,5 +1,5 @@
 """``manage.py recover_passes``: resume passes a dead worker or a store outage left approved,
-applying, rolling back or running, and import jobs a dead worker left (services.recovery).
+applying, rolling back or running, and import jobs a dead worker left (recovery).
 ``run_worker`` runs it at start (with ``--resend-queued``); the worker also runs it every
 minute by itself (``tasks.recover_passes``), so running it by hand is rarely needed."""
 
@@ -10,7 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
+from memoryadmin.console.services.recovery import passes_recover
 
 
 class Command(BaseCommand):
@@ -48,7 +49,5 @@ class Command(BaseCommand):
                         self.stderr.write(f"{exc} — recovering anyway")
                     break
                 time.sleep(0.5)
-        runs = services.passes_recover(
-            stdout=self.stdout.write, resend_queued=options["resend_queued"]
-        )
+        runs = passes_recover(stdout=self.stdout.write, resend_queued=options["resend_queued"])
         self.stdout.write(f"recovered {len(runs)} pass{'es' if len(runs) != 1 else ''}")

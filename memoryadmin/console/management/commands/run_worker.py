@@ -6,8 +6,9 @@ processes from it. Everything the resume cached per process (the embedder's thre
 onnxruntime session, the vector cache's SQLite connection, Chroma clients) is rebuilt in a
 forked child (``consolidation.adapters.forking``): a copied thread pool has no threads, and
 tasks waited on it forever. Re-planning and re-importing are sent to the queue, not done here.
-Afterwards the cluster itself runs recovery every minute (``services.recovery_schedule_ensure``),
-so an apply cut short by a Chroma outage resumes once the store answers.
+Afterwards the cluster itself runs recovery every minute
+(``services.schedules.recovery_schedule_ensure``), so an apply cut short by a Chroma outage
+resumes once the store answers.
 
 Why not ``qcluster`` directly: on SIGTERM ``qcluster`` stops its cluster from inside the signal
 handler while the interpreter is already joining the cluster's processes at exit; under honcho
@@ -28,6 +29,8 @@ from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+
+from memoryadmin.console.services.schedules import recovery_schedule_ensure
 
 STOP_GRACE_SECONDS = 3.0
 """How long the cluster may take to stop before its processes are terminated (honcho sends
@@ -67,8 +70,6 @@ class Command(BaseCommand):
         )
         if stopping:
             return
-        from memoryadmin.console.services import recovery_schedule_ensure
-
         recovery_schedule_ensure()
         cluster = Cluster()
         # Cluster() installs its own handlers (the deadlock above); ours take over again.

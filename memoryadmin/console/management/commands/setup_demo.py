@@ -15,7 +15,6 @@ format writer.)
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import shutil
 import subprocess
@@ -32,8 +31,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from memoryadmin.console import services, stores
+from memoryadmin.console import stores
 from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.services import demo
+from memoryadmin.console.services.agents import agent_create
+from memoryadmin.console.services.passes import pass_request
 
 DEMO_USERS = (("operator", "admin"), ("reviewer", "reviewer"), ("viewer", "viewer"))
 DEFAULT_PASSWORD = "memoryadmin-demo"
@@ -129,7 +131,7 @@ def seed_builtin_demo(stdout: Any) -> None:
     agent = Agent.objects.filter(slug=DEMO_SLUG).first()
     if agent is None:
         collection = "memoryadmin-demo-assistant"
-        agent = services.agent_create(
+        agent = agent_create(
             name="Demo assistant",
             slug=DEMO_SLUG,
             collection_name=collection,
@@ -150,9 +152,7 @@ def seed_builtin_demo(stdout: Any) -> None:
             store.upsert(records)
         stdout.write(f"demo agent {agent.slug}: {store.count()} memories")
     if not agent.passes.exists():
-        run = services.pass_request(
-            agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True
-        )
+        run = pass_request(agent=agent, trigger=Pass.Trigger.CLI, actor="cli", run_inline=True)
         run.refresh_from_db()
         stdout.write(f"demo pass #{run.pk}: {run.status} ({run.progress_label})")
 
@@ -179,16 +179,7 @@ class Command(BaseCommand):
                 user.save(update_fields=["is_staff"])
             users.append(f"{username} ({role}, {created})")
         with chroma_available(self.stdout):
-            try:
-                demo = importlib.import_module("memoryadmin.console.demo")
-            except ModuleNotFoundError as exc:
-                if exc.name != "memoryadmin.console.demo":
-                    raise
-                demo = None
-            if demo is not None and hasattr(demo, "seed_demo_agents"):
-                demo.seed_demo_agents(stdout=self.stdout)
-            else:
-                seed_builtin_demo(self.stdout)
+            demo.seed_demo_agents(stdout=self.stdout)
         # The logins come last: `make run` prints them just before the servers' own output, so
         # they are on screen when the console is ready, not scrolled away by the seeding lines.
         port = os.getenv("WEB_PORT") or "8000"

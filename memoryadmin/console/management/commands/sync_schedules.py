@@ -6,15 +6,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryadmin.console import services
 from memoryadmin.console.models import Agent
+from memoryadmin.console.services.schedules import schedules_sync_all
 
 
 class Command(BaseCommand):
     help = "Create, update or remove the django-q2 Schedule of every agent (idempotent)."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        enabled = services.schedules_sync_all()
+        enabled = schedules_sync_all()
         total = Agent.objects.count()
         self.stdout.write(
             f"schedules synced: {enabled} enabled, {total - enabled} paused, {total} agents"

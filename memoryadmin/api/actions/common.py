@@ -1,0 +1,110 @@
+"""What the API and the MCP tools share: their errors (an HTTP status and a sentence a person
+can act on), look-ups of agents and passes, role checks, named policies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from consolidation import NAMED_POLICIES, Policy
+from memoryadmin.console.errors import StoreUnavailable
+from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.roles import can_manage, can_review
+
+
+class ActionError(Exception):
+    """A refused or failed request; ``status`` is the HTTP status the API answers with."""
+
+    status = 400
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class NotFound(ActionError):
+    status = 404
+
+
+class Forbidden(ActionError):
+    status = 403
+
+
+class Conflict(ActionError):
+    """The request is valid but the pass or agent is not in a state that allows it."""
+
+    status = 409
+
+
+class BadInput(ActionError):
+    status = 422
+
+
+class Unavailable(ActionError):
+    """The store (Chroma) cannot be reached now; nothing was written."""
+
+    status = 503
+
+
+def service_error(exc: Exception) -> ActionError:
+    """The action error of a service's exception: 503 for a store outage, 422 for bad input,
+    else 409 (a state that forbids the action)."""
+    if isinstance(exc, StoreUnavailable):
+        return Unavailable(str(exc))
+    if isinstance(exc, ValueError):
+        return BadInput(str(exc))
+    return Conflict(str(exc))
+
+
+# ----- look-ups and roles -------------------------------------------------------------------
+
+
+def get_agent(slug: str) -> Agent:
+    """The agent with this slug; :class:`NotFound` naming the known slugs otherwise."""
+    agent = Agent.objects.filter(slug=slug).first()
+    if agent is None:
+        known = list(Agent.objects.order_by("slug").values_list("slug", flat=True)[:12])
+        hint = f" Known agents: {', '.join(known)}." if known else " There are no agents yet."
+        raise NotFound(f"Unknown agent {slug!r}.{hint}", field="agent")
+    return agent
+
+
+def get_pass(pk: int) -> Pass:
+    """The pass with this id (agent and deciders loaded); :class:`NotFound` otherwise."""
+    run = Pass.objects.select_related("agent", "requested_by", "decided_by").filter(pk=pk).first()
+    if run is None:
+        raise NotFound(f"There is no pass #{pk}.", field="pass_id")
+    return run
+
+
+def require_review(user: Any, what: str) -> None:
+    """:class:`Forbidden` unless ``user`` is a reviewer or an admin."""
+    if not can_review(user):
+        raise Forbidden(f"{_who(user)} may not {what}: only reviewers and admins may.")
+
+
+def require_manage(user: Any, what: str) -> None:
+    """:class:`Forbidden` unless ``user`` is an admin (the console's "Run now" permission)."""
+    if not can_manage(user):
+        raise Forbidden(f"{_who(user)} may not {what}: only admins may.")
+
+
+def _who(user: Any) -> str:
+    groups = ", ".join(g.name for g in user.groups.all()) or "no role"
+    return f"{user.get_username()} ({groups})"
+
+
+def named_policy(name: str | None) -> Policy | None:
+    """The named policy, ``None`` for the agent's own; :class:`BadInput` for an unknown name."""
+    if name is None:
+        return None
+    if name not in NAMED_POLICIES:
+        raise BadInput(
+            f"Unknown policy {name!r}; named policies: {', '.join(sorted(NAMED_POLICIES))} "
+            "(or null for the agent's own).",
+            field="policy",
+        )
+    return NAMED_POLICIES[name]
+
+
+# ----- passes -------------------------------------------------------------------------------

@@ -1,0 +1,156 @@
+"""Starting a pass for the API and the MCP tools: consolidate (run now or dry run) and compact
+(one memory layer), through the console's pass services."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from django.utils import timezone
+
+from consolidation import Policy
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.services.passes import pass_dry_run, pass_request
+
+from .. import schemas as s
+from ..present.passes import pass_out
+from .common import (
+    BadInput,
+    Conflict,
+    get_pass,
+    named_policy,
+    require_manage,
+    service_error,
+)
+
+
+def refuse_superseding(agent: Agent, replace: bool) -> None:
+    """:class:`Conflict` naming the proposal of ``agent`` waiting for review, unless ``replace``
+    (a new pass marks it stale, as the console's "Run now" does only after asking)."""
+    pending = agent.passes.filter(status=Pass.Status.PROPOSED).order_by("-created_at").first()
+    if pending is not None and not replace:
+        raise Conflict(
+            f"Pass #{pending.pk} of {agent.slug} is waiting for review; a new pass would "
+            "supersede it (marked stale, its exclusions and edits carried over). Review it "
+            "first, or send replace=true to replace it.",
+            field="replace",
+        )
+
+
+def consolidate(
+    *, agent: Agent, user: Any, dry_run: bool, policy: str | None, replace: bool = False
+) -> s.ConsolidateOut:
+    """Plan a pass for ``agent`` now.
+
+    ``dry_run``: the ``consolidate --dry-run`` path (plan and measure; nothing stored, no pass
+    recorded; any role). Otherwise ``pass_request`` (admins only, like "Run now"): the
+    pass is queued and planned by the worker (inline in tests) into a proposal, or auto-applied
+    per the agent's policy; the result carries its id and current status. A proposal waiting
+    for review is superseded only with ``replace`` (else :class:`Conflict` naming it).
+    """
+    chosen = named_policy(policy)
+    if dry_run:
+        return _dry_run(agent, chosen, policy)
+    require_manage(user, f"start a pass of {agent.slug}")
+    refuse_superseding(agent, replace)
+    kwargs: dict[str, Any] = {"policy": chosen, "policy_name": policy} if chosen is not None else {}
+    try:
+        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, user=user, **kwargs)
+    except ServiceError as exc:
+        raise service_error(exc) from None
+    return _created(get_pass(run.pk), policy or "agent")
+
+
+def compact(*, agent: Agent, user: Any, layer: str, replace: bool = False) -> s.PassOut:
+    """A pass that only reconciles contradictions and folds duplicates, as a proposal (admins).
+
+    The agent's policy with promote, prune, evidence folding and session windows switched off
+    (seed 003's ``compact(layer=SEMANTIC)``); the loss guard and review are the usual ones.
+    ``layer`` (one of :data:`COMPACT_LAYERS`) restricts the pass to that memory layer: only its
+    memories are read into the snapshot (:func:`consolidation.snapshot.in_layer`; a memory
+    without a layer counts as semantic), so nothing of another layer is compared or touched.
+    Recorded with the pass (``telemetry.layer``, ``policy_override = "compact:<layer>"``).
+    A proposal waiting for review is superseded only with ``replace`` (else :class:`Conflict`).
+    """
+    require_manage(user, f"start a pass of {agent.slug}")
+    refuse_superseding(agent, replace)
+    layer = (layer or "").strip().lower()
+    if layer not in COMPACT_LAYERS:
+        raise BadInput(
+            f"Unknown layer {layer!r}; layers: {', '.join(COMPACT_LAYERS)}.", field="layer"
+        )
+    try:
+        base = agent.get_policy()
+    except ValueError as exc:
+        raise Conflict(f"Agent {agent.slug!r} has an invalid policy: {exc}") from None
+    policy = dataclasses.replace(
+        base,
+        promote=False,
+        prune=False,
+        fold_evidence=False,
+        window_max_size=1,
+        semantic_window_size=1,
+        reconcile=True,
+        merge_exact=True,
+        merge_near=True,
+    )
+    try:
+        run = pass_request(
+            agent=agent,
+            trigger=Pass.Trigger.OPERATOR,
+            user=user,
+            policy=policy,
+            policy_name=f"compact:{layer}",
+            layer=layer,
+        )
+    except ServiceError as exc:
+        raise service_error(exc) from None
+    return pass_out(get_pass(run.pk))
+
+
+COMPACT_LAYERS = ("semantic", "episodic", "procedural", "summary")
+"""Layers ``memory_compact`` accepts (FieldMap ``layer`` values; seed 003's memory layers)."""
+
+
+def _created(run: Pass, policy: str) -> s.ConsolidateOut:
+    return s.ConsolidateOut(
+        dry_run=False,
+        pass_id=run.pk,
+        status=run.status,
+        agent=run.agent.slug,
+        policy=policy,
+        entries_before=run.entries_before,
+        entries_after=run.entries_after,
+        merged=run.merged,
+        promoted=run.promoted,
+        pruned=run.pruned,
+        reconciled=run.reconciled,
+        loss_fraction=run.loss_fraction,
+        max_loss_fraction=run.max_loss_fraction,
+        guard_passed=run.guard_passed,
+        guard_reason=run.guard_reason or run.reason or run.error,
+        recall_passed=(run.recall or {}).get("passed"),
+        recall_reason=(run.recall or {}).get("reason"),
+        recall_before=(run.recall or {}).get("answer_recall_before"),
+        recall_after=(run.recall or {}).get("answer_recall_after"),
+        url=run.get_absolute_url(),
+    )
+
+
+def _dry_run(agent: Agent, chosen: Policy | None, policy: str | None) -> s.ConsolidateOut:
+    """``pass_dry_run`` (the ``consolidate --dry-run`` path: snapshot → plan → recall
+    check, nothing stored) as the API's result."""
+    try:
+        figures = pass_dry_run(agent=agent, policy=chosen or agent.get_policy(), now=timezone.now())
+    except (ServiceError, ValueError) as exc:
+        raise service_error(exc) from None
+    fields = s.ConsolidateOut.model_fields
+    return s.ConsolidateOut(
+        dry_run=True,
+        pass_id=None,
+        status="dry_run",
+        agent=agent.slug,
+        policy=policy or "agent",
+        **{k: v for k, v in figures.items() if k in fields},
+    )

@@ -1,0 +1,77 @@
+"""The review of a proposal for the API and the MCP tools: approve, reject, exclude/include an
+operation, decide a conflict, through the console's review services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Operation, Pass
+from memoryadmin.console.services.review import (
+    conflict_resolve,
+    operation_set_excluded,
+    pass_approve,
+    pass_reject,
+)
+
+from .. import schemas as s
+from ..present.passes import pass_out
+from .common import (
+    BadInput,
+    NotFound,
+    get_pass,
+    require_review,
+    service_error,
+)
+
+
+def approve(*, run: Pass, user: Any, note: str, revision: str | None = None) -> s.PassOut:
+    """Approve a proposal (reviewers); the guard is re-checked on the included operations, and
+    ``revision`` (``PassOut.revision`` as read) when given: 409 when the operations changed."""
+    require_review(user, f"approve pass #{run.pk}")
+    try:
+        pass_approve(run=run, user=user, note=note, revision=revision)
+    except (ServiceError, ValueError) as exc:
+        raise service_error(exc) from None
+    return pass_out(get_pass(run.pk))
+
+
+def reject(*, run: Pass, user: Any, note: str) -> s.PassOut:
+    """Reject a proposal with a required note (reviewers); the store is untouched."""
+    require_review(user, f"reject pass #{run.pk}")
+    if not (note or "").strip():
+        raise BadInput("Say why the proposal is rejected (a note is required).", field="note")
+    try:
+        pass_reject(run=run, user=user, note=note)
+    except (ServiceError, ValueError) as exc:
+        raise service_error(exc) from None
+    return pass_out(get_pass(run.pk))
+
+
+def set_excluded(*, run: Pass, index: int, excluded: bool, user: Any) -> s.PassOut:
+    """Exclude (or include again) operation ``index`` of a proposal (reviewers)."""
+    verb = "exclude" if excluded else "include"
+    require_review(user, f"{verb} operations of pass #{run.pk}")
+    op = Operation.objects.filter(run=run, index=index).first()
+    if op is None:
+        raise NotFound(f"Pass #{run.pk} has no operation {index}.", field="index")
+    try:
+        operation_set_excluded(operation=op, excluded=excluded, user=user)
+    except (ServiceError, ValueError) as exc:
+        raise service_error(exc) from None
+    return pass_out(get_pass(run.pk))
+
+
+def resolve_conflict(*, run: Pass, index: int, keep: str, user: Any) -> s.PassOut:
+    """Decide conflict ``index`` of a proposal (reviewers): keep ``a``, ``b`` or ``both``
+    (``conflict_resolve``); 409 when the pass is not proposed or a source changed,
+    422 when the operation is not a conflict."""
+    require_review(user, f"decide conflicts of pass #{run.pk}")
+    op = Operation.objects.filter(run=run, index=index).first()
+    if op is None:
+        raise NotFound(f"Pass #{run.pk} has no operation {index}.", field="index")
+    try:
+        conflict_resolve(operation=op, keep=keep, user=user)
+    except (ServiceError, ValueError) as exc:
+        raise service_error(exc) from None
+    return pass_out(get_pass(run.pk))

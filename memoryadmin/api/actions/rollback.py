@@ -1,0 +1,34 @@
+"""Rolling a pass back for the API and the MCP tools, through the console's rollback service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Pass
+from memoryadmin.console.services.rollback import pass_rollback_request
+
+from .. import schemas as s
+from ..present.passes import pass_out
+from .common import (
+    Conflict,
+    get_pass,
+    require_review,
+    service_error,
+)
+
+
+def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:
+    """Start rolling back an applied pass (reviewers); refused naming records changed since, and
+    with :class:`Conflict` for a pass in any other state (one rolling or rolled back too)."""
+    require_review(user, f"roll back pass #{run.pk}")
+    if not run.can_roll_back:
+        raise Conflict(
+            f"Pass #{run.pk} is {run.status.replace('_', ' ')}. "
+            "Only an applied or partially applied pass can be rolled back."
+        )
+    try:
+        pass_rollback_request(run=run, user=user, note=note)
+    except (ServiceError, ValueError) as exc:
+        raise service_error(exc) from None
+    return pass_out(get_pass(run.pk))

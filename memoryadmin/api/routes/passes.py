@@ -1,0 +1,80 @@
+"""``/api/v1/passes…``: list, detail (summary, guard, recall, operations paged) and create (run
+now or dry run)."""
+
+from __future__ import annotations
+
+from django.core.paginator import EmptyPage
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+
+from memoryadmin.console.models import Pass
+
+from .. import schemas as s
+from ..actions.common import NotFound, get_agent, get_pass
+from ..actions.passes import consolidate
+from ..paging import paginate
+from ..present.passes import pass_detail_out, pass_out
+
+router = Router(tags=["passes"])
+
+PASSES_PER_PAGE = 50
+
+
+class PassFilters(Schema):
+    agent: str = ""
+    status: s.PassStatus | None = None
+    page: int = Field(1, ge=1)
+
+
+@router.get("/passes", response=s.PassPage, summary="Passes, newest first; filter by agent, status")
+def pass_list(request: HttpRequest, filters: Query[PassFilters]):
+    """Passes, newest first, 50 a page, with their summaries."""
+    qs = Pass.objects.select_related("agent", "requested_by", "decided_by").order_by(
+        "-created_at", "-id"
+    )
+    if filters.agent:
+        qs = qs.filter(agent=get_agent(filters.agent))
+    if filters.status:
+        qs = qs.filter(status=filters.status)
+    page, count, pages = paginate(qs, filters.page, PASSES_PER_PAGE)
+    return s.PassPage(count=count, page=page.number, pages=pages, items=[pass_out(p) for p in page])
+
+
+class OpFilters(Schema):
+    kind: s.OperationKind | None = None
+    page: int = Field(1, ge=1)
+
+
+@router.get(
+    "/passes/{pass_id}",
+    response=s.PassDetailOut,
+    summary="One pass: summary, guard, recall and its operations (20 a page)",
+)
+def pass_detail(request: HttpRequest, pass_id: int, filters: Query[OpFilters]):
+    """A pass with one page of its operations; ``?kind=`` filters them."""
+    run = get_pass(pass_id)
+    try:
+        return pass_detail_out(run, kind=filters.kind, page=filters.page)
+    except EmptyPage:
+        raise NotFound(
+            f"Page {filters.page} of pass #{pass_id}'s operations does not exist.", field="page"
+        ) from None
+
+
+@router.post(
+    "/passes",
+    response={200: s.ConsolidateOut, 202: s.ConsolidateOut},
+    summary="Run a pass now (admins) or a dry run (anyone; nothing is stored)",
+)
+def pass_create(request: HttpRequest, payload: s.PassCreateIn):
+    """200 with the dry run's figures, or 202 with the new pass's id and status (planned by the
+    worker); 409 naming the agent's proposal waiting for review unless ``replace`` is true."""
+    agent = get_agent(payload.agent)
+    out = consolidate(
+        agent=agent,
+        user=request.user,
+        dry_run=payload.dry_run,
+        policy=payload.policy,
+        replace=payload.replace,
+    )
+    return Status(200 if out.dry_run else 202, out)

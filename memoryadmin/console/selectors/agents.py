@@ -1,0 +1,92 @@
+"""Reads of an agent: its store's memory count (or why it cannot be read), the census of its
+store and archive, and the shape of a collection to attach.
+
+Store failures are reported as values (:class:`StoreStatus`), never raised into a page, so a
+Chroma outage shows "unavailable" instead of a 500.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from consolidation.shapes import ShapeReport
+
+from .. import stores
+from ..models import Agent, ArchivedMemory
+
+__all__ = ["StoreStatus", "agent_census", "collection_shape", "store_status"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StoreStatus:
+    """Memory count of a store, or why it could not be read (``count is None``)."""
+
+    count: int | None
+    error: str = ""
+
+
+def store_status(agent: Agent) -> StoreStatus:
+    """Count the agent's memories; a store error becomes ``StoreStatus(None, reason)``."""
+    try:
+        return StoreStatus(int(stores.get_store(agent).count()))
+    except Exception as exc:  # a dashboard must render whatever Chroma does
+        logger.warning("store of agent %s unavailable: %s", agent.slug, exc)
+        return StoreStatus(None, str(exc) or exc.__class__.__name__)
+
+
+def agent_census(*, agent: Agent) -> dict[str, Any]:
+    """The store's and the archive's count + SHA-256 (used by tests and ``manage.py census``).
+
+    ``{"agent": slug, "store": {"count", "sha256"}, "archive": {"count", "sha256"}}``; the archive
+    hash covers memory id, document, metadata, embedding and action of every archived row.
+    """
+    store = stores.get_store(agent)
+    h = hashlib.sha256()
+    rows = ArchivedMemory.objects.filter(agent=agent).order_by("memory_id", "archived_at", "id")
+    count = 0
+    for a in rows.iterator():
+        count += 1
+        meta = json.dumps(a.metadata, sort_keys=True, ensure_ascii=False, default=str)
+        for part in (
+            a.memory_id.encode(),
+            a.document.encode(),
+            meta.encode(),
+            bytes(a.embedding or b""),
+            a.action.encode(),
+        ):
+            h.update(len(part).to_bytes(8, "big"))
+            h.update(part)
+    return {
+        "agent": agent.slug,
+        "store": stores.store_census(store),
+        "archive": {"count": count, "sha256": h.hexdigest()},
+    }
+
+
+def collection_shape(*, collection_name: str, preset: str = "auto") -> ShapeReport:
+    """How the existing collection was written and the field map to attach it with.
+
+    Samples its first records (:func:`stores.collection_sample`) and runs
+    :func:`consolidation.shapes.detect_shape` with our embedder, so the report says whether our
+    all-MiniLM-L6-v2 produces the stored vectors. Raises ``ValueError`` for a missing
+    collection, an unknown preset or one the records contradict; :class:`StoreUnavailable` when
+    Chroma is down.
+    """
+    from consolidation.shapes import detect_shape
+
+    sample = stores.collection_sample(collection_name)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        from consolidation.adapters.embedder import get_default_embedder
+
+        return np.asarray(get_default_embedder().embed(texts), dtype=np.float32)
+
+    return detect_shape(sample, preset=preset, embed=embed)

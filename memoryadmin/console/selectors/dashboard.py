@@ -1,0 +1,118 @@
+"""Reads of the dashboard: one row per agent (memory count, pending proposals, last and active
+pass, next run, convergence) in four queries, and one agent's chart series."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.db.models import Count, OuterRef, Q, Subquery
+
+from ..models import Agent, Operation, Pass, StoreSample
+from .agents import StoreStatus, store_status
+from .passes import PLANNED, convergence_words
+from .schedules import next_runs
+
+__all__ = ["AgentRow", "agent_chart_data", "dashboard_rows"]
+
+
+@dataclass
+class AgentRow:
+    """One dashboard row."""
+
+    agent: Agent
+    store: StoreStatus
+    pending: int
+    last_pass: Pass | None
+    next_run: datetime | None
+    active_pass: Pass | None = None
+    convergence: str = ""
+    conflicts: int = 0
+    """Conflicts of its pending proposals that no reviewer decided yet."""
+
+
+def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRow]:
+    """One :class:`AgentRow` per agent, ordered by name, from the database in four queries.
+
+    The memory count is the agent's latest :class:`StoreSample` (recorded by every pass when it
+    plans and applies, and by imports), so the page never reads the stores; only an agent with
+    no sample yet is counted live (one ``count``; "unavailable" when its store is down).
+    """
+    latest = StoreSample.objects.filter(agent=OuterRef("pk")).order_by("-taken_at", "-id")
+    last = Pass.objects.filter(agent=OuterRef("pk")).order_by("-created_at", "-id")
+    undecided = (
+        Operation.objects.filter(
+            run__agent=OuterRef("pk"),
+            run__status=Pass.Status.PROPOSED,
+            kind=Operation.Kind.CONFLICT,
+        )
+        .exclude(scores__has_key="decision")
+        .order_by()
+        .values("run__agent")
+        .annotate(n=Count("id"))
+        .values("n")[:1]
+    )
+    agents = list(
+        Agent.objects.annotate(
+            pending=Count("passes", filter=Q(passes__status=Pass.Status.PROPOSED)),
+            conflicts=Subquery(undecided),
+            sampled=Subquery(latest.values("count")[:1]),
+            last_pk=Subquery(last.values("pk")[:1]),
+            planned_pk=Subquery(last.filter(status__in=PLANNED).values("pk")[:1]),
+        ).order_by("name")
+    )
+    passes = Pass.objects.in_bulk([pk for a in agents for pk in (a.last_pk, a.planned_pk) if pk])
+    active: dict[int, Pass] = {}
+    for run in Pass.objects.filter(status__in=Pass.ACTIVE).order_by("-pk"):
+        active[run.agent_id] = run
+    rows = []
+    for agent in agents:
+        nxt = None
+        if agent.schedule_enabled:
+            try:
+                nxt = next(iter(next_runs(cron=agent.schedule_cron, tz=tz, count=1, now=now)), None)
+            except ValueError:
+                nxt = None
+        store = StoreStatus(agent.sampled) if agent.sampled is not None else store_status(agent)
+        rows.append(
+            AgentRow(
+                agent,
+                store,
+                agent.pending,
+                passes.get(agent.last_pk),
+                nxt,
+                active.get(agent.pk),
+                convergence_words(passes.get(agent.planned_pk)),
+                agent.conflicts or 0,
+            )
+        )
+    return rows
+
+
+def agent_chart_data(agent: Agent, *, limit: int = 500) -> dict[str, list[dict[str, Any]]]:
+    """Chart series for one agent: store size samples and loss fraction per planned pass.
+
+    Returns ``{"samples": [{"t": iso, "count": int}], "passes": [{"id", "t", "loss",
+    "threshold", "status"}]}``, oldest first, at most ``limit`` points each.
+    """
+    samples = list(StoreSample.objects.filter(agent=agent).order_by("-taken_at")[:limit])
+    passes = list(
+        agent.passes.exclude(
+            status__in=[Pass.Status.QUEUED, Pass.Status.RUNNING, Pass.Status.FAILED]
+        ).order_by("-created_at")[:limit]
+    )
+    return {
+        "samples": [{"t": s.taken_at.isoformat(), "count": s.count} for s in reversed(samples)],
+        "passes": [
+            {
+                "id": p.pk,
+                "t": p.created_at.isoformat(),
+                "loss": round(p.loss_fraction, 4),
+                "threshold": p.max_loss_fraction,
+                "status": p.status,
+            }
+            for p in reversed(passes)
+        ],
+    }

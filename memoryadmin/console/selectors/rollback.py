@@ -1,0 +1,39 @@
+"""Reads of undoing: the archive browser's page of archived memories, and what rolling a pass
+back would do (counted as the pass page counts)."""
+
+from __future__ import annotations
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Q
+
+from ..models import Agent, ArchivedMemory, Operation, Pass
+
+__all__ = ["ARCHIVE_PAGE_SIZE", "archive_page", "rollback_counts"]
+
+ARCHIVE_PAGE_SIZE = 50
+"""Archived memories per page in the archive browser."""
+
+
+def archive_page(*, agent: Agent, contains: str = "", page: int | str = 1) -> Page:
+    """Read: the agent's archived memories, newest first, whose text or id contains ``contains``
+    (case-insensitive, taken literally: ``%``, ``_`` and quotes are text), 50 per page."""
+    qs = ArchivedMemory.objects.filter(agent=agent).select_related("run", "operation")
+    contains = (contains or "").strip()
+    if contains:
+        qs = qs.filter(Q(document__icontains=contains) | Q(memory_id__icontains=contains))
+    return Paginator(qs, ARCHIVE_PAGE_SIZE).get_page(page)
+
+
+def rollback_counts(run: Pass) -> dict[str, int]:
+    """What rolling ``run`` back does, counted like the pass page counts: ``operations`` (applied
+    operations undone), ``originals`` (removed originals restored: merged, pruned, superseded —
+    the pass page's "originals removed"), ``promoted`` (promoted memories given their prior
+    metadata back) and ``written`` (new memories the pass wrote, removed again)."""
+    archived = ArchivedMemory.objects.filter(run=run, restored_at__isnull=True)
+    applied = run.operations.filter(status=Operation.Status.APPLIED)
+    return {
+        "operations": applied.count(),
+        "originals": archived.exclude(action=ArchivedMemory.Action.PROMOTE).count(),
+        "promoted": archived.filter(action=ArchivedMemory.Action.PROMOTE).count(),
+        "written": applied.filter(kind__in=[Operation.Kind.MERGE, Operation.Kind.DISTILL]).count(),
+    }

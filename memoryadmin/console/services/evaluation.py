@@ -1,0 +1,51 @@
+"""Keeping the evaluation of a pass: its figures (``Pass.figures``, what the pages show) written
+after every change of what the pass includes, removes or loses.
+
+The evaluation itself is a read (:mod:`memoryadmin.console.selectors.evaluation`); these are the
+writes that keep it with the pass, with the Review tab's loss totals and the revision that
+approve checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.db import transaction
+
+from ..models import Pass
+from ..selectors.evaluation import Evaluation, pass_evaluate
+from ..selectors.review import pass_loss_totals
+
+__all__ = ["pass_store_figures", "store_figures"]
+
+
+def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
+    """Keep ``ev`` (default: :func:`pass_evaluate` now) and the loss totals
+    (:func:`~memoryadmin.console.selectors.review.pass_loss_totals`, under ``"loss"``) as
+    ``run.figures``, what the pages show
+    (:func:`~memoryadmin.console.selectors.evaluation.pass_figures`,
+    :func:`~memoryadmin.console.selectors.review.pass_loss_figures`). Every service that changes
+    which operations a pass includes, what they remove or what they lose calls this after the
+    change, in its transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now
+    stands. Each call also bumps ``figures["revision"]`` (read by
+    :func:`~memoryadmin.console.selectors.review.pass_revision`: approve refuses a revision that
+    is no longer current). Returns it."""
+    ev = ev if ev is not None else pass_evaluate(run)
+    # the pass row locked: two concurrent changes never give the same revision
+    before = Pass.objects.select_for_update().filter(pk=run.pk).values_list("figures", flat=True)
+    revision = int((before.first() or {}).get("revision", 0)) + 1
+    figures = ev.figures() | {
+        "loss": asdict(pass_loss_totals(run)),
+        "revision": revision,
+    }
+    Pass.objects.filter(pk=run.pk).update(figures=figures)
+    run.figures = figures
+    return ev
+
+
+@transaction.atomic
+def pass_store_figures(*, run: Pass) -> Evaluation:
+    """Evaluate ``run`` afresh and keep the figures its pages show (``Pass.figures``); for a
+    pass whose operations were written outside these services (the bench, test helpers, a
+    repair). Returns the evaluation."""
+    return store_figures(run)
