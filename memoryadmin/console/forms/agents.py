@@ -16,6 +16,7 @@ from django import forms
 from django.core.validators import RegexValidator
 
 from consolidation import FieldMap, Policy
+from consolidation.policy import SUMMARY_WRITERS
 
 from ..errors import StoreUnavailable
 from ..models import Agent
@@ -71,6 +72,24 @@ POLICY_HELP: dict[str, str] = {
     "min_recall_retention": "Reject a pass whose answer recall@k falls below this fraction of "
     "the recall before (0–1; empty disables the recall guard; default 0.98).",
     "recall_k": "k for answer recall@k (default 10).",
+    "summarize": "Memory pyramid: add summary memories over clusters of related memories of one "
+    "scope, level by level (off by default: it did not raise answer recall on LoCoMo).",
+    "summary_levels": "Pyramid levels: 1 topics over memories, 2 themes over topics, 3 a "
+    "profile per scope (1–3; default 2).",
+    "summary_min_cluster": "Fewest memories a summary covers (≥ 2; default 3).",
+    "summary_max_cluster": "Most memories a summary covers (default 12).",
+    "summary_threshold": "Members of a cluster are on average at least this similar (cosine, "
+    "0–1; default 0.55).",
+    "summary_max_chars": "Longest summary text, in characters (≥ 20; default 400).",
+    "summary_writer": "Who writes summaries: the agent's LLM when one is configured (auto), "
+    "always extractive (the cluster's most central sentences), or always the LLM.",
+    "max_lost_content_words": "Content guard: most distinct content words (numbers, names, code "
+    "terms, negations) a pass may lose and still apply without a person (empty = off; "
+    "default 0).",
+    "max_lost_sentence_fraction": "Content guard: most sentences, as a fraction of the store's, "
+    "an automatically applied pass may lose (0–1; default 0.05).",
+    "auto_apply_max_risk": "Auto-apply “safe” applies on its own only operations whose risk "
+    "score is at most this (0–1; default 0.25).",
 }
 
 FIELD_MAP_KEYS = ("document", "created_at", "updated_at", "importance", "tier", "pinned", "scope")
@@ -141,11 +160,20 @@ POLICY_LABELS: dict[str, str] = {"trim_to_guard": "Plan within the loss budget"}
 """Form labels that differ from the field name in words."""
 
 
+POLICY_CHOICES: dict[str, list[tuple[str, str]]] = {
+    "summary_writer": [(w, w) for w in SUMMARY_WRITERS],
+}
+"""Policy text fields that take one of a fixed set of values (a select, not free text)."""
+
+
 POLICY_INT_MIN: dict[str, int] = {
     "max_group_size": 2,
     "max_merged_chars": 20,
     "fold_max_chars": 20,
     "semantic_window_chars": 20,
+    "summary_min_cluster": 2,
+    "summary_max_chars": 20,
+    "max_lost_content_words": 0,
 }
 """Smallest value :meth:`consolidation.Policy.validate` accepts for these whole-number fields
 (others: 1), so the field's HTML ``min`` and the server's message agree."""
@@ -156,9 +184,19 @@ def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
     help_text = policy_help(name, default)
     if type_name == "bool":
         return forms.BooleanField(label=label, required=False, initial=default, help_text=help_text)
-    if type_name == "int":
+    if type_name in ("int", "int | None"):
         low = POLICY_INT_MIN.get(name, 1)
-        return forms.IntegerField(label=label, initial=default, help_text=help_text, min_value=low)
+        return forms.IntegerField(
+            label=label,
+            initial=default,
+            help_text=help_text,
+            min_value=low,
+            required=type_name == "int",
+        )
+    if name in POLICY_CHOICES:
+        return forms.ChoiceField(
+            label=label, initial=default, help_text=help_text, choices=POLICY_CHOICES[name]
+        )
     if type_name == "str":
         return forms.CharField(label=label, initial=default, help_text=help_text, max_length=60)
     optional = "None" in type_name
