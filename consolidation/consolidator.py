@@ -18,9 +18,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from .llm_judge import VerdictCache
 from .plans import OpKind, Plan
 from .policy import Policy
-from .protocols import Embedder, WritableMemoryStore
+from .protocols import Embedder, JSONWriter, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
 from .result import ConsolidationResult, guard_verdict, validate_loss_threshold
 from .snapshot import embed_missing, plan_snapshot, records_from_memory
@@ -44,6 +45,14 @@ class Consolidator:
     - ``dry_run``: plan and guard only, never write.
     - ``clock``: ``() -> datetime`` for ``now`` (default: UTC wall clock; pass one for
       deterministic runs, I-8).
+    - ``writer``: an LLM writer (:class:`~consolidation.protocols.JSONWriter`, e.g.
+      ``consolidation.adapters.llm.llm_from_env()``): distillation, and the LLM judge when
+      the policy asks for it, within the policy's budgets; ``None`` (default): no network.
+      Whatever the endpoint does, the pass goes on (``result.context["llm"]`` says what the
+      LLM steps did). Distilled facts are proposals a reviewer applies through the console,
+      not written by :meth:`consolidate`, and judged operations are never applied here
+      unless the rules agree (``scores["auto_apply"]``).
+    - ``verdict_cache``: where the LLM judge keeps its answers between passes.
     """
 
     def __init__(
@@ -54,12 +63,16 @@ class Consolidator:
         fieldmap: FieldMap | None = None,
         dry_run: bool = False,
         clock: Callable[[], datetime] | None = None,
+        writer: JSONWriter | None = None,
+        verdict_cache: VerdictCache | None = None,
     ) -> None:
         self.policy = policy or Policy(trim_to_guard=False)
         self.embedder = embedder
         self.fieldmap = fieldmap or FieldMap()
         self.dry_run = bool(dry_run)
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.writer = writer
+        self.verdict_cache = verdict_cache
 
     def _require_embedder(self, what: str) -> Embedder:
         """The embedder, or ``ValueError`` naming ``what`` needed it."""
@@ -86,6 +99,8 @@ class Consolidator:
             fieldmap=self.fieldmap,
             embedder=self.embedder,
             checkpoint=checkpoint,
+            writer=self.writer,
+            verdict_cache=self.verdict_cache,
         ).plan
 
     def consolidate(self, memory: Any, *, max_loss_fraction: float = 0.25) -> ConsolidationResult:
@@ -142,10 +157,13 @@ class Consolidator:
         )
 
     def _apply(self, store: WritableMemoryStore, the_plan: Plan) -> None:
-        """Write in the I-3 order: upsert results → verify readable → delete removed ids."""
+        """Write in the I-3 order: upsert results → verify readable → delete removed ids.
+        Operations marked ``scores["auto_apply"] = False`` (an LLM judge's decision the rules
+        did not agree with) are left for a reviewer."""
         writes: list[MemoryRecord] = []
-        merged = [op for op in the_plan.operations if op.kind == OpKind.MERGE]
-        promoted = [op for op in the_plan.operations if op.kind == OpKind.PROMOTE]
+        ops = [op for op in the_plan.operations if op.scores.get("auto_apply", True) is not False]
+        merged = [op for op in ops if op.kind == OpKind.MERGE]
+        promoted = [op for op in ops if op.kind == OpKind.PROMOTE]
         if merged:
             embedder = self._require_embedder("writing merged memories")
             vecs = embedder.embed([op.result_document or "" for op in merged])
@@ -177,6 +195,6 @@ class Consolidator:
                 raise RuntimeError(
                     f"written records not readable, sources kept: {', '.join(missing[:5])}"
                 )
-        removes = sorted({rid for op in the_plan.operations for rid in op.removes})
+        removes = sorted({rid for op in ops for rid in op.removes})
         if removes:
             store.delete(removes)

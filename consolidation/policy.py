@@ -33,6 +33,12 @@ _UPPER_BOUNDS: dict[str, float] = {
     "recall_k": 1_000,
     "prune_half_life_days": 36_500,
     "prune_min_age_days": 36_500,
+    "distill_budget_seconds": 86_400,
+    "distill_group_size": 256,
+    "llm_max_tokens": 131_072,
+    "llm_context_tokens": 10_000_000,
+    "judge_max_pairs": 10_000,
+    "judge_budget_seconds": 86_400,
 }
 
 
@@ -115,6 +121,30 @@ class Policy:
     - ``min_recall_retention`` (0.98 or ``None``): reject a pass whose after/before answer
       recall@k ratio falls below this (issue 4); ``None`` disables the recall guard.
     - ``recall_k`` (10): k for answer recall@k.
+
+    The LLM (only with an endpoint configured; none: nothing of this is used, no network):
+
+    - ``distill_budget_seconds`` (600): wall time the distillation may spend per pass; when it
+      is spent no further request is sent and the sessions left are distilled by later passes
+      (``plan.context["llm"]["distill"]["summary"]``). Measured (bench/llm_bench.py): the
+      Gemma 3 270M model on llama.cpp, 2 cores, answers a 16-memory LoCoMo group in
+      ~30–70 s, so 600 s distils about ten sessions a night; a hosted model does a whole
+      conversation well within it.
+    - ``distill_group_size`` (16): at most this many memories of one session per request
+      (≥ 3). 16 LoCoMo turns are ~900 prompt tokens with the distillation prompt; larger
+      groups ask more of a small model's reply in one go (it ran out of tokens at 400).
+    - ``llm_max_tokens`` (768): the reply limit of one request (tokens). A reply stopped at it
+      is retried once as two smaller groups.
+    - ``llm_context_tokens`` (4096): the model's context window (tokens). A group whose
+      prompt (estimated at one token per 3 bytes of UTF-8, then per the server's own counts)
+      plus ``llm_max_tokens`` would not fit is split before it is sent; a single memory that
+      cannot fit is skipped with that reason. 4096 is what a small local server is usually
+      started with (llama-cpp-python's default is 2048); raise it for hosted models.
+    - ``llm_judge`` (False), ``judge_max_pairs`` (20), ``judge_budget_seconds`` (120): send
+      the pairs the rules leave unsure (conflict items) to the LLM as quoted data
+      (:mod:`consolidation.llm_judge`); at most this many requests and this much wall time per
+      pass (cached answers cost neither). What the model decides is proposed, marked as
+      judged, and never applied automatically unless the rules agree.
     """
 
     max_loss_fraction: float = 0.25
@@ -144,6 +174,13 @@ class Policy:
     trim_to_guard: bool = True
     min_recall_retention: float | None = 0.98
     recall_k: int = 10
+    distill_budget_seconds: float = 600.0
+    distill_group_size: int = 16
+    llm_max_tokens: int = 768
+    llm_context_tokens: int = 4096
+    llm_judge: bool = False
+    judge_max_pairs: int = 20
+    judge_budget_seconds: float = 120.0
 
     def __post_init__(self) -> None:
         unit = {
@@ -188,6 +225,24 @@ class Policy:
         for name in ("max_merged_chars", "fold_max_chars", "semantic_window_chars"):
             if getattr(self, name) < 20:
                 raise ValueError(f"{name} must be at least 20, got {getattr(self, name)!r}")
+        self._check_llm()
+
+    def _check_llm(self) -> None:
+        """The LLM fields' own limits (the loop above checked types and the upper caps)."""
+        for name in ("distill_budget_seconds", "judge_budget_seconds"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0 seconds, got {getattr(self, name)!r}")
+        if self.distill_group_size < 3:
+            raise ValueError(
+                f"distill_group_size must be at least 3, got {self.distill_group_size!r}"
+            )
+        if self.llm_max_tokens < 16:
+            raise ValueError(f"llm_max_tokens must be at least 16, got {self.llm_max_tokens!r}")
+        if self.llm_context_tokens < 2 * self.llm_max_tokens:
+            raise ValueError(
+                f"llm_context_tokens must be at least twice llm_max_tokens "
+                f"({2 * self.llm_max_tokens:,}), got {self.llm_context_tokens!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field."""
