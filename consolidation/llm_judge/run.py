@@ -197,7 +197,8 @@ def judge_pairs(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> tuple[list[Judgment], Usage, str]:
     """Ask ``writer`` about each pair, in order, within ``policy.judge_max_pairs`` requests and
-    ``policy.judge_budget_seconds``: cached answers first-hand from ``cache`` cost neither.
+    ``policy.judge_budget_seconds``: answers from ``cache`` cost neither (without one, a cache
+    for this call: pairs of the same two texts — templates, several users — are asked once).
 
     Returns ``(judgments, usage, stopped)``: one :class:`Judgment` per pair (pairs past the
     budget: ``reason="budget"``; after an endpoint that cannot be reached or rejects the key:
@@ -206,6 +207,7 @@ def judge_pairs(
     """
     policy = policy or Policy()
     fm = fieldmap or FieldMap()
+    cache = MemoryVerdictCache() if cache is None else cache  # one request per distinct pair
     budget = Budget(policy.judge_budget_seconds, max_requests=policy.judge_max_pairs)
     usage = Usage()
     stopped, detail = "", ""
