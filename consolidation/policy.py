@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from numbers import Real
 from typing import Any
 
-__all__ = ["NAMED_POLICIES", "Policy"]
+__all__ = ["LLM_FIELD_HELP", "NAMED_POLICIES", "Policy"]
 
 
 def _is_number(v: Any) -> bool:
@@ -279,3 +279,22 @@ NAMED_POLICIES: dict[str, Policy] = {
 }
 """Named policies for the CLI and the console. Values are tuned on LoCoMo
 (bench/quality_locomo.py)."""
+
+
+LLM_FIELD_HELP: dict[str, str] = {
+    "distill_budget_seconds": "Seconds the LLM distillation may spend per pass (> 0; default "
+    "600); sessions left over are distilled by later passes.",
+    "distill_group_size": "Most episodic memories of one session sent in one LLM request "
+    "(≥ 3; default 16).",
+    "llm_max_tokens": "Reply limit of one LLM request, in tokens (≥ 16; default 768); a reply "
+    "cut there is retried once as two smaller groups.",
+    "llm_context_tokens": "The model's context window, in tokens (≥ 2 × the reply limit; "
+    "default 4096); larger groups are split before they are sent.",
+    "llm_judge": "Send the pairs the rules leave unsure to the LLM; what it settles is proposed, "
+    "marked as judged, and never applied automatically.",
+    "judge_max_pairs": "Most unsure pairs sent to the LLM per pass (≥ 1; default 20; cached "
+    "answers are free).",
+    "judge_budget_seconds": "Seconds the LLM judge may spend per pass (> 0; default 120).",
+}
+"""One sentence per LLM field for the console's policy form (its "default …" as the form's
+other help texts say it)."""
