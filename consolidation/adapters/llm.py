@@ -155,8 +155,9 @@ class LLMWriter:
         the endpoint accepts: ``{"type": "json_schema", …}`` (OpenAI, llama.cpp's server,
         vLLM, Ollama: a grammar, so even a small model cannot leave the shape), then
         ``{"type": "json_object", "schema": …}`` (llama-cpp-python's server), then plain JSON
-        mode, then nothing; a form the endpoint refuses (HTTP 400/422 naming it) is dropped
-        for the rest of this writer's life (:attr:`response_format` says which is in use).
+        mode, then nothing; a form the endpoint refuses (HTTP 400/422 naming it, or
+        llama-cpp-python's 500 naming the field) is dropped for the rest of this writer's life
+        (:attr:`response_format` says which is in use).
         ``max_tokens`` caps the reply (tokens); ``timeout_seconds`` lowers the per-attempt
         limit for this request. A reply cut at the token limit is returned (``truncated``).
 

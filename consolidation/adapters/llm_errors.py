@@ -21,16 +21,11 @@ import openai
 from ..protocols import LLMOutputError, LLMUnavailable
 
 __all__ = [
-    "MAX_RETRY_AFTER_SECONDS",
     "Retryable",
     "refuses_response_format",
     "retry_after_seconds",
     "translate",
 ]
-
-MAX_RETRY_AFTER_SECONDS = 120.0
-"""A ``Retry-After`` longer than this is not waited for within a pass (the group is left for
-a later pass): a nightly pass should not sleep for minutes on one hosted model's quota."""
 
 _TOO_LARGE = re.compile(
     # OpenAI "maximum context length is 8192 tokens" / code context_length_exceeded; vLLM the
@@ -101,10 +96,15 @@ def status_detail(exc: openai.APIStatusError) -> str:
 def refuses_response_format(exc: openai.OpenAIError) -> bool:
     """True when the endpoint rejected the request *because of* its ``response_format``: HTTP
     400 or 422 whose message names it (``"Unknown parameter: response_format"``, FastAPI's
-    validation error on ``body.response_format.type``, "json_schema is not supported" …)."""
-    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+    validation error on ``body.response_format.type``, "json_schema is not supported" …), or
+    a 500 that names the field itself (llama-cpp-python 0.3 answers its own validation error
+    on ``('body', 'response_format', 'type')`` with HTTP 500)."""
+    if not isinstance(exc, openai.APIStatusError):
         return False
-    return bool(_FORMAT_WORDS.search(status_detail(exc) + " " + str(exc.message or "")))
+    text = status_detail(exc) + " " + str(exc.message or "")
+    if exc.status_code in (400, 422):
+        return bool(_FORMAT_WORDS.search(text))
+    return exc.status_code == 500 and "response_format" in text
 
 
 def translate(
