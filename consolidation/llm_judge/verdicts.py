@@ -43,9 +43,9 @@ def parse_verdict(content: str) -> ModelVerdict:
 
     The two fields must agree: ``same`` and ``supersedes`` name the memory to keep (``"a"`` or
     ``"b"``), ``conflict`` and ``distinct`` keep ``"both"``; ``why`` is a non-empty string of
-    at most :data:`MAX_WHY_CHARS`. Anything else raises :class:`LLMOutputError` (``reason``
-    ``"empty"``, ``"not_json"``, ``"echoed_input"`` or ``"schema"``), which the judge treats as
-    unsure: the pair stays a conflict item.
+    at most :data:`MAX_WHY_CHARS` that is not the prompt's ``<placeholder>``. Anything else
+    raises :class:`LLMOutputError` (``reason`` ``"empty"``, ``"not_json"``, ``"echoed_input"``
+    or ``"schema"``), which the judge treats as unsure: the pair stays a conflict item.
     """
     if not isinstance(content, str) or not content.strip():
         raise LLMOutputError("LLM judge reply is empty", excerpt=str(content or ""), reason="empty")
@@ -69,6 +69,10 @@ def parse_verdict(content: str) -> ModelVerdict:
     if not isinstance(why, str) or not why.strip():
         raise _bad('"why" must be a non-empty string', content)
     why = why.strip()
+    if why.startswith("<") and why.endswith(">"):
+        # "<one sentence>": the prompt's placeholder copied, seen with Gemma 3 270M on
+        # llama.cpp — a model that did not explain itself did not judge the pair either.
+        raise _bad(f'"why" repeats the prompt\'s placeholder {why!r}', content)
     if len(why) > MAX_WHY_CHARS:
         raise _bad(f'"why" has {len(why)} characters, more than {MAX_WHY_CHARS}', content)
     return ModelVerdict(verdict, keep, why)

@@ -131,6 +131,7 @@ def test_the_models_verdict_becomes_an_operation_a_reviewer_decides_on(
         (json.dumps({"verdict": "conflict", "keep": "a", "why": "x"}), "schema"),
         (json.dumps({"verdict": "same", "keep": "a", "why": ""}), "schema"),
         (json.dumps({"verdict": "same", "keep": "a", "why": "x" * 501}), "schema"),
+        (json.dumps({"verdict": "same", "keep": "a", "why": "<one sentence>"}), "schema"),
         ('{"a": {"text": "The user prefers tea."}, "b": {"text": "The us', "echoed_input"),
         (json.dumps({"a": {"text": "x"}, "b": {"text": "y"}}), "echoed_input"),
     ],
