@@ -29,13 +29,14 @@ Verdicts:
 other (a newer value, a correction, "no longer"). "keep" is the one that is current ("a" or "b").
 - "conflict": they contradict each other and you cannot tell which one holds. "keep" is "both".
 - "distinct": they are different facts that can both be true. "keep" is "both".
-If unsure, answer "conflict". Say why in one short sentence.
+If unsure, answer "conflict".
 
-Reply with one JSON object and nothing else, exactly of this shape:
-{"verdict": "same|supersedes|conflict|distinct", "keep": "a|b|both", "why": "<one sentence>"}"""
+Reply with one JSON object and nothing else, with exactly the keys "verdict" (one of "same", \
+"supersedes", "conflict", "distinct"), "keep" ("a", "b" or "both") and "why" (your own short \
+sentence about these two memories, naming what differs or what is the same)."""
 """System prompt: the only instructions sent (fixed text)."""
 
-PROMPT_VERSION = "judge-1"
+PROMPT_VERSION = "judge-2"
 """Part of every cache key: a change of the prompt or the schema must never reuse old answers."""
 
 VERDICT_SCHEMA: dict[str, Any] = {
