@@ -126,7 +126,11 @@ class Ledger:
             parts.append(
                 f"stopped: {why}" + (f" ({self.stopped_detail})" if self.stopped_detail else "")
             )
-        failed = Counter(r.reason for r in self.rows if r.outcome == FAILED)
+        # The reason the distillation stopped is said once, above: the request it cut short
+        # and the groups it left are in the counts of to_context(), not repeated here.
+        failed = Counter(
+            r.reason for r in self.rows if r.outcome == FAILED and r.reason != self.stopped
+        )
         skipped = Counter(
             r.reason for r in self.rows if r.outcome == SKIPPED and r.reason != self.stopped
         )

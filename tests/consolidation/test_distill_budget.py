@@ -185,6 +185,7 @@ def test_a_request_never_waits_longer_than_the_budget_left(llm_stub):
     )
     assert time.monotonic() - start < 3.5
     assert [o[1:] for o in outcomes(result)] == [("failed", "budget"), ("skipped", "budget")]
+    assert result.summary == "distilled 0 of 2 sessions; budget 2 s spent; 2 left for later passes"
 
 
 # ---------------------------------------------------------------------------------------------
