@@ -126,13 +126,15 @@ class Policy:
 
     - ``distill_budget_seconds`` (600): wall time the distillation may spend per pass; when it
       is spent no further request is sent and the sessions left are distilled by later passes
-      (``plan.context["llm"]["distill"]["summary"]``). Measured (bench/llm_bench.py): the
-      Gemma 3 270M model on llama.cpp, 2 cores, answers a 16-memory LoCoMo group in
-      ~30–70 s, so 600 s distils about ten sessions a night; a hosted model does a whole
-      conversation well within it.
+      (``plan.context["llm"]["distill"]["summary"]``). Measured (``make test-llm``,
+      bench/llm_bench.py): Gemma 3 270M on llama.cpp, 2 shared cores at load 8–13, a group of
+      8–9 LoCoMo turns is 1,082–1,195 prompt tokens and takes 47–132 s with the facts grammar;
+      600 s is then 5–10 groups a night, and a hosted model does a whole conversation well
+      within it.
     - ``distill_group_size`` (16): at most this many memories of one session per request
-      (≥ 3). 16 LoCoMo turns are ~900 prompt tokens with the distillation prompt; larger
-      groups ask more of a small model's reply in one go (it ran out of tokens at 400).
+      (≥ 3; a session is cut into balanced chunks, so LoCoMo's 18–30-turn sessions go as two
+      groups of 9–15). Without a grammar the same model echoed its input until the token
+      limit (> 300 s a request); smaller groups keep one failure cheap.
     - ``llm_max_tokens`` (768): the reply limit of one request (tokens). A reply stopped at it
       is retried once as two smaller groups.
     - ``llm_context_tokens`` (4096): the model's context window (tokens). A group whose
