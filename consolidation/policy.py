@@ -134,7 +134,8 @@ class Policy:
     - ``distill_group_size`` (16): at most this many memories of one session per request
       (≥ 3; a session is cut into balanced chunks, so LoCoMo's 18–30-turn sessions go as two
       groups of 9–15). Without a grammar the same model echoed its input until the token
-      limit (> 300 s a request); smaller groups keep one failure cheap.
+      limit (> 300 s a request), and a 16-turn group with the grammar ran past 600 s at load
+      12.6: on a CPU box, 8 and a timeout of a few minutes keep one failure cheap.
     - ``llm_max_tokens`` (768): the reply limit of one request (tokens). A reply stopped at it
       is retried once as two smaller groups.
     - ``llm_context_tokens`` (4096): the model's context window (tokens). A group whose
