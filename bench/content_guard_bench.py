@@ -123,7 +123,6 @@ def demo_records(embedder: Any) -> dict[str, list[MemoryRecord]]:
 
     django.setup()
     from django.utils import timezone
-
     from memoryadmin.console.demo import DEMO_AGENTS
 
     now = timezone.now()

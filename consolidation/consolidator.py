@@ -23,11 +23,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from .default_embedder import DefaultEmbedder
 from .decisions import StandingDecisions
+from .default_embedder import DefaultEmbedder
+from .llm_judge import VerdictCache
 from .plans import OpKind, Plan
 from .policy import Policy
-from .protocols import Embedder, WritableMemoryStore
+from .protocols import Embedder, JSONWriter, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
 from .result import ConsolidationResult, guard_verdict, validate_loss_threshold
 from .snapshot import embed_missing, plan_snapshot, records_from_memory
@@ -52,6 +53,14 @@ class Consolidator:
       deterministic runs, I-8).
     - ``decisions``: standing decisions every plan keeps
       (:class:`~consolidation.decisions.StandingDecisions`: keep apart, keep, conflict picks).
+    - ``writer``: an LLM writer (:class:`~consolidation.protocols.JSONWriter`, e.g.
+      ``consolidation.adapters.llm.llm_from_env()``): distillation, and the LLM judge when
+      the policy asks for it, within the policy's budgets; ``None`` (default): no network.
+      Whatever the endpoint does, the pass goes on (``result.context["llm"]`` says what the
+      LLM steps did). Distilled facts are proposals a reviewer applies through the console,
+      not written by :meth:`consolidate`, and judged operations are never applied here
+      unless the rules agree (``scores["auto_apply"]``).
+    - ``verdict_cache``: where the LLM judge keeps its answers between passes.
     """
 
     def __init__(
@@ -63,6 +72,8 @@ class Consolidator:
         dry_run: bool = False,
         clock: Callable[[], datetime] | None = None,
         decisions: StandingDecisions | None = None,
+        writer: JSONWriter | None = None,
+        verdict_cache: VerdictCache | None = None,
     ) -> None:
         self.policy = policy or Policy(trim_to_guard=False)
         self.embedder: Embedder = embedder if embedder is not None else DefaultEmbedder()
@@ -70,6 +81,8 @@ class Consolidator:
         self.dry_run = bool(dry_run)
         self.clock = clock or (lambda: datetime.now(UTC))
         self.decisions = decisions
+        self.writer = writer
+        self.verdict_cache = verdict_cache
 
     def snapshot(self, memory: Any) -> list[MemoryRecord]:
         """Records of ``memory`` with every embedding present (computed where missing)."""
@@ -88,6 +101,8 @@ class Consolidator:
             embedder=self.embedder,
             checkpoint=checkpoint,
             decisions=self.decisions,
+            writer=self.writer,
+            verdict_cache=self.verdict_cache,
         ).plan
 
     def consolidate(self, memory: Any, *, max_loss_fraction: float = 0.25) -> ConsolidationResult:
@@ -144,11 +159,15 @@ class Consolidator:
         )
 
     def _apply(self, store: WritableMemoryStore, the_plan: Plan) -> None:
-        """Write in the I-3 order: upsert results → verify readable → delete removed ids."""
+        """Write in the I-3 order: upsert results → verify readable → delete removed ids.
+        Operations marked ``scores["auto_apply"] = False`` (an LLM judge's decision the rules
+        did not agree with) are left for a reviewer."""
         writes: list[MemoryRecord] = []
-        # merged memories and summaries of the pyramid: new texts, embedded here
-        merged = [op for op in the_plan.operations if op.kind in (OpKind.MERGE, OpKind.SUMMARIZE)]
-        promoted = [op for op in the_plan.operations if op.kind == OpKind.PROMOTE]
+        # merged memories and summaries of the pyramid: new texts, embedded here; operations the
+        # LLM judge made are proposals a person applies (never applied unless the rules agree)
+        ops = [op for op in the_plan.operations if op.scores.get("auto_apply", True) is not False]
+        merged = [op for op in ops if op.kind in (OpKind.MERGE, OpKind.SUMMARIZE)]
+        promoted = [op for op in ops if op.kind == OpKind.PROMOTE]
         if merged:
             vecs = self.embedder.embed([op.result_document or "" for op in merged])
             for op, v in zip(merged, vecs, strict=True):
@@ -179,6 +198,6 @@ class Consolidator:
                 raise RuntimeError(
                     f"written records not readable, sources kept: {', '.join(missing[:5])}"
                 )
-        removes = sorted({rid for op in the_plan.operations for rid in op.removes})
+        removes = sorted({rid for op in ops for rid in op.removes})
         if removes:
             store.delete(removes)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from numbers import Real
 from typing import Any
 
-__all__ = ["NAMED_POLICIES", "SUMMARY_WRITERS", "Policy"]
+__all__ = ["LLM_FIELD_HELP", "NAMED_POLICIES", "SUMMARY_WRITERS", "Policy"]
 
 
 def _is_number(v: Any) -> bool:
@@ -37,6 +37,12 @@ _UPPER_BOUNDS: dict[str, float] = {
     "summary_levels": 3,
     "summary_max_cluster": 256,
     "summary_max_chars": 100_000,
+    "distill_budget_seconds": 86_400,
+    "distill_group_size": 256,
+    "llm_max_tokens": 131_072,
+    "llm_context_tokens": 10_000_000,
+    "judge_max_pairs": 10_000,
+    "judge_budget_seconds": 86_400,
 }
 
 SUMMARY_WRITERS = ("auto", "extractive", "llm")
@@ -169,6 +175,33 @@ class Policy:
       to the link threshold (p90 0.39), reconciles (≥ 0.3) and conflicts (1.0) wait; of the
       harmful merges the planner proposes, the comparison one scores 0.38 and the path one
       0.12 (the content check holds it).
+
+    The LLM (only with an endpoint configured; none: nothing of this is used, no network):
+
+    - ``distill_budget_seconds`` (600): wall time the distillation may spend per pass; when it
+      is spent no further request is sent and the sessions left are distilled by later passes
+      (``plan.context["llm"]["distill"]["summary"]``). Measured (``make test-llm``,
+      bench/llm_bench.py): Gemma 3 270M on llama.cpp, 2 shared cores at load 8–13, a group of
+      8–9 LoCoMo turns is 1,082–1,195 prompt tokens and takes 47–132 s with the facts grammar;
+      600 s is then 5–10 groups a night, and a hosted model does a whole conversation well
+      within it.
+    - ``distill_group_size`` (16): at most this many memories of one session per request
+      (≥ 3; a session is cut into balanced chunks, so LoCoMo's 18–30-turn sessions go as two
+      groups of 9–15). Without a grammar the same model echoed its input until the token
+      limit (> 300 s a request), and a 16-turn group with the grammar ran past 600 s at load
+      12.6: on a CPU box, 8 and a timeout of a few minutes keep one failure cheap.
+    - ``llm_max_tokens`` (768): the reply limit of one request (tokens). A reply stopped at it
+      is retried once as two smaller groups.
+    - ``llm_context_tokens`` (4096): the model's context window (tokens). A group whose
+      prompt (estimated at one token per 3 bytes of UTF-8, then per the server's own counts)
+      plus ``llm_max_tokens`` would not fit is split before it is sent; a single memory that
+      cannot fit is skipped with that reason. 4096 is what a small local server is usually
+      started with (llama-cpp-python's default is 2048); raise it for hosted models.
+    - ``llm_judge`` (False), ``judge_max_pairs`` (20), ``judge_budget_seconds`` (120): send
+      the pairs the rules leave unsure (conflict items) to the LLM as quoted data
+      (:mod:`consolidation.llm_judge`); at most this many requests and this much wall time per
+      pass (cached answers cost neither). What the model decides is proposed, marked as
+      judged, and never applied automatically unless the rules agree.
     """
 
     max_loss_fraction: float = 0.25
@@ -208,6 +241,13 @@ class Policy:
     max_lost_content_words: int | None = 0
     max_lost_sentence_fraction: float = 0.05
     auto_apply_max_risk: float = 0.25
+    distill_budget_seconds: float = 600.0
+    distill_group_size: int = 16
+    llm_max_tokens: int = 768
+    llm_context_tokens: int = 4096
+    llm_judge: bool = False
+    judge_max_pairs: int = 20
+    judge_budget_seconds: float = 120.0
 
     def __post_init__(self) -> None:
         unit = {
@@ -281,6 +321,24 @@ class Policy:
                 f"summary_writer must be one of {', '.join(SUMMARY_WRITERS)}, "
                 f"got {self.summary_writer!r}"
             )
+        self._check_llm()
+
+    def _check_llm(self) -> None:
+        """The LLM fields' own limits (the loop above checked types and the upper caps)."""
+        for name in ("distill_budget_seconds", "judge_budget_seconds"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0 seconds, got {getattr(self, name)!r}")
+        if self.distill_group_size < 3:
+            raise ValueError(
+                f"distill_group_size must be at least 3, got {self.distill_group_size!r}"
+            )
+        if self.llm_max_tokens < 16:
+            raise ValueError(f"llm_max_tokens must be at least 16, got {self.llm_max_tokens!r}")
+        if self.llm_context_tokens < 2 * self.llm_max_tokens:
+            raise ValueError(
+                f"llm_context_tokens must be at least twice llm_max_tokens "
+                f"({2 * self.llm_max_tokens:,}), got {self.llm_context_tokens!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field."""
@@ -317,3 +375,22 @@ NAMED_POLICIES: dict[str, Policy] = {
 }
 """Named policies for the CLI and the console. Values are tuned on LoCoMo
 (bench/quality_locomo.py)."""
+
+
+LLM_FIELD_HELP: dict[str, str] = {
+    "distill_budget_seconds": "Seconds the LLM distillation may spend per pass (> 0; default "
+    "600); sessions left over are distilled by later passes.",
+    "distill_group_size": "Most episodic memories of one session sent in one LLM request "
+    "(≥ 3; default 16).",
+    "llm_max_tokens": "Reply limit of one LLM request, in tokens (≥ 16; default 768); a reply "
+    "cut there is retried once as two smaller groups.",
+    "llm_context_tokens": "The model's context window, in tokens (≥ 2 × the reply limit; "
+    "default 4096); larger groups are split before they are sent.",
+    "llm_judge": "Send the pairs the rules leave unsure to the LLM; what it settles is proposed, "
+    "marked as judged, and never applied automatically.",
+    "judge_max_pairs": "Most unsure pairs sent to the LLM per pass (≥ 1; default 20; cached "
+    "answers are free).",
+    "judge_budget_seconds": "Seconds the LLM judge may spend per pass (> 0; default 120).",
+}
+"""One sentence per LLM field for the console's policy form (its "default …" as the form's
+other help texts say it)."""

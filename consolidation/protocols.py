@@ -10,6 +10,7 @@ without importing each other."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -20,8 +21,10 @@ from .result import ConsolidationResult
 __all__ = [
     "AsyncMemoryConsolidationProtocol",
     "Embedder",
+    "ENDPOINT_DOWN_REASONS",
     "JSONWriter",
     "LLMOutputError",
+    "LLMReply",
     "LLMUnavailable",
     "MemoryConsolidationProtocol",
     "MemoryStore",
@@ -93,34 +96,96 @@ class Embedder(Protocol):
 class LLMUnavailable(RuntimeError):
     """The LLM endpoint could not answer: timeout, connection refused, HTTP 4xx/5xx.
 
-    The message is readable by an operator, e.g. ``"LLM endpoint timed out after 30s"``. Raised
-    by the adapter; :func:`distill` never swallows it (a down endpoint stops the pass).
+    The message is readable by an operator, e.g. ``"LLM endpoint timed out after 30s"``.
+    ``reason`` is a short code for the pass's figures: ``"timeout"``, ``"unreachable"``
+    (connection refused, DNS), ``"rate_limited"`` (HTTP 429), ``"server_error"`` (5xx),
+    ``"auth"`` (401/403), ``"not_found"`` (404), ``"too_large"`` (the request does not fit the
+    model's context), ``"refused"`` (another 4xx) or ``"unavailable"``. ``retry_after`` is the
+    server's ``Retry-After`` in seconds when it sent one (a 429 or 503), else ``None``.
+
+    Raised by the adapter. The distillation and the LLM judge catch it per request: a group or
+    pair that failed is skipped with the reason and retried by a later pass; an endpoint that
+    cannot be reached at all stops the LLM work of the pass, never the pass itself.
     """
+
+    def __init__(
+        self, message: str, *, reason: str = "unavailable", retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+ENDPOINT_DOWN_REASONS = frozenset({"unreachable", "auth", "not_found"})
+"""``LLMUnavailable.reason`` values after which no further request of the pass can succeed."""
 
 
 class LLMOutputError(ValueError):
-    """The LLM answered, but not with ``{"facts": [...]}`` of the documented schema.
+    """The LLM answered, but not with JSON of the schema it was asked for.
 
     ``str(exc)`` says what was wrong (e.g. ``"facts[1].confidence must be a number in [0, 1],
     got 1.5"``); ``excerpt`` holds up to 200 characters of the reply (untrusted text — escape it
-    when displaying).
+    when displaying); ``reason`` is a short code for the figures: ``"not_json"``, ``"schema"``,
+    ``"echoed_input"`` (the model repeated the quoted data instead of answering), ``"empty"``,
+    ``"truncated"`` (stopped at the token limit) or ``"invalid_reply"``.
     """
 
-    def __init__(self, message: str, *, excerpt: str = "") -> None:
+    def __init__(self, message: str, *, excerpt: str = "", reason: str = "invalid_reply") -> None:
         super().__init__(message)
         self.excerpt = excerpt[:200]
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    """One chat completion: ``content`` (the reply text, unvalidated, possibly empty),
+    ``finish_reason`` (``"stop"``, ``"length"`` when the reply hit ``max_tokens`` …),
+    ``prompt_tokens`` / ``completion_tokens`` (the server's ``usage``; 0 when it sent none),
+    ``seconds`` (wall time of the request, retries included) and ``response_format`` (what was
+    sent: ``"json_schema"``, ``"json_object_schema"`` — JSON mode with a schema, llama-cpp-python's
+    grammar form —, ``"json_object"`` or ``"none"``)."""
+
+    content: str
+    finish_reason: str | None = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    response_format: str = "none"
+
+    @property
+    def truncated(self) -> bool:
+        """True when the reply stopped at the token limit (``finish_reason == "length"``)."""
+        return self.finish_reason == "length"
 
 
 @runtime_checkable
 class JSONWriter(Protocol):
-    """Something that sends a system + user message to a chat model and returns its reply text.
+    """Something that sends a system + user message to a chat model and returns its reply.
 
-    ``model`` names the model (shown in each operation's reason). ``complete_json`` returns the
-    raw content string (expected to be a JSON object, not yet validated) and raises
-    :class:`LLMUnavailable` when the endpoint cannot answer within its timeout, or
+    ``model`` names the model (shown in each operation's reason). ``complete`` — what the
+    engine calls — sends one
+    request: ``schema`` (a JSON Schema dict) asks for a reply of that shape — as a grammar
+    where the server supports one, else JSON mode, else nothing (the caller validates the
+    reply either way); ``max_tokens`` caps the reply; ``timeout_seconds`` lowers the writer's
+    own limit for this request (a pass's remaining budget). Returns an :class:`LLMReply`
+    (a reply cut at the token limit is returned, ``truncated``), raises
+    :class:`LLMUnavailable` when the endpoint cannot answer in time and
     :class:`LLMOutputError` when the reply has no usable content.
     """
 
     model: str
 
-    def complete_json(self, system: str, user: str) -> str: ...
+    def complete_json(self, system: str, user: str) -> str:
+        """The reply text alone, in JSON mode without a schema (raises as ``complete`` does,
+        and :class:`LLMOutputError` for a reply cut at the token limit)."""
+        ...
+
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        timeout_seconds: float | None = None,
+    ) -> LLMReply: ...

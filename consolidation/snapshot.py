@@ -12,10 +12,16 @@ will propose:
 3. plan (:func:`consolidation.planning.plan`) with the checkpoint, so only new or changed
    memories are searched, and with the agent's standing decisions
    (:mod:`consolidation.decisions`);
-4. with an LLM ``writer``, add DISTILL operations (:func:`consolidation.distill.distill`) for
-   the episodic memories no live memory was derived from yet;
+4. with an LLM ``writer``: when the policy asks for it (``llm_judge``), send the pairs the
+   rules left unsure to the model (:func:`consolidation.llm_judge.judge_unsure`), then add
+   DISTILL operations (:func:`consolidation.distill.distill`) for the episodic memories no
+   live memory was derived from yet — each within its own time budget, and neither can cost
+   the pass: whatever the endpoint does, the offline operations are proposed and every group
+   or pair not done is recorded with its reason (``plan.context["llm"]``, :func:`llm_figures`);
 5. with ``policy.summarize``, add SUMMARIZE operations (the memory pyramid,
-   :func:`consolidation.pyramid.build_pyramid`) over the memories the plan keeps;
+   :func:`consolidation.pyramid.build_pyramid`) over the memories the plan keeps (an endpoint
+   that does not answer costs the summaries, recorded in ``plan.context["pyramid"]``, never
+   the pass);
 6. leave out the operations whose result text the store says it cannot write
    (``store.unwritable(texts)``, when the store has it: :func:`consolidation.plans.leave_out`).
 
@@ -33,10 +39,11 @@ import numpy as np
 
 from .decisions import StandingDecisions
 from .distill import distill
+from .llm_judge import VerdictCache, judge_unsure
 from .planning import plan as make_plan
 from .plans import Fate, Plan, leave_out, summarize
 from .policy import Policy
-from .protocols import Embedder, JSONWriter, MemoryStore
+from .protocols import Embedder, JSONWriter, LLMUnavailable, MemoryStore
 from .pyramid import build_pyramid
 from .records import FieldMap, MemoryRecord
 
@@ -45,6 +52,7 @@ __all__ = [
     "Snapshot",
     "embed_missing",
     "in_layer",
+    "llm_figures",
     "plan_snapshot",
     "read_all",
     "records_from_memory",
@@ -163,6 +171,7 @@ def plan_snapshot(
     progress: Progress | None = None,
     layer: str | None = None,
     decisions: StandingDecisions | None = None,
+    verdict_cache: VerdictCache | None = None,
 ) -> Snapshot:
     """Read ``memory``, embed what is missing, plan with ``checkpoint`` — the pass's snapshot.
 
@@ -170,10 +179,13 @@ def plan_snapshot(
       (see :func:`records_from_memory`).
     - ``checkpoint``: memory id → content hash of what the last applied pass saw; ``None`` or
       empty plans the whole store (never consolidated).
-    - ``writer``: an LLM writer; when given, DISTILL operations are added (network use is the
-      caller's choice: no writer, no network, I-8), and with ``policy.summarize`` it writes the
-      summaries unless ``policy.summary_writer`` is ``"extractive"``.
-    - ``progress``: ``progress(fraction, label)`` as the work advances.
+    - ``writer``: an LLM writer; when given, DISTILL operations are added, with
+      ``policy.llm_judge`` the unsure pairs are judged first, and with ``policy.summarize`` it
+      writes the summaries unless ``policy.summary_writer`` is ``"extractive"`` (network use
+      is the caller's choice: no writer, no network, I-8). ``policy`` gives their budgets,
+      group size, reply limit and context length.
+    - ``progress``: ``progress(fraction, label)`` as the work advances (per distilled group).
+    - ``verdict_cache``: where the LLM judge keeps its answers between passes.
     - ``layer``: plan only the memories of this layer (:func:`in_layer`; seed 003's
       ``compact(layer=...)``): the others are not read into the snapshot, so they are neither
       compared nor touched, and the loss fraction is over the layer's memories.
@@ -183,9 +195,9 @@ def plan_snapshot(
 
     Raises ``TypeError``/``ValueError`` for an unusable ``memory``, ``ValueError`` when a memory
     has no embedding and no ``embedder`` was given, or when ``policy.summary_writer`` is
-    ``"llm"`` and no ``writer`` is given, ``LLMUnavailable``/``LLMOutputError`` from
-    the distillation (``LLMUnavailable`` from the summaries), and whatever the store raises when
-    it cannot be read.
+    ``"llm"`` and no ``writer`` is given, and whatever the store raises when it cannot be read.
+    Nothing the LLM endpoint does raises: it is recorded in ``plan.context["llm"]`` (and
+    ``plan.context["pyramid"]``).
     """
     progress = progress or _quiet
     fieldmap = fieldmap or FieldMap()
@@ -211,12 +223,11 @@ def plan_snapshot(
         decisions=decisions,
     )
     if writer is not None:
-        progress(0.8, f"Distilling episodic memories with {getattr(writer, 'model', 'the LLM')}")
-        the_plan = _add_distillation(records, the_plan, writer, fieldmap)
+        _add_llm_work(records, the_plan, writer, policy, fieldmap, progress, verdict_cache)
     if policy.summarize:
-        progress(0.9, "Summarising clusters of related memories")
+        progress(0.95, "Summarising clusters of related memories")
         pyramid_writer = None if policy.summary_writer == "extractive" else writer
-        the_plan = _add_summaries(records, the_plan, policy, pyramid_writer, fieldmap, checkpoint)
+        _add_summaries(records, the_plan, policy, pyramid_writer, fieldmap, checkpoint)
     unwritable = getattr(memory, "unwritable", None)
     texts = [op.result_document for op in the_plan.operations if op.result_document is not None]
     if callable(unwritable) and texts:
@@ -225,19 +236,79 @@ def plan_snapshot(
     return Snapshot(records, the_plan)
 
 
-def _add_distillation(
-    records: list[MemoryRecord], the_plan: Plan, writer: JSONWriter, fieldmap: FieldMap
-) -> Plan:
-    """``the_plan`` plus DISTILL operations (additions only: the loss is unchanged). Episodic
-    memories already distilled are skipped: the checkpoint is every id named in a live
-    memory's ``derived_from``."""
+def llm_figures(context: dict[str, Any]) -> dict[str, Any]:
+    """``plan.context["llm"]`` with its ``totals`` (requests, failed, tokens in and out,
+    seconds over the judge and the distillation) computed: what a proposal shows and what a
+    cost report reads. Shape: ``{"model", "totals", "judge"?, "distill"?}`` (see
+    :meth:`consolidation.distill.Ledger.to_context` and
+    :func:`consolidation.llm_judge.judge_unsure`)."""
+    llm = context.setdefault("llm", {})
+    keys = ("requests", "failed", "tokens_in", "tokens_out", "seconds")
+    totals = dict.fromkeys(keys, 0)
+    for part in ("judge", "distill"):
+        for k in keys:
+            totals[k] += (llm.get(part) or {}).get(k, 0)
+    totals["seconds"] = round(float(totals["seconds"]), 2)
+    llm["totals"] = totals
+    return llm
+
+
+def _add_llm_work(
+    records: list[MemoryRecord],
+    the_plan: Plan,
+    writer: JSONWriter,
+    policy: Policy,
+    fieldmap: FieldMap,
+    progress: Progress,
+    cache: VerdictCache | None,
+) -> None:
+    """The LLM steps of a pass, in place: the judge (when ``policy.llm_judge``), then the
+    distillation (additions only: the loss is unchanged). Episodic memories already distilled
+    are skipped: the checkpoint is every id named in a live memory's ``derived_from``."""
+    model = str(getattr(writer, "model", "") or "LLM")
+    the_plan.context["llm"] = {"model": model}
+    if policy.llm_judge:
+        progress(0.72, f"Judging unsure pairs with {model}")
+        the_plan.context["llm"]["judge"] = judge_unsure(
+            the_plan,
+            records,
+            writer,
+            policy=policy,
+            fieldmap=fieldmap,
+            cache=cache,
+            progress=lambda done, total, label: progress(
+                0.72 + 0.08 * done / max(1, total), f"{label}: {done} of {total}"
+            ),
+        )
+    progress(0.8, f"Distilling episodic memories with {model}")
     done = {i for r in records for i in fieldmap.get_list(r.metadata, "derived_from")}
-    res = distill(records, writer, fields=fieldmap, checkpoint=done)
-    the_plan.context["distill"] = res.to_context()
-    if res.operations:
-        the_plan.operations.extend(res.operations)
-        the_plan.result = summarize(len(records), the_plan.operations)
-    return the_plan
+    res = distill(
+        records,
+        writer,
+        policy=policy,
+        fields=fieldmap,
+        checkpoint=done,
+        progress=lambda n, total, label: progress(
+            0.8 + 0.15 * n / max(1, total), f"{label} ({n} of {total} groups)"
+        ),
+    )
+    the_plan.context["llm"]["distill"] = res.to_context()
+    llm_figures(the_plan.context)
+    the_plan.operations.extend(res.operations)
+    _resummarize(the_plan, len(records))
+
+
+def _resummarize(the_plan: Plan, entries_before: int) -> None:
+    """``the_plan.result`` recomputed after the LLM steps changed its operations; the plan's
+    telemetry (``context``) stays the result's context, with its counts brought up to date."""
+    result = summarize(entries_before, the_plan.operations)
+    ctx = the_plan.context
+    ctx["operations"] = result.context["operations"]
+    ctx["reconciled"] = result.context["reconciled"]
+    ctx["conflicts"] = result.context["operations"].get("conflict", 0)
+    ctx["loss_fraction"] = result.loss_fraction
+    result.context = ctx
+    the_plan.result = result
 
 
 def _add_summaries(
@@ -247,22 +318,26 @@ def _add_summaries(
     writer: JSONWriter | None,
     fieldmap: FieldMap,
     checkpoint: Mapping[str, str] | None,
-) -> Plan:
-    """``the_plan`` plus SUMMARIZE operations (additions and rewrites of summaries only: the loss
-    is unchanged). Memories the plan removes are no children; a summary over one the plan
-    rewrites waits for the next pass."""
+) -> None:
+    """``the_plan`` plus SUMMARIZE operations, in place (additions and rewrites of summaries
+    only: the loss is unchanged). Memories the plan removes are no children; a summary over one
+    the plan rewrites waits for the next pass. An LLM endpoint that does not answer costs the
+    summaries of this pass only: recorded as ``plan.context["pyramid"]["error"]``."""
     busy = {rid for rid, fate in the_plan.fates.items() if fate != Fate.KEPT}
     busy.update(op.result_id for op in the_plan.operations if op.result_id)
-    res = build_pyramid(
-        records,
-        policy,
-        fields=fieldmap,
-        writer=writer,
-        busy=busy,
-        checkpoint=dict(checkpoint) if checkpoint else None,
-    )
+    try:
+        res = build_pyramid(
+            records,
+            policy,
+            fields=fieldmap,
+            writer=writer,
+            busy=busy,
+            checkpoint=dict(checkpoint) if checkpoint else None,
+        )
+    except LLMUnavailable as exc:
+        the_plan.context["pyramid"] = {"error": str(exc)[:500], "operations": 0}
+        return
     the_plan.context["pyramid"] = res.to_context()
     if res.operations:
         the_plan.operations.extend(res.operations)
-        the_plan.result = summarize(len(records), the_plan.operations)
-    return the_plan
+        _resummarize(the_plan, len(records))

@@ -276,6 +276,11 @@ VECTOR_CACHE_PATH = Path(
     os.getenv("MEMORYADMIN_VECTOR_CACHE", VAR_DIR / "cache" / "vectors.sqlite3")
 )
 os.environ.setdefault("MEMORYADMIN_MODEL_DIR", str(MEMORYADMIN_MODEL_DIR))
+# The LLM judge's answers by the pair's content (consolidation/adapters/verdict_cache.py): only
+# used with an LLM endpoint and policy llm_judge; safe to delete.
+VERDICT_CACHE_PATH = Path(
+    os.getenv("MEMORYADMIN_VERDICT_CACHE", VAR_DIR / "cache" / "verdicts.sqlite3")
+)
 
 # Optional OpenAI-compatible LLM (distill/summarize); unset means offline, extractive only.
 OPENAI_BASE_URL = os.getenv("OPENAI_BASE_URL", "")

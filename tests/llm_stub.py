@@ -12,13 +12,29 @@ Scripted steps:
 - :meth:`StubLLM.push_facts` — a valid chat completion whose content is ``{"facts": [...]}``;
 - :meth:`StubLLM.push_content` — a completion with arbitrary content text (malformed JSON,
   schema-violating JSON, prose …);
-- :meth:`StubLLM.push_status` — an HTTP error (e.g. 500) with an OpenAI-style error body;
+- :meth:`StubLLM.push_status` — an HTTP error (e.g. 500) with an OpenAI-style error body, and
+  a ``Retry-After`` header when asked (a 429 from a rate-limited hosted model);
+- :meth:`StubLLM.push_echo` — the reply a small local model gives when it does not follow the
+  prompt: the quoted input repeated, cut at ``cut_at`` characters with ``finish_reason`` =
+  ``"length"``;
 - :meth:`StubLLM.push_slow` — sleep ``seconds`` before answering (the client's read timeout
   fires first); the sleep is interruptible, so teardown never waits for it;
 - :meth:`StubLLM.push_trickle` — send headers at once, then one body byte every ``interval``
   seconds for ``seconds`` (per-read timeouts never fire; only a total deadline stops it);
 - :meth:`StubLLM.respond_with` — a callable ``(request_body: dict) -> content str``, used for
   every request until replaced (for answers that cite the ids actually sent).
+
+Like a real server, the stub reports ``usage`` (prompt tokens = UTF-8 bytes of the messages
+/ 4, completion tokens = bytes of the reply / 4, rounded up; a scripted step may fix them) and
+honours ``max_tokens``: a reply longer than ``max_tokens`` tokens is cut there and answered
+with ``finish_reason: "length"``. Two settings make it behave like a given server:
+
+- :attr:`StubLLM.refuse_formats` — ``response_format`` forms it answers with HTTP 400 (or
+  :attr:`StubLLM.format_status`): ``"json_schema"``, ``"json_object_schema"`` (``json_object``
+  with a ``schema``, llama-cpp-python's form), ``"json_object"``;
+- :attr:`StubLLM.context_tokens` — a request whose prompt tokens plus ``max_tokens`` exceed it
+  is refused with HTTP 400 in llama-cpp-python's words ("Requested tokens (N) exceed context
+  window of M").
 
 Embeddings: every input text gets :func:`tests.agent_stores.foreign_vector` of width
 :attr:`StubLLM.embedding_dim` (1536, OpenAI ``text-embedding-3-small``'s; the request's
@@ -75,7 +91,7 @@ class RecordedRequest:
 
 @dataclass
 class _Step:
-    kind: str  # "content" | "status" | "slow" | "trickle"
+    kind: str  # "content" | "status" | "slow" | "trickle" | "echo"
     content: str = ""
     status: int = 200
     seconds: float = 0.0
@@ -83,7 +99,27 @@ class _Step:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _completion(content: str, model: str, n: int, finish_reason: str = "stop") -> dict[str, Any]:
+def _tokens(text: str) -> int:
+    """The stub's token count of ``text``: UTF-8 bytes / 4, rounded up."""
+    return -(-len(text.encode("utf-8")) // 4)
+
+
+def _format_name(body: dict[str, Any]) -> str | None:
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return None
+    if fmt.get("type") == "json_object" and "schema" in fmt:
+        return "json_object_schema"
+    return str(fmt.get("type"))
+
+
+def _completion(
+    content: str,
+    model: str,
+    n: int,
+    finish_reason: str = "stop",
+    usage: tuple[int, int] = (1, 1),
+) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-stub-{n}",
         "object": "chat.completion",
@@ -97,7 +133,11 @@ def _completion(content: str, model: str, n: int, finish_reason: str = "stop") -
                 "logprobs": None,
             }
         ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        "usage": {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+        },
     }
 
 
@@ -112,11 +152,15 @@ class StubLLM:
     """The scripted OpenAI-compatible server; see the module docstring.
 
     Attributes: ``base_url`` (``"http://127.0.0.1:<port>/v1"``, what ``LLMWriter`` takes),
-    ``requests`` (list of :class:`RecordedRequest`).
+    ``requests`` (list of :class:`RecordedRequest`), ``refuse_formats``, ``format_status`` and
+    ``context_tokens`` (module docstring).
     """
 
     def __init__(self, embedding_dim: int = 1536) -> None:
         self.embedding_dim = embedding_dim
+        self.refuse_formats: set[str] = set()
+        self.format_status = 400
+        self.context_tokens: int | None = None
         self.requests: list[RecordedRequest] = []
         self._script: deque[_Step] = deque()
         self._responder: Responder | None = None
@@ -161,13 +205,36 @@ class StubLLM:
         """Answer the next request with content ``{"facts": facts, **extra}`` (valid JSON)."""
         self.push_content(json.dumps({"facts": facts, **extra}))
 
-    def push_content(self, content: str, *, finish_reason: str = "stop") -> None:
-        """Answer the next request with a completion whose message content is ``content``."""
-        self._push(_Step("content", content=content, extra={"finish_reason": finish_reason}))
+    def push_content(
+        self,
+        content: str,
+        *,
+        finish_reason: str = "stop",
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> None:
+        """Answer the next request with a completion whose message content is ``content``
+        (``usage`` computed unless given)."""
+        extra = {
+            "finish_reason": finish_reason,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+        }
+        self._push(_Step("content", content=content, extra=extra))
 
-    def push_status(self, status: int, message: str = "stub error") -> None:
-        """Answer the next request with HTTP ``status`` and an OpenAI-style error body."""
-        self._push(_Step("status", status=status, content=message))
+    def push_status(
+        self, status: int, message: str = "stub error", *, retry_after: float | None = None
+    ) -> None:
+        """Answer the next request with HTTP ``status`` and an OpenAI-style error body (and a
+        ``Retry-After: <seconds>`` header when ``retry_after`` is given)."""
+        extra = {} if retry_after is None else {"retry_after": retry_after}
+        self._push(_Step("status", status=status, content=message, extra=extra))
+
+    def push_echo(self, cut_at: int | None = 300) -> None:
+        """Answer the next request with the JSON quoted in its user message (what is between
+        ``<memories>`` and ``</memories>``), cut at ``cut_at`` characters with
+        ``finish_reason`` "length" (``None``: whole, "stop")."""
+        self._push(_Step("echo", seconds=float(cut_at or 0)))
 
     def push_slow(self, seconds: float, content: str = '{"facts": []}') -> None:
         """Sleep ``seconds`` (interruptible at teardown) before answering with ``content``."""
@@ -238,6 +305,10 @@ class StubLLM:
                     if self.path.rstrip("/") != "/v1/chat/completions":
                         self._send_json(404, {"error": {"message": "not found", "type": "stub"}})
                         return
+                    refused = self._refusal(body) if isinstance(body, dict) else None
+                    if refused is not None:  # the scripted step answers the next request
+                        self._error(refused[0], refused[1], {})
+                        return
                     self._answer(stub._next_step(body if isinstance(body, dict) else None), body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout) — expected in timeout tests
@@ -271,17 +342,75 @@ class StubLLM:
                     },
                 )
 
+            def _error(self, status: int, message: str, headers: dict[str, str]) -> None:
+                data = json.dumps(
+                    {"error": {"message": message, "type": "server_error", "code": None}}
+                ).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _refusal(self, body: dict[str, Any]) -> tuple[int, str] | None:
+                """A refusal the server settings ask for: response_format, context."""
+                fmt = _format_name(body)
+                if fmt is not None and fmt in stub.refuse_formats:
+                    return stub.format_status, f"response_format type {fmt!r} is not supported"
+                if stub.context_tokens is not None:
+                    asked = _tokens(json.dumps(body.get("messages") or []))
+                    asked += int(body.get("max_tokens") or 0)
+                    if asked > stub.context_tokens:
+                        return 400, (
+                            f"Requested tokens ({asked}) exceed context window of "
+                            f"{stub.context_tokens}"
+                        )
+                return None
+
+            def _reply(self, step: _Step, body: dict[str, Any], model: str, n: int) -> None:
+                content = step.content
+                finish = step.extra.get("finish_reason", "stop")
+                if step.kind == "echo":
+                    user = next(
+                        (
+                            m.get("content", "")
+                            for m in body.get("messages") or []
+                            if m.get("role") == "user"
+                        ),
+                        "",
+                    )
+                    start, end = user.find("<memories>\n"), user.rfind("\n</memories>")
+                    content = user[start + len("<memories>\n") : end] if start >= 0 else user
+                    if step.seconds:
+                        content, finish = content[: int(step.seconds)], "length"
+                limit = body.get("max_tokens")
+                if isinstance(limit, int) and _tokens(content) > limit:
+                    content, finish = (
+                        content.encode("utf-8")[: limit * 4].decode("utf-8", "ignore"),
+                        "length",
+                    )
+                usage = (
+                    step.extra.get("prompt_tokens") or _tokens(json.dumps(body.get("messages"))),
+                    step.extra.get("completion_tokens") or _tokens(content),
+                )
+                self._send_json(200, _completion(content, model, n, finish, usage))
+
             def _answer(self, step: _Step, body: Any) -> None:
-                model = str((body or {}).get("model") or "stub-model")
+                body = body if isinstance(body, dict) else {}
+                model = str(body.get("model") or "stub-model")
                 n = len(stub.requests)
                 if step.kind == "slow":
                     if stub._stop.wait(step.seconds):
                         return
-                    self._send_json(200, _completion(step.content, model, n))
+                    self._reply(step, body, model, n)
                 elif step.kind == "status":
-                    self._send_json(
+                    wait = step.extra.get("retry_after")
+                    self._error(
                         step.status,
-                        {"error": {"message": step.content, "type": "server_error", "code": None}},
+                        step.content,
+                        {} if wait is None else {"Retry-After": f"{wait:g}"},
                     )
                 elif step.kind == "trickle":
                     self.send_response(200)
@@ -295,8 +424,7 @@ class StubLLM:
                         stub._stop.wait(step.interval)
                     self.close_connection = True
                 else:
-                    finish = step.extra.get("finish_reason", "stop")
-                    self._send_json(200, _completion(step.content, model, n, finish))
+                    self._reply(step, body, model, n)
 
         return Handler
 

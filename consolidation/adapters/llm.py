@@ -6,8 +6,9 @@ server, Ollama's ``/v1``, LiteLLM …). Configuration comes from the environment
 ``MEMORYADMIN_LLM_MODEL``); with no model configured it returns ``None`` and nothing ever
 touches the network (I-8).
 
-Failures are translated into the engine's two exceptions (``consolidation.protocols``):
-:class:`~consolidation.protocols.LLMUnavailable` — timeout, connection refused, HTTP 4xx/5xx — and
+Failures are translated into the engine's two exceptions (``consolidation.protocols``, by
+:mod:`.llm_errors`): :class:`~consolidation.protocols.LLMUnavailable` — timeout, connection
+refused, HTTP 4xx/5xx, each with a ``reason`` code — and
 :class:`~consolidation.protocols.LLMOutputError` — an answer with no usable text. A call never
 takes longer than ``timeout_seconds`` per attempt (plus ~0.25 s): besides the SDK's per-phase
 timeouts, a watchdog bounds the whole attempt, so a server trickling bytes cannot stall a pass.
@@ -26,9 +27,13 @@ from urllib.parse import urlsplit
 
 import openai
 
-from ..protocols import LLMOutputError, LLMUnavailable
+from ..protocols import LLMOutputError, LLMReply, LLMUnavailable
+from .llm_errors import Retryable, refuses_response_format, translate
 
-__all__ = ["DEFAULT_TIMEOUT_SECONDS", "LLMWriter", "llm_from_env"]
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "RESPONSE_FORMATS", "LLMWriter", "llm_from_env"]
+
+RESPONSE_FORMATS = ("json_schema", "json_object_schema", "json_object", "none")
+"""The ``response_format`` forms a writer tries, strongest first (:meth:`LLMWriter.complete`)."""
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 """Default per-attempt limit (seconds) when ``MEMORYADMIN_LLM_TIMEOUT`` is unset: a 40-memory
@@ -38,10 +43,6 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 _GRACE_SECONDS = 0.25  # lets the SDK's own (more specific) timeout fire before the watchdog
 _PLACEHOLDER_KEY = "unused"  # local endpoints need no key, the SDK insists on one
-
-
-def _redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
 
 
 class LLMWriter:
@@ -59,9 +60,10 @@ class LLMWriter:
             0.5·2^n s back-off between attempts).
         temperature: sampling temperature sent with each request (0.0 for repeatable output);
             ``None`` omits it, for models that reject the parameter.
-        json_mode: send ``response_format={"type": "json_object"}``. If the endpoint answers
-            HTTP 400 naming ``response_format``, the request is repeated once without it and json
-            mode stays off for this writer; the reply is validated either way.
+        json_mode: ask for JSON with ``response_format`` (a schema-constrained form when the
+            caller gives a schema, see :meth:`complete`); a form the endpoint refuses is dropped
+            and the request repeated. ``False`` never sends ``response_format``. The reply is
+            validated by the caller either way.
 
     Raises ``ValueError`` for invalid arguments. Constructing does no network I/O.
     """
@@ -98,7 +100,7 @@ class LLMWriter:
         self.timeout_seconds = float(timeout_seconds)
         self.max_retries = max_retries
         self.temperature = temperature
-        self.json_mode = json_mode
+        self.response_format = RESPONSE_FORMATS[0] if json_mode else "none"
         self._api_key = api_key or None
         self._client: openai.OpenAI | None = None
         self._lock = threading.Lock()
@@ -138,27 +140,83 @@ class LLMWriter:
         self._drop_client()
 
     # -- requests -----------------------------------------------------------------------------
-    def complete_json(self, system: str, user: str) -> str:
-        """Send ``[system, user]`` chat messages; return the reply's text content (unvalidated).
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        timeout_seconds: float | None = None,
+    ) -> LLMReply:
+        """Send ``[system, user]`` chat messages; return the reply (:class:`LLMReply`).
 
-        Raises :class:`LLMUnavailable` (timeout — ``"LLM endpoint timed out after 30s"`` —,
-        connection refused, HTTP error) after ``max_retries`` extra attempts, and
-        :class:`LLMOutputError` when the reply has no text (no choices, a refusal, or cut off
-        at the token limit).
+        ``schema`` (a JSON Schema dict) is sent as ``response_format`` in the strongest form
+        the endpoint accepts: ``{"type": "json_schema", …}`` (OpenAI, llama.cpp's server,
+        vLLM, Ollama: a grammar, so even a small model cannot leave the shape), then
+        ``{"type": "json_object", "schema": …}`` (llama-cpp-python's server), then plain JSON
+        mode, then nothing; a form the endpoint refuses (HTTP 400/422 naming it, or
+        llama-cpp-python's 500 naming the field) is dropped for the rest of this writer's life
+        (:attr:`response_format` says which is in use).
+        ``max_tokens`` caps the reply (tokens); ``timeout_seconds`` lowers the per-attempt
+        limit for this request. A reply cut at the token limit is returned (``truncated``).
+
+        Raises :class:`LLMUnavailable` (with ``reason``: ``"timeout"`` — ``"LLM endpoint
+        timed out after 30s"`` —, ``"unreachable"``, ``"rate_limited"`` with ``retry_after``,
+        ``"server_error"``, ``"auth"``, ``"not_found"``, ``"too_large"``, ``"refused"``) after
+        ``max_retries`` extra attempts, and :class:`LLMOutputError` when the reply has no
+        text (no choices, or a refusal without content).
         """
+        limit = self.timeout_seconds
+        if timeout_seconds is not None:
+            limit = max(0.05, min(limit, float(timeout_seconds)))
+        started = time.monotonic()
         attempt = 0
         while True:
             try:
-                completion = self._request(system, user)
+                completion, sent = self._request(system, user, schema, max_tokens, limit)
                 break
-            except _Retryable as exc:
+            except Retryable as exc:
                 if attempt >= self.max_retries:
                     raise exc.error from exc.__cause__
-                time.sleep(min(8.0, 0.5 * 2**attempt))
+                wait = exc.error.retry_after
+                time.sleep(min(30.0, wait) if wait is not None else min(8.0, 0.5 * 2**attempt))
                 attempt += 1
-        return _content_of(completion)
+        return _reply_of(completion, sent, time.monotonic() - started)
 
-    def _request(self, system: str, user: str) -> Any:
+    def complete_json(self, system: str, user: str) -> str:
+        """The reply text of :meth:`complete` in JSON mode (no schema), for callers that only
+        want the text. Raises what :meth:`complete` raises, and :class:`LLMOutputError`
+        (``reason="truncated"``) when the reply was cut off at the token limit."""
+        reply = self.complete(system, user)
+        if reply.truncated:
+            raise LLMOutputError(
+                "LLM reply was cut off at the token limit; use smaller groups",
+                excerpt=reply.content,
+                reason="truncated",
+            )
+        return reply.content
+
+    def _format_payload(self, level: str, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if level == "none":
+            return None
+        if schema is not None and level == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": schema, "strict": True},
+            }
+        if schema is not None and level == "json_object_schema":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_object"}
+
+    def _request(
+        self,
+        system: str,
+        user: str,
+        schema: dict[str, Any] | None,
+        max_tokens: int | None,
+        limit: float,
+    ) -> tuple[Any, str]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [
@@ -168,113 +226,88 @@ class LLMWriter:
         }
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
-        if self.json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
-        try:
-            return self._call_with_deadline(kwargs)
-        except openai.BadRequestError as exc:
-            if "response_format" in kwargs and "response_format" in str(exc):
-                self.json_mode = False
-                kwargs.pop("response_format")
-                try:
-                    return self._call_with_deadline(kwargs)
-                except openai.OpenAIError as exc2:
-                    raise self._translate(exc2) from exc2
-            raise self._translate(exc) from exc
-        except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
+        if max_tokens is not None:
+            kwargs["max_tokens"] = int(max_tokens)
+        while True:
+            payload = self._format_payload(self.response_format, schema)
+            if payload is None:
+                kwargs.pop("response_format", None)
+            else:
+                kwargs["response_format"] = payload
+            sent = "none" if payload is None else str(payload["type"])
+            sent = "json_object_schema" if payload and "schema" in payload else sent
+            try:
+                return self._call_with_deadline(kwargs, limit), sent
+            except openai.OpenAIError as exc:
+                if payload is None or not refuses_response_format(exc):
+                    raise self._translate(exc, limit) from exc
+                self._step_down(payload, schema)
 
-    def _call_with_deadline(self, kwargs: dict[str, Any]) -> Any:
+    def _step_down(self, refused: dict[str, Any], schema: dict[str, Any] | None) -> None:
+        """Move :attr:`response_format` past every level that sends what was just refused."""
+        levels = RESPONSE_FORMATS
+        i = levels.index(self.response_format)
+        while i + 1 < len(levels):
+            i += 1
+            if self._format_payload(levels[i], schema) != refused:
+                break
+        self.response_format = levels[i]
+
+    def _call_with_deadline(self, kwargs: dict[str, Any], limit: float) -> Any:
         client = self._get_client()
         box: dict[str, Any] = {}
         done = threading.Event()
 
         def run() -> None:
             try:
-                box["value"] = client.chat.completions.create(**kwargs)
+                box["value"] = client.chat.completions.create(**kwargs, timeout=limit)
             except BaseException as exc:  # handed to the caller's thread
                 box["error"] = exc
             finally:
                 done.set()
 
         threading.Thread(target=run, name="memoryadmin-llm", daemon=True).start()
-        if not done.wait(self.timeout_seconds + _GRACE_SECONDS):
+        if not done.wait(limit + _GRACE_SECONDS):
             self._drop_client()
-            err = LLMUnavailable(f"LLM endpoint timed out after {self.timeout_seconds:g}s")
-            raise _Retryable(err)
+            err = LLMUnavailable(f"LLM endpoint timed out after {limit:g}s", reason="timeout")
+            raise Retryable(err)
         if "error" in box:
             raise box["error"]
         return box["value"]
 
-    def _translate(self, exc: openai.OpenAIError) -> Exception:
-        """SDK exception → ``_Retryable(LLMUnavailable)``, ``LLMUnavailable`` or
-        ``LLMOutputError``."""
-        where = f"LLM endpoint {self.base_url}"
-        if isinstance(exc, openai.APITimeoutError):
-            return _Retryable(
-                LLMUnavailable(f"LLM endpoint timed out after {self.timeout_seconds:g}s")
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            detail = f": {cause}" if cause else ""
-            return _Retryable(
-                LLMUnavailable(_redact(f"could not connect to {where}{detail}", self._api_key))
-            )
-        if isinstance(exc, openai.APIStatusError):
-            msg = _redact(
-                f"{where} returned HTTP {exc.status_code}: {_status_detail(exc)}", self._api_key
-            )
-            if exc.status_code in (401, 403):
-                msg = f"{where} rejected the API key (HTTP {exc.status_code})"
-            elif exc.status_code == 404:
-                msg = f"{where} has no chat/completions route or no model {self.model!r} (HTTP 404)"
-            err = LLMUnavailable(msg)
-            return _Retryable(err) if exc.status_code == 429 or exc.status_code >= 500 else err
-        if isinstance(exc, openai.APIResponseValidationError):
-            return LLMOutputError(f"{where} returned a response that is not a chat completion")
-        return LLMUnavailable(_redact(f"{where} failed: {exc}", self._api_key))
+    def _translate(self, exc: openai.OpenAIError, limit: float) -> Exception:
+        return translate(
+            exc, base_url=self.base_url, model=self.model, timeout=limit, key=self._api_key
+        )
 
 
-def _status_detail(exc: openai.APIStatusError) -> str:
-    """The server's own error message (OpenAI shape ``{"error": {"message": …}}``), ≤ 300 chars."""
-    body = exc.body
-    detail: Any = None
-    if isinstance(body, dict):
-        inner = body.get("error")
-        detail = inner.get("message") if isinstance(inner, dict) else None
-        detail = detail or body.get("message") or (inner if isinstance(inner, str) else None)
-    text = str(detail or exc.message or "").strip() or "no details"
-    return text[:300]
-
-
-class _Retryable(Exception):  # internal carrier, never escapes complete_json
-    """Carries an :class:`LLMUnavailable` that another attempt might fix."""
-
-    def __init__(self, error: LLMUnavailable) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _content_of(completion: Any) -> str:
-    """The text of the first choice; :class:`LLMOutputError` when there is none usable."""
+def _reply_of(completion: Any, sent: str, seconds: float) -> LLMReply:
+    """The first choice as an :class:`LLMReply`; :class:`LLMOutputError` when it has no text
+    (a reply cut at the token limit keeps whatever text it has)."""
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise LLMOutputError(
-            "LLM endpoint returned a response without choices", excerpt=str(completion)
+            "LLM endpoint returned a response without choices",
+            excerpt=str(completion),
+            reason="empty",
         )
     choice = choices[0]
     message = getattr(choice, "message", None)
     content = getattr(message, "content", None)
-    if getattr(choice, "finish_reason", None) == "length":
-        raise LLMOutputError(
-            "LLM reply was cut off at the token limit; use smaller groups",
-            excerpt=str(content or ""),
-        )
-    if not isinstance(content, str) or not content.strip():
+    finish = getattr(choice, "finish_reason", None)
+    if finish != "length" and (not isinstance(content, str) or not content.strip()):
         refusal = getattr(message, "refusal", None)
         why = f" (refusal: {refusal})" if refusal else ""
-        raise LLMOutputError(f"LLM reply has no text content{why}")
-    return content
+        raise LLMOutputError(f"LLM reply has no text content{why}", reason="empty")
+    usage = getattr(completion, "usage", None)
+    return LLMReply(
+        content=content if isinstance(content, str) else "",
+        finish_reason=finish,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        seconds=seconds,
+        response_format=sent,
+    )
 
 
 def llm_from_env(env: Mapping[str, str] | None = None) -> LLMWriter | None:

@@ -18,20 +18,25 @@ Untrusted text (docs/ARCHITECTURE.md, I-7):
   inside ``<memories>…</memories>`` in the user message, with ``<``, ``>`` and ``&`` escaped as
   ``\\u003c``/``\\u003e``/``\\u0026`` so no memory can close the block; the system prompt says the
   block is data, not instructions. Nothing from a memory is interpolated into instructions.
-- the reply is schema-validated by :func:`parse_facts`; anything else raises
-  :class:`LLMOutputError` and produces no operations. Facts citing ids that were not sent are
+- the reply is asked for with the facts JSON Schema as ``response_format`` (a grammar on
+  servers that support one, so a small model cannot echo the input) and schema-validated by
+  :func:`parse_facts` whatever the server did; anything else fails that group only (recorded
+  with the reason) and produces no operations. Facts citing ids that were not sent are
   dropped and counted.
 - validated facts only ever become proposals (:class:`~consolidation.plans.Operation` of kind
   ``distill``); applying them is the reviewer's decision.
 
 Modules, in the order a pass uses them: :mod:`.groups` (episodic selection, session groups),
-:mod:`.prompt` (messages), :mod:`.replies` (reply validation), :mod:`.operations` (facts →
-DISTILL operations) and :mod:`.run` (:func:`distill`, the pass).
+:mod:`.fit` (groups split to fit the model's context), :mod:`.prompt` (messages),
+:mod:`.replies` (the reply schema and its validation), :mod:`.operations` (facts → DISTILL
+operations), :mod:`.ledger` (every group's outcome, reason and cost) and :mod:`.run`
+(:func:`distill`, the pass within its time budget).
 """
 
 from __future__ import annotations
 
 from ..protocols import JSONWriter, LLMOutputError, LLMUnavailable
+from .fit import split_to_fit
 from .groups import (
     CONVERSATION_KEY,
     DEFAULT_MAX_GROUP_SIZE,
@@ -42,9 +47,10 @@ from .groups import (
     is_episodic,
     select_groups,
 )
+from .ledger import DONE, FAILED, SKIPPED, GroupOutcome, Ledger
 from .operations import DISTILL_RULE, distill_id, facts_to_operations
 from .prompt import SYSTEM_PROMPT, build_messages, extract_quoted_data
-from .replies import MAX_FACT_CHARS, MAX_FACTS_PER_REPLY, Fact, parse_facts
+from .replies import MAX_FACT_CHARS, MAX_FACTS_PER_REPLY, Fact, facts_schema, parse_facts
 from .run import DistillResult, distill
 
 __all__ = [
@@ -52,23 +58,30 @@ __all__ = [
     "DEFAULT_MAX_GROUP_SIZE",
     "DERIVED_FROM_KEY",
     "DISTILL_RULE",
+    "DONE",
     "EPISODIC_LAYER",
+    "FAILED",
     "MAX_FACTS_PER_REPLY",
     "MAX_FACT_CHARS",
     "SEMANTIC_LAYER",
+    "SKIPPED",
     "SYSTEM_PROMPT",
     "DistillGroup",
     "DistillResult",
     "Fact",
+    "GroupOutcome",
     "JSONWriter",
     "LLMOutputError",
     "LLMUnavailable",
+    "Ledger",
     "build_messages",
     "distill",
     "distill_id",
     "extract_quoted_data",
+    "facts_schema",
     "facts_to_operations",
     "is_episodic",
     "parse_facts",
     "select_groups",
+    "split_to_fit",
 ]

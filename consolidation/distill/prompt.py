@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ..quoting import quoted_json, unquote_block
 from ..records import FieldMap
 from .groups import DistillGroup
 
@@ -34,13 +34,6 @@ _USER_PREFIX = (
 _USER_SUFFIX = "\n</memories>"
 
 
-def _quoted_json(value: Any) -> str:
-    """JSON whose text cannot contain ``<``, ``>`` or ``&`` (escaped as ``\\u00XX``), so a memory
-    can never write ``</memories>`` and leave the data block. Decodes to exactly ``value``."""
-    text = json.dumps(value, ensure_ascii=False, indent=1)
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-
-
 def build_messages(group: DistillGroup, fields: FieldMap | None = None) -> list[dict[str, str]]:
     """The chat messages for one group: ``[{"role": "system", ...}, {"role": "user", ...}]``.
 
@@ -60,7 +53,7 @@ def build_messages(group: DistillGroup, fields: FieldMap | None = None) -> list[
         if dt is not None:
             item["time"] = dt.isoformat()
         items.append(item)
-    data = _quoted_json({"session": group.session, "memories": items})
+    data = quoted_json({"session": group.session, "memories": items})
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": _USER_PREFIX + data + _USER_SUFFIX},
@@ -75,10 +68,4 @@ def extract_quoted_data(user_message: str) -> Any:
     """
     if not (user_message.startswith(_USER_PREFIX) and user_message.endswith(_USER_SUFFIX)):
         raise ValueError("not a distill user message")
-    return json.loads(user_message[len(_USER_PREFIX) : -len(_USER_SUFFIX)])
-
-
-def quoted_json(value: Any) -> str:
-    """``value`` as JSON that cannot contain ``<``, ``>`` or ``&`` (escaped as ``\\u00XX``): the
-    one way memory text is quoted as data for an LLM (distillation, summaries; I-7)."""
-    return _quoted_json(value)
+    return unquote_block(user_message, _USER_PREFIX, _USER_SUFFIX)

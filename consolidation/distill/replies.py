@@ -28,12 +28,49 @@ class Fact:
     confidence: float
 
 
+def facts_schema(ids: Collection[str], max_facts: int = MAX_FACTS_PER_REPLY) -> dict[str, Any]:
+    """The JSON Schema of a reply for a group with these memory ``ids``, sent as the request's
+    ``response_format``: where the server turns it into a grammar (llama.cpp), the model can
+    only write ``{"facts": [...]}`` and cite ids that were sent — it cannot echo the input.
+    Strict-mode shaped (every property required, no others). :func:`parse_facts` still
+    validates the reply, since not every server honours the schema."""
+    return {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "maxItems": max_facts,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string"},
+                        "evidence": {
+                            "type": "array",
+                            "items": {"type": "string", "enum": sorted(set(ids))},
+                        },
+                        "confidence": {"type": "number"},
+                    },
+                    "required": ["text", "evidence", "confidence"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["facts"],
+        "additionalProperties": False,
+    }
+
+
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
 
-def _decode(content: str) -> Any:
-    """JSON object from a reply; tolerates a Markdown code fence or prose around one object,
-    since ``response_format`` is not honoured by every endpoint."""
+def decode_json(
+    content: str, what: str = "LLM output", echo_keys: tuple[str, ...] = ("session", "memories")
+) -> Any:
+    """JSON value from a reply; tolerates a Markdown code fence or prose around one object,
+    since ``response_format`` is not honoured by every endpoint. Raises
+    :class:`LLMOutputError` (``reason="not_json"``, or ``"echoed_input"`` when the text starts
+    like the quoted data — an object whose first key is one of ``echo_keys`` —: a small model
+    repeating its input until the token limit)."""
     text = content.strip()
     m = _FENCE.match(text)
     if m:
@@ -47,11 +84,22 @@ def _decode(content: str) -> Any:
                 return json.loads(text[start : end + 1])
             except ValueError:
                 pass
-        raise LLMOutputError(f"LLM output is not valid JSON: {first}", excerpt=content) from None
+        keys = "|".join(re.escape(k) for k in echo_keys)
+        if re.match(rf'^\s*\{{\s*"({keys})"\s*:', text):
+            raise LLMOutputError(
+                f"{what} repeats the quoted input instead of answering",
+                excerpt=content,
+                reason="echoed_input",
+            ) from None
+        raise LLMOutputError(
+            f"{what} is not valid JSON: {first}", excerpt=content, reason="not_json"
+        ) from None
 
 
 def _bad(msg: str, content: str) -> LLMOutputError:
-    return LLMOutputError(f"LLM output does not match the facts schema: {msg}", excerpt=content)
+    return LLMOutputError(
+        f"LLM output does not match the facts schema: {msg}", excerpt=content, reason="schema"
+    )
 
 
 def parse_facts(
@@ -70,13 +118,21 @@ def parse_facts(
     is rejected, so a partially valid reply yields nothing.
 
     Facts citing any id not in ``allowed_ids`` are dropped (a model inventing sources is not
-    evidence). Returns ``(facts, dropped_unknown_evidence)``.
+    evidence). Returns ``(facts, dropped_unknown_evidence)``. The error's ``reason`` is
+    ``"empty"``, ``"not_json"``, ``"echoed_input"`` (the reply is the quoted data, or starts
+    like it) or ``"schema"``.
     """
     if not isinstance(content, str) or not content.strip():
-        raise LLMOutputError("LLM output is empty", excerpt=str(content or ""))
-    data = _decode(content)
+        raise LLMOutputError("LLM output is empty", excerpt=str(content or ""), reason="empty")
+    data = decode_json(content)
     if not isinstance(data, dict):
         raise _bad(f"expected a JSON object, got {type(data).__name__}", content)
+    if "facts" not in data and ("memories" in data or "session" in data):
+        raise LLMOutputError(
+            "LLM output repeats the quoted input instead of answering",
+            excerpt=content,
+            reason="echoed_input",
+        )
     if "facts" not in data:
         raise _bad('missing key "facts"', content)
     raw = data["facts"]
@@ -120,10 +176,3 @@ def parse_facts(
             continue
         facts.append(Fact(text=text, evidence=ev, confidence=float(conf)))
     return facts, dropped
-
-
-def decode_json_reply(content: str) -> Any:
-    """The JSON value of an LLM reply, tolerating a Markdown code fence or prose around one
-    object (``response_format`` is not honoured by every endpoint); :class:`LLMOutputError` when
-    there is none. The one reply decoder of the LLM paths (distillation, summaries)."""
-    return _decode(content)

@@ -5,7 +5,7 @@ Same safety rules as distillation (docs/ARCHITECTURE.md, I-7; :mod:`consolidatio
 - the system prompt is fixed text (:data:`SYSTEM_PROMPT`); the user message is a fixed sentence
   (with the level's word and the character budget, numbers from the policy) followed by the
   children as one JSON document inside ``<memories>…</memories>``, quoted with
-  :func:`consolidation.distill.prompt.quoted_json` so no memory can close the block;
+  :func:`consolidation.quoting.quoted_json` so no memory can close the block;
 - the reply is validated by :func:`parse_summary` against ``{"sentences": [{"text", "cites"}]}``;
   any schema violation rejects the whole reply (:class:`LLMOutputError`); a sentence citing an id
   that was not sent is dropped and counted; sentences past the budget are dropped and counted;
@@ -23,9 +23,9 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from ..distill.prompt import quoted_json
-from ..distill.replies import decode_json_reply
+from ..distill.replies import decode_json
 from ..protocols import JSONWriter, LLMOutputError
+from ..quoting import quoted_json
 from ..records import MemoryRecord
 from .extractive import Draft
 
@@ -126,7 +126,7 @@ def parse_summary(
     """
     if not isinstance(content, str) or not content.strip():
         raise LLMOutputError("LLM output is empty", excerpt=str(content or ""))
-    data = decode_json_reply(content)
+    data = decode_json(content)
     if not isinstance(data, dict):
         raise _bad(f"expected a JSON object, got {type(data).__name__}", content)
     raw = data.get("sentences")

@@ -41,6 +41,7 @@ __all__ = ["CODES", "AutoApplySplit", "Gate", "split_auto_apply"]
 
 CODES = {
     "conflict": "a conflict: a person picks what stays",
+    "judged": "decided by the LLM judge, not by the rules",
     "rejected": "rejected before",
     "decision": "touches a standing decision",
     "risk": "risk above the auto-apply line",
@@ -144,6 +145,9 @@ def split_auto_apply(
         if str(getattr(op.kind, "value", op.kind)) == "conflict":
             codes.append("conflict")
             why.append(CODES["conflict"])
+        if (getattr(op, "scores", None) or {}).get("auto_apply", True) is False:
+            codes.append("judged")
+            why.append(CODES["judged"])
         if sig in rejected:
             codes.append("rejected")
             why.append(f"rejected before: {rejected[sig]}" if rejected[sig] else CODES["rejected"])

@@ -46,6 +46,7 @@ __all__ = [
     "store_layout",
     "validate_collection_name",
     "vector_cache",
+    "verdict_cache",
 ]
 
 log = logging.getLogger(__name__)
@@ -307,6 +308,18 @@ def vector_cache() -> Any:
     with _lock:
         if path not in _caches:
             _caches[path] = VectorCache(path)
+        return _caches[path]
+
+
+def verdict_cache() -> Any:
+    """The process's :class:`~consolidation.adapters.verdict_cache.VerdictFileCache` (one per
+    path, ``settings.VERDICT_CACHE_PATH``): the LLM judge's answers kept between passes."""
+    from consolidation.adapters.verdict_cache import VerdictFileCache
+
+    path = str(settings.VERDICT_CACHE_PATH)
+    with _lock:
+        if path not in _caches:
+            _caches[path] = VerdictFileCache(path)
         return _caches[path]
 
 

@@ -7,12 +7,11 @@ through the ``openai`` SDK (no mocks).
 from __future__ import annotations
 
 import json
-import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from consolidation.adapters.llm import DEFAULT_TIMEOUT_SECONDS, LLMWriter, llm_from_env
+from consolidation.adapters.llm import LLMWriter
 from consolidation.distill import (
     DERIVED_FROM_KEY,
     DISTILL_RULE,
@@ -20,7 +19,6 @@ from consolidation.distill import (
     DistillGroup,
     Fact,
     LLMOutputError,
-    LLMUnavailable,
     build_messages,
     distill,
     distill_id,
@@ -32,7 +30,6 @@ from consolidation.distill import (
 )
 from consolidation.plans import OpKind, summarize
 from consolidation.records import FieldMap, MemoryRecord
-from tests.web.conftest import free_port
 
 pytest_plugins = ["tests.llm_stub"]  # the `llm_stub` fixture
 
@@ -423,7 +420,10 @@ def test_it_sends_an_injection_attempt_only_inside_the_quoted_data(llm_stub):
     assert req.path == "/v1/chat/completions"
     assert req.headers["authorization"] == "Bearer test-key"
     assert req.body["model"] == "stub-model"
-    assert req.body["response_format"] == {"type": "json_object"}
+    fmt = req.body["response_format"]  # a grammar where the server has one: ids sent only
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    cited = fmt["json_schema"]["schema"]["properties"]["facts"]["items"]["properties"]
+    assert cited["evidence"]["items"]["enum"] == ["e1", "e2", "e3"]
     assert [m["role"] for m in req.messages] == ["system", "user"]
     assert INJECTION not in req.message("system")
     user = req.message("user")
@@ -439,31 +439,30 @@ def test_it_sends_an_injection_attempt_only_inside_the_quoted_data(llm_stub):
 
 
 @pytest.mark.parametrize(
-    "reply",
+    ("reply", "reason"),
     [
-        "Sure! Caroline likes Python.",
-        '{"facts": [{"text": "x", "evidence": ["e1"]',
-        json.dumps({"facts": [{"text": "x", "evidence": ["e1"], "confidence": 7}]}),
-        json.dumps({"result": "ok"}),
+        ("Sure! Caroline likes Python.", "not_json"),
+        ('{"facts": [{"text": "x", "evidence": ["e1"]', "not_json"),
+        (json.dumps({"facts": [{"text": "x", "evidence": ["e1"], "confidence": 7}]}), "schema"),
+        (json.dumps({"result": "ok"}), "schema"),
+        ('{"session": "s1", "memories": [{"id": "e1", "text": "Caroline: I', "echoed_input"),
+        (json.dumps({"session": "s1", "memories": []}), "echoed_input"),
+        ("```json\n{\"facts\": [\n```", "not_json"),
     ],
 )
-def test_it_proposes_nothing_when_the_reply_is_not_valid(llm_stub, reply):
+def test_a_bad_reply_costs_only_its_group_which_is_left_for_the_next_run(llm_stub, reply, reason):
     llm_stub.push_content(reply)
-    with pytest.raises(LLMOutputError, match="session 's1'") as exc:
-        distill(episodic_log(), writer_for(llm_stub))
-    assert "LLM output" in str(exc.value)
-    assert len(llm_stub.requests) == 1  # stopped at the first bad group
-
-
-def test_it_can_skip_a_bad_group_and_leave_it_for_the_next_run(llm_stub):
-    llm_stub.push_content("garbage")
     llm_stub.push_facts(
         [{"text": "Melanie paints on Sundays.", "evidence": ["e4"], "confidence": 1}]
     )
-    result = distill(episodic_log(), writer_for(llm_stub), on_error="skip")
+    result = distill(episodic_log(), writer_for(llm_stub))
     assert [op.result_document for op in result.operations] == ["Melanie paints on Sundays."]
-    assert len(result.errors) == 1 and "s1" in result.errors[0]
+    rows = [(r.session, r.outcome, r.reason) for r in result.ledger.rows]
+    assert rows == [("s1", "failed", reason), ("s2", "done", "")]
     assert sorted(result.processed_ids) == ["e4", "e5"]  # s1 is retried next time
+    assert "s1" not in result.checkpoint and "e1" not in result.checkpoint
+    assert result.summary.startswith("distilled 1 of 2 sessions")
+    assert "1 left for later passes" in result.summary
 
 
 def test_it_drops_facts_citing_ids_that_were_not_sent(llm_stub):
@@ -523,141 +522,3 @@ def test_it_is_idempotent_through_the_checkpoint(llm_stub):
     assert len(llm_stub.requests) == 3
     assert extract_quoted_data(llm_stub.requests[-1].message("user"))["memories"][0]["id"] == "e6"
     assert [op.source_ids for op in third.operations] == [["e6", "e7"]]
-
-
-def test_it_times_out_within_the_limit(llm_stub):
-    llm_stub.push_slow(10)
-    start = time.monotonic()
-    with pytest.raises(LLMUnavailable, match=r"LLM endpoint timed out after 1s"):
-        distill(episodic_log(), writer_for(llm_stub, timeout=1))
-    assert time.monotonic() - start < 2.0
-
-
-def test_it_never_hangs_on_a_server_that_trickles_bytes(llm_stub):
-    llm_stub.push_trickle(10, interval=0.2)  # each read succeeds, so only a deadline stops it
-    writer = writer_for(llm_stub, timeout=1)
-    start = time.monotonic()
-    with pytest.raises(LLMUnavailable, match="timed out after 1s"):
-        writer.complete_json("s", "u")
-    assert time.monotonic() - start < 2.0
-    llm_stub.push_facts([])
-    assert writer.complete_json("s", "u") == '{"facts": []}'  # usable again
-
-
-def test_it_reports_an_http_500_as_unavailable(llm_stub):
-    llm_stub.push_status(500, "model crashed")
-    with pytest.raises(LLMUnavailable, match="returned HTTP 500: model crashed"):
-        distill(episodic_log(), writer_for(llm_stub))
-    assert len(llm_stub.requests) == 1  # no silent retries by default
-
-
-def test_it_retries_a_5xx_only_when_asked(llm_stub):
-    llm_stub.push_status(503)
-    llm_stub.push_facts([])
-    assert writer_for(llm_stub, max_retries=1).complete_json("s", "u") == '{"facts": []}'
-    assert len(llm_stub.requests) == 2
-
-
-@pytest.mark.parametrize(
-    ("status", "message"), [(401, "rejected the API key"), (404, "no model 'stub-model'")]
-)
-def test_it_explains_client_errors(llm_stub, status, message):
-    llm_stub.push_status(status)
-    with pytest.raises(LLMUnavailable, match=message):
-        writer_for(llm_stub).complete_json("s", "u")
-
-
-def test_it_reports_a_refused_connection_as_unavailable():
-    port = free_port()  # nobody listens there
-    writer = LLMWriter(f"http://127.0.0.1:{port}/v1", None, "m", 1)
-    start = time.monotonic()
-    with pytest.raises(
-        LLMUnavailable, match=f"could not connect to LLM endpoint http://127.0.0.1:{port}/v1"
-    ):
-        writer.complete_json("s", "u")
-    assert time.monotonic() - start < 2.0
-
-
-def test_it_falls_back_when_json_mode_is_unsupported(llm_stub):
-    llm_stub.push_status(400, "Unknown parameter: response_format")
-    llm_stub.push_facts([])
-    writer = writer_for(llm_stub)
-    assert writer.complete_json("s", "u") == '{"facts": []}'
-    assert "response_format" in llm_stub.requests[0].body
-    assert "response_format" not in llm_stub.requests[1].body
-    writer.complete_json("s", "u")
-    assert "response_format" not in llm_stub.requests[2].body  # remembered
-
-
-@pytest.mark.parametrize(
-    ("push", "problem"),
-    [
-        (lambda s: s.push_content("   "), "no text content"),
-        (lambda s: s.push_content('{"facts": [', finish_reason="length"), "cut off"),
-    ],
-)
-def test_it_rejects_replies_without_usable_text(llm_stub, push, problem):
-    push(llm_stub)
-    with pytest.raises(LLMOutputError, match=problem):
-        writer_for(llm_stub).complete_json("s", "u")
-
-
-def test_it_never_shows_the_api_key():
-    writer = LLMWriter("http://127.0.0.1:9/v1", "sk-secret", "m", 1)
-    assert "sk-secret" not in repr(writer) and "sk-secret" not in writer.describe()
-
-
-# ---------------------------------------------------------------------------------------------
-# configuration
-
-
-@pytest.mark.parametrize(
-    "env",
-    [
-        {},
-        {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_API_KEY": "k"},
-        {"MEMORYADMIN_LLM_MODEL": "  "},
-    ],
-)
-def test_it_has_no_llm_when_no_model_is_configured(env):
-    assert llm_from_env(env) is None
-
-
-def test_it_reads_the_llm_from_the_environment(monkeypatch):
-    monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "qwen2.5")
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1/")
-    monkeypatch.setenv("MEMORYADMIN_LLM_TIMEOUT", "12.5")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    writer = llm_from_env()
-    assert (writer.model, writer.base_url, writer.timeout_seconds) == (
-        "qwen2.5",
-        "http://127.0.0.1:11434/v1",
-        12.5,
-    )
-    hosted = llm_from_env({"MEMORYADMIN_LLM_MODEL": "gpt-4o-mini", "OPENAI_API_KEY": "k"})
-    assert hosted.base_url == "https://api.openai.com/v1"
-    assert hosted.timeout_seconds == DEFAULT_TIMEOUT_SECONDS
-
-
-@pytest.mark.parametrize(
-    ("env", "problem"),
-    [
-        ({"MEMORYADMIN_LLM_MODEL": "m"}, "neither OPENAI_BASE_URL nor OPENAI_API_KEY"),
-        (
-            {
-                "MEMORYADMIN_LLM_MODEL": "m",
-                "OPENAI_API_KEY": "k",
-                "MEMORYADMIN_LLM_TIMEOUT": "soon",
-            },
-            "MEMORYADMIN_LLM_TIMEOUT",
-        ),
-        (
-            {"MEMORYADMIN_LLM_MODEL": "m", "OPENAI_API_KEY": "k", "MEMORYADMIN_LLM_TIMEOUT": "0"},
-            "MEMORYADMIN_LLM_TIMEOUT",
-        ),
-        ({"MEMORYADMIN_LLM_MODEL": "m", "OPENAI_BASE_URL": "localhost:8000"}, "OPENAI_BASE_URL"),
-    ],
-)
-def test_it_explains_a_half_configured_llm(env, problem):
-    with pytest.raises(ValueError, match=problem):
-        llm_from_env(env)

@@ -334,7 +334,7 @@ def test_creating_an_agent_with_chroma_down_writes_nothing(
     assert not Agent.objects.filter(slug=data["slug"]).exists()
 
 
-def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(
+def test_an_llm_endpoint_that_times_out_costs_the_distillation_only_and_writes_nothing(
     agent_with_memories, llm_stub, monkeypatch, django_capture_on_commit_callbacks
 ) -> None:
     metas = [{"session": "s1"}, {"session": "s1"}, {"session": "s1"}]
@@ -350,10 +350,9 @@ def test_an_llm_endpoint_that_times_out_fails_the_pass_and_writes_nothing(
         run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
     assert llm_stub.requests, "the pass never called the LLM"
-    assert run.status == "failed"
-    assert "tim" in run.error.lower() and len(run.error) < 500, (
-        run.error
-    )  # readable: timed out / timeout
+    assert run.status != "failed", run.error  # the offline pass never depends on the LLM
+    reason = run.telemetry["llm"]["distill"]["group_log"][0]["reason"]
+    assert reason == "timeout"
     assert agent_census(agent=agent) == before
 
 

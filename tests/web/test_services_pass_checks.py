@@ -115,16 +115,18 @@ def test_it_adds_llm_distillations_to_the_proposal_without_removing_anything(
     assert "pottery class downtown" in sent  # memory text travels as quoted data
 
 
-def test_a_timing_out_llm_fails_the_pass_with_the_reason_and_writes_nothing(
+def test_a_timing_out_llm_costs_only_the_distillation_and_the_proposal_says_why(
     agent_with_memories, llm_env
 ):
     agent = _episodic_agent(agent_with_memories)
     llm_env.push_slow(5)
     before = agent_census(agent=agent)
     run = _run(agent)
-    assert run.status == Pass.Status.FAILED
-    assert "timed out" in run.error
-    assert not run.operations.exists()
+    assert run.status in (Pass.Status.PROPOSED, Pass.Status.APPLIED)  # the pass goes on
+    assert not run.operations.filter(kind="distill").exists()
+    distilled = run.telemetry["llm"]["distill"]
+    assert distilled["group_log"][0]["reason"] == "timeout"
+    assert distilled["summary"].startswith("distilled 0 of 1 session")
     assert agent_census(agent=agent) == before
 
 

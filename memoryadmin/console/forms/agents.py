@@ -16,7 +16,7 @@ from django import forms
 from django.core.validators import RegexValidator
 
 from consolidation import FieldMap, Policy
-from consolidation.policy import SUMMARY_WRITERS
+from consolidation.policy import LLM_FIELD_HELP, SUMMARY_WRITERS
 
 from ..errors import StoreUnavailable
 from ..models import Agent
@@ -90,6 +90,7 @@ POLICY_HELP: dict[str, str] = {
     "an automatically applied pass may lose (0–1; default 0.05).",
     "auto_apply_max_risk": "Auto-apply “safe” applies on its own only operations whose risk "
     "score is at most this (0–1; default 0.25).",
+    **LLM_FIELD_HELP,
 }
 
 FIELD_MAP_KEYS = ("document", "created_at", "updated_at", "importance", "tier", "pinned", "scope")
@@ -174,6 +175,9 @@ POLICY_INT_MIN: dict[str, int] = {
     "summary_min_cluster": 2,
     "summary_max_chars": 20,
     "max_lost_content_words": 0,
+    "distill_group_size": 3,
+    "llm_max_tokens": 16,
+    "llm_context_tokens": 32,
 }
 """Smallest value :meth:`consolidation.Policy.validate` accepts for these whole-number fields
 (others: 1), so the field's HTML ``min`` and the server's message agree."""

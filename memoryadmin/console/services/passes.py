@@ -217,7 +217,7 @@ def pass_plan(
     label)`` follows it (0..1). ``layer`` restricts the pass to one memory layer
     (``memory_compact``; :func:`consolidation.snapshot.in_layer`). Raises
     :class:`StoreUnavailable` when the store cannot be read, ``ValueError`` for invalid agent
-    settings, ``LLMUnavailable`` / ``LLMOutputError`` from the distillation.
+    settings; nothing the LLM endpoint does fails the pass (``plan.context["llm"]`` records it).
     """
     from consolidation.adapters.embedder import get_default_embedder
     from consolidation.adapters.llm import llm_from_env
@@ -236,6 +236,7 @@ def pass_plan(
             writer=writer,
             progress=lambda f, label: progress(0.85 * f, label),
             layer=layer,
+            verdict_cache=stores.verdict_cache() if writer is not None else None,
         )
     finally:
         if writer is not None:
