@@ -62,6 +62,15 @@ NOTHING = OperationLoss()
         (op("conflict"), 1.0, NOTHING, Policy(auto_apply_max_risk=1.0), None, None, ("conflict",)),
         (op(), 0.0, NOTHING, Policy(), None, "REJECTED", ("rejected",)),
         (
+            op(rule="llm_judge", scores={"auto_apply": False, "llm_judge": "stub-model"}),
+            0.0,
+            NOTHING,
+            Policy(),
+            None,
+            None,
+            ("judged",),
+        ),
+        (
             op(),
             0.0,
             NOTHING,
