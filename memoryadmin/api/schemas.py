@@ -114,6 +114,20 @@ class RecallOut(Schema):
     context_chars_after: float | None = None
 
 
+class ContentGuardOut(Schema):
+    """The content guard's verdict on what a pass now includes: ``passed``, ``reason``, the
+    distinct ``lost_content_words`` and ``lost_sentences``, ``store_sentences`` (the base of the
+    sentence fraction) and ``overridden`` (``{"by", "at", "reason"}`` once a person approved
+    past it, else ``None``). Auto-apply needs it to pass."""
+
+    passed: bool
+    reason: str
+    lost_content_words: int
+    lost_sentences: int
+    store_sentences: int
+    overridden: dict[str, Any] | None = None
+
+
 class PassOut(Schema):
     """A pass and its summary (the live evaluation of the included operations while proposed)."""
 
@@ -136,6 +150,10 @@ class PassOut(Schema):
     max_loss_fraction: float
     guard_passed: bool | None
     guard_reason: str
+    content_guard: ContentGuardOut | None = Field(
+        default=None,
+        description="The content guard beside the loss guard (a pass with operations).",
+    )
     recall: RecallOut
     operations: int
     excluded_operations: int

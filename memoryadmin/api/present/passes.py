@@ -10,7 +10,7 @@ from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
 from memoryadmin.console.selectors.evaluation import pass_figures
 from memoryadmin.console.selectors.passes import operation_view, pass_stale_check
-from memoryadmin.console.selectors.review import pass_revision
+from memoryadmin.console.selectors.review import content_guard, pass_revision
 
 from .. import schemas as s
 
@@ -53,6 +53,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "max_loss_fraction": ev.max_loss_fraction,
         "guard_passed": ev.guard_passed,
         "guard_reason": ev.guard_reason,
+        "content_guard": _content(run) if n_ops else None,
         "recall": _recall(run.recall),
         "operations": n_ops,
         "excluded_operations": n_excluded,
@@ -64,6 +65,18 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "url": run.get_absolute_url(),
         "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
+
+
+def _content(run: Pass) -> s.ContentGuardOut:
+    g = content_guard(run)
+    return s.ContentGuardOut(
+        passed=g.passed,
+        reason=g.reason,
+        lost_content_words=g.totals.content_words,
+        lost_sentences=g.totals.sentences,
+        store_sentences=g.store_sentences,
+        overridden=g.overridden,
+    )
 
 
 def operation_out(op: Operation, stale: dict[int, str] | None = None) -> s.OperationOut:

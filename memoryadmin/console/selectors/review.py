@@ -11,7 +11,7 @@ never loaded whole; the pass-wide loss totals read only the operations that lose
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +28,8 @@ from consolidation.review import (
     Risk,
     SentenceIndex,
     SourceText,
+    content_loss,
+    content_verdict,
     loss_totals,
     lost_segments,
     operation_loss,
@@ -36,6 +38,7 @@ from consolidation.review import (
     review_operations,
     source_segments,
 )
+from consolidation.review.lost import sentences
 
 from ..models import Agent, Operation, OperationSource, Pass
 from .evaluation import figures_current
@@ -44,16 +47,20 @@ __all__ = [
     "RECENT_DAYS",
     "REVIEW_PER_PAGE",
     "RISK_LINE",
+    "ContentGuard",
     "ReviewQuery",
     "approve_line",
     "bulk_targets",
     "conflict_counts",
     "conflict_view",
+    "content_guard",
+    "content_policy",
     "group_words",
     "lost_page",
     "pass_loss_figures",
     "pass_loss_totals",
     "pass_revision",
+    "plan_review",
     "plan_scores",
     "recent_writes",
     "rescore_operation",
@@ -107,16 +114,38 @@ def plan_scores(
 ) -> list[tuple[OperationLoss, Risk]]:
     """Loss and risk of every engine operation of a plan, against the whole snapshot ``records``
     (one sentence index, O(store + operations)); ``operations`` are ``consolidation.Operation``."""
+    return plan_review(
+        agent=agent,
+        records=records,
+        operations=operations,
+        policy=policy,
+        fieldmap=fieldmap,
+        now=now,
+    )[0]
+
+
+def plan_review(
+    *,
+    agent: Agent,
+    records: Sequence[MemoryRecord],
+    operations: Sequence[Any],
+    policy: Policy,
+    fieldmap: FieldMap,
+    now: datetime,
+) -> tuple[list[tuple[OperationLoss, Risk]], int]:
+    """:func:`plan_scores` and the number of sentences of the store before the pass
+    (:attr:`consolidation.review.ContentLoss.store_sentences`, the base of the content guard's
+    ``max_lost_sentence_fraction``), from the same one sentence index."""
     docs = {r.id: r.document for r in records}
     metas = {r.id: r.metadata for r in records}
     texts = [operation_text(op, docs, metas) for op in operations]
-    return review_operations(
-        texts,
-        ((r.id, r.document) for r in records),
-        policy=policy,
-        fieldmap=fieldmap,
-        recent=recent_writes(agent, now=now),
-    )
+    loss = content_loss(texts, ((r.id, r.document) for r in records))
+    recent = recent_writes(agent, now=now)
+    scored = [
+        (lost, operation_risk(op, lost, policy=policy, fieldmap=fieldmap, recent=recent))
+        for op, lost in zip(texts, loss.operations, strict=True)
+    ]
+    return scored, loss.store_sentences
 
 
 def stored_operation_text(op: Operation) -> OperationText:
@@ -391,6 +420,70 @@ def pass_loss_figures(run: Pass) -> LossTotals:
         except (KeyError, TypeError, ValueError):
             pass
     return pass_loss_totals(run)
+
+
+@dataclass(frozen=True)
+class ContentGuard:
+    """The content guard's verdict on a pass (beside the loss guard): ``passed``, the
+    ``reason`` in words (:func:`consolidation.review.content_verdict`), what the operations now
+    included lose (``totals``, the Review tab's figures) and ``store_sentences``, the base of
+    the sentence fraction. ``overridden`` is ``{"by", "at", "reason"}`` once a person approved
+    the pass past a failing content guard (``None`` otherwise)."""
+
+    passed: bool
+    reason: str
+    totals: LossTotals
+    store_sentences: int
+    overridden: dict[str, Any] | None = None
+
+
+def content_policy(run: Pass) -> Policy:
+    """The content guard's thresholds a pass is held to now: the stricter of the pass's policy
+    and the agent's current one for ``max_lost_content_words`` and
+    ``max_lost_sentence_fraction`` (fail closed, as the loss guard's
+    :func:`~.evaluation.effective_threshold`); a pass run with an explicit policy override
+    keeps that policy's."""
+    planned, _ = _run_settings(run)
+    if (run.telemetry or {}).get("policy_override"):
+        return planned
+    try:
+        current = run.agent.get_policy()
+    except ValueError:
+        return planned
+    pair = (planned.max_lost_content_words, current.max_lost_content_words)
+    caps = [c for c in pair if c is not None]
+    return replace(
+        planned,
+        max_lost_content_words=min(caps) if caps else None,
+        max_lost_sentence_fraction=min(
+            planned.max_lost_sentence_fraction, current.max_lost_sentence_fraction
+        ),
+    )
+
+
+def _store_sentences(run: Pass) -> int:
+    """Sentences of the store before ``run``, as planning counted them
+    (``telemetry["review"]["store_sentences"]``); for a pass stored without that count, the
+    distinct sentences of its sources (a lower bound: the fraction fails closed)."""
+    review = (run.telemetry or {}).get("review") or {}
+    if isinstance(review.get("store_sentences"), int):
+        return int(review["store_sentences"])
+    docs = OperationSource.objects.filter(operation__run=run).values_list("document", flat=True)
+    return len({s for doc in docs for s in sentences(doc)})
+
+
+def content_guard(run: Pass, totals: LossTotals | None = None) -> ContentGuard:
+    """The content guard's verdict on ``run`` over the operations it now includes
+    (:func:`pass_loss_figures`, or ``totals`` when given) against :func:`content_policy`:
+    what the proposal page, the API, auto-apply and approve read. Auto-apply needs it to pass
+    (and the loss guard); a person may approve past it, which is recorded
+    (``telemetry["content_override"]``, shown as :attr:`ContentGuard.overridden`)."""
+    totals = totals if totals is not None else pass_loss_figures(run)
+    base = _store_sentences(run)
+    passed, reason = content_verdict(totals, base, content_policy(run))
+    override = (run.telemetry or {}).get("content_override")
+    override = override if isinstance(override, dict) else None
+    return ContentGuard(passed, reason, totals, base, override)
 
 
 def conflict_view(op: Operation, fieldmap: FieldMap | None = None) -> dict[str, Any] | None:

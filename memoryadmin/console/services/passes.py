@@ -32,7 +32,7 @@ from ..models import (
 )
 from ..selectors.evaluation import Evaluation, evaluate, plan_verdict
 from ..selectors.probes import recall_check
-from ..selectors.review import RISK_LINE, plan_scores
+from ..selectors.review import RISK_LINE, content_guard, plan_review
 from ..selectors.schedules import schedule_slot
 from .apply import pass_apply
 from .common import (
@@ -494,7 +494,7 @@ def _store_proposal(
             telemetry[key] = run.telemetry[key]
     telemetry["planned"] = ev.to_dict()
     telemetry["now"] = now.isoformat()
-    scored = plan_scores(
+    scored, store_sentences = plan_review(
         agent=run.agent,
         records=records,
         operations=plan.operations,
@@ -502,7 +502,11 @@ def _store_proposal(
         fieldmap=run.agent.get_field_map(),
         now=now,
     )
-    telemetry["review"] = {"scored": True, "risk_line": RISK_LINE}
+    telemetry["review"] = {
+        "scored": True,
+        "risk_line": RISK_LINE,
+        "store_sentences": store_sentences,
+    }
     with transaction.atomic():
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         PassSnapshot.objects.create(
@@ -570,14 +574,15 @@ def _store_proposal(
                 finished_at=timezone.now(),
                 progress_label="Nothing to consolidate",
             )
-        elif guard_passed and actionable and run.agent.auto_apply:
+        elif guard_passed and actionable and run.agent.auto_apply and _content_passes(run, actor):
             run = transition(
                 run,
                 frm=(S.PROPOSED,),
                 to=S.APPROVED,
                 actor="policy",
                 verb="approved",
-                note="Auto-applied by the agent's policy: the loss guard passed.",
+                note="Auto-applied by the agent's policy: the loss guard and the content "
+                "guard passed.",
                 decided_by=None,
                 decided_actor="policy",
                 decided_at=timezone.now(),
@@ -585,3 +590,23 @@ def _store_proposal(
                 progress_label="Waiting to apply",
             )
     return run
+
+
+def _content_passes(run: Pass, actor: str) -> bool:
+    """Auto-apply needs the content guard to pass as well as the loss guard
+    (:func:`~memoryadmin.console.selectors.review.content_guard`). When it fails the pass
+    stays a proposal for a person, audited ``auto_apply_held`` with the guard's reason."""
+    guard = content_guard(run)
+    if guard.passed:
+        return True
+    audit(
+        actor="policy",
+        verb="auto_apply_held",
+        run=run,
+        agent=run.agent,
+        note=f"Not applied automatically: {guard.reason}. A person may review and approve it.",
+        data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
+    )
+    Pass.objects.filter(pk=run.pk).update(progress_label="Waiting for review (content guard)")
+    run.progress_label = "Waiting for review (content guard)"
+    return False

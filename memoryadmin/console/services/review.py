@@ -17,7 +17,13 @@ from ..errors import GuardRefused, ProposalChanged, ServiceError
 from ..models import Operation, OperationSource, Pass
 from ..selectors.evaluation import Evaluation, pass_evaluate
 from ..selectors.passes import stale_reason
-from ..selectors.review import RISK_LINE, pass_revision, rescore_operation, stored_scores
+from ..selectors.review import (
+    RISK_LINE,
+    content_guard,
+    pass_revision,
+    rescore_operation,
+    stored_scores,
+)
 from ..validation import validate_document
 from .common import TASK_APPLY, actor_name, audit, enqueue, transition, user_or_none
 from .evaluation import store_figures
@@ -472,6 +478,10 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
     nothing applied) when the operations changed since, :class:`GuardRefused` (with the guard's
     reason, audited likewise) when the loss guard fails on the operations now included,
     :class:`ServiceError` when the pass is not proposed or another pass of the agent is active.
+    A person may approve past a failing content guard
+    (:func:`~memoryadmin.console.selectors.review.content_guard`): that is recorded, as an
+    ``approved_past_content_guard`` audit event and in ``telemetry["content_override"]``
+    (``{"by", "at", "reason"}``, shown on the pass).
     """
     actor = actor_name(user, "cli")
     with transaction.atomic():
@@ -499,6 +509,7 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
         raise GuardRefused(refused)
     try:
         with transaction.atomic():
+            _record_content_override(run, actor, user)
             run = transition(
                 run,
                 frm=(S.PROPOSED,),
@@ -520,6 +531,26 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
             f"Another pass of {run.agent.name} is in progress; approve this one when it is done."
         ) from None
     return run
+
+
+def _record_content_override(run: Pass, actor: str, user: Any) -> None:
+    """When the content guard fails on what ``run`` now includes, record that ``actor``
+    approved past it (audit event + ``telemetry["content_override"]``)."""
+    guard = content_guard(run)
+    if guard.passed:
+        return
+    override = {"by": actor, "at": timezone.now().isoformat(), "reason": guard.reason}
+    audit(
+        actor=actor,
+        verb="approved_past_content_guard",
+        run=run,
+        user=user,
+        note=f"Approved past the content guard: {guard.reason}.",
+        data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
+    )
+    telemetry = dict(run.telemetry or {}) | {"content_override": override}
+    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+    run.telemetry = telemetry
 
 
 def pass_reject(*, run: Pass, user: Any, note: str) -> Pass:

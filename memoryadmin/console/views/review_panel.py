@@ -14,6 +14,7 @@ from ..selectors.review import (
     RISK_LINE,
     approve_line,
     conflict_counts,
+    content_guard,
     lost_page,
     pass_loss_figures,
     pass_revision,
@@ -25,17 +26,20 @@ from ..selectors.review import (
 
 
 def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
-    """Loss totals and conflict counts of ``run`` as its operations stand now, and
+    """Loss totals, the content guard's verdict and conflict counts of ``run`` as its
+    operations stand now, and
     (``approve``) the approve line and the revision it describes (posted back by the approve
     form, so approving applies what the line said) while it can still be approved (``ev``: its
     :class:`~..review.Evaluation` when already at hand, else :func:`pass_figures`)."""
     totals = pass_loss_figures(run)
     conflicts = conflict_counts(run)
+    content = content_guard(run, totals)
     if not approve or not run.is_reviewable:
-        return {"totals": totals, "approve_line": "", "conflicts": conflicts}
+        return {"totals": totals, "approve_line": "", "conflicts": conflicts, "content": content}
     ev = ev if ev is not None else pass_figures(run)
     return {
         "totals": totals,
+        "content": content,
         "approve_line": approve_line(ev, totals, conflicts),
         "conflicts": conflicts,
         "revision": pass_revision(run=run),

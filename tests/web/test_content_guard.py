@@ -1,0 +1,88 @@
+"""The content guard beside the loss guard: a merge that drops a path the store keeps nowhere
+else fails it; the proposal page and the API show both verdicts with the same figures;
+auto-apply waits for a person; a person who approves past it is recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from memoryadmin.console import stores
+from memoryadmin.console.models import Pass
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.review import pass_approve
+from tests.conftest import DISTINCT_FACTS
+
+from .api_helpers import api_factory
+
+pytestmark = pytest.mark.django_db
+
+PATHS = [
+    "To free disk space on the build host, run rm -rf ~/cache before the nightly job.",
+    "To free disk space on the build host, run rm -rf /cache before the nightly job.",
+]
+TEXTS = DISTINCT_FACTS[:10] + PATHS
+DUPES = DISTINCT_FACTS[:10] + [DISTINCT_FACTS[0]]  # an exact duplicate: nothing lost
+
+
+@pytest.fixture
+def api(alice: Any, bob: Any, carol: Any) -> Any:
+    return api_factory(alice, bob, carol)("viewer")
+
+
+def run_pass(agent: Any, capture: Any) -> Pass:
+    with capture(execute=True):
+        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR)
+    run.refresh_from_db()
+    return run
+
+
+def test_a_merge_dropping_a_path_fails_the_content_guard_on_page_and_api(
+    client: Client, alice, api, agent_with_memories, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(TEXTS, policy={"max_loss_fraction": 0.5})
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    assert run.status == "proposed" and run.guard_passed  # the loss guard passes
+    assert list(run.operations.values_list("kind", flat=True)) == ["merge"]
+    client.force_login(alice)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "guard passes" in html and "content guard fails" in html
+    api = api.get(f"/passes/{run.pk}").json()
+    guard = api["content_guard"]
+    assert api["guard_passed"] is True and guard["passed"] is False
+    assert guard["lost_content_words"] >= 1 and guard["lost_sentences"] == 1
+    words = f"loses {guard['lost_content_words']} content word"
+    assert words in guard["reason"] and words in html  # one figure, two places
+
+
+def test_auto_apply_waits_for_a_person_when_the_content_guard_fails(
+    client: Client, alice, api, agent_with_memories, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(TEXTS, auto_apply=True, policy={"max_loss_fraction": 0.5})
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    assert run.status == "proposed" and stores.get_store(agent).count() == 12
+    held = run.events.get(verb="auto_apply_held")
+    assert "content guard" in held.note
+
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=run, user=alice, note="the two paths are the same on this host")
+    run.refresh_from_db()
+    assert run.status == "applied" and stores.get_store(agent).count() == 11
+    past = run.events.get(verb="approved_past_content_guard")
+    assert past.user == alice and "content word" in past.note
+    client.force_login(alice)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'data-testid="content-override"' in html and "Approved past the content guard" in html
+    assert api.get(f"/passes/{run.pk}").json()["content_guard"]["overridden"]["by"]
+
+
+def test_auto_apply_applies_when_both_guards_pass(
+    agent_with_memories, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(DUPES, auto_apply=True)
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    assert run.status == "applied"
+    assert not run.events.filter(verb__in=["auto_apply_held", "approved_past_content_guard"])
