@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from memoryadmin.console import stores
 from memoryadmin.console.errors import PassAlreadyActive, StoreUnavailable
@@ -162,8 +163,8 @@ def test_an_interrupted_apply_resumes_without_repeating_a_step(
     assert run.events.filter(verb="apply_interrupted").count() == 1
 
 
-def test_apply_with_chroma_down_before_it_starts_returns_the_reviewed_proposal(
-    agent_with_memories, bob, settings, django_capture_on_commit_callbacks
+def test_an_approval_made_while_chroma_is_down_is_applied_by_recovery_when_it_is_back(
+    client, agent_with_memories, bob, settings, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(DUPES)
     run = proposed(agent, django_capture_on_commit_callbacks)
@@ -172,14 +173,23 @@ def test_apply_with_chroma_down_before_it_starts_returns_the_reviewed_proposal(
     settings.CHROMA_MODE, settings.CHROMA_PORT = "http", 9
     stores.reset_client_cache()
     run = approve(run, bob, django_capture_on_commit_callbacks)
-    assert run.status == Pass.Status.PROPOSED and "Cannot reach" in run.error
+    assert run.status == Pass.Status.APPROVED and "Cannot reach" in run.error
+    assert "applied automatically once the store answers" in run.error
     assert run.events.filter(verb="apply_postponed").count() == 1
     assert op_for(run, "mem-001").excluded  # the review work is kept
+    client.force_login(bob)
+    page = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'data-testid="apply-postponed"' in page and "Apply postponed" in page
+    call_command("recover_passes", stdout=io.StringIO())  # still down: waits, no new event
+    run.refresh_from_db()
+    assert run.status == Pass.Status.APPROVED
+    assert run.events.filter(verb="apply_postponed").count() == 1
     settings.CHROMA_MODE = "ephemeral"
     stores.reset_client_cache()
     assert agent_census(agent=agent) == before
-    run = approve(run, bob, django_capture_on_commit_callbacks)  # the store is back
-    assert run.status == Pass.Status.APPLIED
+    call_command("recover_passes", stdout=io.StringIO())  # the store is back: recovery applies it
+    run.refresh_from_db()
+    assert run.status == Pass.Status.APPLIED and run.decided_by == bob and not run.error
 
 
 def test_applying_an_applied_pass_again_changes_nothing(

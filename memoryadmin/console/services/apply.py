@@ -302,7 +302,8 @@ def pass_apply(*, run: Pass) -> Pass:
     ``conflict`` operations are never applied (they remove and write nothing; a reviewer
     resolves them). Ends ``applied``, or ``partially_applied`` when any operation conflicted or
     failed. If Chroma is unreachable before any operation started, the pass goes back to
-    ``proposed`` (store untouched, exclusions and edits kept, audited as ``apply_postponed``);
+    ``approved`` (store untouched, the approval, exclusions and edits kept, audited as
+    ``apply_postponed``) and recovery applies it once the store answers;
     after that it stays ``applying`` with the error and is resumed by running this again
     (``tasks.apply_pass`` / ``manage.py recover_passes``); no step is done twice. Afterwards the
     agent's checkpoint is refreshed and a :class:`StoreSample` is recorded.
@@ -427,30 +428,31 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
         op.status not in (OS.PENDING, OS.CONFLICT, OS.EXCLUDED) for op in run.operations.all()
     )
     if not started:
-        # Nothing was archived, written or deleted (store untouched, I-2): the proposal goes back
-        # to review with the reviewers' exclusions and edits intact, to be approved again once
-        # the store answers (a fresh-user test lost a reviewed proposal to a "failed" here).
+        # Nothing was archived, written or deleted (store untouched, I-2): the pass stays
+        # approved (the reviewer's decision, exclusions and edits kept) and the recovery schedule
+        # applies it once the store answers, as it resumes an interrupted apply (an approval
+        # sent back to "proposed" was never retried). The stale check and the guard re-check run
+        # then, against the store as it is by then.
         Operation.objects.filter(run=run, status=OS.CONFLICT).update(
             status=OS.PENDING, status_detail=""
         )
         store_figures(run)  # the conflicts count again
         note = (
-            f"Not applied, nothing was written: {error.rstrip('. ')}. "
-            "Approve again when the store is back."
+            f"Apply postponed, nothing was written: {error.rstrip('. ')}. The approval "
+            "stands; it is applied automatically once the store answers (checked every minute)."
         )
+        telemetry = {k: v for k, v in (run.telemetry or {}).items() if k != "apply_guard"}
         return transition(
             run,
             frm=(S.APPLYING,),
-            to=S.PROPOSED,
+            to=S.APPROVED,
             actor=actor,
             verb="apply_postponed",
             note=note,
             error=note,
-            decided_by=None,
-            decided_actor="",
-            decided_at=None,
+            telemetry=telemetry,
             progress=0.0,
-            progress_label="Not applied: the store was unreachable",
+            progress_label="Apply postponed: the store is unreachable; applied once it answers",
         )
     # Resumed by the worker's recovery schedule (every minute) once the store answers.
     log.warning("apply of pass %s interrupted, resumed when the store answers: %s", run.pk, error)

@@ -7,7 +7,8 @@ worker itself every minute, the schedule
 - ``approved`` / ``applying`` / ``rolling_back``: apply or roll back again under the pass's
   lease (:mod:`.leases`), each operation from its journal step (I-3), nothing done twice. A
   pass leased by a live process is skipped. This is also how an apply cut short by a Chroma
-  outage resumes once the store answers again.
+  outage resumes once the store answers again, and how an approval whose apply was postponed
+  (the store unreachable before anything was written: still ``approved``) is applied.
 - ``running`` (planning): planning holds the lease too, so a pass whose planning process is
   dead on this host is planned again at once; one planned on another host when its lease
   expired (the task timeout: django-q2 has killed the task by then). A pass from before leases
@@ -32,7 +33,8 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from ..errors import ServiceError
+from .. import stores
+from ..errors import ServiceError, StoreUnavailable
 from ..models import ImportJob, Operation, Pass, PassSnapshot
 from .apply import pass_apply
 from .common import TASK_RUN, enqueue, transition
@@ -53,11 +55,24 @@ J = ImportJob.Status
 
 
 def _resume(run: Pass) -> Pass:
+    if run.status == S.APPROVED and run.error and not _store_answers(run):
+        return run  # apply postponed: still unreachable, tried again at the next recovery
     if run.status in (S.APPROVED, S.APPLYING):
         return pass_apply(run=run)
     if run.status == S.ROLLING_BACK:
         return pass_rollback(run=run)
     return run
+
+
+def _store_answers(run: Pass) -> bool:
+    """True when the agent's store can be opened and counted (one cheap call), so an apply
+    postponed by an outage is retried only once the store is back, not re-audited every
+    minute meanwhile."""
+    try:
+        stores.get_store(run.agent).count()
+    except StoreUnavailable:
+        return False
+    return True
 
 
 def resume_leased(run: Pass) -> tuple[Pass, bool]:
