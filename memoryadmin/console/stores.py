@@ -126,6 +126,19 @@ def get_client() -> Any:
         return client
 
 
+def server_error() -> str:
+    """``""`` when the Chroma server answers a heartbeat (one cheap call on the process's
+    client), else why not, in words (the :class:`StoreUnavailable` message): what the dashboard
+    shows instead of counts that are only the last known ones."""
+    try:
+        get_client().heartbeat()
+    except StoreUnavailable as exc:
+        return str(exc)
+    except Exception as exc:  # the cached client of a server that went away
+        return f"Cannot reach {_where()}: {exc}"
+    return ""
+
+
 def reset_client_cache() -> None:
     """Forget cached clients (tests that change ``CHROMA_*`` settings, or after a server
     restart)."""

@@ -62,6 +62,24 @@ def test_it_shows_unavailable_when_chroma_is_down(
     assert r.context["rows"][0].store.error
 
 
+def test_during_an_outage_the_dashboard_says_the_store_is_unreachable_not_old_counts(
+    agent_with_memories, client: Client, carol, settings
+) -> None:
+    from memoryadmin.console import stores
+
+    agent = agent_with_memories(3, name="Support bot")
+    StoreSample.objects.create(agent=agent, count=3)
+    client.force_login(carol)
+    assert b'data-testid="store-down"' not in client.get(reverse("dashboard")).content
+    settings.CHROMA_MODE, settings.CHROMA_HOST, settings.CHROMA_PORT = "http", "127.0.0.1", 9
+    stores.reset_client_cache()
+    html = client.get(reverse("dashboard")).content.decode()
+    assert 'data-testid="store-down"' in html and "unreachable" in html
+    assert 'data-testid="store-unreachable"' in html
+    assert 'data-testid="last-known">last known 3<' in html
+    assert f'href="{reverse("memory_list", args=[agent.slug])}">3<' not in html
+
+
 def test_it_shows_unavailable_for_a_missing_collection(bare_agent, client: Client, carol) -> None:
     bare_agent(name="Orphan")
     client.force_login(carol)

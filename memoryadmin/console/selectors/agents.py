@@ -27,10 +27,12 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class StoreStatus:
-    """Memory count of a store, or why it could not be read (``count is None``)."""
+    """Memory count of a store, or why it could not be read (``count is None``; ``last_known``:
+    the count last sampled, when there is one)."""
 
     count: int | None
     error: str = ""
+    last_known: int | None = None
 
 
 def store_status(agent: Agent) -> StoreStatus:

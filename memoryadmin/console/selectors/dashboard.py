@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import Count, OuterRef, Q, Subquery
 
+from .. import stores
 from ..models import Agent, Operation, Pass, StoreSample
 from .agents import StoreStatus, store_status
 from .passes import PLANNED, convergence_words
@@ -33,12 +34,17 @@ class AgentRow:
     """Conflicts of its pending proposals that no reviewer decided yet."""
 
 
-def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRow]:
+def dashboard_rows(
+    *, tz: ZoneInfo, now: datetime | None = None, server_error: str | None = None
+) -> list[AgentRow]:
     """One :class:`AgentRow` per agent, ordered by name, from the database in four queries.
 
     The memory count is the agent's latest :class:`StoreSample` (recorded by every pass when it
     plans and applies, and by imports), so the page never reads the stores; only an agent with
-    no sample yet is counted live (one ``count``; "unavailable" when its store is down).
+    no sample yet is counted live (one ``count``; "unavailable" when its store is down). One
+    heartbeat of the Chroma server (:func:`~memoryadmin.console.stores.server_error`) comes
+    first (``server_error``: its result when the caller already has it): while it does not
+    answer, every row is "unavailable" with its last known count.
     """
     latest = StoreSample.objects.filter(agent=OuterRef("pk")).order_by("-taken_at", "-id")
     last = Pass.objects.filter(agent=OuterRef("pk")).order_by("-created_at", "-id")
@@ -67,6 +73,7 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
     active: dict[int, Pass] = {}
     for run in Pass.objects.filter(status__in=Pass.ACTIVE).order_by("-pk"):
         active[run.agent_id] = run
+    down = (stores.server_error() if agents else "") if server_error is None else server_error
     rows = []
     for agent in agents:
         nxt = None
@@ -75,7 +82,12 @@ def dashboard_rows(*, tz: ZoneInfo, now: datetime | None = None) -> list[AgentRo
                 nxt = next(iter(next_runs(cron=agent.schedule_cron, tz=tz, count=1, now=now)), None)
             except ValueError:
                 nxt = None
-        store = StoreStatus(agent.sampled) if agent.sampled is not None else store_status(agent)
+        if down:  # one heartbeat for all: no count is current while the server is down
+            store = StoreStatus(None, down, last_known=agent.sampled)
+        elif agent.sampled is not None:
+            store = StoreStatus(agent.sampled)
+        else:
+            store = store_status(agent)
         rows.append(
             AgentRow(
                 agent,

@@ -6,6 +6,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from .. import stores
 from ..models import Agent
 from ..selectors.common import request_zone
 from ..selectors.dashboard import agent_chart_data, dashboard_rows
@@ -27,5 +28,6 @@ def dashboard(request: HtmxHttpRequest):
     ctx = {"nav": "dashboard", "chart_agent": agent, "chart": chart, "tz": request_zone(request)}
     if request.htmx and request.htmx.target == "agent-chart":
         return render(request, "console/dashboard/dashboard.html#agent-chart", ctx)
-    ctx["rows"] = dashboard_rows(tz=ctx["tz"])
+    ctx["store_down"] = stores.server_error() if Agent.objects.exists() else ""
+    ctx["rows"] = dashboard_rows(tz=ctx["tz"], server_error=ctx["store_down"])
     return render(request, "console/dashboard/dashboard.html", ctx)
