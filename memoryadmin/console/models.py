@@ -101,6 +101,8 @@ class Pass(models.Model):
         STALE = "stale"
         ROLLING_BACK = "rolling_back"
         ROLLED_BACK = "rolled_back"
+        # A pass that wrote nothing (no operations, or every one in conflict): nothing to undo.
+        NO_CHANGES = "no_changes"
 
     class Trigger(models.TextChoices):
         SCHEDULE = "schedule"
@@ -117,6 +119,7 @@ class Pass(models.Model):
         Status.REJECTED,
         Status.STALE,
         Status.ROLLED_BACK,
+        Status.NO_CHANGES,
     )
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="passes")

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 from django_q.models import Schedule
 
 from memoryadmin.console import tasks
@@ -152,6 +153,25 @@ def test_a_scheduled_run_with_a_pending_proposal_is_skipped_and_audited(
     event = AuditEvent.objects.get(agent=agent, verb="skipped")
     assert event.actor == "schedule" and event.run_id == pending.pk
     assert f"pass #{pending.pk} is waiting for its reviewer" in event.note
+
+
+def test_repeated_skips_for_a_waiting_proposal_fold_into_one_history_row(
+    client, alice, agent_with_memories, django_capture_on_commit_callbacks
+):
+    from tests.conftest import DISTINCT_FACTS
+
+    agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2])
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.scheduled_pass(agent.pk)
+    pending = Pass.objects.get(agent=agent)
+    for _ in range(3):  # a * * * * * schedule, three minutes while nobody reviews
+        with django_capture_on_commit_callbacks(execute=True):
+            assert "skipped" in tasks.scheduled_pass(agent.pk)
+    event = AuditEvent.objects.get(agent=agent, verb="skipped")  # one row, not three
+    assert event.data["count"] == 3 and "skipped 3 times" in event.note
+    client.force_login(alice)
+    page = client.get(reverse("pass_detail", args=[pending.pk])).content.decode()
+    assert page.count('data-verb="skipped"') == 1 and "skipped 3 times" in page
 
 
 BERLIN_NIGHT = datetime(

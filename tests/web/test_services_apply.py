@@ -292,3 +292,21 @@ def test_recover_replans_a_pass_stuck_running_past_the_task_timeout(
     recovered.refresh_from_db()
     assert recovered.status == "proposed" and recovered.operations.count() == 2
     assert recovered.events.filter(verb="requeued").count() == 1
+
+
+def test_an_apply_whose_every_operation_conflicts_is_recorded_as_no_changes_without_undo(
+    client, agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(DUPES)
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    for op in run.operations.all():  # someone edits a source of every operation meanwhile
+        memory_edit(
+            agent=agent, memory_id=op.source_ids[0], document="Changed meanwhile.", user=bob
+        )
+    before = agent_census(agent=agent)
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+    assert run.status == Pass.Status.NO_CHANGES and not run.can_roll_back
+    assert agent_census(agent=agent) == before
+    client.force_login(bob)
+    page = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "no changes" in page and 'id="rollback-link"' not in page

@@ -63,7 +63,7 @@ def test_approving_a_pass_never_applies_its_conflicts(agent_with_memories, bob):
     before = agent_census(agent=agent)
     pass_approve(run=run, user=bob)
     run = pass_apply(run=run)
-    assert run.status == Pass.Status.APPLIED
+    assert run.status == Pass.Status.NO_CHANGES  # nothing written: nothing to undo
     assert run.operations.get().status == Operation.Status.PENDING
     assert agent_census(agent=agent) == before
 
@@ -187,7 +187,7 @@ def test_keep_both_removes_nothing(agent_with_memories, bob):
     run.refresh_from_db()
     assert run.loss_fraction == 0.0 and run.reconciled == 0
     pass_approve(run=run, user=bob)
-    assert pass_apply(run=run).status == Pass.Status.APPLIED
+    assert pass_apply(run=run).status == Pass.Status.NO_CHANGES
     assert agent_census(agent=agent) == before
     assert not ArchivedMemory.objects.filter(run=run).exists()
 

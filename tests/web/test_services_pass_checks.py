@@ -142,7 +142,8 @@ def test_a_pass_with_nothing_to_do_is_settled_not_left_pending(agent_with_memori
     before = agent_census(agent=agent)
     run = _run(agent)
     assert not run.operations.exists()
-    assert run.status == Pass.Status.APPLIED and run.decided_actor == "policy"
+    assert run.status == Pass.Status.NO_CHANGES and run.decided_actor == "policy"
+    assert not run.can_roll_back  # nothing to undo
     assert run.events.filter(verb="nothing_to_apply").count() == 1
     assert not agent.passes.filter(status=Pass.Status.PROPOSED).exists()  # not "pending"
     assert agent_census(agent=agent) == before

@@ -234,6 +234,7 @@ PLANNED = (
     Pass.Status.STALE,
     Pass.Status.ROLLING_BACK,
     Pass.Status.ROLLED_BACK,
+    Pass.Status.NO_CHANGES,
 )
 """Statuses of a pass that made a plan."""
 

@@ -481,7 +481,10 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
     telemetry = dict(run.telemetry or {})
     telemetry["applied"] = ev.to_dict() | {"conflicts": conflicts, "failed": failed}
     to = S.PARTIALLY_APPLIED if conflicts or failed else S.APPLIED
-    note = f"{len(applied_ops)} operation(s) applied, {conflicts} conflict(s), {failed} failed."
+    if not applied_ops and not failed:  # every operation in conflict: the store is untouched
+        to = S.NO_CHANGES
+    note = _plural(len(applied_ops), "operation") + " applied, " + _plural(conflicts, "conflict")
+    note += f", {failed} failed." if to != S.NO_CHANGES else ": nothing was changed."
     run = transition(
         run,
         frm=(S.APPLYING,),
@@ -494,13 +497,24 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
         reason="" if to == S.APPLIED else note,
         finished_at=timezone.now(),
         progress=1.0,
-        progress_label="Applied" if to == S.APPLIED else "Partially applied",
+        progress_label=_FINISHED[to],
     )
     try:
         _refresh_checkpoint(run, ops, store)
     except Exception:  # the pass is applied; a missing sample or checkpoint is only a cost
         log.exception("could not refresh the checkpoint of agent %s", run.agent_id)
     return run
+
+
+_FINISHED = {
+    S.APPLIED: "Applied",
+    S.PARTIALLY_APPLIED: "Partially applied",
+    S.NO_CHANGES: "No changes",
+}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:

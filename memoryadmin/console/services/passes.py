@@ -142,21 +142,15 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
       cron fires twice (02:30 CEST and 02:30 CET); the slot is the cron's latest local wall-clock
       time (``selectors.schedule_slot``).
 
-    Both are audited as ``skipped`` (actor ``schedule``) and return ``None``. Raises
+    Both are audited as ``skipped`` (actor ``schedule``) and return ``None``; the skips while
+    one proposal waits fold into one row with a count (``data["count"]``, ``data["last_slot"]``).
+    Raises
     :class:`PassAlreadyActive` (audited ``refused``) when a pass is active.
     """
     slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
     pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
     if pending is not None:
-        audit(
-            actor="schedule",
-            verb="skipped",
-            agent=agent,
-            run=pending,
-            note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
-            "nothing was planned.",
-            data={"slot": slot, "pending_pass": pending.pk},
-        )
+        _skipped_waiting(agent, pending, slot)
         return None
     repeat = agent.events.filter(verb="requested", data__slot=slot, data__trigger="schedule")
     if repeat.exists() and not agent.passes.filter(status__in=Pass.ACTIVE).exists():
@@ -170,6 +164,35 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
         )
         return None
     return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
+
+
+def _skipped_waiting(agent: Agent, pending: Pass, slot: str) -> None:
+    """Audit a scheduled run skipped because ``pending`` waits for its reviewer: the first skip
+    is a row, later ones while the same proposal waits update it (count, last slot), so a
+    ``* * * * *`` schedule does not write one history row a minute."""
+    first = (
+        agent.events.filter(verb="skipped", run=pending, data__pending_pass=pending.pk)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if first is None:
+        audit(
+            actor="schedule",
+            verb="skipped",
+            agent=agent,
+            run=pending,
+            note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
+            "nothing was planned.",
+            data={"slot": slot, "pending_pass": pending.pk, "count": 1, "last_slot": slot},
+        )
+        return
+    count = int((first.data or {}).get("count") or 1) + 1
+    first.data = {**(first.data or {}), "count": count, "last_slot": slot}
+    first.note = (
+        f"Scheduled run skipped {count} times (last at {slot}): pass #{pending.pk} is waiting "
+        "for its reviewer; nothing was planned."
+    )
+    first.save(update_fields=["data", "note"])
 
 
 def _snapshot_hash(hashes: Mapping[str, str]) -> str:
@@ -564,7 +587,7 @@ def _store_proposal(
             run = transition(
                 run,
                 frm=(S.PROPOSED,),
-                to=S.APPLIED,
+                to=S.NO_CHANGES,
                 actor="policy",
                 verb="nothing_to_apply",
                 note="Nothing to consolidate: the plan has no operations; nothing was written.",
@@ -572,7 +595,7 @@ def _store_proposal(
                 decided_actor="policy",
                 decided_at=timezone.now(),
                 finished_at=timezone.now(),
-                progress_label="Nothing to consolidate",
+                progress_label="No changes: nothing to consolidate",
             )
         elif guard_passed and actionable and run.agent.auto_apply and _content_passes(run, actor):
             run = transition(

@@ -71,6 +71,7 @@ STATUS_WORDS: dict[str, str] = {
     "partially_applied": "partially applied",
     "rolled_back": "rolled back",
     "rolling_back": "rolling back",
+    "no_changes": "no changes",
 }
 """Pass and operation statuses as an operator says them."""
 
