@@ -133,7 +133,7 @@ def test_it_reviews_a_locomo_pass_riskiest_first_in_bulk_and_applies_it(
     # the approve line says what is approved; approving applies exactly that
     line = page.locator("#approve-line").inner_text()
     total, excluded = ops.count(), ops.filter(excluded=True).count()
-    assert f"{total:,} operations, {excluded:,} excluded, loses " in line, line
+    assert f"{total - excluded:,} of {total:,} operations ({excluded:,} excluded" in line, line
     page.click("#approve-btn")
     expect(page.locator('.pagehead [data-status="applied"]')).to_be_visible(timeout=120_000)
     run.refresh_from_db()

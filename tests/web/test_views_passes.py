@@ -249,12 +249,12 @@ def _revision(html: str) -> str:
 def test_it_refuses_to_approve_a_plan_changed_since_the_page_was_read(
     client: Client, bob, alice, agent
 ) -> None:
-    """Tab A shows "2 operations, 0 excluded"; another reviewer excludes both; A's approve is
+    """Tab A shows "2 operations"; another reviewer excludes both; A's approve is
     refused with the current figures on the page, nothing approved; approving again works."""
     run = make_proposal(agent, merges=2)
     client.force_login(bob)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
-    assert "Approving applies: <strong>2 operations, 0 excluded" in html
+    assert "Approving applies: <strong>2 operations, loses" in html
     seen = _revision(html)
     operations_set_excluded(
         run=run,
@@ -266,7 +266,10 @@ def test_it_refuses_to_approve_a_plan_changed_since_the_page_was_read(
     html = r.content.decode()
     assert r.status_code == 200 and 'id="approve-errors"' in html
     assert "changed since you opened it" in html and "nothing was applied" in html
-    assert "Approving applies: <strong>2 operations, 2 excluded" in html
+    # the refusal and the approve line beside it count the same operations, in the same words
+    applies = "0 of 2 operations (2 excluded or in conflict)"
+    assert f"Approving applies: <strong>{applies}, loses" in html
+    assert f"Approving now applies {applies}; check the figures" in html
     run.refresh_from_db()
     assert run.status == "proposed"
     assert run.events.filter(verb="approve_refused").count() == 1

@@ -48,11 +48,8 @@ def test_it_opens_on_the_review_tab_riskiest_first(client: Client, bob, agent) -
     line = re.search(
         r'data-testid="approve-line">Approving applies: <strong>([^<]+)</strong>', html
     )
-    assert line and line.group(1).startswith("6 operations, 0 excluded, loses ")
-    assert (
-        line.group(1)
-        == "6 operations, 0 excluded, loses 8 sentences in 8 memories; loss 20.0% of 25.0%"
-    )
+    assert line and line.group(1).startswith("6 operations, loses ")
+    assert line.group(1) == "6 operations, loses 8 sentences in 8 memories; loss 20.0% of 25.0%"
 
 
 def test_a_viewer_sees_the_review_but_no_controls(client: Client, carol, agent) -> None:
@@ -141,7 +138,7 @@ def test_a_bulk_exclude_of_all_prunes_is_one_event_and_updates_the_figures_once(
     assert html.count('id="pass-summary" class="card" hx-swap-oob="true"') == 1
     assert html.count('id="approve-line" class="approve-line" hx-swap-oob="true"') == 1
     assert 'id="loss-fraction">12.5%' in html
-    assert "6 operations, 3 excluded" in html
+    assert "3 of 6 operations (3 excluded or in conflict)" in html
     assert run.operations.filter(kind="prune", excluded=True).count() == 3
     [event] = AuditEvent.objects.filter(run=run, verb="bulk_excluded")
     assert (

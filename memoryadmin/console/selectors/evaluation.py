@@ -26,6 +26,7 @@ from ..models import Operation, OperationSource, Pass
 __all__ = [
     "KIND_ORDER",
     "Evaluation",
+    "applies_words",
     "count_label",
     "effective_threshold",
     "evaluate",
@@ -142,6 +143,19 @@ KIND_ORDER = ("merge", "promote", "prune", "reconcile", "distill")
 
 def _n(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
+
+
+def applies_words(ev: Evaluation) -> str:
+    """What approving ``ev`` applies, in the one wording the approve line and a refused approve
+    share: "101 of 102 operations (1 excluded or in conflict)"; "6 operations" when none is
+    left out."""
+    total = ev.included_ops + ev.excluded_ops
+    if not ev.excluded_ops:
+        return _n(total, "operation", "operations")
+    return (
+        f"{ev.included_ops:,} of {_n(total, 'operation', 'operations')} "
+        f"({ev.excluded_ops:,} excluded or in conflict)"
+    )
 
 
 def count_label(kind: str, operations: int, memories: int, curated: int = 0) -> str:

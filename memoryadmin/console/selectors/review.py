@@ -41,7 +41,7 @@ from consolidation.review import (
 from consolidation.review.lost import sentences
 
 from ..models import Agent, Operation, OperationSource, Pass
-from .evaluation import figures_current
+from .evaluation import applies_words, figures_current
 
 __all__ = [
     "RECENT_DAYS",
@@ -547,8 +547,10 @@ def conflict_counts(run: Pass) -> dict[str, int]:
 
 
 def approve_line(ev: Any, totals: LossTotals, conflicts: dict[str, int] | None = None) -> str:
-    """What approving applies, in one line: ``"412 operations, 6 excluded, loses 38 sentences in
-    17 memories; loss 23.9% of 25.0%"`` (``ev`` a :class:`~.review.Evaluation`), followed by
+    """What approving applies, in one line: ``"406 of 412 operations (6 excluded or in
+    conflict), loses 38 sentences in 17 memories; loss 23.9% of 25.0%"`` (``ev`` an
+    :class:`~.evaluation.Evaluation`; the operations as :func:`~.evaluation.applies_words`
+    says them, as a refused approve does), followed by
     what happens to conflicts nobody decided (``conflicts``: :func:`conflict_counts`): they stay,
     both memories kept, nothing removed."""
     undecided = (conflicts or {}).get("undecided", 0)
@@ -562,7 +564,6 @@ def approve_line(ev: Any, totals: LossTotals, conflicts: dict[str, int] | None =
 
 
 def _approve_line(ev: Any, totals: LossTotals) -> str:
-    total = ev.included_ops + ev.excluded_ops
     if totals.sentences:
         loses = (
             f"loses {totals.sentences:,} sentence{'s' if totals.sentences != 1 else ''} in "
@@ -571,8 +572,7 @@ def _approve_line(ev: Any, totals: LossTotals) -> str:
     else:
         loses = "loses no sentence"
     return (
-        f"{total:,} operation{'s' if total != 1 else ''}, {ev.excluded_ops:,} excluded, {loses}; "
-        f"loss {ev.loss_fraction:.1%} of {ev.max_loss_fraction:.1%}"
+        f"{applies_words(ev)}, {loses}; loss {ev.loss_fraction:.1%} of {ev.max_loss_fraction:.1%}"
     )
 
 

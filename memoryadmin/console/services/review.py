@@ -15,7 +15,7 @@ from consolidation.planning.state import short
 from .. import stores
 from ..errors import GuardRefused, ProposalChanged, ServiceError
 from ..models import Operation, OperationSource, Pass
-from ..selectors.evaluation import Evaluation, pass_evaluate
+from ..selectors.evaluation import Evaluation, applies_words, pass_evaluate
 from ..selectors.passes import stale_reason
 from ..selectors.review import (
     RISK_LINE,
@@ -491,9 +491,8 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
         if revision is not None and revision.strip() != current:
             changed = (
                 f"Pass #{run.pk} changed since you opened it (operations were excluded, "
-                "included, edited or decided by someone else): nothing was applied. It now "
-                f"applies {ev.included_ops:,} operation(s), {ev.excluded_ops:,} excluded; "
-                "check the figures and approve again."
+                "included, edited or decided by someone else): nothing was applied. Approving "
+                f"now applies {applies_words(ev)}; check the figures and approve again."
             )
             audit(actor=actor, verb="approve_refused", run=run, user=user, note=changed)
         else:
