@@ -203,6 +203,18 @@ class Pass(models.Model):
     """Statuses a pass can be rolled back from (see :attr:`can_roll_back`)."""
 
     @property
+    def outcome_reason(self) -> str:
+        """Why the pass stands where it does, for the audit list's Reason column: its
+        ``reason`` or ``error``; for a pass a reviewer rejected or a newer pass superseded,
+        nothing more (the note says why: a guard's "passed" would read as the reason it was
+        rejected); otherwise the guard's verdict."""
+        if self.reason or self.error:
+            return self.reason or self.error
+        if self.status in (self.Status.REJECTED, self.Status.STALE):
+            return ""
+        return self.guard_reason
+
+    @property
     def can_roll_back(self) -> bool:
         """True when the pass is applied or partially applied: a rollback may be requested (it
         can still be refused when records the pass wrote were changed since)."""

@@ -96,11 +96,19 @@ def dashboard_rows(
                 passes.get(agent.last_pk),
                 nxt,
                 active.get(agent.pk),
-                convergence_words(passes.get(agent.planned_pk)),
+                _convergence(passes.get(agent.last_pk), passes.get(agent.planned_pk)),
                 agent.conflicts or 0,
             )
         )
     return rows
+
+
+def _convergence(last: Pass | None, planned: Pass | None) -> str:
+    """:func:`convergence_words` of the latest planned pass, unless the latest pass failed: then
+    whether the store converged is not known (an older plan's "converged" would mislead)."""
+    if last is not None and last.status == Pass.Status.FAILED:
+        return "not known: the last pass failed"
+    return convergence_words(planned)
 
 
 def agent_chart_data(agent: Agent, *, limit: int = 500) -> dict[str, list[dict[str, Any]]]:

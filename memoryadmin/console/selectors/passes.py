@@ -199,19 +199,25 @@ def stale_reason(
 def pass_summary(run: Pass) -> Any:
     """What the pass page's summary shows: the pass's figures over its included operations (the
     same numbers on the summary, the groups and the guard: :func:`pass_figures`, which reads no
-    operation); a settled pass keeps the guard verdict it was given. A pass without operations
+    operation); a pass a guard rejected keeps the verdict it was given, another settled pass
+    shows the verdict on the figures shown (its threshold then). A pass without operations
     shows its stored figures (the pass itself)."""
     if not run.operations.exists():
         return run
     ev = pass_figures(run)
     if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED):
         return ev
-    return replace(
-        ev,
-        guard_passed=run.guard_passed,
-        guard_reason=run.guard_reason,
-        max_loss_fraction=run.max_loss_fraction,
-    )
+    if run.guard_passed is False:  # rejected by a guard: the verdict it was rejected with
+        return replace(
+            ev,
+            guard_passed=False,
+            guard_reason=run.guard_reason,
+            max_loss_fraction=run.max_loss_fraction,
+        )
+    # Settled otherwise: the verdict on the figures shown (what it applied, without the
+    # operations found in conflict), against the threshold it was held to, so the loss line
+    # and the guard's sentence count the same originals.
+    return ev.judged(run.max_loss_fraction)
 
 
 def pass_reviewed(run: Pass) -> bool:
