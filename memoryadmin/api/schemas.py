@@ -150,6 +150,12 @@ class PassOut(Schema):
     max_loss_fraction: float
     guard_passed: bool | None
     guard_reason: str
+    counts: dict[str, str] = Field(
+        default_factory=dict,
+        description="What each kind of the included operations does, in the words of the pass "
+        "page's summary: {kind: '10 promote operations · 10 memories promoted'}. `promoted` also "
+        "counts merges written straight to the curated tier (the merge line says how many).",
+    )
     content_guard: ContentGuardOut | None = Field(
         default=None,
         description="The content guard beside the loss guard (a pass with operations).",

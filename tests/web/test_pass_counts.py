@@ -17,6 +17,8 @@ from memoryadmin.console.services.passes import pass_request
 from memoryadmin.console.services.review import pass_approve
 from tests.conftest import DISTINCT_FACTS, days_ago
 
+from .api_helpers import api_factory
+
 pytestmark = pytest.mark.django_db
 
 TEXTS = DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2]  # two exact duplicate pairs: 2 merges of 2
@@ -62,6 +64,10 @@ def test_every_count_agrees_on_the_summary_groups_guard_store_and_rollback_page(
     # the loss line shows its arithmetic, the guard reason the same figures
     assert text_of(html, "loss-arithmetic") == "= 5 originals removed ÷ 18 originals before"
     assert 'id="loss-fraction">27.8%' in html and "(5 removed)" in run.guard_reason
+
+    # the API says the same, in the same words
+    api = api_factory(alice, alice, alice)("viewer").get(f"/passes/{run.pk}").json()
+    assert api["counts"] == expected and api["promoted"] == run.promoted
 
     with django_capture_on_commit_callbacks(execute=True):
         pass_approve(run=run, user=alice)

@@ -52,6 +52,10 @@ def test_keep_a_with_htmx_updates_both_cards_and_the_figures(client: Client, bob
     assert "removed on apply" in html and "12.5%" in html  # 1 of 8 memories now counts
     conflict.refresh_from_db()
     assert conflict.kind == "reconcile" and conflict.rule == "reviewer_pick"
+    # the Lost content tab's badge and the totals' sentence count the same sentences
+    badge = re.search(r'id="lost-badge"[^>]*hx-swap-oob="true">(\d+)<', html)
+    lost = re.search(r'data-testid="lost-sentences">(\d+) sentence', html)
+    assert badge and lost and badge.group(1) == lost.group(1)
 
 
 def test_keep_both_without_htmx_redirects_to_the_page(client: Client, bob, conflict) -> None:

@@ -9,7 +9,7 @@ from django.core.paginator import Paginator
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
 from memoryadmin.console.selectors.evaluation import pass_figures
-from memoryadmin.console.selectors.passes import operation_view, pass_stale_check
+from memoryadmin.console.selectors.passes import operation_view, pass_stale_check, pass_summary
 from memoryadmin.console.selectors.review import content_guard, pass_revision
 
 from .. import schemas as s
@@ -53,6 +53,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "max_loss_fraction": ev.max_loss_fraction,
         "guard_passed": ev.guard_passed,
         "guard_reason": ev.guard_reason,
+        "counts": _counts(run) if n_ops else {},
         "content_guard": _content(run) if n_ops else None,
         "recall": _recall(run.recall),
         "operations": n_ops,
@@ -65,6 +66,12 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "url": run.get_absolute_url(),
         "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
+
+
+def _counts(run: Pass) -> dict[str, str]:
+    """``{kind: label}`` as the pass page's summary shows them (:func:`pass_summary`)."""
+    ev = pass_summary(run)
+    return dict(ev.labels()) if hasattr(ev, "labels") else {}
 
 
 def _content(run: Pass) -> s.ContentGuardOut:
