@@ -41,6 +41,11 @@ RULE_ORDER = [
 (``decided``: a conflict pick applied again) and identical text to coverage."""
 
 
+DEFERRED_LISTED = 200
+"""Deferred operations a plan lists by name (``trim_to_guard``'s ``info["deferred"]``); the
+counts cover them all."""
+
+
 def promotion_rules(meta: Mapping[str, Any], policy: Policy, fieldmap: FieldMap) -> list[str]:
     """Names of the promotion rules ``meta`` meets: ``"sessions"``, ``"importance"``, ``"access"``.
 
@@ -221,8 +226,10 @@ def trim_to_guard(
     (promote) are always kept. Returns ``(operations, info)``; ``info`` is ``None`` when the
     plan already fits, else ``{"budget", "kept_removals", "dropped_operations",
     "dropped_removals", "planned_removals", "deferred_by_kind": {kind: operations},
-    "deferred_ids"}`` (counts of originals and operations; ``deferred_ids``: every source of a
-    deferred operation, which an incremental next pass must treat as new to plan it again).
+    "deferred_ids", "deferred"}`` (counts of originals and operations; ``deferred_ids``: every
+    source of a deferred operation, which an incremental next pass must treat as new to plan it
+    again; ``deferred``: the first :data:`DEFERRED_LISTED` deferred operations, each
+    ``{"kind", "rule", "source_ids", "reason"}``, for the proposal to list).
     """
     budget = int(math.floor(max_loss * n + 1e-9))
     total = len({rid for op in operations for rid in op.removes})
@@ -245,12 +252,22 @@ def trim_to_guard(
     out, dropped, dropped_removals = [], 0, 0
     by_kind: dict[str, int] = {}
     deferred_ids: set[str] = set()
+    listed: list[dict[str, object]] = []
     for op in operations:
         if not op.removes or id(op) in keep:
             out.append(op)
             continue
         dropped += 1
         deferred_ids.update(op.source_ids)
+        if len(listed) < DEFERRED_LISTED:
+            listed.append(
+                {
+                    "kind": op.kind.value,
+                    "rule": op.rule or "",
+                    "source_ids": list(op.source_ids),
+                    "reason": op.reason or "",
+                }
+            )
         dropped_removals += len(op.removes)
         by_kind[op.kind.value] = by_kind.get(op.kind.value, 0) + 1
         for rid in op.removes:
@@ -263,4 +280,5 @@ def trim_to_guard(
         "planned_removals": total,
         "deferred_by_kind": by_kind,
         "deferred_ids": sorted(deferred_ids),
+        "deferred": listed,
     }

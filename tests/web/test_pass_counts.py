@@ -97,6 +97,9 @@ def test_a_plan_over_the_budget_proposes_what_fits_and_shows_the_rest_as_deferre
     deferred = text_of(html, "deferred")
     assert deferred.startswith("1 operation deferred (1 prune): together they would remove 1 more")
     assert "about 1 more pass." in deferred
+    # which one: the prune of the old, unimportant memory, linked to it
+    [item] = re.findall(r'data-testid="deferred-item">(.*?)</li>', html, re.S)
+    assert item.startswith("prune") and "mem-006" in item
     dashboard = client.get(reverse("dashboard")).content.decode()
     assert text_of(dashboard, "convergence") == "1 operation deferred, about 1 more pass"
 

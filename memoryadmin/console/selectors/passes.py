@@ -250,7 +250,9 @@ def pass_deferred(run: Pass) -> dict[str, Any] | None:
     ``telemetry["trimmed"]`` (``consolidation.planning``: budget, kept and deferred removals,
     deferred operations by kind). ``None`` when nothing was deferred.
 
-    Returns ``{"operations", "removals", "by_kind": {kind: n}, "passes", "text"}``; ``passes``
+    Returns ``{"operations", "removals", "by_kind": {kind: n}, "passes", "text", "items",
+    "unlisted"}`` (``items``: the deferred operations the plan listed, each ``{"kind", "rule",
+    "source_ids", "reason"}``; ``unlisted``: how many more there are); ``passes``
     estimates the passes still needed: deferred removals ÷ the next pass's budget
     (``max_loss_fraction × entries_after``), rounded up.
     """
@@ -270,12 +272,24 @@ def pass_deferred(run: Pass) -> dict[str, Any] | None:
         f"({int(info.get('budget') or 0)} originals this pass); about {passes} more "
         f"pass{'es' if passes != 1 else ''}."
     )
+    items = [
+        {
+            "kind": str(d.get("kind", "")),
+            "rule": str(d.get("rule", "")),
+            "source_ids": [str(i) for i in d.get("source_ids") or []],
+            "reason": str(d.get("reason", "")),
+        }
+        for d in info.get("deferred") or []
+        if isinstance(d, dict)
+    ]
     return {
         "operations": operations,
         "removals": removals,
         "by_kind": by_kind,
         "passes": passes,
         "text": text,
+        "items": items,
+        "unlisted": max(0, operations - len(items)),
     }
 
 
