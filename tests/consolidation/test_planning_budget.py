@@ -65,7 +65,11 @@ def test_the_default_policy_plans_within_the_loss_budget():
         "exact_duplicate",
         "near_duplicate",
     ]
-    info = p.context["trimmed"]
+    info = dict(p.context["trimmed"])
+    listed = info.pop("deferred")  # each deferred operation by name, for the proposal
+    assert [(d["kind"], d["source_ids"]) for d in listed] == [
+        ("prune", [f"s{i}"]) for i in range(4)
+    ]
     assert info == {
         "budget": 6,
         "kept_removals": 6,
