@@ -592,3 +592,27 @@ def test_a_pass_run_with_another_policy_says_so(client: Client, carol, agent) ->
         'data-testid="policy-note"'
         not in client.get(reverse("pass_detail", args=[plain.pk])).content.decode()
     )
+
+
+def test_approve_is_disabled_with_what_would_make_the_loss_guard_pass(
+    client: Client, bob, agent
+) -> None:
+    run = make_proposal(agent, merges=3, entries_before=20, max_loss_fraction=0.1)
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert re.search(r'id="approve-btn"[^>]*disabled', html)
+    blocked = re.search(r'data-testid="approve-blocked">([^<]+)<', html).group(1)
+    # 6 originals removed, the threshold allows 2: two merges of two must go
+    assert blocked.startswith("Loss guard tripped")
+    assert "Exclude at least 2 operations to approve (they remove 4 more originals than the 2" in (
+        blocked
+    )
+    for op in run.operations.order_by("index")[:2]:
+        r = client.post(
+            reverse("operation_exclude", args=[run.pk, op.pk]),
+            {"excluded": "1"},
+            HTTP_HX_REQUEST="true",
+        )
+    html = r.content.decode()
+    assert 'id="approve-btn"' in html and not re.search(r'id="approve-btn"[^>]*disabled', html)
+    assert 'data-testid="approve-blocked"' not in html

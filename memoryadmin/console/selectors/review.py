@@ -10,6 +10,7 @@ never loaded whole; the pass-wide loss totals read only the operations that lose
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
@@ -49,6 +50,7 @@ __all__ = [
     "RISK_LINE",
     "ContentGuard",
     "ReviewQuery",
+    "approve_blocked",
     "approve_line",
     "bulk_targets",
     "conflict_counts",
@@ -561,6 +563,42 @@ def approve_line(ev: Any, totals: LossTotals, conflicts: dict[str, int] | None =
         else ""
     )
     return _approve_line(ev, totals) + tail
+
+
+def approve_blocked(run: Pass, ev: Any) -> str:
+    """``""`` when the loss guard passes on what ``run`` now includes (``ev``, its
+    :class:`~.evaluation.Evaluation`); else why Approve is disabled and what would make it
+    pass: "Loss guard tripped: … Exclude at least 3 operations (they remove 5 more originals
+    than the 4 the threshold allows)." — the fewest operations, largest removals first (one
+    query over the included operations' removals)."""
+    if ev.guard_passed:
+        return ""
+    allowed = math.floor(ev.max_loss_fraction * ev.entries_before + 1e-9)
+    excess = ev.removed - allowed
+    if excess <= 0:  # rejected for another reason than its size
+        return ev.guard_reason
+    sizes = sorted(
+        (
+            len(removes)
+            for removes in run.operations.filter(_counted_q()).values_list("removes", flat=True)
+        ),
+        reverse=True,
+    )
+    n, covered = 0, 0
+    for size in sizes:
+        if covered >= excess:
+            break
+        n, covered = n + 1, covered + size
+    ops = f"{n} operation{'s' if n != 1 else ''}"
+    more = f"{excess} more original{'s' if excess != 1 else ''}"
+    return (
+        f"{ev.guard_reason} Exclude at least {ops} to approve (they remove {more} than the "
+        f"{allowed} the threshold allows), or raise the agent's loss threshold."
+    )
+
+
+def _counted_q() -> Q:
+    return Q(excluded=False) & ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
 
 
 def _approve_line(ev: Any, totals: LossTotals) -> str:

@@ -12,6 +12,7 @@ from ..models import Operation, Pass
 from ..selectors.evaluation import pass_figures
 from ..selectors.review import (
     RISK_LINE,
+    approve_blocked,
     approve_line,
     conflict_counts,
     content_guard,
@@ -39,6 +40,7 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
     ev = ev if ev is not None else pass_figures(run)
     return {
         "totals": totals,
+        "approve_blocked": approve_blocked(run, ev),
         "content": content,
         "approve_line": approve_line(ev, totals, conflicts),
         "conflicts": conflicts,
