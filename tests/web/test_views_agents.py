@@ -406,3 +406,32 @@ def test_the_max_merged_chars_help_states_the_policy_default(client: Client, ali
     client.force_login(alice)
     html = client.get(reverse("agent_create")).content.decode()
     assert f"default {Policy().max_merged_chars}" in html and "default 1000" not in html
+
+
+def test_clearing_min_recall_retention_says_the_recall_guard_is_off(
+    bare_agent, client: Client, alice
+) -> None:
+    agent = bare_agent()
+    client.force_login(alice)
+    form = client.get(reverse("agent_edit", args=[agent.slug])).content
+    assert b'data-testid="policy-off"' not in form
+    data = _edit_data(agent, policy_min_recall_retention="")
+    r = client.post(reverse("agent_edit", args=[agent.slug]), data, follow=True)
+    assert r.status_code == 200 and "the recall guard is off" in r.content.decode()
+    agent.refresh_from_db()
+    assert agent.get_policy().min_recall_retention is None
+    form = client.get(reverse("agent_edit", args=[agent.slug])).content.decode()
+    assert 'data-testid="policy-off">Min recall retention is empty: the recall guard is off' in form
+
+
+def test_a_policy_error_names_the_field_as_the_form_labels_it(
+    bare_agent, client: Client, alice
+) -> None:
+    agent = bare_agent()
+    client.force_login(alice)
+    r = client.post(
+        reverse("agent_edit", args=[agent.slug]), _edit_data(agent, policy_max_loss_fraction="2")
+    )
+    html = r.content.decode()
+    assert r.status_code == 200 and "Max loss fraction must be" in html
+    assert "max_loss_fraction must" not in html

@@ -183,6 +183,18 @@ POLICY_INT_MIN: dict[str, int] = {
 (others: 1), so the field's HTML ``min`` and the server's message agree."""
 
 
+def policy_error_words(message: str) -> str:
+    """A :class:`Policy` validation message in the form's words: every policy field name in it
+    becomes the label the form shows ("max_loss_fraction must be in [0, 1]" → "Max loss
+    fraction must be in [0, 1]")."""
+    for name in sorted(POLICY_FIELDS, key=len, reverse=True):
+        if name in message:
+            label = POLICY_LABELS.get(name, name.replace("_", " ").capitalize())
+            word = label if message.startswith(name) else f"“{label}”"
+            message = re.sub(rf"\b{name}\b", word, message)
+    return message[:1].upper() + message[1:]
+
+
 def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
     label = POLICY_LABELS.get(name, name.replace("_", " ").capitalize())
     help_text = policy_help(name, default)
@@ -238,8 +250,31 @@ class PolicyFieldsMixin(forms.Form):
         except ValueError as exc:
             first = str(exc).split(" ", 1)[0]
             bad = first if first in POLICY_FIELDS else None
-            self.add_error(f"policy_{bad}" if bad else None, str(exc))
+            self.add_error(f"policy_{bad}" if bad else None, policy_error_words(str(exc)))
             return None
+
+    def policy_notes(self) -> list[str]:
+        """What the submitted policy turns off without saying so in its values (shown above
+        the policy fields): an empty “min recall retention” disables the recall guard, an
+        empty content-word limit the content guard's word count."""
+
+        def empty(name: str) -> bool:
+            key = f"policy_{name}"
+            value = self.data.get(key) if self.is_bound else self.initial.get(key, "unset")
+            return value in ("", None)
+
+        notes = []
+        if empty("min_recall_retention"):
+            notes.append(
+                "Min recall retention is empty: the recall guard is off — no pass is checked "
+                "against the probe queries before it is proposed or applied."
+            )
+        if empty("max_lost_content_words"):
+            notes.append(
+                "Max lost content words is empty: the content guard does not count lost "
+                "content words (only the sentence fraction)."
+            )
+        return notes
 
     @staticmethod
     def policy_initial(policy: Policy) -> dict[str, Any]:

@@ -78,6 +78,8 @@ def agent_create(request: HtmxHttpRequest):
             form.add_error(_error_field(str(exc), form), str(exc))
         else:
             messages.success(request, f"Agent “{agent.name}” created.")
+            for note in form.policy_notes():
+                messages.warning(request, note)
             return redirect("agent_detail", agent.slug)
     return _form_page(request, form)
 
@@ -95,6 +97,8 @@ def agent_edit(request: HtmxHttpRequest, slug: str):
             form.add_error(_error_field(str(exc), form), str(exc))
         else:
             messages.success(request, f"Agent “{agent.name}” saved.")
+            for note in form.policy_notes():
+                messages.warning(request, note)
             return redirect("agent_detail", agent.slug)
     return _form_page(request, form, agent)
 
