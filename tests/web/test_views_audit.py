@@ -290,3 +290,27 @@ def test_an_exclusion_event_names_its_operation_with_a_link_and_in_the_csv(
     r = client.get(reverse("audit_events_csv"), {"verb": "excluded"})
     (row,) = csv.DictReader(io.StringIO(r.content.decode()))
     assert row["operation"] == "operation #2 (prune)" and row["verb"] == "excluded"
+
+
+def test_a_memory_edit_shows_which_memory_and_what_changed_on_the_page_and_in_the_csv(
+    client: Client, carol, agent_with_memories
+) -> None:
+    from memoryadmin.console.services.memories import memory_delete, memory_edit
+
+    agent = agent_with_memories(3)
+    long_text = "Caroline moved to Lisbon, " + "and later to Porto, " * 20 + XSS
+    memory_edit(agent=agent, memory_id="mem-001", document=long_text, user=carol)
+    memory_delete(agent=agent, memory_id="mem-002", user=carol)
+    client.force_login(carol)
+    html = client.get(reverse("audit_events"), {"agent": agent.slug}).content.decode()
+    assert html.count('data-testid="event-memory"') == 2
+    assert f'{reverse("memory_detail", args=[agent.slug])}?id=mem-001' in html
+    assert "Caroline moved to Lisbon" in html and "<summary>full text</summary>" in html
+    assert XSS not in html  # escaped
+    rows = list(
+        csv.DictReader(io.StringIO(client.get(reverse("audit_events_csv")).content.decode()))
+    )
+    edited = next(r for r in rows if r["verb"] == "memory_edited")
+    assert edited["memory"] == "mem-001" and edited["after"] == long_text
+    assert edited["before"].startswith("Melanie")  # mem-001 was the second fact
+    assert next(r for r in rows if r["verb"] == "memory_deleted")["memory"] == "mem-002"

@@ -144,10 +144,25 @@ EVENT_CSV_COLUMNS = [
     "actor",
     "verb",
     "operation",
+    "memory",
     "from_status",
     "to_status",
     "note",
+    "before",
+    "after",
 ]
+
+
+def memory_change(event: AuditEvent) -> dict[str, str]:
+    """The memory an event changed and how, from its ``data`` (what the API's ``data`` has):
+    ``{"memory_id", "before", "after"}`` (strings; ``""`` when the event names none, or for
+    a delete or a pin, which change no text)."""
+    data = event.data if isinstance(event.data, dict) else {}
+    mid = data.get("memory_id")
+    if not isinstance(mid, str):
+        return {"memory_id": "", "before": "", "after": ""}
+    text = {k: data.get(k) for k in ("before", "after")}
+    return {"memory_id": mid, **{k: v if isinstance(v, str) else "" for k, v in text.items()}}
 
 
 def operation_words(event: AuditEvent) -> str:
@@ -173,6 +188,7 @@ def _with_operations(events: list[AuditEvent]) -> list[AuditEvent]:
         )
     }
     for e in events:
+        e.memory = memory_change(e)
         e.op_words = operation_words(e)
         e.op_pk = pks.get((e.run_id, e.data.get("operation"))) if e.op_words else None
     return events
@@ -218,6 +234,7 @@ def audit_event_csv(request: HtmxHttpRequest):
     writer = csv.writer(response)
     writer.writerow(EVENT_CSV_COLUMNS)
     for e in events.iterator(chunk_size=500):
+        memory = memory_change(e)
         writer.writerow(
             [
                 e.created_at.isoformat(),
@@ -226,9 +243,12 @@ def audit_event_csv(request: HtmxHttpRequest):
                 csv_cell(getattr(e.user, "username", "") or e.actor),
                 e.verb,
                 operation_words(e),
+                csv_cell(memory["memory_id"]),
                 e.from_status,
                 e.to_status,
                 csv_cell(e.note),
+                csv_cell(memory["before"]),
+                csv_cell(memory["after"]),
             ]
         )
     return response
