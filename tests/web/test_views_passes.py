@@ -616,3 +616,19 @@ def test_approve_is_disabled_with_what_would_make_the_loss_guard_pass(
     html = r.content.decode()
     assert 'id="approve-btn"' in html and not re.search(r'id="approve-btn"[^>]*disabled', html)
     assert 'data-testid="approve-blocked"' not in html
+
+
+def test_one_of_a_kind_is_said_in_the_singular_and_the_header_says_who_asked(
+    client: Client, bob, agent
+) -> None:
+    from memoryadmin.console.selectors.review import group_words
+
+    run = make_proposal(agent, merges=0, prunes=1)
+    Pass.objects.filter(pk=run.pk).update(requested_by=bob)
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'data-testid="loss-arithmetic">= 1 original removed ÷ 20 originals before<' in html
+    assert "(1 original removed, 0 new memories written: 1 fewer)" in html
+    assert 'data-testid="pass-origin">requested by bob ·' in html
+    assert group_words("merge", "near_duplicate", count=1) == "near-duplicate merge"
+    assert group_words("merge", "x_rule", count=1) == "merge (x rule)"

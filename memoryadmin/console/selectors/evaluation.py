@@ -74,7 +74,8 @@ class Evaluation:
     @property
     def loss_arithmetic(self) -> str:
         """The loss fraction's arithmetic: "118 originals removed ÷ 630 originals before"."""
-        return f"{self.removed} originals removed ÷ {self.entries_before} originals before"
+        removed = _n(self.removed, "original", "originals")
+        return f"{removed} removed ÷ {_n(self.entries_before, 'original', 'originals')} before"
 
     @property
     def net_change(self) -> str:
@@ -82,7 +83,9 @@ class Evaluation:
         "118 originals removed, 25 new memories written: 93 fewer"."""
         diff = self.entries_before - self.entries_after
         tail = f"{diff} fewer" if diff >= 0 else f"{-diff} more"
-        return f"{self.removed} originals removed, {self.written} new memories written: {tail}"
+        removed = _n(self.removed, "original", "originals")
+        written = _n(self.written, "new memory", "new memories")
+        return f"{removed} removed, {written} written: {tail}"
 
     def labels(self) -> list[tuple[str, str]]:
         """``[(kind, label)]`` for every kind with included operations, in :data:`KIND_ORDER`."""

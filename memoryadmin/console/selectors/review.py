@@ -324,14 +324,17 @@ RULE_WORDS: dict[tuple[str, str], str] = {
 """How an operator names a (kind, rule) group; others read "<kind>s (<rule>)"."""
 
 
-def group_words(kind: str, rule: str, *, nothing_lost: bool = False) -> str:
+def group_words(kind: str, rule: str, *, nothing_lost: bool = False, count: int = 2) -> str:
     """``("merge", "session_window")`` → ``"session windows"`` (``"complete session windows"``
-    when they lose nothing)."""
+    when they lose nothing; ``"session window"`` for a ``count`` of 1)."""
     words = RULE_WORDS.get((kind, rule)) or f"{kind}s" + (
         f" ({rule.replace('_', ' ')})" if rule else ""
     )
     if nothing_lost and rule in ("session_window", "semantic_window"):
         words = "complete " + words
+    if count == 1:
+        noun, paren, rest = words.partition(" (")
+        words = noun.removesuffix("s") + paren + rest
     return words
 
 
@@ -355,7 +358,9 @@ def review_rest(run: Pass) -> dict[str, Any]:
     for r in rows:
         if r["clean"]:
             clean_total += r["clean"]
-            clean_names.append(group_words(r["kind"], r["rule"], nothing_lost=True))
+            clean_names.append(
+                group_words(r["kind"], r["rule"], nothing_lost=True, count=r["clean"])
+            )
         if r["n"] > r["clean"]:
             groups.append(
                 {
@@ -363,7 +368,7 @@ def review_rest(run: Pass) -> dict[str, Any]:
                     "rule": r["rule"],
                     "n": r["n"] - r["clean"],
                     "lost": r["lost"] or 0,
-                    "words": group_words(r["kind"], r["rule"]),
+                    "words": group_words(r["kind"], r["rule"], count=r["n"] - r["clean"]),
                 }
             )
     sentence = f"{clean_total:,} {_and(clean_names)}: nothing lost" if clean_total else ""
