@@ -16,10 +16,19 @@ from .models import (
     ProbeQuery,
     StoreSample,
 )
+from .roles import can_manage
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """No add, change or delete: every write goes through ``services`` and is audited."""
+    """No add, change or delete: every write goes through ``services`` and is audited. A user
+    of the admin role (:func:`~memoryadmin.console.roles.can_manage`, staff to log in here)
+    may view every console model without the per-model ``view_*`` permissions."""
+
+    def has_view_permission(self, request: Any, obj: Any = None) -> bool:
+        return can_manage(request.user) or super().has_view_permission(request, obj)
+
+    def has_module_permission(self, request: Any) -> bool:
+        return can_manage(request.user) or super().has_module_permission(request)
 
     def has_add_permission(self, request: Any, obj: Any = None) -> bool:
         return False

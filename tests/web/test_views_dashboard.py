@@ -139,3 +139,22 @@ def test_the_last_pass_age_counts_from_when_it_finished(
     client.force_login(carol)
     html = client.get(reverse("dashboard")).content.decode()
     assert 'title="finished">0\xa0minutes ago' in html and "3\xa0days" not in html
+
+
+def test_an_admin_is_linked_to_the_raw_records_and_may_read_them_not_change_them(
+    client: Client, alice, carol, agent_with_memories
+) -> None:
+    agent = agent_with_memories(1, name="Support bot")
+    alice.is_staff = True
+    alice.save(update_fields=["is_staff"])
+    client.force_login(alice)
+    html = client.get(reverse("dashboard")).content.decode()
+    assert 'data-testid="admin-link"' in html
+    index = client.get(reverse("admin:index")).content.decode()
+    assert "permission to view or edit anything" not in index and "Agents" in index
+    change = reverse("admin:console_agent_change", args=[agent.pk])
+    r = client.get(change)
+    assert r.status_code == 200 and "Support bot" in r.content.decode()
+    assert client.post(change, {"name": "Renamed"}).status_code == 403
+    client.force_login(carol)  # a viewer sees no link
+    assert 'data-testid="admin-link"' not in client.get(reverse("dashboard")).content.decode()
