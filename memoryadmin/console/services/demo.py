@@ -298,7 +298,7 @@ DEMO_AGENTS: list[_Spec] = [
         "Customer-support agent: accounts, plans, contacts and tickets of about forty customers.",
         _support,
         [
-            ("Which plan is Acme Corp on?", "Enterprise"),
+            ("Which plan is Acme Corp on?", "Starter"),
             ("Who is the main contact at Globex?", "Omar Lee"),
             ("What uptime does Acme Corp's SLA promise?", "99.9% uptime four-hour response"),
             ("What should customers do with API keys?", "security portal"),
@@ -317,7 +317,7 @@ DEMO_AGENTS: list[_Spec] = [
             ("Which language is atlas-api written in?", "Python"),
             ("How does the user like indentation?", "four-space spaces"),
             ("What architecture does atlas-api follow?", "hexagonal ports adapters"),
-            ("What port does the beacon-api dev server use?", "3004"),
+            ("What port does the beacon-api dev server use?", "3001"),
             ("How should commit messages be written?", "imperative mood"),
         ],
     ),
