@@ -288,6 +288,20 @@ OPENAI_API_KEY = os.getenv("OPENAI_API_KEY", "")
 MEMORYADMIN_LLM_MODEL = os.getenv("MEMORYADMIN_LLM_MODEL", "")
 MEMORYADMIN_LLM_TIMEOUT = float(os.getenv("MEMORYADMIN_LLM_TIMEOUT", "30"))
 
+# Outbound endpoints (consolidation/adapters/endpoints.py): the environment variables an attached
+# collection's embedder may take its key from (glob patterns; a service secret never, whatever
+# this says), and the hosts an embedder or LLM URL may be on (empty: any http(s) host).
+EMBEDDER_KEY_ENV_ALLOWED = [
+    p.strip()
+    for p in os.getenv(
+        "EMBEDDER_KEY_ENV_ALLOWED", "OPENAI_API_KEY,MEMORYADMIN_EMBEDDER_KEY*"
+    ).split(",")
+    if p.strip()
+]
+ENDPOINT_HOSTS_ALLOWED = [
+    h.strip().lower() for h in os.getenv("ENDPOINT_HOSTS_ALLOWED", "").split(",") if h.strip()
+]
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
