@@ -150,6 +150,16 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/lockout.html"
 AXES_VERBOSE = False
+# The client's address for the lockout: REMOTE_ADDR, or X-Forwarded-For's right-most address
+# that is not a proxy only when REMOTE_ADDR is one of TRUSTED_PROXIES (addresses or networks of
+# the TLS proxies in front; empty: the header is ignored). console/services/accounts.py.
+AXES_CLIENT_IP_CALLABLE = "memoryadmin.console.services.accounts.client_ip"
+TRUSTED_PROXIES = [p.strip() for p in os.getenv("TRUSTED_PROXIES", "").split(",") if p.strip()]
+# "Forgot your password?" requests an hour that send a mail: per client address, per e-mail.
+PASSWORD_RESET_LIMITS = {
+    "per_address": envint("PASSWORD_RESET_PER_ADDRESS", 10),
+    "per_email": envint("PASSWORD_RESET_PER_EMAIL", 3),
+}
 
 # Content-Security-Policy (django-csp 4): only our own scripts, styles and images; no inline
 # script or style anywhere (bars are SVG attributes, confirms and htmx settings live in app.js).
