@@ -47,6 +47,7 @@ def _error_field(message: str, form) -> str | None:
     """The form field a service's ``ValueError`` is about (by its wording), else ``None``."""
     lowered = message.lower()
     for word, name in (
+        ("key variable", "field_embedder_key_env"),
         ("embedder", "field_embedder_url"),
         ("collection", "collection_name"),
         ("slug", "slug"),
