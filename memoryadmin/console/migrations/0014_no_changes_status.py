@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0012_import_job_worker'),
+        ('console', '0013_operation_kind_summarize'),
     ]
 
     operations = [
