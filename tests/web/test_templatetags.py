@@ -55,11 +55,19 @@ def test_it_labels_memory_metadata():
         "extra": {"a": 1},
     }
     assert metadata_fields(meta) == [
-        ("created", "2025-01-01T00:00:00+00:00"),
+        ("created", "2025-01-01 00:00:00 UTC"),
         ("evidence", "D1:3, D1:4"),
         ("extra", "a: 1"),
         ("importance", "0.5"),
         ("pinned", "no"),
+    ]
+
+
+def test_a_memory_time_is_shown_to_the_second_without_microseconds():
+    meta = {"updated_at": "2026-12-02T05:04:16.123456+00:00", "last_accessed_at": "not a date"}
+    assert metadata_fields(meta) == [
+        ("last accessed", "not a date"),
+        ("updated", "2026-12-02 05:04:16 UTC"),
     ]
 
 

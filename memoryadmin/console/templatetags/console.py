@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from django import template
@@ -166,10 +167,30 @@ def score_fields(scores: Any) -> list[tuple[str, str]]:
 @register.filter
 def metadata_fields(metadata: Any) -> list[tuple[str, str]]:
     """A memory's metadata dict as ``[(label, value text)]`` sorted by key: booleans as yes/no,
-    lists comma-separated, nested objects as "key: value" pairs."""
+    lists comma-separated, nested objects as "key: value" pairs, an ISO 8601 time under a key
+    ending in ``_at`` to the second in UTC ("2026-03-01 09:30:00 UTC", no microseconds)."""
     if not isinstance(metadata, dict):
         return []
-    return [(METADATA_LABELS.get(k, label(k)), _display(metadata[k])) for k in sorted(metadata)]
+    return [
+        (
+            METADATA_LABELS.get(k, label(k)),
+            (k.endswith("_at") and _when(metadata[k])) or _display(metadata[k]),
+        )
+        for k in sorted(metadata)
+    ]
+
+
+def _when(value: Any) -> str:
+    """An ISO 8601 time string as "YYYY-MM-DD HH:MM:SS UTC"; ``""`` for anything else."""
+    if not isinstance(value, str) or not _ISO_TIME.match(value):
+        return ""
+    from consolidation.records import parse_timestamp
+
+    when = parse_timestamp(value)
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC") if when is not None else ""
+
+
+_ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
 
 
 @register.simple_tag(takes_context=True)
