@@ -328,3 +328,24 @@ def test_the_panel_needs_a_login_and_a_get(client: Client, carol, agent) -> None
     assert (
         client.get(reverse("pass_review", args=[999999]), HTTP_HX_REQUEST="true").status_code == 404
     )
+
+
+def test_excluding_on_page_three_of_the_review_tab_stays_on_page_three(
+    client: Client, bob, agent
+) -> None:
+    from .proposals import make_proposal
+
+    run = make_proposal(agent, merges=60, entries_before=400, max_loss_fraction=0.5)
+    client.force_login(bob)
+    params = {"tab": "review", "risk": "all", "page": "3"}
+    html = client.get(reverse("pass_review", args=[run.pk]), params, HTTP_HX_REQUEST="true")
+    html = html.content.decode()
+    assert "page 3 of 3" in html
+    row = re.search(r'<form class="actions" method="post".*?</form>', html, re.S).group(0)
+    posted = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', row))
+    assert posted["page"] == "3"  # the row's form says which page it is on
+    posted.update(action="exclude", risk="all", tab="review")
+    r = client.post(reverse("review_bulk", args=[run.pk]), posted, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and "page 3 of 3" in r.content.decode()
+    r = client.post(reverse("review_bulk", args=[run.pk]), posted)  # without htmx
+    assert r.status_code == 302 and "page=3" in r["Location"]

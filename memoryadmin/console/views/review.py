@@ -113,7 +113,11 @@ def review_bulk(request: HtmxHttpRequest, pk: int):
     if not request.htmx:
         if error:
             messages.error(request, error)
-        return redirect(f"{run.get_absolute_url()}?{urlencode(form.query().params())}#review-panel")
+        params = form.query().params()
+        page = request.POST.get("page", "")
+        if page.isdigit() and int(page) > 1:  # back to the page the operator was on
+            params["page"] = page
+        return redirect(f"{run.get_absolute_url()}?{urlencode(params)}#review-panel")
     return _panel(request, run, request.POST, changed, bulk_error=error)
 
 
