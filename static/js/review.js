@@ -100,6 +100,17 @@
     var t = ev.target;
     if (t && t.closest && t.closest("[data-keys-toggle]")) { toggleKeys(); return; }
   });
+
+  // A review action refreshes the changed rows of "All operations" out of band: say which rows
+  // the page holds (a group never opened has none), so none is sent without a target.
+  document.addEventListener("htmx:configRequest", function (ev) {
+    if (ev.detail.verb !== "post" || !document.getElementById("review-panel")) return;
+    var shown = [];
+    document.querySelectorAll("#operations ~ details .op[id^='op-']").forEach(function (el) {
+      shown.push(el.id.slice(3));
+    });
+    ev.detail.parameters.shown = shown.join(",");
+  });
   document.addEventListener("change", function (ev) {
     var t = ev.target;
     if (!t || !t.matches || !t.matches("[data-check-all]")) return;

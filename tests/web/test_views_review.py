@@ -349,3 +349,18 @@ def test_excluding_on_page_three_of_the_review_tab_stays_on_page_three(
     assert r.status_code == 200 and "page 3 of 3" in r.content.decode()
     r = client.post(reverse("review_bulk", args=[run.pk]), posted)  # without htmx
     assert r.status_code == 302 and "page=3" in r["Location"]
+
+
+def test_a_bulk_action_swaps_only_the_rows_the_page_holds(client: Client, bob, agent) -> None:
+    run = _proposal(agent)
+    prunes = list(run.operations.filter(kind="prune").order_by("index"))
+    client.force_login(bob)
+    data = {"action": "exclude", "scope": "rule", "group": "prune:", "shown": str(prunes[0].pk)}
+    html = client.post(reverse("review_bulk", args=[run.pk]), data, HTTP_HX_REQUEST="true")
+    html = html.content.decode()
+    oob_rows = re.findall(r'<div id="op-(\d+)" class="op[^"]*" data-kind="\w+" hx-swap-oob', html)
+    assert oob_rows == [str(prunes[0].pk)]  # the groups never opened get no out-of-band row
+    data.update(action="include", shown="")
+    html = client.post(reverse("review_bulk", args=[run.pk]), data, HTTP_HX_REQUEST="true")
+    assert 'hx-swap-oob="true"' in html.content.decode()
+    assert not re.findall(r'<div id="op-\d+" [^>]*hx-swap-oob', html.content.decode())

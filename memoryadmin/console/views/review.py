@@ -42,10 +42,14 @@ def _panel(
     request: HtmxHttpRequest, run: Pass, params: Any, changed: Sequence[int] = (), **extra: Any
 ) -> HttpResponse:
     """The panel, and out of band: the pass summary, the approve line and the changed rows of
-    the "All operations" list (at most :data:`OOB_ROWS`)."""
+    the "All operations" list (at most :data:`OOB_ROWS`; only those the page holds when it
+    says so in ``shown``, comma-separated operation ids, so htmx finds a target for each)."""
     run.refresh_from_db()
     ev = pass_figures(run)
     rows = run.operations.filter(index__in=list(changed)[:OOB_ROWS]).prefetch_related("sources")
+    shown = request.POST.get("shown")
+    if shown is not None:  # the page says which rows it holds (review.js): only those swap
+        rows = rows.filter(pk__in=[int(p) for p in shown.split(",") if p.strip().isdigit()])
     ctx = {
         "run": run,
         "ev": ev,
