@@ -18,6 +18,8 @@ server adds its HTTP round trip, ~2–5 ms per call here):
 
 Server time = the Django test client's request (URL routing, middleware, view, template), the
 median of ``--repeat`` (5) requests after one warm-up request (the cold figure is printed too).
+``first_requests``: the start-up warm-up (``stores.warm_up``: the Chroma client and the
+embedder, as ``wsgi.py`` runs it) and then the first agent page and first memory detail.
 ``cpu_ms`` is the same requests' process CPU time (this process and the in-process Chroma's
 threads): on a shared, loaded machine wall time grows with the load, CPU time much less.
 Target: each ≤ 150 ms.
@@ -201,6 +203,14 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
     return run
 
 
+def first_request(client, url: str, params: dict) -> float:
+    """Milliseconds of one request (the first of its kind in this process)."""
+    t0 = time.perf_counter()
+    r = client.get(url, params)
+    assert r.status_code == 200, (url, r.status_code)
+    return (time.perf_counter() - t0) * 1000
+
+
 def time_page(client, url: str, params: dict, repeat: int, headers: dict | None = None) -> dict:
     cpu: list[float] = []
 
@@ -250,6 +260,27 @@ def main() -> None:
         built = time.perf_counter() - t0
         client = Client()
         client.force_login(user)
+        # What a fresh web process does before its first request (wsgi.py), then the first
+        # agent page and the first memory detail, each once: what an operator waits for first.
+        from memoryadmin.console.stores import warm_up
+
+        t0 = time.perf_counter()
+        warmed = warm_up()
+        first = {
+            "warm_up_s": round(time.perf_counter() - t0, 2),
+            "warm_up_parts_s": {k: round(v, 2) for k, v in warmed.items()},
+            **{
+                name: round(first_request(client, url, params), 1)
+                for name, url, params in (
+                    ("agent_page_ms", reverse("agent_detail", args=["big"]), {}),
+                    (
+                        "memory_detail_ms",
+                        reverse("memory_detail", args=["big"]),
+                        {"id": "mem-0000000"},
+                    ),
+                )
+            },
+        }
         mem = reverse("memory_list", args=["big"])
         later = max(1, args.memories // 50 // 2)
         pages = {
@@ -291,6 +322,7 @@ def main() -> None:
                     "cpus": os.cpu_count(),
                     "target_ms": TARGET_MS,
                     "setup_s": round(built, 1),
+                    "first_requests": first,
                     "pages": results,
                     "all_met": all(r["met"] for r in results.values()),
                     "fragments": loaded,

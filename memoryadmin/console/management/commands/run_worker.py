@@ -70,6 +70,9 @@ class Command(BaseCommand):
         )
         if stopping:
             return
+        from memoryadmin.console.stores import warm_up
+
+        warm_up()  # imports and model files loaded once here (a forked task rebuilds its session)
         recovery_schedule_ensure()
         cluster = Cluster()
         # Cluster() installs its own handlers (the deadlock above); ours take over again.
