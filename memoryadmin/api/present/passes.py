@@ -11,7 +11,8 @@ from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
 from memoryadmin.console.selectors.evaluation import pass_figures
 from memoryadmin.console.selectors.passes import operation_view, pass_stale_check, pass_summary
-from memoryadmin.console.selectors.review import content_guard, pass_revision
+from memoryadmin.console.selectors.review import pass_revision
+from memoryadmin.console.selectors.review_guards import content_guard
 
 from .. import schemas as s
 

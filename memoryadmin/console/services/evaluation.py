@@ -15,8 +15,10 @@ from django.db import transaction
 from ..models import Pass
 from ..selectors.evaluation import Evaluation, pass_evaluate
 from ..selectors.review import pass_loss_totals
+from ..selectors.review_guards import content_guard
+from .common import audit
 
-__all__ = ["pass_store_figures", "store_figures"]
+__all__ = ["auto_apply_content_passes", "pass_store_figures", "store_figures"]
 
 
 def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
@@ -49,3 +51,23 @@ def pass_store_figures(*, run: Pass) -> Evaluation:
     pass whose operations were written outside these services (the bench, test helpers, a
     repair). Returns the evaluation."""
     return store_figures(run)
+
+
+def auto_apply_content_passes(run: Pass) -> bool:
+    """Auto-apply needs the content guard to pass as well as the loss guard
+    (:func:`~memoryadmin.console.selectors.review_guards.content_guard`). When it fails the pass
+    stays a proposal for a person, audited ``auto_apply_held`` with the guard's reason."""
+    guard = content_guard(run)
+    if guard.passed:
+        return True
+    audit(
+        actor="policy",
+        verb="auto_apply_held",
+        run=run,
+        agent=run.agent,
+        note=f"Not applied automatically: {guard.reason}. A person may review and approve it.",
+        data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
+    )
+    Pass.objects.filter(pk=run.pk).update(progress_label="Waiting for review (content guard)")
+    run.progress_label = "Waiting for review (content guard)"
+    return False

@@ -32,7 +32,7 @@ from ..models import (
 )
 from ..selectors.evaluation import Evaluation, evaluate, plan_verdict
 from ..selectors.probes import recall_check
-from ..selectors.review import RISK_LINE, content_guard, plan_review
+from ..selectors.review import RISK_LINE, plan_review
 from ..selectors.schedules import schedule_slot
 from .apply import pass_apply
 from .common import (
@@ -48,9 +48,10 @@ from .common import (
     transition,
     user_or_none,
 )
-from .evaluation import store_figures
+from .evaluation import auto_apply_content_passes, store_figures
 from .leases import lease_release, lease_seconds, worker_id
 from .review import operations_carry_over
+from .schedules import schedule_skipped_waiting
 
 __all__ = [
     "PassPlan",
@@ -150,7 +151,7 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
     pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
     if pending is not None:
-        _skipped_waiting(agent, pending, slot)
+        schedule_skipped_waiting(agent, pending, slot)
         return None
     repeat = agent.events.filter(verb="requested", data__slot=slot, data__trigger="schedule")
     if repeat.exists() and not agent.passes.filter(status__in=Pass.ACTIVE).exists():
@@ -164,35 +165,6 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
         )
         return None
     return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
-
-
-def _skipped_waiting(agent: Agent, pending: Pass, slot: str) -> None:
-    """Audit a scheduled run skipped because ``pending`` waits for its reviewer: the first skip
-    is a row, later ones while the same proposal waits update it (count, last slot), so a
-    ``* * * * *`` schedule does not write one history row a minute."""
-    first = (
-        agent.events.filter(verb="skipped", run=pending, data__pending_pass=pending.pk)
-        .order_by("-created_at", "-id")
-        .first()
-    )
-    if first is None:
-        audit(
-            actor="schedule",
-            verb="skipped",
-            agent=agent,
-            run=pending,
-            note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
-            "nothing was planned.",
-            data={"slot": slot, "pending_pass": pending.pk, "count": 1, "last_slot": slot},
-        )
-        return
-    count = int((first.data or {}).get("count") or 1) + 1
-    first.data = {**(first.data or {}), "count": count, "last_slot": slot}
-    first.note = (
-        f"Scheduled run skipped {count} times (last at {slot}): pass #{pending.pk} is waiting "
-        "for its reviewer; nothing was planned."
-    )
-    first.save(update_fields=["data", "note"])
 
 
 def _snapshot_hash(hashes: Mapping[str, str]) -> str:
@@ -600,7 +572,9 @@ def _store_proposal(
                 finished_at=timezone.now(),
                 progress_label="No changes: nothing to consolidate",
             )
-        elif guard_passed and actionable and run.agent.auto_apply and _content_passes(run, actor):
+        elif (
+            guard_passed and actionable and run.agent.auto_apply and auto_apply_content_passes(run)
+        ):
             run = transition(
                 run,
                 frm=(S.PROPOSED,),
@@ -616,23 +590,3 @@ def _store_proposal(
                 progress_label="Waiting to apply",
             )
     return run
-
-
-def _content_passes(run: Pass, actor: str) -> bool:
-    """Auto-apply needs the content guard to pass as well as the loss guard
-    (:func:`~memoryadmin.console.selectors.review.content_guard`). When it fails the pass
-    stays a proposal for a person, audited ``auto_apply_held`` with the guard's reason."""
-    guard = content_guard(run)
-    if guard.passed:
-        return True
-    audit(
-        actor="policy",
-        verb="auto_apply_held",
-        run=run,
-        agent=run.agent,
-        note=f"Not applied automatically: {guard.reason}. A person may review and approve it.",
-        data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
-    )
-    Pass.objects.filter(pk=run.pk).update(progress_label="Waiting for review (content guard)")
-    run.progress_label = "Waiting for review (content guard)"
-    return False

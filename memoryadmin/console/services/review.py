@@ -17,13 +17,8 @@ from ..errors import GuardRefused, ProposalChanged, ServiceError
 from ..models import Operation, OperationSource, Pass
 from ..selectors.evaluation import Evaluation, applies_words, pass_evaluate
 from ..selectors.passes import stale_reason
-from ..selectors.review import (
-    RISK_LINE,
-    content_guard,
-    pass_revision,
-    rescore_operation,
-    stored_scores,
-)
+from ..selectors.review import RISK_LINE, pass_revision, rescore_operation, stored_scores
+from ..selectors.review_guards import content_guard
 from ..validation import validate_document
 from .common import TASK_APPLY, actor_name, audit, enqueue, transition, user_or_none
 from .evaluation import store_figures
@@ -479,7 +474,7 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
     reason, audited likewise) when the loss guard fails on the operations now included,
     :class:`ServiceError` when the pass is not proposed or another pass of the agent is active.
     A person may approve past a failing content guard
-    (:func:`~memoryadmin.console.selectors.review.content_guard`): that is recorded, as an
+    (:func:`~memoryadmin.console.selectors.review_guards.content_guard`): that is recorded, as an
     ``approved_past_content_guard`` audit event and in ``telemetry["content_override"]``
     (``{"by", "at", "reason"}``, shown on the pass).
     """

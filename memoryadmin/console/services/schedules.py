@@ -8,11 +8,17 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
-from ..models import Agent
+from ..models import Agent, Pass
 from ..selectors.schedules import schedule_preview
-from .common import TASK_RECOVER, TASK_SCHEDULED
+from .common import TASK_RECOVER, TASK_SCHEDULED, audit
 
-__all__ = ["RECOVERY_SCHEDULE", "recovery_schedule_ensure", "schedule_sync", "schedules_sync_all"]
+__all__ = [
+    "RECOVERY_SCHEDULE",
+    "recovery_schedule_ensure",
+    "schedule_skipped_waiting",
+    "schedule_sync",
+    "schedules_sync_all",
+]
 
 
 RECOVERY_SCHEDULE = "memoryadmin: recover interrupted passes"
@@ -92,3 +98,32 @@ def recovery_schedule_ensure() -> bool:
         defaults={**wanted, "args": None, "kwargs": None, "repeats": -1},
     )
     return True
+
+
+def schedule_skipped_waiting(agent: Agent, pending: Pass, slot: str) -> None:
+    """Audit a scheduled run skipped because ``pending`` waits for its reviewer: the first skip
+    is a row, later ones while the same proposal waits update it (count, last slot), so a
+    ``* * * * *`` schedule does not write one history row a minute."""
+    first = (
+        agent.events.filter(verb="skipped", run=pending, data__pending_pass=pending.pk)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if first is None:
+        audit(
+            actor="schedule",
+            verb="skipped",
+            agent=agent,
+            run=pending,
+            note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
+            "nothing was planned.",
+            data={"slot": slot, "pending_pass": pending.pk, "count": 1, "last_slot": slot},
+        )
+        return
+    count = int((first.data or {}).get("count") or 1) + 1
+    first.data = {**(first.data or {}), "count": count, "last_slot": slot}
+    first.note = (
+        f"Scheduled run skipped {count} times (last at {slot}): pass #{pending.pk} is waiting "
+        "for its reviewer; nothing was planned."
+    )
+    first.save(update_fields=["data", "note"])

@@ -12,10 +12,8 @@ from ..models import Operation, Pass
 from ..selectors.evaluation import pass_figures
 from ..selectors.review import (
     RISK_LINE,
-    approve_blocked,
     approve_line,
     conflict_counts,
-    content_guard,
     lost_page,
     pass_loss_figures,
     pass_revision,
@@ -24,6 +22,7 @@ from ..selectors.review import (
     review_rest,
     review_rules,
 )
+from ..selectors.review_guards import approve_blocked, content_guard
 
 
 def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from memoryadmin.console.services.schedules import recovery_schedule_ensure
+from memoryadmin.console.stores import warm_up
 
 STOP_GRACE_SECONDS = 3.0
 """How long the cluster may take to stop before its processes are terminated (honcho sends
@@ -70,8 +71,6 @@ class Command(BaseCommand):
         )
         if stopping:
             return
-        from memoryadmin.console.stores import warm_up
-
         warm_up()  # imports and model files loaded once here (a forked task rebuilds its session)
         recovery_schedule_ensure()
         cluster = Cluster()
