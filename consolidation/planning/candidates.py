@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ann import ANN_MIN_ROWS, ann_candidate_pairs
+from .nearest import TopK, dense
 
 __all__ = ["candidate_pairs", "normalize_rows"]
 
@@ -70,6 +71,8 @@ def candidate_pairs(
     block: int = 2048,
     method: str = "auto",
     split_dims: int | None = None,
+    per_row: int | None = None,
+    stats: dict[str, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)`` with ``i < j`` and cosine(emb[i], emb[j]) ≥ ``threshold``.
 
@@ -82,6 +85,11 @@ def candidate_pairs(
       :mod:`.ann` for a full search of n ≥ ``ANN_MIN_ROWS`` rows (approximate: a subset of the
       exact pairs), else split for a full search of n ≥ 8192 rows or ≥ 4096 query rows, when
       d ≥ 64. An incremental (``query``) search stays exact: it is O(q × n).
+    - ``per_row``: when given, a tile with a row or column of more than ``per_row`` candidates
+      keeps only each row's ``per_row`` most similar partners (:class:`~.nearest.TopK`, on the
+      tile's exact product), so a dense cluster costs O(n × per_row) pairs, not O(n²); the
+      caller bounds the result (:func:`~.nearest.bound_pairs`). ``stats`` (a dict) then gets
+      ``dense_tiles`` and ``max_seen`` (the most candidates a row had in them).
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32`` arrays sorted by ``(i, j)``.
     Raises ``ValueError`` for a non-2-D matrix or an unknown method.
@@ -97,7 +105,7 @@ def candidate_pairs(
         return empty
     if method == "ann" or (method == "auto" and query is None and n >= ANN_MIN_ROWS):
         # approximate above the measured switch point (see planning/ann.py)
-        return ann_candidate_pairs(emb, threshold, query=query)
+        return ann_candidate_pairs(emb, threshold, query=query, per_row=per_row, stats=stats)
     if method == "auto":
         # the split's fixed cost (rotating all n rows, O(n·d²)) only pays off when the
         # product itself is large: a full triangle of ≥ 8192 rows, or ≥ 4096 query rows
@@ -126,14 +134,28 @@ def candidate_pairs(
         qsorted = np.sort(pos[qrows])
     ii: list[np.ndarray] = []
     jj: list[np.ndarray] = []
+    topk = TopK(n, per_row) if per_row else None
+    dense_tiles = 0
 
     def _collect(
         a_idx: np.ndarray, b0: int, tile: np.ndarray, bound: float, diagonal: bool
     ) -> None:
-        r, c = np.nonzero(tile >= bound)
+        nonlocal dense_tiles
+        hit = tile >= bound
         if diagonal:  # a tile on the diagonal: keep each pair once, no self pairs
-            keep = a_idx[r] < b0 + c
-            r, c = r[keep], c[keep]
+            hit &= a_idx[:, None] < np.arange(b0, b0 + tile.shape[1])[None, :]
+        if topk is not None and dense(hit, topk.k):
+            # a dense tile: each row's nearest partners only, on the exact product
+            dense_tiles += 1
+            ra, rb = order[a_idx], order[b0 : b0 + tile.shape[1]]
+            exact = tile if method != "split" else emb[ra] @ emb[rb].T
+            ok = exact >= threshold - _MARGIN
+            if diagonal:
+                ok &= a_idx[:, None] < np.arange(b0, b0 + tile.shape[1])[None, :]
+            topk.offer(ra, rb, exact, ok)
+            topk.offer(rb, ra, exact.T, ok.T)
+            return
+        r, c = np.nonzero(hit)
         if len(r):
             ii.append(a_idx[r])
             jj.append(b0 + c)
@@ -158,17 +180,25 @@ def candidate_pairs(
                 mb = float(resid[b0 : b0 + block].max())
                 _collect(a_idx, b0, a @ b.T, threshold - ma * mb - _MARGIN, False)
 
+    if topk is not None and stats is not None:
+        stats["dense_tiles"] = stats.get("dense_tiles", 0) + dense_tiles
+        stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
+        stats["over"] = stats.get("over", 0) + int((topk.seen > topk.k).sum())
+    if topk is not None and dense_tiles:
+        ii.append(topk.codes(n))
+        jj.append(np.full(len(ii[-1]), -1, np.int64))
     if not ii:
         return empty
     si = np.concatenate(ii)
     sj = np.concatenate(jj)
     # back to original row numbers, orient i < j, drop self pairs and duplicates
-    oi, oj = order[si], order[sj]
+    tk = sj < 0  # codes of the dense tiles' kept pairs (already original rows, lo < hi)
+    oi, oj = order[si[~tk]], order[sj[~tk]]
     lo, hi = np.minimum(oi, oj), np.maximum(oi, oj)
     keep = lo != hi
     lo, hi = lo[keep], hi[keep]
-    if len(lo):
-        code = np.unique(lo.astype(np.int64) * n + hi.astype(np.int64))
+    if len(lo) or tk.any():
+        code = np.unique(np.concatenate([lo.astype(np.int64) * n + hi.astype(np.int64), si[tk]]))
         lo, hi = code // n, code % n
     sims = _exact_sims(emb, lo, hi)
     ok = sims >= threshold

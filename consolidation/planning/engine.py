@@ -108,6 +108,7 @@ from .grouping import find_exact, link_groups, reconcile_contradictions, search_
 from .operations import merge_operations, promote_operations, promotion_rules, trim_to_guard
 from .prune import prune_covered, prune_decayed
 from .state import PlanState, prepare
+from .templates import find_templates
 from .windows import fold_evidence, semantic_windows, session_windows, start_units
 
 __all__ = ["plan", "promotion_rules"]
@@ -164,6 +165,8 @@ def plan(
     lap("candidates")
     find_exact(st)
     lap("exact")
+    find_templates(st)
+    lap("templates")
     reconcile_contradictions(st)
     lap("contradictions")
     link_groups(st)
@@ -203,6 +206,9 @@ def _finish(st: PlanState) -> Plan:
         "loss_fraction": result.loss_fraction,
         "records": n,
         "candidate_method": st.candidate_method,
+        "bounds": st.bounds,
+        "bounds_hit": st.bounds_hit,
+        "templates": st.templates.telemetry() if st.templates is not None else {},
         "policy": policy.to_dict(),
         "now": st.now.isoformat(),
     }
