@@ -205,9 +205,9 @@ def make_templated(
     (random unit vectors), ``w0²`` drawn per line within ±0.07 of the template's measured mean
     cosine, ``w1² = 0.03``, ``w2² = 0.02``: pairwise cosines spread as the real embedder's,
     higher for lines that share a number."""
-    rng = np.random.default_rng(seed)
     n_var = int(n * varied)
     records, pairs = make_store(n_var, seed=seed) if n_var else ([], [])
+    rng = np.random.default_rng([seed, 1])  # not make_store's draws
     m = n - n_var
 
     def unit(k: int) -> np.ndarray:
