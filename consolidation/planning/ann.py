@@ -158,6 +158,8 @@ def _scan(
     block: int,
     threads: int,
     topk: TopK | None = None,
+    labels: np.ndarray | None = None,
+    excluded: list[int] | None = None,
 ) -> np.ndarray:
     """``(m,) int64`` codes ``i * n + j`` (``i < j``, unique, sorted) of the pairs whose tile
     similarity is ≥ ``threshold − _MARGIN``: every cell's members × the rows probing it.
@@ -168,7 +170,8 @@ def _scan(
 
     With ``topk``, a dense tile (a row or column of more than ``topk.k`` candidates) is offered
     to it instead (each row's nearest partners, :mod:`.nearest`); its pairs are not in the
-    returned codes."""
+    returned codes. ``labels``: a pair whose ends share a label ≥ 0 is skipped (counted into
+    ``excluded[0]``)."""
     n = len(emb)
     mrows, mb = members
     srows, sb = searchers
@@ -184,6 +187,13 @@ def _scan(
                     ss = srch[s0 : s0 + block]
                     tile = emb[ss] @ right
                     hit = tile >= threshold - _MARGIN
+                    if labels is not None:
+                        la, lb = labels[ss], labels[mm]
+                        if (la >= 0).any() and (lb >= 0).any():
+                            same = (la[:, None] == lb[None, :]) & (la >= 0)[:, None]
+                            if excluded is not None:
+                                excluded[0] += int(np.count_nonzero(hit & same))
+                            hit &= ~same
                     if topk is not None and dense(hit, topk.k):
                         hit &= ss[:, None].astype(np.int64) != mm[None, :]
                         topk.offer(ss, mm, tile, hit)
@@ -217,6 +227,7 @@ def ann_candidate_pairs(
     threads: int = 0,
     per_row: int | None = None,
     stats: dict[str, int] | None = None,
+    exclude: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)``, ``i < j``, with cosine(emb[i], emb[j]) ≥ ``threshold``, approximately.
 
@@ -228,8 +239,9 @@ def ann_candidate_pairs(
     - ``seed``: of the k-means sample and initialisation (same seed, same pairs).
     - ``block``: largest tile edge in rows (a tile is ``block² float32``).
     - ``threads``: workers scanning the cells (0 = the CPUs this process may use).
-    - ``per_row``, ``stats``: as for :func:`~.candidates.candidate_pairs` (a dense tile keeps
-      each row's ``per_row`` nearest partners only).
+    - ``per_row``, ``stats``, ``exclude``: as for :func:`~.candidates.candidate_pairs` (a
+      dense tile keeps each row's ``per_row`` nearest partners only; pairs of one label are
+      skipped; ``excluded`` counts them, counted once per tile that met them).
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32``, sorted by ``(i, j)``, every sim
     exact (recomputed from ``emb``). Raises ``ImportError`` naming the package when faiss is not
@@ -264,7 +276,10 @@ def ann_candidate_pairs(
         affinity = getattr(os, "sched_getaffinity", None)
         threads = len(affinity(0)) if affinity else os.cpu_count() or 1
     topk = TopK(n, per_row) if per_row else None
-    code = _scan(emb, members, searchers, threshold, block, threads, topk)
+    excluded = [0]
+    code = _scan(emb, members, searchers, threshold, block, threads, topk, exclude, excluded)
+    if stats is not None and excluded[0]:
+        stats["excluded"] = stats.get("excluded", 0) + excluded[0]
     if topk is not None:
         if stats is not None:
             stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))

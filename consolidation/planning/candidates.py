@@ -73,6 +73,7 @@ def candidate_pairs(
     split_dims: int | None = None,
     per_row: int | None = None,
     stats: dict[str, int] | None = None,
+    exclude: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)`` with ``i < j`` and cosine(emb[i], emb[j]) ≥ ``threshold``.
 
@@ -89,7 +90,11 @@ def candidate_pairs(
       keeps only each row's ``per_row`` most similar partners (:class:`~.nearest.TopK`, on the
       tile's exact product), so a dense cluster costs O(n × per_row) pairs, not O(n²); the
       caller bounds the result (:func:`~.nearest.bound_pairs`). ``stats`` (a dict) then gets
-      ``dense_tiles`` and ``max_seen`` (the most candidates a row had in them).
+      ``dense_tiles``, ``max_seen`` (the most candidates a row had in them) and ``over``
+      (rows with more than ``per_row``).
+    - ``exclude``: optional ``(n,) int64`` labels; a pair whose ends share a label ≥ 0 is
+      known distinct and never returned (the members of one numbered series,
+      :mod:`.templates`); ``stats["excluded"]`` counts those that passed the threshold filter.
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32`` arrays sorted by ``(i, j)``.
     Raises ``ValueError`` for a non-2-D matrix or an unknown method.
@@ -105,7 +110,9 @@ def candidate_pairs(
         return empty
     if method == "ann" or (method == "auto" and query is None and n >= ANN_MIN_ROWS):
         # approximate above the measured switch point (see planning/ann.py)
-        return ann_candidate_pairs(emb, threshold, query=query, per_row=per_row, stats=stats)
+        return ann_candidate_pairs(
+            emb, threshold, query=query, per_row=per_row, stats=stats, exclude=exclude
+        )
     if method == "auto":
         # the split's fixed cost (rotating all n rows, O(n·d²)) only pays off when the
         # product itself is large: a full triangle of ≥ 8192 rows, or ≥ 4096 query rows
@@ -135,23 +142,30 @@ def candidate_pairs(
     ii: list[np.ndarray] = []
     jj: list[np.ndarray] = []
     topk = TopK(n, per_row) if per_row else None
-    dense_tiles = 0
+    dense_tiles = excluded = 0
+    labels = exclude[order] if exclude is not None else None  # by sorted position
 
     def _collect(
         a_idx: np.ndarray, b0: int, tile: np.ndarray, bound: float, diagonal: bool
     ) -> None:
-        nonlocal dense_tiles
+        nonlocal dense_tiles, excluded
         hit = tile >= bound
         if diagonal:  # a tile on the diagonal: keep each pair once, no self pairs
             hit &= a_idx[:, None] < np.arange(b0, b0 + tile.shape[1])[None, :]
+        if labels is not None:
+            la, lb = labels[a_idx], labels[b0 : b0 + tile.shape[1]]
+            if (la >= 0).any() and (lb >= 0).any():
+                same = (la[:, None] == lb[None, :]) & (la >= 0)[:, None]
+                excluded += int(np.count_nonzero(hit & same))
+                hit &= ~same
         if topk is not None and dense(hit, topk.k):
             # a dense tile: each row's nearest partners only, on the exact product
             dense_tiles += 1
             ra, rb = order[a_idx], order[b0 : b0 + tile.shape[1]]
             exact = tile if method != "split" else emb[ra] @ emb[rb].T
-            ok = exact >= threshold - _MARGIN
-            if diagonal:
-                ok &= a_idx[:, None] < np.arange(b0, b0 + tile.shape[1])[None, :]
+            # ``hit`` holds every pair that can qualify (the split's bound is an upper bound),
+            # minus the pairs the masks above removed
+            ok = hit & (exact >= threshold - _MARGIN)
             topk.offer(ra, rb, exact, ok)
             topk.offer(rb, ra, exact.T, ok.T)
             return
@@ -180,6 +194,8 @@ def candidate_pairs(
                 mb = float(resid[b0 : b0 + block].max())
                 _collect(a_idx, b0, a @ b.T, threshold - ma * mb - _MARGIN, False)
 
+    if stats is not None and excluded:
+        stats["excluded"] = stats.get("excluded", 0) + excluded
     if topk is not None and stats is not None:
         stats["dense_tiles"] = stats.get("dense_tiles", 0) + dense_tiles
         stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))

@@ -49,6 +49,8 @@ def search_candidates(st: PlanState) -> None:
     k = PER_MEMORY
     st.bounds["candidates_per_memory"] = k
     seen: dict[str, int] = {}
+    # a numbered series' pairs are known distinct (:mod:`.templates`): not searched
+    exclude = st.templates.series_labels(st.n) if st.templates is not None else None
     if need_sim and st.n >= 2 and len(st.new_idx):
         if st.partial and st.candidate_method in ("auto", "exact", "split"):
             pi, pj, ps = query_pairs(st.emb, t_cand, st.new_idx, per_row=k, stats=seen)
@@ -60,6 +62,7 @@ def search_candidates(st: PlanState) -> None:
                 method=st.candidate_method,
                 per_row=k,
                 stats=seen,
+                exclude=exclude,
             )
         pi, pj, ps, hit = bound_pairs(pi, pj, ps, st.n, k)
         st.candidates["max_partners"] = hit["max_partners"]
@@ -68,6 +71,8 @@ def search_candidates(st: PlanState) -> None:
                 "memories": max(hit["memories"], seen.get("over", 0)),
                 "max_candidates": max(hit["max_partners"], seen.get("max_seen", 0)),
             }
+        if seen.get("excluded"):
+            st.candidates["series_pairs_not_searched"] = seen["excluded"]
     else:
         pi = pj = np.empty(0, np.int64)
         ps = np.empty(0, np.float32)
@@ -113,11 +118,14 @@ def find_exact(st: PlanState) -> None:
     keyed: Sequence[int]
     keyed = st.new_and_partners() if st.partial else range(n)
     keys: list[str | None] = [None] * n
-    for i in keyed:
-        doc = st.docs[i]
-        key = normalize_text(doc)
-        # an empty text is nobody's duplicate; a text that is its own key shares its string
-        keys[i] = (doc if key == doc else key) or None
+    if len(st.keys) == n and not st.partial:
+        keys = st.keys  # the ``templates`` stage keyed every row already
+    else:
+        for i in keyed:
+            doc = st.docs[i]
+            key = normalize_text(doc)
+            # an empty text is nobody's duplicate; a text that is its own key shares its string
+            keys[i] = (doc if key == doc else key) or None
     exact_edges: list[tuple[int, int]] = []
     exact_pairs = 0
     if policy.merge_exact:

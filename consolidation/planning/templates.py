@@ -38,6 +38,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..judgment import DISTINCT, PairVerdict, judge_pair
 from ..text import normalize_text
 from .state import PlanState
@@ -83,6 +85,17 @@ class Templates:
     )
     answered: int = 0
 
+    def series_labels(self, n: int) -> np.ndarray | None:
+        """``(n,) int64``: each member of a numbered series its group number, −1 for every
+        other row (the candidate search skips a pair of one label); ``None`` without series."""
+        if not any(s is not None for s in self.series):
+            return None
+        out = np.full(n, -1, np.int64)
+        for g, slot in enumerate(self.series):
+            if slot is not None:
+                out[self.members[g]] = g
+        return out
+
     def telemetry(self) -> dict[str, int]:
         """``{"groups", "members", "series", "judged", "answered"}`` (module docstring)."""
         return {
@@ -104,11 +117,24 @@ def _series_slot(numbers: Sequence[tuple[str, ...]]) -> int | None:
     return None
 
 
-def find_templates(st: PlanState) -> None:
-    """Stage ``templates`` (after ``exact``, which sets ``st.keys``): the template groups of the
-    rows the pass looks at (every row, or in a partial incremental pass the new rows and their
-    candidate partners) into ``st.templates``."""
+def find_templates(st: PlanState, *, searched: bool) -> None:
+    """Stage ``templates``: the template groups into ``st.templates``.
+
+    A full pass runs it before the candidate search (``searched=False``) over every row: it
+    keys each row's normalised text into ``st.keys`` (the ``exact`` stage reuses them) and
+    the search skips the pairs of a numbered series (:meth:`Templates.series_labels`). A
+    partial incremental pass runs it after the ``exact`` stage (``searched=True``) over the
+    new rows and their candidate partners; the other call does nothing."""
+    if searched != st.partial:
+        return
     rows: Sequence[int] = st.new_and_partners() if st.partial else range(st.n)
+    if not st.partial:
+        keys: list[str | None] = []
+        for doc in st.docs:
+            key = normalize_text(doc)
+            # the ``exact`` stage's keys: a text that is its own key shares its string
+            keys.append((doc if key == doc else key) or None)
+        st.keys = keys
     by_key: dict[tuple[tuple[str, ...], str], list[int]] = {}
     numbers: dict[int, tuple[str, ...]] = {}
     keys = st.keys
