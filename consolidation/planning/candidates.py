@@ -161,8 +161,10 @@ def candidate_pairs(
         if topk is not None and dense(hit, topk.k):
             # a dense tile: each row's nearest partners only, on the exact product
             dense_tiles += 1
-            ra, rb = order[a_idx], order[b0 : b0 + tile.shape[1]]
-            exact = tile if method != "split" else emb[ra] @ emb[rb].T
+            rs, cs = np.flatnonzero(hit.any(axis=1)), np.flatnonzero(hit.any(axis=0))
+            hit = hit[np.ix_(rs, cs)]
+            ra, rb = order[a_idx[rs]], order[b0 + cs]
+            exact = tile[np.ix_(rs, cs)] if method != "split" else emb[ra] @ emb[rb].T
             # ``hit`` holds every pair that can qualify (the split's bound is an upper bound),
             # minus the pairs the masks above removed
             ok = hit & (exact >= threshold - _MARGIN)

@@ -64,6 +64,9 @@ class TopK:
         sel = np.flatnonzero(cnt)
         if not len(sel):
             return
+        cs = np.flatnonzero(mask.any(axis=0))
+        if len(cs) < mask.shape[1]:  # only the columns with a candidate
+            tile, mask, cols = tile[:, cs], mask[:, cs], np.asarray(cols)[cs]
         rows, tile, mask = rows[sel], tile[sel], mask[sel]
         vals = np.where(mask, tile, -np.inf).astype(np.float32, copy=False)
         if vals.shape[1] > k:
