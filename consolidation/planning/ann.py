@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .nearest import TopK, dense
+from .nearest import SLACK, TopK, dense
 
 __all__ = ["ANN_MIN_ROWS", "ann_candidate_pairs"]
 
@@ -180,6 +180,14 @@ def _scan(
         codes = []
         for c in span:
             mem, srch = mrows[mb[c] : mb[c + 1]], srows[sb[c] : sb[c + 1]]
+            if labels is not None and len(mem) and len(srch):
+                lm = labels[mem]
+                if lm[0] >= 0 and (lm == lm[0]).all():
+                    # every member is of one series: only its searchers of other labels
+                    other = labels[srch] != lm[0]
+                    if excluded is not None:
+                        excluded[0] += int(len(srch) - other.sum()) * len(mem)
+                    srch = srch[other]
             for m0 in range(0, len(mem) if len(srch) else 0, block):
                 mm = mem[m0 : m0 + block]
                 right = emb[mm].T
@@ -275,7 +283,7 @@ def ann_candidate_pairs(
     if not threads:  # the CPUs this process may run on (affinity is Linux-only)
         affinity = getattr(os, "sched_getaffinity", None)
         threads = len(affinity(0)) if affinity else os.cpu_count() or 1
-    topk = TopK(n, per_row) if per_row else None
+    topk = TopK(n, per_row + SLACK) if per_row else None
     excluded = [0]
     code = _scan(emb, members, searchers, threshold, block, threads, topk, exclude, excluded)
     if stats is not None and excluded[0]:
@@ -283,7 +291,7 @@ def ann_candidate_pairs(
     if topk is not None:
         if stats is not None:
             stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
-            stats["over"] = stats.get("over", 0) + int((topk.seen > topk.k).sum())
+            stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
         if topk.seen.any():
             code = np.union1d(code, topk.codes(n))
     if not len(code):

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ann import ANN_MIN_ROWS, ann_candidate_pairs
-from .nearest import TopK, dense
+from .nearest import SLACK, TopK, dense
 
 __all__ = ["candidate_pairs", "normalize_rows"]
 
@@ -94,7 +94,9 @@ def candidate_pairs(
       (rows with more than ``per_row``).
     - ``exclude``: optional ``(n,) int64`` labels; a pair whose ends share a label ≥ 0 is
       known distinct and never returned (the members of one numbered series,
-      :mod:`.templates`); ``stats["excluded"]`` counts those that passed the threshold filter.
+      :mod:`.templates`); in a full search the rows of one label are tiled together and a tile
+      inside one label is not computed. ``stats["excluded"]`` counts those pairs (every pair
+      of a skipped tile, and the pairs of a computed tile that passed its filter).
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32`` arrays sorted by ``(i, j)``.
     Raises ``ValueError`` for a non-2-D matrix or an unknown method.
@@ -133,6 +135,17 @@ def candidate_pairs(
         order = np.arange(n)
         head = emb
         resid = np.zeros(n, dtype=np.float32)
+    uniform: list[int] = []
+    if exclude is not None and query is None:
+        # the rows of one numbered series side by side (in the method's order within it), so
+        # a tile whose rows and columns are all one series is skipped without its product
+        lab = np.asarray(exclude, dtype=np.int64)
+        regroup = np.argsort(np.where(lab >= 0, lab, np.iinfo(np.int64).max)[order], kind="stable")
+        order, resid = order[regroup], resid[regroup]
+        head = np.ascontiguousarray(head[regroup]) if method == "split" else emb[order]
+        for s0 in range(0, n, block):
+            blk = lab[order[s0 : s0 + block]]
+            uniform.append(int(blk[0]) if blk[0] >= 0 and (blk == blk[0]).all() else -1)
 
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)  # pos[row] = its place in the sorted matrix
@@ -141,7 +154,7 @@ def candidate_pairs(
         qsorted = np.sort(pos[qrows])
     ii: list[np.ndarray] = []
     jj: list[np.ndarray] = []
-    topk = TopK(n, per_row) if per_row else None
+    topk = TopK(n, per_row + SLACK) if per_row else None
     dense_tiles = excluded = 0
     labels = exclude[order] if exclude is not None else None  # by sorted position
 
@@ -183,6 +196,13 @@ def candidate_pairs(
             a_idx = np.arange(a0, a0 + len(a))
             for b0 in range(a0, n, block):
                 b = head[b0 : b0 + block]
+                if (
+                    uniform
+                    and uniform[a0 // block] >= 0
+                    and uniform[a0 // block] == uniform[b0 // block]
+                ):
+                    excluded += len(a) * (len(a) - 1) // 2 if b0 == a0 else len(a) * len(b)
+                    continue
                 mb = float(resid[b0 : b0 + block].max())
                 tile = a @ b.T
                 _collect(a_idx, b0, tile, threshold - ma * mb - _MARGIN, b0 == a0)
@@ -201,7 +221,7 @@ def candidate_pairs(
     if topk is not None and stats is not None:
         stats["dense_tiles"] = stats.get("dense_tiles", 0) + dense_tiles
         stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
-        stats["over"] = stats.get("over", 0) + int((topk.seen > topk.k).sum())
+        stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
     if topk is not None and dense_tiles:
         ii.append(topk.codes(n))
         jj.append(np.full(len(ii[-1]), -1, np.int64))

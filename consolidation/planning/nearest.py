@@ -39,6 +39,11 @@ __all__ = ["PER_MEMORY", "TopK", "bound_pairs"]
 PER_MEMORY = 16
 """Candidate partners kept per memory (see the module docstring for the measurement)."""
 
+SLACK = 4
+"""A dense tile's rows keep ``k + SLACK`` partners by the tile's product; :func:`bound_pairs`
+then cuts each row to ``k`` by the exact similarities, so a near-tie the tile's rounding
+orders differently still ends as the exact search would (tested against it)."""
+
 
 class TopK:
     """Each row's ``k`` most similar partners seen so far: ``s`` (``(n, k) float32``, −inf when

@@ -24,8 +24,9 @@ judging each pair cost 30 s for 400 memories. Here the group's pairs are judged 
   reads the dates only to pick the newer of a pair it already calls supersedes or conflict),
   so the class's other pairs are not judged again. Any other answer is per pair: those pairs
   are judged one by one, as before, within the candidate bound of :mod:`.nearest`.
-- Two members with the same numbers have the same text: they are exact duplicates and never
-  answered here.
+- Two members with the same numbers have the same normalised text (the class without a
+  differing slot): judged once per group, and a ``"same"`` answer (the judgment's first rule,
+  whatever the cosine) holds for every such pair of the group.
 
 Telemetry (``plan.context["templates"]``): ``groups``, ``members``, ``series`` (groups decided
 as numbered series), ``judged`` (class judgments made), ``answered`` (pair look-ups answered
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..judgment import DISTINCT, PairVerdict, judge_pair
+from ..judgment import DISTINCT, SAME, PairVerdict, judge_pair
 from ..text import normalize_text
 from .state import PlanState
 
@@ -184,10 +185,8 @@ def template_verdict(st: PlanState, a: int, b: int) -> PairVerdict | None:
     if g is None or tpl.group.get(b) != g:
         return None
     na, nb = tpl.numbers[a], tpl.numbers[b]
-    if na == nb:
-        return None  # the same text: an exact duplicate, judged as one
     slot = tpl.series[g]
-    if slot is not None:
+    if slot is not None and na != nb:
         tpl.answered += 1
         return _series_verdict(slot, na, nb)
     cls = tuple(
@@ -207,7 +206,7 @@ def template_verdict(st: PlanState, a: int, b: int) -> PairVerdict | None:
             policy=st.policy,
         )
         tpl.verdicts[(g, cls)] = v
-    if v.kind != DISTINCT:
+    if v.kind != (SAME if not cls else DISTINCT):
         return None
     tpl.answered += 1
     return v

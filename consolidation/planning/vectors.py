@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .nearest import TopK, dense
+from .nearest import SLACK, TopK, dense
 
 __all__ = ["CHUNK", "UnitRows", "query_pairs"]
 
@@ -191,7 +191,7 @@ def query_pairs(
     q1 = np.ascontiguousarray(qv[:, :k])
     q2 = np.ascontiguousarray(qv[:, k:])
     q2max = float(np.linalg.norm(q2, axis=1).max())
-    topk = TopK(n, per_row) if per_row else None
+    topk = TopK(n, per_row + SLACK) if per_row else None
 
     def scan(starts: range) -> tuple[list[np.ndarray], list[np.ndarray]]:
         los: list[np.ndarray] = []
@@ -238,7 +238,7 @@ def query_pairs(
     if topk is not None:
         if stats is not None:
             stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
-            stats["over"] = stats.get("over", 0) + int((topk.seen > topk.k).sum())
+            stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
         if topk.seen.any():
             extra = topk.codes(n)
     if not los and not len(extra):
