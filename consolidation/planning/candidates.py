@@ -32,6 +32,7 @@ result does not depend on tiling, rotation or BLAS threading (I-8 determinism).
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .ann import ANN_MIN_ROWS, ann_candidate_pairs
 from .nearest import SLACK, TopK, dense
@@ -125,7 +126,11 @@ def candidate_pairs(
         k = split_dims or d // 2
         # float32 eigh: ~0.04 s for d = 384 (float64 dsyevd took seconds here); exact
         # orthogonality is not needed — the 1e-3 margin absorbs it, and sims are recomputed
-        _, vecs = np.linalg.eigh(emb.T @ emb)
+        # on one BLAS thread: 0.15 s for d = 384, where two threads on the shared 2-core
+        # machine took 3.0–3.6 s (measured; LAPACK's threads wait on each other under load)
+        gram = emb.T @ emb
+        with threadpool_limits(1, user_api="blas"):
+            _, vecs = np.linalg.eigh(gram)
         rot = emb @ np.ascontiguousarray(vecs[:, ::-1])
         resid = np.linalg.norm(rot[:, k:], axis=1)
         order = np.argsort(-resid, kind="stable")
