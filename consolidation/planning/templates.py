@@ -85,6 +85,8 @@ class Templates:
         default_factory=dict
     )
     answered: int = 0
+    series_group: dict[int, int] = field(default_factory=dict)
+    """Row → group number, for the members of a numbered series only."""
 
     def series_labels(self, n: int) -> np.ndarray | None:
         """``(n,) int64``: each member of a numbered series its group number, −1 for every
@@ -157,6 +159,8 @@ def find_templates(st: PlanState, *, searched: bool) -> None:
         for i in members:
             tpl.group[i] = g
             tpl.numbers[i] = numbers[i]
+        if tpl.series[g] is not None:
+            tpl.series_group.update(dict.fromkeys(members, g))
     st.templates = tpl
 
 

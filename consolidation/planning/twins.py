@@ -139,9 +139,13 @@ def twin_pairs(st: PlanState) -> dict[tuple[int, int], float]:
         st.bounds_hit["twin_bucket"] = {"keys_skipped": skipped}
     new = st.is_new
     out: dict[tuple[int, int], float] = {}
+    tpl = st.templates
+    series = tpl.series_group if tpl is not None else {}
     for a, b in sorted(found):
         if (a, b) in st.sim or not (new[a] or new[b]) or norm[a] == norm[b]:
             continue
+        if a in series and series[a] == series.get(b):
+            continue  # two records of one numbered series: distinct (planning/templates.py)
         if _one_apart(norm[a], norm[b]):
             out[(a, b)] = float(np.dot(st.emb[a], st.emb[b]))
     return out
