@@ -15,9 +15,10 @@ from ..decisions import Constraint
 from ..judgment import CONFLICT, DISTINCT, SAME, SUPERSEDES, PairVerdict, judge_pair
 from ..plans import Fate, Operation, OpKind
 from ..text import extractive_merge, normalize_text
+from . import nearest
 from .candidates import candidate_pairs
 from .constraints import held_apart, held_kept
-from .nearest import PER_MEMORY, bound_pairs
+from .nearest import bound_pairs
 from .state import Column, PlanState, equal_runs, short
 from .templates import template_verdict
 from .twins import twin_pairs
@@ -46,7 +47,7 @@ def search_candidates(st: PlanState) -> None:
     policy = st.policy
     need_sim = policy.merge_near or policy.reconcile
     t_cand = min(policy.link_threshold, policy.contradiction_threshold)
-    k = PER_MEMORY
+    k = nearest.PER_MEMORY
     st.bounds["candidates_per_memory"] = k
     seen: dict[str, int] = {}
     # a numbered series' pairs are known distinct (:mod:`.templates`): not searched

@@ -36,7 +36,7 @@ import numpy as np
 
 __all__ = ["PER_MEMORY", "TopK", "bound_pairs"]
 
-PER_MEMORY = 16
+PER_MEMORY = 64
 """Candidate partners kept per memory (see the module docstring for the measurement)."""
 
 SLACK = 4

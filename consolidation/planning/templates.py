@@ -27,10 +27,15 @@ judging each pair cost 30 s for 400 memories. Here the group's pairs are judged 
 - Two members with the same numbers have the same normalised text (the class without a
   differing slot): judged once per group, and a ``"same"`` answer (the judgment's first rule,
   whatever the cosine) holds for every such pair of the group.
+- A single-number group is judged for all its classes at once (:func:`_settle`); when every
+  class of different numbers is ``"distinct"`` (and equal numbers ``"same"``) the group is
+  *settled* ("the nightly build took 12 minutes": readings of an event) and the search skips
+  its pairs like a series' — its equal texts are merged by the exact-duplicate channel.
 
 Telemetry (``plan.context["templates"]``): ``groups``, ``members``, ``series`` (groups decided
-as numbered series), ``judged`` (class judgments made), ``answered`` (pair look-ups answered
-by a group, a pair can be looked up by several stages).
+as numbered series), ``settled`` (single-number groups settled), ``judged`` (class judgments
+made), ``answered`` (pair look-ups answered by a group; a pair can be looked up by several
+stages).
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ from .state import PlanState
 __all__ = ["SERIES_MIN", "Templates", "find_templates", "template_of", "template_verdict"]
 
 SERIES_MIN = 3
+SETTLE_MAX_CLASSES = 32
+"""A single-number group with more classes than this is judged pair by pair (bounded)."""
+
+
 """Members a group needs before a number that differs in every one of them is read as a
 record number (two members with different numbers may be one value that changed)."""
 
@@ -91,12 +100,11 @@ class Templates:
     def series_labels(self, n: int) -> np.ndarray | None:
         """``(n,) int64``: each member of a numbered series its group number, −1 for every
         other row (the candidate search skips a pair of one label); ``None`` without series."""
-        if not any(s is not None for s in self.series):
+        if not self.series_group:
             return None
         out = np.full(n, -1, np.int64)
-        for g, slot in enumerate(self.series):
-            if slot is not None:
-                out[self.members[g]] = g
+        for i, g in self.series_group.items():
+            out[i] = g
         return out
 
     def telemetry(self) -> dict[str, int]:
@@ -105,6 +113,8 @@ class Templates:
             "groups": len(self.members),
             "members": sum(map(len, self.members)),
             "series": sum(s is not None for s in self.series),
+            "settled": len(set(self.series_group.values()))
+            - sum(s is not None for s in self.series),
             "judged": len(self.verdicts),
             "answered": self.answered,
         }
@@ -148,7 +158,7 @@ def find_templates(st: PlanState, *, searched: bool) -> None:
             continue
         numbers[i] = t[1]
         by_key.setdefault((st.scopes[i], t[0]), []).append(i)
-    tpl = Templates()
+    tpl = st.templates = Templates()
     for members in by_key.values():
         if len(members) < 2:
             continue
@@ -159,9 +169,42 @@ def find_templates(st: PlanState, *, searched: bool) -> None:
         for i in members:
             tpl.group[i] = g
             tpl.numbers[i] = numbers[i]
-        if tpl.series[g] is not None:
+        if tpl.series[g] is not None or _settle(st, tpl, g):
             tpl.series_group.update(dict.fromkeys(members, g))
-    st.templates = tpl
+
+
+def _settle(st: PlanState, tpl: Templates, g: int) -> bool:
+    """Judge every class of a single-number group now (one pair per pair of digit counts, and
+    one pair of equal numbers); ``True`` (the group is *settled*: skipped by the search like a
+    series) when each class of different numbers is ``"distinct"`` and equal numbers are
+    ``"same"``. More than :data:`SETTLE_MAX_CLASSES` classes, or another answer: ``False``."""
+    members = tpl.members[g]
+    if len(tpl.numbers[members[0]]) != 1:
+        return False
+    first: dict[int, dict[str, int]] = {}  # digit count → value → its first member
+    for i in members:
+        (v,) = tpl.numbers[i]
+        first.setdefault(len(v), {}).setdefault(v, i)
+    lengths = sorted(first)
+    reps: list[tuple[int, int]] = []
+    for x, p in enumerate(lengths):
+        for q in lengths[x:]:
+            va, vb = list(first[p].values()), list(first[q].values())
+            b = next((j for j in vb if j != va[0]), None)
+            if b is not None:
+                reps.append((va[0], b))
+    firsts = {i for by_value in first.values() for i in by_value.values()}
+    dup = next((i for i in members if i not in firsts), None)
+    if dup is not None:
+        (v,) = tpl.numbers[dup]
+        reps.append((first[len(v)][v], dup))
+    if len(reps) > SETTLE_MAX_CLASSES:
+        return False
+    for a, b in reps:
+        v = template_verdict(st, min(a, b), max(a, b), count=False)
+        if v is None:
+            return False
+    return True
 
 
 def _series_verdict(slot: int, a: tuple[str, ...], b: tuple[str, ...]) -> PairVerdict:
@@ -176,7 +219,7 @@ def _series_verdict(slot: int, a: tuple[str, ...], b: tuple[str, ...]) -> PairVe
     )
 
 
-def template_verdict(st: PlanState, a: int, b: int) -> PairVerdict | None:
+def template_verdict(st: PlanState, a: int, b: int, *, count: bool = True) -> PairVerdict | None:
     """The group's answer for the pair ``a < b`` when both are in one template group and it has
     one (a numbered series, or a ``"distinct"`` class judgment), else ``None``: judge the pair.
 
@@ -212,5 +255,5 @@ def template_verdict(st: PlanState, a: int, b: int) -> PairVerdict | None:
         tpl.verdicts[(g, cls)] = v
     if v.kind != (SAME if not cls else DISTINCT):
         return None
-    tpl.answered += 1
+    tpl.answered += count
     return v

@@ -78,13 +78,12 @@ def test_a_varied_store_plans_the_same_with_and_without_the_bound(seed, monkeypa
     records = varied_store(seed)
     bounded = plan(records, POLICY, now=NOW)
     monkeypatch.setattr(nearest, "PER_MEMORY", 10**6)
-    monkeypatch.setattr(grouping, "PER_MEMORY", 10**6)
     free = plan(records, POLICY, now=NOW)
     assert ops(bounded) == ops(free)
     kinds = {op.kind for op in bounded.operations}
     assert {OpKind.MERGE, OpKind.RECONCILE, OpKind.CONFLICT} <= kinds
     assert "candidates_per_memory" not in bounded.context["bounds_hit"]
-    assert bounded.context["bounds"]["candidates_per_memory"] == 16
+    assert bounded.context["bounds"]["candidates_per_memory"] == 64
 
 
 def series(n: int, text: str, rng: np.random.Generator) -> list[MemoryRecord]:
@@ -132,10 +131,10 @@ def test_a_value_without_a_record_number_is_still_an_update():
     assert op.removes == ["old"]
 
 
-def test_a_dense_cluster_is_bounded_and_the_plan_says_so():
-    """Sixty lines of one single-number template: each memory keeps its 16 nearest partners,
-    the plan reports the bound it reached, and the template is judged once per kind of
-    difference (the merges are the exact duplicates only)."""
+def test_a_single_number_template_of_readings_is_settled_once():
+    """Sixty build times: judged once per kind of difference (the same number, and 1 vs 1,
+    1 vs 2, 2 vs 2 digits), all readings of an event, so the search skips their pairs and only
+    equal texts are merged (by the exact-duplicate channel)."""
     rng = np.random.default_rng(9)
     n = 60
     x = cluster(rng, n, axis=0, cos=0.93)
@@ -149,15 +148,44 @@ def test_a_dense_cluster_is_bounded_and_the_plan_says_so():
         for i in range(n)
     ]
     p = plan(records, POLICY, now=NOW)
+    assert p.context["templates"]["settled"] == 1 and p.context["templates"]["judged"] == 4
+    assert p.context["candidates"]["similar_pairs"] == 0
+    merged = [op.source_ids for op in p.by_kind(OpKind.MERGE)]
+    assert len(merged) == 20
+    assert all(len({records[int(s[1:])].document for s in ids}) == 1 for ids in merged)
+    assert not p.by_kind(OpKind.RECONCILE) and not p.by_kind(OpKind.CONFLICT)
+
+
+def test_a_dense_cluster_is_bounded_and_the_plan_says_so(monkeypatch):
+    """Forty alike texts with a bound of 8 partners: the plan keeps each memory's nearest
+    pairs only, says it reached the bound, and joins no pair it did not search."""
+    monkeypatch.setattr(nearest, "PER_MEMORY", 8)
+    rng = np.random.default_rng(10)
+    n = 40
+    x = cluster(rng, n, axis=0, cos=0.93)
+    words = ["tea", "jazz", "chess", "opera", "rain", "maple", "violin", "harbor"]
+    records = [
+        MemoryRecord(f"c{i:03d}", " ".join(rng.choice(words, 5)), x[i], {"created_at": day(i)})
+        for i in range(n)
+    ]
+    p = plan(records, POLICY, now=NOW)
     hit = p.context["bounds_hit"]["candidates_per_memory"]
     assert hit["memories"] == n and hit["max_candidates"] == n - 1
-    assert p.context["candidates"]["similar_pairs"] <= n * 16
-    # one judgment per class: the same number, and 1 vs 1, 1 vs 2, 2 vs 2 digits
-    assert p.context["templates"]["judged"] == 4
-    merged = {tuple(sorted(op.source_ids)) for op in p.by_kind(OpKind.MERGE)}
-    for ids in merged:
-        assert len({records[int(s[1:])].document for s in ids}) == 1
-    assert not p.by_kind(OpKind.RECONCILE)
+    assert p.context["bounds"]["candidates_per_memory"] == 8
+    searched = p.context["candidates"]["similar_pairs"]
+    assert searched <= n * 8 < n * (n - 1) // 2
+    full = candidate_pairs(np.stack([r.embedding for r in records]), 0.75, method="exact")
+    nearest_pairs = bound_pairs(*full, n, 8)
+    kept = {
+        (records[a].id, records[b].id)
+        for a, b in zip(nearest_pairs[0].tolist(), nearest_pairs[1].tolist(), strict=True)
+    }
+    for op in p.operations:
+        ids = sorted(op.source_ids)
+        for x_id in ids:
+            for y_id in ids:
+                if x_id < y_id and op.kind in (OpKind.MERGE, OpKind.RECONCILE):
+                    assert (x_id, y_id) in kept
 
 
 def test_pairs_past_the_judgment_bound_are_left_as_they_are(monkeypatch):
