@@ -4,28 +4,31 @@ Why: the candidate search (:mod:`.candidates`, :mod:`.ann`, :func:`~.vectors.que
 returns *every* pair at cosine ≥ the threshold. On a varied store that is a few pairs per
 memory, but a store of memories that differ only in numbers (import logs, tickets, steps:
 "imported memory 17: the user likes topic 17 and colour 4") is one dense cluster per
-template, so the pairs grow as n²: 1,000 such memories gave all 499,500 pairs, each judged
-(≈ 0.36 ms a pair), and 6,000 passed 6.8 GB. With the bound a memory takes part in at most
-its ``k`` nearest pairs plus the pairs of memories that have it among theirs, so every later
-stage sees O(n × k) pairs.
+template, so the pairs grow as n²: 1,000 such memories gave 51,499 pairs in
+``bench/plan_bench.py --templated``, each judged, and 6,000 passed 6.8 GB. With the bound a
+memory takes part in at most its ``k`` nearest pairs plus the pairs of memories that have it
+among theirs, so every later stage sees O(n × k) pairs.
 
 How: a tile of the search whose rows or columns have at most ``k`` candidates each is kept as
 before (so a varied store gets exactly the pairs it got before). A *dense* tile, one with a row
 or column of more than ``k`` candidates, is offered to a :class:`TopK`: running arrays of each
-row's ``k`` best partners (``(n, k)`` float32 + int64, 12·k bytes a memory: 19 MB at 100K,
-k = 16). At the end (:func:`bound_pairs`) the pairs are the union of every row's kept
-partners, each similarity recomputed exactly, and a pair is kept when it is among the ``k``
-most similar partners (ties by the partner's index) of at least one of its ends.
+row's ``k + SLACK`` best partners (``(n, k + 4)`` float32 + int32: 54 MB at 100K, k = 64),
+allocated only when a search meets a dense tile. At the end (:func:`bound_pairs`) the pairs
+are the union of every row's kept partners, each similarity recomputed exactly, and a pair is
+kept when it is among the ``k`` most similar partners (ties by the partner's index) of at
+least one of its ends.
 
 What the bound leaves out is never decided: a pair not searched is not linked (complete
 linkage needs every pair of a group linked), not reconciled and not offered as a conflict, and
 the number of memories that had more candidates than ``k`` is reported in
 ``plan.context["bounds_hit"]["candidates_per_memory"]``.
 
-:data:`PER_MEMORY` (16) is measured: on the varied stores of the tests and benches no memory
-had more than 9 partners at cosine ≥ 0.75 (``bench/plan_bench.py --templated`` prints the
-largest count of the varied store next to the templated ones); 16 also keeps every pair of a
-merge group of ``max_group_size`` (8) and leaves room for a few of its conflicts.
+:data:`PER_MEMORY` (64) is measured on real conversations: LoCoMo's seven (all-MiniLM-L6-v2,
+cosine ≥ 0.75) have memories with up to 78 partners (conv-42; 99th percentile 49), and a bound
+of 32 would have left out 48 of its 2,129 pairs, 40 four, 48 and above none (a pair is only
+left out when *both* ends have that many nearer partners); the bench's varied store has at
+most one. The numbered series and settled groups of :mod:`.templates` never reach the search,
+so the bound is a safety net for the dense clusters nothing else explains.
 """
 
 from __future__ import annotations
@@ -47,19 +50,27 @@ orders differently still ends as the exact search would (tested against it)."""
 
 class TopK:
     """Each row's ``k`` most similar partners seen so far: ``s`` (``(n, k) float32``, −inf when
-    empty) and ``j`` (``(n, k) int64``, −1 when empty), ordered by descending similarity, ties
+    empty) and ``j`` (``(n, k) int32``, −1 when empty), ordered by descending similarity, ties
     by the partner's index; ``seen[i]`` counts the candidates offered to row ``i``.
 
-    :meth:`offer` is thread-safe (one lock: the merge is a few small numpy calls)."""
+    The arrays are allocated at the first :meth:`offer` (a search that meets no dense tile
+    costs nothing: 8·k + 8 bytes a row otherwise). :meth:`offer` is thread-safe (one lock:
+    the merge is a few small numpy calls)."""
 
     def __init__(self, n: int, k: int) -> None:
         if k < 1:
             raise ValueError(f"k must be ≥ 1, got {k}")
-        self.k = k
-        self.s = np.full((n, k), -np.inf, np.float32)
-        self.j = np.full((n, k), -1, np.int64)
-        self.seen = np.zeros(n, np.int64)
+        self.n, self.k = n, k
+        self.s = np.empty((0, k), np.float32)
+        self.j = np.empty((0, k), np.int32)
+        self.seen = np.zeros(0, np.int64)
         self._lock = threading.Lock()
+
+    def _allocate(self) -> None:
+        if not len(self.seen) and self.n:
+            self.s = np.full((self.n, self.k), -np.inf, np.float32)
+            self.j = np.full((self.n, self.k), -1, np.int32)
+            self.seen = np.zeros(self.n, np.int64)
 
     def offer(self, rows: np.ndarray, cols: np.ndarray, tile: np.ndarray, mask: np.ndarray) -> None:
         """Offer the candidates ``mask`` marks in ``tile`` (``(r, c)`` similarities of the
@@ -80,8 +91,9 @@ class TopK:
             ids = np.asarray(cols, dtype=np.int64)[part]
         else:
             ids = np.broadcast_to(np.asarray(cols, dtype=np.int64), vals.shape)
-        ids = np.where(np.isfinite(vals), ids, -1)
+        ids = np.where(np.isfinite(vals), ids, -1).astype(np.int32)
         with self._lock:
+            self._allocate()
             self.seen[rows] += cnt[sel]
             allv = np.concatenate([self.s[rows], vals], axis=1)
             alli = np.concatenate([self.j[rows], ids], axis=1)
@@ -100,7 +112,7 @@ class TopK:
     def codes(self, n: int) -> np.ndarray:
         """``(m,) int64`` codes ``lo * n + hi`` of every kept pair (unique, sorted)."""
         r, c = np.nonzero(self.j >= 0)
-        a, b = r.astype(np.int64), self.j[r, c]
+        a, b = r.astype(np.int64), self.j[r, c].astype(np.int64)
         keep = a != b
         a, b = a[keep], b[keep]
         return np.unique(np.minimum(a, b) * n + np.maximum(a, b))
