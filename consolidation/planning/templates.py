@@ -27,10 +27,11 @@ judging each pair cost 30 s for 400 memories. Here the group's pairs are judged 
 - Two members with the same numbers have the same normalised text (the class without a
   differing slot): judged once per group, and a ``"same"`` answer (the judgment's first rule,
   whatever the cosine) holds for every such pair of the group.
-- A single-number group is judged for all its classes at once (:func:`_settle`); when every
-  class of different numbers is ``"distinct"`` (and equal numbers ``"same"``) the group is
-  *settled* ("the nightly build took 12 minutes": readings of an event) and the search skips
-  its pairs like a series' — its equal texts are merged by the exact-duplicate channel.
+- A single-number group of at least :data:`SERIES_MIN` members is judged for all its classes
+  at once (:func:`_settle`); when every class of different numbers is ``"distinct"`` (and
+  equal numbers ``"same"``) the group is *settled* ("the nightly build took 12 minutes":
+  readings of an event) and the search skips its pairs like a series' — its equal texts are
+  merged by the exact-duplicate channel.
 
 Telemetry (``plan.context["templates"]``): ``groups``, ``members``, ``series`` (groups decided
 as numbered series), ``settled`` (single-number groups settled), ``judged`` (class judgments
@@ -179,8 +180,8 @@ def _settle(st: PlanState, tpl: Templates, g: int) -> bool:
     series) when each class of different numbers is ``"distinct"`` and equal numbers are
     ``"same"``. More than :data:`SETTLE_MAX_CLASSES` classes, or another answer: ``False``."""
     members = tpl.members[g]
-    if len(tpl.numbers[members[0]]) != 1:
-        return False
+    if len(members) < SERIES_MIN or len(tpl.numbers[members[0]]) != 1:
+        return False  # a pair or two is judged as it is
     first: dict[int, dict[str, int]] = {}  # digit count → value → its first member
     for i in members:
         (v,) = tpl.numbers[i]
