@@ -30,7 +30,10 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from memoryadmin.console.services.schedules import recovery_schedule_ensure
+from memoryadmin.console.services.schedules import (
+    purge_schedule_ensure,
+    recovery_schedule_ensure,
+)
 from memoryadmin.console.stores import warm_up
 
 STOP_GRACE_SECONDS = 3.0
@@ -73,6 +76,7 @@ class Command(BaseCommand):
             return
         warm_up()  # imports and model files loaded once here (a forked task rebuilds its session)
         recovery_schedule_ensure()
+        purge_schedule_ensure()
         cluster = Cluster()
         # Cluster() installs its own handlers (the deadlock above); ours take over again.
         signal.signal(signal.SIGTERM, on_signal)
