@@ -45,7 +45,7 @@ class AgentOut(Schema):
     description: str
     collection: str
     attached: bool
-    auto_apply: bool
+    auto_apply: str = Field(description="off | safe | all")
     schedule: ScheduleOut
     memories: int | None
     store_error: str = ""
