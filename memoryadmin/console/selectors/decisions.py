@@ -15,6 +15,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 
 from consolidation.decisions import Constraint, StandingDecisions
+from consolidation.review import CODES
 
 from ..models import Agent, Decision
 
@@ -25,6 +26,7 @@ __all__ = [
     "decision_label",
     "decision_page",
     "decisions_of_pass",
+    "pass_decision_notes",
     "rejected_index",
     "rejected_signatures",
     "standing_decisions",
@@ -120,3 +122,36 @@ def decision_page(*, agent: Agent, state: str = "active", page: int | str = 1) -
 def decisions_of_pass(run: Any) -> QuerySet[Decision]:
     """The active decisions made on pass ``run`` (what its rollback offers to revoke)."""
     return Decision.objects.filter(run=run, revoked_at__isnull=True).order_by("created_at", "id")
+
+
+def pass_decision_notes(run: Any) -> dict[str, Any]:
+    """What the pass page says about decisions and auto-apply:
+
+    - ``auto``: ``None``, or ``{"part": "applied" | "waiting", "mode", "applied", "waiting",
+      "other": the other part's pass id, "reasons": [(what it means, count)]}`` from
+      ``telemetry["auto_apply"]`` (the part auto-apply applied, or the part waiting for review);
+    - ``held_back``: the plan's ``held_back`` entries (``reason``, ``memory_ids``,
+      ``would_have``, ``decision``), ``held_back_count`` all of them;
+    - ``made``: the active decisions made on this pass.
+    """
+    tel = run.telemetry if isinstance(run.telemetry, dict) else {}
+    auto = tel.get("auto_apply") if isinstance(tel.get("auto_apply"), dict) else None
+    if auto is not None:
+        waiting_part = auto.get("part") == "waiting"
+        auto = {
+            "part": "waiting" if waiting_part else "applied",
+            "mode": auto.get("mode", ""),
+            "applied": int(auto.get("applied") or 0),
+            "waiting": int(auto.get("waiting") or 0),
+            "other": auto.get("applied_pass") if waiting_part else auto.get("waiting_pass"),
+            "reasons": [
+                (CODES.get(code, code), n) for code, n in (auto.get("reasons") or {}).items()
+            ],
+        }
+    held = [h for h in tel.get("held_back") or [] if isinstance(h, dict)]
+    return {
+        "auto": auto,
+        "held_back": held,
+        "held_back_count": int(tel.get("held_back_count") or len(held)),
+        "made": list(decisions_of_pass(run)) if run.pk else [],
+    }

@@ -10,6 +10,7 @@ from ..errors import PassAlreadyActive, ServiceError
 from ..forms.agents import AgentCreateForm, AgentEditForm
 from ..models import Agent, ImportJob, Pass
 from ..selectors.agents import store_status
+from ..selectors.decisions import active_decisions
 from ..services import agents as agent_services
 from ..services.passes import pass_request
 from .common import HtmxHttpRequest, can_manage
@@ -36,6 +37,7 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
         "policy": agent.policy,
         "field_map": agent.get_field_map().to_dict(),
         "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
+        "decision_count": active_decisions(agent).count(),
     }
     return render(request, "console/agents/agent_detail.html", ctx)
 
