@@ -37,7 +37,9 @@ def test_rejections_and_exclusions_are_remembered_and_revocable(
 ) -> None:
     from playwright.sync_api import expect
 
-    agent = agent_with_memories(THREE, policy={"prune": False, "promote": False})
+    agent = agent_with_memories(
+        THREE, policy={"prune": False, "promote": False, "max_loss_fraction": 0.5}
+    )
     first = pass_request(agent=agent, trigger="operator", user=alice, run_inline=True)
     first.refresh_from_db()
     assert first.status == Pass.Status.PROPOSED and len(merge_pairs(first)) == 3
