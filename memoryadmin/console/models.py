@@ -230,6 +230,7 @@ class Operation(models.Model):
         RECONCILE = "reconcile"
         DISTILL = "distill"
         CONFLICT = "conflict"
+        SUMMARIZE = "summarize"  # one summary memory over a cluster; removes nothing
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -408,6 +409,7 @@ class ArchivedMemory(models.Model):
         PRUNE = "prune"
         RECONCILE = "reconcile"
         PROMOTE = "promote"  # prior version of a metadata change
+        SUMMARIZE = "summarize"  # prior version of a pyramid summary its pass rewrote
         OPERATOR_EDIT = "operator_edit"
         OPERATOR_DELETE = "operator_delete"
         OPERATOR_PIN = "operator_pin"

@@ -13,9 +13,11 @@ from dataclasses import MISSING, fields
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.validators import RegexValidator
 
 from consolidation import FieldMap, Policy
+from consolidation.adapters.endpoints import check_endpoint_url, check_key_env
 from consolidation.policy import LLM_FIELD_HELP, SUMMARY_WRITERS
 
 from ..errors import StoreUnavailable
@@ -319,7 +321,9 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
             required=False,
             max_length=120,
             label="Embedder key variable",
-            help_text="Environment variable holding its API key (the key is never stored).",
+            help_text="Environment variable holding its API key (the key is never stored): "
+            "one the deployment allows (EMBEDDER_KEY_ENV_ALLOWED, by default OPENAI_API_KEY or "
+            "MEMORYADMIN_EMBEDDER_KEY…), never one of the service's secrets.",
         )
         order = [
             "name",
@@ -337,6 +341,24 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
             "schedule_enabled",
         ]
         self.order_fields(order)
+
+    def clean_field_embedder_url(self) -> str:
+        url = self.cleaned_data.get("field_embedder_url") or ""
+        if not url:
+            return ""
+        try:
+            return check_endpoint_url(url, settings.ENDPOINT_HOSTS_ALLOWED, what="embedder")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    def clean_field_embedder_key_env(self) -> str:
+        name = (self.cleaned_data.get("field_embedder_key_env") or "").strip()
+        if not name:
+            return ""
+        try:
+            return check_key_env(name, settings.EMBEDDER_KEY_ENV_ALLOWED)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_slug(self) -> str:
         slug = self.cleaned_data["slug"]

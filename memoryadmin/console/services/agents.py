@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -43,8 +44,10 @@ def validate_embedder(embedder: Mapping[str, Any] | None) -> dict[str, Any]:
 
     ``{"base_url", "model", "api_key_env", "own_vectors"}``: an OpenAI-compatible endpoint of the
     attached collection's own model (URL and model together; the key stays in the environment
-    variable named) and/or ``own_vectors`` (bool). Raises ``ValueError`` for unknown keys, a
-    half-filled endpoint or a bad URL. Does no network I/O.
+    variable named, one ``settings.EMBEDDER_KEY_ENV_ALLOWED`` allows and never a service
+    secret; the URL http(s) on a host ``settings.ENDPOINT_HOSTS_ALLOWED`` allows) and/or
+    ``own_vectors`` (bool). Raises ``ValueError`` for unknown keys, a half-filled endpoint, a bad
+    URL or key variable. Does no network I/O.
     """
     from consolidation.adapters.remote_embedder import endpoint_embedder_from_config
 
@@ -57,7 +60,12 @@ def validate_embedder(embedder: Mapping[str, Any] | None) -> dict[str, Any]:
     for key in ("base_url", "model", "api_key_env"):
         if key in data:
             data[key] = str(data[key]).strip()
-    endpoint_embedder_from_config(data, {})  # raises ValueError when invalid
+    endpoint_embedder_from_config(  # raises ValueError when invalid
+        data,
+        {},
+        allowed_key_env=settings.EMBEDDER_KEY_ENV_ALLOWED,
+        allowed_hosts=settings.ENDPOINT_HOSTS_ALLOWED,
+    )
     return data
 
 

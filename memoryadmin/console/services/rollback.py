@@ -382,36 +382,42 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
     :class:`StoreUnavailable` when Chroma is down. Restoring a memory that is already live and
     identical only records ``restored_at``. Sets ``restored_at``, records a keep decision (no
     later pass removes it again until revoked) and audits ``memory_restored``.
+
+    The live check, the write and the archive row's update are one critical section: a
+    transaction holding the agent's row lock (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's
+    ``BEGIN IMMEDIATE`` write lock), so of concurrent restores of versions of one memory one wins
+    and the others find it live (refused when it differs, ``already_live`` when identical).
     """
     a = ArchivedMemory.objects.select_related("agent").get(pk=archived.pk)
-    agent = a.agent
-    memory_guard(agent)
-    store = stores.get_store(agent)
-    live = stores.get_live(store, [a.memory_id], include_embeddings=False).get(a.memory_id)
-    actor = actor_name(user, "cli")
-    if live is not None and live.content_hash != a.content_hash:
-        raise ServiceError(
-            f"A live memory with the id {a.memory_id!r} exists and differs from this archived "
-            "version; nothing was restored. Edit or delete the live memory first."
-        )
     emb = a.get_embedding()
-    if emb is None:
+    if emb is None:  # computed before taking the lock: the embedder may take seconds
         emb = stores.embed([a.document])[0]
     record = MemoryRecord(a.memory_id, a.document, emb, dict(a.metadata or {}))
-    if live is None:
-        store.upsert([record])
-    ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
-    decision = decision_for_restore(archived=a, user=user)
-    audit(
-        actor=actor,
-        verb="memory_restored",
-        agent=agent,
-        user=user,
-        data={
-            "memory_id": a.memory_id,
-            "archived": a.pk,
-            "already_live": live is not None,
-            "decision": decision.pk,
-        },
-    )
+    actor = actor_name(user, "cli")
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().get(pk=a.agent_id)
+        memory_guard(agent)
+        store = stores.get_store(agent)
+        live = stores.get_live(store, [a.memory_id], include_embeddings=False).get(a.memory_id)
+        if live is not None and live.content_hash != a.content_hash:
+            raise ServiceError(
+                f"A live memory with the id {a.memory_id!r} exists and differs from this "
+                "archived version; nothing was restored. Edit or delete the live memory first."
+            )
+        if live is None:
+            store.upsert([record])
+        ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
+        decision = decision_for_restore(archived=a, user=user)
+        audit(
+            actor=actor,
+            verb="memory_restored",
+            agent=agent,
+            user=user,
+            data={
+                "memory_id": a.memory_id,
+                "archived": a.pk,
+                "already_live": live is not None,
+                "decision": decision.pk,
+            },
+        )
     return record

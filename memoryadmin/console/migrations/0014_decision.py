@@ -31,7 +31,7 @@ def booleans_from_modes(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0012_import_job_worker'),
+        ('console', '0013_operation_kind_summarize'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
