@@ -3,9 +3,12 @@ off | safe | all: what a reviewer decided holds in every later pass until it is 
 
 from __future__ import annotations
 
+import json
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -318,3 +321,17 @@ def test_auto_apply_modes_are_validated_and_shown(agent_with_memories, client: C
     )
     html = client.get(reverse("agent_detail", args=[agent.slug])).content.decode()
     assert 'data-testid="auto-apply-mode">safe' in html
+
+
+def test_the_cli_plans_with_the_decisions_too(agent_with_memories, bob):
+    agent = agent_with_memories(DUPES)
+    run = pass_run(run=pass_request(agent=agent, trigger="operator"))
+    operation_set_excluded(
+        operation=run.operations.order_by("index").first(), excluded=True, user=bob
+    )
+    pass_reject(run=run, user=bob, note="not these")
+    out = StringIO()
+    call_command("consolidate", agent.slug, "--dry-run", "--json", stdout=out)
+    figures = json.loads(out.getvalue())
+    # one merge of two originals (four without the decision): the kept-apart pair is left out
+    assert figures["merged"] == 2
