@@ -31,7 +31,7 @@ def booleans_from_modes(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0013_operation_kind_summarize'),
+        ('console', '0014_agent_archive_days'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
