@@ -9,8 +9,10 @@ approve checks.
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from ..models import Pass
 from ..selectors.evaluation import Evaluation, pass_evaluate
@@ -18,7 +20,12 @@ from ..selectors.review import pass_loss_totals
 from ..selectors.review_guards import content_guard
 from .common import audit
 
-__all__ = ["auto_apply_content_passes", "pass_store_figures", "store_figures"]
+__all__ = [
+    "auto_apply_content_passes",
+    "content_override_record",
+    "pass_store_figures",
+    "store_figures",
+]
 
 
 def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
@@ -71,3 +78,23 @@ def auto_apply_content_passes(run: Pass) -> bool:
     Pass.objects.filter(pk=run.pk).update(progress_label="Waiting for review (content guard)")
     run.progress_label = "Waiting for review (content guard)"
     return False
+
+
+def content_override_record(run: Pass, actor: str, user: Any) -> None:
+    """When the content guard fails on what ``run`` now includes, record that ``actor``
+    approved past it (audit event + ``telemetry["content_override"]``)."""
+    guard = content_guard(run)
+    if guard.passed:
+        return
+    override = {"by": actor, "at": timezone.now().isoformat(), "reason": guard.reason}
+    audit(
+        actor=actor,
+        verb="approved_past_content_guard",
+        run=run,
+        user=user,
+        note=f"Approved past the content guard: {guard.reason}.",
+        data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
+    )
+    telemetry = dict(run.telemetry or {}) | {"content_override": override}
+    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+    run.telemetry = telemetry

@@ -18,7 +18,6 @@ from ..models import Operation, OperationSource, Pass
 from ..selectors.evaluation import Evaluation, applies_words, pass_evaluate
 from ..selectors.passes import stale_reason
 from ..selectors.review import RISK_LINE, pass_revision, rescore_operation, stored_scores
-from ..selectors.review_guards import content_guard
 from ..validation import validate_document
 from .common import TASK_APPLY, actor_name, audit, enqueue, transition, user_or_none
 from .decisions import (
@@ -27,7 +26,7 @@ from .decisions import (
     decisions_for_inclusion,
     decisions_for_rejection,
 )
-from .evaluation import store_figures
+from .evaluation import content_override_record, store_figures
 
 __all__ = [
     "CONFLICT_CHOICES",
@@ -527,7 +526,7 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
         raise GuardRefused(refused)
     try:
         with transaction.atomic():
-            _record_content_override(run, actor, user)
+            content_override_record(run, actor, user)
             run = transition(
                 run,
                 frm=(S.PROPOSED,),
@@ -549,26 +548,6 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
             f"Another pass of {run.agent.name} is in progress; approve this one when it is done."
         ) from None
     return run
-
-
-def _record_content_override(run: Pass, actor: str, user: Any) -> None:
-    """When the content guard fails on what ``run`` now includes, record that ``actor``
-    approved past it (audit event + ``telemetry["content_override"]``)."""
-    guard = content_guard(run)
-    if guard.passed:
-        return
-    override = {"by": actor, "at": timezone.now().isoformat(), "reason": guard.reason}
-    audit(
-        actor=actor,
-        verb="approved_past_content_guard",
-        run=run,
-        user=user,
-        note=f"Approved past the content guard: {guard.reason}.",
-        data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
-    )
-    telemetry = dict(run.telemetry or {}) | {"content_override": override}
-    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-    run.telemetry = telemetry
 
 
 def pass_reject(*, run: Pass, user: Any, note: str, never_again: bool = False) -> Pass:
