@@ -61,7 +61,7 @@ def test_a_merge_dropping_a_path_fails_the_content_guard_on_page_and_api(
 def test_auto_apply_waits_for_a_person_when_the_content_guard_fails(
     client: Client, alice, api, agent_with_memories, django_capture_on_commit_callbacks
 ):
-    agent = agent_with_memories(TEXTS, auto_apply=True, policy={"max_loss_fraction": 0.5})
+    agent = agent_with_memories(TEXTS, auto_apply="all", policy={"max_loss_fraction": 0.5})
     run = run_pass(agent, django_capture_on_commit_callbacks)
     assert run.status == "proposed" and stores.get_store(agent).count() == 12
     held = run.events.get(verb="auto_apply_held")
@@ -82,7 +82,7 @@ def test_auto_apply_waits_for_a_person_when_the_content_guard_fails(
 def test_auto_apply_applies_when_both_guards_pass(
     agent_with_memories, django_capture_on_commit_callbacks
 ):
-    agent = agent_with_memories(DUPES, auto_apply=True)
+    agent = agent_with_memories(DUPES, auto_apply="all")
     run = run_pass(agent, django_capture_on_commit_callbacks)
     assert run.status == "applied"
     assert not run.events.filter(verb__in=["auto_apply_held", "approved_past_content_guard"])
