@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = ["llm_cost_usd", "price_of"]
 
+
 def price_of(model: str, prices: Mapping[str, Mapping[str, float]]) -> Mapping[str, float] | None:
     """The ``{"in", "out"}`` price of ``model`` in ``prices``: its exact name, else the longest
     table name it starts with followed by ``-`` (``gpt-4o-mini-2024-07-18`` is priced as

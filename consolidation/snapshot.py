@@ -39,8 +39,8 @@ import numpy as np
 
 from .decisions import StandingDecisions
 from .distill import distill
-from .llm_judge import VerdictCache, judge_unsure
 from .llm_cost import llm_cost_usd
+from .llm_judge import VerdictCache, judge_unsure
 from .planning import plan as make_plan
 from .plans import Fate, Plan, leave_out, summarize
 from .policy import Policy

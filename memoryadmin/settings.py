@@ -316,7 +316,9 @@ LLM_PRICES: dict[str, dict[str, float]] = {
 
 # /metrics answers these client addresses (comma-separated, exact IPs) or a bearer API token.
 MEMORYADMIN_METRICS_ALLOW = [
-    a.strip() for a in os.getenv("MEMORYADMIN_METRICS_ALLOW", "127.0.0.1,::1").split(",") if a.strip()
+    a.strip()
+    for a in os.getenv("MEMORYADMIN_METRICS_ALLOW", "127.0.0.1,::1").split(",")
+    if a.strip()
 ]
 # /healthz: the worker is failing when its heartbeat is older than this, or a task has waited
 # in the queue longer than HEALTH_QUEUE_MAX_AGE (seconds).

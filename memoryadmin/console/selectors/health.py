@@ -17,6 +17,7 @@ logged at WARNING (the response says only ok/failing, nothing about the deployme
 from __future__ import annotations
 
 import logging
+
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
@@ -113,4 +114,3 @@ def health_checks() -> dict[str, bool]:
     """``{check name: ok?}`` for every check of :data:`CHECKS`; the database first (the
     worker check reads it too). Never raises."""
     return {name: check() for name, check in CHECKS.items()}
-

@@ -206,8 +206,7 @@ class ConsoleCollector(Collector):
         )
         cost = CounterMetricFamily(
             "memoryadmin_llm_cost_usd",
-            "USD the passes' LLM tokens cost at LLM_PRICES (models without a price are left "
-            "out).",
+            "USD the passes' LLM tokens cost at LLM_PRICES (models without a price are left out).",
             labels=["agent", "gen_ai_request_model"],
         )
         sums: dict[tuple[str, str], dict[str, float]] = defaultdict(
