@@ -22,6 +22,7 @@ from memoryadmin.console import stores
 from memoryadmin.console.models import AuditEvent, Pass, StoreSample, WorkerHeartbeat
 from memoryadmin.console.services.health import worker_heartbeat_beat
 from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.templatetags.console import usd
 from tests.conftest import DISTINCT_FACTS as F
 from tests.web.conftest import free_port
 from tests.web.proposals import make_proposal
@@ -208,7 +209,8 @@ def test_the_llm_cost_is_on_the_pass_page_the_dashboard_and_the_api(
     assert body["llm"]["cost_usd"] == pytest.approx(cost)
     client.force_login(alice)
     page = client.get(reverse("pass_detail", args=[llm_pass.pk])).content.decode()
-    shown = f"${cost:.3g}" if cost < 0.01 else f"${cost:.2f}"
+    shown = usd(cost)
+    assert shown == f"${cost:.6f}".rstrip("0") or shown == f"${cost:.3g}"
     assert f'<span data-testid="llm-cost">{shown}</span>' in page
     dashboard = client.get(reverse("dashboard")).content.decode()
     assert (
@@ -246,3 +248,18 @@ def test_the_apply_duration_runs_from_the_applying_event_to_the_end(
     assert _value(m, name, name + "_sum", agent=agent) == pytest.approx(40, abs=0.01)
     assert _value(m, name, name + "_bucket", agent=agent, le="30.0") == 0
     assert _value(m, name, name + "_bucket", agent=agent, le="60.0") == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (1.234, "$1.23"),
+        (0.0123, "$0.01"),
+        (0.00123, "$0.00123"),
+        (0.00008, "$0.00008"),
+        (0, "$0.00"),
+        (None, "no price"),
+    ],
+)
+def test_costs_read_as_dollars(value: float | None, shown: str) -> None:
+    assert usd(value) == shown
