@@ -297,6 +297,12 @@ VERDICT_CACHE_PATH = Path(
     os.getenv("MEMORYADMIN_VERDICT_CACHE", VAR_DIR / "cache" / "verdicts.sqlite3")
 )
 
+# Days archived copies of removed memories are kept, for agents that do not set their own
+# (Agent.archive_days); 0 keeps them forever (the default: nothing is ever lost). The worker
+# purges older copies daily at ARCHIVE_PURGE_CRON; passes applied before then lose their Undo.
+ARCHIVE_RETENTION_DAYS = envint("MEMORYADMIN_ARCHIVE_DAYS", 0)
+ARCHIVE_PURGE_CRON = os.getenv("MEMORYADMIN_ARCHIVE_PURGE_CRON", "17 4 * * *")
+
 # Optional OpenAI-compatible LLM (distill/summarize); unset means offline, extractive only.
 OPENAI_BASE_URL = os.getenv("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = os.getenv("OPENAI_API_KEY", "")

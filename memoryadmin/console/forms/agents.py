@@ -415,6 +415,14 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
     auto_apply = forms.BooleanField(
         required=False, help_text="Apply a proposal that passes the guard without review."
     )
+    archive_days = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=36_500,
+        label="Keep archived copies (days)",
+        help_text="0 keeps them forever; empty uses the deployment's default. Older copies are "
+        "purged daily and passes applied before then can no longer be undone.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -430,6 +438,7 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
         except ValueError:
             policy = Policy()
         initial = {
+            "archive_days": agent.archive_days,
             "name": agent.name,
             "description": agent.description,
             "auto_apply": agent.auto_apply,
@@ -448,6 +457,7 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
         """Fields for ``services.agent_update`` (after ``is_valid()``)."""
         d = self.cleaned_data
         return {
+            "archive_days": d.get("archive_days"),
             "name": d["name"],
             "description": d["description"],
             "auto_apply": d["auto_apply"],

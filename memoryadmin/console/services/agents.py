@@ -21,6 +21,7 @@ from .schedules import schedule_sync
 __all__ = ["agent_create", "agent_delete", "agent_update"]
 
 _AGENT_FIELDS = {
+    "archive_days",
     "name",
     "slug",
     "description",
@@ -32,6 +33,18 @@ _AGENT_FIELDS = {
     "embedder",
 }
 _EMBEDDER_KEYS = {"base_url", "model", "api_key_env", "own_vectors"}
+
+
+def validate_archive_days(value: Any) -> int | None:
+    """``Agent.archive_days`` as stored: ``None`` (the deployment's default) or a whole number
+    of days in [0, 36500] (0: forever). Raises ``ValueError`` otherwise."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 36_500:
+        raise ValueError(
+            f"Keep archived copies must be a whole number of days from 0 to 36500, got {value!r}."
+        )
+    return value
 
 
 def validate_embedder(embedder: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -174,6 +187,8 @@ def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
             value = bool(value)
         elif key == "description":
             value = value or ""
+        elif key == "archive_days":
+            value = validate_archive_days(value)
         clean[key] = value
     changed = {k: v for k, v in clean.items() if getattr(agent, k) != v}
     for key, value in changed.items():

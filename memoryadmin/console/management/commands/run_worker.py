@@ -32,7 +32,10 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from memoryadmin.console.services.health import HEARTBEAT_SECONDS, worker_heartbeat_beat
-from memoryadmin.console.services.schedules import recovery_schedule_ensure
+from memoryadmin.console.services.schedules import (
+    purge_schedule_ensure,
+    recovery_schedule_ensure,
+)
 
 STOP_GRACE_SECONDS = 3.0
 """How long the cluster may take to stop before its processes are terminated (honcho sends
@@ -73,6 +76,7 @@ class Command(BaseCommand):
         if stopping:
             return
         recovery_schedule_ensure()
+        purge_schedule_ensure()
         cluster = Cluster()
         # Cluster() installs its own handlers (the deadlock above); ours take over again.
         signal.signal(signal.SIGTERM, on_signal)
