@@ -263,3 +263,9 @@ def test_the_apply_duration_runs_from_the_applying_event_to_the_end(
 )
 def test_costs_read_as_dollars(value: float | None, shown: str) -> None:
     assert usd(value) == shown
+
+
+@pytest.mark.parametrize("name", ["healthz", "metrics"])
+def test_health_and_metrics_take_get_only(client: Client, db, name: str) -> None:
+    for method in ("post", "put", "delete"):
+        assert getattr(client, method)(reverse(name)).status_code == 405
