@@ -37,6 +37,7 @@ class PlanState(Protocol):
 
     decided: Decided
 
+
 __all__ = ["HELD_BACK_LIMIT", "Decided", "held_apart", "held_kept"]
 
 HELD_BACK_LIMIT = 200

@@ -3,7 +3,7 @@
 Tools (typed inputs, structured results — the JSON API's schemas): ``list_agents``,
 ``search_memories``, ``memory_consolidate``, ``memory_compact`` (the dream-pass tool names of
 ``seeds/003``), ``list_proposals``, ``get_pass``, ``exclude_operation``, ``resolve_conflict``,
-``approve_pass``, ``reject_pass``. Each acts
+``approve_pass``, ``reject_pass``, ``list_decisions``, ``revoke_decision``. Each acts
 for one user with that user's console role: the ``--user`` of a stdio server, or the owner of
 the bearer API token of an HTTP request. Every refusal or failure (unknown agent, bad argument,
 forbidden call, store down) is an MCP tool error with a readable message; nothing crashes the
@@ -34,7 +34,7 @@ from memoryadmin.console.selectors.memories import memory_search
 from memoryadmin.console.validation import DB_INT_MAX, MAX_NOTE_CHARS
 
 from . import schemas as s
-from .actions import common, passes, review
+from .actions import common, decisions, passes, review
 from .present.agents import agent_out
 from .present.memories import memory_out
 from .present.passes import pass_detail_out, pass_out
@@ -315,6 +315,44 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
         note: Annotated[
             str, Field(min_length=1, max_length=MAX_NOTE_CHARS, description="why (required)")
         ],
+        never_again: Annotated[
+            bool,
+            Field(description="and never propose these again (keep-apart / keep decisions)"),
+        ] = False,
     ) -> s.PassOut:
-        """Reject a proposal with a note (reviewers and admins); the store is left untouched."""
-        return review.reject(run=common.get_pass(pass_id), user=current_user(), note=note)
+        """Reject a proposal with a note (reviewers and admins); the store is left untouched.
+        Remembered as a rejected-plan decision: a later automatic pass never applies the same
+        operations on its own. With never_again, also keep the memories of its merges and
+        reconciles apart and keep what it would prune."""
+        return review.reject(
+            run=common.get_pass(pass_id), user=current_user(), note=note, never_again=never_again
+        )
+
+    @server.tool()
+    @_tool
+    def list_decisions(
+        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        state: Annotated[
+            Literal["active", "revoked", "all"], Field(description="which decisions")
+        ] = "active",
+        page: Annotated[int, Field(ge=1, description="page (50 a page)")] = 1,
+    ) -> list[s.DecisionOut]:
+        """An agent's standing decisions, newest first: keep_apart (an excluded merge or
+        reconcile), keep (a restored memory, a conflict's "keep both"), conflict_pick (keep A /
+        B), rejected_plan (a rejected pass); who set each, when, why, from which pass, the
+        memories and content hashes, how many later operations it held back."""
+        current_user()
+        return decisions.list_decisions(agent=common.get_agent(agent), state=state, page=page)
+
+    @server.tool()
+    @_tool
+    def revoke_decision(
+        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        decision_id: Annotated[int, Field(ge=1, description="decision id (list_decisions)")],
+        note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why (optional)")] = "",
+    ) -> s.DecisionOut:
+        """Revoke a standing decision (reviewers and admins, audited): the next pass judges
+        its memories again (a revoked keep-apart lets their merge be proposed again)."""
+        return decisions.revoke(
+            agent=common.get_agent(agent), decision_id=decision_id, user=current_user(), note=note
+        )

@@ -45,7 +45,7 @@ class AgentOut(Schema):
     description: str
     collection: str
     attached: bool
-    auto_apply: bool
+    auto_apply: str = Field(description="off | safe | all")
     schedule: ScheduleOut
     memories: int | None
     store_error: str = ""
@@ -319,3 +319,34 @@ class RequiredNoteIn(Schema):
         if not value.strip():
             raise ValueError("a note is required: say why the proposal is rejected")
         return value.strip()
+
+
+class RejectIn(RequiredNoteIn):
+    """Reject: the required note, and ``never_again`` ("and never propose these again": keep
+    the memories of its merges and reconciles apart and keep what it would prune)."""
+
+    never_again: bool = False
+
+
+class DecisionOut(Schema):
+    """A standing decision of an agent (README "Standing decisions"): ``kind`` keep_apart |
+    keep | rejected_plan | conflict_pick; ``memories`` ``[[memory id, content hash], ...]``;
+    ``payload`` ``{"keep": id}`` (pick), ``{"apart": true}`` (keep both), ``{"signatures":
+    [...]}`` (rejected plan); ``held_back`` the later operations it left out or held for
+    review; ``revoked_at`` set once revoked."""
+
+    id: int
+    agent: str
+    kind: str
+    label: str
+    memories: list[list[str]]
+    payload: dict[str, Any]
+    note: str
+    created_by: str
+    created_at: datetime
+    pass_id: int | None
+    held_back: int
+    active: bool
+    revoked_at: datetime | None = None
+    revoked_by: str = ""
+    revoke_note: str = ""

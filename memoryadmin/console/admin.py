@@ -10,6 +10,7 @@ from .models import (
     Agent,
     ArchivedMemory,
     AuditEvent,
+    Decision,
     Operation,
     Pass,
     PassSnapshot,
@@ -42,6 +43,7 @@ class AgentAdmin(ReadOnlyAdmin):
         "schedule_enabled",
     )
     search_fields = ("name", "slug", "collection_name")
+    list_filter = ("auto_apply",)
 
 
 @admin.register(Pass)
@@ -62,6 +64,21 @@ class PassAdmin(ReadOnlyAdmin):
 class OperationAdmin(ReadOnlyAdmin):
     list_display = ("id", "run", "index", "kind", "rule", "status", "excluded")
     list_filter = ("kind", "status")
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "agent",
+        "kind",
+        "created_actor",
+        "created_at",
+        "run",
+        "held_back",
+        "revoked_at",
+    )
+    list_filter = ("kind", "agent")
 
 
 @admin.register(ArchivedMemory)

@@ -14,6 +14,7 @@ from .views import (
     agents,
     audit,
     dashboard,
+    decisions,
     health,
     memories,
     metrics,
@@ -53,6 +54,12 @@ urlpatterns = [
     path("agents/<slug:slug>/memory/edit/", memories.memory_edit, name="memory_edit"),
     path("agents/<slug:slug>/memory/delete/", memories.memory_delete, name="memory_delete"),
     path("agents/<slug:slug>/archive/", rollback.archive_list, name="archive_list"),
+    path("agents/<slug:slug>/decisions/", decisions.decision_list, name="decision_list"),
+    path(
+        "agents/<slug:slug>/decisions/<int:pk>/revoke/",
+        decisions.decision_revoke,
+        name="decision_revoke",
+    ),
     path(
         "agents/<slug:slug>/archive/<int:pk>/restore/",
         rollback.archive_restore,

@@ -20,7 +20,9 @@ __all__ = [
     "MAX_DOCUMENT_CHARS",
     "MAX_EVIDENCE_IDS",
     "MAX_NOTE_CHARS",
+    "AUTO_APPLY_MODES",
     "parse_evidence_ids",
+    "validate_auto_apply",
     "validate_cron",
     "validate_document",
     "validate_field_map",
@@ -67,6 +69,25 @@ def validate_field_map(field_map: FieldMap | Mapping[str, Any] | None) -> dict[s
     fm = FieldMap.from_dict(dict(field_map or {}))
     defaults = FieldMap().to_dict()
     return {k: v for k, v in fm.to_dict().items() if v != defaults[k]}
+
+
+AUTO_APPLY_MODES = ("off", "safe", "all")
+"""``Agent.auto_apply``: off (every proposal waits), safe (the safe part applies, the rest
+waits), all (everything applies except operations rejected before)."""
+
+
+def validate_auto_apply(value: Any) -> str:
+    """An auto-apply mode of :data:`AUTO_APPLY_MODES` (case-insensitive). A boolean reads as
+    the migration of the old switch reads it: ``True`` → ``"safe"``, ``False``/``None`` →
+    ``"off"``. Raises ``ValueError`` for anything else."""
+    if value is None or value is False:
+        return "off"
+    if value is True:
+        return "safe"
+    mode = str(value).strip().lower()
+    if mode not in AUTO_APPLY_MODES:
+        raise ValueError(f"Auto-apply is one of off, safe or all (got {value!r}).")
+    return mode
 
 
 def validate_cron(cron: Any) -> str:

@@ -22,6 +22,8 @@ TOOLS = {
     "resolve_conflict",
     "approve_pass",
     "reject_pass",
+    "list_decisions",
+    "revoke_decision",
 }
 
 

@@ -34,7 +34,7 @@ def test_a_locomo_agent_converges_over_passes_each_under_the_guard(
         stdout=StringIO(),
     )
     agent = Agent.objects.get(slug="locomo-conv-26")
-    Agent.objects.filter(pk=agent.pk).update(auto_apply=True)
+    Agent.objects.filter(pk=agent.pk).update(auto_apply="all")
     agent.refresh_from_db()
     assert agent.get_policy().trim_to_guard is True  # the default policy plans within the budget
     before = stores.get_store(agent).count()

@@ -60,3 +60,23 @@ def test_it_renames_dismissed_to_rejected_and_turns_the_budget_on():
         from django.core.management import call_command
 
         call_command("migrate", "console", verbosity=0)
+
+
+def test_auto_apply_true_becomes_safe_and_false_off():
+    old = migrate("0014_agent_archive_days")
+    Agent = old.get_model("console", "Agent")
+    on = Agent.objects.create(name="On", slug="on", collection_name="c-on", auto_apply=True)
+    off = Agent.objects.create(name="Off", slug="off", collection_name="c-off", auto_apply=False)
+    try:
+        new = migrate("0015_decision")
+        Agent = new.get_model("console", "Agent")
+        assert Agent.objects.get(pk=on.pk).auto_apply == "safe"
+        assert Agent.objects.get(pk=off.pk).auto_apply == "off"
+        back = migrate("0014_agent_archive_days")
+        Agent = back.get_model("console", "Agent")
+        assert Agent.objects.get(pk=on.pk).auto_apply is True
+        assert Agent.objects.get(pk=off.pk).auto_apply is False
+    finally:
+        from django.core.management import call_command
+
+        call_command("migrate", "console", verbosity=0)

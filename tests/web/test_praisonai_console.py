@@ -88,7 +88,7 @@ def test_a_pass_the_agents_policy_auto_applies_returns_the_applied_result(
     live_server, alice, attached
 ):
     agent, memory = attached
-    agent.auto_apply = True
+    agent.auto_apply = "all"
     agent.save()
     _t, token = token_create(user=alice)
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 from consolidation import MemoryRecord
 from memoryadmin.console import stores
 from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import ArchivedMemory, Operation, OperationSource, Pass
+from memoryadmin.console.models import ArchivedMemory, Decision, Operation, OperationSource, Pass
 from memoryadmin.console.selectors.agents import agent_census
 from memoryadmin.console.services.apply import pass_apply
 from memoryadmin.console.services.passes import pass_request, pass_run
@@ -207,7 +207,9 @@ def test_a_pick_can_be_changed_while_proposed(agent_with_memories, bob):
 def test_auto_apply_leaves_conflicts_undecided(agent_with_memories):
     dup = ["The standup meeting starts at nine sharp.", "The standup meeting starts at nine sharp."]
     agent = agent_with_memories(
-        CONTRADICTION + dup + CONTEXT, SAME_TIME + [{}] * (len(dup) + len(CONTEXT)), auto_apply=True
+        CONTRADICTION + dup + CONTEXT,
+        SAME_TIME + [{}] * (len(dup) + len(CONTEXT)),
+        auto_apply="all",
     )
     run = _run(agent)
     run = pass_apply(run=run) if run.status == Pass.Status.APPROVED else run
@@ -276,22 +278,18 @@ def test_the_approve_line_says_undecided_conflicts_stay(agent_with_memories, bob
     assert 'data-testid="conflict-count">1: 1 reviewer\'s pick' in html
 
 
-def test_a_decision_carries_over_to_a_new_pass_of_the_same_memories(agent_with_memories, bob):
+def test_a_pick_is_remembered_by_the_next_pass_of_the_same_memories(agent_with_memories, bob):
     agent, run, op = _conflicted(agent_with_memories)
     a_id, b_id = op.source_ids
     conflict_resolve(operation=op, keep="b", user=bob)
-    new = _run(agent)  # "Run now" again: the pending proposal goes stale, its work carries over
+    decision = Decision.objects.get(agent=agent, revoked_at__isnull=True)
+    assert decision.kind == "conflict_pick" and decision.payload == {"keep": b_id}
+    assert decision.created_actor == "bob" and decision.run_id == run.pk
+    new = _run(agent)  # "Run now" again: the pending proposal goes stale
     run.refresh_from_db()
     assert run.status == Pass.Status.STALE and new.status == Pass.Status.PROPOSED
-    (carried,) = new.operations.all()
-    assert carried.kind == "reconcile" and carried.rule == "reviewer_pick"
-    assert carried.source_ids == [b_id, a_id] and carried.removes == [a_id]
-    assert carried.scores["decision"]["by"] == "bob"
-    assert list(carried.sources.order_by("position").values_list("removed", flat=True)) == [
-        False,
-        True,
-    ]
-    assert carried.lost_sentences == 1  # scored as the pick, not as the conflict
-    new.refresh_from_db()
-    assert new.loss_fraction == pytest.approx(1 / 8)
-    assert new.events.get(verb="carried_over").data["decided"] == 1
+    (again,) = new.operations.all()
+    # the engine itself resolves the same pair the same way, still for a person to review
+    assert again.kind == "reconcile" and again.rule == "decided"
+    assert again.removes == [a_id] and again.scores["decision"] == decision.pk
+    assert f"decision #{decision.pk}" in again.reason

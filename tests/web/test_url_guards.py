@@ -37,6 +37,8 @@ METHODS: dict[str, set[str]] = {
     "memory_delete": POST,
     "archive_list": GET,
     "archive_restore": POST,
+    "decision_list": GET,
+    "decision_revoke": POST,
     "memories_import": BOTH,
     "memories_export": GET,
     "memories_import_status": GET,

@@ -189,7 +189,7 @@ def test_it_edits_policy_and_schedule(bare_agent, client: Client, alice) -> None
         agent,
         name="Renamed",
         policy_max_loss_fraction="0.1",
-        auto_apply="on",
+        auto_apply="safe",
         schedule_cron="15 2 * * 1",
     )
     data.pop("schedule_enabled")
@@ -198,7 +198,7 @@ def test_it_edits_policy_and_schedule(bare_agent, client: Client, alice) -> None
     agent.refresh_from_db()
     assert (agent.name, agent.auto_apply, agent.schedule_cron, agent.schedule_enabled) == (
         "Renamed",
-        True,
+        "safe",
         "15 2 * * 1",
         False,
     )
@@ -359,11 +359,15 @@ def test_run_now_with_a_pending_proposal_asks_first_and_carries_the_review_over(
     assert pending.status == "stale" and new.pk != pending.pk
     assert r["Location"] == reverse("pass_detail", args=[new.pk])
     ops = {tuple(sorted(op.source_ids)): op for op in new.operations.all()}
-    assert ops[tuple(sorted(first.source_ids))].excluded is True
+    # the exclusion is a standing keep-apart decision: the new pass does not plan that merge
+    # and says so, instead of carrying an excluded copy over
+    assert tuple(sorted(first.source_ids)) not in ops
+    (held,) = new.telemetry["held_back"]
+    assert held["kind"] == "keep_apart" and held["memory_ids"] == sorted(first.source_ids)
     carried = ops[tuple(sorted(second.source_ids))]
     assert carried.edited and carried.result_document == "Edited by the reviewer."
     event = new.events.get(verb="carried_over")
-    assert event.data == {"from_pass": pending.pk, "excluded": 1, "edited": 1}
+    assert event.data == {"from_pass": pending.pk, "excluded": 0, "edited": 1}
     new.refresh_from_db()
     assert new.merged == 2  # the summary counts what is included after the carry-over
 

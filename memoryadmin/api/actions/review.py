@@ -36,13 +36,14 @@ def approve(*, run: Pass, user: Any, note: str, revision: str | None = None) -> 
     return pass_out(get_pass(run.pk))
 
 
-def reject(*, run: Pass, user: Any, note: str) -> s.PassOut:
-    """Reject a proposal with a required note (reviewers); the store is untouched."""
+def reject(*, run: Pass, user: Any, note: str, never_again: bool = False) -> s.PassOut:
+    """Reject a proposal with a required note (reviewers); the store is untouched. Recorded
+    as a rejected-plan decision (``never_again``: keep-apart and keep decisions too)."""
     require_review(user, f"reject pass #{run.pk}")
     if not (note or "").strip():
         raise BadInput("Say why the proposal is rejected (a note is required).", field="note")
     try:
-        pass_reject(run=run, user=user, note=note)
+        pass_reject(run=run, user=user, note=note, never_again=never_again)
     except (ServiceError, ValueError) as exc:
         raise service_error(exc) from None
     return pass_out(get_pass(run.pk))

@@ -35,9 +35,15 @@ def pass_approve(request: HttpRequest, pass_id: int, payload: s.ApproveIn | None
     response=s.PassOut,
     summary="Reject a proposal with a note (reviewers); the store is untouched",
 )
-def pass_reject(request: HttpRequest, pass_id: int, payload: s.RequiredNoteIn):
-    """Reject with a required note (status "rejected")."""
-    return reject(run=get_pass(pass_id), user=request.user, note=payload.note)
+def pass_reject(request: HttpRequest, pass_id: int, payload: s.RejectIn):
+    """Reject with a required note (status "rejected"), remembered as a rejected-plan
+    decision; ``never_again`` also keeps its merges' memories apart and its prunes kept."""
+    return reject(
+        run=get_pass(pass_id),
+        user=request.user,
+        note=payload.note,
+        never_again=payload.never_again,
+    )
 
 
 @router.post(

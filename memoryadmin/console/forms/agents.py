@@ -214,6 +214,21 @@ def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
 POLICY_FIELDS: list[str] = [f.name for f in fields(Policy)]
 
 
+AUTO_APPLY_CHOICES = [
+    ("off", "Off — every proposal waits for a reviewer"),
+    ("safe", "Safe — apply the low-risk part on its own, the rest waits"),
+    ("all", "All — apply every pass the guards pass (not what was rejected before)"),
+]
+"""The choices of ``Agent.auto_apply`` (README "Auto-apply")."""
+
+AUTO_APPLY_HELP = (
+    "Off: nothing applies without a person. Safe: a pass that passes the guards applies only "
+    "the operations at or below the auto-apply risk, losing no content words, touching no "
+    "decision, never rejected and no conflict; the rest waits for review. All: everything the "
+    "guards pass applies, except operations a reviewer rejected before."
+)
+
+
 class PolicyFieldsMixin(forms.Form):
     """Adds one form field per :class:`Policy` field and validates them as a whole ``Policy``."""
 
@@ -264,8 +279,8 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
         label="Attach an existing collection",
         help_text="Read an existing collection as it is instead of creating a new one.",
     )
-    auto_apply = forms.BooleanField(
-        required=False, help_text="Apply a proposal that passes the guard without review."
+    auto_apply = forms.ChoiceField(
+        choices=AUTO_APPLY_CHOICES, required=False, initial="off", help_text=AUTO_APPLY_HELP
     )
     preset = forms.ChoiceField(
         choices=PRESET_CHOICES,
@@ -400,7 +415,7 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
                 "model": d.get("field_embedder_model") or "",
                 "api_key_env": d.get("field_embedder_key_env") or "",
             },
-            "auto_apply": d["auto_apply"],
+            "auto_apply": d["auto_apply"] or "off",
             "schedule_cron": d["schedule_cron"],
             "schedule_enabled": d["schedule_enabled"],
             "description": d["description"],
@@ -412,8 +427,8 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
 
     name = forms.CharField(max_length=120)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    auto_apply = forms.BooleanField(
-        required=False, help_text="Apply a proposal that passes the guard without review."
+    auto_apply = forms.ChoiceField(
+        choices=AUTO_APPLY_CHOICES, required=False, initial="off", help_text=AUTO_APPLY_HELP
     )
     archive_days = forms.IntegerField(
         required=False,
@@ -460,7 +475,7 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
             "archive_days": d.get("archive_days"),
             "name": d["name"],
             "description": d["description"],
-            "auto_apply": d["auto_apply"],
+            "auto_apply": d["auto_apply"] or "off",
             "policy": d["policy"].to_dict(),
             "schedule_cron": d["schedule_cron"],
             "schedule_enabled": d["schedule_enabled"],

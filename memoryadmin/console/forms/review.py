@@ -120,12 +120,19 @@ class BulkReviewForm(ReviewFilterForm):
 class NoteForm(forms.Form):
     """Approve (note optional; ``revision``: the one shown, see
     ``selectors.review.pass_revision``) or reject (``require_note=True``). The textarea carries
-    ``maxlength`` and, for a reject, ``required``, so the browser refuses before posting."""
+    ``maxlength`` and, for a reject, ``required``, so the browser refuses before posting.
+    ``never_again`` (a reject only): the reviewer's "and never propose these again"."""
 
     note = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=MAX_NOTE_CHARS
     )
     revision = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
+    never_again = forms.BooleanField(
+        required=False,
+        label="and never propose these again",
+        help_text="Also keep the memories of its merges and reconciles apart, and keep what it "
+        "would prune (standing decisions, revocable on the agent's Decisions page).",
+    )
 
     def __init__(self, *args: Any, require_note: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -14,7 +14,12 @@ from consolidation import FieldMap, Policy
 from .. import stores
 from ..errors import ServiceError
 from ..models import Agent, Pass
-from ..validation import validate_cron, validate_field_map, validate_policy
+from ..validation import (
+    validate_auto_apply,
+    validate_cron,
+    validate_field_map,
+    validate_policy,
+)
 from .common import actor_name, audit
 from .schedules import schedule_sync
 
@@ -86,7 +91,7 @@ def agent_create(
     attach: bool = False,
     field_map: FieldMap | Mapping[str, Any] | None = None,
     policy: Policy | Mapping[str, Any] | None = None,
-    auto_apply: bool = False,
+    auto_apply: str | bool = "off",
     schedule_cron: str = "0 3 * * *",
     schedule_enabled: bool = True,
     description: str = "",
@@ -131,7 +136,7 @@ def agent_create(
         attached=bool(attach),
         field_map=fm_d,
         policy=policy_d,
-        auto_apply=bool(auto_apply),
+        auto_apply=validate_auto_apply(auto_apply),
         schedule_cron=cron,
         schedule_enabled=bool(schedule_enabled),
         embedder=embedder_d,
@@ -183,7 +188,9 @@ def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
             value = validate_embedder(value)
         elif key == "schedule_cron":
             value = validate_cron(value)
-        elif key in ("auto_apply", "schedule_enabled"):
+        elif key == "auto_apply":
+            value = validate_auto_apply(value)
+        elif key == "schedule_enabled":
             value = bool(value)
         elif key == "description":
             value = value or ""

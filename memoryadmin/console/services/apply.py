@@ -504,7 +504,8 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
 
 def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
     """The agent's checkpoint := what this pass saw (its snapshot), minus the memories it removed
-    and the sources of operations that failed (to be tried again) and — auto-applied by policy —
+    and the sources of operations that failed (to be tried again) or were excluded merges and
+    reconciles (judged again, held back by their decisions) and — auto-applied by policy —
     of conflicts nobody decided (to be asked again), plus what it wrote; and a
     :class:`StoreSample` of the store's size.
 
@@ -527,6 +528,15 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
         elif op.status == OS.FAILED:
             for mid in op.source_ids:
                 checkpoint.pop(mid, None)
+    # Excluded merges and reconciles: their memories leave the checkpoint, so the next pass
+    # judges them again and the reviewer's keep-apart decision visibly holds them back (the
+    # checkpoint no longer hides an exclusion for good; revoking the decision brings it back).
+    excluded = run.operations.filter(
+        excluded=True, kind__in=(Operation.Kind.MERGE, Operation.Kind.RECONCILE)
+    ).values_list("source_ids", flat=True)
+    for ids in excluded:
+        for mid in ids:
+            checkpoint.pop(mid, None)
     if run.decided_actor == "policy":
         # Auto-applied: nobody saw its conflicts. Their memories leave the checkpoint, so the
         # next incremental pass finds the pair again and asks a reviewer.

@@ -49,6 +49,7 @@ class _Spec:
     description: str
     facts: Callable[[random.Random], list[tuple[str, str, dict[str, Any]]]]
     probes: list[tuple[str, str]] = field(default_factory=list)
+    auto_apply: str = "off"  # the coding assistant shows auto-apply "safe"
 
 
 def _person(i: int) -> str:
@@ -320,6 +321,7 @@ DEMO_AGENTS: list[_Spec] = [
             ("What port does the beacon-api dev server use?", "3004"),
             ("How should commit messages be written?", "imperative mood"),
         ],
+        auto_apply="safe",
     ),
     _Spec(
         "demo-personal",
@@ -408,6 +410,7 @@ def seed_demo_agents(stdout: Any = None, *, collection_prefix: str = "") -> list
             collection_name=collection,
             attach=stores.collection_exists(collection),
             description=spec.description,
+            auto_apply=spec.auto_apply,
         )
         records = _records(spec, now)
         stores.get_store(agent).upsert(records)

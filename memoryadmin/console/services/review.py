@@ -20,6 +20,12 @@ from ..selectors.passes import stale_reason
 from ..selectors.review import RISK_LINE, pass_revision, rescore_operation, stored_scores
 from ..validation import validate_document
 from .common import TASK_APPLY, actor_name, audit, enqueue, transition, user_or_none
+from .decisions import (
+    decision_for_conflict,
+    decisions_for_exclusion,
+    decisions_for_inclusion,
+    decisions_for_rejection,
+)
 from .evaluation import store_figures
 
 __all__ = [
@@ -151,6 +157,8 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
     """Exclude (or include again) one operation of a proposed pass; returns the new evaluation.
 
     The pass's summary fields are updated to the new evaluation; the event is audited.
+    Excluding a merge or a reconcile records a keep-apart decision of its memories (including
+    it again revokes it): see :mod:`.decisions`.
     Raises :class:`ServiceError` when the pass is no longer proposed.
     """
     run = _reviewable(operation.run)
@@ -167,6 +175,10 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
             user=user,
             data={"operation": op.index, "kind": op.kind},
         )
+        if excluded:
+            decisions_for_exclusion(run=run, operations=[op], user=user)
+        else:
+            decisions_for_inclusion(operations=[op], user=user)
     ev = pass_evaluate(run)
     _save_evaluation(run, ev)
     operation.excluded, operation.status = op.excluded, op.status
@@ -309,6 +321,8 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
     ``conflict_resolved`` event is audited with a note naming what was kept. The pass's other
     operations touching the removed memory (a promote or merge of it, another conflict) are
     excluded, named in that note and in ``data["excluded"]``, so the apply never fails on them.
+    The pick is remembered as a standing decision (keep A / B: a conflict pick; both: a keep
+    of both, kept apart), replacing one made earlier on this conflict.
 
     Raises ``ValueError`` for another ``keep`` or an operation that is not a conflict;
     :class:`ServiceError` when the pass is not proposed, or (keeping one side) when a source
@@ -334,6 +348,8 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
             )
     actor = actor_name(user, "cli")
     note, kept, gone = _decide(op, keep, by=actor, at=timezone.now().isoformat())
+    decision = decision_for_conflict(run=run, operation=op, keep=keep, user=user)
+    note += f" Remembered as decision #{decision.pk}."
     dropped = _exclude_touching(run, op, gone)
     if dropped:
         note += (
@@ -399,7 +415,8 @@ def operations_set_excluded(
     says in words how they were chosen (``"all prunes below confidence 0.9"``). Only operations
     whose state changes are written; the action is audited as ONE event listing their indexes
     (``bulk_excluded`` / ``bulk_included``; a single operation without a scope is audited like
-    :func:`operation_set_excluded`), and the pass's summary is re-evaluated once. Returns
+    :func:`operation_set_excluded`; decisions as it records them), and the pass's summary is
+    re-evaluated once. Returns
     ``(evaluation, changed indexes)``. Raises :class:`ServiceError` when the pass is no longer
     proposed, ``ValueError`` for more than :data:`MAX_BULK_OPERATIONS` ids.
     """
@@ -440,6 +457,13 @@ def operations_set_excluded(
         Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).update(
             excluded=excluded, status=OS.EXCLUDED if excluded else OS.PENDING
         )
+        touched = Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).prefetch_related(
+            "sources"
+        )
+        if excluded:
+            decisions_for_exclusion(run=run, operations=touched, user=user)
+        else:
+            decisions_for_inclusion(operations=touched, user=user)
     ev = pass_evaluate(run)
     _save_evaluation(run, ev)
     return ev, indexes
@@ -522,13 +546,26 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
     return run
 
 
-def pass_reject(*, run: Pass, user: Any, note: str) -> Pass:
-    """Dismiss a proposed pass; ``note`` (why) is required (``ValueError`` when blank)."""
+def pass_reject(*, run: Pass, user: Any, note: str, never_again: bool = False) -> Pass:
+    """Dismiss a proposed pass; ``note`` (why) is required (``ValueError`` when blank).
+
+    Recorded as a rejected-plan decision (the signatures of its included operations: a later
+    pass planning any of them never applies it on its own); with ``never_again`` also a
+    keep-apart decision per merge and reconcile and a keep per prune, so they are not proposed
+    again (:func:`.decisions.decisions_for_rejection`).
+    """
     note = (note or "").strip()
     if not note:
         raise ValueError("Say why the proposal is rejected (a note is required).")
     actor = actor_name(user, "cli")
     run = _reviewable(run)
+    with transaction.atomic():
+        run = _reject(run, actor=actor, user=user, note=note)
+        decisions_for_rejection(run=run, user=user, note=note, never_again=never_again)
+    return run
+
+
+def _reject(run: Pass, *, actor: str, user: Any, note: str) -> Pass:
     return transition(
         run,
         frm=(S.PROPOSED,),

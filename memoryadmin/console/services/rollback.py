@@ -32,8 +32,10 @@ from consolidation import MemoryRecord, content_hash
 from .. import stores
 from ..errors import ServiceError, StoreUnavailable
 from ..models import Agent, ArchivedMemory, Operation, Pass, StoreSample
+from ..selectors.decisions import decisions_of_pass
 from .apply import batches
 from .common import TASK_ROLLBACK, actor_name, audit, failpoint, set_progress, transition
+from .decisions import decision_for_restore, decision_revoke
 from .memories import memory_guard
 
 __all__ = [
@@ -155,7 +157,9 @@ def archive_purge(*, now: Any = None, dry_run: bool = False) -> dict[str, int]:
     return out
 
 
-def pass_rollback_request(*, run: Pass, user: Any, note: str = "") -> Pass:
+def pass_rollback_request(
+    *, run: Pass, user: Any, note: str = "", revoke_decisions: bool = False
+) -> Pass:
     """Start undoing an applied or partially applied pass (reviewer action, audited).
 
     Checks first, writing nothing on refusal: raises :class:`RollbackBlocked` naming every record
@@ -163,7 +167,8 @@ def pass_rollback_request(*, run: Pass, user: Any, note: str = "") -> Pass:
     is in another state or another pass of the agent is active (I-5), :class:`StoreUnavailable`
     when Chroma is down. A pass already ``rolling_back`` or ``rolled_back`` is returned unchanged
     (idempotent). Otherwise the pass becomes ``rolling_back`` and :func:`pass_rollback` is
-    enqueued when the transaction commits.
+    enqueued when the transaction commits. ``revoke_decisions`` also revokes the standing
+    decisions made on the pass (its exclusions, conflict picks); else they stay.
     """
     run = Pass.objects.select_related("agent").get(pk=run.pk)
     if run.status in (S.ROLLING_BACK, S.ROLLED_BACK):
@@ -214,6 +219,11 @@ def pass_rollback_request(*, run: Pass, user: Any, note: str = "") -> Pass:
                 progress_label="Waiting to roll back",
                 finished_at=None,
             )
+            if revoke_decisions:
+                for d in decisions_of_pass(run):
+                    decision_revoke(
+                        decision=d, user=user, note=f"revoked with the rollback of pass #{run.pk}"
+                    )
             _enqueue_rollback(run.pk)
     except IntegrityError:
         raise ServiceError(
@@ -415,7 +425,8 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
     Refuses (:class:`ServiceError`, nothing written) when a live memory with the same id exists
     and differs, or while a pass of the agent is applying or rolling back;
     :class:`StoreUnavailable` when Chroma is down. Restoring a memory that is already live and
-    identical only records ``restored_at``. Sets ``restored_at`` and audits ``memory_restored``.
+    identical only records ``restored_at``. Sets ``restored_at``, records a keep decision (no
+    later pass removes it again until revoked) and audits ``memory_restored``.
 
     The live check, the write and the archive row's update are one critical section: a
     transaction holding the agent's row lock (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's
@@ -441,11 +452,17 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
         if live is None:
             store.upsert([record])
         ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
+        decision = decision_for_restore(archived=a, user=user)
         audit(
             actor=actor,
             verb="memory_restored",
             agent=agent,
             user=user,
-            data={"memory_id": a.memory_id, "archived": a.pk, "already_live": live is not None},
+            data={
+                "memory_id": a.memory_id,
+                "archived": a.pk,
+                "already_live": live is not None,
+                "decision": decision.pk,
+            },
         )
     return record

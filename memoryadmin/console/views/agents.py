@@ -10,6 +10,7 @@ from ..errors import PassAlreadyActive, ServiceError
 from ..forms.agents import AgentCreateForm, AgentEditForm
 from ..models import Agent, ImportJob, Pass
 from ..selectors.agents import agent_pyramid, store_status
+from ..selectors.decisions import active_decisions
 from ..selectors.rollback import archive_summary
 from ..services import agents as agent_services
 from ..services.passes import pass_request
@@ -37,6 +38,7 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
         "policy": agent.policy,
         "field_map": agent.get_field_map().to_dict(),
         "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
+        "decision_count": active_decisions(agent).count(),
         "archive": archive_summary(agent=agent),
     }
     if (agent.policy or {}).get("summarize"):  # the stored value: a page never validates

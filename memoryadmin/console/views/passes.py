@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseStopPolling
 from ..errors import ServiceError
 from ..forms.review import NoteForm
 from ..models import Operation, Pass
+from ..selectors.decisions import pass_decision_notes
 from ..selectors.evaluation import Evaluation, count_label
 from ..selectors.passes import (
     StaleOperation,
@@ -122,6 +123,7 @@ def pass_page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: A
         "deferred": pass_deferred(run),
         "policy_note": pass_policy_note(run),
         "llm_cost_usd": pass_llm_cost(run),
+        "decision_notes": pass_decision_notes(run),
         **extra,
     }
     ev = ctx["ev"]

@@ -238,7 +238,11 @@ def _decide(request: HtmxHttpRequest, pk: int, *, reject: bool) -> HttpResponse:
         return _not_reviewable(request, run, action, request.POST.get("note", "").strip())
     if form.is_valid():
         service = review_services.pass_reject if reject else review_services.pass_approve
-        kw = {} if reject else {"revision": form.cleaned_data["revision"] or None}
+        kw = (
+            {"never_again": form.cleaned_data["never_again"]}
+            if reject
+            else {"revision": form.cleaned_data["revision"] or None}
+        )
         try:
             service(run=run, user=request.user, note=form.cleaned_data["note"], **kw)
         except (ServiceError, ValueError) as exc:

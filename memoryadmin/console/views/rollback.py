@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from ..errors import ServiceError, StoreUnavailable
 from ..forms.review import NoteForm
 from ..models import Agent, ArchivedMemory, Pass
+from ..selectors.decisions import decisions_of_pass
 from ..selectors.rollback import archive_page, rollback_counts
 from ..services import rollback as rollback_services
 from .common import HtmxHttpRequest, can_review
@@ -37,7 +38,10 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
     if request.method == "POST" and form.is_valid():
         try:
             rollback_services.pass_rollback_request(
-                run=run, user=request.user, note=form.cleaned_data["note"]
+                run=run,
+                user=request.user,
+                note=form.cleaned_data["note"],
+                revoke_decisions=request.POST.get("decisions") == "revoke",
             )
         except rollback_services.RollbackBlocked as exc:
             form.add_error(None, str(exc))
@@ -52,6 +56,7 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
         except StoreUnavailable as exc:
             ctx["store_error"] = str(exc)
     ctx["counts"] = rollback_counts(run)
+    ctx["decisions"] = list(decisions_of_pass(run))
     return render(request, "console/rollback/pass_rollback.html", ctx)
 
 

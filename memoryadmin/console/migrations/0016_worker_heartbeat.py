@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0014_agent_archive_days'),
+        ('console', '0015_decision'),
     ]
 
     operations = [

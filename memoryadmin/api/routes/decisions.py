@@ -1,0 +1,45 @@
+"""``/api/v1/agents/{slug}/decisions…``: an agent's standing decisions; revoke one."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Router
+
+from .. import schemas as s
+from ..actions.common import get_agent
+from ..actions.decisions import list_decisions, revoke
+
+router = Router(tags=["decisions"])
+
+
+@router.get(
+    "/agents/{slug}/decisions",
+    response=list[s.DecisionOut],
+    summary="An agent's standing decisions (active by default), newest first",
+)
+def decision_list(
+    request: HttpRequest,
+    slug: str,
+    state: str = "active",
+    page: int = 1,
+):
+    """``state`` active | revoked | all; 50 a page. Each decision says who set it, when, why,
+    from which pass, the memory ids and content hashes it covers, and how many later
+    operations it held back."""
+    return list_decisions(agent=get_agent(slug), state=state, page=page)
+
+
+@router.delete(
+    "/agents/{slug}/decisions/{decision_id}",
+    response=s.DecisionOut,
+    summary="Revoke a standing decision (reviewers); later passes judge its memories again",
+)
+def decision_revoke(
+    request: HttpRequest,
+    slug: str,
+    decision_id: int,
+    note: str = "",
+):
+    """Revoke (audited), ``?note=`` why (optional); the decision is kept, marked revoked.
+    Revoking twice is a no-op."""
+    return revoke(agent=get_agent(slug), decision_id=decision_id, user=request.user, note=note)
