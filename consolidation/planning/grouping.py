@@ -19,6 +19,7 @@ from .candidates import candidate_pairs
 from .constraints import held_apart, held_kept
 from .state import Column, PlanState, equal_runs, short
 from .twins import twin_pairs
+from .updates import update_pairs
 from .vectors import query_pairs
 
 __all__ = [
@@ -182,9 +183,10 @@ def _conflict(st: PlanState, a: int, b: int, s: float, v: PairVerdict, why: str)
 
 
 def reconcile_contradictions(st: PlanState) -> None:
-    """Stage ``contradictions``: pairs with cosine ≥ ``contradiction_threshold`` and the twin
-    pairs of :func:`~.twins.twin_pairs` (one token apart, at any cosine), by descending cosine,
-    judged by :func:`verdict`.
+    """Stage ``contradictions``: pairs with cosine ≥ ``contradiction_threshold``, the twin
+    pairs of :func:`~.twins.twin_pairs` (one token apart, at any cosine) and the update pairs of
+    :func:`~.updates.update_pairs` (a marked text and a partner sharing two content words, at
+    cosine ≥ ``UPDATE_FLOOR``), by descending cosine, judged by :func:`verdict`.
 
     ``"supersedes"`` becomes a RECONCILE (newer kept = ``source_ids[0]``, older superseded)
     when ``policy.reconcile`` is on and the older memory is not pinned/curated, not a winner
@@ -203,7 +205,10 @@ def reconcile_contradictions(st: PlanState) -> None:
     offered = [kv for kv in st.sim.items() if kv[1] >= policy.contradiction_threshold]
     twins = twin_pairs(st)
     st.candidates["twin_pairs"] = len(twins)
-    for (a, b), s in sorted(offered + list(twins.items()), key=lambda kv: (-kv[1], kv[0])):
+    updates = update_pairs(st, {k for k, _ in offered} | set(twins))
+    st.candidates["update_pairs"] = len(updates)
+    channels = offered + list(twins.items()) + list(updates.items())
+    for (a, b), s in sorted(channels, key=lambda kv: (-kv[1], kv[0])):
         v = verdict(st, a, b)
         if v.kind in (SUPERSEDES, CONFLICT):
             pending.append((s, a, b, v))
@@ -337,7 +342,10 @@ def _linked(st: PlanState, a: int, b: int) -> bool:
         return False
     s = pair_sim(st, a, b)
     if s is None or s < policy.link_threshold:
-        return False
+        # below the link threshold only a lossless duplicate (one text covers the other's
+        # content words) joins: judged at its own cosine, whichever channel offered it
+        v = verdict(st, a, b)
+        return v.kind == SAME and v.lossless
     return verdict(st, a, b).kind == SAME
 
 
@@ -361,10 +369,18 @@ def conflicts(st: PlanState, a: int, members: Sequence[int], join: str = "window
     return any(held_apart(st, a, b, join) for b in members)
 
 
+def _cosine(st: PlanState, a: int, b: int) -> float:
+    s = st.sim.get((a, b))
+    return float(np.dot(st.emb[a], st.emb[b])) if s is None else s
+
+
 def link_groups(st: PlanState) -> None:
     """Stage ``grouping``: greedy complete linkage into ``st.group_of`` / ``st.merged_text``.
 
-    Links (exact duplicates first, then by descending cosine, ties by id) join two groups only
+    Links are exact duplicates, pairs at cosine ≥ ``link_threshold``, and the lossless
+    duplicates (:attr:`~consolidation.judgment.PairVerdict.lossless`) any candidate channel
+    offered below it. Links (exact duplicates first, then by descending cosine, ties by id) join
+    two groups only
     if *every* cross pair is :func:`linked`, the union has at most ``max_group_size`` members
     and its extractive merge fits ``max_merged_chars``. A reconcile winner is not merged in the
     same pass: the reconcile reads it, and applying a merge first would make that operation
@@ -397,6 +413,12 @@ def link_groups(st: PlanState) -> None:
             for (a, b), s in st.sim.items()
             if s >= policy.link_threshold
             and (st.contra.get((a, b)) is None or st.contra[(a, b)].kind == SAME)
+        )
+        # lossless duplicates any channel offered below the link threshold (judged already)
+        edges.extend(
+            (1, -_cosine(st, a, b), a, b)
+            for (a, b), v in st.contra.items()
+            if v.lossless and st.sim.get((a, b), -2.0) < policy.link_threshold
         )
     edges.sort()
     st.candidates["link_edges"] = len(edges)
