@@ -7,6 +7,8 @@ variant is replaced before tokenising (:func:`canonical`), so both texts carry t
 
 - ``case``: ``"exact"`` for abbreviations matched only in capitals as written ("LA" is Los
   Angeles, "la" is a French article), ``"fold"`` for words and names matched after case folding.
+- A variant listed with two canons (German and Spanish "uni") is not replaced; each canon is
+  replaced by it instead, so either language's pair still compares equal.
 - Sources: the English Wiktionary entry of the variant (``wiktionary:<page>``) that gives the
   sense. A name spelled differently (Jon / John, Steven / Stephen) is never a row here: two
   spellings are two people until a person says otherwise (a standing decision).
@@ -112,7 +114,17 @@ def _compiled() -> tuple[
     re.Pattern[str] | None, dict[str, str], re.Pattern[str] | None, dict[str, str]
 ]:
     exact = {r.variant: r.canon for r in ALIASES if r.case == _X and r.variant != r.canon}
-    fold = {r.variant: r.canon for r in ALIASES if r.case == _F and r.variant != r.canon}
+    fold: dict[str, str] = {}
+    canons: dict[str, set[str]] = {}
+    for r in ALIASES:
+        if r.case == _F and r.variant != r.canon:
+            canons.setdefault(r.variant, set()).add(r.canon)
+    for variant, targets in canons.items():
+        if len(targets) == 1:
+            fold[variant] = next(iter(targets))
+        else:  # "uni": universität (de), universidad (es): each canon becomes the variant
+            for t in targets:
+                fold[t] = variant
 
     def rx(keys: dict[str, str]) -> re.Pattern[str] | None:
         if not keys:

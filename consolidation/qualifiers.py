@@ -320,5 +320,8 @@ def qualifiers(folded: str) -> frozenset[tuple[str, str]]:
 
 @lru_cache(maxsize=16384)
 def update_markers(folded: str) -> frozenset[str]:
-    """The update-marker phrases in ``folded`` text (table rows, :data:`UPDATE_MARKERS`)."""
-    return frozenset(r.phrase for r in _find(folded, "u"))
+    """The update-marker phrases in ``folded`` text (table rows, :data:`UPDATE_MARKERS`), but
+    not one inside a qualifier found there ("now" in "for now", "ahora" in "por ahora": a time
+    limit, not a replacement)."""
+    quals = [r.phrase for r in _find(folded, "q")]
+    return frozenset(r.phrase for r in _find(folded, "u") if not any(r.phrase in q for q in quals))
