@@ -63,7 +63,10 @@ def _plan(pairs: list[tuple[str, str]], *, dated: bool = True):
                 texts.append(text)
                 metas.append({"user_id": scope, **({"created_at": at} if dated else {})})
     vecs = np.asarray(_embedder().embed(texts), dtype=np.float32)
-    records = [MemoryRecord(i, t, vecs[n], m) for n, (i, t, m) in enumerate(zip(ids, texts, metas))]
+    records = [
+        MemoryRecord(i, t, vecs[n], m)
+        for n, (i, t, m) in enumerate(zip(ids, texts, metas, strict=True))
+    ]
     return plan(records, POLICY, now=NOW)
 
 
@@ -287,7 +290,7 @@ def test_a_merged_text_never_holds_two_values_of_one_attribute(a, b):
     assert v.kind in (CONFLICT, DISTINCT), v
 
 
-# --- scopes ----------------------------------------------------------------------------------------
+# --- scopes -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("a", "b"), UPDATES[:3] + LOSSLESS[:3])
