@@ -240,11 +240,13 @@ def judge_pair(
             DISTINCT, None, cue.kind, (f"{cue.kind.replace('_', ' ')}: {cue.detail}",)
         )
     v = _rules(a_text, b_text, pa, pb, atom, cue, a_meta, b_meta, cosine, fm, pol)
-    if v.kind in (SUPERSEDES, CONFLICT):
+    if v.kind == SUPERSEDES:
         return v
     upd = _update(a_text, b_text, pa, pb, a_meta, b_meta, fm)
-    if upd is not None:
+    if upd is not None and (v.kind != CONFLICT or upd.kind == SUPERSEDES):
         return upd
+    if v.kind == CONFLICT:
+        return v
     if v.kind == SAME:
         return _vetoes(v, a_text, b_text, pa, pb)
     return v
