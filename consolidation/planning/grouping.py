@@ -85,9 +85,26 @@ def _same_key(st: PlanState, rows: Sequence[int], keys: Sequence[str | None]) ->
     return out
 
 
+EXACT_MAX_GROUP = 32
+"""Copies of one text (same scope, same :func:`~consolidation.text.normalize_text` key) merge
+in groups of up to this many even when ``max_group_size`` is smaller: a merge of copies is
+reviewable at any size, and a split one left two identical memories that no later incremental
+pass compared again (both were already in its checkpoint: 15 re-writes of one mem0 user
+became 8 + 7, then stayed two). 32 bounds the merge's pairwise cosine matrix (1,024 cells)."""
+
+
+def _copies(st: PlanState, ga: Sequence[int], gb: Sequence[int]) -> bool:
+    """Whether ``ga`` + ``gb`` are all copies of one text and at most :data:`EXACT_MAX_GROUP`."""
+    if len(ga) + len(gb) > EXACT_MAX_GROUP or not st.policy.merge_exact:
+        return False
+    key = st.keys[ga[0]]
+    return key is not None and all(st.keys[i] == key for i in (*ga, *gb))
+
+
 def find_exact(st: PlanState) -> None:
     """Stage ``exact``: normalised text keys (:func:`~consolidation.text.normalize_text`) and
-    the exact-duplicate link edges (chunks of ``max_group_size``, each with a new member),
+    the exact-duplicate link edges (chunks of ``max(max_group_size, EXACT_MAX_GROUP)``, each
+    with a new member),
     within one scope; an empty or whitespace text gets no key.
 
     Partial incremental pass: only new records and their similarity partners get a key. An
@@ -110,8 +127,9 @@ def find_exact(st: PlanState) -> None:
             if not any(st.is_new[i] for i in members):
                 continue
             exact_pairs += len(members) * (len(members) - 1) // 2
-            for c0 in range(0, len(members), policy.max_group_size):
-                chunk = members[c0 : c0 + policy.max_group_size]
+            size = max(policy.max_group_size, EXACT_MAX_GROUP)
+            for c0 in range(0, len(members), size):
+                chunk = members[c0 : c0 + size]
                 exact_edges.extend((chunk[0], j) for j in chunk[1:])
     st.keys = keys
     st.exact_edges = exact_edges
@@ -382,6 +400,7 @@ def link_groups(st: PlanState) -> None:
     offered below it. Links (exact duplicates first, then by descending cosine, ties by id) join
     two groups only
     if *every* cross pair is :func:`linked`, the union has at most ``max_group_size`` members
+    (copies of one text: :data:`EXACT_MAX_GROUP`)
     and its extractive merge fits ``max_merged_chars``. A reconcile winner is not merged in the
     same pass: the reconcile reads it, and applying a merge first would make that operation
     stale (I-4). It can merge on the next pass; so can a memory held in a conflict. An empty
@@ -429,7 +448,7 @@ def link_groups(st: PlanState) -> None:
         ga, gb = group_of.get(a, [a]), group_of.get(b, [b])
         if ga is gb:
             continue
-        if len(ga) + len(gb) > policy.max_group_size:
+        if len(ga) + len(gb) > policy.max_group_size and not _copies(st, ga, gb):
             continue
         if not all(linked(st, x, y) for x in ga for y in gb):
             continue
