@@ -362,8 +362,7 @@ def _linked(st: PlanState, a: int, b: int) -> bool:
     if s is None or s < policy.link_threshold:
         # below the link threshold only a lossless duplicate (one text covers the other's
         # content words) joins: judged at its own cosine, whichever channel offered it
-        v = verdict(st, a, b)
-        return v.kind == SAME and v.lossless
+        return _lossless(st, a, b)
     return verdict(st, a, b).kind == SAME
 
 
@@ -387,6 +386,15 @@ def conflicts(st: PlanState, a: int, members: Sequence[int], join: str = "window
     return any(held_apart(st, a, b, join) for b in members)
 
 
+def _lossless(st: PlanState, a: int, b: int) -> bool:
+    """A lossless duplicate (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one layer:
+    an episodic turn and the semantic fact citing it are the evidence fold's to join."""
+    if st.layers[a] != st.layers[b]:
+        return False
+    v = verdict(st, a, b)
+    return v.kind == SAME and v.lossless
+
+
 def _cosine(st: PlanState, a: int, b: int) -> float:
     s = st.sim.get((a, b))
     return float(np.dot(st.emb[a], st.emb[b])) if s is None else s
@@ -396,8 +404,8 @@ def link_groups(st: PlanState) -> None:
     """Stage ``grouping``: greedy complete linkage into ``st.group_of`` / ``st.merged_text``.
 
     Links are exact duplicates, pairs at cosine ≥ ``link_threshold``, and the lossless
-    duplicates (:attr:`~consolidation.judgment.PairVerdict.lossless`) any candidate channel
-    offered below it. Links (exact duplicates first, then by descending cosine, ties by id) join
+    duplicates (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one layer any
+    candidate channel offered below it. Links (exact duplicates first, then by descending cosine, ties by id) join
     two groups only
     if *every* cross pair is :func:`linked`, the union has at most ``max_group_size`` members
     (copies of one text: :data:`EXACT_MAX_GROUP`)
@@ -437,7 +445,9 @@ def link_groups(st: PlanState) -> None:
         edges.extend(
             (1, -_cosine(st, a, b), a, b)
             for (a, b), v in st.contra.items()
-            if v.lossless and st.sim.get((a, b), -2.0) < policy.link_threshold
+            if v.lossless
+            and st.sim.get((a, b), -2.0) < policy.link_threshold
+            and st.layers[a] == st.layers[b]
         )
     edges.sort()
     st.candidates["link_edges"] = len(edges)
