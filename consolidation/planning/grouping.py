@@ -405,11 +405,10 @@ def link_groups(st: PlanState) -> None:
 
     Links are exact duplicates, pairs at cosine ≥ ``link_threshold``, and the lossless
     duplicates (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one layer any
-    candidate channel offered below it. Links (exact duplicates first, then by descending cosine, ties by id) join
-    two groups only
-    if *every* cross pair is :func:`linked`, the union has at most ``max_group_size`` members
-    (copies of one text: :data:`EXACT_MAX_GROUP`)
-    and its extractive merge fits ``max_merged_chars``. A reconcile winner is not merged in the
+    candidate channel offered below it. Links (exact duplicates first, then by descending
+    cosine, ties by id) join two groups only if *every* cross pair is :func:`linked`, the union
+    has at most ``max_group_size`` members (copies of one text: :data:`EXACT_MAX_GROUP`) and its
+    extractive merge fits ``max_merged_chars``. A reconcile winner is not merged in the
     same pass: the reconcile reads it, and applying a merge first would make that operation
     stale (I-4). It can merge on the next pass; so can a memory held in a conflict. An empty
     text is never eligible. Sets ``st.eligible``.
