@@ -383,6 +383,14 @@ def _marker_words(markers: frozenset[str]) -> set[str]:
     return out
 
 
+def _episodic(meta: Mapping[str, Any], fm: FieldMap) -> bool:
+    return "episodic" in fm.get_list(meta, fm.layer)
+
+
+def _question(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？"))
+
+
 def _qual_of(p: Parsed) -> frozenset[tuple[str, str]]:
     return qualifiers(p.folded)
 
@@ -401,13 +409,14 @@ def _update(
     """The update rule: a pair about the same subject and attribute of which one text replaces
     the other is ``"supersedes"`` (the newer kept) or ``"conflict"``, never ``"distinct"``.
 
-    Same subject and attribute: no different opening name, the same ``subject`` qualifiers
-    ("my sister" …), and at least two shared content words that are at least half of the
-    shorter text's (update-marker words left out). A replacement is signalled by
+    Never for an episodic memory (a dialog turn records what was said, an event) or a
+    question. Same subject and attribute: no different opening name, the same ``subject``
+    qualifiers ("my sister" …), and at least two shared content words that are at least half of
+    the shorter text's and a third of the longer text's (update-marker words left out). A replacement is signalled by
 
     - an update marker (:data:`consolidation.qualifiers.UPDATE_MARKERS`) in one text and not
       the other (or different markers in both): "no longer", "now", "switched to" …;
-    - a negation or past-state difference between two texts neither of which reports an event;
+    - a negation or past-state difference between two state statements (:func:`statement_kind`);
     - a time limit (:mod:`consolidation.qualifiers`) on one text only, the other's words all
       covered: the older limited statement is replaced by the newer unlimited one.
 
@@ -418,6 +427,8 @@ def _update(
     recency is unknown, the pair is a conflict for a person. Returns ``None`` when the rule
     does not apply.
     """
+    if _episodic(a_meta, fm) or _episodic(b_meta, fm) or _question(a) or _question(b):
+        return None  # a dialog turn or a question records what was said, never a new state
     ma, mb = update_markers(pa.folded), update_markers(pb.folded)
     qa, qb = _qual_of(pa), _qual_of(pb)
     subj = {q for q in qa if q[0] == "subject"} ^ {q for q in qb if q[0] == "subject"}
@@ -429,7 +440,8 @@ def _update(
     drop = _marker_words(ma | mb)
     ta, tb = set(pa.tokens) - drop, set(pb.tokens) - drop
     shared = ta & tb
-    if len(shared) < 2 or len(shared) * 2 < min(len(ta), len(tb)):
+    short_, long_ = sorted((len(ta), len(tb)))
+    if len(shared) < 2 or len(shared) * 2 < short_ or len(shared) * 3 < long_:
         return None
     signal: str | None = None
     carrier: int | None = None  # which text carries the replacement (0, 1, or None: both/unclear)
@@ -439,8 +451,8 @@ def _update(
     elif not markers_only:
         neg = (pa.negations % 2) != (pb.negations % 2)
         past = bool(pa.past_state) != bool(pb.past_state)
-        events = statement_kind(a, pa) == "event" or statement_kind(b, pb) == "event"
-        if (neg or past) and not events:
+        states = statement_kind(a, pa) == "state" and statement_kind(b, pb) == "state"
+        if (neg or past) and states:
             signal = "a negation or past-state cue differs"
             marked = bool(pa.past_state) if past else bool(pa.negations % 2)
             carrier = 0 if marked else 1

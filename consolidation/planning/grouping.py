@@ -17,7 +17,7 @@ from ..plans import Fate, Operation, OpKind
 from ..text import extractive_merge, normalize_text
 from .candidates import candidate_pairs
 from .constraints import held_apart, held_kept
-from .state import Column, PlanState, equal_runs, short
+from .state import EPISODIC, Column, PlanState, equal_runs, short
 from .twins import twin_pairs
 from .updates import update_pairs
 from .vectors import query_pairs
@@ -387,9 +387,11 @@ def conflicts(st: PlanState, a: int, members: Sequence[int], join: str = "window
 
 
 def _lossless(st: PlanState, a: int, b: int) -> bool:
-    """A lossless duplicate (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one layer:
-    an episodic turn and the semantic fact citing it are the evidence fold's to join."""
-    if st.layers[a] != st.layers[b]:
+    """A lossless duplicate (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one layer,
+    not episodic: an episodic turn and the fact citing it are the evidence fold's to join, and
+    two dialog turns are two things said (they merge only at ``link_threshold``, or in a
+    session window)."""
+    if st.layers[a] != st.layers[b] or EPISODIC in st.layers[a]:
         return False
     v = verdict(st, a, b)
     return v.kind == SAME and v.lossless
@@ -404,8 +406,8 @@ def link_groups(st: PlanState) -> None:
     """Stage ``grouping``: greedy complete linkage into ``st.group_of`` / ``st.merged_text``.
 
     Links are exact duplicates, pairs at cosine ≥ ``link_threshold``, and the lossless
-    duplicates (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one layer any
-    candidate channel offered below it. Links (exact duplicates first, then by descending
+    duplicates (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one non-episodic
+    layer any candidate channel offered below it. Links (exact duplicates first, then by descending
     cosine, ties by id) join two groups only if *every* cross pair is :func:`linked`, the union
     has at most ``max_group_size`` members (copies of one text: :data:`EXACT_MAX_GROUP`) and its
     extractive merge fits ``max_merged_chars``. A reconcile winner is not merged in the
@@ -447,6 +449,7 @@ def link_groups(st: PlanState) -> None:
             if v.lossless
             and st.sim.get((a, b), -2.0) < policy.link_threshold
             and st.layers[a] == st.layers[b]
+            and EPISODIC not in st.layers[a]
         )
     edges.sort()
     st.candidates["link_edges"] = len(edges)

@@ -9,6 +9,8 @@ for chat." 0.66, "User lives in Paris." / "User moved from Paris to Berlin." 0.7
 
 This channel offers :func:`~consolidation.judgment.judge_pair` every pair of one scope in which
 
+- neither is episodic (a dialog turn is an event, never updated: the judge's update rule
+  skips it too);
 - one text (the *query*) carries an update marker (:data:`consolidation.qualifiers
   .UPDATE_MARKERS`), a negation or a past-state cue (:data:`consolidation.cues.CUES`);
 - the two texts share at least two content words (subject and attribute; the judge checks the
@@ -57,7 +59,8 @@ def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, i
     if n < 2 or not len(st.new_idx) or not st.policy.reconcile:
         return {}
     rows = st.new_idx.tolist() if st.partial else range(n)
-    queries = [i for i in rows if st.docs[i].strip()]
+    episodic = st.layers
+    queries = [i for i in rows if st.docs[i].strip() and "episodic" not in episodic[i]]
     if not st.partial:
         queries = [i for i in queries if _marked(st.docs[i])]
     queries = queries[:MAX_QUERIES]
@@ -80,7 +83,7 @@ def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, i
         for s, other in partners:
             if taken >= MAX_PARTNERS:
                 break
-            if not (q_marked or _marked(st.docs[other])):
+            if "episodic" in episodic[other] or not (q_marked or _marked(st.docs[other])):
                 continue
             if len(tq & set(parse(st.docs[other]).tokens)) < 2:
                 continue
