@@ -412,7 +412,8 @@ def _update(
     Never for an episodic memory (a dialog turn records what was said, an event) or a
     question. Same subject and attribute: no different opening name, the same ``subject``
     qualifiers ("my sister" …), and at least two shared content words that are at least half of
-    the shorter text's and a third of the longer text's (update-marker words left out). A replacement is signalled by
+    the shorter text's and a third of the longer text's (update-marker words left out). A
+    replacement is signalled by
 
     - an update marker (:data:`consolidation.qualifiers.UPDATE_MARKERS`) in one text and not
       the other (or different markers in both): "no longer", "now", "switched to" …;
