@@ -297,3 +297,19 @@ def test_a_merged_text_never_holds_two_values_of_one_attribute(a, b):
 def test_nothing_crosses_scopes(a, b):
     v = judge_pair(a, {"user_id": "alice"}, b, {"user_id": "bob"}, cosine=0.99)
     assert v.kind == DISTINCT
+
+
+# --- the tables ------------------------------------------------------------------------------------
+
+
+def test_the_tables_cover_every_kind_in_six_languages_with_a_source_per_row():
+    from consolidation.aliases import ALIASES
+    from consolidation.qualifiers import QUALIFIER_KINDS, QUALIFIERS, UPDATE_MARKERS
+
+    langs = {"en", "de", "fr", "es", "ja", "zh"}
+    for kind in QUALIFIER_KINDS:
+        assert {r.lang for r in QUALIFIERS if r.kind == kind} >= langs, kind
+    assert {r.lang for r in UPDATE_MARKERS} >= langs
+    assert {r.lang for r in ALIASES} >= {"en", "de", "fr", "es"}
+    for row in (*QUALIFIERS, *UPDATE_MARKERS, *ALIASES):
+        assert row.source.startswith("wiktionary:") and len(row.source) > len("wiktionary:")
