@@ -13,7 +13,8 @@ Format: UTF-8, one JSON object per line::
 
 Blank lines are ignored. Any other key is an error (a typo such as ``"documnet"`` would otherwise
 import empty memories). Every error carries its 1-based line number; validation continues past
-errors so one run lists them all (up to :data:`MAX_ERRORS`).
+errors so one run reads the whole file: it lists the first :data:`MAX_ERRORS` and counts them all
+(:class:`LineErrors`).
 
 Everything a store would refuse half-way through a write is caught here, before the first write:
 strings that are not valid Unicode (a lone surrogate such as ``"\\ud800"`` in the id, the
@@ -43,6 +44,7 @@ __all__ = [
     "MAX_ERRORS",
     "MAX_ID_CHARS",
     "LineError",
+    "LineErrors",
     "read_jsonl",
     "record_to_dict",
     "write_jsonl",
@@ -53,7 +55,8 @@ MAX_ID_CHARS = 512
 """Longest accepted id (characters); matches the console's ``memory_id`` columns."""
 
 MAX_ERRORS = 1000
-"""Validation stops collecting errors after this many (the file is rejected anyway)."""
+"""Validation keeps this many errors (the first ones) and only counts the rest: a file of a
+million bad lines costs no more memory than one of a thousand, and every line is still read."""
 
 MAX_DEPTH = 32
 """Deepest nesting of lists/objects accepted in a line (the line object itself is depth 1).
@@ -77,6 +80,21 @@ class LineError:
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}"
+
+
+class LineErrors(list):
+    """The first :data:`MAX_ERRORS` line errors of a file, in order; ``total`` counts them all
+    (``total >= len(self)``)."""
+
+    def __init__(self, items: Iterable[LineError] = (), total: int | None = None) -> None:
+        super().__init__(items)
+        self.total = len(self) if total is None else total
+
+    def add(self, error: LineError) -> None:
+        """Count ``error``; keep it while fewer than :data:`MAX_ERRORS` are kept."""
+        self.total += 1
+        if len(self) < MAX_ERRORS:
+            self.append(error)
 
 
 def _depth(text: str) -> int:
@@ -221,7 +239,7 @@ def _lines(source: bytes | str | Path | IO[bytes]) -> Iterator[bytes]:
 
 def read_jsonl(
     source: bytes | str | Path | IO[bytes],
-) -> tuple[list[MemoryRecord], list[LineError]]:
+) -> tuple[list[MemoryRecord], LineErrors]:
     """Validate a JSONL memory file → ``(valid records, errors)``.
 
     ``source`` is the file's bytes, a path, or a binary file object (read line by line, so large
@@ -230,22 +248,21 @@ def read_jsonl(
     unknown fields, wrong types, empty or over-long ids/documents, non-finite or wrongly sized
     embeddings, strings that are not valid Unicode (lone surrogates), reserved metadata keys,
     nesting deeper than :data:`MAX_DEPTH`, over-long integers, and duplicate ids (the second
-    occurrence is the error). Never raises for bad content (a line that a store would refuse is
-    an error here, so a clean result writes whole); ``OSError`` propagates when a path cannot be
-    read.
+    occurrence is the error). Every line is read: the errors are the first :data:`MAX_ERRORS`,
+    ``errors.total`` the count of invalid lines. Never raises for bad content (a line that a
+    store would refuse is an error here, so a clean result writes whole); ``OSError``
+    propagates when a path cannot be read.
     """
     records: list[MemoryRecord] = []
-    errors: list[LineError] = []
+    errors = LineErrors()
     first_seen: dict[str, int] = {}
     for n, raw in enumerate(_lines(source), start=1):
-        if len(errors) >= MAX_ERRORS:
-            break
         if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]  # a UTF-8 byte order mark (Windows editors write one): not content
         try:
             text = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as exc:
-            errors.append(
+            errors.add(
                 LineError(n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
             )
             continue
@@ -253,15 +270,15 @@ def read_jsonl(
             continue
         obj, problem = _parse(text)
         if problem:
-            errors.append(LineError(n, problem))
+            errors.add(LineError(n, problem))
             continue
         problem = _validate(obj)
         if problem:
-            errors.append(LineError(n, problem))
+            errors.add(LineError(n, problem))
             continue
         mid = obj["id"]
         if mid in first_seen:
-            errors.append(LineError(n, f"duplicate id {mid!r} (first on line {first_seen[mid]})"))
+            errors.add(LineError(n, f"duplicate id {mid!r} (first on line {first_seen[mid]})"))
             continue
         first_seen[mid] = n
         emb = obj.get("embedding")

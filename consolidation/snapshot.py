@@ -52,6 +52,7 @@ __all__ = [
     "Snapshot",
     "embed_missing",
     "in_layer",
+    "llm_brief",
     "llm_figures",
     "plan_snapshot",
     "read_all",
@@ -251,6 +252,23 @@ def llm_figures(context: dict[str, Any]) -> dict[str, Any]:
     totals["seconds"] = round(float(totals["seconds"]), 2)
     llm["totals"] = totals
     return llm
+
+
+def llm_brief(context: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What a person reads of a pass's model work: ``{"model", "totals", "judge", "distill"}``
+    where ``judge``/``distill`` are each part's one sentence (``None`` when the part did not
+    run), from ``plan.context`` (or a pass's stored telemetry) after :func:`llm_figures`;
+    ``None`` when the pass sent nothing to a model. The per-group and per-pair logs stay in the
+    full figures."""
+    llm = (context or {}).get("llm") or {}
+    if not (llm.get("judge") or llm.get("distill")):
+        return None
+    return {
+        "model": llm.get("model", ""),
+        "totals": dict(llm.get("totals") or {}),
+        "judge": (llm.get("judge") or {}).get("summary"),
+        "distill": (llm.get("distill") or {}).get("summary"),
+    }
 
 
 def _add_llm_work(

@@ -114,16 +114,20 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost, so their headers are on every answer, also Django's 400 for a disallowed Host
+    # (raised by the middleware below them, answered before any inner middleware runs).
+    "csp.middleware.CSPMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Every error answer under /api/ as JSON, an out-of-range integer as a 400 (middleware.py).
+    "memoryadmin.middleware.ApiJsonErrors",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
@@ -146,6 +150,16 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/lockout.html"
 AXES_VERBOSE = False
+# The client's address for the lockout: REMOTE_ADDR, or X-Forwarded-For's right-most address
+# that is not a proxy only when REMOTE_ADDR is one of TRUSTED_PROXIES (addresses or networks of
+# the TLS proxies in front; empty: the header is ignored). console/services/accounts.py.
+AXES_CLIENT_IP_CALLABLE = "memoryadmin.console.services.accounts.client_ip"
+TRUSTED_PROXIES = [p.strip() for p in os.getenv("TRUSTED_PROXIES", "").split(",") if p.strip()]
+# "Forgot your password?" requests an hour that send a mail: per client address, per e-mail.
+PASSWORD_RESET_LIMITS = {
+    "per_address": envint("PASSWORD_RESET_PER_ADDRESS", 10),
+    "per_email": envint("PASSWORD_RESET_PER_EMAIL", 3),
+}
 
 # Content-Security-Policy (django-csp 4): only our own scripts, styles and images; no inline
 # script or style anywhere (bars are SVG attributes, confirms and htmx settings live in app.js).
@@ -282,11 +296,31 @@ VERDICT_CACHE_PATH = Path(
     os.getenv("MEMORYADMIN_VERDICT_CACHE", VAR_DIR / "cache" / "verdicts.sqlite3")
 )
 
+# Days archived copies of removed memories are kept, for agents that do not set their own
+# (Agent.archive_days); 0 keeps them forever (the default: nothing is ever lost). The worker
+# purges older copies daily at ARCHIVE_PURGE_CRON; passes applied before then lose their Undo.
+ARCHIVE_RETENTION_DAYS = envint("MEMORYADMIN_ARCHIVE_DAYS", 0)
+ARCHIVE_PURGE_CRON = os.getenv("MEMORYADMIN_ARCHIVE_PURGE_CRON", "17 4 * * *")
+
 # Optional OpenAI-compatible LLM (distill/summarize); unset means offline, extractive only.
 OPENAI_BASE_URL = os.getenv("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = os.getenv("OPENAI_API_KEY", "")
 MEMORYADMIN_LLM_MODEL = os.getenv("MEMORYADMIN_LLM_MODEL", "")
 MEMORYADMIN_LLM_TIMEOUT = float(os.getenv("MEMORYADMIN_LLM_TIMEOUT", "30"))
+
+# Outbound endpoints (consolidation/adapters/endpoints.py): the environment variables an attached
+# collection's embedder may take its key from (glob patterns; a service secret never, whatever
+# this says), and the hosts an embedder or LLM URL may be on (empty: any http(s) host).
+EMBEDDER_KEY_ENV_ALLOWED = [
+    p.strip()
+    for p in os.getenv(
+        "EMBEDDER_KEY_ENV_ALLOWED", "OPENAI_API_KEY,MEMORYADMIN_EMBEDDER_KEY*"
+    ).split(",")
+    if p.strip()
+]
+ENDPOINT_HOSTS_ALLOWED = [
+    h.strip().lower() for h in os.getenv("ENDPOINT_HOSTS_ALLOWED", "").split(",") if h.strip()
+]
 
 LOGGING = {
     "version": 1,

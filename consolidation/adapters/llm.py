@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import openai
 
 from ..protocols import LLMOutputError, LLMReply, LLMUnavailable
+from .endpoints import HOSTS_ENV, check_endpoint_url, hosts_from_env
 from .llm_errors import Retryable, refuses_response_format, translate
 
 __all__ = ["DEFAULT_TIMEOUT_SECONDS", "RESPONSE_FORMATS", "LLMWriter", "llm_from_env"]
@@ -321,9 +322,12 @@ def llm_from_env(env: Mapping[str, str] | None = None) -> LLMWriter | None:
     - ``OPENAI_API_KEY`` — optional for local endpoints.
     - ``MEMORYADMIN_LLM_TIMEOUT`` — seconds per attempt, default
       :data:`DEFAULT_TIMEOUT_SECONDS`.
+    - ``ENDPOINT_HOSTS_ALLOWED`` — optional host patterns the base URL must match
+      (:mod:`consolidation.adapters.endpoints`; unset: any host).
 
     Raises ``ValueError`` naming the variable when the model is set but neither a base URL nor
-    a key is, or when the timeout or base URL is invalid. Does no network I/O.
+    a key is, or when the timeout or base URL is invalid (another scheme, credentials in it, a
+    host not allowed). Does no network I/O.
     """
     env = os.environ if env is None else env
     model = (env.get("MEMORYADMIN_LLM_MODEL") or "").strip()
@@ -337,6 +341,10 @@ def llm_from_env(env: Mapping[str, str] | None = None) -> LLMWriter | None:
                 "MEMORYADMIN_LLM_MODEL is set but neither OPENAI_BASE_URL nor OPENAI_API_KEY is"
             )
         base_url = OPENAI_DEFAULT_BASE_URL
+    try:
+        base_url = check_endpoint_url(base_url, hosts_from_env(env), what="LLM")
+    except ValueError as exc:
+        raise ValueError(f"OPENAI_BASE_URL ({HOSTS_ENV}): {exc}") from exc
     raw_timeout = (env.get("MEMORYADMIN_LLM_TIMEOUT") or "").strip()
     timeout = DEFAULT_TIMEOUT_SECONDS
     if raw_timeout:

@@ -10,7 +10,7 @@ one, those operations are left out of the plan (``consolidation.adapters.chroma_
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,6 +18,7 @@ import numpy as np
 import openai
 
 from .embedder import EmbedderUnavailable
+from .endpoints import check_endpoint_url, check_key_env, hosts_from_env
 
 __all__ = ["EndpointEmbedder", "endpoint_embedder_from_config"]
 
@@ -102,13 +103,21 @@ class EndpointEmbedder:
 
 
 def endpoint_embedder_from_config(
-    config: Mapping[str, Any] | None, env: Mapping[str, str]
+    config: Mapping[str, Any] | None,
+    env: Mapping[str, str],
+    *,
+    allowed_key_env: Iterable[str] | None = None,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> EndpointEmbedder | None:
     """The embedder an agent's ``embedder`` setting names, or ``None`` when it names none.
 
     ``config``: ``{"base_url": …, "model": …, "api_key_env": "OPENAI_API_KEY"}``; the key itself
     is never stored, only the name of the environment variable holding it (read from ``env``).
-    Raises ``ValueError`` for a half-filled or invalid setting.
+    The variable must be one the deployment allows and never a service secret
+    (``allowed_key_env``, default ``endpoints.DEFAULT_KEY_ENV_ALLOWED``), the URL http(s) on an
+    allowed host (``allowed_hosts``, default ``env``'s ``ENDPOINT_HOSTS_ALLOWED``; empty: any):
+    :mod:`consolidation.adapters.endpoints`, checked here on every use, not only when stored.
+    Raises ``ValueError`` for a half-filled or invalid setting; reads no key then.
     """
     config = dict(config or {})
     base_url = str(config.get("base_url") or "").strip()
@@ -117,5 +126,9 @@ def endpoint_embedder_from_config(
         return None
     if not base_url or not model:
         raise ValueError("an embedder needs both a base URL and a model")
+    hosts = hosts_from_env(env) if allowed_hosts is None else allowed_hosts
+    base_url = check_endpoint_url(base_url, hosts, what="embedder")
     key_env = str(config.get("api_key_env") or "").strip()
+    if key_env:
+        key_env = check_key_env(key_env, allowed_key_env)
     return EndpointEmbedder(base_url, model, (env.get(key_env) or None) if key_env else None)

@@ -66,6 +66,8 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .nearest import SLACK, TopK, dense
+
 __all__ = ["ANN_MIN_ROWS", "ann_candidate_pairs"]
 
 ANN_MIN_ROWS = 100_000
@@ -155,13 +157,21 @@ def _scan(
     threshold: float,
     block: int,
     threads: int,
+    topk: TopK | None = None,
+    labels: np.ndarray | None = None,
+    excluded: list[int] | None = None,
 ) -> np.ndarray:
     """``(m,) int64`` codes ``i * n + j`` (``i < j``, unique, sorted) of the pairs whose tile
     similarity is ≥ ``threshold − _MARGIN``: every cell's members × the rows probing it.
 
     The tiles are small (≈ 4,000 × 250 at 1M), so each runs on one BLAS thread and ``threads``
     workers share the cells: a 2-thread BLAS call per small tile waits for its second thread,
-    which on the loaded machine made the scan of 100K rows take 20.2 s wall instead of 3.4 s."""
+    which on the loaded machine made the scan of 100K rows take 20.2 s wall instead of 3.4 s.
+
+    With ``topk``, a dense tile (a row or column of more than ``topk.k`` candidates) is offered
+    to it instead (each row's nearest partners, :mod:`.nearest`); its pairs are not in the
+    returned codes. ``labels``: a pair whose ends share a label ≥ 0 is skipped (counted into
+    ``excluded[0]``)."""
     n = len(emb)
     mrows, mb = members
     srows, sb = searchers
@@ -170,12 +180,34 @@ def _scan(
         codes = []
         for c in span:
             mem, srch = mrows[mb[c] : mb[c + 1]], srows[sb[c] : sb[c + 1]]
+            if labels is not None and len(mem) and len(srch):
+                lm = labels[mem]
+                if lm[0] >= 0 and (lm == lm[0]).all():
+                    # every member is of one series: only its searchers of other labels
+                    other = labels[srch] != lm[0]
+                    if excluded is not None:
+                        excluded[0] += int(len(srch) - other.sum()) * len(mem)
+                    srch = srch[other]
             for m0 in range(0, len(mem) if len(srch) else 0, block):
                 mm = mem[m0 : m0 + block]
                 right = emb[mm].T
                 for s0 in range(0, len(srch), block):
                     ss = srch[s0 : s0 + block]
-                    r, k = np.nonzero(emb[ss] @ right >= threshold - _MARGIN)
+                    tile = emb[ss] @ right
+                    hit = tile >= threshold - _MARGIN
+                    if labels is not None:
+                        la, lb = labels[ss], labels[mm]
+                        if (la >= 0).any() and (lb >= 0).any():
+                            same = (la[:, None] == lb[None, :]) & (la >= 0)[:, None]
+                            if excluded is not None:
+                                excluded[0] += int(np.count_nonzero(hit & same))
+                            hit &= ~same
+                    if topk is not None and dense(hit, topk.k):
+                        hit &= ss[:, None].astype(np.int64) != mm[None, :]
+                        topk.offer(ss, mm, tile, hit)
+                        topk.offer(mm, ss, tile.T, hit.T)
+                        continue
+                    r, k = np.nonzero(hit)
                     a, b = ss[r].astype(np.int64), mm[k].astype(np.int64)
                     keep = a != b
                     if keep.any():
@@ -201,6 +233,9 @@ def ann_candidate_pairs(
     seed: int = 0,
     block: int = 4096,
     threads: int = 0,
+    per_row: int | None = None,
+    stats: dict[str, int] | None = None,
+    exclude: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)``, ``i < j``, with cosine(emb[i], emb[j]) ≥ ``threshold``, approximately.
 
@@ -212,6 +247,9 @@ def ann_candidate_pairs(
     - ``seed``: of the k-means sample and initialisation (same seed, same pairs).
     - ``block``: largest tile edge in rows (a tile is ``block² float32``).
     - ``threads``: workers scanning the cells (0 = the CPUs this process may use).
+    - ``per_row``, ``stats``, ``exclude``: as for :func:`~.candidates.candidate_pairs` (a
+      dense tile keeps each row's ``per_row`` nearest partners only; pairs of one label are
+      skipped; ``excluded`` counts them, counted once per tile that met them).
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32``, sorted by ``(i, j)``, every sim
     exact (recomputed from ``emb``). Raises ``ImportError`` naming the package when faiss is not
@@ -245,7 +283,17 @@ def ann_candidate_pairs(
     if not threads:  # the CPUs this process may run on (affinity is Linux-only)
         affinity = getattr(os, "sched_getaffinity", None)
         threads = len(affinity(0)) if affinity else os.cpu_count() or 1
-    code = _scan(emb, members, searchers, threshold, block, threads)
+    topk = TopK(n, per_row + SLACK) if per_row else None
+    excluded = [0]
+    code = _scan(emb, members, searchers, threshold, block, threads, topk, exclude, excluded)
+    if stats is not None and excluded[0]:
+        stats["excluded"] = stats.get("excluded", 0) + excluded[0]
+    if topk is not None:
+        if stats is not None:
+            stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
+            stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
+        if topk.seen.any():
+            code = np.union1d(code, topk.codes(n))
     if not len(code):
         return _empty()
     lo, hi = code // n, code % n

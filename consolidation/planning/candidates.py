@@ -32,8 +32,10 @@ result does not depend on tiling, rotation or BLAS threading (I-8 determinism).
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .ann import ANN_MIN_ROWS, ann_candidate_pairs
+from .nearest import SLACK, TopK, dense
 
 __all__ = ["candidate_pairs", "normalize_rows"]
 
@@ -70,6 +72,9 @@ def candidate_pairs(
     block: int = 2048,
     method: str = "auto",
     split_dims: int | None = None,
+    per_row: int | None = None,
+    stats: dict[str, int] | None = None,
+    exclude: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)`` with ``i < j`` and cosine(emb[i], emb[j]) ≥ ``threshold``.
 
@@ -82,6 +87,17 @@ def candidate_pairs(
       :mod:`.ann` for a full search of n ≥ ``ANN_MIN_ROWS`` rows (approximate: a subset of the
       exact pairs), else split for a full search of n ≥ 8192 rows or ≥ 4096 query rows, when
       d ≥ 64. An incremental (``query``) search stays exact: it is O(q × n).
+    - ``per_row``: when given, a tile with a row or column of more than ``per_row`` candidates
+      keeps only each row's ``per_row`` most similar partners (:class:`~.nearest.TopK`, on the
+      tile's exact product), so a dense cluster costs O(n × per_row) pairs, not O(n²); the
+      caller bounds the result (:func:`~.nearest.bound_pairs`). ``stats`` (a dict) then gets
+      ``dense_tiles``, ``max_seen`` (the most candidates a row had in them) and ``over``
+      (rows with more than ``per_row``).
+    - ``exclude``: optional ``(n,) int64`` labels; a pair whose ends share a label ≥ 0 is
+      known distinct and never returned (the members of one numbered series,
+      :mod:`.templates`); in a full search the rows of one label are tiled together and a tile
+      inside one label is not computed. ``stats["excluded"]`` counts those pairs (every pair
+      of a skipped tile, and the pairs of a computed tile that passed its filter).
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32`` arrays sorted by ``(i, j)``.
     Raises ``ValueError`` for a non-2-D matrix or an unknown method.
@@ -97,7 +113,9 @@ def candidate_pairs(
         return empty
     if method == "ann" or (method == "auto" and query is None and n >= ANN_MIN_ROWS):
         # approximate above the measured switch point (see planning/ann.py)
-        return ann_candidate_pairs(emb, threshold, query=query)
+        return ann_candidate_pairs(
+            emb, threshold, query=query, per_row=per_row, stats=stats, exclude=exclude
+        )
     if method == "auto":
         # the split's fixed cost (rotating all n rows, O(n·d²)) only pays off when the
         # product itself is large: a full triangle of ≥ 8192 rows, or ≥ 4096 query rows
@@ -108,7 +126,11 @@ def candidate_pairs(
         k = split_dims or d // 2
         # float32 eigh: ~0.04 s for d = 384 (float64 dsyevd took seconds here); exact
         # orthogonality is not needed — the 1e-3 margin absorbs it, and sims are recomputed
-        _, vecs = np.linalg.eigh(emb.T @ emb)
+        # on one BLAS thread: 0.15 s for d = 384, where two threads on the shared 2-core
+        # machine took 3.0–3.6 s (measured; LAPACK's threads wait on each other under load)
+        gram = emb.T @ emb
+        with threadpool_limits(1, user_api="blas"):
+            _, vecs = np.linalg.eigh(gram)
         rot = emb @ np.ascontiguousarray(vecs[:, ::-1])
         resid = np.linalg.norm(rot[:, k:], axis=1)
         order = np.argsort(-resid, kind="stable")
@@ -118,6 +140,17 @@ def candidate_pairs(
         order = np.arange(n)
         head = emb
         resid = np.zeros(n, dtype=np.float32)
+    uniform: list[int] = []
+    if exclude is not None and query is None:
+        # the rows of one numbered series side by side (in the method's order within it), so
+        # a tile whose rows and columns are all one series is skipped without its product
+        lab = np.asarray(exclude, dtype=np.int64)
+        regroup = np.argsort(np.where(lab >= 0, lab, np.iinfo(np.int64).max)[order], kind="stable")
+        order, resid = order[regroup], resid[regroup]
+        head = np.ascontiguousarray(head[regroup]) if method == "split" else emb[order]
+        for s0 in range(0, n, block):
+            blk = lab[order[s0 : s0 + block]]
+            uniform.append(int(blk[0]) if blk[0] >= 0 and (blk == blk[0]).all() else -1)
 
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)  # pos[row] = its place in the sorted matrix
@@ -126,14 +159,37 @@ def candidate_pairs(
         qsorted = np.sort(pos[qrows])
     ii: list[np.ndarray] = []
     jj: list[np.ndarray] = []
+    topk = TopK(n, per_row + SLACK) if per_row else None
+    dense_tiles = excluded = 0
+    labels = exclude[order] if exclude is not None else None  # by sorted position
 
     def _collect(
         a_idx: np.ndarray, b0: int, tile: np.ndarray, bound: float, diagonal: bool
     ) -> None:
-        r, c = np.nonzero(tile >= bound)
+        nonlocal dense_tiles, excluded
+        hit = tile >= bound
         if diagonal:  # a tile on the diagonal: keep each pair once, no self pairs
-            keep = a_idx[r] < b0 + c
-            r, c = r[keep], c[keep]
+            hit &= a_idx[:, None] < np.arange(b0, b0 + tile.shape[1])[None, :]
+        if labels is not None:
+            la, lb = labels[a_idx], labels[b0 : b0 + tile.shape[1]]
+            if (la >= 0).any() and (lb >= 0).any():
+                same = (la[:, None] == lb[None, :]) & (la >= 0)[:, None]
+                excluded += int(np.count_nonzero(hit & same))
+                hit &= ~same
+        if topk is not None and dense(hit, topk.k):
+            # a dense tile: each row's nearest partners only, on the exact product
+            dense_tiles += 1
+            rs, cs = np.flatnonzero(hit.any(axis=1)), np.flatnonzero(hit.any(axis=0))
+            hit = hit[np.ix_(rs, cs)]
+            ra, rb = order[a_idx[rs]], order[b0 + cs]
+            exact = tile[np.ix_(rs, cs)] if method != "split" else emb[ra] @ emb[rb].T
+            # ``hit`` holds every pair that can qualify (the split's bound is an upper bound),
+            # minus the pairs the masks above removed
+            ok = hit & (exact >= threshold - _MARGIN)
+            topk.offer(ra, rb, exact, ok)
+            topk.offer(rb, ra, exact.T, ok.T)
+            return
+        r, c = np.nonzero(hit)
         if len(r):
             ii.append(a_idx[r])
             jj.append(b0 + c)
@@ -145,6 +201,13 @@ def candidate_pairs(
             a_idx = np.arange(a0, a0 + len(a))
             for b0 in range(a0, n, block):
                 b = head[b0 : b0 + block]
+                if (
+                    uniform
+                    and uniform[a0 // block] >= 0
+                    and uniform[a0 // block] == uniform[b0 // block]
+                ):
+                    excluded += len(a) * (len(a) - 1) // 2 if b0 == a0 else len(a) * len(b)
+                    continue
                 mb = float(resid[b0 : b0 + block].max())
                 tile = a @ b.T
                 _collect(a_idx, b0, tile, threshold - ma * mb - _MARGIN, b0 == a0)
@@ -158,17 +221,27 @@ def candidate_pairs(
                 mb = float(resid[b0 : b0 + block].max())
                 _collect(a_idx, b0, a @ b.T, threshold - ma * mb - _MARGIN, False)
 
+    if stats is not None and excluded:
+        stats["excluded"] = stats.get("excluded", 0) + excluded
+    if topk is not None and stats is not None:
+        stats["dense_tiles"] = stats.get("dense_tiles", 0) + dense_tiles
+        stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
+        stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
+    if topk is not None and dense_tiles:
+        ii.append(topk.codes(n))
+        jj.append(np.full(len(ii[-1]), -1, np.int64))
     if not ii:
         return empty
     si = np.concatenate(ii)
     sj = np.concatenate(jj)
     # back to original row numbers, orient i < j, drop self pairs and duplicates
-    oi, oj = order[si], order[sj]
+    tk = sj < 0  # codes of the dense tiles' kept pairs (already original rows, lo < hi)
+    oi, oj = order[si[~tk]], order[sj[~tk]]
     lo, hi = np.minimum(oi, oj), np.maximum(oi, oj)
     keep = lo != hi
     lo, hi = lo[keep], hi[keep]
-    if len(lo):
-        code = np.unique(lo.astype(np.int64) * n + hi.astype(np.int64))
+    if len(lo) or tk.any():
+        code = np.unique(np.concatenate([lo.astype(np.int64) * n + hi.astype(np.int64), si[tk]]))
         lo, hi = code // n, code % n
     sims = _exact_sims(emb, lo, hi)
     ok = sims >= threshold

@@ -26,12 +26,17 @@ decision changed. Records go to ``plan.context`` (:meth:`Decided.telemetry`):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..decisions import Constraint, StandingDecisions
 
-if TYPE_CHECKING:
-    from .state import PlanState
+
+class PlanState(Protocol):
+    """What the stages' checks read of :class:`~.state.PlanState` (its bound decisions); a
+    protocol, so this module does not import the state that imports it."""
+
+    decided: Decided
+
 
 __all__ = ["HELD_BACK_LIMIT", "Decided", "held_apart", "held_kept"]
 

@@ -17,10 +17,15 @@ brackets, seconds):
    pinned/curated, never a memory without ``created_at``, never a memory that meets a
    promotion rule (a durable fact by definition). Decided first, so pruned memories take part
    in no merge or reconcile.
+   ``templates`` [templates] (:mod:`.templates`) — texts that differ only in numbers: a
+   numbered series (a number different in every member names the record) is never paired,
+   another group is judged once per kind of difference (in a partial incremental pass this
+   runs after ``exact``, over the new rows and their partners).
 3. ``candidates`` [candidates] (:mod:`.grouping`) — every pair with cosine ≥
    ``min(link_threshold, contradiction_threshold)``
    (:func:`~consolidation.planning.candidates.candidate_pairs`, exact, blocked; in a partial
-   incremental pass :func:`~.vectors.query_pairs`, the same pairs, new × store).
+   incremental pass :func:`~.vectors.query_pairs`, the same pairs, new × store), cut to each
+   memory's :data:`~.nearest.PER_MEMORY` nearest (:mod:`.nearest`), a series' pairs skipped.
 4. ``exact`` [exact] (:mod:`.grouping`) — same normalised text
    (:func:`consolidation.text.normalize_text`).
 5. ``contradictions`` [contradictions] (:mod:`.grouping`) — pairs with cosine ≥
@@ -67,6 +72,12 @@ brackets, seconds):
     the most confident removing operations that fit the loss guard; then the summary and
     telemetry.
 
+Bounds: every stage's pairs are bounded — candidate partners per memory, pairs judged per pass
+(:func:`~.grouping.judge_bound`), twin keys (:data:`~.twins.MAX_BUCKET`), group and window
+sizes (the policy) — listed in ``plan.context["bounds"]``; one reached is reported in
+``plan.context["bounds_hit"]`` and what it left unjudged gets no operation (docs/ARCHITECTURE.md,
+with the candidate channels). Template groups are counted in ``plan.context["templates"]``.
+
 Standing decisions (``decisions``, :mod:`.constraints`) are checked where a stage would join
 two memories (:func:`~.grouping.linked`, :func:`~.grouping.conflicts`), reconcile a pair
 (stage 5: a conflict pick decides it) or remove one (stages 2, 5, 9); what they held back is
@@ -112,6 +123,7 @@ from .grouping import find_exact, link_groups, reconcile_contradictions, search_
 from .operations import merge_operations, promote_operations, promotion_rules, trim_to_guard
 from .prune import prune_covered, prune_decayed
 from .state import PlanState, prepare
+from .templates import find_templates
 from .windows import fold_evidence, semantic_windows, session_windows, start_units
 
 __all__ = ["plan", "promotion_rules"]
@@ -164,9 +176,12 @@ def plan(
     lap("prepare")
     prune_decayed(st)
     lap("prune")
+    find_templates(st, searched=False)
+    lap("templates")
     search_candidates(st)
     lap("candidates")
     find_exact(st)
+    find_templates(st, searched=True)
     lap("exact")
     reconcile_contradictions(st)
     lap("contradictions")
@@ -207,6 +222,9 @@ def _finish(st: PlanState) -> Plan:
         "loss_fraction": result.loss_fraction,
         "records": n,
         "candidate_method": st.candidate_method,
+        "bounds": st.bounds,
+        "bounds_hit": st.bounds_hit,
+        "templates": st.templates.telemetry() if st.templates is not None else {},
         "policy": policy.to_dict(),
         "now": st.now.isoformat(),
     }

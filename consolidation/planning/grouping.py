@@ -12,12 +12,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..decisions import Constraint
-from ..judgment import CONFLICT, SAME, SUPERSEDES, PairVerdict, judge_pair
+from ..judgment import CONFLICT, DISTINCT, SAME, SUPERSEDES, PairVerdict, judge_pair
 from ..plans import Fate, Operation, OpKind
 from ..text import extractive_merge, normalize_text
+from . import nearest
 from .candidates import candidate_pairs
 from .constraints import held_apart, held_kept
+from .nearest import bound_pairs
 from .state import EPISODIC, Column, PlanState, equal_runs, short
+from .templates import template_verdict
 from .twins import twin_pairs
 from .updates import update_pairs
 from .vectors import query_pairs
@@ -39,20 +42,39 @@ def search_candidates(st: PlanState) -> None:
     contradiction_threshold)`` into ``st.sim`` (``{(i, j): cosine}``, ``i < j``) — only new ×
     store pairs in a partial incremental pass (:func:`~.candidates.candidate_pairs`; an exact
     new × store search reads the rows without a normalised copy: :func:`~.vectors.query_pairs`,
-    the same pairs)."""
+    the same pairs). Bounded per memory (:mod:`.nearest`): a pair is kept when it is among the
+    :data:`~.nearest.PER_MEMORY` most similar of one of its ends; the bound is reported in
+    ``st.bounds_hit["candidates_per_memory"]`` when a memory had more."""
     policy = st.policy
     need_sim = policy.merge_near or policy.reconcile
     t_cand = min(policy.link_threshold, policy.contradiction_threshold)
+    k = nearest.PER_MEMORY
+    st.bounds["candidates_per_memory"] = k
+    seen: dict[str, int] = {}
+    # a numbered series' pairs are known distinct (:mod:`.templates`): not searched
+    exclude = st.templates.series_labels(st.n) if st.templates is not None else None
     if need_sim and st.n >= 2 and len(st.new_idx):
         if st.partial and st.candidate_method in ("auto", "exact", "split"):
-            pi, pj, ps = query_pairs(st.emb, t_cand, st.new_idx)
+            pi, pj, ps = query_pairs(st.emb, t_cand, st.new_idx, per_row=k, stats=seen)
         else:
             pi, pj, ps = candidate_pairs(
                 st.emb.matrix(),
                 t_cand,
                 query=st.new_idx if st.partial else None,
                 method=st.candidate_method,
+                per_row=k,
+                stats=seen,
+                exclude=exclude,
             )
+        pi, pj, ps, hit = bound_pairs(pi, pj, ps, st.n, k)
+        st.candidates["max_partners"] = hit["max_partners"]
+        if hit["memories"] or seen.get("over", 0):
+            st.bounds_hit["candidates_per_memory"] = {
+                "memories": max(hit["memories"], seen.get("over", 0)),
+                "max_candidates": max(hit["max_partners"], seen.get("max_seen", 0)),
+            }
+        if seen.get("excluded"):
+            st.candidates["series_pairs_not_searched"] = seen["excluded"]
     else:
         pi = pj = np.empty(0, np.int64)
         ps = np.empty(0, np.float32)
@@ -115,11 +137,14 @@ def find_exact(st: PlanState) -> None:
     keyed: Sequence[int]
     keyed = st.new_and_partners() if st.partial else range(n)
     keys: list[str | None] = [None] * n
-    for i in keyed:
-        doc = st.docs[i]
-        key = normalize_text(doc)
-        # an empty text is nobody's duplicate; a text that is its own key shares its string
-        keys[i] = (doc if key == doc else key) or None
+    if len(st.keys) == n and not st.partial:
+        keys = st.keys  # the ``templates`` stage keyed every row already
+    else:
+        for i in keyed:
+            doc = st.docs[i]
+            key = normalize_text(doc)
+            # an empty text is nobody's duplicate; a text that is its own key shares its string
+            keys[i] = (doc if key == doc else key) or None
     exact_edges: list[tuple[int, int]] = []
     exact_pairs = 0
     if policy.merge_exact:
@@ -141,12 +166,26 @@ def verdict(st: PlanState, a: int, b: int) -> PairVerdict:
     (memoised per pair in ``st.contra``; cues counted in ``st.contra_stats["found"]``).
 
     Every stage that would merge, fold, window or reconcile a pair asks this first: different
-    scopes and empty texts are always ``"distinct"``.
+    scopes and empty texts are always ``"distinct"``. Two members of one template group get
+    the group's answer when it has one (:func:`~.templates.template_verdict`, not stored).
+    At most :func:`judge_bound` pairs are judged in a pass; a pair past it gets
+    :data:`NOT_JUDGED` (its cue keeps it out of every merge, fold, window, reconcile and
+    conflict: left as it is) and the bound is reported in ``st.bounds_hit["judged_pairs"]``.
     """
     key = (a, b) if a < b else (b, a)
     v = st.contra.get(key)
     if v is None:
         x, y = key
+        tv = template_verdict(st, x, y)
+        if tv is not None:
+            return tv
+        stats = st.contra_stats
+        limit = st.bounds.setdefault("judged_pairs", judge_bound(st.n))
+        if stats["checked"] >= limit:
+            hit = st.bounds_hit.setdefault("judged_pairs", {"not_judged": 0})
+            hit["not_judged"] += 1
+            st.contra[key] = NOT_JUDGED
+            return NOT_JUDGED
         s = st.sim.get(key)
         if s is None:
             s = float(np.dot(st.emb[x], st.emb[y]))
@@ -160,11 +199,31 @@ def verdict(st: PlanState, a: int, b: int) -> PairVerdict:
             policy=st.policy,
         )
         st.contra[key] = v
-        stats = st.contra_stats
         stats["checked"] += 1
         if v.cue is not None:
             stats["found"][v.cue] = stats["found"].get(v.cue, 0) + 1
     return v
+
+
+JUDGED_PER_MEMORY = 4
+JUDGED_FLOOR = 20_000
+"""A pass judges at most ``JUDGED_FLOOR + JUDGED_PER_MEMORY × n`` pairs (:func:`judge_bound`):
+≈ 7 s of ``judge_pair`` at its 0.36 ms a pair plus 1.4 ms a memory. The varied stores of the
+tests and benches judge under one pair a memory; a templated store is answered per group
+(:mod:`.templates`), so the bound is a safety net against a store nothing else bounds."""
+
+NOT_JUDGED = PairVerdict(
+    DISTINCT,
+    None,
+    "not_judged",
+    ("not judged: the pass reached its bound on judged pairs, so both are left as they are",),
+)
+"""The verdict of a pair past the judgment bound: no operation may join or remove it."""
+
+
+def judge_bound(n: int) -> int:
+    """Pairs a pass of ``n`` memories may judge (see :data:`JUDGED_FLOOR`)."""
+    return JUDGED_FLOOR + JUDGED_PER_MEMORY * n
 
 
 def _recency_text(st: PlanState, i: int) -> str | None:
@@ -219,6 +278,7 @@ def reconcile_contradictions(st: PlanState) -> None:
     policy, fm, metas, ids, hashes, docs = st.policy, st.fm, st.metas, st.ids, st.hashes, st.docs
     stats = st.contra_stats
     stats.setdefault("conflicts", 0)
+    st.bounds["judged_pairs"] = judge_bound(st.n)
     pending: list[tuple[float, int, int, PairVerdict]] = []
     offered = [kv for kv in st.sim.items() if kv[1] >= policy.contradiction_threshold]
     twins = twin_pairs(st)

@@ -212,6 +212,12 @@ class PlanState:
     """The standing decisions bound to this snapshot (:mod:`.constraints`): what reviewers
     decided earlier, checked at every join, reconcile and removal."""
     candidates: dict[str, int] = field(default_factory=dict)
+    bounds: dict[str, int] = field(default_factory=dict)
+    """Each stage's bound on its pairs or work (name → limit), reported in the plan."""
+    bounds_hit: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The bounds a stage reached (name → figures): what it could not judge was left as is."""
+    templates: Any = None
+    """Template groups (:class:`~.templates.Templates`): texts that differ only in numbers."""
     contra_stats: dict[str, Any] = field(
         default_factory=lambda: {
             "checked": 0,

@@ -121,9 +121,12 @@ def twin_pairs(st: PlanState) -> dict[tuple[int, int], float]:
     order, runs = equal_runs(h)
     owner, role = owner[order], role[order]
     found: set[tuple[int, int]] = set()
+    skipped = 0
+    st.bounds["twin_bucket"] = MAX_BUCKET
     for s0, stop in runs:
         size = stop - s0
         if size > MAX_BUCKET:
+            skipped += 1
             continue  # a template with many values
         members = list(zip(owner[s0:stop].tolist(), role[s0:stop].tolist(), strict=True))
         for x in range(size):
@@ -132,11 +135,17 @@ def twin_pairs(st: PlanState) -> dict[tuple[int, int], float]:
                 # substitution slots pair with each other; a deleted-token key with a whole text
                 if a != b and (ra == rb == 2 or {ra, rb} == {0, 1}):
                     found.add((a, b) if a < b else (b, a))
+    if skipped:
+        st.bounds_hit["twin_bucket"] = {"keys_skipped": skipped}
     new = st.is_new
     out: dict[tuple[int, int], float] = {}
+    tpl = st.templates
+    series = tpl.series_group if tpl is not None else {}
     for a, b in sorted(found):
         if (a, b) in st.sim or not (new[a] or new[b]) or norm[a] == norm[b]:
             continue
+        if a in series and series[a] == series.get(b):
+            continue  # two records of one numbered series: distinct (planning/templates.py)
         if _one_apart(norm[a], norm[b]):
             out[(a, b)] = float(np.dot(st.emb[a], st.emb[b]))
     return out

@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .nearest import SLACK, TopK, dense
+
 __all__ = ["CHUNK", "UnitRows", "query_pairs"]
 
 CHUNK = 16384
@@ -159,7 +161,13 @@ def _cpus() -> int:
 
 
 def query_pairs(
-    rows: UnitRows, threshold: float, query: np.ndarray, *, block: int = 4096
+    rows: UnitRows,
+    threshold: float,
+    query: np.ndarray,
+    *,
+    block: int = 4096,
+    per_row: int | None = None,
+    stats: dict[str, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)``, ``i < j``, with an end in ``query`` and cosine ≥ ``threshold``: exactly
     the pairs and similarities of :func:`~.candidates.candidate_pairs` with ``query`` (every
@@ -170,7 +178,8 @@ def query_pairs(
     first half of the dimensions is multiplied first, and a tile whose bound (Cauchy–Schwarz:
     ``x·y ≤ x₁·y₁ + ‖x₂‖‖y₂‖``) leaves few candidates skips the second half — an O(q × n)
     product at half the cost. Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32``,
-    sorted by ``(i, j)``.
+    sorted by ``(i, j)``. ``per_row``, ``stats``: as for
+    :func:`~.candidates.candidate_pairs` (a dense tile keeps each row's nearest partners only).
     """
     n, d = rows.shape
     empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
@@ -182,6 +191,7 @@ def query_pairs(
     q1 = np.ascontiguousarray(qv[:, :k])
     q2 = np.ascontiguousarray(qv[:, k:])
     q2max = float(np.linalg.norm(q2, axis=1).max())
+    topk = TopK(n, per_row + SLACK) if per_row else None
 
     def scan(starts: range) -> tuple[list[np.ndarray], list[np.ndarray]]:
         los: list[np.ndarray] = []
@@ -196,6 +206,13 @@ def query_pairs(
             if np.count_nonzero(hit) > 4 * len(qrows):  # a weak bound here: finish the product
                 tile += q2 @ raw[:, k:].T
                 hit = tile >= floor
+                if topk is not None and dense(hit, topk.k):
+                    cols = np.arange(b0, b0 + hit.shape[1])
+                    hit &= qrows[:, None] != cols[None, :]
+                    sims = tile / norms[None, :]
+                    topk.offer(qrows, cols, sims, hit)
+                    topk.offer(cols, qrows, sims.T, hit.T)
+                    continue
             flat = np.flatnonzero(hit)  # few hits: faster than a 2-D nonzero
             if len(flat):
                 r, c = np.divmod(flat, hit.shape[1])
@@ -217,12 +234,20 @@ def query_pairs(
         parts = [scan(starts)]
     los = [x for part in parts for x in part[0]]
     his = [x for part in parts for x in part[1]]
-    if not los:
+    extra = np.empty(0, np.int64)
+    if topk is not None:
+        if stats is not None:
+            stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
+            stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
+        if topk.seen.any():
+            extra = topk.codes(n)
+    if not los and not len(extra):
         return empty
-    a, b = np.concatenate(los), np.concatenate(his)
+    a = np.concatenate(los) if los else np.empty(0, np.int64)
+    b = np.concatenate(his) if his else np.empty(0, np.int64)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi
-    code = np.unique(lo[keep] * n + hi[keep])
+    code = np.unique(np.concatenate([lo[keep] * n + hi[keep], extra]))
     lo, hi = code // n, code % n
     sims = np.empty(len(lo), np.float32)
     for s in range(0, len(lo), 65536):

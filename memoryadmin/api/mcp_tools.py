@@ -31,7 +31,7 @@ from pydantic import Field
 
 from memoryadmin.console.models import Agent, Pass
 from memoryadmin.console.selectors.memories import memory_search
-from memoryadmin.console.validation import MAX_NOTE_CHARS
+from memoryadmin.console.validation import DB_INT_MAX, MAX_NOTE_CHARS
 
 from . import schemas as s
 from .actions import common, passes, review
@@ -145,7 +145,9 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     @server.tool()
     @_tool
     def search_memories(
-        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        agent: Annotated[
+            str, Field(min_length=1, max_length=80, description="agent slug (see list_agents)")
+        ],
         query: Annotated[
             str, Field(min_length=1, max_length=2000, description="text to search for")
         ],
@@ -163,11 +165,16 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     @server.tool()
     @_tool
     def memory_consolidate(
-        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        agent: Annotated[
+            str, Field(min_length=1, max_length=80, description="agent slug (see list_agents)")
+        ],
         dry_run: Annotated[bool, Field(description="plan and measure only; write nothing")] = False,
         policy: Annotated[
             str | None,
-            Field(description="named policy (default, aggressive); null = the agent's own"),
+            Field(
+                max_length=40,
+                description="named policy (default, aggressive); null = the agent's own",
+            ),
         ] = None,
         replace: Annotated[
             bool, Field(description="supersede a proposal still waiting for review")
@@ -190,9 +197,16 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     @server.tool()
     @_tool
     def memory_compact(
-        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        agent: Annotated[
+            str, Field(min_length=1, max_length=80, description="agent slug (see list_agents)")
+        ],
         layer: Annotated[
-            str, Field(description="memory layer: semantic, episodic, procedural, summary")
+            str,
+            Field(
+                min_length=1,
+                max_length=40,
+                description="memory layer: semantic, episodic, procedural, summary",
+            ),
         ] = "semantic",
         replace: Annotated[
             bool, Field(description="supersede a proposal still waiting for review")
@@ -209,7 +223,9 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     @server.tool()
     @_tool
     def list_proposals(
-        agent: Annotated[str | None, Field(description="agent slug; null = every agent")] = None,
+        agent: Annotated[
+            str | None, Field(max_length=80, description="agent slug; null = every agent")
+        ] = None,
     ) -> list[s.PassOut]:
         """Passes waiting for review (status proposed), newest first (at most 50)."""
         current_user()
@@ -225,8 +241,10 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
     @server.tool()
     @_tool
     def get_pass(
-        pass_id: Annotated[int, Field(ge=1, description="pass id")],
-        page: Annotated[int, Field(ge=1, description="page of operations (20 a page)")] = 1,
+        pass_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="pass id")],
+        page: Annotated[
+            int, Field(ge=1, le=DB_INT_MAX, description="page of operations (20 a page)")
+        ] = 1,
     ) -> s.PassDetailOut:
         """One pass: summary, loss guard, recall and its operations (20 a page)."""
         current_user()
@@ -242,8 +260,10 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
     @server.tool()
     @_tool
     def exclude_operation(
-        pass_id: Annotated[int, Field(ge=1, description="pass id")],
-        index: Annotated[int, Field(ge=0, description="operation index (get_pass lists them)")],
+        pass_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="pass id")],
+        index: Annotated[
+            int, Field(ge=0, le=DB_INT_MAX, description="operation index (get_pass lists them)")
+        ],
         excluded: Annotated[bool, Field(description="true = leave out; false = include")] = True,
     ) -> s.PassOut:
         """Leave an operation of a proposal out of it, or include it again (reviewers and
@@ -255,8 +275,10 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
     @server.tool()
     @_tool
     def resolve_conflict(
-        pass_id: Annotated[int, Field(ge=1, description="pass id")],
-        index: Annotated[int, Field(ge=0, description="index of the conflict operation")],
+        pass_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="pass id")],
+        index: Annotated[
+            int, Field(ge=0, le=DB_INT_MAX, description="index of the conflict operation")
+        ],
         keep: Annotated[
             Literal["a", "b", "both"],
             Field(description="a = keep its first memory, b = its second, both = remove none"),
@@ -272,7 +294,7 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
     @server.tool()
     @_tool
     def approve_pass(
-        pass_id: Annotated[int, Field(ge=1, description="pass id")],
+        pass_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="pass id")],
         note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why (optional)")] = "",
         revision: Annotated[
             str | None,
@@ -289,7 +311,7 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
     @server.tool()
     @_tool
     def reject_pass(
-        pass_id: Annotated[int, Field(ge=1, description="pass id")],
+        pass_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="pass id")],
         note: Annotated[
             str, Field(min_length=1, max_length=MAX_NOTE_CHARS, description="why (required)")
         ],

@@ -145,6 +145,12 @@ class PassOut(Schema):
     planned_at: datetime | None
     finished_at: datetime | None
     url: str
+    llm: dict[str, Any] | None = Field(
+        default=None,
+        description="The model's work in this pass: model, totals (requests, failed, "
+        "tokens_in, tokens_out, seconds) and one sentence per LLM step (judge, distill); "
+        "null when nothing was sent to a model.",
+    )
     revision: str | None = Field(
         default=None,
         description="While proposed: the revision of what approving applies; send it with "
@@ -246,6 +252,12 @@ class ConsolidateOut(Schema):
     recall_reason: str | None = None
     recall_before: float | None = None
     recall_after: float | None = None
+    llm: dict[str, Any] | None = Field(
+        default=None,
+        description="The model's work in this pass: model, totals (requests, failed, "
+        "tokens_in, tokens_out, seconds) and one sentence per LLM step (judge, distill); "
+        "null when nothing was sent to a model.",
+    )
     url: str | None = None
 
 

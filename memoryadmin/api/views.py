@@ -6,6 +6,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from . import tokens
@@ -20,6 +21,7 @@ NEW_TOKEN_KEY = "api_new_token"
 """Session key holding a just-created raw token until the page after the redirect shows it."""
 
 
+@never_cache  # the page shows a raw token once: no browser or proxy may keep a copy
 @require_http_methods(["GET", "POST"])
 def token_list(request: HttpRequest):
     """Own tokens (prefix, name, created, last used, revoked); POST creates one and redirects

@@ -6,6 +6,7 @@ Domain behaviour lives in small model methods; writes go through ``services``; r
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,13 @@ class Agent(models.Model):
     schedule_cron = models.CharField(max_length=120, default="0 3 * * *")
     schedule_enabled = models.BooleanField(default=True)
     checkpoint = models.JSONField(default=dict, blank=True)
+    archive_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Days archived copies are kept; 0 keeps them forever, empty uses the "
+        "deployment's ARCHIVE_RETENTION_DAYS. Older copies are purged daily by the worker and "
+        "passes applied before then can no longer be undone.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -71,6 +79,19 @@ class Agent(models.Model):
     def get_field_map(self) -> FieldMap:
         """The agent's :class:`FieldMap` (defaults for missing keys)."""
         return FieldMap.from_dict(self.field_map)
+
+    @property
+    def archive_retention_days(self) -> int:
+        """Days archived copies are kept (0: forever): ``archive_days``, or the setting
+        ``ARCHIVE_RETENTION_DAYS`` when it is empty."""
+        if self.archive_days is not None:
+            return int(self.archive_days)
+        return int(getattr(settings, "ARCHIVE_RETENTION_DAYS", 0) or 0)
+
+    def archive_cutoff(self, now: datetime | None = None) -> datetime | None:
+        """Archived copies older than this are purged (``None``: kept forever)."""
+        days = self.archive_retention_days
+        return (now or timezone.now()) - timedelta(days=days) if days > 0 else None
 
     def get_embedder_config(self) -> dict[str, Any]:
         """The ``embedder`` setting as a dict (empty when none)."""
@@ -201,9 +222,27 @@ class Pass(models.Model):
 
     @property
     def can_roll_back(self) -> bool:
-        """True when the pass is applied or partially applied: a rollback may be requested (it
-        can still be refused when records the pass wrote were changed since)."""
-        return self.status in self.ROLLBACKABLE
+        """True when the pass is applied or partially applied and its archived copies are still
+        kept (:attr:`undo_expired` is empty): a rollback may be requested (it can still be
+        refused when records the pass wrote were changed since)."""
+        return self.status in self.ROLLBACKABLE and not self.undo_expired
+
+    @property
+    def undo_expired(self) -> str:
+        """Why this applied pass can no longer be undone, or ``""``: it finished before the
+        agent's archive retention (:meth:`Agent.archive_cutoff`), so its archived copies are
+        (or are about to be) purged."""
+        if self.status not in self.ROLLBACKABLE or self.finished_at is None:
+            return ""
+        cutoff = self.agent.archive_cutoff()
+        if cutoff is None or self.finished_at >= cutoff:
+            return ""
+        days = self.agent.archive_retention_days
+        return (
+            f"Undo expired: {self.agent.name} keeps archived copies for {days} "
+            f"day{'s' if days != 1 else ''}, and this pass was applied on "
+            f"{self.finished_at:%Y-%m-%d}."
+        )
 
     @property
     def is_reviewable(self) -> bool:
@@ -222,6 +261,7 @@ class Operation(models.Model):
         RECONCILE = "reconcile"
         DISTILL = "distill"
         CONFLICT = "conflict"
+        SUMMARIZE = "summarize"  # one summary memory over a cluster; removes nothing
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -319,6 +359,7 @@ class ArchivedMemory(models.Model):
         PRUNE = "prune"
         RECONCILE = "reconcile"
         PROMOTE = "promote"  # prior version of a metadata change
+        SUMMARIZE = "summarize"  # prior version of a pyramid summary its pass rewrote
         OPERATOR_EDIT = "operator_edit"
         OPERATOR_DELETE = "operator_delete"
         OPERATOR_PIN = "operator_pin"

@@ -273,13 +273,19 @@ def store_layout(agent: Agent) -> Layout:
     From the agent's field map (``document``: the text key), its ``embedder`` setting (an
     OpenAI-compatible endpoint for the collection's own model; ``own_vectors`` to overrule
     detection by width), our offline embedder and the process's vector cache
-    (``settings.VECTOR_CACHE_PATH``). Raises ``ValueError`` for an invalid embedder setting.
+    (``settings.VECTOR_CACHE_PATH``). Raises ``ValueError`` for an invalid embedder setting,
+    among them a key variable or host the deployment does not allow (then no key is read).
     """
     from consolidation.adapters.chroma_layout import Layout
     from consolidation.adapters.remote_embedder import endpoint_embedder_from_config
 
     config = agent.get_embedder_config()
-    native = endpoint_embedder_from_config(config, os.environ)
+    native = endpoint_embedder_from_config(  # the key name and host checked again at each use
+        config,
+        os.environ,
+        allowed_key_env=settings.EMBEDDER_KEY_ENV_ALLOWED,
+        allowed_hosts=settings.ENDPOINT_HOSTS_ALLOWED,
+    )
     own = config.get("own_vectors")
     return Layout(
         agent.collection_name,

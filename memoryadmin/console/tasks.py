@@ -14,9 +14,11 @@ from .models import Agent, ImportJob, Pass
 from .services.leases import lease_holder
 from .services.passes import pass_fail, pass_request_scheduled, pass_run
 from .services.recovery import passes_recover, resume_leased
+from .services.rollback import archive_purge
 from .services.transfer_jobs import import_job_run
 
 __all__ = [
+    "purge_archives",
     "apply_pass",
     "import_memories",
     "recover_passes",
@@ -101,6 +103,19 @@ def import_memories(job_id: int) -> str:
         return f"import #{job_id} does not exist"
     job = import_job_run(job=job)
     return f"import #{job_id}: {job.status}"
+
+
+def purge_archives() -> str:
+    """The worker's daily archive purge (django-q2 ``Schedule`` ``PURGE_SCHEDULE``, created by
+    ``run_worker``): :func:`~.services.rollback.archive_purge`. Never raises."""
+    try:
+        purged = archive_purge()
+    except Exception as exc:
+        log.exception("purge_archives crashed")
+        return f"archive purge crashed: {type(exc).__name__}: {exc}"
+    if not purged:
+        return "nothing to purge"
+    return "purged " + ", ".join(f"{slug}: {n}" for slug, n in purged.items())
 
 
 def recover_passes() -> str:

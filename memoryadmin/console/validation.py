@@ -16,6 +16,7 @@ from consolidation import MAX_DOCUMENT_CHARS, FieldMap, Policy
 from consolidation.jsonl import MAX_ID_CHARS
 
 __all__ = [
+    "DB_INT_MAX",
     "MAX_DOCUMENT_CHARS",
     "MAX_EVIDENCE_IDS",
     "MAX_NOTE_CHARS",
@@ -25,6 +26,11 @@ __all__ = [
     "validate_field_map",
     "validate_policy",
 ]
+
+DB_INT_MAX = 2**63 - 1
+"""Largest integer SQLite and PostgreSQL (bigint) store: every integer a request names (an id, a
+page, an index) is bounded by it in the API and MCP schemas, so a larger one is a 422, not an
+``OverflowError`` in the driver (``memoryadmin.middleware`` answers any that slips past: 400)."""
 
 MAX_NOTE_CHARS = 5_000
 """Longest note a reviewer may give to an approve, reject or rollback (the web form, the API and

@@ -299,7 +299,7 @@ def test_nothing_crosses_scopes(a, b):
     assert v.kind == DISTINCT
 
 
-# --- the tables ------------------------------------------------------------------------------------
+# --- the tables ---------------------------------------------------------------------------------
 
 
 def test_the_tables_cover_every_kind_in_six_languages_with_a_source_per_row():

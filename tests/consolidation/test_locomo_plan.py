@@ -84,3 +84,23 @@ def test_it_never_merges_real_role_swaps(sample, a, b, min_cos):
         assert not ({a, b} <= set(op.source_ids)), f"{a} and {b} merged: {op.result_document}"
     for op in p.by_kind(OpKind.RECONCILE):
         assert {a, b} != set(op.source_ids), "a role swap is never reconciled automatically"
+
+
+@pytest.mark.parametrize("sample", sorted(PINNED))
+def test_the_candidate_bound_changes_no_operation_on_a_real_conversation(sample, monkeypatch):
+    """LoCoMo memories have up to 78 partners at cosine ≥ 0.75; with the per-memory bound
+    (planning/nearest.py) the plan is the same as without it."""
+    from datetime import datetime
+
+    from consolidation.planning import nearest
+
+    locomo_path()
+    records, bounded = _planned(sample)
+    monkeypatch.setattr(nearest, "PER_MEMORY", 10**6)
+    free = plan(records, Policy(), now=datetime.fromisoformat(bounded.context["now"]))
+
+    def ops(p):
+        return sorted((o.kind.value, tuple(o.source_ids), tuple(o.removes)) for o in p.operations)
+
+    assert ops(bounded) == ops(free)
+    assert "candidates_per_memory" not in bounded.context["bounds_hit"]

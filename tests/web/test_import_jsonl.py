@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from consolidation.jsonl import MAX_ERRORS, read_jsonl
 from memoryadmin.console import stores
 from memoryadmin.console.models import AuditEvent
 from memoryadmin.console.selectors.agents import agent_census
@@ -212,3 +213,32 @@ def test_a_memory_at_the_import_limit_can_be_edited(agent_with_memories, alice):
     assert all_records(agent)["long"].document == edited
     with pytest.raises(ValueError, match=f"the limit is {MAX_DOCUMENT_CHARS:,}"):
         memory_edit(agent=agent, memory_id="long", document=edited + "!", user=alice)
+
+
+@pytest.mark.django_db
+def test_skip_invalid_reads_past_a_thousand_bad_lines_and_counts_them_all(
+    agent_with_memories, tmp_path
+):
+    agent = agent_with_memories(0)
+    bad = "not json\n" * 1_001
+    good = "".join(json.dumps({"id": f"g{i}", "document": f"good {i}"}) + "\n" for i in range(50))
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(bad + good)
+    out, err = StringIO(), StringIO()
+    call_command("import_memories", agent.slug, str(path), "--skip-invalid", stdout=out, stderr=err)
+    assert stores.get_store(agent).count() == 50
+    assert "1,001 invalid lines skipped" in out.getvalue()
+    assert "1 more invalid lines (skipped)" in err.getvalue()
+    event = AuditEvent.objects.get(agent=agent, verb="memories_imported")
+    assert event.data["error_count"] == 1_001
+
+
+@pytest.mark.django_db
+def test_a_refusal_reports_the_true_count_of_bad_lines(agent_with_memories, tmp_path):
+    agent = agent_with_memories(0)
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"{\n" * 150_000)
+    records, errors = read_jsonl(path)
+    assert (records, len(errors), errors.total) == ([], MAX_ERRORS, 150_000)
+    with pytest.raises(ImportRefused, match="150,000 invalid line"):
+        memories_import_jsonl(agent=agent, fileobj=path)

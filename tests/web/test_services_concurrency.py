@@ -86,3 +86,81 @@ def ten_requests_at_once(tmp_path: Path, url: str) -> None:
         timeout=60,
     ).stdout
     assert "COUNT 1 9" in out
+
+
+RESTORES = """
+import threading
+import numpy as np
+from django.db import connection
+from consolidation import content_hash
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, ArchivedMemory, AuditEvent
+from memoryadmin.console.services.rollback import archive_restore
+
+agent = Agent.objects.create(name="Two", slug="two", collection_name="two-memories",
+                             schedule_enabled=False)
+stores.create_collection(agent.collection_name)
+emb = np.full(384, 0.05, dtype=np.float32).tobytes()
+versions = [
+    ArchivedMemory.objects.create(agent=agent, memory_id="m1", document=doc, metadata={},
+                                  embedding=emb, content_hash=content_hash(doc, {}),
+                                  action="operator_delete")
+    for doc in ("Lives in Berlin", "Lives in Hamburg")
+]
+barrier = threading.Barrier(8)
+results = []
+
+def restore(i):
+    barrier.wait()
+    try:
+        archive_restore(archived=versions[i % 2], user=None)
+        results.append("restored")
+    except ServiceError:
+        results.append("refused")
+    finally:
+        connection.close()
+
+threads = [threading.Thread(target=restore, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+live = stores.get_live(stores.get_store(agent), ["m1"], include_embeddings=False)
+events = AuditEvent.objects.filter(verb="memory_restored")
+print("RESULTS", sorted(results))
+print("FRESH", sum(1 for e in events if not e.data["already_live"]))
+print("ROWS", ArchivedMemory.objects.filter(restored_at__isnull=False).count())
+print("LIVE", live["m1"].document)
+"""
+
+
+@pytest.mark.slow
+def test_eight_restores_of_two_versions_at_once_restore_one(tmp_path):
+    """Four threads restore one archived version of a memory, four the other, at one instant:
+    one version goes live, its four restores succeed (one writes, three find it live), the
+    other four are refused, and only the winning archive row is marked restored."""
+    with fresh_database(tmp_path) as url:
+        env = os.environ | {
+            "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
+            "MEMORYADMIN_VAR_DIR": str(tmp_path),
+            "DATABASE_URL": url,
+            "Q_SYNC": "1",
+            "CHROMA_MODE": "ephemeral",
+        }
+        manage = [sys.executable, "manage.py"]
+        subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=120)
+        done = subprocess.run(
+            [*manage, "shell", "-c", RESTORES],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        out = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    assert out["RESULTS"] == str(["refused"] * 4 + ["restored"] * 4)
+    assert out["FRESH"] == "1"
+    assert out["ROWS"] == "1"
+    assert out["LIVE"] in ("Lives in Berlin", "Lives in Hamburg")

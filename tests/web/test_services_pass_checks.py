@@ -146,3 +146,55 @@ def test_a_pass_with_nothing_to_do_is_settled_not_left_pending(agent_with_memori
     assert run.events.filter(verb="nothing_to_apply").count() == 1
     assert not agent.passes.filter(status=Pass.Status.PROPOSED).exists()  # not "pending"
     assert agent_census(agent=agent) == before
+
+
+def test_the_proposal_the_api_and_the_cli_show_the_models_work(
+    agent_with_memories, llm_env, alice, client
+):
+    """Requests, tokens, seconds and each step's sentence: the same figures on the page, in the
+    API's pass and in ``consolidate --dry-run``; a timed-out group is listed with its reason."""
+    import io
+    import json
+
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    agent = _episodic_agent(agent_with_memories)
+    llm_env.push_slow(5)
+    run = _run(agent)
+    llm = run.telemetry["llm"]
+    summary = llm["distill"]["summary"]
+    client.force_login(alice)
+    page = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "Model work" in page and "stub-model" in page
+    assert summary in page
+    assert f"{llm['totals']['requests']} request" in page
+    assert "timeout" in page  # the group's line
+
+    from django.test import Client
+
+    from memoryadmin.api.tokens import token_create
+    from tests.web.api_helpers import Api
+
+    got = Api(Client(), token_create(user=alice, name="t")[1]).get(f"/passes/{run.pk}").json()
+    assert got["llm"]["distill"] == summary
+    assert got["llm"]["totals"] == llm["totals"]
+
+    llm_env.push_slow(5)
+    out = io.StringIO()
+    call_command("consolidate", agent.slug, "--dry-run", "--json", stdout=out)
+    dry = json.loads(out.getvalue())
+    assert dry["llm"]["model"] == "stub-model"
+    assert dry["llm"]["distill"].startswith("distilled 0 of 1 session")
+    out = io.StringIO()
+    llm_env.push_slow(5)
+    call_command("consolidate", agent.slug, "--dry-run", stdout=out)
+    assert "distill: distilled 0 of 1 session" in out.getvalue()
+
+
+def test_a_pass_without_a_model_shows_no_model_work(agent_with_memories, alice, client):
+    from django.urls import reverse
+
+    run = _run(agent_with_memories(4))
+    client.force_login(alice)
+    assert "Model work" not in client.get(reverse("pass_detail", args=[run.pk])).content.decode()

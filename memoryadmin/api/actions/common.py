@@ -56,6 +56,13 @@ def service_error(exc: Exception) -> ActionError:
     return Conflict(str(exc))
 
 
+def echo(value: Any, limit: int = 40) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters (ending "…'"), so
+    a refused input of any length is never sent back whole."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 2] + "…'"
+
+
 # ----- look-ups and roles -------------------------------------------------------------------
 
 
@@ -65,7 +72,7 @@ def get_agent(slug: str) -> Agent:
     if agent is None:
         known = list(Agent.objects.order_by("slug").values_list("slug", flat=True)[:12])
         hint = f" Known agents: {', '.join(known)}." if known else " There are no agents yet."
-        raise NotFound(f"Unknown agent {slug!r}.{hint}", field="agent")
+        raise NotFound(f"Unknown agent {echo(slug, 82)}.{hint}", field="agent")
     return agent
 
 
@@ -100,7 +107,7 @@ def named_policy(name: str | None) -> Policy | None:
         return None
     if name not in NAMED_POLICIES:
         raise BadInput(
-            f"Unknown policy {name!r}; named policies: {', '.join(sorted(NAMED_POLICIES))} "
+            f"Unknown policy {echo(name)}; named policies: {', '.join(sorted(NAMED_POLICIES))} "
             "(or null for the agent's own).",
             field="policy",
         )

@@ -18,6 +18,7 @@ from ..present.passes import pass_out
 from .common import (
     BadInput,
     Conflict,
+    echo,
     get_pass,
     named_policy,
     require_manage,
@@ -78,7 +79,7 @@ def compact(*, agent: Agent, user: Any, layer: str, replace: bool = False) -> s.
     layer = (layer or "").strip().lower()
     if layer not in COMPACT_LAYERS:
         raise BadInput(
-            f"Unknown layer {layer!r}; layers: {', '.join(COMPACT_LAYERS)}.", field="layer"
+            f"Unknown layer {echo(layer)}; layers: {', '.join(COMPACT_LAYERS)}.", field="layer"
         )
     try:
         base = agent.get_policy()

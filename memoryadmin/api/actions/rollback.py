@@ -22,6 +22,8 @@ def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:
     """Start rolling back an applied pass (reviewers); refused naming records changed since, and
     with :class:`Conflict` for a pass in any other state (one rolling or rolled back too)."""
     require_review(user, f"roll back pass #{run.pk}")
+    if run.undo_expired:
+        raise Conflict(run.undo_expired)
     if not run.can_roll_back:
         raise Conflict(
             f"Pass #{run.pk} is {run.status.replace('_', ' ')}. "

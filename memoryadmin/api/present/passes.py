@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.paginator import Paginator
 
+from consolidation.snapshot import llm_brief
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
 from memoryadmin.console.selectors.evaluation import pass_figures
@@ -62,6 +63,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "planned_at": run.planned_at,
         "finished_at": run.finished_at,
         "url": run.get_absolute_url(),
+        "llm": llm_brief(run.telemetry),
         "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
 

@@ -6,6 +6,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from memoryadmin.console.selectors.audit import audit_events
+from memoryadmin.console.validation import DB_INT_MAX
 
 from .. import schemas as s
 from ..actions.common import get_agent
@@ -21,8 +22,8 @@ EVENTS_PER_PAGE = 50
 class EventFilters(Schema):
     agent: str = ""
     verb: str = Field("", max_length=40)
-    pass_id: int | None = Field(None, ge=1)
-    page: int = Field(1, ge=1)
+    pass_id: int | None = Field(None, ge=1, le=DB_INT_MAX)
+    page: int = Field(1, ge=1, le=DB_INT_MAX)
 
 
 @router.get(

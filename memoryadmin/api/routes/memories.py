@@ -11,6 +11,7 @@ from pydantic import field_validator
 
 from memoryadmin.console.selectors import memories
 from memoryadmin.console.selectors.memories import MemoryQuery, memory_page
+from memoryadmin.console.validation import DB_INT_MAX
 
 from .. import schemas as s
 from ..actions.common import NotFound, Unavailable, get_agent
@@ -20,7 +21,7 @@ router = Router(tags=["agents"])
 
 
 class MemoryFilters(Schema):
-    page: int = Field(1, ge=1)
+    page: int = Field(1, ge=1, le=DB_INT_MAX)
     tier: str = ""
     pinned: Literal["", "yes", "no"] = ""
     contains: str = Field("", max_length=500)

@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
 from memoryadmin.console.models import Pass
+from memoryadmin.console.validation import DB_INT_MAX
 
 from .. import schemas as s
 from ..actions.common import NotFound, get_agent, get_pass
@@ -23,7 +24,7 @@ PASSES_PER_PAGE = 50
 class PassFilters(Schema):
     agent: str = ""
     status: s.PassStatus | None = None
-    page: int = Field(1, ge=1)
+    page: int = Field(1, ge=1, le=DB_INT_MAX)
 
 
 @router.get("/passes", response=s.PassPage, summary="Passes, newest first; filter by agent, status")
@@ -42,7 +43,7 @@ def pass_list(request: HttpRequest, filters: Query[PassFilters]):
 
 class OpFilters(Schema):
     kind: s.OperationKind | None = None
-    page: int = Field(1, ge=1)
+    page: int = Field(1, ge=1, le=DB_INT_MAX)
 
 
 @router.get(

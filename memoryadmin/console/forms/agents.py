@@ -13,9 +13,11 @@ from dataclasses import MISSING, fields
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.validators import RegexValidator
 
 from consolidation import FieldMap, Policy
+from consolidation.adapters.endpoints import check_endpoint_url, check_key_env
 from consolidation.policy import LLM_FIELD_HELP, SUMMARY_WRITERS
 
 from ..errors import StoreUnavailable
@@ -304,7 +306,9 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
             required=False,
             max_length=120,
             label="Embedder key variable",
-            help_text="Environment variable holding its API key (the key is never stored).",
+            help_text="Environment variable holding its API key (the key is never stored): "
+            "one the deployment allows (EMBEDDER_KEY_ENV_ALLOWED, by default OPENAI_API_KEY or "
+            "MEMORYADMIN_EMBEDDER_KEY…), never one of the service's secrets.",
         )
         order = [
             "name",
@@ -322,6 +326,24 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
             "schedule_enabled",
         ]
         self.order_fields(order)
+
+    def clean_field_embedder_url(self) -> str:
+        url = self.cleaned_data.get("field_embedder_url") or ""
+        if not url:
+            return ""
+        try:
+            return check_endpoint_url(url, settings.ENDPOINT_HOSTS_ALLOWED, what="embedder")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    def clean_field_embedder_key_env(self) -> str:
+        name = (self.cleaned_data.get("field_embedder_key_env") or "").strip()
+        if not name:
+            return ""
+        try:
+            return check_key_env(name, settings.EMBEDDER_KEY_ENV_ALLOWED)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_slug(self) -> str:
         slug = self.cleaned_data["slug"]
@@ -393,6 +415,14 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
     auto_apply = forms.BooleanField(
         required=False, help_text="Apply a proposal that passes the guard without review."
     )
+    archive_days = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=36_500,
+        label="Keep archived copies (days)",
+        help_text="0 keeps them forever; empty uses the deployment's default. Older copies are "
+        "purged daily and passes applied before then can no longer be undone.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -408,6 +438,7 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
         except ValueError:
             policy = Policy()
         initial = {
+            "archive_days": agent.archive_days,
             "name": agent.name,
             "description": agent.description,
             "auto_apply": agent.auto_apply,
@@ -426,6 +457,7 @@ class AgentEditForm(PolicyFieldsMixin, CronMixin):
         """Fields for ``services.agent_update`` (after ``is_valid()``)."""
         d = self.cleaned_data
         return {
+            "archive_days": d.get("archive_days"),
             "name": d["name"],
             "description": d["description"],
             "auto_apply": d["auto_apply"],

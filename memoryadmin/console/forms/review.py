@@ -46,6 +46,7 @@ OPERATION_KIND_CHOICES = [
     ("prune", "prune"),
     ("reconcile", "reconcile"),
     ("distill", "distill"),
+    ("summarize", "summarize"),
     ("conflict", "conflict"),
 ]
 

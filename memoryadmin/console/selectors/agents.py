@@ -15,12 +15,21 @@ from typing import Any
 
 import numpy as np
 
+from consolidation.adapters.chroma_metadata import decode_metadata
 from consolidation.shapes import ShapeReport
 
 from .. import stores
 from ..models import Agent, ArchivedMemory
 
-__all__ = ["StoreStatus", "agent_census", "collection_shape", "store_status"]
+__all__ = [
+    "PyramidLevel",
+    "StoreStatus",
+    "SummaryView",
+    "agent_census",
+    "agent_pyramid",
+    "collection_shape",
+    "store_status",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +49,72 @@ def store_status(agent: Agent) -> StoreStatus:
     except Exception as exc:  # a dashboard must render whatever Chroma does
         logger.warning("store of agent %s unavailable: %s", agent.slug, exc)
         return StoreStatus(None, str(exc) or exc.__class__.__name__)
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    """One summary memory of the pyramid: its ``id``, ``text``, ``level`` (1–3) and the ids of
+    the memories it covers (``children``)."""
+
+    id: str
+    text: str
+    level: int
+    children: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PyramidLevel:
+    """The summaries of one ``level`` (1 over memories, 2 over level-1 summaries, 3 over
+    level-2 ones), largest cluster first, and how many memories they cover together."""
+
+    level: int
+    summaries: tuple[SummaryView, ...]
+
+    @property
+    def covered(self) -> int:
+        """Distinct children of this level's summaries."""
+        return len({c for s in self.summaries for c in s.children})
+
+
+PYRAMID_PAGE_LIMIT = 500
+"""Summaries the agent page reads at most (one filtered Chroma ``get``; a level-1 summary covers
+3–12 memories by default, so 500 summaries cover a store of several thousand memories)."""
+
+
+def agent_pyramid(
+    agent: Agent, *, limit: int = PYRAMID_PAGE_LIMIT
+) -> tuple[list[PyramidLevel], str]:
+    """The agent's memory pyramid as its store holds it: ``(levels, error)``, levels lowest
+    first, each of at most ``limit`` summaries in all (the pyramid's ``summary`` layer read by
+    one Chroma ``get`` filtered on the layer key of the agent's field map). A store error gives
+    ``([], reason)``, never raises; a store without summaries gives ``([], "")``."""
+    from consolidation.pyramid import CHILDREN_KEY, SUMMARY_LAYER, summary_level
+
+    fm = agent.get_field_map()
+    try:
+        store = stores.get_store(agent)
+        got = store.collection.get(
+            where={fm.layer: SUMMARY_LAYER}, include=["documents", "metadatas"], limit=limit
+        )
+    except Exception as exc:  # a page must render whatever Chroma does
+        logger.warning("pyramid of agent %s unavailable: %s", agent.slug, exc)
+        return [], str(exc) or exc.__class__.__name__
+    by_level: dict[int, list[SummaryView]] = {}
+    for rid, doc, meta in zip(
+        got["ids"] or [], got["documents"] or [], got["metadatas"] or [], strict=True
+    ):
+        decoded = decode_metadata(meta)
+        level = summary_level(decoded)
+        if level is None:
+            continue
+        text = store.layout.text_of(doc, decoded)
+        children = tuple(str(c) for c in fm.get_list(decoded, CHILDREN_KEY))
+        view = SummaryView(str(rid), text, level, children)
+        by_level.setdefault(level, []).append(view)
+    return [
+        PyramidLevel(lv, tuple(sorted(views, key=lambda v: (-len(v.children), v.id))))
+        for lv, views in sorted(by_level.items())
+    ], ""
 
 
 def agent_census(*, agent: Agent) -> dict[str, Any]:

@@ -136,7 +136,7 @@ class Evaluation:
         )
 
 
-KIND_ORDER = ("merge", "promote", "prune", "reconcile", "distill")
+KIND_ORDER = ("merge", "promote", "prune", "reconcile", "distill", "summarize")
 """Order of kinds on the summary and the proposal page."""
 
 
@@ -150,7 +150,8 @@ def count_label(kind: str, operations: int, memories: int, curated: int = 0) -> 
     25", plus "(1 written to the curated tier)" for ``curated`` promoted merges (they count in
     the pass's ``promoted``, so a pass can promote without promote operations); promote:
     "… · 10 memories promoted"; prune: "… memories pruned"; reconcile: "… memories superseded
-    (older side)"; distill: "… memories written (distilled)"."""
+    (older side)"; distill: "… memories written (distilled)";
+    summarize: "… memories summarised" (the children the summaries cover; nothing removed)."""
     ops = _n(operations, f"{kind} operation", f"{kind} operations")
     if kind == "merge":
         text = f"{ops} · {_n(memories, 'memory', 'memories')} merged into {operations}"
@@ -160,6 +161,7 @@ def count_label(kind: str, operations: int, memories: int, curated: int = 0) -> 
         "prune": "pruned",
         "reconcile": "superseded (older side)",
         "distill": "written (distilled)",
+        "summarize": "summarised",
     }.get(kind, kind)
     return f"{ops} · {_n(memories, 'memory', 'memories')} {words}"
 
@@ -207,6 +209,8 @@ def evaluate(
         k[0] += 1
         if op.kind in (OpKind.MERGE, OpKind.PRUNE, OpKind.RECONCILE):
             k[1] += len(op.removes)
+        elif op.kind == OpKind.SUMMARIZE:  # the children the summary covers
+            k[1] += len(op.source_ids)
         else:  # promote: the memory itself; distill: the new memory
             k[1] += 1
         if op.kind == OpKind.MERGE and op.scores.get("promoted"):

@@ -31,6 +31,7 @@ from django.core.paginator import Page, Paginator
 
 from consolidation import MemoryRecord
 from consolidation.adapters.chroma_pages import FilteredRecords, distinct_values
+from consolidation.pyramid import CHILDREN_KEY, summary_level
 from consolidation.records import FieldMap
 
 from .. import stores
@@ -269,10 +270,19 @@ class MemoryDetail:
     archived: list[ArchivedMemory] = field(default_factory=list)
     operations: list[Operation] = field(default_factory=list)
     events: list[AuditEvent] = field(default_factory=list)
+    children: list[MemoryView] = field(default_factory=list)
+    missing_children: list[str] = field(default_factory=list)
+
+    @property
+    def child_count(self) -> int:
+        """Memories a pyramid summary covers (live or not); 0 for any other memory."""
+        return len(self.children) + len(self.missing_children)
 
 
 def memory_detail(*, agent: Agent, memory_id: str) -> MemoryDetail:
-    """The memory from the store plus every pass that read, wrote or archived it."""
+    """The memory from the store plus every pass that read, wrote or archived it; for a pyramid
+    summary also its children as the store holds them now (``children``) and the ids of those
+    no longer in the store (``missing_children``: the next pass rewrites the summary)."""
     recs = stores.get_store(agent).get([memory_id], include_embeddings=False)
     current = MemoryView.from_record(recs[0], agent) if recs else None
     op_ids = set(
@@ -292,4 +302,11 @@ def memory_detail(*, agent: Agent, memory_id: str) -> MemoryDetail:
         ArchivedMemory.objects.filter(agent=agent, memory_id=memory_id).select_related("run")
     )
     events = list(AuditEvent.objects.filter(agent=agent, data__memory_id=memory_id)[:50])
-    return MemoryDetail(memory_id, current, archived, ops, events)
+    detail = MemoryDetail(memory_id, current, archived, ops, events)
+    if recs and summary_level(recs[0].metadata) is not None:
+        # a pyramid summary: the memories it covers, in the order it lists them
+        ids = [str(c) for c in agent.get_field_map().get_list(recs[0].metadata, CHILDREN_KEY)]
+        live = {r.id: r for r in stores.get_store(agent).get(ids, include_embeddings=False)}
+        detail.children = [MemoryView.from_record(live[i], agent) for i in ids if i in live]
+        detail.missing_children = [i for i in ids if i not in live]
+    return detail

@@ -3,12 +3,14 @@ back would do (counted as the pass page counts)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.paginator import Page, Paginator
-from django.db.models import Q
+from django.db.models import Count, Min, Q
 
 from ..models import Agent, ArchivedMemory, Operation, Pass
 
-__all__ = ["ARCHIVE_PAGE_SIZE", "archive_page", "rollback_counts"]
+__all__ = ["ARCHIVE_PAGE_SIZE", "archive_page", "archive_summary", "rollback_counts"]
 
 ARCHIVE_PAGE_SIZE = 50
 """Archived memories per page in the archive browser."""
@@ -22,6 +24,22 @@ def archive_page(*, agent: Agent, contains: str = "", page: int | str = 1) -> Pa
     if contains:
         qs = qs.filter(Q(document__icontains=contains) | Q(memory_id__icontains=contains))
     return Paginator(qs, ARCHIVE_PAGE_SIZE).get_page(page)
+
+
+def archive_summary(*, agent: Agent) -> dict[str, Any]:
+    """The agent's archive at a glance (one aggregate query): ``count`` (archived copies),
+    ``oldest`` (``archived_at`` of the oldest copy, or ``None``), ``retention_days`` (0:
+    forever) and ``cutoff`` (copies archived before it are purged by the next daily purge, or
+    ``None``)."""
+    agg = ArchivedMemory.objects.filter(agent=agent).aggregate(
+        n=Count("id"), oldest=Min("archived_at")
+    )
+    return {
+        "count": agg["n"],
+        "oldest": agg["oldest"],
+        "retention_days": agent.archive_retention_days,
+        "cutoff": agent.archive_cutoff(),
+    }
 
 
 def rollback_counts(run: Pass) -> dict[str, int]:

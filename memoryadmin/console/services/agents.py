@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -20,6 +21,7 @@ from .schedules import schedule_sync
 __all__ = ["agent_create", "agent_delete", "agent_update"]
 
 _AGENT_FIELDS = {
+    "archive_days",
     "name",
     "slug",
     "description",
@@ -33,13 +35,27 @@ _AGENT_FIELDS = {
 _EMBEDDER_KEYS = {"base_url", "model", "api_key_env", "own_vectors"}
 
 
+def validate_archive_days(value: Any) -> int | None:
+    """``Agent.archive_days`` as stored: ``None`` (the deployment's default) or a whole number
+    of days in [0, 36500] (0: forever). Raises ``ValueError`` otherwise."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 36_500:
+        raise ValueError(
+            f"Keep archived copies must be a whole number of days from 0 to 36500, got {value!r}."
+        )
+    return value
+
+
 def validate_embedder(embedder: Mapping[str, Any] | None) -> dict[str, Any]:
     """The agent's ``embedder`` setting as stored (blank values dropped).
 
     ``{"base_url", "model", "api_key_env", "own_vectors"}``: an OpenAI-compatible endpoint of the
     attached collection's own model (URL and model together; the key stays in the environment
-    variable named) and/or ``own_vectors`` (bool). Raises ``ValueError`` for unknown keys, a
-    half-filled endpoint or a bad URL. Does no network I/O.
+    variable named, one ``settings.EMBEDDER_KEY_ENV_ALLOWED`` allows and never a service
+    secret; the URL http(s) on a host ``settings.ENDPOINT_HOSTS_ALLOWED`` allows) and/or
+    ``own_vectors`` (bool). Raises ``ValueError`` for unknown keys, a half-filled endpoint, a bad
+    URL or key variable. Does no network I/O.
     """
     from consolidation.adapters.remote_embedder import endpoint_embedder_from_config
 
@@ -52,7 +68,12 @@ def validate_embedder(embedder: Mapping[str, Any] | None) -> dict[str, Any]:
     for key in ("base_url", "model", "api_key_env"):
         if key in data:
             data[key] = str(data[key]).strip()
-    endpoint_embedder_from_config(data, {})  # raises ValueError when invalid
+    endpoint_embedder_from_config(  # raises ValueError when invalid
+        data,
+        {},
+        allowed_key_env=settings.EMBEDDER_KEY_ENV_ALLOWED,
+        allowed_hosts=settings.ENDPOINT_HOSTS_ALLOWED,
+    )
     return data
 
 
@@ -166,6 +187,8 @@ def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
             value = bool(value)
         elif key == "description":
             value = value or ""
+        elif key == "archive_days":
+            value = validate_archive_days(value)
         clean[key] = value
     changed = {k: v for k, v in clean.items() if getattr(agent, k) != v}
     for key, value in changed.items():

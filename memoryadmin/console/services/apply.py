@@ -51,6 +51,7 @@ _ARCHIVE_ACTION = {
     Operation.Kind.RECONCILE: ArchivedMemory.Action.RECONCILE,
     Operation.Kind.PROMOTE: ArchivedMemory.Action.PROMOTE,
     Operation.Kind.DISTILL: ArchivedMemory.Action.MERGE,
+    Operation.Kind.SUMMARIZE: ArchivedMemory.Action.SUMMARIZE,
 }
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "FAILPOINT_ENV",
     "TASK_APPLY",
     "TASK_IMPORT",
+    "TASK_PURGE",
     "TASK_RECOVER",
     "TASK_ROLLBACK",
     "TASK_RUN",
@@ -50,6 +51,7 @@ TASK_SCHEDULED = "memoryadmin.console.tasks.scheduled_pass"
 TASK_ROLLBACK = "memoryadmin.console.tasks.rollback_pass"
 TASK_IMPORT = "memoryadmin.console.tasks.import_memories"
 TASK_RECOVER = "memoryadmin.console.tasks.recover_passes"
+TASK_PURGE = "memoryadmin.console.tasks.purge_archives"
 
 
 def actor_name(user: Any, default: str) -> str:

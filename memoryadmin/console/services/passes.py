@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from consolidation import MemoryRecord, OpKind, Plan, Policy
-from consolidation.snapshot import plan_snapshot
+from consolidation.snapshot import llm_brief, plan_snapshot
 
 from .. import stores
 from ..errors import PassAlreadyActive, ServiceError
@@ -268,7 +268,9 @@ def pass_dry_run(
     ``pruned``/``reconciled`` (counts), ``loss_fraction``/``max_loss_fraction`` (in [0, 1]),
     ``guard_passed``/``guard_reason`` (the loss guard and an engine rejection; the recall
     guard has its own keys), ``recall_passed``/``recall_reason``/``recall_before``/
-    ``recall_after`` (answer recall@k in [0, 1]) and ``context_chars_before``/``_after``.
+    ``recall_after`` (answer recall@k in [0, 1]), ``context_chars_before``/``_after`` and
+    ``llm`` (:func:`~consolidation.snapshot.llm_brief`: the model's requests, tokens and
+    seconds and one sentence per LLM step; ``None`` when nothing was sent to a model).
     Raises what :func:`pass_plan` raises.
     """
     planned = pass_plan(agent=agent, policy=policy, now=now, progress=progress)
@@ -291,6 +293,7 @@ def pass_dry_run(
         "recall_after": rc.get("answer_recall_after"),
         "context_chars_before": rc.get("context_chars_before"),
         "context_chars_after": rc.get("context_chars_after"),
+        "llm": llm_brief(planned.plan.context),
     }
 
 

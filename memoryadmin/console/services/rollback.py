@@ -12,6 +12,9 @@ Services (writes):
   Every step is idempotent (upsert of the archived version, delete ignores missing ids), so a
   crash at any step is resumed by running it again; a second rollback is a no-op.
 - :func:`archive_restore` puts one archived memory back (operator action, audited).
+- :func:`archive_purge` (the worker, daily) deletes archived copies older than each agent's
+  retention (:attr:`Agent.archive_retention_days`; 0 keeps them forever), audited with counts;
+  passes applied before that date lose their Undo (:attr:`Pass.undo_expired`).
 
 Resuming an interrupted rollback is :mod:`.recovery`'s job.
 """
@@ -35,6 +38,7 @@ from .memories import memory_guard
 
 __all__ = [
     "RollbackBlocked",
+    "archive_purge",
     "archive_restore",
     "pass_rollback",
     "pass_rollback_request",
@@ -112,6 +116,45 @@ def rollback_blockers(*, run: Pass, store: Any | None = None) -> dict[str, str]:
     return out
 
 
+def archive_purge(*, now: Any = None, dry_run: bool = False) -> dict[str, int]:
+    """Delete the archived copies older than each agent's retention: ``{agent slug: copies
+    deleted}`` for every agent with something to purge (``dry_run``: counted, nothing
+    deleted). Agents keeping copies forever (retention 0) are skipped; copies of a pass that is
+    being applied or rolled back are kept until it is done (its journal reads them). Each
+    agent's purge is one transaction and one audit event ``archive_purged`` (count, retention
+    days, cutoff); the ids are not listed (the texts are gone, so are their names)."""
+    now = now or timezone.now()
+    out: dict[str, int] = {}
+    for agent in Agent.objects.order_by("pk"):
+        cutoff = agent.archive_cutoff(now)
+        if cutoff is None:
+            continue
+        rows = ArchivedMemory.objects.filter(agent=agent, archived_at__lt=cutoff).exclude(
+            run__status__in=(S.APPLYING, S.ROLLING_BACK)
+        )
+        n = rows.count()
+        if not n:
+            continue
+        out[agent.slug] = n
+        if dry_run:
+            continue
+        with transaction.atomic():
+            rows.delete()
+            audit(
+                actor="worker",
+                verb="archive_purged",
+                agent=agent,
+                note=f"{n} archived cop{'y' if n == 1 else 'ies'} older than "
+                f"{agent.archive_retention_days} days purged.",
+                data={
+                    "count": n,
+                    "retention_days": agent.archive_retention_days,
+                    "cutoff": cutoff.isoformat(),
+                },
+            )
+    return out
+
+
 def pass_rollback_request(*, run: Pass, user: Any, note: str = "") -> Pass:
     """Start undoing an applied or partially applied pass (reviewer action, audited).
 
@@ -125,6 +168,8 @@ def pass_rollback_request(*, run: Pass, user: Any, note: str = "") -> Pass:
     run = Pass.objects.select_related("agent").get(pk=run.pk)
     if run.status in (S.ROLLING_BACK, S.ROLLED_BACK):
         return run
+    if run.undo_expired:
+        raise ServiceError(run.undo_expired)
     if not run.can_roll_back:
         raise ServiceError(
             f"Pass #{run.pk} is {run.status}; "
@@ -371,30 +416,36 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
     and differs, or while a pass of the agent is applying or rolling back;
     :class:`StoreUnavailable` when Chroma is down. Restoring a memory that is already live and
     identical only records ``restored_at``. Sets ``restored_at`` and audits ``memory_restored``.
+
+    The live check, the write and the archive row's update are one critical section: a
+    transaction holding the agent's row lock (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's
+    ``BEGIN IMMEDIATE`` write lock), so of concurrent restores of versions of one memory one wins
+    and the others find it live (refused when it differs, ``already_live`` when identical).
     """
     a = ArchivedMemory.objects.select_related("agent").get(pk=archived.pk)
-    agent = a.agent
-    memory_guard(agent)
-    store = stores.get_store(agent)
-    live = stores.get_live(store, [a.memory_id], include_embeddings=False).get(a.memory_id)
-    actor = actor_name(user, "cli")
-    if live is not None and live.content_hash != a.content_hash:
-        raise ServiceError(
-            f"A live memory with the id {a.memory_id!r} exists and differs from this archived "
-            "version; nothing was restored. Edit or delete the live memory first."
-        )
     emb = a.get_embedding()
-    if emb is None:
+    if emb is None:  # computed before taking the lock: the embedder may take seconds
         emb = stores.embed([a.document])[0]
     record = MemoryRecord(a.memory_id, a.document, emb, dict(a.metadata or {}))
-    if live is None:
-        store.upsert([record])
-    ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
-    audit(
-        actor=actor,
-        verb="memory_restored",
-        agent=agent,
-        user=user,
-        data={"memory_id": a.memory_id, "archived": a.pk, "already_live": live is not None},
-    )
+    actor = actor_name(user, "cli")
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().get(pk=a.agent_id)
+        memory_guard(agent)
+        store = stores.get_store(agent)
+        live = stores.get_live(store, [a.memory_id], include_embeddings=False).get(a.memory_id)
+        if live is not None and live.content_hash != a.content_hash:
+            raise ServiceError(
+                f"A live memory with the id {a.memory_id!r} exists and differs from this "
+                "archived version; nothing was restored. Edit or delete the live memory first."
+            )
+        if live is None:
+            store.upsert([record])
+        ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
+        audit(
+            actor=actor,
+            verb="memory_restored",
+            agent=agent,
+            user=user,
+            data={"memory_id": a.memory_id, "archived": a.pk, "already_live": live is not None},
+        )
     return record

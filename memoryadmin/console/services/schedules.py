@@ -10,10 +10,21 @@ from zoneinfo import ZoneInfo
 
 from ..models import Agent
 from ..selectors.schedules import schedule_preview
-from .common import TASK_RECOVER, TASK_SCHEDULED
+from .common import TASK_PURGE, TASK_RECOVER, TASK_SCHEDULED
 
-__all__ = ["RECOVERY_SCHEDULE", "recovery_schedule_ensure", "schedule_sync", "schedules_sync_all"]
+__all__ = [
+    "PURGE_SCHEDULE",
+    "RECOVERY_SCHEDULE",
+    "purge_schedule_ensure",
+    "recovery_schedule_ensure",
+    "schedule_sync",
+    "schedules_sync_all",
+]
 
+
+PURGE_SCHEDULE = "memoryadmin: purge archived copies past retention"
+"""Name of the django-q2 ``Schedule`` (daily) that runs
+:data:`~memoryadmin.console.services.common.TASK_PURGE`."""
 
 RECOVERY_SCHEDULE = "memoryadmin: recover interrupted passes"
 """Name of the django-q2 ``Schedule`` (every minute) that runs
@@ -71,6 +82,29 @@ def schedules_sync_all() -> int:
         name__in=names
     ).delete()
     return len(names)
+
+
+def purge_schedule_ensure() -> bool:
+    """Create (idempotent) the worker's daily django-q2 ``Schedule`` that runs
+    ``tasks.purge_archives`` at ``settings.ARCHIVE_PURGE_CRON`` (:data:`PURGE_SCHEDULE`): the
+    archived copies older than each agent's retention are deleted. Returns True when the row
+    was created or corrected."""
+    from django.conf import settings
+    from django_q.models import Schedule
+
+    wanted = {
+        "func": TASK_PURGE,
+        "schedule_type": Schedule.CRON,
+        "cron": settings.ARCHIVE_PURGE_CRON,
+    }
+    existing = Schedule.objects.filter(name=PURGE_SCHEDULE).first()
+    if existing is not None and all(getattr(existing, k) == v for k, v in wanted.items()):
+        return False
+    Schedule.objects.update_or_create(
+        name=PURGE_SCHEDULE,
+        defaults={**wanted, "args": None, "kwargs": None, "repeats": -1},
+    )
+    return True
 
 
 def recovery_schedule_ensure() -> bool:

@@ -29,7 +29,7 @@ import numpy as np
 from django.db import transaction
 
 from consolidation import MemoryRecord
-from consolidation.jsonl import LineError, read_jsonl
+from consolidation.jsonl import LineError, LineErrors, read_jsonl
 from consolidation.locomo import LocomoConversation, load_locomo
 
 from .. import stores
@@ -63,17 +63,20 @@ class ImportInterrupted(ServiceError):
 
 
 class ImportRefused(ServiceError):
-    """A JSONL file had invalid lines and nothing was written. ``errors`` lists them all."""
+    """A JSONL file had invalid lines and nothing was written. ``errors`` lists the first
+    ``MAX_ERRORS`` of them, ``error_count`` counts them all."""
 
     def __init__(self, message: str, errors: Sequence[LineError]) -> None:
         super().__init__(message)
         self.errors = list(errors)
+        self.error_count = getattr(errors, "total", len(self.errors))
 
 
 @dataclass
 class ImportReport:
     """What a JSONL import did: ``written`` upserted, ``unchanged`` already identical,
-    ``embedded`` embeddings computed, ``errors`` the invalid lines (skipped)."""
+    ``embedded`` embeddings computed, ``errors`` the invalid lines skipped (the first
+    ``MAX_ERRORS``), ``error_count`` how many there were in all."""
 
     agent: str
     valid: int = 0
@@ -81,6 +84,10 @@ class ImportReport:
     unchanged: int = 0
     embedded: int = 0
     errors: list[LineError] = field(default_factory=list)
+    error_count: int = 0
+
+    def __post_init__(self) -> None:
+        self.error_count = max(self.error_count, len(self.errors))
 
     def summary(self) -> str:
         """One line for the operator."""
@@ -88,8 +95,8 @@ class ImportReport:
             f"{self.agent}: {self.valid:,} valid memories — {self.written:,} written, "
             f"{self.unchanged:,} unchanged, {self.embedded:,} embedded"
         )
-        if self.errors:
-            text += f"; {len(self.errors):,} invalid lines skipped"
+        if self.error_count:
+            text += f"; {self.error_count:,} invalid lines skipped"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +108,7 @@ class ImportReport:
             "unchanged": self.unchanged,
             "embedded": self.embedded,
             "errors": [str(e) for e in self.errors],
+            "error_count": self.error_count,
         }
 
 
@@ -307,12 +315,18 @@ def memories_import_jsonl(
             actor,
             "memories_import_refused",
             str(refused),
-            {"file": name, "invalid_lines": len(errors), "errors": [str(e) for e in errors[:100]]},
+            {
+                "file": name,
+                "invalid_lines": errors.total,
+                "errors": [str(e) for e in errors[:100]],
+            },
         )
         raise refused
     if on_valid:
         on_valid(len(records))
-    report = ImportReport(agent=agent.slug, valid=len(records), errors=list(errors))
+    report = ImportReport(
+        agent=agent.slug, valid=len(records), errors=list(errors), error_count=errors.total
+    )
     try:
         report.written, report.unchanged, report.embedded = memories_write(
             agent=agent, records=records, progress=progress, undo_on_failure=True
@@ -343,12 +357,12 @@ def memories_import_jsonl(
     return report
 
 
-def _refusal(name: str, records: list[MemoryRecord], errors: list[LineError]) -> ImportRefused:
+def _refusal(name: str, records: list[MemoryRecord], errors: LineErrors) -> ImportRefused:
     if not errors:
         return ImportRefused(f"{name}: the file holds no memories; nothing written.", [])
-    more = f" (and {len(errors) - 1:,} more)" if len(errors) > 1 else ""
+    more = f" (and {errors.total - 1:,} more)" if errors.total > 1 else ""
     return ImportRefused(
-        f"{name}: {len(errors):,} invalid line(s), nothing written — {errors[0]}{more}. "
+        f"{name}: {errors.total:,} invalid line(s), nothing written — {errors[0]}{more}. "
         + (
             f"Fix them or import the {len(records):,} valid lines with --skip-invalid."
             if records

@@ -122,14 +122,14 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
             "status": ImportJob.Status.DONE,
             "report": report.to_dict(),
             "errors": [[e.line, e.message] for e in report.errors[:MAX_JOB_ERRORS]],
-            "error_count": len(report.errors),
+            "error_count": report.error_count,
         }
     except ImportRefused as exc:
         outcome = {
             "status": ImportJob.Status.REFUSED,
             "message": str(exc),
             "errors": [[e.line, e.message] for e in exc.errors[:MAX_JOB_ERRORS]],
-            "error_count": len(exc.errors),
+            "error_count": exc.error_count,
         }
     except ImportInterrupted as exc:
         outcome = {"status": ImportJob.Status.FAILED, "message": str(exc)}

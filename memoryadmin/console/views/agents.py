@@ -9,7 +9,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from ..errors import PassAlreadyActive, ServiceError
 from ..forms.agents import AgentCreateForm, AgentEditForm
 from ..models import Agent, ImportJob, Pass
-from ..selectors.agents import store_status
+from ..selectors.agents import agent_pyramid, store_status
+from ..selectors.rollback import archive_summary
 from ..services import agents as agent_services
 from ..services.passes import pass_request
 from .common import HtmxHttpRequest, can_manage
@@ -36,7 +37,11 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
         "policy": agent.policy,
         "field_map": agent.get_field_map().to_dict(),
         "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
+        "archive": archive_summary(agent=agent),
     }
+    if (agent.policy or {}).get("summarize"):  # the stored value: a page never validates
+        ctx["pyramid"], ctx["pyramid_error"] = agent_pyramid(agent)
+        ctx["pyramid_shown"] = True
     return render(request, "console/agents/agent_detail.html", ctx)
 
 
@@ -44,6 +49,7 @@ def _error_field(message: str, form) -> str | None:
     """The form field a service's ``ValueError`` is about (by its wording), else ``None``."""
     lowered = message.lower()
     for word, name in (
+        ("key variable", "field_embedder_key_env"),
         ("embedder", "field_embedder_url"),
         ("collection", "collection_name"),
         ("slug", "slug"),

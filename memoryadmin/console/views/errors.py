@@ -1,13 +1,10 @@
-"""Error and account pages: a stale CSRF token, and password reset without a mail server."""
+"""Error pages: a stale CSRF token."""
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
 
 CSRF_MESSAGE = (
     "This page is out of date (you may have logged in again in another tab), so the action was "
@@ -33,13 +30,3 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         response["HX-Reswap"] = "innerHTML"
         return response
     return render(request, "403_csrf.html", ctx, status=403)
-
-
-@login_not_required
-@require_http_methods(["GET", "POST"])
-def password_reset(request: HttpRequest) -> HttpResponse:
-    """ "Forgot your password?": Django's reset-by-mail when ``EMAIL_HOST`` is set; without a
-    mail server, a page saying an administrator resets it (``manage.py changepassword``)."""
-    if settings.EMAIL_HOST:
-        return auth_views.PasswordResetView.as_view()(request)
-    return render(request, "registration/password_reset_unavailable.html")

@@ -23,6 +23,7 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from consolidation import NAMED_POLICIES, Policy
+from consolidation.snapshot import llm_brief
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Pass
 from memoryadmin.console.services.apply import pass_apply
@@ -53,10 +54,12 @@ KEYS = (
     "recall_after",
     "context_chars_before",
     "context_chars_after",
+    "llm",
     "seconds",
 )
 """Keys of the ``--json`` object (the summary figures, plus agent/mode/policy and the recall guard's
-verdict)."""
+verdict, and ``llm``: the model's requests, tokens, seconds and one sentence per LLM step, or
+``null`` when nothing was sent to a model)."""
 
 
 class Command(BaseCommand):
@@ -172,6 +175,7 @@ class Command(BaseCommand):
             "guard_passed": run.guard_passed,
             "guard_reason": run.guard_reason or run.reason or run.error,
             **self._recall_fields(rc),
+            "llm": llm_brief(run.telemetry),
         }
 
     @staticmethod
@@ -191,6 +195,18 @@ class Command(BaseCommand):
             return "n/a" if v is None else format(v, fmt)
 
         head = f"pass #{o['pass_id']}" if o["pass_id"] else "dry run"
+        llm = o.get("llm") or {}
+        t = llm.get("totals") or {}
+        model = (
+            [
+                f"  model {llm.get('model')}: {t.get('requests', 0)} requests, "
+                f"{t.get('tokens_in', 0):,} tokens in, {t.get('tokens_out', 0):,} out, "
+                f"{t.get('seconds', 0)} s"
+            ]
+            + [f"  {part}: {llm[part]}" for part in ("judge", "distill") if llm.get(part)]
+            if llm
+            else []
+        )
         return "\n".join(
             [
                 f"{head} of {o['agent']}: {o['status']} ({o['seconds']:.1f} s)",
@@ -204,5 +220,6 @@ class Command(BaseCommand):
                 f"context {f(o['context_chars_before'], ',.0f')} → "
                 f"{f(o['context_chars_after'], ',.0f')} chars; "
                 f"{o['recall_reason'] or ''}",
+                *model,
             ]
         )

@@ -44,6 +44,8 @@ class Command(BaseCommand):
         except ImportRefused as exc:
             for err in exc.errors:
                 self.stderr.write(f"{path.name}: {err}")
+            if exc.error_count > len(exc.errors):
+                self.stderr.write(f"{path.name}: {exc.error_count - len(exc.errors):,} more")
             raise bad_input(str(exc)) from None
         except ServiceError as exc:
             raise failed(str(exc)) from None
@@ -54,4 +56,7 @@ class Command(BaseCommand):
             return
         for err in report.errors:
             self.stderr.write(f"{path.name}: {err} (skipped)")
+        if report.error_count > len(report.errors):
+            unlisted = report.error_count - len(report.errors)
+            self.stderr.write(f"{path.name}: {unlisted:,} more invalid lines (skipped)")
         self.stdout.write(report.summary())

@@ -30,7 +30,10 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from memoryadmin.console.services.schedules import recovery_schedule_ensure
+from memoryadmin.console.services.schedules import (
+    purge_schedule_ensure,
+    recovery_schedule_ensure,
+)
 
 STOP_GRACE_SECONDS = 3.0
 """How long the cluster may take to stop before its processes are terminated (honcho sends
@@ -71,6 +74,7 @@ class Command(BaseCommand):
         if stopping:
             return
         recovery_schedule_ensure()
+        purge_schedule_ensure()
         cluster = Cluster()
         # Cluster() installs its own handlers (the deadlock above); ours take over again.
         signal.signal(signal.SIGTERM, on_signal)
