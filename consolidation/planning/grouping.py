@@ -453,6 +453,9 @@ def _lossless(st: PlanState, a: int, b: int) -> bool:
     session window)."""
     if st.layers[a] != st.layers[b] or EPISODIC in st.layers[a]:
         return False
+    key = (a, b) if a < b else (b, a)
+    if key not in st.sim and key not in st.contra:
+        return False  # no channel offered this pair: never joined unsearched
     v = verdict(st, a, b)
     return v.kind == SAME and v.lossless
 
