@@ -73,6 +73,21 @@ _DATE = "|".join(
 clock times, English weekdays, and a bare year 1800–2199 not followed by a unit (a heuristic:
 "in 2021", not "2040 g")."""
 
+_LABELS = (
+    "note|notes|ticket|row|order|item|issue|case|invoice|entry|record|line|page|step|id|no"
+    "|nr|nº|n°|number|ref|req|request|job|run|build|task|log|message|msg"
+    "|notiz|zeile|bestellung|rechnung|eintrag|vorgang|nummer"
+    "|ligne|commande|facture|entrée|numéro|dossier"
+    "|nota|fila|pedido|factura|entrada|número|caso"
+)
+_LABELLED = (
+    rf"{_NB}(?:{_LABELS})\.?\s?(?:#|no\.?\s?|nr\.?\s?|n[º°]\s?|:)?\s?\d+{_NA}"
+    r"|(?:注文番号|注文|チケット|番号|ノート|メモ|工单|订单|訂單|票号|编号|編號|笔记|筆記|第)\s?#?\d+"
+)
+"""A number after a label word (en de fr es, ja zh) is an identifier of one event or record,
+not a value: "(note 159)" / "(note 1594)" are two notes, never a changed number to reconcile.
+Hand-picked labels of the record kinds agents log (notes, tickets, rows, orders …)."""
+
 _UNITS = "st|nd|rd|th|k|m|bn|km|kg|g|mg|ml|l|cm|mm|h|min|s|ms|x|gb|mb|tb|kb|px"
 _ID = "|".join(
     [
@@ -85,6 +100,7 @@ _ID = "|".join(
         rf"{_NB}#[0-9{_L}_][0-9{_L}_-]*",  # #260, #general (not the # of C#)
         rf"(?<![{_L}0-9_-])[a-z][a-z0-9]*-\d+{_NA}",  # PR-480, abc-123
         rf"{_NB}(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{{7,64}}{_NA}",  # hash
+        _LABELLED,  # note 159, ticket #12, row 4, Bestellung Nr. 5, 注文番号 12
     ]
 )
 _NUMBER = (

@@ -32,8 +32,18 @@ from typing import Any
 
 from .cues import EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
 from .policy import Policy
+from .qualifiers import qualifiers, update_markers
 from .records import FieldMap
-from .text import Parsed, compare, normalize_text, parse, proper_names
+from .text import (
+    SINGLE_VALUED_RE,
+    Parsed,
+    compare,
+    normalize_text,
+    parse,
+    proper_names,
+    subject_of,
+)
+from .verbatim import verbatim_difference
 
 __all__ = [
     "CONFLICT",
@@ -112,14 +122,17 @@ class PairVerdict:
     the index of the memory to keep when ``kind == "supersedes"`` (else ``None``); ``cue``: the
     contradiction cue's kind (``"negation"``, ``"past_state"``, ``"changed_number"``,
     ``"changed_value"``, ``"polarity"``, ``"tense"``; for a ``"distinct"`` pair also
-    ``"role_swap"`` or ``"different_subject"``) or ``None``; ``reasons``: short sentences
-    for a reviewer.
+    ``"role_swap"`` or ``"different_subject"``; ``"update"`` for a pair settled by the update
+    rule) or ``None``; ``reasons``: short sentences for a reviewer; ``lossless``: a ``"same"``
+    pair one of whose texts covers every content word of the other (it may merge at any cosine
+    a candidate channel offers, keeping the covering text).
     """
 
     kind: str
     newer: int | None = None
     cue: str | None = None
     reasons: tuple[str, ...] = ()
+    lossless: bool = False
 
     @property
     def may_merge(self) -> bool:
@@ -215,7 +228,10 @@ def judge_pair(
     pa, pb = parse(a_text), parse(b_text)
     atom = _atom_difference(pa, pb)
     if isinstance(atom, PairVerdict):
-        return atom
+        # two readings or events (an id or a date replaced), or a changed symbol: distinct —
+        # unless a text says it replaces the other ("upgraded to v1.3", "moved to #ops")
+        upd = _update(a_text, b_text, pa, pb, a_meta, b_meta, fm, markers_only=True)
+        return upd or atom
     cue = compare(a_text, b_text, pa, pb)
     if cue is not None and cue.kind in ("role_swap", "different_subject"):
         # Two facts about different people (or who did what to whom): both kept, and the cue
@@ -223,6 +239,33 @@ def judge_pair(
         return PairVerdict(
             DISTINCT, None, cue.kind, (f"{cue.kind.replace('_', ' ')}: {cue.detail}",)
         )
+    v = _rules(a_text, b_text, pa, pb, atom, cue, a_meta, b_meta, cosine, fm, pol)
+    if v.kind == SUPERSEDES:
+        return v
+    upd = _update(a_text, b_text, pa, pb, a_meta, b_meta, fm)
+    if upd is not None and (v.kind != CONFLICT or upd.kind == SUPERSEDES):
+        return upd
+    if v.kind == CONFLICT:
+        return v
+    if v.kind == SAME:
+        return _vetoes(v, a_text, b_text, pa, pb)
+    return v
+
+
+def _rules(
+    a_text: str,
+    b_text: str,
+    pa: Parsed,
+    pb: Parsed,
+    atom: str | None,
+    cue: Any,
+    a_meta: Mapping[str, Any],
+    b_meta: Mapping[str, Any],
+    cosine: float | None,
+    fm: FieldMap,
+    pol: Policy,
+) -> PairVerdict:
+    """The cue rules: a contradiction cue (:func:`_contradiction`) or none (:func:`_no_cue`)."""
     clean = cue.unambiguous if cue is not None else False
     kind = cue.kind if cue is not None else None
     detail = cue.detail if cue is not None else ""
@@ -267,6 +310,16 @@ def _no_cue(
         return _distinct(
             f"a different name ({', '.join(sorted(da & names_a))} vs "
             f"{', '.join(sorted(db & names_b))})"
+        )
+    if cosine is not None and ta & tb and (not da or not db):
+        # One text's content words are all in the other (after stemming and the alias table):
+        # a lossless duplicate, merged at any cosine a channel offers, the covering text kept.
+        return PairVerdict(
+            SAME,
+            None,
+            None,
+            (f"lossless: every content word of one text is in the other (cosine {cosine:.3f})",),
+            lossless=True,
         )
     if cosine is None or cosine < pol.link_threshold:
         return _distinct("not similar enough to be the same fact")
@@ -319,3 +372,148 @@ def _contradiction(
     if not clean:
         reasons.append("the wording differs as well")
     return PairVerdict(CONFLICT, None, kind, tuple(reasons))
+
+
+def _marker_words(markers: frozenset[str]) -> set[str]:
+    """Content tokens of the update-marker phrases (so "now prefers" and "prefers" share
+    their attribute words)."""
+    out: set[str] = set()
+    for m in markers:
+        out.update(parse(m.replace("…", " ")).tokens)
+    return out
+
+
+def _episodic(meta: Mapping[str, Any], fm: FieldMap) -> bool:
+    return "episodic" in fm.get_list(meta, fm.layer)
+
+
+def _question(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？"))
+
+
+def _qual_of(p: Parsed) -> frozenset[tuple[str, str]]:
+    return qualifiers(p.folded)
+
+
+def _update(
+    a: str,
+    b: str,
+    pa: Parsed,
+    pb: Parsed,
+    a_meta: Mapping[str, Any],
+    b_meta: Mapping[str, Any],
+    fm: FieldMap,
+    *,
+    markers_only: bool = False,
+) -> PairVerdict | None:
+    """The update rule: a pair about the same subject and attribute of which one text replaces
+    the other is ``"supersedes"`` (the newer kept) or ``"conflict"``, never ``"distinct"``.
+
+    Never for an episodic memory (a dialog turn records what was said, an event) or a
+    question. Same subject and attribute: no different opening name, the same ``subject``
+    qualifiers ("my sister" …), and at least two shared content words that are at least half of
+    the shorter text's and a third of the longer text's (update-marker words left out). A
+    replacement is signalled by
+
+    - an update marker (:data:`consolidation.qualifiers.UPDATE_MARKERS`) in one text and not
+      the other (or different markers in both): "no longer", "now", "switched to" …;
+    - a negation or past-state difference between two state statements (:func:`statement_kind`);
+    - a time limit (:mod:`consolidation.qualifiers`) on one text only, the other's words all
+      covered: the older limited statement is replaced by the newer unlimited one.
+
+    With ``markers_only`` only the first signal counts (used where a fact atom differs: a
+    changed id or date is two readings unless a text says it replaces the other). The newer
+    text (``updated_at``, else ``created_at``) wins when it carries the signal (the marker, the
+    cue, the absent time limit) or covers the older's content words; otherwise, or when the
+    recency is unknown, the pair is a conflict for a person. Returns ``None`` when the rule
+    does not apply.
+    """
+    if _episodic(a_meta, fm) or _episodic(b_meta, fm) or _question(a) or _question(b):
+        return None  # a dialog turn or a question records what was said, never a new state
+    ma, mb = update_markers(pa.folded), update_markers(pb.folded)
+    qa, qb = _qual_of(pa), _qual_of(pb)
+    subj = {q for q in qa if q[0] == "subject"} ^ {q for q in qb if q[0] == "subject"}
+    if subj:
+        return None
+    sa_, sb_ = subject_of(a), subject_of(b)
+    if sa_ and sb_ and sa_ != sb_:
+        return None
+    drop = _marker_words(ma | mb)
+    ta, tb = set(pa.tokens) - drop, set(pb.tokens) - drop
+    shared = ta & tb
+    short_, long_ = sorted((len(ta), len(tb)))
+    if len(shared) < 2 or len(shared) * 2 < short_ or len(shared) * 3 < long_:
+        return None
+    signal: str | None = None
+    carrier: int | None = None  # which text carries the replacement (0, 1, or None: both/unclear)
+    if ma != mb and ta != tb:  # a marker on the same words only restates ("currently")
+        signal = f"update marker ({', '.join(sorted(ma ^ mb))})"
+        carrier = 0 if ma - mb and not mb - ma else 1 if mb - ma and not ma - mb else None
+    elif not markers_only:
+        neg = (pa.negations % 2) != (pb.negations % 2)
+        past = bool(pa.past_state) != bool(pb.past_state)
+        states = statement_kind(a, pa) == "state" and statement_kind(b, pb) == "state"
+        if (neg or past) and states:
+            signal = "a negation or past-state cue differs"
+            marked = bool(pa.past_state) if past else bool(pa.negations % 2)
+            carrier = 0 if marked else 1
+        else:
+            la = {q for q in qa if q[0] == "time_limit"}
+            lb = {q for q in qb if q[0] == "time_limit"}
+            if bool(la) != bool(lb):
+                limited, plain = (0, tb) if la else (1, ta)
+                other = ta if limited == 0 else tb
+                if plain <= other:
+                    signal = "a time-limited statement and one without the limit"
+                    carrier = 1 - limited
+    if signal is None:
+        return None
+    newer = _recency(a_meta, b_meta, fm)
+    reasons = [f"update: {signal}; same subject and attribute ({', '.join(sorted(shared))})"]
+    if newer is not None:
+        older_tokens, newer_tokens = (tb, ta) if newer == 0 else (ta, tb)
+        if carrier == newer or older_tokens <= newer_tokens:
+            reasons.append(
+                f"the newer one ({'first' if newer == 0 else 'second'}) replaces the older"
+            )
+            return PairVerdict(SUPERSEDES, newer, "update", tuple(reasons))
+        reasons.append("the older text carries the change: which one holds is unsure")
+    else:
+        reasons.append("which one is newer is unknown")
+    return PairVerdict(CONFLICT, None, "update", tuple(reasons))
+
+
+def _vetoes(v: PairVerdict, a: str, b: str, pa: Parsed, pb: Parsed) -> PairVerdict:
+    """What no ``"same"`` verdict survives: a different verbatim token
+    (:mod:`consolidation.verbatim`), a different qualifier (:mod:`consolidation.qualifiers`) —
+    both ``"distinct"`` —, or two values of one single-valued attribute that a merged text
+    would list side by side ("head office in Paris" / "… in Paris and Berlin") — a
+    ``"conflict"``."""
+    raw = verbatim_difference(a, b)
+    if raw is not None:
+        return _distinct(f"a different raw symbol, path, file, flag or operator ({raw})")
+    qa, qb = _qual_of(pa), _qual_of(pb)
+    if qa != qb:
+        shown = ", ".join(sorted({k for k, _ in qa ^ qb}))
+        return _distinct(f"a qualifier differs ({shown}): a merge would drop it")
+    attrs_a = {m.group(0) for m in SINGLE_VALUED_RE.finditer(pa.folded)}
+    attrs_b = {m.group(0) for m in SINGLE_VALUED_RE.finditer(pb.folded)}
+    if attrs_a & attrs_b:
+        ta, tb = set(pa.tokens), set(pb.tokens)
+        subj = proper_names(subject_of(a) or "") | proper_names(subject_of(b) or "")
+        kind_a = dict.fromkeys(proper_names(a) - subj, "name") | dict(pa.kinds)
+        kind_b = dict.fromkeys(proper_names(b) - subj, "name") | dict(pb.kinds)
+        extra = {t for t in ta - tb if kind_a.get(t) in set(kind_b.values())} | {
+            t for t in tb - ta if kind_b.get(t) in set(kind_a.values())
+        }
+        if extra:
+            return PairVerdict(
+                CONFLICT,
+                None,
+                "changed_value",
+                (
+                    f"{', '.join(sorted(attrs_a & attrs_b))} holds one value, and one text "
+                    f"adds {', '.join(sorted(extra))}: a merged text would state two values",
+                ),
+            )
+    return v

@@ -65,7 +65,8 @@ class Policy:
     - ``link_threshold`` (0.90): every pair inside a near-duplicate group must be at least this
       similar (complete linkage). Paraphrases of one fact score 0.85–0.97 with MiniLM while
       related-but-different facts mostly score below 0.85 (measured on LoCoMo observations).
-    - ``max_group_size`` (8): upper bound on sources per merge, so one merge stays reviewable.
+    - ``max_group_size`` (8): upper bound on sources per merge, so one merge stays reviewable
+      (copies of one text merge up to ``planning.grouping.EXACT_MAX_GROUP`` = 32 at once).
     - ``max_merged_chars`` (800): a merged text (near-duplicate group or session window) is never
       longer than this; a group whose extractive merge would exceed it is split or left alone.
     - ``fold_evidence`` (True), ``fold_max_chars`` (150): an episodic memory (``layer``

@@ -39,6 +39,7 @@ import numpy as np
 
 from .decisions import StandingDecisions
 from .distill import distill
+from .llm_cost import llm_cost_usd
 from .llm_judge import VerdictCache, judge_unsure
 from .planning import plan as make_plan
 from .plans import Fate, Plan, leave_out, summarize
@@ -254,20 +255,25 @@ def llm_figures(context: dict[str, Any]) -> dict[str, Any]:
     return llm
 
 
-def llm_brief(context: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """What a person reads of a pass's model work: ``{"model", "totals", "judge", "distill"}``
-    where ``judge``/``distill`` are each part's one sentence (``None`` when the part did not
-    run), from ``plan.context`` (or a pass's stored telemetry) after :func:`llm_figures`;
-    ``None`` when the pass sent nothing to a model. The per-group and per-pair logs stay in the
-    full figures."""
+def llm_brief(
+    context: Mapping[str, Any] | None, prices: Mapping[str, Mapping[str, float]] | None = None
+) -> dict[str, Any] | None:
+    """What a person reads of a pass's model work: ``{"model", "totals", "judge", "distill",
+    "cost_usd"}`` where ``judge``/``distill`` are each part's one sentence (``None`` when the
+    part did not run) and ``cost_usd`` the totals at the model's price in ``prices``
+    (:func:`consolidation.llm_cost.llm_cost_usd`; ``None`` without a price), from
+    ``plan.context`` (or a pass's stored telemetry) after :func:`llm_figures`; ``None`` when the
+    pass sent nothing to a model. The per-group and per-pair logs stay in the full figures."""
     llm = (context or {}).get("llm") or {}
     if not (llm.get("judge") or llm.get("distill")):
         return None
+    totals = dict(llm.get("totals") or {})
     return {
         "model": llm.get("model", ""),
-        "totals": dict(llm.get("totals") or {}),
+        "totals": totals,
         "judge": (llm.get("judge") or {}).get("summary"),
         "distill": (llm.get("distill") or {}).get("summary"),
+        "cost_usd": llm_cost_usd(totals, llm.get("model", ""), prices or {}),
     }
 
 

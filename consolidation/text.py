@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .aliases import canonical
 from .atoms import ATOM_KINDS, fold, scan
 from .cues import CUES, EVENT_MARKERS, NEGATION, PAST_STATE, STATE_MARKERS
 
 __all__ = [
+    "SINGLE_VALUED_RE",
     "Cue",
     "Parsed",
     "compare",
@@ -33,6 +35,7 @@ __all__ = [
     "proper_names",
     "split_sentences",
     "strip_label",
+    "subject_of",
 ]
 
 _SENT_RE = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])|\n+")
@@ -101,8 +104,10 @@ _SINGLE_VALUED_RE = re.compile(
     r"|work(?:s|ed|ing)? (?:at|as|for)"
     r"|born (?:in|on)|years? old|age|aged|name is|named|called|favou?rite|married to|engaged to"
     r"|dating|based in|located in|stud(?:y|ies|ied|ying) at|major(?:s|ed|ing)? in|drives? an?"
-    r"|job is|lives? with|birthday|is from|comes? from|grew up in|owns? an?|has an?|had an?)\b"
+    r"|job is|lives? with|birthday|is from|comes? from|grew up in|owns? an?|has an?|had an?"
+    r"|head office|headquarter(?:s|ed)?(?: is| are)? in|hq is|price is|costs?)\b"
 )
+SINGLE_VALUED_RE = _SINGLE_VALUED_RE
 """Attributes that hold one value at a time; a different value for one is a changed value
 (``"lives in Paris"`` vs ``"lives in Berlin"``). Hand-picked from LoCoMo observations."""
 
@@ -150,12 +155,14 @@ class Parsed:
 
 @lru_cache(maxsize=16384)
 def parse(text: str) -> Parsed:
-    """Parse ``text`` into content tokens, atoms and cues (see :class:`Parsed`).
+    """Parse ``text`` into content tokens, atoms and cues (see :class:`Parsed`); aliases and
+    abbreviations of :data:`consolidation.aliases.ALIASES` are replaced by their canonical form
+    first ("NYC" and "New York City" give the same tokens).
 
     Memoised (16,384 texts): a planning pass judges each memory against many partners, and a
     parse costs ~1.5 ms. The result is shared: treat it as read-only.
     """
-    sc = scan(text)
+    sc = scan(canonical(text))
     toks: list[str] = []
     raw: list[str] = []
     kinds: dict[str, str] = {}
@@ -260,6 +267,11 @@ def _subject(text: str) -> str | None:
     if _opening_verb(m.group(1)):
         return None
     return m.group(1)
+
+
+def subject_of(text: str) -> str | None:
+    """The capitalised name a text opens with ("Caroline …", "Jon: …"), else ``None``."""
+    return _subject(text)
 
 
 def _names(text: str) -> set[str]:

@@ -11,6 +11,7 @@ Content-Security-Policy (django-csp) and login throttling (django-axes) are alwa
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -307,6 +308,28 @@ OPENAI_BASE_URL = os.getenv("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = os.getenv("OPENAI_API_KEY", "")
 MEMORYADMIN_LLM_MODEL = os.getenv("MEMORYADMIN_LLM_MODEL", "")
 MEMORYADMIN_LLM_TIMEOUT = float(os.getenv("MEMORYADMIN_LLM_TIMEOUT", "30"))
+# What the model work costs (consolidation/llm_cost.py): USD per 1M tokens in and out, by model
+# name. Defaults only for published prices (OpenAI's gpt-4o-mini, gpt-4.1-mini, gpt-4.1-nano);
+# a local model has none, so its passes show "no price". MEMORYADMIN_LLM_PRICES (JSON,
+# {"model": {"in": 0.15, "out": 0.6}}) adds to or overrides them.
+# Published standard prices, openai.com/api/pricing.
+LLM_PRICES: dict[str, dict[str, float]] = {
+    "gpt-4o-mini": {"in": 0.15, "out": 0.60},
+    "gpt-4.1-mini": {"in": 0.40, "out": 1.60},
+    "gpt-4.1-nano": {"in": 0.10, "out": 0.40},
+    **json.loads(os.getenv("MEMORYADMIN_LLM_PRICES", "") or "{}"),
+}
+
+# /metrics answers these client addresses (comma-separated, exact IPs) or a bearer API token.
+MEMORYADMIN_METRICS_ALLOW = [
+    a.strip()
+    for a in os.getenv("MEMORYADMIN_METRICS_ALLOW", "127.0.0.1,::1").split(",")
+    if a.strip()
+]
+# /healthz: the worker is failing when its heartbeat is older than this, or a task has waited
+# in the queue longer than HEALTH_QUEUE_MAX_AGE (seconds).
+HEALTH_WORKER_MAX_AGE = envint("HEALTH_WORKER_MAX_AGE", 120)
+HEALTH_QUEUE_MAX_AGE = envint("HEALTH_QUEUE_MAX_AGE", 900)
 
 # Outbound endpoints (consolidation/adapters/endpoints.py): the environment variables an attached
 # collection's embedder may take its key from (glob patterns; a service secret never, whatever

@@ -29,8 +29,10 @@ brackets, seconds):
 4. ``exact`` [exact] (:mod:`.grouping`) — same normalised text
    (:func:`consolidation.text.normalize_text`).
 5. ``contradictions`` [contradictions] (:mod:`.grouping`) — pairs with cosine ≥
-   ``contradiction_threshold``, and the twin pairs of :mod:`.twins` (short texts one token
-   apart, at any cosine), are judged by :func:`consolidation.judgment.judge_pair`
+   ``contradiction_threshold``, the twin pairs of :mod:`.twins` (short texts one token
+   apart, at any cosine) and the update pairs of :mod:`.updates` (a text with an update
+   marker or a negation/past-state cue and a partner sharing two content words, at cosine ≥
+   0.55), are judged by :func:`consolidation.judgment.judge_pair`
    (**unsure means keep both and ask**). ``"supersedes"`` (two state statements, only the value
    or a negation/past-state cue differs, recency known) becomes a ``reconcile`` (newer kept =
    ``source_ids[0]``, older superseded); ``"conflict"`` becomes a ``conflict`` item with both
@@ -39,7 +41,9 @@ brackets, seconds):
 6. ``grouping`` [grouping] (:mod:`.grouping`) — greedy complete linkage: links (exact
    duplicates first, then by descending cosine, ties by id) join two groups only if *every*
    cross pair is linked (verdict ``"same"``: same normalised text, or cosine ≥
-   ``link_threshold`` with no replaced fact atom, cue, name or scope), the union has at most
+   ``link_threshold`` with no replaced fact atom, cue, name or scope, or a lossless
+   duplicate — one text covers the other's content words — at any cosine a channel offered),
+   the union has at most
    ``max_group_size`` members and its extractive merge fits ``max_merged_chars``. So A~B,
    B~C, A≁C never puts A and C in one group. Reconcile winners are not grouped in the same
    pass (the reconcile reads them). Memories of different scopes (``FieldMap.scope``) are

@@ -19,9 +19,10 @@ from . import nearest
 from .candidates import candidate_pairs
 from .constraints import held_apart, held_kept
 from .nearest import bound_pairs
-from .state import Column, PlanState, equal_runs, short
+from .state import EPISODIC, Column, PlanState, equal_runs, short
 from .templates import template_verdict
 from .twins import twin_pairs
+from .updates import update_pairs
 from .vectors import query_pairs
 
 __all__ = [
@@ -106,9 +107,26 @@ def _same_key(st: PlanState, rows: Sequence[int], keys: Sequence[str | None]) ->
     return out
 
 
+EXACT_MAX_GROUP = 32
+"""Copies of one text (same scope, same :func:`~consolidation.text.normalize_text` key) merge
+in groups of up to this many even when ``max_group_size`` is smaller: a merge of copies is
+reviewable at any size, and a split one left two identical memories that no later incremental
+pass compared again (both were already in its checkpoint: 15 re-writes of one mem0 user
+became 8 + 7, then stayed two). 32 bounds the merge's pairwise cosine matrix (1,024 cells)."""
+
+
+def _copies(st: PlanState, ga: Sequence[int], gb: Sequence[int]) -> bool:
+    """Whether ``ga`` + ``gb`` are all copies of one text and at most :data:`EXACT_MAX_GROUP`."""
+    if len(ga) + len(gb) > EXACT_MAX_GROUP or not st.policy.merge_exact:
+        return False
+    key = st.keys[ga[0]]
+    return key is not None and all(st.keys[i] == key for i in (*ga, *gb))
+
+
 def find_exact(st: PlanState) -> None:
     """Stage ``exact``: normalised text keys (:func:`~consolidation.text.normalize_text`) and
-    the exact-duplicate link edges (chunks of ``max_group_size``, each with a new member),
+    the exact-duplicate link edges (chunks of ``max(max_group_size, EXACT_MAX_GROUP)``, each
+    with a new member),
     within one scope; an empty or whitespace text gets no key.
 
     Partial incremental pass: only new records and their similarity partners get a key. An
@@ -134,8 +152,9 @@ def find_exact(st: PlanState) -> None:
             if not any(st.is_new[i] for i in members):
                 continue
             exact_pairs += len(members) * (len(members) - 1) // 2
-            for c0 in range(0, len(members), policy.max_group_size):
-                chunk = members[c0 : c0 + policy.max_group_size]
+            size = max(policy.max_group_size, EXACT_MAX_GROUP)
+            for c0 in range(0, len(members), size):
+                chunk = members[c0 : c0 + size]
                 exact_edges.extend((chunk[0], j) for j in chunk[1:])
     st.keys = keys
     st.exact_edges = exact_edges
@@ -241,9 +260,10 @@ def _conflict(st: PlanState, a: int, b: int, s: float, v: PairVerdict, why: str)
 
 
 def reconcile_contradictions(st: PlanState) -> None:
-    """Stage ``contradictions``: pairs with cosine ≥ ``contradiction_threshold`` and the twin
-    pairs of :func:`~.twins.twin_pairs` (one token apart, at any cosine), by descending cosine,
-    judged by :func:`verdict`.
+    """Stage ``contradictions``: pairs with cosine ≥ ``contradiction_threshold``, the twin
+    pairs of :func:`~.twins.twin_pairs` (one token apart, at any cosine) and the update pairs of
+    :func:`~.updates.update_pairs` (a marked text and a partner sharing two content words, at
+    cosine ≥ ``UPDATE_FLOOR``), by descending cosine, judged by :func:`verdict`.
 
     ``"supersedes"`` becomes a RECONCILE (newer kept = ``source_ids[0]``, older superseded)
     when ``policy.reconcile`` is on and the older memory is not pinned/curated, not a winner
@@ -263,7 +283,10 @@ def reconcile_contradictions(st: PlanState) -> None:
     offered = [kv for kv in st.sim.items() if kv[1] >= policy.contradiction_threshold]
     twins = twin_pairs(st)
     st.candidates["twin_pairs"] = len(twins)
-    for (a, b), s in sorted(offered + list(twins.items()), key=lambda kv: (-kv[1], kv[0])):
+    updates = update_pairs(st, {k for k, _ in offered} | set(twins))
+    st.candidates["update_pairs"] = len(updates)
+    channels = offered + list(twins.items()) + list(updates.items())
+    for (a, b), s in sorted(channels, key=lambda kv: (-kv[1], kv[0])):
         v = verdict(st, a, b)
         if v.kind in (SUPERSEDES, CONFLICT):
             pending.append((s, a, b, v))
@@ -397,7 +420,9 @@ def _linked(st: PlanState, a: int, b: int) -> bool:
         return False
     s = pair_sim(st, a, b)
     if s is None or s < policy.link_threshold:
-        return False
+        # below the link threshold only a lossless duplicate (one text covers the other's
+        # content words) joins: judged at its own cosine, whichever channel offered it
+        return _lossless(st, a, b)
     return verdict(st, a, b).kind == SAME
 
 
@@ -421,12 +446,34 @@ def conflicts(st: PlanState, a: int, members: Sequence[int], join: str = "window
     return any(held_apart(st, a, b, join) for b in members)
 
 
+def _lossless(st: PlanState, a: int, b: int) -> bool:
+    """A lossless duplicate (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one layer,
+    not episodic: an episodic turn and the fact citing it are the evidence fold's to join, and
+    two dialog turns are two things said (they merge only at ``link_threshold``, or in a
+    session window)."""
+    if st.layers[a] != st.layers[b] or EPISODIC in st.layers[a]:
+        return False
+    key = (a, b) if a < b else (b, a)
+    if key not in st.sim and key not in st.contra:
+        return False  # no channel offered this pair: never joined unsearched
+    v = verdict(st, a, b)
+    return v.kind == SAME and v.lossless
+
+
+def _cosine(st: PlanState, a: int, b: int) -> float:
+    s = st.sim.get((a, b))
+    return float(np.dot(st.emb[a], st.emb[b])) if s is None else s
+
+
 def link_groups(st: PlanState) -> None:
     """Stage ``grouping``: greedy complete linkage into ``st.group_of`` / ``st.merged_text``.
 
-    Links (exact duplicates first, then by descending cosine, ties by id) join two groups only
-    if *every* cross pair is :func:`linked`, the union has at most ``max_group_size`` members
-    and its extractive merge fits ``max_merged_chars``. A reconcile winner is not merged in the
+    Links are exact duplicates, pairs at cosine ≥ ``link_threshold``, and the lossless
+    duplicates (:attr:`~consolidation.judgment.PairVerdict.lossless`) of one non-episodic
+    layer any candidate channel offered below it. Links (exact duplicates first, then by descending
+    cosine, ties by id) join two groups only if *every* cross pair is :func:`linked`, the union
+    has at most ``max_group_size`` members (copies of one text: :data:`EXACT_MAX_GROUP`) and its
+    extractive merge fits ``max_merged_chars``. A reconcile winner is not merged in the
     same pass: the reconcile reads it, and applying a merge first would make that operation
     stale (I-4). It can merge on the next pass; so can a memory held in a conflict. An empty
     text is never eligible. Sets ``st.eligible``.
@@ -458,6 +505,15 @@ def link_groups(st: PlanState) -> None:
             if s >= policy.link_threshold
             and (st.contra.get((a, b)) is None or st.contra[(a, b)].kind == SAME)
         )
+        # lossless duplicates any channel offered below the link threshold (judged already)
+        edges.extend(
+            (1, -_cosine(st, a, b), a, b)
+            for (a, b), v in st.contra.items()
+            if v.lossless
+            and st.sim.get((a, b), -2.0) < policy.link_threshold
+            and st.layers[a] == st.layers[b]
+            and EPISODIC not in st.layers[a]
+        )
     edges.sort()
     st.candidates["link_edges"] = len(edges)
     group_of, merged_text, eligible = st.group_of, st.merged_text, st.eligible
@@ -467,7 +523,7 @@ def link_groups(st: PlanState) -> None:
         ga, gb = group_of.get(a, [a]), group_of.get(b, [b])
         if ga is gb:
             continue
-        if len(ga) + len(gb) > policy.max_group_size:
+        if len(ga) + len(gb) > policy.max_group_size and not _copies(st, ga, gb):
             continue
         if not all(linked(st, x, y) for x in ga for y in gb):
             continue

@@ -90,6 +90,12 @@ def _merge_reason(
         return f"{len(group)} memories with the same text after normalisation"
     if rule == "near_duplicate":
         scores["confidence"] = scores["min_cosine"]
+        if scores["min_cosine"] < policy.link_threshold:
+            # a lossless duplicate linked below the threshold (judgment.PairVerdict.lossless)
+            return (
+                f"{len(group)} memories state the same fact (one text covers every content word "
+                f"of the others, aliases included; min cosine {scores['min_cosine']:.3f})"
+            )
         return (
             f"{len(group)} memories state the same fact (every pair cosine ≥ "
             f"{policy.link_threshold:g}, min {scores['min_cosine']:.3f})"

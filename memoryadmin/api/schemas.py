@@ -172,7 +172,8 @@ class PassOut(Schema):
     llm: dict[str, Any] | None = Field(
         default=None,
         description="The model's work in this pass: model, totals (requests, failed, "
-        "tokens_in, tokens_out, seconds) and one sentence per LLM step (judge, distill); "
+        "tokens_in, tokens_out, seconds), one sentence per LLM step (judge, distill) and "
+        "cost_usd (the totals at the model's price in LLM_PRICES; null without a price); "
         "null when nothing was sent to a model.",
     )
     revision: str | None = Field(
@@ -279,7 +280,8 @@ class ConsolidateOut(Schema):
     llm: dict[str, Any] | None = Field(
         default=None,
         description="The model's work in this pass: model, totals (requests, failed, "
-        "tokens_in, tokens_out, seconds) and one sentence per LLM step (judge, distill); "
+        "tokens_in, tokens_out, seconds), one sentence per LLM step (judge, distill) and "
+        "cost_usd (the totals at the model's price in LLM_PRICES; null without a price); "
         "null when nothing was sent to a model.",
     )
     url: str | None = None

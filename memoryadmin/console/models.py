@@ -666,3 +666,15 @@ class ImportJob(models.Model):
     def progress(self) -> float:
         """Fraction in [0, 1] of the valid memories handled so far (0 while validating)."""
         return min(1.0, self.done / self.total) if self.total else 0.0
+
+
+class WorkerHeartbeat(models.Model):
+    """The last sign of life of one worker process (``manage.py run_worker`` writes it every
+    few seconds; ``/healthz`` reads the newest). One row per ``host:pid``; rows of dead workers
+    are deleted once older than a day."""
+
+    worker = models.CharField(max_length=200, unique=True, help_text='"host:pid"')
+    beat_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.worker} at {self.beat_at:%Y-%m-%d %H:%M:%S}"

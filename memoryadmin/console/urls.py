@@ -15,7 +15,9 @@ from .views import (
     audit,
     dashboard,
     decisions,
+    health,
     memories,
+    metrics,
     passes,
     probes,
     review,
@@ -36,6 +38,8 @@ class FaviconRedirect(RedirectView):
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
+    path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("favicon.ico", login_not_required(FaviconRedirect.as_view()), name="favicon"),
     path("agents/", agents.agent_list, name="agent_list"),
     path("agents/new/", agents.agent_create, name="agent_create"),

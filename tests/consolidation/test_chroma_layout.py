@@ -279,3 +279,30 @@ def test_iter_stored_gives_the_collections_own_vectors(mem0_collection):
         assert np.array_equal(
             np.frombuffer(vec, np.float32), np.float32(foreign_vector(r.document))
         )
+
+
+def test_fifteen_rewrites_of_one_mem0_user_become_one_memory():
+    """A reported case: 15 word-for-word re-writes of one user's fact, attached and applied,
+    left more than one copy. The exact-duplicate group was split at ``max_group_size`` (8 + 7):
+    two identical merged memories, which no later incremental pass compared again (both were in
+    its checkpoint). Copies of one text now merge in one group (up to ``EXACT_MAX_GROUP``)."""
+    from consolidation import Consolidator
+
+    client = chromadb.EphemeralClient()
+    name = f"mem0-{uuid.uuid4().hex[:10]}"
+    others = [f"Box {k} in the attic holds item {k * 7 + 3}" for k in range(45)]
+    write_mem0(
+        client,
+        name,
+        [Mem0Memory(TEXTS[0], user_id="alice") for _ in range(15)]
+        + [Mem0Memory(t, user_id="bob") for t in others],
+    )
+    col = client.get_collection(name)
+    consolidator = Consolidator(fieldmap=preset_field_map("mem0"), embedder=get_default_embedder())
+    result = consolidator.consolidate(mem0_store(col, VectorCache(":memory:")))
+    assert result.context["applied"]
+    alice = [m for m in col.get()["metadatas"] if m["user_id"] == "alice"]
+    assert [m["data"] for m in alice] == [TEXTS[0]]
+    assert sorted(m["data"] for m in col.get()["metadatas"] if m["user_id"] == "bob") == sorted(
+        others
+    )

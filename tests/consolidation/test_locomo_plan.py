@@ -64,8 +64,9 @@ def test_it_plans_a_real_conversation_consistently(sample):
     assert_accounted(records, p)
     link = Policy().link_threshold
     for op in p.by_kind(OpKind.MERGE):
-        if op.rule == "near_duplicate":
-            assert op.scores["min_cosine"] >= link - 1e-3
+        if op.rule == "near_duplicate" and op.scores["min_cosine"] < link - 1e-3:
+            # below the link threshold only a lossless duplicate merges (one text covers all)
+            assert "covers every content word" in op.reason, op.reason
     assert p.context["contradictions"]["found"].get("role_swap", 0) >= 1
 
 

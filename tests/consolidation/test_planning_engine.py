@@ -122,11 +122,22 @@ def test_it_uses_complete_linkage_not_chaining():
 
 
 def test_it_bounds_group_size():
-    records = [rec(f"m{i}", "Alice likes jazz", basis(0)) for i in range(7)]
+    texts = ["Alice likes jazz", "Alice likes jazz a lot", "Alice really likes jazz"]
+    records = [rec(f"m{i}", texts[i % 3] + "!" * (i // 3), basis(0)) for i in range(7)]
     p = plan(records, Policy(max_group_size=3), now=NOW)
     sizes = sorted(len(op.source_ids) for op in p.by_kind(OpKind.MERGE))
     assert all(s <= 3 for s in sizes) and sum(sizes) >= 6
     assert_accounted(records, p)
+
+
+def test_copies_of_one_text_merge_in_one_group_past_max_group_size():
+    # split 8 + 7, two identical merged memories stayed: no incremental pass compared them again
+    records = [rec(f"m{i:02d}", "Alice likes jazz", basis(0)) for i in range(15)]
+    p = plan(records, Policy(max_group_size=3), now=NOW)
+    assert [len(op.source_ids) for op in p.by_kind(OpKind.MERGE)] == [15]
+    records = [rec(f"m{i:02d}", "Alice likes jazz", basis(0)) for i in range(40)]
+    sizes = sorted(len(op.source_ids) for op in plan(records, Policy(), now=NOW).operations)
+    assert sizes == [8, 32]  # at most grouping.EXACT_MAX_GROUP copies per merge
 
 
 def test_it_skips_a_merge_longer_than_max_merged_chars():
@@ -539,7 +550,8 @@ def test_it_accounts_for_every_record_exactly_once(records, group, link):
     assert not (promoted & removed)
     text = {r.id: normalize_text(r.document) for r in records}
     for op in p.by_kind(OpKind.MERGE):
-        assert len(op.source_ids) <= group
+        # copies of one text merge in one group past max_group_size (grouping.EXACT_MAX_GROUP)
+        assert len(op.source_ids) <= group or len({text[x] for x in op.source_ids}) == 1
         for x, row in zip(op.source_ids, op.scores["pairwise"], strict=True):
             for y, cos in zip(op.source_ids, row, strict=True):
                 assert text[x] == text[y] or cos >= link - 1e-3, "complete linkage violated"

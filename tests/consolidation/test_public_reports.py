@@ -385,8 +385,8 @@ CASES = [
         ],
         "reconcile:new",
     ),
-    # The added property is more detail, never a reason to drop it: both kept or one merge
-    # that keeps the capacity.
+    # The added property is more detail, never a reason to drop it: the longer text covers
+    # every word of the shorter (a lossless duplicate), so one merge keeps the capacity.
     case(
         "cognee",
         "1831-property",
@@ -394,8 +394,66 @@ CASES = [
             m("a", "The Osprey Atmos 65 is a backpack"),
             m("b", "The Osprey Atmos 65 is a backpack with a capacity of 65 litres"),
         ],
-        ("keep", "merge"),
+        "merge",
         must_keep=("capacity",),
+    ),
+    # https://github.com/topoteretes/cognee/pull/3534 — "New York City" vs "NYC" stay two
+    # entities because the id is derived from the name. The alias table says NYC is New York
+    # City, so the two statements are one fact, merged at any cosine.
+    case(
+        "cognee",
+        "3534",
+        [
+            m("a", "The user lives in New York City."),
+            m("b", "The user lives in NYC."),
+        ],
+        "merge",
+        must_keep=("New York City",),
+    ),
+    # --- Graphiti (updates) --------------------------------------------------------------------
+    # https://github.com/getzep/graphiti/issues/1841 — "Kiran lives in Whitefield." then "Kiran
+    # moved from Whitefield to Electronic City.": an update (cosine 0.81, under the
+    # contradiction threshold before the update channel): the newer statement is kept.
+    case(
+        "graphiti",
+        "1841",
+        [
+            m("old", "Kiran lives in Whitefield.", created_at=OLD),
+            m("new", "Kiran moved from Whitefield to Electronic City.", created_at=NEW),
+        ],
+        "reconcile:new",
+    ),
+    # The same report's shape with an unknown order: asked, never left alone.
+    case(
+        "graphiti",
+        "1841-undated",
+        [
+            m("a", "Kiran lives in Whitefield."),
+            m("b", "Kiran moved from Whitefield to Electronic City."),
+        ],
+        "conflict",
+    ),
+    # --- sage-wiki / graphify (identifiers) ----------------------------------------------------
+    # https://github.com/xoai/sage-wiki/issues/164 — monitoring wells "mw-3" / "mw-2" merged at
+    # cosine 0.87; https://github.com/Graphify-Labs/graphify/issues/878 — chip models ASR1603 /
+    # ASR1605. Different identifiers are different things.
+    case(
+        "sage-wiki",
+        "164",
+        [
+            m("a", "Sample taken at mw-3 showed no contamination."),
+            m("b", "Sample taken at mw-2 showed no contamination."),
+        ],
+        "keep",
+    ),
+    case(
+        "graphify",
+        "878",
+        [
+            m("a", "The board uses the ASR1603 chip."),
+            m("b", "The board uses the ASR1605 chip."),
+        ],
+        "keep",
     ),
     # --- aihub-core (mem0's reconcile pass) ----------------------------------------------------
     # https://github.com/bbvch-ai/aihub-core/issues/1717 — "I moved to Zurich" should
@@ -422,6 +480,33 @@ CASES = [
         ],
         "merge",
         must_keep=("Delhi",),
+    ),
+    # https://github.com/mem0ai/mem0/issues/5205 — "喜欢喝可乐" then "改成喜欢咖啡" (Chinese):
+    # preference changes were never merged and recall picked one at random. The newer text
+    # carries an update marker (改成, 现在): it is kept.
+    case(
+        "mem0",
+        "5205",
+        [
+            m("old", "用户喜欢喝可乐。", created_at=OLD),
+            m("new", "用户现在改成喜欢喝咖啡。", created_at=NEW),
+        ],
+        "reconcile:new",
+    ),
+    # The operator's own upload (1 Sep / 20 Nov, cosine 0.82): both stayed live in three
+    # passes. The newer one says "no longer": it supersedes the older.
+    case(
+        "operator",
+        "tea",
+        [
+            m("old", "The user prefers tea.", created_at="2025-09-01T09:00:00Z"),
+            m(
+                "new",
+                "The user no longer drinks tea, prefers coffee.",
+                created_at="2025-11-20T09:00:00Z",
+            ),
+        ],
+        "reconcile:new",
     ),
     # --- MemOS ---------------------------------------------------------------------------------
     # https://github.com/MemTensor/MemOS/issues/130 — Chinese input became "The user plans to

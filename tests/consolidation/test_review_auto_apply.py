@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -133,8 +134,10 @@ def vec(k: int, cos: float = 1.0) -> np.ndarray:
 
 
 def test_a_planned_pass_applies_its_harmless_merges_and_holds_the_harmful_one():
-    """The path-prefix merge the planner proposes (cosine 0.978 with MiniLM; 0.98 here) loses
-    ``/cache`` and waits; the exact duplicates, in two scopes and languages, apply."""
+    """The path-prefix merge (cosine 0.978 with MiniLM; 0.98 here) loses ``/cache``: the planner
+    no longer proposes it (a raw symbol differs, ``consolidation.verbatim``), and proposed anyway
+    (as an older planner did, or a hand-built operation) it waits; the exact duplicates, in two
+    scopes and languages, apply."""
     meta = {"created_at": NOW.isoformat()}
     records = [
         MemoryRecord("p1", "Clear the cache with rm -rf ~/cache.", vec(0), dict(meta)),
@@ -146,19 +149,24 @@ def test_a_planned_pass_applies_its_harmless_merges_and_holds_the_harmful_one():
     ]
     policy = Policy(trim_to_guard=False)
     p = plan(records, policy, now=NOW)
-    assert [sorted(o.source_ids) for o in p.operations] == [
-        ["d1", "d2"],
-        ["p1", "p2"],
-        ["z1", "z2"],
-    ]
+    assert [sorted(o.source_ids) for o in p.operations] == [["d1", "d2"], ["z1", "z2"]]
+    d_op = p.operations[0]
+    path_op = replace(
+        d_op,
+        source_ids=["p1", "p2"],
+        source_hashes=[r.content_hash for r in records[:2]],
+        removes=["p1", "p2"],
+        result_document=records[0].document,
+    )
+    operations = [d_op, path_op, p.operations[1]]
     docs = {r.id: r.document for r in records}
-    texts = [operation_text(o, docs) for o in p.operations]
+    texts = [operation_text(o, docs) for o in operations]
     loss = content_loss(texts, docs.items())
     risks = [
         operation_risk(t, lo, policy=policy) for t, lo in zip(texts, loss.operations, strict=True)
     ]
     split = split_auto_apply(
-        p.operations, risks, loss.operations, policy, store_sentences=loss.store_sentences
+        operations, risks, loss.operations, policy, store_sentences=loss.store_sentences
     )
     assert split.safe == [0, 2], [g.reasons for g in split.gates]
     (held,) = split.waiting

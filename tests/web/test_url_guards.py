@@ -65,8 +65,9 @@ METHODS: dict[str, set[str]] = {
 }
 """HTTP methods each named URL takes (lower case, as the test client spells them)."""
 
-PUBLIC = {"favicon"}
-"""URLs a visitor may fetch without logging in (marked ``login_not_required``)."""
+PUBLIC = {"favicon", "healthz", "metrics"}
+"""URLs a visitor may fetch without logging in (marked ``login_not_required``; /metrics checks
+the client address or an API token itself, tests/web/test_health_metrics.py)."""
 
 SAMPLE = {"slug": "sample-agent", "pk": 1, "op_id": 1}
 

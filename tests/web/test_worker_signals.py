@@ -1,11 +1,12 @@
 """`manage.py run_worker` (the Procfile's worker) stops cleanly on SIGTERM sent to its process
 group, as honcho does on Ctrl-C, within honcho's 5 s grace period (``qcluster`` alone deadlocked
-and was SIGKILLed)."""
+and was SIGKILLed); while it runs it writes the heartbeat ``/healthz`` reads."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -54,6 +55,10 @@ def test_worker_stops_within_the_grace_period_on_sigterm_to_its_group(tmp_path: 
                 assert p.poll() is None and time.monotonic() < deadline, log.read_text()
                 time.sleep(0.2)
             time.sleep(1.0)
+            # the heartbeat /healthz reads: written as soon as the cluster runs
+            with sqlite3.connect(tmp_path / "db.sqlite3") as db:
+                beats = db.execute("SELECT worker FROM console_workerheartbeat").fetchall()
+            assert [w.rsplit(":", 1)[1] for (w,) in beats] == [str(p.pid)]
             t0 = time.monotonic()
             os.killpg(p.pid, signal.SIGTERM)
             assert p.wait(timeout=5) == 0

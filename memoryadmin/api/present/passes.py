@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.paginator import Paginator
 
 from consolidation.snapshot import llm_brief
@@ -66,7 +67,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "planned_at": run.planned_at,
         "finished_at": run.finished_at,
         "url": run.get_absolute_url(),
-        "llm": llm_brief(run.telemetry),
+        "llm": llm_brief(run.telemetry, settings.LLM_PRICES),
         "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
 

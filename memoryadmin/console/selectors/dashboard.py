@@ -1,5 +1,5 @@
 """Reads of the dashboard: one row per agent (memory count, pending proposals, last and active
-pass, next run, convergence) in four queries, and one agent's chart series."""
+pass, next run, convergence) in five queries, and one agent's chart series."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.db.models import Count, OuterRef, Q, Subquery
+
+from consolidation.llm_cost import llm_cost_usd
 
 from .. import stores
 from ..models import Agent, Operation, Pass, StoreSample
@@ -16,7 +19,7 @@ from .agents import StoreStatus, store_status
 from .passes import PLANNED, convergence_words
 from .schedules import next_runs
 
-__all__ = ["AgentRow", "agent_chart_data", "dashboard_rows"]
+__all__ = ["AgentRow", "LlmSpend", "agent_chart_data", "dashboard_rows", "llm_spend_by_agent"]
 
 
 @dataclass
@@ -32,12 +35,48 @@ class AgentRow:
     convergence: str = ""
     conflicts: int = 0
     """Conflicts of its pending proposals that no reviewer decided yet."""
+    llm: LlmSpend | None = None
+    """What its passes spent on the LLM (``None`` when none sent anything to a model)."""
+
+
+@dataclass
+class LlmSpend:
+    """Tokens and USD an agent's passes spent on the LLM. ``cost_usd`` covers the passes whose
+    model has a price in ``LLM_PRICES``; ``unpriced`` counts the others (their cost unknown)."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+    unpriced: int = 0
+
+
+def llm_spend_by_agent() -> dict[int, LlmSpend]:
+    """``{agent id: LlmSpend}`` over every stored pass with model work, in one query (the
+    totals and model name only, not the per-group logs)."""
+    spend: dict[int, LlmSpend] = {}
+    rows = Pass.objects.filter(telemetry__llm__totals__isnull=False).values_list(
+        "agent_id", "telemetry__llm__model", "telemetry__llm__totals"
+    )
+    for agent_id, model, totals in rows:
+        totals = totals if isinstance(totals, dict) else {}
+        s = spend.setdefault(agent_id, LlmSpend())
+        s.tokens_in += int(totals.get("tokens_in", 0))
+        s.tokens_out += int(totals.get("tokens_out", 0))
+        try:
+            usd = llm_cost_usd(totals, model or "", settings.LLM_PRICES)
+        except ValueError:
+            usd = None
+        if usd is None:
+            s.unpriced += 1
+        else:
+            s.cost_usd = round((s.cost_usd or 0.0) + usd, 6)
+    return spend
 
 
 def dashboard_rows(
     *, tz: ZoneInfo, now: datetime | None = None, server_error: str | None = None
 ) -> list[AgentRow]:
-    """One :class:`AgentRow` per agent, ordered by name, from the database in four queries.
+    """One :class:`AgentRow` per agent, ordered by name, from the database in five queries.
 
     The memory count is the agent's latest :class:`StoreSample` (recorded by every pass when it
     plans and applies, and by imports), so the page never reads the stores; only an agent with
@@ -74,6 +113,7 @@ def dashboard_rows(
     for run in Pass.objects.filter(status__in=Pass.ACTIVE).order_by("-pk"):
         active[run.agent_id] = run
     down = (stores.server_error() if agents else "") if server_error is None else server_error
+    spend = llm_spend_by_agent()
     rows = []
     for agent in agents:
         nxt = None
@@ -98,6 +138,7 @@ def dashboard_rows(
                 active.get(agent.pk),
                 _convergence(passes.get(agent.last_pk), passes.get(agent.planned_pk)),
                 agent.conflicts or 0,
+                spend.get(agent.pk),
             )
         )
     return rows

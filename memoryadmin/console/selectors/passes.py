@@ -15,10 +15,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
 
 from consolidation import MemoryRecord
+from consolidation.llm_cost import llm_cost_usd
 
 from .. import stores
 from ..models import Agent, Operation, OperationSource, Pass
@@ -26,6 +28,7 @@ from .evaluation import pass_figures
 from .review import conflict_view
 
 __all__ = [
+    "pass_llm_cost",
     "KIND_ORDER",
     "OPS_PER_PAGE",
     "PLANNED",
@@ -340,3 +343,13 @@ def pass_policy_note(run: Pass) -> str:
         + ", ".join(c.replace("_", " ") for c in changed)
         + "); this pass ran with the policy as it was."
     )
+
+
+def pass_llm_cost(run: Pass) -> float | None:
+    """USD the pass's LLM tokens cost (``telemetry["llm"]["totals"]`` at the model's price in
+    ``LLM_PRICES``); ``None`` when the model has no (valid) price or nothing was sent."""
+    llm = (run.telemetry or {}).get("llm") or {}
+    try:
+        return llm_cost_usd(llm.get("totals"), llm.get("model", ""), settings.LLM_PRICES)
+    except ValueError:
+        return None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -297,7 +298,7 @@ def pass_dry_run(
         "recall_after": rc.get("answer_recall_after"),
         "context_chars_before": rc.get("context_chars_before"),
         "context_chars_after": rc.get("context_chars_after"),
-        "llm": llm_brief(planned.plan.context),
+        "llm": llm_brief(planned.plan.context, settings.LLM_PRICES),
     }
 
 

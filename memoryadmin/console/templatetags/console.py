@@ -27,6 +27,17 @@ def pct(value: Any, digits: int = 1) -> str:
 
 
 @register.filter
+def usd(value: Any) -> str:
+    """US dollars for a cost: cents from $0.01 up (``1.234`` → ``"$1.23"``), below that three
+    significant digits (``0.000123`` → ``"$0.000123"``); "no price" when unknown."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return "no price"
+    if value == 0 or abs(value) >= 0.01:
+        return f"${value:.2f}"
+    return f"${value:.3g}" if abs(value) >= 1e-4 else f"${value:.6f}".rstrip("0")
+
+
+@register.filter
 def bar_width(value: Any) -> str:
     """CSS width for a fraction in [0, 1], clamped (``0.3`` → ``"30.0%"``)."""
     try:

@@ -20,6 +20,7 @@ from ..selectors.passes import (
     StaleOperation,
     operation_view,
     pass_deferred,
+    pass_llm_cost,
     pass_operation_pages,
     pass_policy_note,
     pass_reviewed,
@@ -121,6 +122,7 @@ def pass_page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: A
         "planning": run.status in (Pass.Status.QUEUED, Pass.Status.RUNNING),
         "deferred": pass_deferred(run),
         "policy_note": pass_policy_note(run),
+        "llm_cost_usd": pass_llm_cost(run),
         "decision_notes": pass_decision_notes(run),
         **extra,
     }

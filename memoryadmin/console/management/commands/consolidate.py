@@ -19,6 +19,7 @@ import json
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
@@ -175,7 +176,7 @@ class Command(BaseCommand):
             "guard_passed": run.guard_passed,
             "guard_reason": run.guard_reason or run.reason or run.error,
             **self._recall_fields(rc),
-            "llm": llm_brief(run.telemetry),
+            "llm": llm_brief(run.telemetry, settings.LLM_PRICES),
         }
 
     @staticmethod

@@ -29,7 +29,9 @@ from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.db import close_old_connections
 
+from memoryadmin.console.services.health import HEARTBEAT_SECONDS, worker_heartbeat_beat
 from memoryadmin.console.services.schedules import (
     purge_schedule_ensure,
     recovery_schedule_ensure,
@@ -83,13 +85,27 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, on_signal)
         cluster.start()
         self.stdout.write("worker ready (stop with Ctrl-C or SIGTERM)")
+        next_beat = 0.0
         while not stopping:
             if cluster.sentinel is not None and not cluster.sentinel.is_alive():
                 self.stderr.write("the task cluster stopped on its own; exiting")
                 break
+            if time.monotonic() >= next_beat:
+                self._beat()
+                next_beat = time.monotonic() + HEARTBEAT_SECONDS
             time.sleep(0.2)
         self._stop(cluster)
         self.stdout.write("worker stopped")
+
+    def _beat(self) -> None:
+        """The heartbeat ``/healthz`` reads, only while the cluster runs; a failed write is
+        reported and retried at the next beat (the worker keeps running)."""
+        try:
+            worker_heartbeat_beat()
+        except Exception as exc:
+            self.stderr.write(f"heartbeat not written: {exc}")
+        finally:
+            close_old_connections()
 
     def _stop(self, cluster: Any) -> None:
         """Stop the cluster within :data:`STOP_GRACE_SECONDS`, then terminate what is left (and

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0015_decision'),
+        ('console', '0016_worker_heartbeat'),
     ]
 
     operations = [

@@ -1,0 +1,92 @@
+"""Third candidate channel: *updates*, a text that says it replaces another, at a lower cosine.
+
+A paraphrased update scores below the contradiction stage's 0.75 more often than not:
+all-MiniLM-L6-v2 gives "The project uses PostgreSQL." / "The project migrated to MySQL
+instead of PostgreSQL." 0.61, "The team uses Slack for chat." / "The team switched to Teams
+for chat." 0.66, "User lives in Paris." / "User moved from Paris to Berlin." 0.73
+(``bench/update_floor.py``: 19 update pairs in en de fr es ja zh, minimum 0.606, median
+0.794). Such a pair was never judged, so both memories stayed live and the agent was told both.
+
+This channel offers :func:`~consolidation.judgment.judge_pair` every pair of one scope in which
+
+- neither is episodic (a dialog turn is an event, never updated: the judge's update rule
+  skips it too);
+- one text (the *query*) carries an update marker (:data:`consolidation.qualifiers
+  .UPDATE_MARKERS`), a negation or a past-state cue (:data:`consolidation.cues.CUES`);
+- the two texts share at least two content words (subject and attribute; the judge checks the
+  rest);
+- their cosine is at least :data:`UPDATE_FLOOR` (0.55: the measured minimum 0.606 less a 0.05
+  margin).
+
+Cost: one exact query × store product (:func:`~.vectors.query_pairs`) over at most
+:data:`MAX_QUERIES` query rows (the first by row order; a store with more marked rows is
+searched for those in later passes as they become new), then at most :data:`MAX_PARTNERS`
+partners per query (the most similar), so the judged pairs are O(queries), never O(n²) — a
+store of templated memories ("User likes X now" × 4,000) costs 4,000 × 8 judgements at most.
+In a partial incremental pass only new rows are queries, and a new row is also offered to the
+marked old rows it is similar to (the query side is then the new row).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..qualifiers import update_markers
+from ..text import parse
+from .state import PlanState
+from .vectors import query_pairs
+
+__all__ = ["MAX_PARTNERS", "MAX_QUERIES", "UPDATE_FLOOR", "update_pairs"]
+
+UPDATE_FLOOR = 0.55
+"""Cosine floor of the channel (all-MiniLM-L6-v2; measured in ``bench/update_floor.py``)."""
+MAX_QUERIES = 4096
+"""Query rows per pass (≈ 2 s of exact product on 100K rows here)."""
+MAX_PARTNERS = 8
+"""Partners judged per query row, most similar first."""
+
+
+def _marked(text: str) -> bool:
+    p = parse(text)
+    return bool(p.negations or p.past_state or update_markers(p.folded))
+
+
+def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, int], float]:
+    """Update-channel pairs of ``st`` not in ``skip`` (pairs another channel already offers):
+    ``{(i, j): cosine}``, ``i < j``, same scope, sharing two content words, at least one end
+    new. Empty when reconcile is off or the store has fewer than two rows."""
+    n = st.n
+    if n < 2 or not len(st.new_idx) or not st.policy.reconcile:
+        return {}
+    rows = st.new_idx.tolist() if st.partial else range(n)
+    episodic = st.layers
+    queries = [i for i in rows if st.docs[i].strip() and "episodic" not in episodic[i]]
+    if not st.partial:
+        queries = [i for i in queries if _marked(st.docs[i])]
+    queries = queries[:MAX_QUERIES]
+    if not queries:
+        return {}
+    pi, pj, ps = query_pairs(st.emb, UPDATE_FLOOR, np.asarray(queries, np.int64))
+    qset = set(queries)
+    by_query: dict[int, list[tuple[float, int]]] = {}
+    for a, b, s in zip(pi.tolist(), pj.tolist(), ps.tolist(), strict=True):
+        if (a, b) in skip or st.scopes[a] != st.scopes[b]:
+            continue
+        q, other = (a, b) if a in qset else (b, a)
+        by_query.setdefault(q, []).append((s, other))
+    out: dict[tuple[int, int], float] = {}
+    for q, partners in by_query.items():
+        partners.sort(key=lambda t: (-t[0], t[1]))
+        tq = set(parse(st.docs[q]).tokens)
+        q_marked = _marked(st.docs[q])
+        taken = 0
+        for s, other in partners:
+            if taken >= MAX_PARTNERS:
+                break
+            if "episodic" in episodic[other] or not (q_marked or _marked(st.docs[other])):
+                continue
+            if len(tq & set(parse(st.docs[other]).tokens)) < 2:
+                continue
+            out[(q, other) if q < other else (other, q)] = float(s)
+            taken += 1
+    return out
