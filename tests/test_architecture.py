@@ -297,7 +297,9 @@ def test_the_console_root_holds_only_the_ground_and_the_entry_points() -> None:
     console = REPO / "memoryadmin" / "console"
     here = {p.stem for p in console.glob("*.py") if p.name != "__init__.py"}
     here |= {
-        p.name for p in console.iterdir() if p.is_dir() and p.name in ("management", "templatetags")
+        p.name
+        for p in console.iterdir()
+        if p.is_dir() and p.name in ("management", "templatetags", "models")
     }
     assert root["ground"] | root["entry points"] == here
     assert {layer_of(f"memoryadmin.console.{m}") for m in root["ground"]} == {"ground"}

@@ -31,6 +31,8 @@ result does not depend on tiling, rotation or BLAS threading (I-8 determinism).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from threadpoolctl import threadpool_limits
 
@@ -108,9 +110,8 @@ def candidate_pairs(
     if method not in ("auto", "exact", "split", "ann"):
         raise ValueError(f"unknown candidate method {method!r}")
     n, d = emb.shape
-    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
     if n < 2:
-        return empty
+        return _no_pairs()
     if method == "ann" or (method == "auto" and query is None and n >= ANN_MIN_ROWS):
         # approximate above the measured switch point (see planning/ann.py)
         return ann_candidate_pairs(
@@ -122,35 +123,12 @@ def candidate_pairs(
         big = len(query) >= 4096 if query is not None else n >= 8192
         method = "split" if big and d >= 64 else "exact"
 
-    if method == "split":
-        k = split_dims or d // 2
-        # float32 eigh: ~0.04 s for d = 384 (float64 dsyevd took seconds here); exact
-        # orthogonality is not needed — the 1e-3 margin absorbs it, and sims are recomputed
-        # on one BLAS thread: 0.15 s for d = 384, where two threads on the shared 2-core
-        # machine took 3.0–3.6 s (measured; LAPACK's threads wait on each other under load)
-        gram = emb.T @ emb
-        with threadpool_limits(1, user_api="blas"):
-            _, vecs = np.linalg.eigh(gram)
-        rot = emb @ np.ascontiguousarray(vecs[:, ::-1])
-        resid = np.linalg.norm(rot[:, k:], axis=1)
-        order = np.argsort(-resid, kind="stable")
-        head = np.ascontiguousarray(rot[order, :k])
-        resid = resid[order]
-    else:
-        order = np.arange(n)
-        head = emb
-        resid = np.zeros(n, dtype=np.float32)
+    order, head, resid = _sorted_rows(emb, method, split_dims)
     uniform: list[int] = []
     if exclude is not None and query is None:
-        # the rows of one numbered series side by side (in the method's order within it), so
-        # a tile whose rows and columns are all one series is skipped without its product
-        lab = np.asarray(exclude, dtype=np.int64)
-        regroup = np.argsort(np.where(lab >= 0, lab, np.iinfo(np.int64).max)[order], kind="stable")
-        order, resid = order[regroup], resid[regroup]
-        head = np.ascontiguousarray(head[regroup]) if method == "split" else emb[order]
-        for s0 in range(0, n, block):
-            blk = lab[order[s0 : s0 + block]]
-            uniform.append(int(blk[0]) if blk[0] >= 0 and (blk == blk[0]).all() else -1)
+        order, head, resid, uniform = _series_together(
+            emb, exclude, order, head, resid, split=method == "split", block=block
+        )
 
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)  # pos[row] = its place in the sorted matrix
@@ -195,47 +173,144 @@ def candidate_pairs(
             jj.append(b0 + c)
 
     if query is None:
-        for a0 in range(0, n, block):
-            a = head[a0 : a0 + block]
-            ma = float(resid[a0 : a0 + block].max())
-            a_idx = np.arange(a0, a0 + len(a))
-            for b0 in range(a0, n, block):
-                b = head[b0 : b0 + block]
-                if (
-                    uniform
-                    and uniform[a0 // block] >= 0
-                    and uniform[a0 // block] == uniform[b0 // block]
-                ):
-                    excluded += len(a) * (len(a) - 1) // 2 if b0 == a0 else len(a) * len(b)
-                    continue
-                mb = float(resid[b0 : b0 + block].max())
-                tile = a @ b.T
-                _collect(a_idx, b0, tile, threshold - ma * mb - _MARGIN, b0 == a0)
+        skipped = _full_tiles(head, resid, threshold, block, uniform, _collect)
+        excluded += skipped  # added after the call: ``_collect`` adds to it meanwhile
     else:
-        for a0 in range(0, len(qsorted), block):
-            a_idx = qsorted[a0 : a0 + block]
-            a = head[a_idx]
-            ma = float(resid[a_idx].max()) if len(a_idx) else 0.0
-            for b0 in range(0, n, block):
-                b = head[b0 : b0 + block]
-                mb = float(resid[b0 : b0 + block].max())
-                _collect(a_idx, b0, a @ b.T, threshold - ma * mb - _MARGIN, False)
+        _query_tiles(head, resid, qsorted, threshold, block, _collect)
 
-    if stats is not None and excluded:
-        stats["excluded"] = stats.get("excluded", 0) + excluded
-    if topk is not None and stats is not None:
-        stats["dense_tiles"] = stats.get("dense_tiles", 0) + dense_tiles
-        stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
-        stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
+    if stats is not None:
+        _record(stats, excluded, topk, dense_tiles, per_row)
     if topk is not None and dense_tiles:
         ii.append(topk.codes(n))
         jj.append(np.full(len(ii[-1]), -1, np.int64))
     if not ii:
-        return empty
-    si = np.concatenate(ii)
-    sj = np.concatenate(jj)
-    # back to original row numbers, orient i < j, drop self pairs and duplicates
-    tk = sj < 0  # codes of the dense tiles' kept pairs (already original rows, lo < hi)
+        return _no_pairs()
+    return _original_pairs(emb, order, np.concatenate(ii), np.concatenate(jj), threshold)
+
+
+def _no_pairs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32)
+
+
+def _sorted_rows(
+    emb: np.ndarray, method: str, split_dims: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, head, resid)`` of :func:`candidate_pairs`: the rows' search order, the
+    matrix searched (the split's first ``k`` rotated dimensions, rows in ``order``; else
+    ``emb`` itself) and each sorted row's residual norm (0 without the split)."""
+    n, d = emb.shape
+    if method != "split":
+        return np.arange(n), emb, np.zeros(n, dtype=np.float32)
+    k = split_dims or d // 2
+    # float32 eigh: ~0.04 s for d = 384 (float64 dsyevd took seconds here); exact
+    # orthogonality is not needed — the 1e-3 margin absorbs it, and sims are recomputed
+    # on one BLAS thread: 0.15 s for d = 384, where two threads on the shared 2-core
+    # machine took 3.0–3.6 s (measured; LAPACK's threads wait on each other under load)
+    gram = emb.T @ emb
+    with threadpool_limits(1, user_api="blas"):
+        _, vecs = np.linalg.eigh(gram)
+    rot = emb @ np.ascontiguousarray(vecs[:, ::-1])
+    resid = np.linalg.norm(rot[:, k:], axis=1)
+    order = np.argsort(-resid, kind="stable")
+    return order, np.ascontiguousarray(rot[order, :k]), resid[order]
+
+
+def _series_together(
+    emb: np.ndarray,
+    exclude: np.ndarray,
+    order: np.ndarray,
+    head: np.ndarray,
+    resid: np.ndarray,
+    *,
+    split: bool,
+    block: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """The rows of one numbered series side by side (in the method's order within it), so a
+    tile whose rows and columns are all one series is skipped without its product: the new
+    ``(order, head, resid)`` and per tile of ``block`` rows its series label (-1: mixed)."""
+    lab = np.asarray(exclude, dtype=np.int64)
+    regroup = np.argsort(np.where(lab >= 0, lab, np.iinfo(np.int64).max)[order], kind="stable")
+    order, resid = order[regroup], resid[regroup]
+    head = np.ascontiguousarray(head[regroup]) if split else emb[order]
+    uniform: list[int] = []
+    for s0 in range(0, len(order), block):
+        blk = lab[order[s0 : s0 + block]]
+        uniform.append(int(blk[0]) if blk[0] >= 0 and (blk == blk[0]).all() else -1)
+    return order, head, resid, uniform
+
+
+def _full_tiles(
+    head: np.ndarray,
+    resid: np.ndarray,
+    threshold: float,
+    block: int,
+    uniform: list[int],
+    collect: Callable[[np.ndarray, int, np.ndarray, float, bool], None],
+) -> int:
+    """The upper triangle of tiles of a full search, each handed to ``collect(a_idx, b0,
+    tile, bound, diagonal)``; a tile inside one numbered series is skipped. Returns the pairs
+    skipped that way."""
+    n = len(head)
+    skipped = 0
+    for a0 in range(0, n, block):
+        a = head[a0 : a0 + block]
+        ma = float(resid[a0 : a0 + block].max())
+        a_idx = np.arange(a0, a0 + len(a))
+        for b0 in range(a0, n, block):
+            b = head[b0 : b0 + block]
+            if (
+                uniform
+                and uniform[a0 // block] >= 0
+                and uniform[a0 // block] == uniform[b0 // block]
+            ):
+                skipped += len(a) * (len(a) - 1) // 2 if b0 == a0 else len(a) * len(b)
+                continue
+            mb = float(resid[b0 : b0 + block].max())
+            collect(a_idx, b0, a @ b.T, threshold - ma * mb - _MARGIN, b0 == a0)
+    return skipped
+
+
+def _query_tiles(
+    head: np.ndarray,
+    resid: np.ndarray,
+    qsorted: np.ndarray,
+    threshold: float,
+    block: int,
+    collect: Callable[[np.ndarray, int, np.ndarray, float, bool], None],
+) -> None:
+    """The tiles of an incremental search: the query rows (sorted positions ``qsorted``)
+    against every row, each tile handed to ``collect`` (see :func:`_full_tiles`)."""
+    n = len(head)
+    for a0 in range(0, len(qsorted), block):
+        a_idx = qsorted[a0 : a0 + block]
+        a = head[a_idx]
+        ma = float(resid[a_idx].max()) if len(a_idx) else 0.0
+        for b0 in range(0, n, block):
+            mb = float(resid[b0 : b0 + block].max())
+            collect(a_idx, b0, a @ head[b0 : b0 + block].T, threshold - ma * mb - _MARGIN, False)
+
+
+def _record(
+    stats: dict[str, int], excluded: int, topk: TopK | None, dense_tiles: int, per_row: int | None
+) -> None:
+    """Add a search's counts to ``stats`` (see :func:`candidate_pairs`)."""
+    if excluded:
+        stats["excluded"] = stats.get("excluded", 0) + excluded
+    if topk is not None:
+        stats["dense_tiles"] = stats.get("dense_tiles", 0) + dense_tiles
+        stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
+        stats["over"] = stats.get("over", 0) + int((topk.seen > (per_row or 0)).sum())
+
+
+def _original_pairs(
+    emb: np.ndarray, order: np.ndarray, si: np.ndarray, sj: np.ndarray, threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted positions ``(si, sj)`` back to original row numbers, oriented ``i < j``,
+    without self pairs and duplicates, kept when their exact cosine reaches ``threshold``;
+    ``sj < 0`` marks codes ``lo * n + hi`` of the dense tiles' kept pairs (already original
+    rows)."""
+    n = len(emb)
+    tk = sj < 0
     oi, oj = order[si[~tk]], order[sj[~tk]]
     lo, hi = np.minimum(oi, oj), np.maximum(oi, oj)
     keep = lo != hi

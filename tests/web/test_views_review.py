@@ -238,7 +238,7 @@ def test_editing_a_merge_rescores_its_loss_and_updates_the_review_row(
 def test_a_real_pass_stores_risk_and_lost_content(bob, agent_with_memories) -> None:
     from ..conftest import DISTINCT_FACTS
 
-    dup = "Caroline moved to Boston in May."
+    dup = "The printer on floor three needs new toner."
     agent = agent_with_memories(
         [*DISTINCT_FACTS[:16], dup, dup.upper()], policy={"prune": False, "promote": False}
     )

@@ -1,4 +1,5 @@
-"""Console models: agents, passes (proposals), operations with their originals, archive, audit.
+"""Console models, the core: agents, passes (proposals), operations with their originals,
+archive, audit, probes, store samples.
 
 Domain behaviour lives in small model methods; writes go through ``services``; reads through
 ``selectors``. State names follow docs/ARCHITECTURE.md "The pass lifecycle".
@@ -352,81 +353,6 @@ class Operation(models.Model):
         return f"{self.kind} #{self.index} of pass {self.run_id}"
 
 
-class Decision(models.Model):
-    """A reviewer's standing decision on an agent's memories, which every later pass plans with.
-
-    ``kind`` (``consolidation.decisions.DecisionKind``): ``keep_apart`` (from excluding a merge,
-    reconcile or fold: these memories are not joined again), ``keep`` (from restoring an
-    archived memory, or "keep both" on a conflict: not removed), ``conflict_pick`` (keep A /
-    keep B: the same pair resolves the same way) and ``rejected_plan`` (from rejecting a pass:
-    its operations never apply on their own). ``memories`` is ``[[memory id, content hash],
-    ...]`` as the reviewer saw them; ``payload`` holds the rest: ``{"keep": id}`` of a pick,
-    ``{"apart": true}`` of a "keep both" (the pair is also kept apart: not asked again),
-    ``{"signatures": [...]}`` of a rejected plan (``consolidation.decisions.signature``).
-    ``held_back`` counts the later operations it has left out (or, for a rejected plan, held
-    for review). A revoked decision (``revoked_at``) no longer applies; it is kept for the
-    audit trail.
-    """
-
-    class Kind(models.TextChoices):
-        KEEP_APART = "keep_apart"
-        KEEP = "keep"
-        REJECTED_PLAN = "rejected_plan"
-        CONFLICT_PICK = "conflict_pick"
-
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="decisions")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    memories = models.JSONField(default=list, blank=True)
-    payload = models.JSONField(default=dict, blank=True)
-    note = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_actor = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    run = models.ForeignKey(
-        "Pass", null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
-    )
-    operation = models.ForeignKey(
-        "Operation", null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
-    )
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    revoked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    revoked_actor = models.CharField(max_length=150, blank=True)
-    revoke_note = models.TextField(blank=True)
-    held_back = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["agent", "revoked_at"])]
-
-    def __str__(self) -> str:
-        return f"decision #{self.pk} ({self.kind}) of {self.agent_id}"
-
-    @property
-    def is_active(self) -> bool:
-        """True until revoked."""
-        return self.revoked_at is None
-
-    @property
-    def kind_label(self) -> str:
-        """``"keep apart"``, ``"keep"``, ``"rejected plan"``, ``"conflict pick"``."""
-        return self.kind.replace("_", " ")
-
-    @property
-    def memory_ids(self) -> list[str]:
-        """The memory ids the decision covers, in its order."""
-        return [str(m[0]) for m in self.memories or []]
-
-    @property
-    def origin(self) -> str:
-        """``"set by alice on pass #4"`` (who, and from which pass when known)."""
-        who = self.created_actor or "unknown"
-        return f"set by {who}" + (f" on pass #{self.run_id}" if self.run_id else "")
-
-
 class OperationSource(models.Model):
     """An original memory an operation reads, frozen at planning time (review never needs the
     store)."""
@@ -607,74 +533,3 @@ def embedding_to_bytes(embedding: Any) -> bytes | None:
     if embedding is None:
         return None
     return np.asarray(embedding, dtype=np.float32).reshape(-1).tobytes()
-
-
-class ImportJob(models.Model):
-    """A JSONL upload imported by the worker (``tasks.import_memories``), with its progress.
-
-    The file is saved under ``var/imports/`` until the job ends. ``done`` of ``total`` valid
-    memories have been handled; ``report`` is ``ImportReport.to_dict()`` once done; ``errors``
-    holds the first :data:`memoryadmin.console.services.transfer_jobs.MAX_JOB_ERRORS` invalid lines
-    as ``[line, message]`` pairs and ``error_count`` all of them.
-    """
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        VALIDATING = "validating"
-        IMPORTING = "importing"
-        DONE = "done"
-        REFUSED = "refused"
-        FAILED = "failed"
-
-    ACTIVE = (Status.QUEUED, Status.VALIDATING, Status.IMPORTING)
-
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="import_jobs")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    actor = models.CharField(max_length=150, default="web")
-    file_name = models.CharField(max_length=255)
-    path = models.CharField(max_length=1024)
-    size = models.BigIntegerField(default=0)
-    skip_invalid = models.BooleanField(default=False)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    total = models.PositiveIntegerField(default=0)
-    done = models.PositiveIntegerField(default=0)
-    report = models.JSONField(default=dict, blank=True)
-    errors = models.JSONField(default=list, blank=True)
-    error_count = models.PositiveIntegerField(default=0)
-    message = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    # "host:pid" of the worker process importing the file, and when it claimed the job:
-    # recovery re-queues a job whose worker died (services.recovery).
-    worker = models.CharField(max_length=255, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"import #{self.pk} of {self.file_name} into {self.agent_id}: {self.status}"
-
-    @property
-    def is_active(self) -> bool:
-        """True while queued, validating or importing."""
-        return self.status in self.ACTIVE
-
-    @property
-    def progress(self) -> float:
-        """Fraction in [0, 1] of the valid memories handled so far (0 while validating)."""
-        return min(1.0, self.done / self.total) if self.total else 0.0
-
-
-class WorkerHeartbeat(models.Model):
-    """The last sign of life of one worker process (``manage.py run_worker`` writes it every
-    few seconds; ``/healthz`` reads the newest). One row per ``host:pid``; rows of dead workers
-    are deleted once older than a day."""
-
-    worker = models.CharField(max_length=200, unique=True, help_text='"host:pid"')
-    beat_at = models.DateTimeField(default=timezone.now)
-
-    def __str__(self) -> str:
-        return f"{self.worker} at {self.beat_at:%Y-%m-%d %H:%M:%S}"

@@ -1,0 +1,206 @@
+"""Auto-apply of a stored proposal: the part that may apply on its own is approved by the
+agent's policy, the part that must wait for a person moves to a proposal of its own.
+
+:func:`pass_auto_apply` is called by :mod:`.passes` once a proposal passed its guards; the
+split itself is the engine's :func:`consolidation.review.split_auto_apply`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from consolidation import OpKind, Policy
+from consolidation.review import Gate, split_auto_apply
+from consolidation.review.lost import sentences
+
+from ..models import Operation, Pass, PassSnapshot
+from ..selectors.decisions import rejected_index
+from ..selectors.evaluation import Evaluation, pass_evaluate
+from .common import audit, transition
+from .decisions import decisions_count_held_back
+from .evaluation import store_figures
+
+__all__ = ["ROW_BATCH", "pass_auto_apply"]
+
+S = Pass.Status
+
+ROW_BATCH = 1000
+"""Rows per ``INSERT`` when a proposal is stored (``bulk_create``: one statement per batch, not
+one per operation: 12,000 operations of a 200K store took ~20 s one ``create`` at a time)."""
+
+
+def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, actor: str) -> Pass:
+    """A proposal that passed its guards, of an agent that auto-applies (``planned``: the
+    :class:`~.passes.PassPlan` it was stored from, ``scored``: each operation's ``(loss, risk)``
+    as stored): ``approved`` by
+    "policy", except what must wait for a person, which moves to a new proposal of the agent
+    (``telemetry["auto_apply"]`` of both names the other; the page says "applied automatically:
+    N · waiting for review: M").
+
+    - ``safe``: :func:`consolidation.review.split_auto_apply` over the operations as planned,
+      their stored risk and loss, the agent's decisions and the signatures of the operations
+      reviewers rejected (:func:`~memoryadmin.console.selectors.decisions.rejected_index`);
+    - ``all``: only the operations matching a rejected plan wait (conflicts stay, unapplied, as
+      before).
+
+    Each waiting operation keeps its reasons in ``scores["waiting"]`` (``{"codes", "reasons"}``).
+    Nothing safe → the pass stays a proposal, its operations annotated the same way. A rejected
+    plan's ``held_back`` counts the operations it held.
+    """
+    mode = run.agent.auto_apply
+    ops = planned.plan.operations
+    rejected = rejected_index(run.agent)
+    docs = (r.document for r in planned.records)
+    split = split_auto_apply(
+        ops,
+        [risk for _, risk in scored],
+        [loss for loss, _ in scored],
+        policy,
+        store_sentences=sum(len(sentences(d)) for d in docs),
+        decisions=planned.decisions,
+        rejected={sig: note for sig, (_, note) in rejected.items()},
+    )
+    if mode == "all":
+        waiting = {
+            g.index: Gate(
+                g.index, False, g.signature, ("rejected",), (g.reasons[g.codes.index("rejected")],)
+            )
+            for g in split.gates
+            if "rejected" in g.codes
+        }
+    else:
+        waiting = {g.index: g for g in split.waiting}
+    held: dict[int, int] = {}
+    for g in waiting.values():
+        if "rejected" in g.codes and g.signature in rejected:
+            pk = rejected[g.signature][0]
+            held[pk] = held.get(pk, 0) + 1
+    decisions_count_held_back(agent=run.agent, counts=held)
+    rows = {op.index: op for op in run.operations.filter(index__in=list(waiting))}
+    for i, g in waiting.items():
+        row = rows.get(i)
+        if row is not None:
+            row.scores = {
+                **(row.scores or {}),
+                "waiting": {"codes": list(g.codes), "reasons": list(g.reasons)},
+            }
+    Operation.objects.bulk_update(list(rows.values()), ["scores"], batch_size=ROW_BATCH)
+    left = run.operations.exclude(index__in=list(waiting)).exclude(kind=OpKind.CONFLICT.value)
+    counts = {"mode": mode, "waiting": len(waiting), "reasons": _reason_counts(waiting.values())}
+    if not left.filter(excluded=False).exists():
+        counts["applied"] = 0
+        telemetry = {**(run.telemetry or {}), "auto_apply": counts}
+        Pass.objects.filter(pk=run.pk).update(
+            telemetry=telemetry, progress_label="Waiting for review"
+        )
+        audit(
+            actor="policy",
+            verb="auto_apply_held",
+            run=run,
+            agent=run.agent,
+            note=f"Auto-apply ({mode}): nothing may apply on its own; "
+            f"{len(waiting):,} operation(s) wait for review.",
+            data=counts,
+        )
+        run.refresh_from_db()
+        return run
+    applied = left.filter(excluded=False).count()
+    counts["applied"] = applied
+    if waiting:
+        child = _waiting_part(run, list(waiting), counts)
+        counts["waiting_pass"] = child.pk
+    telemetry = {**(run.telemetry or {}), "auto_apply": counts}
+    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+    run.telemetry = telemetry
+    note = f"Auto-applied by the agent's policy ({mode}): the guards passed."
+    if waiting:
+        note += (
+            f" Applied automatically: {applied:,} · waiting for review: {len(waiting):,} "
+            f"(pass #{counts['waiting_pass']})."
+        )
+    return transition(
+        run,
+        frm=(S.PROPOSED,),
+        to=S.APPROVED,
+        actor="policy",
+        verb="approved",
+        note=note,
+        decided_by=None,
+        decided_actor="policy",
+        decided_at=timezone.now(),
+        progress=0.0,
+        progress_label="Waiting to apply",
+    )
+
+
+def _reason_counts(gates: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for g in gates:
+        for c in g.codes:
+            out[c] = out.get(c, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _save_summary(run: Pass, ev: Evaluation) -> None:
+    """The pass's summary columns and figures from ``ev``."""
+    store_figures(run, ev)
+    Pass.objects.filter(pk=run.pk).update(
+        entries_after=ev.entries_after,
+        merged=ev.merged,
+        promoted=ev.promoted,
+        pruned=ev.pruned,
+        reconciled=ev.reconciled,
+        loss_fraction=ev.loss_fraction,
+        guard_passed=ev.guard_passed,
+        guard_reason=ev.guard_reason,
+    )
+
+
+def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass:
+    """Move operations ``indexes`` of ``run`` (with their sources) to a new ``proposed`` pass
+    of the agent — the part waiting for review — and re-evaluate both."""
+    telemetry = {
+        key: run.telemetry[key] for key in ("now", "review", "layer") if key in run.telemetry
+    }
+    telemetry["auto_apply"] = {
+        "part": "waiting",
+        "applied_pass": run.pk,
+        "mode": counts["mode"],
+        "applied": counts["applied"],
+        "waiting": counts["waiting"],
+        "reasons": counts["reasons"],
+    }
+    child = Pass.objects.create(
+        agent=run.agent,
+        status=S.PROPOSED,
+        trigger=Pass.Trigger.POLICY,
+        requested_by=run.requested_by,
+        policy=run.policy,
+        max_loss_fraction=run.max_loss_fraction,
+        entries_before=run.entries_before,
+        recall=run.recall,
+        telemetry=telemetry,
+        snapshot_hash=run.snapshot_hash,
+        started_at=run.started_at,
+        planned_at=run.planned_at,
+        progress=1.0,
+        progress_label="Waiting for review",
+    )
+    Operation.objects.filter(run=run, index__in=indexes).update(run=child)
+    hashes = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first() or {}
+    PassSnapshot.objects.create(run=child, hashes=hashes)
+    _save_summary(child, pass_evaluate(child))
+    _save_summary(run, pass_evaluate(run))
+    audit(
+        actor="policy",
+        verb="proposed",
+        run=child,
+        agent=run.agent,
+        to_status=S.PROPOSED,
+        note=f"Waiting for review: {len(indexes):,} operation(s) of pass #{run.pk} that "
+        "auto-apply does not apply on its own.",
+        data={"operations": len(indexes), "applied_pass": run.pk, "reasons": counts["reasons"]},
+    )
+    return child
