@@ -124,8 +124,8 @@ def test_metrics_answers_the_allowed_addresses_or_an_api_token(
 
 @pytest.fixture
 def llm_pass(agent_with_memories, llm_stub, monkeypatch, django_capture_on_commit_callbacks):
-    """A planned pass (applied: nothing to review) of an agent whose memories the stub distils
-    (model gpt-4o-mini)."""
+    """A planned pass of an agent whose memories the stub distils (model gpt-4o-mini); the stub
+    proposes no fact, so the pass has no changes: nothing to review or apply."""
     metas = [{"session": "s1"}] * 4 + [{}] * 2
     agent = agent_with_memories(F[:6], metas)
     monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "gpt-4o-mini")
@@ -134,7 +134,7 @@ def llm_pass(agent_with_memories, llm_stub, monkeypatch, django_capture_on_commi
     with django_capture_on_commit_callbacks(execute=True):
         run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()
-    assert run.status == Pass.Status.APPLIED, (run.status, run.error, run.guard_reason)
+    assert run.status == Pass.Status.NO_CHANGES, (run.status, run.error, run.guard_reason)
     assert llm_stub.requests, "the pass never called the LLM"
     return run
 
@@ -147,7 +147,9 @@ def test_metrics_show_a_planned_pass_its_operations_its_loss_and_its_llm_cost(
     Pass.objects.filter(pk=waiting.pk).update(planned_at=timezone.now() - timedelta(hours=1))
     worker_heartbeat_beat()
     m = _scrape(client)
-    assert _value(m, "memoryadmin_passes", agent=agent, status="applied", trigger="operator") == 1
+    assert (
+        _value(m, "memoryadmin_passes", agent=agent, status="no_changes", trigger="operator") == 1
+    )
     assert (
         _value(
             m, "memoryadmin_passes", agent=waiting.agent.slug, status="proposed", trigger="operator"
