@@ -211,7 +211,11 @@ def test_a_restored_row_shows_when_instead_of_a_restore_button(client, bob, agen
     body = c.get(reverse("archive_list", args=[agent.slug])).content.decode()
     row = body[body.index(f'id="archived-{archived.pk}"') :]
     row = row[: row.index("</tr>")]
-    assert "restored at" in row and "Restore</button>" not in row
+    assert "restored" in row and "Restore</button>" not in row
+    archived.refresh_from_db()
+    restored_cell, last_cell = row.split("<td")[-2:]
+    assert f"{archived.restored_at:%Y-%m-%d %H:%M:%S}" in restored_cell
+    assert "restored at" not in row and ":" not in last_cell.split(">", 1)[1]  # the time once
     assert body.count("Restore</button>") == 2  # the two others can still be restored
 
 

@@ -253,3 +253,16 @@ def test_it_enforces_csrf(alice, agent, name: str) -> None:
         == 403
     )
     assert stores.get_store(agent).get(["mem-002"], include_embeddings=False) != []
+
+
+def test_the_memory_table_has_no_empty_column(client, alice, agent_with_memories):
+    """The paged list has Memory, Tier, Pinned; the cosine column only shows for a search."""
+    from django.urls import reverse
+
+    agent = agent_with_memories(3)
+    client.force_login(alice)
+    body = client.get(reverse("memory_list", args=[agent.slug])).content.decode()
+    head = body[body.index("<thead>") : body.index("</thead>")]
+    assert head.count("</th>") == 3 and "<th class=\"num\"></th>" not in head
+    row = body[body.index("<tbody>") : body.index("</tr>", body.index("<tbody>"))]
+    assert row.count("</td>") == 3
