@@ -21,6 +21,17 @@ OperationKind = Literal[tuple(Operation.Kind.values)]  # type: ignore[valid-type
 """Every value of ``Operation.Kind`` (conflict items included)."""
 
 
+def _llm_field() -> Any:
+    """The ``llm`` field of a pass and of a dry run (``consolidation.snapshot.llm_brief``)."""
+    return Field(
+        default=None,
+        description="The model's work in this pass: model, totals (requests, failed, "
+        "tokens_in, tokens_out, seconds), one sentence per LLM step (judge, distill) and "
+        "cost_usd (the totals at the model's price in LLM_PRICES; null without a price); "
+        "null when nothing was sent to a model.",
+    )
+
+
 class ErrorOut(Schema):
     """Every error: ``detail`` is a sentence a person can act on; ``errors`` names bad fields."""
 
@@ -169,13 +180,7 @@ class PassOut(Schema):
     planned_at: datetime | None
     finished_at: datetime | None
     url: str
-    llm: dict[str, Any] | None = Field(
-        default=None,
-        description="The model's work in this pass: model, totals (requests, failed, "
-        "tokens_in, tokens_out, seconds), one sentence per LLM step (judge, distill) and "
-        "cost_usd (the totals at the model's price in LLM_PRICES; null without a price); "
-        "null when nothing was sent to a model.",
-    )
+    llm: dict[str, Any] | None = _llm_field()
     revision: str | None = Field(
         default=None,
         description="While proposed: the revision of what approving applies; send it with "
@@ -277,13 +282,7 @@ class ConsolidateOut(Schema):
     recall_reason: str | None = None
     recall_before: float | None = None
     recall_after: float | None = None
-    llm: dict[str, Any] | None = Field(
-        default=None,
-        description="The model's work in this pass: model, totals (requests, failed, "
-        "tokens_in, tokens_out, seconds), one sentence per LLM step (judge, distill) and "
-        "cost_usd (the totals at the model's price in LLM_PRICES; null without a price); "
-        "null when nothing was sent to a model.",
-    )
+    llm: dict[str, Any] | None = _llm_field()
     url: str | None = None
 
 

@@ -17,10 +17,10 @@ from consolidation.review.lost import sentences
 
 from ..models import Operation, Pass, PassSnapshot
 from ..selectors.decisions import rejected_index
-from ..selectors.evaluation import Evaluation, pass_evaluate
+from ..selectors.evaluation import pass_evaluate
 from .common import audit, transition
 from .decisions import decisions_count_held_back
-from .evaluation import store_figures
+from .evaluation import store_summary
 
 __all__ = ["ROW_BATCH", "pass_auto_apply"]
 
@@ -143,21 +143,6 @@ def _reason_counts(gates: Any) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _save_summary(run: Pass, ev: Evaluation) -> None:
-    """The pass's summary columns and figures from ``ev``."""
-    store_figures(run, ev)
-    Pass.objects.filter(pk=run.pk).update(
-        entries_after=ev.entries_after,
-        merged=ev.merged,
-        promoted=ev.promoted,
-        pruned=ev.pruned,
-        reconciled=ev.reconciled,
-        loss_fraction=ev.loss_fraction,
-        guard_passed=ev.guard_passed,
-        guard_reason=ev.guard_reason,
-    )
-
-
 def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass:
     """Move operations ``indexes`` of ``run`` (with their sources) to a new ``proposed`` pass
     of the agent — the part waiting for review — and re-evaluate both."""
@@ -191,8 +176,8 @@ def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass
     Operation.objects.filter(run=run, index__in=indexes).update(run=child)
     hashes = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first() or {}
     PassSnapshot.objects.create(run=child, hashes=hashes)
-    _save_summary(child, pass_evaluate(child))
-    _save_summary(run, pass_evaluate(run))
+    store_summary(child, pass_evaluate(child))
+    store_summary(run, pass_evaluate(run))
     audit(
         actor="policy",
         verb="proposed",

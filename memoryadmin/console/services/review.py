@@ -26,7 +26,7 @@ from .decisions import (
     decisions_for_inclusion,
     decisions_for_rejection,
 )
-from .evaluation import content_override_record, store_figures
+from .evaluation import content_override_record, store_summary
 
 __all__ = [
     "CONFLICT_CHOICES",
@@ -52,21 +52,6 @@ def _reviewable(run: Pass) -> Pass:
     if not run.is_reviewable:
         raise ServiceError(f"Pass #{run.pk} is {run.status}; only a proposed pass can be reviewed.")
     return run
-
-
-def _save_evaluation(run: Pass, ev: Evaluation) -> None:
-    """The pass's summary columns and its figures (:func:`store_figures`) from ``ev``."""
-    store_figures(run, ev)
-    Pass.objects.filter(pk=run.pk).update(
-        entries_after=ev.entries_after,
-        merged=ev.merged,
-        promoted=ev.promoted,
-        pruned=ev.pruned,
-        reconciled=ev.reconciled,
-        loss_fraction=ev.loss_fraction,
-        guard_passed=ev.guard_passed,
-        guard_reason=ev.guard_reason,
-    )
 
 
 def _identity(op: Operation) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -148,7 +133,7 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
                 **{k: v for k, v in counts.items() if v or k != "decided"},
             },
         )
-        _save_evaluation(target, pass_evaluate(target))
+        store_summary(target, pass_evaluate(target))
     return counts
 
 
@@ -180,7 +165,7 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
         else:
             decisions_for_inclusion(operations=[op], user=user)
     ev = pass_evaluate(run)
-    _save_evaluation(run, ev)
+    store_summary(run, ev)
     operation.excluded, operation.status = op.excluded, op.status
     return ev
 
@@ -230,7 +215,7 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         )
     operation.result_document, operation.edited = op.result_document, op.edited
     ev = pass_evaluate(run)
-    _save_evaluation(run, ev)
+    store_summary(run, ev)
     return ev
 
 
@@ -372,7 +357,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
         },
     )
     ev = pass_evaluate(run)
-    _save_evaluation(run, ev)
+    store_summary(run, ev)
     operation.refresh_from_db()
     return ev
 
@@ -465,7 +450,7 @@ def operations_set_excluded(
         else:
             decisions_for_inclusion(operations=touched, user=user)
     ev = pass_evaluate(run)
-    _save_evaluation(run, ev)
+    store_summary(run, ev)
     return ev, indexes
 
 
