@@ -135,7 +135,11 @@ def decision_revoke(*, decision: Decision, user: Any, note: str = "") -> Decisio
     _check_reviewer(user)
     actor = actor_name(user, "cli")
     with transaction.atomic():
-        d = Decision.objects.select_for_update().select_related("agent", "run").get(pk=decision.pk)
+        d = (
+            Decision.objects.select_for_update(of=("self",))
+            .select_related("agent", "run")
+            .get(pk=decision.pk)
+        )
         if d.revoked_at is not None:
             return d
         d.revoked_at = timezone.now()
