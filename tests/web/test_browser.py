@@ -59,7 +59,7 @@ def test_it_excludes_a_merge_live_then_approves_and_applies(
     from playwright.sync_api import expect
 
     # 16 distinct facts + two exact-duplicate pairs: two merges removing 4 of 20 originals (20%).
-    dup_a, dup_b = "Caroline moved to Boston in May.", "Jon's favourite colour is teal."
+    dup_a, dup_b = "The printer on floor three needs new toner.", "Jon's favourite colour is teal."
     agent = agent_with_memories(
         [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
         policy={"prune": False, "promote": False},
@@ -156,7 +156,7 @@ def test_a_stale_csrf_token_shows_a_message_with_a_reload_link(
 ) -> None:
     from playwright.sync_api import expect
 
-    dup_a, dup_b = "Caroline moved to Boston in May.", "Jon's favourite colour is teal."
+    dup_a, dup_b = "The printer on floor three needs new toner.", "Jon's favourite colour is teal."
     agent = agent_with_memories(
         [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
         policy={"prune": False, "promote": False},
@@ -214,7 +214,7 @@ def test_the_stale_check_loads_after_the_page_and_marks_the_row(
     overtaken merge's row in place, with no script error."""
     from playwright.sync_api import expect
 
-    dup_a, dup_b = "Caroline moved to Boston in May.", "Jon's favourite colour is teal."
+    dup_a, dup_b = "The printer on floor three needs new toner.", "Jon's favourite colour is teal."
     agent = agent_with_memories(
         [*DISTINCT_FACTS[:16], dup_a, dup_a, dup_b, dup_b],
         policy={"prune": False, "promote": False},

@@ -24,7 +24,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 # Loss guard and recall guard opened wide: the first pass over a whole conversation removes most
 # of it (windows and covered prunes), and this test is about reviewing it, not about the guard.
-POLICY = {"max_loss_fraction": 0.95, "min_recall_retention": None}
+# reconciles off: this test reviews merges and prunes (an update the rules settle would head the
+# list); a contradiction becomes a conflict, which the reviewer keeps both of below
+POLICY = {"max_loss_fraction": 0.95, "min_recall_retention": None, "reconcile": False}
 
 
 @pytest.fixture
