@@ -5,7 +5,6 @@ column and the dashboard's convergence under a failed pass."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from django.test import Client
@@ -16,24 +15,12 @@ from memoryadmin.console.services.memories import memory_edit
 from memoryadmin.console.services.passes import pass_fail, pass_request
 from memoryadmin.console.services.review import pass_approve, pass_reject
 from tests.conftest import DISTINCT_FACTS
+from tests.web.test_pass_counts import run_pass, text_of
 
 pytestmark = pytest.mark.django_db
 
 F = DISTINCT_FACTS
 DUPES = F[:16] + [F[0], F[1]]  # two exact-duplicate merges, 4 of 18 originals removed
-
-
-def run_pass(agent: Any, capture: Any) -> Pass:
-    with capture(execute=True):
-        run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR)
-    run.refresh_from_db()
-    return run
-
-
-def text_of(html: str, testid: str) -> str:
-    m = re.search(rf'data-testid="{testid}">(.*?)</', html, re.S)
-    assert m, f"no {testid} on the page"
-    return " ".join(m.group(1).split())
 
 
 def test_a_partially_applied_pass_counts_the_same_removals_in_the_loss_line_and_the_guard(
