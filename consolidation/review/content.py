@@ -168,8 +168,9 @@ def content_loss(
             index = words.get(sc)
             if index is not None:
                 index.add(doc)
+    none = WordIndex({})
     losses = [
-        finish_loss(sus, kept, words.get(sc, WordIndex({})), out_w)
+        finish_loss(sus, kept, words.get(sc, none), out_w)
         for (sc, sus, kept), (_, out_w) in zip(found, outs, strict=True)
     ]
     if outside is not None:

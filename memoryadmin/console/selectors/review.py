@@ -394,24 +394,45 @@ def lost_page(*, run: Pass, page: int | str = 1) -> Page:
     return pager
 
 
-def pass_content(run: Pass) -> tuple[list[Operation], ContentLoss]:
+def pass_content(run: Pass) -> tuple[list[Operation], list[OperationText], ContentLoss]:
     """The one measure of what ``run`` loses as it now stands, per operation and in total:
     :func:`consolidation.review.content_loss` of the operations it includes (not excluded, not
     skipped in conflict or failed), in plan order, against the memories its operations read
     (their stored sources: an excluded operation's stay) with what the rest of the store keeps
-    recorded at planning (``outside``). Returns those operations (sources prefetched) and the
-    loss, whose ``operations`` follow them; a word several operations lose is counted under
-    the first (``shared``). Reads the pass's operations and sources once."""
-    ops = list(run.operations.prefetch_related("sources").order_by("index"))
+    recorded at planning (``outside``). Returns those operations, their
+    :class:`OperationText` and the loss, whose ``operations`` follow them; a word several
+    operations lose is counted under the first (``shared``). Two queries (operations, then
+    their sources as plain rows), whatever the pass's size."""
+    ops = list(run.operations.order_by("index"))
+    rows: dict[int, list[tuple[Any, ...]]] = {}
+    for row in (
+        OperationSource.objects.filter(operation__run=run)
+        .order_by("operation_id", "position")
+        .values_list("operation_id", "memory_id", "document", "removed", "metadata")
+    ):
+        rows.setdefault(row[0], []).append(row)
+    store = {mid: doc for srcs in rows.values() for _, mid, doc, _, _ in srcs}
     active = [op for op in ops if op.excluded is False and op.status not in _NOT_COUNTED]
-    store = {s.memory_id: s.document for op in ops for s in op.sources.all()}
+    texts = [
+        OperationText(
+            kind=op.kind,
+            sources=tuple(
+                SourceText(mid, doc, removed, meta or {})
+                for _, mid, doc, removed, meta in rows.get(op.pk, ())
+            ),
+            result_document=op.result_document or None,
+            rule=op.rule or "",
+            scores=dict(op.scores or {}),
+        )
+        for op in active
+    ]
     loss = content_loss(
-        [stored_operation_text(op) for op in active],
+        texts,
         store.items(),
         outside=[OperationLoss.from_dict(op.lost) for op in active],
         numbers=[op.index for op in active],
     )
-    return active, loss
+    return active, texts, loss
 
 
 _NOT_COUNTED = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED, Operation.Status.FAILED)
@@ -421,7 +442,7 @@ def pass_loss_totals(run: Pass) -> LossTotals:
     """What the operations now included would lose (sentences, memories, distinct content
     words, numbers): the totals of :func:`pass_content`, so the sum of the operations'
     figures."""
-    return pass_content(run)[1].totals
+    return pass_content(run)[2].totals
 
 
 def pass_loss_figures(run: Pass) -> LossTotals:

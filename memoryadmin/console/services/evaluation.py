@@ -18,7 +18,7 @@ from consolidation.review import LossTotals, operation_risk
 
 from ..models import Operation, Pass
 from ..selectors.evaluation import Evaluation, pass_evaluate
-from ..selectors.review import pass_content, recent_writes, run_settings, stored_operation_text
+from ..selectors.review import pass_content, recent_writes, run_settings
 from ..selectors.review_guards import content_guard
 from .common import audit
 
@@ -56,18 +56,16 @@ def operations_store_loss(run: Pass) -> LossTotals:
     and they add up to the pass's totals, which it returns. An excluded operation keeps what it
     would lose in the pass as planned, counted under no other. Writes only the rows that
     changed."""
-    active, loss = pass_content(run)
+    active, texts, loss = pass_content(run)
     ids = {op.pk for op in active}
     policy, fieldmap = run_settings(run)
     recent = recent_writes(run.agent, now=run.planned_at or run.created_at)
     changed = []
-    for op, new in zip(active, loss.operations, strict=True):
+    for op, text, new in zip(active, texts, loss.operations, strict=True):
         if new.to_dict() != (op.lost or {}):
             op.lost, op.lost_sentences = new.to_dict(), len(new.sentences)
             if not (op.kind == Operation.Kind.CONFLICT and "decision" in (op.scores or {})):
-                risk = operation_risk(
-                    stored_operation_text(op), new, policy=policy, fieldmap=fieldmap, recent=recent
-                )
+                risk = operation_risk(text, new, policy=policy, fieldmap=fieldmap, recent=recent)
                 op.risk, op.risk_reasons = risk.score, list(risk.reasons)
             changed.append(op)
     for op in run.operations.exclude(pk__in=ids).filter(lost__has_key="shared"):
