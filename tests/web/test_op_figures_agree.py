@@ -14,7 +14,7 @@ from django.urls import reverse
 from consolidation.review import OperationLoss
 from memoryadmin.console.models import Pass
 from memoryadmin.console.selectors.review import pass_loss_figures, pass_loss_totals
-from memoryadmin.console.services.review import operation_set_excluded
+from memoryadmin.console.services.review import operation_edit_text, operation_set_excluded
 
 from .api_helpers import api_factory
 from .test_pass_counts import run_pass
@@ -112,3 +112,27 @@ def test_the_operations_lost_words_add_up_to_the_pass_figure_on_every_page(
         "counted under"
         not in client.get(reverse("pass_detail", args=[run.pk]), {"risk": "all"}).content.decode()
     )
+
+
+def test_an_edit_that_drops_words_changes_the_figures_that_still_add_up(
+    alice, agent_with_memories, django_capture_on_commit_callbacks
+):
+    jon = "Jon's favourite board game is Settlers of Catan."
+    texts = [*TEXTS, jon, jon]  # an exact duplicate pair: one merge
+    agent = agent_with_memories(
+        texts, [*META, {}, {}], policy={"max_loss_fraction": 0.5, "max_lost_content_words": None}
+    )
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    merge = run.operations.filter(kind="merge").first()
+    assert merge is not None, [(o.kind, o.rule) for o in run.operations.all()]
+    before = pass_loss_figures(run)
+    operation_edit_text(operation=merge, document="Jon's favourite game is Catan.", user=alice)
+    run.refresh_from_db()
+    merge.refresh_from_db()
+    after = pass_loss_figures(run)
+    assert {"board", "settlers"} <= {
+        w.casefold() for w in OperationLoss.from_dict(merge.lost).counted_words
+    }
+    assert after.content_words > before.content_words
+    n_ops, words = _ops_words(run)
+    assert n_ops == after.content_words == len(words) == pass_loss_totals(run).content_words
