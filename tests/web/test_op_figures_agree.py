@@ -89,6 +89,17 @@ def test_the_operations_lost_words_add_up_to_the_pass_figure_on_every_page(
     html = client.get(reverse("pass_detail", args=[run.pk]), {"risk": "all"}).content.decode()
     assert f"counted under #{prunes[0].index}, which loses them too" in html
 
+    # each memory page says what its operation loses, in the same figures
+    on_pages = 0
+    for op in run.operations.filter(excluded=False, lost_sentences__gt=0):
+        url = reverse("memory_detail", args=[agent.slug])
+        page = client.get(url, {"id": op.removes[0]}).content.decode()
+        m = re.search(r'data-testid="op-loses">(\d+) sentences?, (\d+) content words?<', page)
+        assert m, page[-3000:]
+        assert int(m.group(1)) == op.lost_sentences
+        on_pages += int(m.group(2))
+    assert on_pages == totals.content_words
+
     api = api_factory(alice, alice, alice)("viewer")
     detail = api.get(f"/passes/{run.pk}").json()
     assert detail["content_guard"]["lost_content_words"] == totals.content_words
