@@ -387,9 +387,7 @@ def suspects(
         return [], []
     ref_text = op.reference
     ref_index = SentenceIndex([ref_text])
-    ref_words = [word_key(w) for w in WORD.findall(ref_text)]
-    ref_tokens = {t for w in WORD.findall(ref_text) for t in content_tokens(w)}
-    ref_codes = {t.code for t in terms(ref_text) if t.code is not None}
+    ref: tuple[list[str], set[str], set[str]] | None = None  # computed at the first suspect
     out: list[Suspect] = []
     kept: list[str] = []
     is_index = isinstance(sentences_elsewhere, SentenceIndex)
@@ -402,6 +400,13 @@ def suspects(
             ) or s.key in outside:
                 kept.append(s.key)
                 continue
+            if ref is None:
+                ref = (
+                    [word_key(w) for w in WORD.findall(ref_text)],
+                    {t for w in WORD.findall(ref_text) for t in content_tokens(w)},
+                    {t.code for t in terms(ref_text) if t.code is not None},
+                )
+            ref_words, ref_tokens, ref_codes = ref
             text = src.document[s.start : s.end]
             spans = missing_words(text, ref_words)
             words = tuple(

@@ -403,7 +403,8 @@ def pass_content(run: Pass) -> tuple[list[Operation], list[OperationText], Conte
     :class:`OperationText` and the loss, whose ``operations`` follow them; a word several
     operations lose is counted under the first (``shared``). Two queries (operations, then
     their sources as plain rows), whatever the pass's size."""
-    ops = list(run.operations.order_by("index"))
+    unread = ("source_ids", "removes", "result_metadata", "planned_document", "reason")
+    ops = list(run.operations.defer(*unread, "status_detail", "risk_reasons").order_by("index"))
     rows: dict[int, list[tuple[Any, ...]]] = {}
     for row in (
         OperationSource.objects.filter(operation__run=run)
