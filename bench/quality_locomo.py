@@ -69,7 +69,13 @@ sys.path.insert(0, str(ROOT))
 from consolidation import NAMED_POLICIES, FieldMap, MemoryRecord, summarize  # noqa: E402
 from consolidation.locomo import LocomoConversation, load_locomo  # noqa: E402
 from consolidation.planning import plan as make_plan  # noqa: E402
-from consolidation.recall import evaluate_recall, recall_guard, simulate_after  # noqa: E402
+from consolidation.recall import (  # noqa: E402
+    evaluate_recall,
+    recall_guard,
+    recall_hold_reason,
+    recall_holds,
+    simulate_after,
+)
 from consolidation.review import (  # noqa: E402
     content_loss,
     operation_risk,
@@ -277,8 +283,30 @@ def safe_split(case: Case, current: list[MemoryRecord], p: Any, policy: Any) -> 
     risks = [
         operation_risk(t, lo, policy=policy) for t, lo in zip(texts, loss.operations, strict=True)
     ]
-    return split_auto_apply(
+    split = split_auto_apply(
         p.operations, risks, loss.operations, policy, store_sentences=loss.store_sentences
+    )
+    if policy.min_recall_retention is None:
+        return split
+    safe = split.safe
+    holds = recall_holds(
+        current,
+        [p.operations[i] for i in safe],
+        case.conv.probes,
+        k=case.k,
+        embedder=case.embedder,
+        query_embeddings=case.queries,
+    )
+    if not holds:
+        return split
+    held = {safe[i]: recall_hold_reason(case.conv.probes, js) for i, js in holds.items()}
+    return split_auto_apply(
+        p.operations,
+        risks,
+        loss.operations,
+        policy,
+        store_sentences=loss.store_sentences,
+        recall_held=held,
     )
 
 
