@@ -18,6 +18,7 @@ from consolidation.review.lost import sentences
 from ..models import Operation, Pass, PassSnapshot
 from ..selectors.decisions import rejected_index
 from ..selectors.evaluation import pass_evaluate
+from ..selectors.probes import recall_held
 from .common import audit, transition
 from .decisions import decisions_count_held_back
 from .evaluation import store_summary
@@ -41,7 +42,9 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
 
     - ``safe``: :func:`consolidation.review.split_auto_apply` over the operations as planned,
       their stored risk and loss, the agent's decisions and the signatures of the operations
-      reviewers rejected (:func:`~memoryadmin.console.selectors.decisions.rejected_index`);
+      reviewers rejected (:func:`~memoryadmin.console.selectors.decisions.rejected_index`),
+      then again with the operations of that safe part that cost a probe query its answer
+      (:func:`~memoryadmin.console.selectors.probes.recall_held`) held for review;
     - ``all``: only the operations matching a rejected plan wait (conflicts stay, unapplied, as
       before).
 
@@ -53,15 +56,21 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
     ops = planned.plan.operations
     rejected = rejected_index(run.agent)
     docs = (r.document for r in planned.records)
-    split = split_auto_apply(
-        ops,
-        [risk for _, risk in scored],
-        [loss for loss, _ in scored],
-        policy,
-        store_sentences=sum(len(sentences(d)) for d in docs),
-        decisions=planned.decisions,
-        rejected={sig: note for sig, (_, note) in rejected.items()},
-    )
+    args = (ops, [risk for _, risk in scored], [loss for loss, _ in scored], policy)
+    kwargs: dict[str, Any] = {
+        "store_sentences": sum(len(sentences(d)) for d in docs),
+        "decisions": planned.decisions,
+        "rejected": {sig: note for sig, (_, note) in rejected.items()},
+    }
+    split = split_auto_apply(*args, **kwargs)
+    if mode == "safe" and split.safe:
+        # What safe would apply, measured on the probes: an operation behind a lost answer
+        # waits for a person too, and the rest is split again without it.
+        safe = split.safe
+        held = recall_held(run.agent, planned.records, [ops[i] for i in safe], policy)
+        if held:
+            kwargs["recall_held"] = {safe[i]: why for i, why in held.items()}
+            split = split_auto_apply(*args, **kwargs)
     if mode == "all":
         waiting = {
             g.index: Gate(
