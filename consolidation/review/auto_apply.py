@@ -51,6 +51,7 @@ CODES = {
     "content": "loses content words",
     "sentences": "the automatically applied part would lose too many sentences",
     "recall": "costs a probe query its answer",
+    "edited": "edited by a reviewer: a person approves the edited text",
 }
 """Why an operation waits for review: machine code → what it means."""
 

@@ -27,6 +27,9 @@ __all__ = ["ROW_BATCH", "pass_auto_apply"]
 
 S = Pass.Status
 
+EDITED = "edited by a reviewer: a person approves the edited text"
+"""Why an operation whose text a reviewer edited waits (code ``edited``)."""
+
 ROW_BATCH = 1000
 """Rows per ``INSERT`` when a proposal is stored (``bulk_create``: one statement per batch, not
 one per operation: 12,000 operations of a 200K store took ~20 s one ``create`` at a time)."""
@@ -81,6 +84,12 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
         }
     else:
         waiting = {g.index: g for g in split.waiting}
+    # An edit a reviewer made on the waiting part (carried over to this pass) is applied only
+    # when a person approves it: the split judged the planned text, not the edited one.
+    for index in run.operations.filter(edited=True).values_list("index", flat=True):
+        if index not in waiting:
+            gate = split.gates[index]
+            waiting[index] = Gate(index, False, gate.signature, ("edited",), (EDITED,))
     held: dict[int, int] = {}
     for g in waiting.values():
         if "rejected" in g.codes and g.signature in rejected:
