@@ -24,9 +24,13 @@ Two rows per conversation × policy:
 - ``safe`` (``--mode safe``): auto-apply ``safe`` over ``--passes`` nightly passes (the clock
   one day later each night): each night's plan is split by
   :func:`consolidation.review.split_auto_apply` (risk, content guard, decisions, rejections,
-  conflicts) and only its safe part is applied, when that part passes the loss and recall
-  guards; the rest is left for review and planned again the next night (the console's next
-  scheduled pass replaces a waiting proposal). Printed per conversation: memories after each
+  conflicts, and — as the console does — the operations of that safe part that cost a probe
+  its answer, :func:`consolidation.recall.recall_holds`) and only its safe part is applied,
+  when that part passes the loss and recall guards; the rest is left for review and planned
+  again the next night (the console's next scheduled pass replaces a waiting part while the
+  agent auto-applies). The probes the recall holds read are the ones recall is reported on,
+  so the recall column is not a held-out figure: what holds it is that an answer the store
+  had is never given up unattended. Printed per conversation: memories after each
   night, recall and context, and what the last night left for review (operations by reason,
   the most common reasons first).
 

@@ -15,7 +15,7 @@ from consolidation import OpKind, Policy
 from consolidation.review import Gate, split_auto_apply
 from consolidation.review.lost import sentences
 
-from ..models import Operation, Pass, PassSnapshot
+from ..models import Agent, Operation, Pass, PassSnapshot
 from ..selectors.decisions import rejected_index
 from ..selectors.evaluation import pass_evaluate
 from ..selectors.probes import recall_held
@@ -23,7 +23,7 @@ from .common import audit, transition
 from .decisions import decisions_count_held_back
 from .evaluation import store_summary
 
-__all__ = ["ROW_BATCH", "pass_auto_apply"]
+__all__ = ["ROW_BATCH", "left_by_auto_apply", "pass_auto_apply"]
 
 S = Pass.Status
 
@@ -33,6 +33,15 @@ EDITED = "edited by a reviewer: a person approves the edited text"
 ROW_BATCH = 1000
 """Rows per ``INSERT`` when a proposal is stored (``bulk_create``: one statement per batch, not
 one per operation: 12,000 operations of a 200K store took ~20 s one ``create`` at a time)."""
+
+
+def left_by_auto_apply(agent: Agent, pending: Pass) -> bool:
+    """Whether ``pending`` is what auto-apply left for a person (the waiting part of a split
+    pass, or a pass of which nothing could apply on its own) while the agent still
+    auto-applies. An operator who leaves auto-apply on expects the schedule to keep consolidating
+    what is not waiting; the waiting part is planned again by the next pass, never applied
+    without the guards and the split (an operation a reviewer edited waits for a person again)."""
+    return agent.auto_apply != Agent.AutoApply.OFF and "auto_apply" in (pending.telemetry or {})
 
 
 def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, actor: str) -> Pass:
