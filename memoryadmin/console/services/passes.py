@@ -144,9 +144,9 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     - a proposal of the agent is pending: it is somebody's work, so nothing is planned (a
       ``* * * * *`` schedule stacked a stale proposal every minute, each discarding the
       reviewer's exclusions) — except the part an auto-applying agent left for review
-      (:func:`.passes_auto.left_by_auto_apply`): the nightly pass runs on, plans the store as it is now
-      (the waiting operations again, with the reviewer's exclusions and edits carried over)
-      and its own waiting part replaces the old one; or
+      (:func:`.passes_auto.left_by_auto_apply`): the nightly pass runs on, plans the store
+      as it is now (the waiting operations again, with the reviewer's exclusions and edits
+      carried over) and its own waiting part replaces the old one; or
     - this local calendar slot already ran: in the autumn daylight-saving change a ``30 2 * * *``
       cron fires twice (02:30 CEST and 02:30 CET); the slot is the cron's latest local wall-clock
       time (``selectors.schedule_slot``).
