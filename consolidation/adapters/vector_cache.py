@@ -23,6 +23,7 @@ only matters for rolling back passes applied before the deletion). Default locat
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -150,8 +151,8 @@ class VectorCache:
     # ---- forgetting ----------------------------------------------------------------------
 
     def forget(self, texts: Sequence[str], collections: Sequence[str] = ()) -> int:
-        """Delete every row of ``texts``: our embeddings (this cache's model tag) and the native vectors
-        of ``collections``; returns the rows deleted. Deleted pages are overwritten
+        """Delete every row of ``texts``: our embeddings (this cache's model tag) and the native
+        vectors of ``collections``; returns the rows deleted. Deleted pages are overwritten
         (``secure_delete``) and the WAL truncated, so the file keeps no copy of the vectors."""
         keys = list(dict.fromkeys(text_key(t) for t in texts))
         deleted = 0
@@ -168,11 +169,9 @@ class VectorCache:
                         f"DELETE FROM native WHERE collection = ? AND key IN ({marks})",
                         [collection, *chunk],
                     ).rowcount
-        with self._lock:
-            try:
-                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.Error:  # a reader holds the WAL: the next checkpoint truncates it
-                pass
+        # a reader holding the WAL: the next checkpoint truncates it
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return deleted
 
     def _get(self, table: str, collection: str | None, keys: list[str]) -> dict[str, np.ndarray]:

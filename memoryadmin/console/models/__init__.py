@@ -1,6 +1,6 @@
 """Console models: agents, passes (proposals), operations with their originals, archive, audit
-(:mod:`.core`), reviewers' standing decisions (:mod:`.decisions`), forget requests (:mod:`.forget`), imports and the worker's
-heartbeat (:mod:`.jobs`).
+(:mod:`.core`), reviewers' standing decisions (:mod:`.decisions`), forget requests and their
+tombstones (:mod:`.forget`), imports and the worker's heartbeat (:mod:`.jobs`).
 
 Domain behaviour lives in small model methods; writes go through ``services``; reads through
 ``selectors``. State names follow docs/ARCHITECTURE.md "The pass lifecycle".

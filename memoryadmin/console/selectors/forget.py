@@ -57,7 +57,7 @@ class ForgetSelection:
     max_count: int = 1000
 
     def check(self, agent: Agent) -> ForgetSelection:
-        """``self`` when valid for ``agent``; ``ValueError`` with one readable sentence otherwise."""
+        """``self`` when valid for ``agent``; else ``ValueError`` with one readable sentence."""
         if self.kind == ForgetRequest.Kind.SCOPE:
             keys = agent.get_field_map().scope
             if self.key not in keys:
