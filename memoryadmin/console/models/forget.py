@@ -23,6 +23,12 @@ class ForgetRequest(models.Model):
     hashed (SHA-256), never the text. It cannot be rolled back.
     """
 
+    NOT_UNDOABLE = (
+        "A forget request cannot be rolled back: the memories, their archived copies and every "
+        "text of them in proposals and the audit are deleted for good."
+    )
+    """Said before approval (page, API, MCP, command)."""
+
     class Status(models.TextChoices):
         PROPOSED = "proposed"
         APPLYING = "applying"  # approved; removal under way (a failure leaves it "failed")

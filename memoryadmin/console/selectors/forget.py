@@ -24,6 +24,7 @@ __all__ = [
     "ForgetPlan",
     "ForgetSelection",
     "forget_plan",
+    "forget_request_items",
     "forget_requests",
     "sha256",
 ]
@@ -231,3 +232,25 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
 def forget_requests(*, agent: Agent) -> QuerySet:
     """The agent's forget requests, newest first (requester and decider loaded)."""
     return ForgetRequest.objects.filter(agent=agent).select_related("requested_by", "decided_by")
+
+
+def forget_request_items(*, request: ForgetRequest) -> dict[str, Any]:
+    """What a stored request lists, read now for its page: ``live`` (``[{id, document}]``,
+    the store's current text; ``document`` ``None`` for an id no longer live), ``archived``
+    (the archive rows still kept), ``related`` (``[{id, document}]``). Empty once the request
+    is applied or rejected (its ids are dropped). Raises :class:`StoreUnavailable` when
+    Chroma is down."""
+    items = request.items or {}
+    out: dict[str, Any] = {"live": [], "archived": [], "related": []}
+    if not items or request.agent is None:
+        return out
+    ids = [str(i) for i in items.get("live", [])]
+    related = [str(i) for i in items.get("related", [])]
+    live = stores.get_live(stores.get_store(request.agent), ids + related, include_embeddings=False)
+    doc = {i: (live[i].document if i in live else None) for i in ids + related}
+    out["live"] = [{"id": i, "document": doc[i]} for i in ids]
+    out["related"] = [{"id": i, "document": doc[i]} for i in related]
+    out["archived"] = list(
+        ArchivedMemory.objects.filter(agent=request.agent, pk__in=items.get("archived", []))
+    )
+    return out

@@ -44,10 +44,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 R = ForgetRequest.Status
-NOT_UNDOABLE = (
-    "A forget request cannot be rolled back: the memories, their archived copies and every "
-    "text of them in proposals and the audit are deleted for good."
-)
+NOT_UNDOABLE = ForgetRequest.NOT_UNDOABLE
 
 
 def forget_request_create(
