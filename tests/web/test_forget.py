@@ -199,3 +199,73 @@ def test_a_rolled_back_pass_keeps_its_status_and_loses_its_texts(
     assert run.status == Pass.Status.ROLLED_BACK
     assert database_traces(["rescue cat named Pixel"]) == []
     assert stores.get_store(agent).count() == 1
+
+
+def test_no_surface_shows_a_forgotten_text_afterwards(
+    agent_with_memories, alice, bob, client, django_capture_on_commit_callbacks
+):
+    """Pages, CSV, the JSONL export, the API, MCP and Django's admin, after a forget of a
+    memory that a pass merged (archived copies, operation sources) and an operator edited
+    (the audit quotes both texts)."""
+    from django.contrib import admin
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import reverse
+
+    from memoryadmin.api.mcp_tools import build_server
+    from tests.web.api_helpers import api_factory
+    from tests.web.test_decisions import tool
+
+    secret = "Gina's door code is 4471 and the spare key sits under the mat."
+    edited = "Gina's door code is 4472 and the spare key sits under the mat."
+    agent = agent_with_memories(
+        [secret, secret, "Tim plays the cello."], policy={"max_loss_fraction": 0.7}
+    )
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=run, user=bob)
+    merged = next(r for r in stores.get_store(agent).iter_records() if "4471" in r.document)
+    memory_edit(agent=agent, memory_id=merged.id, document=edited, user=alice)
+    staff = get_user_model().objects.create_superuser("root", "r@example.org", "pw")
+    web = Client()
+    web.force_login(staff)
+    before = [reverse("archive_list", args=[agent.slug]), reverse("pass_detail", args=[run.pk])]
+    assert all(b"4471" in web.get(url).content for url in before)  # they were shown
+    req, _ = forget_request_create(
+        agent=agent, selection=ForgetSelection("contains", text="door code"), user=bob
+    )
+    forget_approve(request=req, user=bob)
+
+    urls = [
+        reverse("memory_list", args=[agent.slug]),
+        reverse("archive_list", args=[agent.slug]),
+        reverse("memories_export", args=[agent.slug]),
+        reverse("pass_detail", args=[run.pk]),
+        reverse("audit"),
+        reverse("audit_csv"),
+        reverse("audit_events"),
+        reverse("audit_events_csv"),
+        reverse("forget_detail", args=[req.pk]),
+        reverse("forget_page", args=[agent.slug]),
+    ]
+    for model in admin.site._registry:
+        meta = model._meta
+        urls.append(reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist"))
+        for pk in model.objects.values_list("pk", flat=True)[:50]:
+            urls.append(reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[pk]))
+    api = api_factory(alice, bob, bob)("admin")
+    needles = ["door code", "4471", "4472"]
+    shown = {}
+    for url in urls:
+        r = web.get(url)
+        assert r.status_code == 200, url
+        shown[url] = b"".join(r.streaming_content) if r.streaming else r.content
+    for path in (f"/agents/{agent.slug}/memories", f"/passes/{run.pk}", "/audit/events"):
+        shown[path] = api.get(path).content
+    server = build_server(user_id=bob.pk)
+    shown["mcp get_pass"] = tool(server, "get_pass")(pass_id=run.pk).model_dump_json().encode()
+    hits = tool(server, "search_memories")(agent=agent.slug, query="door code under the mat")
+    shown["mcp search"] = str([h.model_dump() for h in hits]).encode()
+    leaks = [where for where, body in shown.items() if any(n.encode() in body for n in needles)]
+    assert leaks == []
+    assert "purged by forget request" in shown[reverse("pass_detail", args=[run.pk])].decode()
