@@ -269,3 +269,17 @@ def test_no_surface_shows_a_forgotten_text_afterwards(
     leaks = [where for where, body in shown.items() if any(n.encode() in body for n in needles)]
     assert leaks == []
     assert "purged by forget request" in shown[reverse("pass_detail", args=[run.pk])].decode()
+
+
+def test_a_pass_that_starts_while_a_forget_is_applying_fails_and_writes_nothing(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(3)
+    req, _ = forget_request_create(
+        agent=agent, selection=ForgetSelection("ids", ids=("mem-000",)), user=bob
+    )
+    ForgetRequest.objects.filter(pk=req.pk).update(status=ForgetRequest.Status.APPLYING)
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    assert run.status == Pass.Status.FAILED
+    assert run.error == f"Forget request #{req.pk} is being applied."
+    assert not run.operations.exists()

@@ -15,7 +15,9 @@
 Concurrency: approval is refused while a pass of the agent is queued, running, approved,
 applying or rolling back (its lease holds memories the forget would purge under it); a
 ``proposed`` pass holding a forgotten memory becomes ``stale`` (it could no longer be applied
-as reviewed); a rolled-back pass keeps its status with its rows purged.
+as reviewed); a rolled-back pass keeps its status with its rows purged; a pass that starts
+while a request is ``applying`` fails at once (``services.passes.pass_run``) and writes
+nothing.
 """
 
 from __future__ import annotations
