@@ -9,8 +9,13 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
 
+from memoryadmin.api.mcp_tools import build_server
 from memoryadmin.console import stores
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import AuditEvent, ForgetRequest, Pass
@@ -23,6 +28,7 @@ from memoryadmin.console.services.forget import (
 from memoryadmin.console.services.memories import memory_edit
 from memoryadmin.console.services.review import pass_approve
 from memoryadmin.console.services.rollback import pass_rollback_request
+from tests.web.api_helpers import api_factory
 from tests.web.forget_helpers import (
     ALICE,
     ALICE_DELETED,
@@ -34,6 +40,7 @@ from tests.web.forget_helpers import (
     mem0_agent,
     user_census,
 )
+from tests.web.test_decisions import tool
 from tests.web.test_services_passes import run_pass
 
 pytestmark = pytest.mark.django_db
@@ -207,15 +214,6 @@ def test_no_surface_shows_a_forgotten_text_afterwards(
     """Pages, CSV, the JSONL export, the API, MCP and Django's admin, after a forget of a
     memory that a pass merged (archived copies, operation sources) and an operator edited
     (the audit quotes both texts)."""
-    from django.contrib import admin
-    from django.contrib.auth import get_user_model
-    from django.test import Client
-    from django.urls import reverse
-
-    from memoryadmin.api.mcp_tools import build_server
-    from tests.web.api_helpers import api_factory
-    from tests.web.test_decisions import tool
-
     secret = "Gina's door code is 4471 and the spare key sits under the mat."
     edited = "Gina's door code is 4472 and the spare key sits under the mat."
     agent = agent_with_memories(
