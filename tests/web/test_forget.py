@@ -281,3 +281,23 @@ def test_a_pass_that_starts_while_a_forget_is_applying_fails_and_writes_nothing(
     assert run.status == Pass.Status.FAILED
     assert run.error == f"Forget request #{req.pk} is being applied."
     assert not run.operations.exists()
+
+
+def test_merged_memories_holding_a_forgotten_text_are_listed_for_the_reviewer(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    texts = ["Gina adopted a grey rescue cat named Pixel."] * 2 + ["Tim plays the cello."]
+    agent = agent_with_memories(texts, policy={"max_loss_fraction": 0.7})
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=run, user=bob)
+    merged = run.operations.get(kind="merge").result_id
+    plan = forget_plan(agent=agent, selection=ForgetSelection("ids", ids=("mem-000",)))
+    assert plan.live == [] and [a["memory_id"] for a in plan.archived] == ["mem-000"]
+    assert [(m["id"], m["why"]) for m in plan.related] == [(merged, "merged from mem-000")]
+    req, _ = forget_request_create(
+        agent=agent, selection=ForgetSelection("ids", ids=("mem-000",)), user=bob
+    )
+    assert req.items["related"] == [merged] and req.related_count == 1
+    forget_approve(request=req, user=bob)
+    assert merged in {r.id for r in stores.get_store(agent).iter_records()}  # left to the reviewer

@@ -179,10 +179,13 @@ def _archived_matches(agent: Agent, sel: ForgetSelection, live_ids: set[str]) ->
     return ArchivedMemory.objects.filter(agent=agent).filter(q).order_by("id")
 
 
-def _related(agent: Agent, chosen: list[Any], others: list[Any]) -> list[dict[str, Any]]:
+def _related(agent: Agent, gone: list[tuple[str, str]], others: list[Any]) -> list[dict[str, Any]]:
+    """Live memories left by the forget (``others``) that name a forgotten id in their
+    ``merged_from`` or whose text holds a forgotten text; ``gone`` is ``[(id, text)]`` of every
+    live memory and archived copy removed."""
     fm = agent.get_field_map()
-    ids = {r.id for r in chosen}
-    texts = [r.document for r in chosen if len(r.document) >= RELATED_MIN_CHARS]
+    ids = {mid for mid, _ in gone}
+    texts = sorted({t for _, t in gone if len(t) >= RELATED_MIN_CHARS})
     out = []
     for rec in others:
         parents = ids.intersection(fm.get_list(rec.metadata, fm.merged_from))
@@ -225,7 +228,9 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
         }
         for a in rows[:FORGET_MAX_COUNT]
     ]
-    plan.related = _related(agent, chosen, others)
+    gone = [(r.id, r.document) for r in chosen]
+    gone += [(a["memory_id"], a["document"]) for a in plan.archived]
+    plan.related = _related(agent, gone, others)
     return plan
 
 
