@@ -19,7 +19,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from .actions.common import ActionError
-from .routes import agents, audit, decisions, memories, passes, review, rollback
+from .routes import agents, audit, decisions, forget, memories, passes, review, rollback
 from .tokens import token_user
 
 
@@ -91,7 +91,7 @@ def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return _error(request, 422, detail, errors)
 
 
-for routes in (agents, memories, audit, passes, review, rollback, decisions):
+for routes in (agents, memories, audit, passes, review, rollback, decisions, forget):
     api.add_router("/", routes.router)
 
 

@@ -3,7 +3,8 @@
 Tools (typed inputs, structured results — the JSON API's schemas): ``list_agents``,
 ``search_memories``, ``memory_consolidate``, ``memory_compact`` (the dream-pass tool names of
 ``seeds/003``), ``list_proposals``, ``get_pass``, ``exclude_operation``, ``resolve_conflict``,
-``approve_pass``, ``reject_pass``, ``list_decisions``, ``revoke_decision``. Each acts
+``approve_pass``, ``reject_pass``, ``list_decisions``, ``revoke_decision``, ``forget``,
+``approve_forget``, ``reject_forget``. Each acts
 for one user with that user's console role: the ``--user`` of a stdio server, or the owner of
 the bearer API token of an HTTP request. Every refusal or failure (unknown agent, bad argument,
 forbidden call, store down) is an MCP tool error with a readable message; nothing crashes the
@@ -35,6 +36,7 @@ from memoryadmin.console.validation import DB_INT_MAX, MAX_NOTE_CHARS
 
 from . import schemas as s
 from .actions import common, decisions, passes, review
+from .actions import forget as forget_actions
 from .present.agents import agent_out
 from .present.memories import memory_out
 from .present.passes import pass_detail_out, pass_out
@@ -119,6 +121,7 @@ def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None
     )
     _register(server, current_user)
     _register_review(server, current_user)
+    _register_forget(server, current_user)
     return server
 
 
@@ -355,4 +358,77 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
         its memories again (a revoked keep-apart lets their merge be proposed again)."""
         return decisions.revoke(
             agent=common.get_agent(agent), decision_id=decision_id, user=current_user(), note=note
+        )
+
+
+def _register_forget(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    """The forget tools: request (or dry-run) a forget, approve or reject one."""
+
+    @server.tool()
+    @_tool
+    def forget(
+        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        kind: Annotated[
+            Literal["scope", "ids", "contains", "similar"],
+            Field(description="select by a scope value, ids, text contains, or similarity"),
+        ],
+        key: Annotated[
+            str, Field(max_length=200, description="scope key (kind scope), e.g. user_id")
+        ] = "",
+        value: Annotated[str, Field(max_length=500, description="scope value (kind scope)")] = "",
+        ids: Annotated[
+            list[str] | None, Field(max_length=10_000, description="memory ids (kind ids)")
+        ] = None,
+        text: Annotated[
+            str, Field(max_length=2000, description="text (kinds contains and similar)")
+        ] = "",
+        similarity: Annotated[
+            float, Field(ge=0.0, le=1.0, description="least cosine (kind similar)")
+        ] = 0.8,
+        max_count: Annotated[
+            int, Field(ge=1, le=10_000, description="at most this many (contains, similar)")
+        ] = 100,
+        reason: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why")] = "",
+        dry_run: Annotated[bool, Field(description="list only, store nothing")] = False,
+    ) -> s.ForgetOut:
+        """Request that memories be forgotten for good (reviewers and admins): lists every
+        memory it would remove, live and archived. With dry_run nothing is stored; otherwise a
+        proposed forget request waits for approve_forget (it is never applied on its own and
+        cannot be rolled back once applied)."""
+        payload = s.ForgetIn(
+            kind=kind,
+            key=key,
+            value=value,
+            ids=ids or [],
+            text=text,
+            similarity=similarity,
+            max_count=max_count,
+            reason=reason,
+            dry_run=dry_run,
+        )
+        return forget_actions.forget(
+            agent=common.get_agent(agent), payload=payload, user=current_user()
+        )
+
+    @server.tool()
+    @_tool
+    def approve_forget(
+        forget_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="forget request id")],
+        note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why (optional)")] = "",
+    ) -> s.ForgetOut:
+        """Approve and apply a forget request (reviewers and admins): the memories, their
+        archived copies and every text of them are removed for good. Cannot be rolled back."""
+        return forget_actions.approve(
+            req=forget_actions.get_forget(forget_id), user=current_user(), note=note
+        )
+
+    @server.tool()
+    @_tool
+    def reject_forget(
+        forget_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="forget request id")],
+        note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why (optional)")] = "",
+    ) -> s.ForgetOut:
+        """Reject a forget request (reviewers and admins): nothing is removed."""
+        return forget_actions.reject(
+            req=forget_actions.get_forget(forget_id), user=current_user(), note=note
         )

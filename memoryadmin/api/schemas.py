@@ -373,3 +373,64 @@ class DecisionOut(Schema):
     revoked_at: datetime | None = None
     revoked_by: str = ""
     revoke_note: str = ""
+
+
+ForgetKind = Literal["scope", "ids", "contains", "similar"]
+
+
+class ForgetIn(Schema):
+    """A forget request's selection: ``scope`` (``key`` — one of the agent's scope keys — and
+    ``value``), ``ids``, ``contains`` (``text``, case-insensitive) or ``similar`` (``text``,
+    cosine ≥ ``similarity``); ``max_count`` caps contains and similar. ``dry_run`` lists what
+    it would remove without storing anything."""
+
+    kind: ForgetKind
+    key: str = Field(default="", max_length=200)
+    value: str = Field(default="", max_length=500)
+    ids: list[str] = Field(default_factory=list, max_length=10_000)
+    text: str = Field(default="", max_length=2000)
+    similarity: float = Field(default=0.8, ge=0.0, le=1.0)
+    max_count: int = Field(default=100, ge=1, le=10_000)
+    reason: str = Field(default="", max_length=MAX_NOTE_CHARS)
+    dry_run: bool = False
+
+
+class ForgetMemoryOut(Schema):
+    """A memory a forget removes (``where``: live | archived) or leaves while it holds a
+    forgotten text (related: ``why``); ``document`` is ``None`` for a live id no longer in the
+    store."""
+
+    id: str
+    document: str | None = None
+    where: str = "live"
+    why: str = ""
+
+
+class ForgetOut(Schema):
+    """A forget request (``id`` ``None`` for a dry run). While proposed it lists every memory
+    it removes; once applied only the tombstone remains: who asked and approved, when, the
+    counts, ``purged`` (rows purged by kind) and ``selection`` hashed (SHA-256), never text."""
+
+    id: int | None = None
+    dry_run: bool = False
+    agent: str
+    status: str
+    kind: str
+    selection: dict[str, Any]
+    display: str = Field(description="the selection as typed; empty once applied or rejected")
+    count: int
+    live_count: int
+    archived_count: int
+    related_count: int
+    memories: list[ForgetMemoryOut] = Field(default_factory=list)
+    related: list[ForgetMemoryOut] = Field(default_factory=list)
+    purged: dict[str, int] = Field(default_factory=dict)
+    requested_by: str = ""
+    decided_by: str = ""
+    reason: str = ""
+    note: str = ""
+    error: str = ""
+    created_at: datetime | None = None
+    decided_at: datetime | None = None
+    finished_at: datetime | None = None
+    not_undoable: str

@@ -11,6 +11,7 @@ from .models import (
     ArchivedMemory,
     AuditEvent,
     Decision,
+    ForgetRequest,
     Operation,
     Pass,
     PassSnapshot,
@@ -117,3 +118,9 @@ class StoreSampleAdmin(ReadOnlyAdmin):
 class PassSnapshotAdmin(ReadOnlyAdmin):
     list_display = ("run",)
     exclude = ("hashes",)  # id → hash of a whole store: too large to render
+
+
+@admin.register(ForgetRequest)
+class ForgetRequestAdmin(ReadOnlyAdmin):
+    list_display = ("id", "agent_slug", "status", "kind", "live_count", "archived_count")
+    list_filter = ("status", "kind")

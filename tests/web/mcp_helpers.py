@@ -24,6 +24,9 @@ TOOLS = {
     "reject_pass",
     "list_decisions",
     "revoke_decision",
+    "forget",
+    "approve_forget",
+    "reject_forget",
 }
 
 

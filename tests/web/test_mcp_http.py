@@ -246,3 +246,21 @@ def test_a_reviewer_decides_a_conflict_and_excludes_an_operation_over_mcp(
     assert conflict.scores["decision"]["by"] == "bob"
     verbs = set(AuditEvent.objects.filter(run=run, actor="bob").values_list("verb", flat=True))
     assert {"conflict_resolved", "excluded", "included"} <= verbs, verbs
+
+
+def test_a_reviewer_forgets_a_scope_over_mcp_and_a_viewer_may_not(
+    mcp_url, carol, bob, agent_with_memories
+) -> None:
+    agent = agent_with_memories(4, [{"user_id": u} for u in ("u1", "u2", "u1", "u2")])
+    sel = {"agent": agent.slug, "kind": "scope", "key": "user_id", "value": "u1"}
+    _t, viewer = token_create(user=carol)
+    [refused] = calls(mcp_url, viewer, ("forget", sel | {"dry_run": True}))
+    assert "carol (viewer) may not forget" in error(refused)
+    _t, reviewer = token_create(user=bob)
+    dry, proposed = calls(mcp_url, reviewer, ("forget", sel | {"dry_run": True}), ("forget", sel))
+    assert result(dry)["count"] == 2 and result(dry)["id"] is None
+    assert result(proposed)["status"] == "proposed"
+    [done] = calls(mcp_url, reviewer, ("approve_forget", {"forget_id": result(proposed)["id"]}))
+    assert result(done)["status"] == "applied" and result(done)["live_count"] == 2
+    left = stores.get_store(agent).iter_records(include_embeddings=False)
+    assert sorted(r.id for r in left) == ["mem-001", "mem-003"]

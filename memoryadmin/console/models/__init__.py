@@ -1,6 +1,6 @@
 """Console models: agents, passes (proposals), operations with their originals, archive, audit
-(:mod:`.core`), reviewers' standing decisions (:mod:`.decisions`), imports and the worker's
-heartbeat (:mod:`.jobs`).
+(:mod:`.core`), reviewers' standing decisions (:mod:`.decisions`), forget requests and their
+tombstones (:mod:`.forget`), imports and the worker's heartbeat (:mod:`.jobs`).
 
 Domain behaviour lives in small model methods; writes go through ``services``; reads through
 ``selectors``. State names follow docs/ARCHITECTURE.md "The pass lifecycle".
@@ -19,6 +19,7 @@ from .core import (
     embedding_to_bytes,
 )
 from .decisions import Decision
+from .forget import ForgetRequest
 from .jobs import ImportJob, WorkerHeartbeat
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ArchivedMemory",
     "AuditEvent",
     "Decision",
+    "ForgetRequest",
     "ImportJob",
     "Operation",
     "OperationSource",

@@ -25,6 +25,7 @@ from .. import stores
 from ..errors import PassAlreadyActive, ServiceError
 from ..models import (
     Agent,
+    ForgetRequest,
     Operation,
     OperationSource,
     Pass,
@@ -358,6 +359,9 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
         agent.get_field_map()  # validated before the pass starts: a bad map fails it here
     except ValueError as exc:
         return pass_fail(run=run, error=f"Invalid agent settings: {exc}")
+    forgetting = agent.forget_requests.filter(status=ForgetRequest.Status.APPLYING).first()
+    if forgetting is not None:  # its snapshot would hold memories being purged (docs: Forget)
+        return pass_fail(run=run, error=f"Forget request #{forgetting.pk} is being applied.")
     try:
         run = transition(
             run,
