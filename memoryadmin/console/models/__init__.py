@@ -1,6 +1,7 @@
 """Console models: agents, passes (proposals), operations with their originals, archive, audit
 (:mod:`.core`), reviewers' standing decisions (:mod:`.decisions`), imports and the worker's
-heartbeat (:mod:`.jobs`).
+heartbeat (:mod:`.jobs`), notifications: channels, subscriptions, defaults, deliveries
+(:mod:`.notifications`).
 
 Domain behaviour lives in small model methods; writes go through ``services``; reads through
 ``selectors``. State names follow docs/ARCHITECTURE.md "The pass lifecycle".
@@ -20,19 +21,35 @@ from .core import (
 )
 from .decisions import Decision
 from .jobs import ImportJob, WorkerHeartbeat
+from .notifications import (
+    ALL_EVENTS,
+    Delivery,
+    Notification,
+    NotificationChannel,
+    NotificationDefaults,
+    NotificationEvent,
+    Subscription,
+)
 
 __all__ = [
+    "ALL_EVENTS",
     "Agent",
     "ArchivedMemory",
     "AuditEvent",
     "Decision",
+    "Delivery",
     "ImportJob",
+    "Notification",
+    "NotificationChannel",
+    "NotificationDefaults",
+    "NotificationEvent",
     "Operation",
     "OperationSource",
     "Pass",
     "PassSnapshot",
     "ProbeQuery",
     "StoreSample",
+    "Subscription",
     "WorkerHeartbeat",
     "embedding_to_bytes",
 ]

@@ -15,10 +15,10 @@ from consolidation import OpKind, Policy
 from consolidation.review import Gate, split_auto_apply
 from consolidation.review.lost import sentences
 
-from ..models import Operation, Pass, PassSnapshot
+from ..models import NotificationEvent, Operation, Pass, PassSnapshot
 from ..selectors.decisions import rejected_index
 from ..selectors.evaluation import pass_evaluate
-from .common import audit, transition
+from .common import audit, notify_after_commit, transition
 from .decisions import decisions_count_held_back
 from .evaluation import store_summary
 
@@ -188,4 +188,5 @@ def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass
         "auto-apply does not apply on its own.",
         data={"operations": len(indexes), "applied_pass": run.pk, "reasons": counts["reasons"]},
     )
+    notify_after_commit(child, NotificationEvent.PROPOSAL_WAITING)
     return child
