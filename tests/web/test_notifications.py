@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -321,3 +322,28 @@ def test_webhook_urls_are_limited_to_what_the_deployment_allows(url, allowed, ad
     else:
         with pytest.raises(ValueError):
             check_webhook_url(url, allowed, resolve=resolve)
+
+
+def test_the_readme_receiver_accepts_a_signed_delivery_and_refuses_a_forged_one(
+    bob, settings, django_capture_on_commit_callbacks
+):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    code = readme.split("<!-- webhook-receiver -->\n```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {"__name__": "readme_receiver"}
+    exec(compile(code, "README.md receiver", "exec"), namespace)  # noqa: S102 - our own README
+    server = HTTPServer(("127.0.0.1", 0), namespace["Receiver"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.WEBHOOK_HOSTS_ALLOWED = ["127.0.0.1"]
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/"
+        channel = channel_create(user=bob, kind="webhook", target=url)
+        for secret, expected in ((channel.secret, "sent"), ("wrong", "retrying")):
+            namespace["SECRET"] = secret
+            with django_capture_on_commit_callbacks(execute=True):
+                note = notification_test(user=bob, channel_id=channel.pk)
+            delivery = note.deliveries.get()
+            assert delivery.status == expected, delivery.last_error
+        assert "HTTP 401" in delivery.last_error
+    finally:
+        server.shutdown()
+        server.server_close()
