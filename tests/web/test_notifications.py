@@ -31,7 +31,7 @@ from memoryadmin.console.services.notifications import (
     notifications_check,
     subscription_save,
 )
-from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.services.passes import pass_fail, pass_request
 from tests.conftest import DISTINCT_FACTS
 
 pytestmark = pytest.mark.django_db
@@ -347,3 +347,33 @@ def test_the_readme_receiver_accepts_a_signed_delivery_and_refuses_a_forged_one(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_it_reports_a_failed_pass_without_its_error_text(
+    agent_with_memories, bob, receiver, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(2)
+    webhook(bob, receiver)
+    subscription_save(user=bob, agent=agent, events=["pass_failed"])
+    run = Pass.objects.create(agent=agent, status=Pass.Status.QUEUED, trigger="operator")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_fail(run=run, error=f"ValueError: memory 'mem-010' {SECRET_TEXT}")
+
+    [hook] = receiver.requests
+    assert hook["verified"] and hook["event"] == "pass_failed"
+    assert f"Pass #{run.pk} of {agent.name} failed" in hook["json"]["summary"]
+    assert_no_memory_text(hook["body"].decode())
+
+
+def test_an_auto_applied_proposal_is_not_reported_as_waiting(
+    agent_with_memories, bob, receiver, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(DUPES, auto_apply="all")
+    webhook(bob, receiver)
+    subscription_save(user=bob, agent=agent, events=["proposal_waiting"])
+
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+
+    assert run.status != Pass.Status.PROPOSED
+    assert receiver.requests == [] and not Notification.objects.exists()
