@@ -377,3 +377,23 @@ def test_an_auto_applied_proposal_is_not_reported_as_waiting(
 
     assert run.status != Pass.Status.PROPOSED
     assert receiver.requests == [] and not Notification.objects.exists()
+
+
+def test_a_delivery_abandoned_mid_attempt_is_sent_again_by_the_check(
+    bob, receiver, django_capture_on_commit_callbacks
+):
+    channel = webhook(bob, receiver)
+    note = Notification.objects.create(key="k", event="stuck", summary="Import #1 is stuck")
+    delivery = Delivery.objects.create(
+        notification=note,
+        channel=channel,
+        status=Delivery.Status.SENDING,
+        next_attempt_at=timezone.now() + timedelta(minutes=1),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        notifications_check(now=timezone.now())  # still within its deadline: left alone
+    assert receiver.requests == []
+    with django_capture_on_commit_callbacks(execute=True):
+        notifications_check(now=timezone.now() + timedelta(minutes=5))
+    delivery.refresh_from_db()
+    assert delivery.status == "sent" and len(receiver.requests) == 1

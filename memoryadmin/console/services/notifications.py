@@ -252,7 +252,8 @@ def notify_pass(*, pass_id: int, event: str, now: datetime | None = None) -> Not
 
 def notifications_check(*, now: datetime | None = None) -> list[Notification]:
     """The periodic checks (module docstring): each stuck apply and import, and each proposal
-    waiting longer than the defaults' hours, told once. Returns what was emitted."""
+    waiting longer than the defaults' hours, told once; a delivery whose worker died while
+    sending it is sent again. Returns what was emitted."""
     now = now or timezone.now()
     out: list[Notification | None] = []
     minutes = settings.NOTIFY_STUCK_MINUTES
@@ -279,6 +280,12 @@ def notifications_check(*, now: datetime | None = None) -> list[Notification]:
                 agent=job.agent,
             )  # fmt: skip
         )
+    abandoned = Delivery.objects.filter(status=Delivery.Status.SENDING, next_attempt_at__lt=now)
+    for pk in abandoned.values_list("pk", flat=True):  # its worker died mid-attempt
+        if Delivery.objects.filter(pk=pk, status=Delivery.Status.SENDING).update(
+            status=Delivery.Status.RETRYING, next_attempt_at=None
+        ):
+            enqueue(TASK_DELIVER, pk)
     hours = NotificationDefaults.current().waiting_hours
     for run in waiting_proposals(now=now, hours=hours):
         summary, data = pass_notice(run, E.WAITING_LONG, now=now)

@@ -41,6 +41,7 @@ __all__ = [
     "DeliveryError",
     "delivery_send",
     "retry_delay",
+    "sending_deadline",
     "signature",
 ]
 
@@ -59,6 +60,12 @@ class DeliveryError(Exception):
 def signature(secret: str, body: bytes) -> str:
     """``"sha256=" + hex(HMAC-SHA256(secret, body))``: the value of :data:`SIGNATURE_HEADER`."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def sending_deadline() -> timedelta:
+    """How long a claimed attempt may take before it counts as abandoned: twice the timeout
+    plus a minute."""
+    return timedelta(seconds=2 * settings.NOTIFY_TIMEOUT + 60)
 
 
 def retry_delay(attempt: int) -> timedelta:
@@ -138,8 +145,10 @@ def delivery_send(*, delivery_id: int) -> Delivery | None:
     is ``pending`` or ``retrying`` (claimed by a conditional UPDATE to ``sending``, so a repeated
     task sends nothing twice). The attempt runs outside any transaction. Never raises for a
     failed attempt: it is recorded (and retried). Returns the delivery, None when it is gone."""
+    # While sending, next_attempt_at is the claim's deadline: a worker that died mid-attempt
+    # leaves it past, and notifications_check sends the delivery again.
     claimed = Delivery.objects.filter(pk=delivery_id, status__in=(D.PENDING, D.RETRYING)).update(
-        status=D.SENDING
+        status=D.SENDING, next_attempt_at=timezone.now() + sending_deadline()
     )
     delivery = (
         Delivery.objects.select_related("notification", "channel").filter(pk=delivery_id).first()
