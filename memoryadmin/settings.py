@@ -345,6 +345,26 @@ ENDPOINT_HOSTS_ALLOWED = [
     h.strip().lower() for h in os.getenv("ENDPOINT_HOSTS_ALLOWED", "").split(",") if h.strip()
 ]
 
+# Notifications (services/notifications*.py; README "Notifications"). Links in them start with
+# MEMORYADMIN_BASE_URL (the console's public address). Webhook hosts: WEBHOOK_HOSTS_ALLOWED
+# (glob patterns, trusted whatever they resolve to), else ENDPOINT_HOSTS_ALLOWED; with neither,
+# a webhook must resolve to public addresses only (consolidation/adapters/endpoints.py).
+MEMORYADMIN_BASE_URL = os.getenv("MEMORYADMIN_BASE_URL", "http://localhost:8000").rstrip("/")
+WEBHOOK_HOSTS_ALLOWED = (
+    [h.strip().lower() for h in os.environ["WEBHOOK_HOSTS_ALLOWED"].split(",") if h.strip()]
+    if os.getenv("WEBHOOK_HOSTS_ALLOWED") is not None
+    else list(ENDPOINT_HOSTS_ALLOWED)
+)
+# A delivery is tried NOTIFY_ATTEMPTS times: the first retry NOTIFY_RETRY_SECONDS after the
+# first failure, each later one 4x longer (60 s, 4 min, 16 min, 64 min by default).
+NOTIFY_ATTEMPTS = envint("NOTIFY_ATTEMPTS", 5)
+NOTIFY_RETRY_SECONDS = envint("NOTIFY_RETRY_SECONDS", 60)
+NOTIFY_TIMEOUT = float(os.getenv("NOTIFY_TIMEOUT", "10"))
+# An apply (approved or applying) or an import not finished this many minutes after it started
+# is reported "stuck"; the checks (and "waiting longer than N hours") run at NOTIFY_CHECK_CRON.
+NOTIFY_STUCK_MINUTES = envint("NOTIFY_STUCK_MINUTES", 60)
+NOTIFY_CHECK_CRON = os.getenv("NOTIFY_CHECK_CRON", "*/5 * * * *")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -12,6 +12,9 @@ from . import stores
 from .errors import PassAlreadyActive
 from .models import Agent, ImportJob, Pass
 from .services.leases import lease_holder
+from .services.notifications import notifications_check
+from .services.notifications import notify_pass as notify_pass_service
+from .services.notifications_delivery import delivery_send
 from .services.passes import pass_fail, pass_request_scheduled, pass_run
 from .services.recovery import passes_recover, resume_leased
 from .services.rollback import archive_purge
@@ -20,6 +23,9 @@ from .services.transfer_jobs import import_job_run
 __all__ = [
     "purge_archives",
     "apply_pass",
+    "deliver_notification",
+    "notification_checks",
+    "notify_pass",
     "import_memories",
     "recover_passes",
     "rollback_pass",
@@ -148,3 +154,40 @@ def recover_passes() -> str:
     for run in runs:
         log.info("recovered pass #%s of agent #%s: %s", run.pk, run.agent_id, run.status)
     return f"recovered {len(runs)} pass(es)"
+
+
+def notify_pass(pass_id: int, event: str) -> str:
+    """Tell the subscribers of pass ``pass_id``'s agent about ``event`` (enqueued after the
+    pass's transition commits). Never raises."""
+    try:
+        notification = notify_pass_service(pass_id=pass_id, event=event)
+    except Exception as exc:
+        log.exception("notify_pass(%s, %s) crashed", pass_id, event)
+        return f"notify pass #{pass_id} {event}: {type(exc).__name__}: {exc}"
+    if notification is None:
+        return f"pass #{pass_id} {event}: nothing to tell"
+    return f"pass #{pass_id} {event}: notification #{notification.pk}"
+
+
+def deliver_notification(delivery_id: int) -> str:
+    """Make the next attempt of delivery ``delivery_id`` (a failure schedules the retry).
+    Never raises."""
+    try:
+        delivery = delivery_send(delivery_id=delivery_id)
+    except Exception as exc:
+        log.exception("deliver_notification(%s) crashed", delivery_id)
+        return f"delivery #{delivery_id}: {type(exc).__name__}: {exc}"
+    if delivery is None:
+        return f"delivery #{delivery_id} does not exist"
+    return f"delivery #{delivery_id}: {delivery.status} after {delivery.attempts} attempt(s)"
+
+
+def notification_checks() -> str:
+    """The periodic checks (django-q2 ``Schedule`` ``NOTIFY_SCHEDULE``): stuck applies and
+    imports, proposals waiting too long. Never raises."""
+    try:
+        emitted = notifications_check()
+    except Exception as exc:
+        log.exception("notification_checks crashed")
+        return f"notification checks crashed: {type(exc).__name__}: {exc}"
+    return f"{len(emitted)} notification(s)"

@@ -19,6 +19,7 @@ from .views import (
     health,
     memories,
     metrics,
+    notifications,
     passes,
     probes,
     review,
@@ -100,6 +101,24 @@ urlpatterns = [
     path(
         "passes/<int:pk>/ops/<int:op_id>/resolve/", review.conflict_resolve, name="conflict_resolve"
     ),
+    path("notifications/", notifications.notifications, name="notifications"),
+    path("notifications/channels/", notifications.channel_add, name="notification_channel_add"),
+    path(
+        "notifications/channels/<int:pk>/delete/",
+        notifications.channel_delete,
+        name="notification_channel_delete",
+    ),
+    path(
+        "notifications/channels/<int:pk>/test/",
+        notifications.channel_test,
+        name="notification_channel_test",
+    ),
+    path(
+        "notifications/agents/<slug:slug>/",
+        notifications.subscription_save,
+        name="notification_subscription_save",
+    ),
+    path("notifications/defaults/", notifications.defaults_save, name="notification_defaults"),
     path("audit/", audit.audit, name="audit"),
     path("audit/export.csv", audit.audit_csv, name="audit_csv"),
     path("audit/events/", audit.audit_event_list, name="audit_events"),

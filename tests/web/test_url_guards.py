@@ -67,6 +67,12 @@ METHODS: dict[str, set[str]] = {
     "audit_csv": GET,
     "audit_events": GET,
     "audit_events_csv": GET,
+    "notifications": GET,
+    "notification_channel_add": POST,
+    "notification_channel_delete": POST,
+    "notification_channel_test": POST,
+    "notification_subscription_save": POST,
+    "notification_defaults": POST,
 }
 """HTTP methods each named URL takes (lower case, as the test client spells them)."""
 

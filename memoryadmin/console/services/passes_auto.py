@@ -15,11 +15,11 @@ from consolidation import OpKind, Policy
 from consolidation.review import Gate, split_auto_apply
 from consolidation.review.lost import sentences
 
-from ..models import Agent, Operation, Pass, PassSnapshot
+from ..models import Agent, NotificationEvent, Operation, Pass, PassSnapshot
 from ..selectors.decisions import rejected_index
 from ..selectors.evaluation import pass_evaluate
 from ..selectors.probes import recall_held
-from .common import audit, transition
+from .common import audit, notify_after_commit, transition
 from .decisions import decisions_count_held_back
 from .evaluation import store_summary
 
@@ -215,4 +215,5 @@ def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass
         "auto-apply does not apply on its own.",
         data={"operations": len(indexes), "applied_pass": run.pk, "reasons": counts["reasons"]},
     )
+    notify_after_commit(child, NotificationEvent.PROPOSAL_WAITING)
     return child
