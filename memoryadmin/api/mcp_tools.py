@@ -2,7 +2,7 @@
 
 Tools (typed inputs, structured results — the JSON API's schemas): ``list_agents``,
 ``search_memories``, ``memory_consolidate``, ``memory_compact`` (the dream-pass tool names of
-``seeds/003``), ``list_proposals``, ``get_pass``, ``exclude_operation``, ``resolve_conflict``,
+``seeds/003``), ``get_dry_run``, ``list_proposals``, ``get_pass``, ``exclude_operation``, ``resolve_conflict``,
 ``approve_pass``, ``reject_pass``, ``list_decisions``, ``revoke_decision``. Each acts
 for one user with that user's console role: the ``--user`` of a stdio server, or the owner of
 the bearer API token of an HTTP request. Every refusal or failure (unknown agent, bad argument,
@@ -34,7 +34,7 @@ from memoryadmin.console.selectors.memories import memory_search
 from memoryadmin.console.validation import DB_INT_MAX, MAX_NOTE_CHARS
 
 from . import schemas as s
-from .actions import common, decisions, passes, review
+from .actions import common, decisions, dry_runs, passes, review
 from .present.agents import agent_out
 from .present.memories import memory_out
 from .present.passes import pass_detail_out, pass_out
@@ -48,8 +48,12 @@ INSTRUCTIONS = (
     "memoryadmin keeps AI agents' long-term memory healthy. Consolidation passes (merge "
     "duplicates, reconcile contradictions, promote, prune) are planned as proposals that a "
     "reviewer approves or rejects; nothing is removed without an archive. Use list_agents "
-    "first; memory_consolidate with dry_run=true to see what a pass would do without writing."
+    "first; memory_consolidate with dry_run=true to see what a pass would do without writing (the "
+    "worker plans it: if it is not done within the wait, poll get_dry_run with its dry_run_id)."
 )
+MCP_DRY_RUN_WAIT = 25.0
+"""Seconds ``memory_consolidate(dry_run=true)`` and ``get_dry_run`` wait by default for a dry run
+to finish (the server's ``MEMORYADMIN_DRY_RUN_MAX_WAIT`` bounds any wait)."""
 PROPOSALS_LISTED = 50
 """``list_proposals`` returns at most this many proposals, newest first."""
 
@@ -179,10 +183,17 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         replace: Annotated[
             bool, Field(description="supersede a proposal still waiting for review")
         ] = False,
-    ) -> s.ConsolidateOut:
-        """Plan a consolidation pass. With dry_run: the ConsolidationResult figures (entries
-        before/after, merged, promoted, pruned, loss fraction), the loss-guard verdict and recall
-        figures, nothing written. Otherwise (admins): a proposal for review, or applied per the
+        wait: Annotated[
+            float,
+            Field(ge=0, le=60, description="dry runs: seconds to wait for the result"),
+        ] = MCP_DRY_RUN_WAIT,
+    ) -> s.ConsolidateOut | s.DryRunOut:
+        """Plan a consolidation pass. With dry_run: the worker plans it (nothing written) and
+        this waits up to `wait` seconds: status done with `result` — the ConsolidationResult
+        figures (entries before/after, merged, promoted, pruned, loss fraction), the loss-guard
+        verdict and recall figures — or, still queued/running, its dry_run_id for get_dry_run.
+        One dry run per agent at a time (the same request again returns it) and a few per
+        user; over a limit the call is refused with the dry run to wait for. Otherwise (admins): a proposal for review, or applied per the
         agent's auto-apply policy; returns its id and status. Refused naming the agent's
         proposal waiting for review unless replace=true (it is then marked stale, superseded,
         its exclusions and edits carried over)."""
@@ -192,7 +203,21 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
             dry_run=dry_run,
             policy=policy,
             replace=replace,
+            wait=wait,
         )
+
+    @server.tool()
+    @_tool
+    def get_dry_run(
+        dry_run_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="dry run id")],
+        wait: Annotated[
+            float, Field(ge=0, le=60, description="seconds to wait for it to finish")
+        ] = MCP_DRY_RUN_WAIT,
+    ) -> s.DryRunOut:
+        """A dry run memory_consolidate(dry_run=true) queued: status queued, running, done (with
+        `result`, its figures) or failed (with `error`); waits up to `wait` seconds for it."""
+        current_user()
+        return dry_runs.dry_run_fetch(dry_run_id=dry_run_id, wait=wait)
 
     @server.tool()
     @_tool

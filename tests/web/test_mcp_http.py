@@ -80,7 +80,10 @@ def test_tools_are_listed_with_typed_inputs(mcp_url, carol) -> None:
     )
     consolidate = tools["memory_consolidate"]
     assert consolidate.input_schema["properties"]["dry_run"]["type"] == "boolean"
-    assert "loss_fraction" in consolidate.output_schema["properties"]
+    out = consolidate.output_schema  # a pass (ConsolidateOut) or a dry run (DryRunOut)
+    assert "loss_fraction" in out["$defs"]["ConsolidateOut"]["properties"]
+    assert "poll_url" in out["$defs"]["DryRunOut"]["properties"]
+    assert tools["get_dry_run"].input_schema["required"] == ["dry_run_id"]
     assert tools["reject_pass"].input_schema["required"] == ["pass_id", "note"]
 
 
@@ -106,7 +109,9 @@ def test_dry_run_on_a_locomo_agent_writes_nothing_and_search_finds_by_meaning(
     )
     [row] = result(agents)
     assert row["slug"] == "locomo-conv-30" and row["memories"] == before == 557
-    d = result(dry)
+    queued = result(dry)
+    assert queued["status"] == "done" and queued["poll_url"].endswith(f"/{queued['dry_run_id']}")
+    d = queued["result"]
     assert d["dry_run"] is True and d["pass_id"] is None and d["entries_before"] == 557
     assert d["entries_after"] <= 557 and 0.0 <= d["loss_fraction"] <= 1.0
     assert d["guard_passed"] is not None and d["guard_reason"]
