@@ -2,10 +2,10 @@
 
 Tools (typed inputs, structured results — the JSON API's schemas): ``list_agents``,
 ``search_memories``, ``memory_consolidate``, ``memory_compact`` (the dream-pass tool names of
-``seeds/003``), ``get_dry_run``, ``list_proposals``, ``get_pass``, ``exclude_operation``, ``resolve_conflict``,
-``approve_pass``, ``reject_pass``, ``list_decisions``, ``revoke_decision``. Each acts
-for one user with that user's console role: the ``--user`` of a stdio server, or the owner of
-the bearer API token of an HTTP request. Every refusal or failure (unknown agent, bad argument,
+``seeds/003``), ``get_dry_run``, ``list_proposals``, ``get_pass``, ``exclude_operation``,
+``resolve_conflict``, ``approve_pass``, ``reject_pass``, ``list_decisions``, ``revoke_decision``.
+Each acts for one user with that user's console role: the ``--user`` of a stdio server, or the owner
+of the bearer API token of an HTTP request. Every refusal or failure (unknown agent, bad argument,
 forbidden call, store down) is an MCP tool error with a readable message; nothing crashes the
 server. Tools are plain functions: the SDK runs them in worker threads, where the Django ORM
 may be used.
@@ -193,10 +193,11 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         figures (entries before/after, merged, promoted, pruned, loss fraction), the loss-guard
         verdict and recall figures — or, still queued/running, its dry_run_id for get_dry_run.
         One dry run per agent at a time (the same request again returns it) and a few per
-        user; over a limit the call is refused with the dry run to wait for. Otherwise (admins): a proposal for review, or applied per the
-        agent's auto-apply policy; returns its id and status. Refused naming the agent's
-        proposal waiting for review unless replace=true (it is then marked stale, superseded,
-        its exclusions and edits carried over)."""
+        user; over a limit the call is refused with the dry run to wait for. Otherwise
+        (admins): a proposal for review, or applied per the agent's auto-apply policy; returns
+        its id and status. Refused naming the agent's proposal waiting for review unless
+        replace=true (it is then marked stale, superseded, its exclusions and edits carried
+        over)."""
         return passes.consolidate(
             agent=common.get_agent(agent),
             user=current_user(),

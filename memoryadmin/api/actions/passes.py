@@ -50,10 +50,10 @@ def consolidate(
 
     ``dry_run``: a dry run queued for the worker (:func:`~.dry_runs.dry_run_submit`: the
     ``consolidate --dry-run`` figures, nothing stored, no pass recorded; any role, within the
-    dry-run limits), waiting up to ``wait`` seconds for it. Otherwise ``pass_request`` (admins only, like "Run now"): the
-    pass is queued and planned by the worker (inline in tests) into a proposal, or auto-applied
-    per the agent's policy; the result carries its id and current status. A proposal waiting
-    for review is superseded only with ``replace`` (else :class:`Conflict` naming it).
+    dry-run limits), waiting up to ``wait`` seconds for it. Otherwise ``pass_request`` (admins only,
+    like "Run now"): the pass is queued and planned by the worker (inline in tests) into a proposal,
+    or auto-applied per the agent's policy; the result carries its id and current status. A proposal
+    waiting for review is superseded only with ``replace`` (else :class:`Conflict` naming it).
     """
     chosen = named_policy(policy)
     if dry_run:

@@ -124,6 +124,9 @@ class DryRun(models.Model):
     def __str__(self) -> str:
         return f"dry run #{self.pk} of {self.agent_id}: {self.status}"
 
+    def get_absolute_url(self) -> str:
+        return reverse("dry_run_detail", args=[self.pk])
+
     @property
     def is_active(self) -> bool:
         """True while queued or running."""
@@ -136,9 +139,6 @@ class DryRun(models.Model):
             return None
         end = self.finished_at or timezone.now()
         return max(0.0, (end - self.started_at).total_seconds())
-
-    def get_absolute_url(self) -> str:
-        return reverse("dry_run_detail", args=[self.pk])
 
 
 class WorkerHeartbeat(models.Model):

@@ -260,12 +260,12 @@ def memory_budget(limit_bytes: int, peak: dict[str, int]) -> Iterator[None]:
     allocation past it raises :class:`MemoryError`; the previous soft limit is restored on exit
     (the hard limit is never touched, so it can be). ``limit_bytes <= 0``: no limit. On exit
     ``peak["bytes"]`` is the peak resident set of the block (``VmHWM`` after resetting it
-    through ``/proc/self/clear_refs``; the process's peak where that is not allowed). A django-q2 worker process runs one task at a time, so the limit is the task's.
+    through ``/proc/self/clear_refs``; the process's peak where that is not allowed). A
+    django-q2 worker process runs one task at a time, so the limit is the task's.
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    with contextlib.suppress(OSError):
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")  # reset VmHWM to the current RSS
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+        fh.write("5")  # reset VmHWM to the current RSS
     if limit_bytes > 0:
         new = _vm_kb("VmData") * 1024 + int(limit_bytes)
         for cap in (soft, hard):
