@@ -16,6 +16,7 @@ per user; ``MEMORYADMIN_DRY_RUN_SECONDS`` of planning; ``MEMORYADMIN_DRY_RUN_MAX
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import resource
 import time
@@ -184,17 +185,35 @@ def dry_run_run(*, dry_run: DryRun) -> DryRun:
             f"Stopped at its time budget of {budget:g} s (MEMORYADMIN_DRY_RUN_SECONDS) "
             f"while: {exc}."
         )
-    except MemoryError:
-        fields = _failed(
-            f"Stopped at its memory budget of {limit_mb} MB (MEMORYADMIN_DRY_RUN_MAX_MB)."
-        )
     except Exception as exc:
         log.info("dry run #%s failed", dry_run.pk, exc_info=True)
         fields = _failed(f"{type(exc).__name__}: {exc}")
+        if limit_mb > 0 and (_out_of_memory(exc) or _at_limit(peak, limit_mb)):
+            fields = _failed(
+                f"Stopped at its memory budget of {limit_mb} MB (MEMORYADMIN_DRY_RUN_MAX_MB): "
+                f"{type(exc).__name__}: {exc}"
+            )
     fields.update(finished_at=timezone.now(), peak_rss=peak.get("bytes", 0))
     DryRun.objects.filter(pk=dry_run.pk, status=D.RUNNING).update(**fields)
     dry_run.refresh_from_db()
     return dry_run
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """True when ``exc`` is an allocation refused by the memory budget: :class:`MemoryError`,
+    ``ENOMEM``, or a thread whose stack could not be mapped (``can't start new thread``)."""
+    if isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM:
+        return True
+    text = str(exc).lower()
+    return "can't start new thread" in text or "cannot allocate memory" in text
+
+
+def _at_limit(peak: dict[str, int], limit_mb: int) -> bool:
+    """True when the block failed with its data segment within 8 MB (or 5 % of the budget) of
+    the limit: a C extension refused an allocation and reported it as something else (seen:
+    ``SystemError: error return without exception set``)."""
+    headroom = peak.get("headroom")
+    return headroom is not None and headroom < max(8 * 1024 * 1024, limit_mb * 1024 * 1024 // 20)
 
 
 def _failed(message: str) -> dict[str, Any]:
@@ -260,12 +279,14 @@ def memory_budget(limit_bytes: int, peak: dict[str, int]) -> Iterator[None]:
     allocation past it raises :class:`MemoryError`; the previous soft limit is restored on exit
     (the hard limit is never touched, so it can be). ``limit_bytes <= 0``: no limit. On exit
     ``peak["bytes"]`` is the peak resident set of the block (``VmHWM`` after resetting it
-    through ``/proc/self/clear_refs``; the process's peak where that is not allowed). A
+    through ``/proc/self/clear_refs``; the process's peak where that is not allowed) and, when
+    the block raised under a limit, ``peak["headroom"]`` the bytes it had left then. A
     django-q2 worker process runs one task at a time, so the limit is the task's.
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
         fh.write("5")  # reset VmHWM to the current RSS
+    new = resource.RLIM_INFINITY
     if limit_bytes > 0:
         new = _vm_kb("VmData") * 1024 + int(limit_bytes)
         for cap in (soft, hard):
@@ -274,6 +295,10 @@ def memory_budget(limit_bytes: int, peak: dict[str, int]) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_DATA, (new, hard))
     try:
         yield
+    except BaseException:
+        if limit_bytes > 0:
+            peak["headroom"] = new - _vm_kb("VmData") * 1024
+        raise
     finally:
         if limit_bytes > 0:
             resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
