@@ -251,3 +251,43 @@ def test_a_reviewer_decides_a_conflict_and_excludes_an_operation_over_mcp(
     assert conflict.scores["decision"]["by"] == "bob"
     verbs = set(AuditEvent.objects.filter(run=run, actor="bob").values_list("verb", flat=True))
     assert {"conflict_resolved", "excluded", "included"} <= verbs, verbs
+
+
+def test_dry_runs_over_mcp_are_queued_polled_and_limited(
+    mcp_url, carol, agent_with_memories, settings, monkeypatch
+) -> None:
+    """django-q2 as deployed (not sync): the tool queues the dry run, waits (bounded) and gives
+    its id; the same request again shares it; a viewer's token is held to the per-user limit;
+    get_dry_run returns the figures once the worker has planned it."""
+    from django_q.conf import Conf
+
+    from memoryadmin.console import tasks
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+    settings.MEMORYADMIN_DRY_RUNS_PER_USER = 1
+    first, second = agent_with_memories(3), agent_with_memories(3)
+    _t, raw = token_create(user=carol)
+    queued, again, other_policy, over_limit = calls(
+        mcp_url,
+        raw,
+        ("memory_consolidate", {"agent": first.slug, "dry_run": True, "wait": 0.5}),
+        ("memory_consolidate", {"agent": first.slug, "dry_run": True, "wait": 0}),
+        ("memory_consolidate", {"agent": first.slug, "dry_run": True, "policy": "aggressive"}),
+        ("memory_consolidate", {"agent": second.slug, "dry_run": True, "wait": 0}),
+    )
+    q = result(queued)
+    assert q["status"] == "queued" and q["result"] is None
+    assert result(again)["dry_run_id"] == q["dry_run_id"]
+    assert f"Dry run #{q['dry_run_id']}" in error(other_policy)
+    assert "at most 1 at a time" in error(over_limit)
+    tasks.run_dry_run(q["dry_run_id"])  # what the worker does with the queued task
+    [done, missing] = calls(
+        mcp_url,
+        raw,
+        ("get_dry_run", {"dry_run_id": q["dry_run_id"], "wait": 0}),
+        ("get_dry_run", {"dry_run_id": 987654, "wait": 0}),
+    )
+    d = result(done)
+    assert d["status"] == "done" and d["result"]["entries_before"] == 3
+    assert d["result"]["pass_id"] is None and not Pass.objects.filter(agent=first).exists()
+    assert "There is no dry run #987654" in error(missing)
