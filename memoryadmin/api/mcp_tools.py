@@ -122,6 +122,7 @@ def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None
         token_verifier=TokenVerifier() if auth else None,
     )
     _register(server, current_user)
+    _register_planning(server, current_user)
     _register_review(server, current_user)
     return server
 
@@ -137,7 +138,7 @@ def http_app(*, host: str, port: int) -> Any:
 
 
 def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
-    """The reading and planning tools: agents, search, consolidate, compact, proposals, a pass."""
+    """The reading tools and compact: agents, search, compact, proposals, a pass."""
 
     @server.tool()
     @_tool
@@ -165,60 +166,6 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         except Exception as exc:
             raise common.Unavailable(f"The agent's store cannot be read now: {exc}") from None
         return [memory_out(m) for m in found]
-
-    @server.tool()
-    @_tool
-    def memory_consolidate(
-        agent: Annotated[
-            str, Field(min_length=1, max_length=80, description="agent slug (see list_agents)")
-        ],
-        dry_run: Annotated[bool, Field(description="plan and measure only; write nothing")] = False,
-        policy: Annotated[
-            str | None,
-            Field(
-                max_length=40,
-                description="named policy (default, aggressive); null = the agent's own",
-            ),
-        ] = None,
-        replace: Annotated[
-            bool, Field(description="supersede a proposal still waiting for review")
-        ] = False,
-        wait: Annotated[
-            float,
-            Field(ge=0, le=60, description="dry runs: seconds to wait for the result"),
-        ] = MCP_DRY_RUN_WAIT,
-    ) -> s.ConsolidateOut | s.DryRunOut:
-        """Plan a consolidation pass. With dry_run: the worker plans it (nothing written) and
-        this waits up to `wait` seconds: status done with `result` — the ConsolidationResult
-        figures (entries before/after, merged, promoted, pruned, loss fraction), the loss-guard
-        verdict and recall figures — or, still queued/running, its dry_run_id for get_dry_run.
-        One dry run per agent at a time (the same request again returns it) and a few per
-        user; over a limit the call is refused with the dry run to wait for. Otherwise
-        (admins): a proposal for review, or applied per the agent's auto-apply policy; returns
-        its id and status. Refused naming the agent's proposal waiting for review unless
-        replace=true (it is then marked stale, superseded, its exclusions and edits carried
-        over)."""
-        return passes.consolidate(
-            agent=common.get_agent(agent),
-            user=current_user(),
-            dry_run=dry_run,
-            policy=policy,
-            replace=replace,
-            wait=wait,
-        )
-
-    @server.tool()
-    @_tool
-    def get_dry_run(
-        dry_run_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="dry run id")],
-        wait: Annotated[
-            float, Field(ge=0, le=60, description="seconds to wait for it to finish")
-        ] = MCP_DRY_RUN_WAIT,
-    ) -> s.DryRunOut:
-        """A dry run memory_consolidate(dry_run=true) queued: status queued, running, done (with
-        `result`, its figures) or failed (with `error`); waits up to `wait` seconds for it."""
-        current_user()
-        return dry_runs.dry_run_fetch(dry_run_id=dry_run_id, wait=wait)
 
     @server.tool()
     @_tool
@@ -278,6 +225,65 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
             return pass_detail_out(common.get_pass(pass_id), page=page)
         except EmptyPage:
             raise common.NotFound(f"Pass #{pass_id} has no page {page} of operations.") from None
+
+
+def _register_planning(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    """Planning now: ``memory_consolidate`` (a pass, or a dry run queued for the worker) and
+    ``get_dry_run`` (polling that dry run)."""
+
+    @server.tool()
+    @_tool
+    def memory_consolidate(
+        agent: Annotated[
+            str, Field(min_length=1, max_length=80, description="agent slug (see list_agents)")
+        ],
+        dry_run: Annotated[bool, Field(description="plan and measure only; write nothing")] = False,
+        policy: Annotated[
+            str | None,
+            Field(
+                max_length=40,
+                description="named policy (default, aggressive); null = the agent's own",
+            ),
+        ] = None,
+        replace: Annotated[
+            bool, Field(description="supersede a proposal still waiting for review")
+        ] = False,
+        wait: Annotated[
+            float,
+            Field(ge=0, le=60, description="dry runs: seconds to wait for the result"),
+        ] = MCP_DRY_RUN_WAIT,
+    ) -> s.ConsolidateOut | s.DryRunOut:
+        """Plan a consolidation pass. With dry_run: the worker plans it (nothing written) and
+        this waits up to `wait` seconds: status done with `result` — the ConsolidationResult
+        figures (entries before/after, merged, promoted, pruned, loss fraction), the loss-guard
+        verdict and recall figures — or, still queued/running, its dry_run_id for get_dry_run.
+        One dry run per agent at a time (the same request again returns it) and a few per
+        user; over a limit the call is refused with the dry run to wait for. Otherwise
+        (admins): a proposal for review, or applied per the agent's auto-apply policy; returns
+        its id and status. Refused naming the agent's proposal waiting for review unless
+        replace=true (it is then marked stale, superseded, its exclusions and edits carried
+        over)."""
+        return passes.consolidate(
+            agent=common.get_agent(agent),
+            user=current_user(),
+            dry_run=dry_run,
+            policy=policy,
+            replace=replace,
+            wait=wait,
+        )
+
+    @server.tool()
+    @_tool
+    def get_dry_run(
+        dry_run_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="dry run id")],
+        wait: Annotated[
+            float, Field(ge=0, le=60, description="seconds to wait for it to finish")
+        ] = MCP_DRY_RUN_WAIT,
+    ) -> s.DryRunOut:
+        """A dry run memory_consolidate(dry_run=true) queued: status queued, running, done (with
+        `result`, its figures) or failed (with `error`); waits up to `wait` seconds for it."""
+        current_user()
+        return dry_runs.dry_run_fetch(dry_run_id=dry_run_id, wait=wait)
 
 
 def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None:

@@ -1,4 +1,4 @@
-"""A dry run with a real worker (issue 21, item 2): requested with django-q2 as deployed (not
+"""A dry run with a real worker: requested with django-q2 as deployed (not
 sync), it waits on the broker, unplanned, until ``manage.py run_worker`` plans it; the worker
 stores its figures, and a worker given a 1 MB memory budget stops it with the reason."""
 

@@ -1,4 +1,4 @@
-"""Dry runs are planned by the worker, never by the web process (issue 21, item 2): the API
+"""Dry runs are planned by the worker, never by the web process: the API
 queues one and answers at once, the result is polled; one per agent, a per-user limit, a time
 and a memory budget; old results are swept."""
 

@@ -1,8 +1,8 @@
 """Dry-run services: request a dry run (queued for the worker), run it there within its time and
 memory budget, sweep stopped and old ones.
 
-The web process never plans a dry run (issue 21, item 2: six concurrent synchronous dry runs
-grew the web process to 19.9 GB and kept planning after their clients left). A request stores a
+The web process never plans a dry run (a security run saw six concurrent synchronous dry runs
+grow the web process to 19.9 GB and keep planning after their clients left). A request stores a
 queued :class:`DryRun` and enqueues ``tasks.run_dry_run``; the worker runs
 :func:`~.passes.pass_dry_run` (the one dry-run path, the same figures ``consolidate --dry-run``
 prints) and stores its figures as ``DryRun.result``; clients poll (or wait, bounded) for it.
