@@ -246,3 +246,17 @@ def test_anonymous_visitors_are_sent_to_log_in(client, agent) -> None:
     r = client.post(f"/agents/{agent.slug}/dry-run/")
     assert r.status_code == 302 and "/login" in r["Location"]
     assert not DryRun.objects.exists()
+
+
+def test_the_workers_every_minute_recovery_sweeps_dry_runs(agent) -> None:
+    stuck = DryRun.objects.create(
+        agent=agent, status="running", started_at=timezone.now() - timedelta(hours=1)
+    )
+    tasks.recover_passes()
+    stuck.refresh_from_db()
+    assert stuck.status == "failed" and stuck.finished_at is not None
+
+
+def test_an_out_of_range_id_is_a_400_not_a_500(api_as) -> None:
+    r = api_as("viewer").get("/dry-runs/9223372036854775808")
+    assert r.status_code in (400, 404, 422) and r["Content-Type"].startswith("application/json")
