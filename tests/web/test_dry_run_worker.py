@@ -42,6 +42,29 @@ print("dry", dry.pk, dry.status, created, OrmQ.objects.count())
 """
 
 
+CONCURRENT = """
+import threading
+from django.contrib.auth.models import User
+from django.db import connection
+from django_q.models import OrmQ
+from memoryadmin.console.models import Agent, DryRun
+from memoryadmin.console.services.dry_runs import dry_run_request
+agent, carol = Agent.objects.get(slug="locomo-conv-30"), User.objects.get(username="carol")
+barrier, ids = threading.Barrier(6), []
+def ask():
+    try:
+        barrier.wait()
+        ids.append(dry_run_request(agent=agent, user=carol)[0].pk)
+    finally:
+        connection.close()
+threads = [threading.Thread(target=ask) for _ in range(6)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("shared", len(ids), len(set(ids)), DryRun.objects.filter(status="queued").count(),
+      OrmQ.objects.count())
+"""
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("dry-run-worker")
@@ -155,3 +178,19 @@ def test_a_worker_stops_a_dry_run_at_its_memory_budget(stack) -> None:
     status, result, error = worker_until_finished(stack, pk, MEMORYADMIN_DRY_RUN_MAX_MB="1")
     assert status == "failed" and result is None
     assert error.startswith("Stopped at its memory budget of 1 MB (MEMORYADMIN_DRY_RUN_MAX_MB)")
+
+
+def test_six_concurrent_identical_requests_share_one_dry_run(stack) -> None:
+    """The reported attack (six clients at once) on the deployed database (SQLite file, WAL):
+    six answers, one dry run queued, one task on the broker."""
+    request_dry_run(stack["env"])  # carol exists; her first dry run is queued
+    clear(stack)
+    out = manage(stack["env"], "shell", "-c", CONCURRENT).split()
+    clear(stack)  # the other tests start with no dry run queued
+    assert out[out.index("shared") :] == ["shared", "6", "1", "1", "1"]
+
+
+def clear(stack: dict[str, Any]) -> None:
+    with sqlite3.connect(stack["db"]) as db:
+        db.execute("DELETE FROM console_dryrun")
+        db.execute("DELETE FROM django_q_ormq")
