@@ -284,6 +284,18 @@ CHROMA_PATH = Path(os.getenv("CHROMA_PATH", VAR_DIR / "chroma"))
 # no cap). 200 MB is ~100,000 memories with their 384-number embeddings (~2 KB a line).
 MEMORYADMIN_MAX_UPLOAD_BYTES = envint("MEMORYADMIN_MAX_UPLOAD_MB", 200) * 1024 * 1024
 
+# Dry runs (API, MCP, the agent page) are planned by the worker, never by the web process
+# (services/dry_runs.py): at most one queued or running per agent (database constraint), this
+# many per user at once; each within a time budget (seconds: checked as it plans, and django-q2
+# stops the task 30 s later) and a memory budget (MB the worker process's data segment may grow
+# by while it plans: RLIMIT_DATA; 0 = none). Results are kept this many hours; an API or MCP
+# caller may wait up to MAX_WAIT seconds for one.
+MEMORYADMIN_DRY_RUNS_PER_USER = envint("MEMORYADMIN_DRY_RUNS_PER_USER", 2)
+MEMORYADMIN_DRY_RUN_SECONDS = envint("MEMORYADMIN_DRY_RUN_SECONDS", 300)
+MEMORYADMIN_DRY_RUN_MAX_MB = envint("MEMORYADMIN_DRY_RUN_MAX_MB", 2048)
+MEMORYADMIN_DRY_RUN_KEEP_HOURS = envint("MEMORYADMIN_DRY_RUN_KEEP_HOURS", 24)
+MEMORYADMIN_DRY_RUN_MAX_WAIT = envint("MEMORYADMIN_DRY_RUN_MAX_WAIT", 30)
+
 MEMORYADMIN_MODEL_DIR = Path(os.getenv("MEMORYADMIN_MODEL_DIR", VAR_DIR / "models"))
 # Our embeddings of attached collections' texts and their own vectors, by content hash
 # (consolidation/adapters/vector_cache.py): shared by web and worker, safe to delete.

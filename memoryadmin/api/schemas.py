@@ -286,17 +286,50 @@ class ConsolidateOut(Schema):
     url: str | None = None
 
 
+class DryRunOut(Schema):
+    """A dry run planned by the worker (``POST /passes`` with ``dry_run``, ``memory_consolidate``
+    with ``dry_run``): ``status`` ``queued → running → done | failed``. Poll ``poll_url`` (``GET
+    /api/v1/dry-runs/{id}?wait=<s>``) until it is done: ``result`` is then the figures the pass
+    would have (the :class:`ConsolidateOut` a synchronous dry run returned; nothing written);
+    ``error`` says why a failed one failed (a time or memory budget, the store down …).
+    ``seconds``: planning time so far; ``url``: the dry run's page in the console."""
+
+    dry_run: bool = True
+    dry_run_id: int
+    status: Literal["queued", "running", "done", "failed"]
+    agent: str
+    policy: str
+    progress: float
+    progress_label: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    seconds: float | None
+    error: str
+    result: ConsolidateOut | None
+    poll_url: str
+    url: str
+
+
 # ----- inputs -----------------------------------------------------------------------------
 
 
 class PassCreateIn(Schema):
-    """Run a pass now: ``dry_run`` plans and measures only (nothing stored); otherwise a
+    """Run a pass now: ``dry_run`` queues a dry run for the worker (plans and measures only,
+    nothing stored; :class:`DryRunOut`, waiting up to ``wait`` seconds for it); otherwise a
     proposal is created (or auto-applied per the agent's policy). ``policy``: a named policy
     (``default``, ``aggressive``) for this pass only; ``None`` = the agent's own."""
 
     agent: str = Field(min_length=1, max_length=80)
     dry_run: bool = False
     policy: str | None = Field(default=None, max_length=40)
+    wait: float = Field(
+        default=0,
+        ge=0,
+        le=60,
+        description="dry runs: seconds to wait for the result (at most "
+        "MEMORYADMIN_DRY_RUN_MAX_WAIT, 30 by default); 0 answers at once",
+    )
     replace: bool = Field(
         default=False,
         description="Supersede a proposal of the agent still waiting for review (marked stale, "

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import logging
 
+from django_q.exceptions import TimeoutException
+
 from . import stores
 from .errors import PassAlreadyActive
-from .models import Agent, ImportJob, Pass
+from .models import Agent, DryRun, ImportJob, Pass
+from .services.dry_runs import dry_run_run, dry_run_stop, dry_runs_sweep
 from .services.leases import lease_holder
 from .services.notifications import notifications_check
 from .services.notifications import notify_pass as notify_pass_service
@@ -29,6 +32,7 @@ __all__ = [
     "import_memories",
     "recover_passes",
     "rollback_pass",
+    "run_dry_run",
     "run_pass",
     "scheduled_pass",
 ]
@@ -48,6 +52,23 @@ def run_pass(pass_id: int) -> str:
         log.exception("run_pass(%s) crashed", pass_id)
         run = pass_fail(run=run, error=f"{type(exc).__name__}: {exc}")
     return f"pass #{pass_id}: {run.status}"
+
+
+def run_dry_run(dry_run_id: int) -> str:
+    """Plan dry run ``dry_run_id`` (a no-op unless it is queued) and store its figures.
+
+    When django-q2 stops the task at its timeout (the dry run's time budget plus a grace), the
+    dry run is marked ``failed`` before the worker process is replaced.
+    """
+    dry = DryRun.objects.select_related("agent").filter(pk=dry_run_id).first()
+    if dry is None:
+        return f"dry run #{dry_run_id} does not exist"
+    try:
+        dry = dry_run_run(dry_run=dry)
+    except TimeoutException:
+        dry_run_stop(dry_run_id=dry_run_id, reason="The worker stopped it at its time budget.")
+        raise
+    return f"dry run #{dry_run_id}: {dry.status}"
 
 
 def _resume(pass_id: int, what: str) -> str:
@@ -131,6 +152,10 @@ def recover_passes() -> str:
     While Chroma does not answer nothing is tried: each waiting pass is logged at WARNING, and
     the next minute tries again. Never raises.
     """
+    try:
+        dry_runs_sweep()  # database only: done even while the store is down
+    except Exception:
+        log.exception("dry_runs_sweep crashed")
     waiting = list(
         Pass.objects.filter(
             status__in=(Pass.Status.APPROVED, Pass.Status.APPLYING, Pass.Status.ROLLING_BACK)

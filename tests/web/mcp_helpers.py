@@ -16,6 +16,7 @@ TOOLS = {
     "search_memories",
     "memory_consolidate",
     "memory_compact",
+    "get_dry_run",
     "list_proposals",
     "get_pass",
     "exclude_operation",

@@ -30,6 +30,8 @@ METHODS: dict[str, set[str]] = {
     "agent_edit": BOTH,
     "agent_delete": BOTH,
     "agent_run": POST,
+    "agent_dry_run": POST,
+    "dry_run_detail": GET,
     "memory_list": GET,
     "memory_detail": GET,
     "memory_pin": POST,

@@ -1,7 +1,7 @@
 """Console models: agents, passes (proposals), operations with their originals, archive, audit
 (:mod:`.core`), reviewers' standing decisions (:mod:`.decisions`), forget requests and their
-tombstones (:mod:`.forget`), imports and the worker's heartbeat (:mod:`.jobs`), notifications:
-channels, subscriptions, defaults, deliveries (:mod:`.notifications`).
+tombstones (:mod:`.forget`), imports, dry runs and the worker's heartbeat (:mod:`.jobs`),
+notifications: channels, subscriptions, defaults, deliveries (:mod:`.notifications`).
 
 Domain behaviour lives in small model methods; writes go through ``services``; reads through
 ``selectors``. State names follow docs/ARCHITECTURE.md "The pass lifecycle".
@@ -21,7 +21,7 @@ from .core import (
 )
 from .decisions import Decision
 from .forget import ForgetRequest
-from .jobs import ImportJob, WorkerHeartbeat
+from .jobs import DryRun, ImportJob, WorkerHeartbeat
 from .notifications import (
     ALL_EVENTS,
     Delivery,
@@ -38,6 +38,7 @@ __all__ = [
     "ArchivedMemory",
     "AuditEvent",
     "Decision",
+    "DryRun",
     "ForgetRequest",
     "Delivery",
     "ImportJob",

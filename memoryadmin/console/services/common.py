@@ -28,6 +28,7 @@ __all__ = [
     "PASS_EVENTS",
     "TASK_APPLY",
     "TASK_DELIVER",
+    "TASK_DRY_RUN",
     "TASK_IMPORT",
     "TASK_NOTIFY",
     "TASK_NOTIFY_CHECK",
@@ -58,6 +59,7 @@ TASK_ROLLBACK = "memoryadmin.console.tasks.rollback_pass"
 TASK_IMPORT = "memoryadmin.console.tasks.import_memories"
 TASK_RECOVER = "memoryadmin.console.tasks.recover_passes"
 TASK_PURGE = "memoryadmin.console.tasks.purge_archives"
+TASK_DRY_RUN = "memoryadmin.console.tasks.run_dry_run"
 TASK_NOTIFY = "memoryadmin.console.tasks.notify_pass"
 TASK_DELIVER = "memoryadmin.console.tasks.deliver_notification"
 TASK_NOTIFY_CHECK = "memoryadmin.console.tasks.notification_checks"
@@ -200,10 +202,17 @@ def set_progress(run: Pass, fraction: float, label: str) -> None:
     run.progress, run.progress_label = fraction, label[:200]
 
 
-def enqueue(func: str, pk: int, *args: Any, run_here: Callable[[int], Any] | None = None) -> None:
+def enqueue(
+    func: str,
+    pk: int,
+    *args: Any,
+    run_here: Callable[[int], Any] | None = None,
+    timeout: int | None = None,
+) -> None:
     """Run ``func(pk, *args)`` after the surrounding transaction commits: a django-q2 task, or —
     with ``run_here`` (CLI, demo seeding: the service the task would call) — ``run_here(pk)`` in
-    this process."""
+    this process. ``timeout`` (seconds) replaces the cluster's task timeout for this task:
+    django-q2 stops the task there and replaces its worker process."""
     if run_here is not None:
         transaction.on_commit(lambda: run_here(pk))
         return
@@ -211,7 +220,8 @@ def enqueue(func: str, pk: int, *args: Any, run_here: Callable[[int], Any] | Non
     def send() -> None:
         from django_q.tasks import async_task
 
-        async_task(func, pk, *args, task_name=f"{func.rsplit('.', 1)[-1]}:{pk}")
+        options = {"timeout": timeout} if timeout is not None else {}
+        async_task(func, pk, *args, task_name=f"{func.rsplit('.', 1)[-1]}:{pk}", **options)
 
     transaction.on_commit(send)
 
