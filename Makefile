@@ -44,12 +44,13 @@ run: install
 	$(BIN)/honcho start -f Procfile
 
 # Unit and view tests on both cores (pytest-xdist), then the process-level tests (real chroma
-# server, qcluster workers, chromium, nginx) one at a time: they time their own subprocesses.
+# server, qcluster workers, chromium, nginx), two test files at a time (each keeps its module's
+# servers; every process binds a free port and has its own database and Chroma directory).
 test: install debian-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "not slow" -n 2
-	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "slow and not llm"
+	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "slow and not llm" -n 2 --dist loadfile
 
 # The LLM path against a real local model (marker `llm`): llama-cpp-python's OpenAI-compatible
 # server, compiled from source into .venv (about 6 minutes on 2 cores, so `make test` never
@@ -85,12 +86,12 @@ $(SERVICES_STAMP): $(STAMP)
 	@touch $(SERVICES_STAMP)
 
 # The in-process ones on both cores (pytest-django gives each xdist worker its own test
-# database), then the process-level ones one at a time, as in `make test`.
+# database), then the process-level ones two files at a time, as in `make test`.
 SERVICES_ENV = DATABASE_URL=$(SERVICES_DATABASE_URL) Q_REDIS_URL=$(SERVICES_REDIS_URL) CI=$${CI:-}
 
 test-services: install $(SERVICES_STAMP)
 	$(SERVICES_ENV) $(BIN)/pytest -p no:cacheprovider -m "services and not slow" -n 2
-	$(SERVICES_ENV) $(BIN)/pytest -p no:cacheprovider -m "services and slow"
+	$(SERVICES_ENV) $(BIN)/pytest -p no:cacheprovider -m "services and slow" -n 2 --dist loadfile
 
 # Start PostgreSQL and Redis when they are not answering (the commands of this machine kind).
 services:

@@ -398,6 +398,7 @@ def test_a_worker_that_resumed_an_apply_at_start_still_runs_tasks_that_embed(sta
         status, message = wait_for(stack, sql, job, {"done", "failed", "refused"}, 120, log)
         assert status == "done", message
     assert sorted(rows(stack["db"], "select func, cron from django_q_schedule")) == [
+        ("memoryadmin.console.tasks.notification_checks", "*/5 * * * *"),
         ("memoryadmin.console.tasks.purge_archives", "17 4 * * *"),
         ("memoryadmin.console.tasks.recover_passes", "* * * * *"),
     ]
