@@ -321,7 +321,13 @@ class ApproveIn(NoteIn):
     """Approve: an optional note and the optional ``revision`` read from the pass (when given
     and the operations changed since, the approve is refused with 409 and nothing applied)."""
 
-    revision: str | None = Field(default=None, max_length=64)
+    revision: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=r"^[0-9]+$",
+        description="The pass's `revision` as read (a decimal counter); anything else is a "
+        "malformed request (422), not a changed pass (409).",
+    )
 
 
 class ResolveIn(Schema):
