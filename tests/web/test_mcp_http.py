@@ -246,3 +246,16 @@ def test_a_reviewer_decides_a_conflict_and_excludes_an_operation_over_mcp(
     assert conflict.scores["decision"]["by"] == "bob"
     verbs = set(AuditEvent.objects.filter(run=run, actor="bob").values_list("verb", flat=True))
     assert {"conflict_resolved", "excluded", "included"} <= verbs, verbs
+
+
+def test_bad_arguments_are_one_readable_line_each_without_pydantic_text(mcp_url, alice) -> None:
+    _t, raw = token_create(user=alice)
+    (bad,) = calls(mcp_url, raw, ("get_pass", {"pass_id": "abc"}))
+    (missing,) = calls(mcp_url, raw, ("search_memories", {"k": "many"}))
+    text = error(bad)
+    assert "Bad arguments for get_pass:" in text and "- pass_id: Input should be" in text
+    for raw_text in ("validation error", "Arguments", "errors.pydantic.dev"):
+        assert raw_text not in error(bad) and raw_text not in error(missing)
+    lines = error(missing).splitlines()
+    assert "- agent: required" in lines and "- query: required" in lines
+    assert any(line.startswith("- k: ") for line in lines)
