@@ -417,6 +417,7 @@ class ArchivedMemory(models.Model):
 
     class Meta:
         ordering = ["-archived_at", "-id"]
+        verbose_name_plural = "archived memories"
         indexes = [models.Index(fields=["agent", "memory_id"])]
         constraints = [
             # Archiving the same original twice for one operation is a no-op (idempotent apply).
@@ -479,6 +480,7 @@ class ProbeQuery(models.Model):
 
     class Meta:
         ordering = ["agent", "id"]
+        verbose_name_plural = "probe queries"
         constraints = [
             models.UniqueConstraint(
                 fields=["agent", "external_key"],

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord, content_hash
 
@@ -405,7 +406,8 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         run.telemetry = telemetry
         return None
     reason = (
-        f"At apply time, after {len(ops) - len(keep)} conflicting operation(s): {ev.guard_reason}"
+        f"At apply time, after {len(ops) - len(keep)} conflicting "
+        f"{ngettext('operation', 'operations', len(ops) - len(keep))}: {ev.guard_reason}"
     )
     return transition(
         run,

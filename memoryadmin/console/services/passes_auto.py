@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation import OpKind, Policy
 from consolidation.review import Gate, split_auto_apply
@@ -101,7 +102,8 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
             run=run,
             agent=run.agent,
             note=f"Auto-apply ({mode}): nothing may apply on its own; "
-            f"{len(waiting):,} operation(s) wait for review.",
+            f"{len(waiting):,} {ngettext('operation waits', 'operations wait', len(waiting))} "
+            "for review.",
             data=counts,
         )
         run.refresh_from_db()
@@ -184,7 +186,8 @@ def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass
         run=child,
         agent=run.agent,
         to_status=S.PROPOSED,
-        note=f"Waiting for review: {len(indexes):,} operation(s) of pass #{run.pk} that "
+        note=f"Waiting for review: {len(indexes):,} "
+        f"{ngettext('operation', 'operations', len(indexes))} of pass #{run.pk} that "
         "auto-apply does not apply on its own.",
         data={"operations": len(indexes), "applied_pass": run.pk, "reasons": counts["reasons"]},
     )

@@ -26,6 +26,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord, content_hash
 
@@ -185,7 +186,8 @@ def pass_rollback_request(
     if blockers:
         ids = sorted(blockers)
         message = (
-            f"Rollback refused, nothing was changed: {len(ids)} record(s) were changed "
+            f"Rollback refused, nothing was changed: {len(ids)} "
+            f"{ngettext('record was', 'records were', len(ids))} changed "
             "after the pass "
             f"({', '.join(ids)}). " + " ".join(blockers[i] for i in ids)
         )
@@ -340,7 +342,7 @@ def pass_rollback(*, run: Pass) -> Pass:
         to=S.ROLLED_BACK,
         actor=actor,
         verb="rolled_back",
-        note=f"{total} operation(s) undone.",
+        note=f"{total} {ngettext('operation', 'operations', total)} undone.",
         error="",
         finished_at=timezone.now(),
         progress=1.0,

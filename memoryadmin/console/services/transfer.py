@@ -27,6 +27,7 @@ from typing import IO, Any
 
 import numpy as np
 from django.db import transaction
+from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord
 from consolidation.jsonl import LineError, LineErrors, read_jsonl
@@ -362,7 +363,8 @@ def _refusal(name: str, records: list[MemoryRecord], errors: LineErrors) -> Impo
         return ImportRefused(f"{name}: the file holds no memories; nothing written.", [])
     more = f" (and {errors.total - 1:,} more)" if errors.total > 1 else ""
     return ImportRefused(
-        f"{name}: {errors.total:,} invalid line(s), nothing written — {errors[0]}{more}. "
+        f"{name}: {errors.total:,} invalid {ngettext('line', 'lines', errors.total)}, "
+        f"nothing written — {errors[0]}{more}. "
         + (
             f"Fix them or import the {len(records):,} valid lines with --skip-invalid."
             if records
