@@ -632,3 +632,35 @@ def test_one_of_a_kind_is_said_in_the_singular_and_the_header_says_who_asked(
     assert 'data-testid="pass-origin">requested by bob ·' in html
     assert group_words("merge", "near_duplicate", count=1) == "near-duplicate merge"
     assert group_words("merge", "x_rule", count=1) == "merge (x rule)"
+
+
+def test_who_requested_a_pass_is_one_answer_on_the_header_history_audit_and_api(
+    client: Client, alice, bob, carol, agent
+) -> None:
+    """The demo asks for its passes as "demo" (no user): the header, the History's first row,
+    the audit CSV and the API's requested_by all say "demo"."""
+    from memoryadmin.console.services.passes import pass_request
+
+    from .api_helpers import api_factory
+
+    run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, actor="demo")
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'data-testid="pass-origin">requested by demo ·' in html
+    first = re.search(r'<tr data-verb="requested">.*?</tr>', html, re.S)
+    assert first and "<td>demo</td>" in first.group(0)
+    api = api_factory(alice, bob, carol)("viewer").get(f"/passes/{run.pk}").json()
+    assert api["requested_by"] == "demo"
+    scheduled = pass_request(
+        agent=Agent.objects.create(name="Other", slug="other"),
+        trigger=Pass.Trigger.SCHEDULE,
+        actor="schedule",
+    )
+    page = client.get(reverse("pass_detail", args=[scheduled.pk])).content.decode()
+    assert 'data-testid="pass-origin">scheduled run ·' in page
+    assert (
+        api_factory(alice, bob, carol)("viewer")
+        .get(f"/passes/{scheduled.pk}")
+        .json()["requested_by"]
+        is None
+    )

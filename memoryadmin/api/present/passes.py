@@ -40,7 +40,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "agent": run.agent.slug,
         "status": run.status,
         "trigger": run.trigger,
-        "requested_by": run.requested_by.get_username() if run.requested_by else None,
+        "requested_by": run.requester,
         "decided_by": (run.decided_by.get_username() if run.decided_by else run.decided_actor)
         or None,
         "note": run.note,
