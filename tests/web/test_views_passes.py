@@ -227,8 +227,11 @@ def test_it_refuses_to_approve_when_the_guard_fails_now(client: Client, bob, age
     run = make_proposal(agent, merges=2, prunes=2)  # 30% > 25%
     client.force_login(bob)
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": ""})
-    assert r.status_code == 200
+    assert r.status_code == 302  # post/redirect/get, the refusal on the page it leads to
+    r = client.get(r["Location"])
     assert b'id="approve-errors"' in r.content and b"Loss guard tripped" in r.content
+    again = client.get(reverse("pass_detail", args=[run.pk]))
+    assert b'id="approve-errors"' not in again.content  # said once
     run.refresh_from_db()
     assert run.status == "proposed"
 
@@ -263,8 +266,11 @@ def test_it_refuses_to_approve_a_plan_changed_since_the_page_was_read(
         user=alice,
     )
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ok", "revision": seen})
-    html = r.content.decode()
-    assert r.status_code == 200 and 'id="approve-errors"' in html
+    # post/redirect/get: the browser ends on the pass page, a reload posts nothing again
+    assert r.status_code == 302, r.content
+    assert r["Location"] == reverse("pass_detail", args=[run.pk]) + "#review-forms"
+    html = client.get(r["Location"]).content.decode()
+    assert 'id="approve-errors"' in html and re.search(r">\s*ok</textarea>", html)
     assert "changed since you opened it" in html and "nothing was applied" in html
     # the refusal and the approve line beside it count the same operations, in the same words
     applies = "0 of 2 operations (2 excluded or in conflict)"
