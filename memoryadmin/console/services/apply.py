@@ -31,12 +31,19 @@ from ..models import (
     OperationSource,
     Pass,
     PassSnapshot,
-    StoreSample,
     embedding_to_bytes,
 )
 from ..selectors.evaluation import effective_threshold, evaluate, to_engine_operation
 from ..selectors.passes import stale_reason
-from .common import audit, failpoint, jsonable, run_actor, set_progress, transition
+from .common import (
+    audit,
+    failpoint,
+    jsonable,
+    run_actor,
+    set_progress,
+    store_sampled,
+    transition,
+)
 from .evaluation import store_figures
 
 __all__ = ["APPLY_BATCH", "batches", "pass_apply"]
@@ -571,4 +578,4 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
         checkpoint.update({mid: rec.content_hash for mid, rec in live.items()})
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
     run.agent.checkpoint = checkpoint
-    StoreSample.objects.create(agent=run.agent, count=store.count())
+    store_sampled(run.agent, store)

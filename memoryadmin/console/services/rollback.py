@@ -32,10 +32,18 @@ from consolidation import MemoryRecord, content_hash
 
 from .. import stores
 from ..errors import ServiceError, StoreUnavailable
-from ..models import Agent, ArchivedMemory, Operation, Pass, StoreSample
+from ..models import Agent, ArchivedMemory, Operation, Pass
 from ..selectors.decisions import decisions_of_pass
 from .apply import batches
-from .common import TASK_ROLLBACK, actor_name, audit, failpoint, set_progress, transition
+from .common import (
+    TASK_ROLLBACK,
+    actor_name,
+    audit,
+    failpoint,
+    set_progress,
+    store_sampled,
+    transition,
+)
 from .decisions import decision_for_restore, decision_revoke
 from .memories import memory_guard
 
@@ -414,7 +422,7 @@ def _refresh_checkpoint(run: Pass, store: Any) -> None:
     for a in _archived_of(ops):
         checkpoint.pop(a.memory_id, None)
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
-    StoreSample.objects.create(agent=run.agent, count=store.count())
+    store_sampled(run.agent, store)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,6 +461,7 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
             )
         if live is None:
             store.upsert([record])
+            store_sampled(agent, store)  # the dashboard's count follows the restore
         ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
         decision = decision_for_restore(archived=a, user=user)
         audit(

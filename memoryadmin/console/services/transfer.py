@@ -35,9 +35,10 @@ from consolidation.locomo import LocomoConversation, load_locomo
 
 from .. import stores
 from ..errors import ServiceError
-from ..models import Agent, AuditEvent, ProbeQuery, StoreSample
+from ..models import Agent, AuditEvent, ProbeQuery
 from ..selectors.transfer import Progress
 from .agents import agent_create
+from .common import store_sampled
 
 __all__ = [
     "ImportInterrupted",
@@ -213,7 +214,7 @@ def memories_write(
             raise
         _undo_or_explain(store, journal, exc, written)
     if written:  # the dashboard's memory count comes from the latest sample, not the store
-        StoreSample.objects.create(agent=agent, count=store.count())
+        store_sampled(agent, store)
     return written, unchanged, embedded
 
 
