@@ -303,7 +303,7 @@ def memories_import_jsonl(
     file is validated. Audited on success (``memories_imported``), refusal
     (``memories_import_refused``) and failure (``memories_import_failed``).
     """
-    records, errors = read_jsonl(fileobj)
+    records, errors = read_jsonl(fileobj, agent.get_field_map())
     if name is None:
         name = getattr(fileobj, "name", None) or (
             fileobj if isinstance(fileobj, str | Path) else "the file"
