@@ -154,7 +154,14 @@ class PassOut(Schema):
     entries_before: int
     entries_after: int
     merged: int
-    promoted: int
+    promoted: int = Field(
+        description="Memories the promote operations promote: the pass page's "
+        "'N memories promoted' (counts.promote). Merges written straight to the curated tier "
+        "are `merged_to_curated`, not counted here."
+    )
+    merged_to_curated: int = Field(
+        default=0, description="Merges whose result is written straight to the curated tier."
+    )
     pruned: int
     reconciled: int
     loss_fraction: float
@@ -164,8 +171,9 @@ class PassOut(Schema):
     counts: dict[str, str] = Field(
         default_factory=dict,
         description="What each kind of the included operations does, in the words of the pass "
-        "page's summary: {kind: '10 promote operations · 10 memories promoted'}. `promoted` also "
-        "counts merges written straight to the curated tier (the merge line says how many).",
+        "page's summary: {kind: '10 promote operations · 10 memories promoted'}; `promoted` is "
+        "the same memories count, `merged_to_curated` the merges the merge line says go to the "
+        "curated tier.",
     )
     content_guard: ContentGuardOut | None = Field(
         default=None,
