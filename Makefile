@@ -84,9 +84,13 @@ $(SERVICES_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[test,postgres,redis]'
 	@touch $(SERVICES_STAMP)
 
+# The in-process ones on both cores (pytest-django gives each xdist worker its own test
+# database), then the process-level ones one at a time, as in `make test`.
+SERVICES_ENV = DATABASE_URL=$(SERVICES_DATABASE_URL) Q_REDIS_URL=$(SERVICES_REDIS_URL) CI=$${CI:-}
+
 test-services: install $(SERVICES_STAMP)
-	DATABASE_URL=$(SERVICES_DATABASE_URL) Q_REDIS_URL=$(SERVICES_REDIS_URL) CI=$${CI:-} \
-	  $(BIN)/pytest -p no:cacheprovider -m services
+	$(SERVICES_ENV) $(BIN)/pytest -p no:cacheprovider -m "services and not slow" -n 2
+	$(SERVICES_ENV) $(BIN)/pytest -p no:cacheprovider -m "services and slow"
 
 # Start PostgreSQL and Redis when they are not answering (the commands of this machine kind).
 services:

@@ -24,9 +24,13 @@ Two rows per conversation × policy:
 - ``safe`` (``--mode safe``): auto-apply ``safe`` over ``--passes`` nightly passes (the clock
   one day later each night): each night's plan is split by
   :func:`consolidation.review.split_auto_apply` (risk, content guard, decisions, rejections,
-  conflicts) and only its safe part is applied, when that part passes the loss and recall
-  guards; the rest is left for review and planned again the next night (the console's next
-  scheduled pass replaces a waiting proposal). Printed per conversation: memories after each
+  conflicts, and — as the console does — the operations of that safe part that cost a probe
+  its answer, :func:`consolidation.recall.recall_holds`) and only its safe part is applied,
+  when that part passes the loss and recall guards; the rest is left for review and planned
+  again the next night (the console's next scheduled pass replaces a waiting part while the
+  agent auto-applies). The probes the recall holds read are the ones recall is reported on,
+  so the recall column is not a held-out figure: what holds it is that an answer the store
+  had is never given up unattended. Printed per conversation: memories after each
   night, recall and context, and what the last night left for review (operations by reason,
   the most common reasons first).
 
@@ -42,7 +46,9 @@ the default policy reaches its goal with ``converge`` (every pass under the guar
 
 Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
 [--policy default ...] [--passes N] [--mode single|converge|safe ...] [--set FIELD=VALUE ...]
-[--json]``. Embeddings are cached
+[--holdout] [--json]``. ``--holdout``: the recall guard and its holds see the
+even-numbered probes of each conversation, recall is reported on the odd-numbered ones.
+Embeddings are cached
 under ``var/cache/`` (keyed by text hash) so a rerun only pays for planning.
 """
 
@@ -55,7 +61,7 @@ import os
 import sys
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -69,7 +75,13 @@ sys.path.insert(0, str(ROOT))
 from consolidation import NAMED_POLICIES, FieldMap, MemoryRecord, summarize  # noqa: E402
 from consolidation.locomo import LocomoConversation, load_locomo  # noqa: E402
 from consolidation.planning import plan as make_plan  # noqa: E402
-from consolidation.recall import evaluate_recall, recall_guard, simulate_after  # noqa: E402
+from consolidation.recall import (  # noqa: E402
+    evaluate_recall,
+    recall_guard,
+    recall_hold_reason,
+    recall_holds,
+    simulate_after,
+)
 from consolidation.review import (  # noqa: E402
     content_loss,
     operation_risk,
@@ -128,6 +140,7 @@ class CachedEmbedder:
 
 
 OVERRIDES: dict[str, Any] = {}
+HOLDOUT = False  # --holdout: guards on the even-numbered probes, figures on the odd ones
 
 
 def _ops(plans: list[Any]) -> dict[str, int]:
@@ -153,6 +166,15 @@ class Case:
     embedder: CachedEmbedder
     k: int
     base: dict[str, Any]
+    guard_probes: list[Any]
+    guard_queries: np.ndarray
+
+    def guard_recall(self, recs: list[MemoryRecord]) -> float:
+        """Answer recall@k of ``recs`` over the probes the guards see (all of them, or with
+        ``--holdout`` the even-numbered half)."""
+        return evaluate_recall(
+            recs, self.guard_probes, k=self.k, query_embeddings=self.guard_queries
+        ).answer_recall
 
     def recall(self, recs: list[MemoryRecord]) -> float:
         """Answer recall@k of ``recs`` over the conversation's probes."""
@@ -200,6 +222,11 @@ def make_case(conv: LocomoConversation, policy_name: str, embedder: CachedEmbedd
     vecs = embedder.embed([m.document for m in conv.memories])
     records = [m.with_embedding(v) for m, v in zip(conv.memories, vecs, strict=True)]
     queries = embedder.embed([p.question for p in conv.probes])
+    guard_probes, guard_queries = list(conv.probes), queries
+    if HOLDOUT:  # the guards see the even-numbered probes; the figures are the odd ones
+        guard_probes, guard_queries = list(conv.probes[::2]), queries[::2]
+        conv = replace(conv, probes=list(conv.probes[1::2]))
+        queries = queries[1::2]
     now = max(conv.sessions.values()) + timedelta(days=1)
     before = evaluate_recall(records, conv.probes, k=k, query_embeddings=queries)
     base = {
@@ -212,7 +239,19 @@ def make_case(conv: LocomoConversation, policy_name: str, embedder: CachedEmbedd
         "context_before": before.context_chars,
         "evidence_before": before.evidence_recall,
     }
-    return Case(conv, policy_name, policy, records, queries, now, embedder, k, base)
+    return Case(
+        conv,
+        policy_name,
+        policy,
+        records,
+        queries,
+        now,
+        embedder,
+        k,
+        base,
+        guard_probes,
+        guard_queries,
+    )
 
 
 def run_single(case: Case) -> dict[str, Any]:
@@ -247,7 +286,7 @@ def run_converge(case: Case, passes: int) -> dict[str, Any]:
             break
         nxt = simulate_after(current, p, case.embedder)
         ok, _ratio, _why = recall_guard(
-            case.recall(current), case.recall(nxt), policy.min_recall_retention
+            case.guard_recall(current), case.guard_recall(nxt), policy.min_recall_retention
         )
         if not ok:
             stop = "recall guard"
@@ -277,8 +316,30 @@ def safe_split(case: Case, current: list[MemoryRecord], p: Any, policy: Any) -> 
     risks = [
         operation_risk(t, lo, policy=policy) for t, lo in zip(texts, loss.operations, strict=True)
     ]
-    return split_auto_apply(
+    split = split_auto_apply(
         p.operations, risks, loss.operations, policy, store_sentences=loss.store_sentences
+    )
+    if policy.min_recall_retention is None:
+        return split
+    safe = split.safe
+    holds = recall_holds(
+        current,
+        [p.operations[i] for i in safe],
+        case.guard_probes,
+        k=case.k,
+        embedder=case.embedder,
+        query_embeddings=case.guard_queries,
+    )
+    if not holds:
+        return split
+    held = {safe[i]: recall_hold_reason(case.guard_probes, js) for i, js in holds.items()}
+    return split_auto_apply(
+        p.operations,
+        risks,
+        loss.operations,
+        policy,
+        store_sentences=loss.store_sentences,
+        recall_held=held,
     )
 
 
@@ -315,7 +376,7 @@ def run_safe(case: Case, passes: int) -> dict[str, Any]:
             continue
         nxt = simulate_after(current, ops, case.embedder)
         ok, _ratio, _why = recall_guard(
-            case.recall(current), case.recall(nxt), policy.min_recall_retention
+            case.guard_recall(current), case.guard_recall(nxt), policy.min_recall_retention
         )
         if not ok:
             stop = "recall guard"
@@ -558,7 +619,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FIELD=VALUE",
         help="override a policy field for this run (JSON value), e.g. fold_max_chars=200",
     )
+    ap.add_argument(
+        "--holdout",
+        action="store_true",
+        help="the recall guard and holds see the even-numbered probes only; recall is "
+        "reported on the odd-numbered ones (a figure the guards never saw)",
+    )
     args = ap.parse_args(argv)
+    global HOLDOUT
+    HOLDOUT = args.holdout
     for item in args.set:
         name, _, value = item.partition("=")
         OVERRIDES[name] = json.loads(value)

@@ -45,6 +45,8 @@ __all__ = [
     "content_words",
     "evaluate_recall",
     "recall_guard",
+    "recall_hold_reason",
+    "recall_holds",
     "simulate_after",
     "top_k_indices",
 ]
@@ -424,3 +426,120 @@ def _ratio(before: float | None, after: float | None) -> float | None:
     if before is None or after is None or before <= 0:
         return None
     return after / before
+
+
+class _Memo:
+    """An embedder that remembers what it embedded (the rounds of :func:`recall_holds` embed
+    the same merged texts again)."""
+
+    def __init__(self, inner: Embedder | None) -> None:
+        self.inner = inner
+        self.seen: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        todo = list(dict.fromkeys(t for t in texts if t not in self.seen))
+        if todo:
+            if self.inner is None:
+                raise ValueError(f"{len(todo)} new texts need embedding and no embedder was given")
+            for t, v in zip(todo, self.inner.embed(todo), strict=True):
+                self.seen[t] = np.asarray(v, dtype=np.float32)
+        return np.stack([self.seen[t] for t in texts]) if texts else np.zeros((0, EMBEDDING_DIM))
+
+
+def recall_holds(
+    records: Sequence[MemoryRecord],
+    operations: Sequence[Operation],
+    probes: Sequence[Probe | Any],
+    *,
+    k: int = 10,
+    embedder: Embedder | None = None,
+    query_embeddings: np.ndarray | None = None,
+    fieldmap: FieldMap | None = None,
+    rounds: int = 3,
+) -> dict[int, list[int]]:
+    """Which of ``operations`` cost a probe its answer: ``{operation index: [probe index, …]}``.
+
+    A probe is lost when it is answered by ``records`` (answer recall@k, :func:`answer_hit`)
+    and not by the store after the operations (:func:`simulate_after`). It is blamed on the
+    operations that took one of its answering memories (a memory of its top-k before whose
+    text holds an answer content word) as a source; when none did, on the operations whose
+    result entered its top-k after (they pushed the answer out). The blamed operations are left
+    out and the rest measured again, up to ``rounds`` times, so what is left loses no probe
+    the rounds could find (operations interact: a merge that was harmless beside another can
+    cost a probe once the other is held). Pure: nothing is written; new texts are embedded
+    once with ``embedder``. Raises as :func:`evaluate_recall`.
+    """
+    ps = [_as_probe(p) for p in probes]
+    if not ps or not operations:
+        return {}
+    memo = _Memo(embedder)
+    if query_embeddings is None:
+        query_embeddings = memo.embed([p.question for p in ps])
+    q = np.asarray(query_embeddings, dtype=np.float32)
+    before = evaluate_recall(records, ps, k=k, embedder=memo, query_embeddings=q, fieldmap=fieldmap)
+    top_before = top_k_indices(_matrix(records, memo), q, k)
+    held: dict[int, list[int]] = {}
+    for _ in range(max(1, rounds)):
+        kept = [i for i in range(len(operations)) if i not in held]
+        after_records = simulate_after(records, [operations[i] for i in kept], memo)
+        after = evaluate_recall(
+            after_records, ps, k=k, embedder=memo, query_embeddings=q, fieldmap=fieldmap
+        )
+        lost = [j for j, (hb, ha) in enumerate(zip(before.hits, after.hits, strict=True)) if hb]
+        lost = [j for j in lost if not after.hits[j]]
+        if not lost:
+            break
+        top_after = top_k_indices(_matrix(after_records, memo), q, k)
+        blamed = _blame(records, after_records, operations, kept, ps, lost, top_before, top_after)
+        if not blamed:
+            break
+        for i, js in blamed.items():
+            held.setdefault(i, []).extend(js)
+    return held
+
+
+def _blame(
+    records: Sequence[MemoryRecord],
+    after_records: Sequence[MemoryRecord],
+    operations: Sequence[Operation],
+    kept: list[int],
+    probes: list[Probe],
+    lost: list[int],
+    top_before: np.ndarray,
+    top_after: np.ndarray,
+) -> dict[int, list[int]]:
+    """``{operation index: [lost probe index, …]}`` for one round of :func:`recall_holds`."""
+    by_source: dict[str, list[int]] = {}
+    by_result: dict[str, list[int]] = {}
+    for i in kept:
+        op = operations[i]
+        for sid in op.source_ids:
+            by_source.setdefault(sid, []).append(i)
+        if op.result_id:
+            by_result.setdefault(op.result_id, []).append(i)
+    out: dict[int, list[int]] = {}
+    for j in lost:
+        words = set(content_words(probes[j].answer))
+        holders = [
+            records[r].id
+            for r in top_before[j].tolist()
+            if not words or words & set(_tokens(records[r].document))
+        ]
+        culprits = {i for rid in holders for i in by_source.get(rid, ())}
+        if not culprits:
+            culprits = {
+                i for r in top_after[j].tolist() for i in by_result.get(after_records[r].id, ())
+            }
+        for i in culprits:
+            out.setdefault(i, []).append(j)
+    return out
+
+
+def recall_hold_reason(probes: Sequence[Probe | Any], lost: Sequence[int]) -> str:
+    """The sentence shown on an operation :func:`recall_holds` held: the probes it costs
+    (``lost``: indices into ``probes``; the first one quoted, numbered from 1)."""
+    first = _as_probe(probes[lost[0]])
+    more = len(set(lost)) - 1
+    return f"costs probe query {lost[0] + 1} its answer: {first.question[:100]!r}" + (
+        f" (and {more} more)" if more else ""
+    )

@@ -284,6 +284,18 @@ CHROMA_PATH = Path(os.getenv("CHROMA_PATH", VAR_DIR / "chroma"))
 # no cap). 200 MB is ~100,000 memories with their 384-number embeddings (~2 KB a line).
 MEMORYADMIN_MAX_UPLOAD_BYTES = envint("MEMORYADMIN_MAX_UPLOAD_MB", 200) * 1024 * 1024
 
+# Dry runs (API, MCP, the agent page) are planned by the worker, never by the web process
+# (services/dry_runs.py): at most one queued or running per agent (database constraint), this
+# many per user at once; each within a time budget (seconds: checked as it plans, and django-q2
+# stops the task 30 s later) and a memory budget (MB the worker process's data segment may grow
+# by while it plans: RLIMIT_DATA; 0 = none). Results are kept this many hours; an API or MCP
+# caller may wait up to MAX_WAIT seconds for one.
+MEMORYADMIN_DRY_RUNS_PER_USER = envint("MEMORYADMIN_DRY_RUNS_PER_USER", 2)
+MEMORYADMIN_DRY_RUN_SECONDS = envint("MEMORYADMIN_DRY_RUN_SECONDS", 300)
+MEMORYADMIN_DRY_RUN_MAX_MB = envint("MEMORYADMIN_DRY_RUN_MAX_MB", 2048)
+MEMORYADMIN_DRY_RUN_KEEP_HOURS = envint("MEMORYADMIN_DRY_RUN_KEEP_HOURS", 24)
+MEMORYADMIN_DRY_RUN_MAX_WAIT = envint("MEMORYADMIN_DRY_RUN_MAX_WAIT", 30)
+
 MEMORYADMIN_MODEL_DIR = Path(os.getenv("MEMORYADMIN_MODEL_DIR", VAR_DIR / "models"))
 # Our embeddings of attached collections' texts and their own vectors, by content hash
 # (consolidation/adapters/vector_cache.py): shared by web and worker, safe to delete.
@@ -344,6 +356,26 @@ EMBEDDER_KEY_ENV_ALLOWED = [
 ENDPOINT_HOSTS_ALLOWED = [
     h.strip().lower() for h in os.getenv("ENDPOINT_HOSTS_ALLOWED", "").split(",") if h.strip()
 ]
+
+# Notifications (services/notifications*.py; README "Notifications"). Links in them start with
+# MEMORYADMIN_BASE_URL (the console's public address). Webhook hosts: WEBHOOK_HOSTS_ALLOWED
+# (glob patterns, trusted whatever they resolve to), else ENDPOINT_HOSTS_ALLOWED; with neither,
+# a webhook must resolve to public addresses only (consolidation/adapters/endpoints.py).
+MEMORYADMIN_BASE_URL = os.getenv("MEMORYADMIN_BASE_URL", "http://localhost:8000").rstrip("/")
+WEBHOOK_HOSTS_ALLOWED = (
+    [h.strip().lower() for h in os.environ["WEBHOOK_HOSTS_ALLOWED"].split(",") if h.strip()]
+    if os.getenv("WEBHOOK_HOSTS_ALLOWED") is not None
+    else list(ENDPOINT_HOSTS_ALLOWED)
+)
+# A delivery is tried NOTIFY_ATTEMPTS times: the first retry NOTIFY_RETRY_SECONDS after the
+# first failure, each later one 4x longer (60 s, 4 min, 16 min, 64 min by default).
+NOTIFY_ATTEMPTS = envint("NOTIFY_ATTEMPTS", 5)
+NOTIFY_RETRY_SECONDS = envint("NOTIFY_RETRY_SECONDS", 60)
+NOTIFY_TIMEOUT = float(os.getenv("NOTIFY_TIMEOUT", "10"))
+# An apply (approved or applying) or an import not finished this many minutes after it started
+# is reported "stuck"; the checks (and "waiting longer than N hours") run at NOTIFY_CHECK_CRON.
+NOTIFY_STUCK_MINUTES = envint("NOTIFY_STUCK_MINUTES", 60)
+NOTIFY_CHECK_CRON = os.getenv("NOTIFY_CHECK_CRON", "*/5 * * * *")
 
 LOGGING = {
     "version": 1,

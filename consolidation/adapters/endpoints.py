@@ -14,12 +14,19 @@ console user can make the worker send one of its own secrets (``SECRET_KEY``, ``
   hosts (``ENDPOINT_HOSTS_ALLOWED``, glob patterns such as ``api.openai.com`` or
   ``*.internal``), the host must match one. An empty list allows any host (local vLLM/Ollama
   work without configuration).
+- **Webhook URL** (the console's notifications, :func:`check_webhook_url`): any console
+  reviewer may add one, so the rule is stricter: a host the deployment lists
+  (``WEBHOOK_HOSTS_ALLOWED``, else ``ENDPOINT_HOSTS_ALLOWED``) is trusted; with no list, the
+  host must resolve only to public addresses (no loopback, private, link-local, reserved or
+  multicast address), checked when the webhook is saved and again before every delivery.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+import socket
+from collections.abc import Callable, Iterable, Mapping
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
@@ -29,7 +36,9 @@ __all__ = [
     "HOSTS_ENV",
     "check_endpoint_url",
     "check_key_env",
+    "check_webhook_url",
     "hosts_from_env",
+    "non_public_addresses",
     "patterns_from",
 ]
 
@@ -121,3 +130,53 @@ def check_endpoint_url(
 def hosts_from_env(env: Mapping[str, str]) -> tuple[str, ...]:
     """The allowed endpoint hosts from ``env`` (:data:`HOSTS_ENV`; empty: any host)."""
     return patterns_from(env.get(HOSTS_ENV) or "")
+
+
+Resolver = Callable[[str, int], list[str]]
+"""``(host, port)`` → the IP addresses the host resolves to (raises ``OSError`` when none)."""
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    return sorted({info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
+
+
+def non_public_addresses(addresses: Iterable[str]) -> list[str]:
+    """The addresses of ``addresses`` that are not public (``ipaddress``'s ``is_global`` is
+    false: loopback, private, link-local, shared, reserved, multicast, unspecified)."""
+    out = []
+    for text in addresses:
+        address = ipaddress.ip_address(text.split("%", 1)[0])
+        if not address.is_global or address.is_multicast:
+            out.append(text)
+    return out
+
+
+def check_webhook_url(
+    url: str, allowed_hosts: Iterable[str] = (), *, resolve: Resolver | None = None
+) -> str:
+    """The webhook URL, stripped, when the worker may POST to it (module docstring).
+
+    ``allowed_hosts``: glob patterns; a host matching one is trusted whatever it resolves to,
+    and with patterns given no other host is allowed. With none, every address ``resolve``
+    (default: ``socket.getaddrinfo``) gives must be public. Raises ``ValueError`` for a URL
+    :func:`check_endpoint_url` refuses, a host that does not resolve or one with a non-public
+    address.
+    """
+    patterns = patterns_from(allowed_hosts)
+    url = check_endpoint_url(url, patterns, what="webhook")
+    if patterns:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        addresses = (resolve or _resolve)(host, port)
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(f"The webhook host {host!r} does not resolve ({exc}).") from exc
+    private = non_public_addresses(addresses)
+    if private or not addresses:
+        raise ValueError(
+            f"The webhook host {host!r} resolves to a non-public address "
+            f"({', '.join(private) or 'none'}); list it in WEBHOOK_HOSTS_ALLOWED to allow it."
+        )
+    return url

@@ -23,6 +23,7 @@ only matters for rolling back passes applied before the deletion). Default locat
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -146,6 +147,32 @@ class VectorCache:
         by_key = {text_key(t): t for t in texts}
         found = self._get("native", collection, list(by_key))
         return {by_key[k]: v for k, v in found.items()}
+
+    # ---- forgetting ----------------------------------------------------------------------
+
+    def forget(self, texts: Sequence[str], collections: Sequence[str] = ()) -> int:
+        """Delete every row of ``texts``: our embeddings (this cache's model tag) and the native
+        vectors of ``collections``; returns the rows deleted. Deleted pages are overwritten
+        (``secure_delete``) and the WAL truncated, so the file keeps no copy of the vectors."""
+        keys = list(dict.fromkeys(text_key(t) for t in texts))
+        deleted = 0
+        db = self._conn
+        with self._lock, db:
+            db.execute("PRAGMA secure_delete = ON")
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                ours = [f"{self.model_tag}:{c}" for c in chunk]
+                deleted += db.execute(f"DELETE FROM ours WHERE key IN ({marks})", ours).rowcount
+                for collection in collections:
+                    deleted += db.execute(
+                        f"DELETE FROM native WHERE collection = ? AND key IN ({marks})",
+                        [collection, *chunk],
+                    ).rowcount
+        # a reader holding the WAL: the next checkpoint truncates it
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return deleted
 
     def _get(self, table: str, collection: str | None, keys: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

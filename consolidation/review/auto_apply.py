@@ -15,7 +15,10 @@ gives every operation a :class:`Gate`: *safe* when it
     decided: a person made that call and a person sees what follows from it),
 (d) was never rejected (its :func:`~consolidation.decisions.operation_signature` is not
     among the rejected ones), and
-(e) is not a conflict item;
+(e) is not a conflict item, and
+(f) costs no probe query its answer (``recall_held``, from
+    :func:`consolidation.recall.recall_holds` over the part (a)–(e) let through: the recall
+    guard names the operations behind each lost answer instead of refusing the whole part);
 
 otherwise it is *waiting for review*, with every reason that holds it (a machine code of
 :data:`CODES` and a sentence each). Pure: the console calls it with the stored figures,
@@ -47,6 +50,8 @@ CODES = {
     "risk": "risk above the auto-apply line",
     "content": "loses content words",
     "sentences": "the automatically applied part would lose too many sentences",
+    "recall": "costs a probe query its answer",
+    "edited": "edited by a reviewer: a person approves the edited text",
 }
 """Why an operation waits for review: machine code → what it means."""
 
@@ -108,6 +113,7 @@ def split_auto_apply(
     store_sentences: int,
     decisions: StandingDecisions | None = None,
     rejected: Mapping[str, str] | None = None,
+    recall_held: Mapping[int, str] | None = None,
 ) -> AutoApplySplit:
     """Split a pass into the part auto-apply ``safe`` applies and the part left for review.
 
@@ -123,7 +129,9 @@ def split_auto_apply(
       (:attr:`.content.ContentLoss.store_sentences`);
     - ``decisions``: the agent's :class:`~consolidation.decisions.StandingDecisions`;
     - ``rejected``: ``{signature: note}`` of operations rejected before (the note is shown,
-      e.g. ``"in pass #4 by alice: too aggressive"``).
+      e.g. ``"in pass #4 by alice: too aggressive"``);
+    - ``recall_held``: ``{operation index: sentence}`` of the operations that cost a probe its
+      answer (the sentence names the probe).
 
     Returns an :class:`AutoApplySplit`. Raises ``ValueError`` when the three sequences differ
     in length.
@@ -161,6 +169,9 @@ def split_auto_apply(
         if score > line:
             codes.append("risk")
             why.append(f"risk {score:.2f} > {line:.2f}" + (f": {top}" if top else ""))
+        if recall_held and i in recall_held:
+            codes.append("recall")
+            why.append(recall_held[i] or CODES["recall"])
         if not codes:
             held = budget.admit(loss)
             if held is not None:

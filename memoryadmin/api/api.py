@@ -5,7 +5,7 @@ Auth is ``Authorization: Bearer <token>`` (``manage.py create_api_token``); the 
 error is JSON ``{"detail": "<sentence>", "errors": [{"field", "message"}]}``: 401 without a
 valid token, 403 for a role that may not, 404 unknown agent/pass, 409 a state that forbids the
 action (another pass active, not proposed, guard refused), 422 invalid input (naming the field),
-503 store unavailable.
+429 a limit (dry runs; with ``Retry-After``), 503 store unavailable.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
-from .actions.common import ActionError
-from .routes import agents, audit, decisions, memories, passes, review, rollback
+from .actions.common import ActionError, TooManyRequests
+from .routes import agents, audit, decisions, dry_runs, forget, memories, passes, review, rollback
 from .tokens import token_user
 
 
@@ -53,7 +53,10 @@ def _error(
 @api.exception_handler(ActionError)
 def _action_error(request: HttpRequest, exc: ActionError) -> HttpResponse:
     errors = [{"field": exc.field, "message": exc.message}] if exc.field else []
-    return _error(request, exc.status, exc.message, errors)
+    response = _error(request, exc.status, exc.message, errors)
+    if isinstance(exc, TooManyRequests):
+        response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(AuthenticationError)
@@ -91,7 +94,7 @@ def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return _error(request, 422, detail, errors)
 
 
-for routes in (agents, memories, audit, passes, review, rollback, decisions):
+for routes in (agents, memories, audit, passes, dry_runs, review, rollback, decisions, forget):
     api.add_router("/", routes.router)
 
 

@@ -2,10 +2,11 @@
 
 Tools (typed inputs, structured results — the JSON API's schemas): ``list_agents``,
 ``search_memories``, ``memory_consolidate``, ``memory_compact`` (the dream-pass tool names of
-``seeds/003``), ``list_proposals``, ``get_pass``, ``exclude_operation``, ``resolve_conflict``,
-``approve_pass``, ``reject_pass``, ``list_decisions``, ``revoke_decision``. Each acts
-for one user with that user's console role: the ``--user`` of a stdio server, or the owner of
-the bearer API token of an HTTP request. Every refusal or failure (unknown agent, bad argument,
+``seeds/003``), ``get_dry_run``, ``list_proposals``, ``get_pass``, ``exclude_operation``,
+``resolve_conflict``, ``approve_pass``, ``reject_pass``, ``list_decisions``, ``revoke_decision``,
+``forget``, ``approve_forget``, ``reject_forget``. Each acts for one user with that user's console
+role: the ``--user`` of a stdio server, or the owner of the bearer API token of an HTTP request.
+Every refusal or failure (unknown agent, bad argument,
 forbidden call, store down) is an MCP tool error with a readable message; nothing crashes the
 server. Tools are plain functions: the SDK runs them in worker threads, where the Django ORM
 may be used.
@@ -34,7 +35,8 @@ from memoryadmin.console.selectors.memories import memory_search
 from memoryadmin.console.validation import DB_INT_MAX, MAX_NOTE_CHARS
 
 from . import schemas as s
-from .actions import common, decisions, passes, review
+from .actions import common, decisions, dry_runs, passes, review
+from .actions import forget as forget_actions
 from .present.agents import agent_out
 from .present.memories import memory_out
 from .present.passes import pass_detail_out, pass_out
@@ -48,8 +50,12 @@ INSTRUCTIONS = (
     "memoryadmin keeps AI agents' long-term memory healthy. Consolidation passes (merge "
     "duplicates, reconcile contradictions, promote, prune) are planned as proposals that a "
     "reviewer approves or rejects; nothing is removed without an archive. Use list_agents "
-    "first; memory_consolidate with dry_run=true to see what a pass would do without writing."
+    "first; memory_consolidate with dry_run=true to see what a pass would do without writing (the "
+    "worker plans it: if it is not done within the wait, poll get_dry_run with its dry_run_id)."
 )
+MCP_DRY_RUN_WAIT = 25.0
+"""Seconds ``memory_consolidate(dry_run=true)`` and ``get_dry_run`` wait by default for a dry run
+to finish (the server's ``MEMORYADMIN_DRY_RUN_MAX_WAIT`` bounds any wait)."""
 PROPOSALS_LISTED = 50
 """``list_proposals`` returns at most this many proposals, newest first."""
 
@@ -145,7 +151,9 @@ def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None
         token_verifier=TokenVerifier() if auth else None,
     )
     _register(server, current_user)
+    _register_planning(server, current_user)
     _register_review(server, current_user)
+    _register_forget(server, current_user)
     return server
 
 
@@ -160,7 +168,7 @@ def http_app(*, host: str, port: int) -> Any:
 
 
 def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
-    """The reading and planning tools: agents, search, consolidate, compact, proposals, a pass."""
+    """The reading tools and compact: agents, search, compact, proposals, a pass."""
 
     @server.tool()
     @_tool
@@ -188,38 +196,6 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
         except Exception as exc:
             raise common.Unavailable(f"The agent's store cannot be read now: {exc}") from None
         return [memory_out(m) for m in found]
-
-    @server.tool()
-    @_tool
-    def memory_consolidate(
-        agent: Annotated[
-            str, Field(min_length=1, max_length=80, description="agent slug (see list_agents)")
-        ],
-        dry_run: Annotated[bool, Field(description="plan and measure only; write nothing")] = False,
-        policy: Annotated[
-            str | None,
-            Field(
-                max_length=40,
-                description="named policy (default, aggressive); null = the agent's own",
-            ),
-        ] = None,
-        replace: Annotated[
-            bool, Field(description="supersede a proposal still waiting for review")
-        ] = False,
-    ) -> s.ConsolidateOut:
-        """Plan a consolidation pass. With dry_run: the ConsolidationResult figures (entries
-        before/after, merged, promoted, pruned, loss fraction), the loss-guard verdict and recall
-        figures, nothing written. Otherwise (admins): a proposal for review, or applied per the
-        agent's auto-apply policy; returns its id and status. Refused naming the agent's
-        proposal waiting for review unless replace=true (it is then marked stale, superseded,
-        its exclusions and edits carried over)."""
-        return passes.consolidate(
-            agent=common.get_agent(agent),
-            user=current_user(),
-            dry_run=dry_run,
-            policy=policy,
-            replace=replace,
-        )
 
     @server.tool()
     @_tool
@@ -279,6 +255,65 @@ def _register(server: MCPServer, current_user: Callable[[], Any]) -> None:
             return pass_detail_out(common.get_pass(pass_id), page=page)
         except EmptyPage:
             raise common.NotFound(f"Pass #{pass_id} has no page {page} of operations.") from None
+
+
+def _register_planning(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    """Planning now: ``memory_consolidate`` (a pass, or a dry run queued for the worker) and
+    ``get_dry_run`` (polling that dry run)."""
+
+    @server.tool()
+    @_tool
+    def memory_consolidate(
+        agent: Annotated[
+            str, Field(min_length=1, max_length=80, description="agent slug (see list_agents)")
+        ],
+        dry_run: Annotated[bool, Field(description="plan and measure only; write nothing")] = False,
+        policy: Annotated[
+            str | None,
+            Field(
+                max_length=40,
+                description="named policy (default, aggressive); null = the agent's own",
+            ),
+        ] = None,
+        replace: Annotated[
+            bool, Field(description="supersede a proposal still waiting for review")
+        ] = False,
+        wait: Annotated[
+            float,
+            Field(ge=0, le=60, description="dry runs: seconds to wait for the result"),
+        ] = MCP_DRY_RUN_WAIT,
+    ) -> s.ConsolidateOut | s.DryRunOut:
+        """Plan a consolidation pass. With dry_run: the worker plans it (nothing written) and
+        this waits up to `wait` seconds: status done with `result` — the ConsolidationResult
+        figures (entries before/after, merged, promoted, pruned, loss fraction), the loss-guard
+        verdict and recall figures — or, still queued/running, its dry_run_id for get_dry_run.
+        One dry run per agent at a time (the same request again returns it) and a few per
+        user; over a limit the call is refused with the dry run to wait for. Otherwise
+        (admins): a proposal for review, or applied per the agent's auto-apply policy; returns
+        its id and status. Refused naming the agent's proposal waiting for review unless
+        replace=true (it is then marked stale, superseded, its exclusions and edits carried
+        over)."""
+        return passes.consolidate(
+            agent=common.get_agent(agent),
+            user=current_user(),
+            dry_run=dry_run,
+            policy=policy,
+            replace=replace,
+            wait=wait,
+        )
+
+    @server.tool()
+    @_tool
+    def get_dry_run(
+        dry_run_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="dry run id")],
+        wait: Annotated[
+            float, Field(ge=0, le=60, description="seconds to wait for it to finish")
+        ] = MCP_DRY_RUN_WAIT,
+    ) -> s.DryRunOut:
+        """A dry run memory_consolidate(dry_run=true) queued: status queued, running, done (with
+        `result`, its figures) or failed (with `error`); waits up to `wait` seconds for it."""
+        current_user()
+        return dry_runs.dry_run_fetch(dry_run_id=dry_run_id, wait=wait)
 
 
 def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None:
@@ -382,4 +417,77 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
         its memories again (a revoked keep-apart lets their merge be proposed again)."""
         return decisions.revoke(
             agent=common.get_agent(agent), decision_id=decision_id, user=current_user(), note=note
+        )
+
+
+def _register_forget(server: MCPServer, current_user: Callable[[], Any]) -> None:
+    """The forget tools: request (or dry-run) a forget, approve or reject one."""
+
+    @server.tool()
+    @_tool
+    def forget(
+        agent: Annotated[str, Field(description="agent slug (see list_agents)")],
+        kind: Annotated[
+            Literal["scope", "ids", "contains", "similar"],
+            Field(description="select by a scope value, ids, text contains, or similarity"),
+        ],
+        key: Annotated[
+            str, Field(max_length=200, description="scope key (kind scope), e.g. user_id")
+        ] = "",
+        value: Annotated[str, Field(max_length=500, description="scope value (kind scope)")] = "",
+        ids: Annotated[
+            list[str] | None, Field(max_length=10_000, description="memory ids (kind ids)")
+        ] = None,
+        text: Annotated[
+            str, Field(max_length=2000, description="text (kinds contains and similar)")
+        ] = "",
+        similarity: Annotated[
+            float, Field(ge=0.0, le=1.0, description="least cosine (kind similar)")
+        ] = 0.8,
+        max_count: Annotated[
+            int, Field(ge=1, le=10_000, description="at most this many (contains, similar)")
+        ] = 100,
+        reason: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why")] = "",
+        dry_run: Annotated[bool, Field(description="list only, store nothing")] = False,
+    ) -> s.ForgetOut:
+        """Request that memories be forgotten for good (reviewers and admins): lists every
+        memory it would remove, live and archived. With dry_run nothing is stored; otherwise a
+        proposed forget request waits for approve_forget (it is never applied on its own and
+        cannot be rolled back once applied)."""
+        payload = s.ForgetIn(
+            kind=kind,
+            key=key,
+            value=value,
+            ids=ids or [],
+            text=text,
+            similarity=similarity,
+            max_count=max_count,
+            reason=reason,
+            dry_run=dry_run,
+        )
+        return forget_actions.forget(
+            agent=common.get_agent(agent), payload=payload, user=current_user()
+        )
+
+    @server.tool()
+    @_tool
+    def approve_forget(
+        forget_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="forget request id")],
+        note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why (optional)")] = "",
+    ) -> s.ForgetOut:
+        """Approve and apply a forget request (reviewers and admins): the memories, their
+        archived copies and every text of them are removed for good. Cannot be rolled back."""
+        return forget_actions.approve(
+            req=forget_actions.get_forget(forget_id), user=current_user(), note=note
+        )
+
+    @server.tool()
+    @_tool
+    def reject_forget(
+        forget_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="forget request id")],
+        note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why (optional)")] = "",
+    ) -> s.ForgetOut:
+        """Reject a forget request (reviewers and admins): nothing is removed."""
+        return forget_actions.reject(
+            req=forget_actions.get_forget(forget_id), user=current_user(), note=note
         )

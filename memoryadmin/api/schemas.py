@@ -294,17 +294,50 @@ class ConsolidateOut(Schema):
     url: str | None = None
 
 
+class DryRunOut(Schema):
+    """A dry run planned by the worker (``POST /passes`` with ``dry_run``, ``memory_consolidate``
+    with ``dry_run``): ``status`` ``queued → running → done | failed``. Poll ``poll_url`` (``GET
+    /api/v1/dry-runs/{id}?wait=<s>``) until it is done: ``result`` is then the figures the pass
+    would have (the :class:`ConsolidateOut` a synchronous dry run returned; nothing written);
+    ``error`` says why a failed one failed (a time or memory budget, the store down …).
+    ``seconds``: planning time so far; ``url``: the dry run's page in the console."""
+
+    dry_run: bool = True
+    dry_run_id: int
+    status: Literal["queued", "running", "done", "failed"]
+    agent: str
+    policy: str
+    progress: float
+    progress_label: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    seconds: float | None
+    error: str
+    result: ConsolidateOut | None
+    poll_url: str
+    url: str
+
+
 # ----- inputs -----------------------------------------------------------------------------
 
 
 class PassCreateIn(Schema):
-    """Run a pass now: ``dry_run`` plans and measures only (nothing stored); otherwise a
+    """Run a pass now: ``dry_run`` queues a dry run for the worker (plans and measures only,
+    nothing stored; :class:`DryRunOut`, waiting up to ``wait`` seconds for it); otherwise a
     proposal is created (or auto-applied per the agent's policy). ``policy``: a named policy
     (``default``, ``aggressive``) for this pass only; ``None`` = the agent's own."""
 
     agent: str = Field(min_length=1, max_length=80)
     dry_run: bool = False
     policy: str | None = Field(default=None, max_length=40)
+    wait: float = Field(
+        default=0,
+        ge=0,
+        le=60,
+        description="dry runs: seconds to wait for the result (at most "
+        "MEMORYADMIN_DRY_RUN_MAX_WAIT, 30 by default); 0 answers at once",
+    )
     replace: bool = Field(
         default=False,
         description="Supersede a proposal of the agent still waiting for review (marked stale, "
@@ -387,3 +420,64 @@ class DecisionOut(Schema):
     revoked_at: datetime | None = None
     revoked_by: str = ""
     revoke_note: str = ""
+
+
+ForgetKind = Literal["scope", "ids", "contains", "similar"]
+
+
+class ForgetIn(Schema):
+    """A forget request's selection: ``scope`` (``key`` — one of the agent's scope keys — and
+    ``value``), ``ids``, ``contains`` (``text``, case-insensitive) or ``similar`` (``text``,
+    cosine ≥ ``similarity``); ``max_count`` caps contains and similar. ``dry_run`` lists what
+    it would remove without storing anything."""
+
+    kind: ForgetKind
+    key: str = Field(default="", max_length=200)
+    value: str = Field(default="", max_length=500)
+    ids: list[str] = Field(default_factory=list, max_length=10_000)
+    text: str = Field(default="", max_length=2000)
+    similarity: float = Field(default=0.8, ge=0.0, le=1.0)
+    max_count: int = Field(default=100, ge=1, le=10_000)
+    reason: str = Field(default="", max_length=MAX_NOTE_CHARS)
+    dry_run: bool = False
+
+
+class ForgetMemoryOut(Schema):
+    """A memory a forget removes (``where``: live | archived) or leaves while it holds a
+    forgotten text (related: ``why``); ``document`` is ``None`` for a live id no longer in the
+    store."""
+
+    id: str
+    document: str | None = None
+    where: str = "live"
+    why: str = ""
+
+
+class ForgetOut(Schema):
+    """A forget request (``id`` ``None`` for a dry run). While proposed it lists every memory
+    it removes; once applied only the tombstone remains: who asked and approved, when, the
+    counts, ``purged`` (rows purged by kind) and ``selection`` hashed (SHA-256), never text."""
+
+    id: int | None = None
+    dry_run: bool = False
+    agent: str
+    status: str
+    kind: str
+    selection: dict[str, Any]
+    display: str = Field(description="the selection as typed; empty once applied or rejected")
+    count: int
+    live_count: int
+    archived_count: int
+    related_count: int
+    memories: list[ForgetMemoryOut] = Field(default_factory=list)
+    related: list[ForgetMemoryOut] = Field(default_factory=list)
+    purged: dict[str, int] = Field(default_factory=dict)
+    requested_by: str = ""
+    decided_by: str = ""
+    reason: str = ""
+    note: str = ""
+    error: str = ""
+    created_at: datetime | None = None
+    decided_at: datetime | None = None
+    finished_at: datetime | None = None
+    not_undoable: str

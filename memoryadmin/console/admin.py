@@ -11,6 +11,10 @@ from .models import (
     ArchivedMemory,
     AuditEvent,
     Decision,
+    Delivery,
+    ForgetRequest,
+    Notification,
+    NotificationChannel,
     Operation,
     Pass,
     PassSnapshot,
@@ -117,3 +121,27 @@ class StoreSampleAdmin(ReadOnlyAdmin):
 class PassSnapshotAdmin(ReadOnlyAdmin):
     list_display = ("run",)
     exclude = ("hashes",)  # id → hash of a whole store: too large to render
+
+
+@admin.register(ForgetRequest)
+class ForgetRequestAdmin(ReadOnlyAdmin):
+    list_display = ("id", "agent_slug", "status", "kind", "live_count", "archived_count")
+    list_filter = ("status", "kind")
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "event", "agent", "run", "summary", "test")
+    list_filter = ("event",)
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyAdmin):
+    list_display = ("id", "notification", "channel", "status", "attempts", "next_attempt_at")
+    list_filter = ("status",)
+
+
+@admin.register(NotificationChannel)
+class NotificationChannelAdmin(ReadOnlyAdmin):
+    list_display = ("id", "user", "kind", "target", "enabled", "created_at")
+    exclude = ("secret",)  # the webhook's HMAC key stays on its owner's page

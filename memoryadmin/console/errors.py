@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "DryRunLimit",
     "GuardRefused",
     "PassAlreadyActive",
     "ProposalChanged",
@@ -31,3 +32,14 @@ class ProposalChanged(ServiceError):
 
 class StoreUnavailable(ServiceError):
     """The agent's Chroma store cannot be reached or opened (server down, collection missing)."""
+
+
+class DryRunLimit(ServiceError):
+    """A dry run was refused by a limit: the agent already has one queued or running with another
+    policy, or the user has ``MEMORYADMIN_DRY_RUNS_PER_USER`` queued or running. ``active`` is
+    the dry run in the way (its id is in the message) and ``retry_after`` the seconds to wait."""
+
+    def __init__(self, message: str, *, active: object = None, retry_after: int = 5) -> None:
+        super().__init__(message)
+        self.active = active
+        self.retry_after = retry_after

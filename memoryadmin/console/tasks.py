@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import logging
 
+from django_q.exceptions import TimeoutException
+
 from . import stores
 from .errors import PassAlreadyActive
-from .models import Agent, ImportJob, Pass
+from .models import Agent, DryRun, ImportJob, Pass
+from .services.dry_runs import dry_run_run, dry_run_stop, dry_runs_sweep
 from .services.leases import lease_holder
+from .services.notifications import notifications_check
+from .services.notifications import notify_pass as notify_pass_service
+from .services.notifications_delivery import delivery_send
 from .services.passes import pass_fail, pass_request_scheduled, pass_run
 from .services.recovery import passes_recover, resume_leased
 from .services.rollback import archive_purge
@@ -20,9 +26,13 @@ from .services.transfer_jobs import import_job_run
 __all__ = [
     "purge_archives",
     "apply_pass",
+    "deliver_notification",
+    "notification_checks",
+    "notify_pass",
     "import_memories",
     "recover_passes",
     "rollback_pass",
+    "run_dry_run",
     "run_pass",
     "scheduled_pass",
 ]
@@ -42,6 +52,23 @@ def run_pass(pass_id: int) -> str:
         log.exception("run_pass(%s) crashed", pass_id)
         run = pass_fail(run=run, error=f"{type(exc).__name__}: {exc}")
     return f"pass #{pass_id}: {run.status}"
+
+
+def run_dry_run(dry_run_id: int) -> str:
+    """Plan dry run ``dry_run_id`` (a no-op unless it is queued) and store its figures.
+
+    When django-q2 stops the task at its timeout (the dry run's time budget plus a grace), the
+    dry run is marked ``failed`` before the worker process is replaced.
+    """
+    dry = DryRun.objects.select_related("agent").filter(pk=dry_run_id).first()
+    if dry is None:
+        return f"dry run #{dry_run_id} does not exist"
+    try:
+        dry = dry_run_run(dry_run=dry)
+    except TimeoutException:
+        dry_run_stop(dry_run_id=dry_run_id, reason="The worker stopped it at its time budget.")
+        raise
+    return f"dry run #{dry_run_id}: {dry.status}"
 
 
 def _resume(pass_id: int, what: str) -> str:
@@ -125,6 +152,10 @@ def recover_passes() -> str:
     While Chroma does not answer nothing is tried: each waiting pass is logged at WARNING, and
     the next minute tries again. Never raises.
     """
+    try:
+        dry_runs_sweep()  # database only: done even while the store is down
+    except Exception:
+        log.exception("dry_runs_sweep crashed")
     waiting = list(
         Pass.objects.filter(
             status__in=(Pass.Status.APPROVED, Pass.Status.APPLYING, Pass.Status.ROLLING_BACK)
@@ -148,3 +179,40 @@ def recover_passes() -> str:
     for run in runs:
         log.info("recovered pass #%s of agent #%s: %s", run.pk, run.agent_id, run.status)
     return f"recovered {len(runs)} pass(es)"
+
+
+def notify_pass(pass_id: int, event: str) -> str:
+    """Tell the subscribers of pass ``pass_id``'s agent about ``event`` (enqueued after the
+    pass's transition commits). Never raises."""
+    try:
+        notification = notify_pass_service(pass_id=pass_id, event=event)
+    except Exception as exc:
+        log.exception("notify_pass(%s, %s) crashed", pass_id, event)
+        return f"notify pass #{pass_id} {event}: {type(exc).__name__}: {exc}"
+    if notification is None:
+        return f"pass #{pass_id} {event}: nothing to tell"
+    return f"pass #{pass_id} {event}: notification #{notification.pk}"
+
+
+def deliver_notification(delivery_id: int) -> str:
+    """Make the next attempt of delivery ``delivery_id`` (a failure schedules the retry).
+    Never raises."""
+    try:
+        delivery = delivery_send(delivery_id=delivery_id)
+    except Exception as exc:
+        log.exception("deliver_notification(%s) crashed", delivery_id)
+        return f"delivery #{delivery_id}: {type(exc).__name__}: {exc}"
+    if delivery is None:
+        return f"delivery #{delivery_id} does not exist"
+    return f"delivery #{delivery_id}: {delivery.status} after {delivery.attempts} attempt(s)"
+
+
+def notification_checks() -> str:
+    """The periodic checks (django-q2 ``Schedule`` ``NOTIFY_SCHEDULE``): stuck applies and
+    imports, proposals waiting too long. Never raises."""
+    try:
+        emitted = notifications_check()
+    except Exception as exc:
+        log.exception("notification_checks crashed")
+        return f"notification checks crashed: {type(exc).__name__}: {exc}"
+    return f"{len(emitted)} notification(s)"

@@ -14,6 +14,8 @@ from consolidation.recall import (
     content_words,
     evaluate_recall,
     recall_guard,
+    recall_hold_reason,
+    recall_holds,
     simulate_after,
     top_k_indices,
 )
@@ -327,3 +329,46 @@ def test_recall_guard_table(before, after, minimum, passed, ratio):
 def test_recall_guard_fails_closed_on_bad_threshold(bad):
     with pytest.raises(ValueError, match="min_recall_retention"):
         recall_guard(0.8, 0.8, bad)
+
+
+def prune(rid: str) -> Operation:
+    r = next(x for x in STORE if x.id == rid)
+    return Operation(OpKind.PRUNE, [rid], [r.content_hash], [rid], "stale", "decay")
+
+
+def test_recall_holds_names_the_operation_that_took_the_answer():
+    # k=2: only o1 holds "7 May 2023"; t2 and s1 both hold "2022", so pruning t2 costs nothing.
+    ops = [prune("t2"), prune("o1")]
+    holds = recall_holds(STORE, ops, PROBES, k=2, query_embeddings=QUERIES)
+    assert holds == {1: [0]}
+    kept = [o for i, o in enumerate(ops) if i not in holds]
+    after = evaluate_recall(
+        simulate_after(STORE, kept, None), PROBES, k=2, query_embeddings=QUERIES
+    )
+    assert after.answer_recall == 1.0  # what is left loses no answer
+    reason = recall_hold_reason(PROBES, holds[1])
+    assert "probe query 1" in reason and "support group" in reason
+
+
+def test_recall_holds_blames_a_new_memory_that_pushes_the_answer_out():
+    # k=1: probe 2 reads s1 ("2022"); a distilled memory without the year takes its place.
+    emb = AxisEmbedder({"melanie paints": unit(0, 0.7, 0.7)})
+    distill = Operation(
+        OpKind.DISTILL,
+        ["t2"],
+        [STORE[2].content_hash],
+        [],
+        "d",
+        "distill",
+        result_id="d-1",
+        result_document="Melanie paints landscapes",
+        result_metadata={"layer": "semantic"},
+    )
+    ops = [prune("t1"), distill]
+    assert recall_holds(STORE, ops, PROBES, k=1, embedder=emb, query_embeddings=QUERIES) == {1: [1]}
+    assert emb.calls == [["Melanie paints landscapes"]]  # embedded once over the rounds
+
+
+def test_recall_holds_is_empty_without_probes_or_operations():
+    assert recall_holds(STORE, [prune("o1")], [], k=2) == {}
+    assert recall_holds(STORE, [], PROBES, k=2, query_embeddings=QUERIES) == {}

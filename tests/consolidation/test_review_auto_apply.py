@@ -172,3 +172,15 @@ def test_a_planned_pass_applies_its_harmless_merges_and_holds_the_harmful_one():
     (held,) = split.waiting
     assert held.codes == ("content",) and "/cache" in held.reasons[0]
     assert split.safe_loss.content_words == 0
+
+
+def test_an_operation_that_costs_a_probe_its_answer_waits_and_frees_the_content_budget():
+    ops = [op(ids=("a", "b")), op(ids=("c", "d"))]
+    policy = Policy(max_lost_content_words=1)
+    losses = [lost("jazz"), lost("blues")]
+    held = {0: "costs probe query 3 its answer: 'What does Alice like?'"}
+    split = split_auto_apply(ops, [0.0, 0.0], losses, policy, store_sentences=100, recall_held=held)
+    assert split.safe == [1]  # the second one's word fits the budget the first one left
+    assert split.waiting[0].codes == ("recall",)
+    assert "probe query 3" in split.waiting[0].reasons[0]
+    assert split.counts() == {"recall": 1}

@@ -16,6 +16,7 @@ TOOLS = {
     "search_memories",
     "memory_consolidate",
     "memory_compact",
+    "get_dry_run",
     "list_proposals",
     "get_pass",
     "exclude_operation",
@@ -24,6 +25,9 @@ TOOLS = {
     "reject_pass",
     "list_decisions",
     "revoke_decision",
+    "forget",
+    "approve_forget",
+    "reject_forget",
 }
 
 

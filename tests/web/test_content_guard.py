@@ -1,4 +1,4 @@
-"""The content guard beside the loss guard: a merge that drops a path the store keeps nowhere
+"""The content guard beside the loss guard: a merge that drops a code term the store keeps nowhere
 else fails it; the proposal page and the API show both verdicts with the same figures;
 auto-apply waits for a person; a person who approves past it is recorded."""
 
@@ -20,11 +20,13 @@ from .api_helpers import api_factory
 
 pytestmark = pytest.mark.django_db
 
-PATHS = [  # near-duplicates the planner merges; the merge keeps one wording only
-    "To free disk space on the build host, run rm -rf ~/cache before the nightly job.",
-    "To free disk space on the build host, run rm -rf /cache before the nightly job.",
+# Near-duplicates the planner merges (the verbatim rules keep ~/cache and /cache apart, not an
+# assignment's operator); the merge keeps one wording only and so drops "cache_dir = /var/cache".
+ASSIGNMENTS = [
+    "In the config the cache path is set with cache_dir = /var/cache on the build host.",
+    "In the config the cache path is set with cache_dir := /var/cache on the build host.",
 ]
-TEXTS = DISTINCT_FACTS[:10] + PATHS
+TEXTS = DISTINCT_FACTS[:10] + ASSIGNMENTS
 DUPES = DISTINCT_FACTS[:10] + [DISTINCT_FACTS[0]]  # an exact duplicate: nothing lost
 
 
@@ -58,10 +60,6 @@ def test_a_merge_that_loses_content_fails_the_content_guard_on_page_and_api(
     assert words in guard["reason"] and words in html  # one figure, two places
 
 
-@pytest.mark.xfail(
-    reason="since the latest main the planner keeps ~/cache and /cache apart: nothing to merge",
-    strict=False,
-)
 def test_auto_apply_waits_for_a_person_when_the_content_guard_fails(
     client: Client, alice, api, agent_with_memories, django_capture_on_commit_callbacks
 ):
@@ -72,7 +70,7 @@ def test_auto_apply_waits_for_a_person_when_the_content_guard_fails(
     assert "content guard" in held.note
 
     with django_capture_on_commit_callbacks(execute=True):
-        pass_approve(run=run, user=alice, note="the two paths are the same on this host")
+        pass_approve(run=run, user=alice, note="both forms set the same path here")
     run.refresh_from_db()
     assert run.status == "applied" and stores.get_store(agent).count() == 11
     past = run.events.get(verb="approved_past_content_guard")

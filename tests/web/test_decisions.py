@@ -343,3 +343,42 @@ def test_the_cli_plans_with_the_decisions_too(agent_with_memories, bob):
     figures = json.loads(out.getvalue())
     # one merge of two originals (four without the decision): the kept-apart pair is left out
     assert figures["merged"] == 2
+
+
+def test_a_waiting_part_does_not_stop_the_nightly_pass_while_auto_apply_is_on(
+    agent_with_memories, bob, time_machine, django_capture_on_commit_callbacks
+):
+    from datetime import UTC, datetime
+
+    time_machine.move_to(datetime(2025, 3, 10, 3, 0, 5, tzinfo=UTC), tick=False)
+    agent = agent_with_memories(F[:16] + [F[0]])  # one merge, rejected
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    (rejected_merge,) = merges(run)
+    pass_reject(run=run, user=bob, note="too aggressive")
+    store = stores.get_store(agent)
+    store.upsert([MemoryRecord("dup-1", F[1], embed_texts([F[1]])[0], {"created_at": days_ago(1)})])
+    agent_update(agent=agent, auto_apply="safe")
+    with django_capture_on_commit_callbacks(execute=True):
+        scheduled_pass(agent.pk)
+    first_wait = Pass.objects.get(agent=agent, trigger="policy")
+    assert first_wait.status == "proposed" and count(agent) == 17
+
+    # the next night: a new duplicate arrives; the waiting part does not block the schedule
+    time_machine.move_to(datetime(2025, 3, 11, 3, 0, 5, tzinfo=UTC), tick=False)
+    store.upsert([MemoryRecord("dup-2", F[2], embed_texts([F[2]])[0], {"created_at": days_ago(1)})])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert "queued" in scheduled_pass(agent.pk)
+    nightly = Pass.objects.filter(agent=agent, trigger="schedule").order_by("-pk").first()
+    assert nightly.status == "applied" and count(agent) == 17  # 18 → the new duplicate merged
+    first_wait.refresh_from_db()
+    assert first_wait.status == "stale"  # replaced by the new waiting part, same operation
+    (second_wait,) = Pass.objects.filter(agent=agent, trigger="policy", status="proposed")
+    assert tuple(merges(second_wait)) == (rejected_merge,)
+
+    # auto-apply off: what waits is a person's work again, and the schedule waits for it
+    agent_update(agent=agent, auto_apply="off")
+    time_machine.move_to(datetime(2025, 3, 12, 3, 0, 5, tzinfo=UTC), tick=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert "skipped" in scheduled_pass(agent.pk)
+    second_wait.refresh_from_db()
+    assert second_wait.status == "proposed"

@@ -80,7 +80,10 @@ def test_tools_are_listed_with_typed_inputs(mcp_url, carol) -> None:
     )
     consolidate = tools["memory_consolidate"]
     assert consolidate.input_schema["properties"]["dry_run"]["type"] == "boolean"
-    assert "loss_fraction" in consolidate.output_schema["properties"]
+    out = consolidate.output_schema  # a pass (ConsolidateOut) or a dry run (DryRunOut)
+    assert "loss_fraction" in out["$defs"]["ConsolidateOut"]["properties"]
+    assert "poll_url" in out["$defs"]["DryRunOut"]["properties"]
+    assert tools["get_dry_run"].input_schema["required"] == ["dry_run_id"]
     assert tools["reject_pass"].input_schema["required"] == ["pass_id", "note"]
 
 
@@ -106,7 +109,9 @@ def test_dry_run_on_a_locomo_agent_writes_nothing_and_search_finds_by_meaning(
     )
     [row] = result(agents)
     assert row["slug"] == "locomo-conv-30" and row["memories"] == before == 557
-    d = result(dry)
+    queued = result(dry)
+    assert queued["status"] == "done" and queued["poll_url"].endswith(f"/{queued['dry_run_id']}")
+    d = queued["result"]
     assert d["dry_run"] is True and d["pass_id"] is None and d["entries_before"] == 557
     assert d["entries_after"] <= 557 and 0.0 <= d["loss_fraction"] <= 1.0
     assert d["guard_passed"] is not None and d["guard_reason"]
@@ -246,6 +251,64 @@ def test_a_reviewer_decides_a_conflict_and_excludes_an_operation_over_mcp(
     assert conflict.scores["decision"]["by"] == "bob"
     verbs = set(AuditEvent.objects.filter(run=run, actor="bob").values_list("verb", flat=True))
     assert {"conflict_resolved", "excluded", "included"} <= verbs, verbs
+
+
+def test_a_reviewer_forgets_a_scope_over_mcp_and_a_viewer_may_not(
+    mcp_url, carol, bob, agent_with_memories
+) -> None:
+    agent = agent_with_memories(4, [{"user_id": u} for u in ("u1", "u2", "u1", "u2")])
+    sel = {"agent": agent.slug, "kind": "scope", "key": "user_id", "value": "u1"}
+    _t, viewer = token_create(user=carol)
+    [refused] = calls(mcp_url, viewer, ("forget", sel | {"dry_run": True}))
+    assert "carol (viewer) may not forget" in error(refused)
+    _t, reviewer = token_create(user=bob)
+    dry, proposed = calls(mcp_url, reviewer, ("forget", sel | {"dry_run": True}), ("forget", sel))
+    assert result(dry)["count"] == 2 and result(dry)["id"] is None
+    assert result(proposed)["status"] == "proposed"
+    [done] = calls(mcp_url, reviewer, ("approve_forget", {"forget_id": result(proposed)["id"]}))
+    assert result(done)["status"] == "applied" and result(done)["live_count"] == 2
+    left = stores.get_store(agent).iter_records(include_embeddings=False)
+    assert sorted(r.id for r in left) == ["mem-001", "mem-003"]
+
+
+def test_dry_runs_over_mcp_are_queued_polled_and_limited(
+    mcp_url, carol, agent_with_memories, settings, monkeypatch
+) -> None:
+    """django-q2 as deployed (not sync): the tool queues the dry run, waits (bounded) and gives
+    its id; the same request again shares it; a viewer's token is held to the per-user limit;
+    get_dry_run returns the figures once the worker has planned it."""
+    from django_q.conf import Conf
+
+    from memoryadmin.console import tasks
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+    settings.MEMORYADMIN_DRY_RUNS_PER_USER = 1
+    first, second = agent_with_memories(3), agent_with_memories(3)
+    _t, raw = token_create(user=carol)
+    queued, again, other_policy, over_limit = calls(
+        mcp_url,
+        raw,
+        ("memory_consolidate", {"agent": first.slug, "dry_run": True, "wait": 0.5}),
+        ("memory_consolidate", {"agent": first.slug, "dry_run": True, "wait": 0}),
+        ("memory_consolidate", {"agent": first.slug, "dry_run": True, "policy": "aggressive"}),
+        ("memory_consolidate", {"agent": second.slug, "dry_run": True, "wait": 0}),
+    )
+    q = result(queued)
+    assert q["status"] == "queued" and q["result"] is None
+    assert result(again)["dry_run_id"] == q["dry_run_id"]
+    assert f"Dry run #{q['dry_run_id']}" in error(other_policy)
+    assert "at most 1 at a time" in error(over_limit)
+    tasks.run_dry_run(q["dry_run_id"])  # what the worker does with the queued task
+    [done, missing] = calls(
+        mcp_url,
+        raw,
+        ("get_dry_run", {"dry_run_id": q["dry_run_id"], "wait": 0}),
+        ("get_dry_run", {"dry_run_id": 987654, "wait": 0}),
+    )
+    d = result(done)
+    assert d["status"] == "done" and d["result"]["entries_before"] == 3
+    assert d["result"]["pass_id"] is None and not Pass.objects.filter(agent=first).exists()
+    assert "There is no dry run #987654" in error(missing)
 
 
 def test_bad_arguments_are_one_readable_line_each_without_pydantic_text(mcp_url, alice) -> None:

@@ -137,7 +137,9 @@ def test_a_viewer_over_stdio(stack) -> None:
         ("memory_consolidate", {"agent": "nobody", "dry_run": True}),
     )
     assert {t.name for t in listing.tools} == TOOLS
-    d = result(dry)
+    queued = result(dry)  # planned by the server's task queue (Q_SYNC here), polled by the tool
+    assert queued["status"] == "done" and queued["dry_run_id"] >= 1
+    d = queued["result"]
     assert d["dry_run"] is True and d["entries_before"] == 557 and d["pass_id"] is None
     assert d["recall_before"] is not None
     assert len(result(hits)) == 3

@@ -30,6 +30,8 @@ METHODS: dict[str, set[str]] = {
     "agent_edit": BOTH,
     "agent_delete": BOTH,
     "agent_run": POST,
+    "agent_dry_run": POST,
+    "dry_run_detail": GET,
     "memory_list": GET,
     "memory_detail": GET,
     "memory_pin": POST,
@@ -37,6 +39,11 @@ METHODS: dict[str, set[str]] = {
     "memory_delete": POST,
     "archive_list": GET,
     "archive_restore": POST,
+    "forget_page": GET,
+    "forget_create": POST,
+    "forget_detail": GET,
+    "forget_approve": POST,
+    "forget_reject": POST,
     "decision_list": GET,
     "decision_revoke": POST,
     "memories_import": BOTH,
@@ -62,6 +69,12 @@ METHODS: dict[str, set[str]] = {
     "audit_csv": GET,
     "audit_events": GET,
     "audit_events_csv": GET,
+    "notifications": GET,
+    "notification_channel_add": POST,
+    "notification_channel_delete": POST,
+    "notification_channel_test": POST,
+    "notification_subscription_save": POST,
+    "notification_defaults": POST,
 }
 """HTTP methods each named URL takes (lower case, as the test client spells them)."""
 

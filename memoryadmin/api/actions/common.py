@@ -40,6 +40,17 @@ class BadInput(ActionError):
     status = 422
 
 
+class TooManyRequests(ActionError):
+    """A limit refused the request (dry runs: one per agent, a few per user); try again after
+    ``retry_after`` seconds (the API's ``Retry-After``)."""
+
+    status = 429
+
+    def __init__(self, message: str, *, field: str | None = None, retry_after: int = 5) -> None:
+        super().__init__(message, field=field)
+        self.retry_after = retry_after
+
+
 class Unavailable(ActionError):
     """The store (Chroma) cannot be reached now; nothing was written."""
 

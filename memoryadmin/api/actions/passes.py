@@ -6,12 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from django.utils import timezone
-
-from consolidation import Policy
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Agent, Pass
-from memoryadmin.console.services.passes import pass_dry_run, pass_request
+from memoryadmin.console.services.passes import pass_request
 
 from .. import schemas as s
 from ..present.passes import pass_out
@@ -24,6 +21,7 @@ from .common import (
     require_manage,
     service_error,
 )
+from .dry_runs import dry_run_submit
 
 
 def refuse_superseding(agent: Agent, replace: bool) -> None:
@@ -40,19 +38,26 @@ def refuse_superseding(agent: Agent, replace: bool) -> None:
 
 
 def consolidate(
-    *, agent: Agent, user: Any, dry_run: bool, policy: str | None, replace: bool = False
-) -> s.ConsolidateOut:
+    *,
+    agent: Agent,
+    user: Any,
+    dry_run: bool,
+    policy: str | None,
+    replace: bool = False,
+    wait: float = 0,
+) -> s.ConsolidateOut | s.DryRunOut:
     """Plan a pass for ``agent`` now.
 
-    ``dry_run``: the ``consolidate --dry-run`` path (plan and measure; nothing stored, no pass
-    recorded; any role). Otherwise ``pass_request`` (admins only, like "Run now"): the
-    pass is queued and planned by the worker (inline in tests) into a proposal, or auto-applied
-    per the agent's policy; the result carries its id and current status. A proposal waiting
-    for review is superseded only with ``replace`` (else :class:`Conflict` naming it).
+    ``dry_run``: a dry run queued for the worker (:func:`~.dry_runs.dry_run_submit`: the
+    ``consolidate --dry-run`` figures, nothing stored, no pass recorded; any role, within the
+    dry-run limits), waiting up to ``wait`` seconds for it. Otherwise ``pass_request`` (admins only,
+    like "Run now"): the pass is queued and planned by the worker (inline in tests) into a proposal,
+    or auto-applied per the agent's policy; the result carries its id and current status. A proposal
+    waiting for review is superseded only with ``replace`` (else :class:`Conflict` naming it).
     """
     chosen = named_policy(policy)
     if dry_run:
-        return _dry_run(agent, chosen, policy)
+        return dry_run_submit(agent=agent, user=user, policy=policy, wait=wait)
     require_manage(user, f"start a pass of {agent.slug}")
     refuse_superseding(agent, replace)
     kwargs: dict[str, Any] = {"policy": chosen, "policy_name": policy} if chosen is not None else {}
@@ -136,22 +141,4 @@ def _created(run: Pass, policy: str) -> s.ConsolidateOut:
         recall_before=(run.recall or {}).get("answer_recall_before"),
         recall_after=(run.recall or {}).get("answer_recall_after"),
         url=run.get_absolute_url(),
-    )
-
-
-def _dry_run(agent: Agent, chosen: Policy | None, policy: str | None) -> s.ConsolidateOut:
-    """``pass_dry_run`` (the ``consolidate --dry-run`` path: snapshot → plan → recall
-    check, nothing stored) as the API's result."""
-    try:
-        figures = pass_dry_run(agent=agent, policy=chosen or agent.get_policy(), now=timezone.now())
-    except (ServiceError, ValueError) as exc:
-        raise service_error(exc) from None
-    fields = s.ConsolidateOut.model_fields
-    return s.ConsolidateOut(
-        dry_run=True,
-        pass_id=None,
-        status="dry_run",
-        agent=agent.slug,
-        policy=policy or "agent",
-        **{k: v for k, v in figures.items() if k in fields},
     )

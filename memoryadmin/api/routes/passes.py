@@ -64,12 +64,14 @@ def pass_detail(request: HttpRequest, pass_id: int, filters: Query[OpFilters]):
 
 @router.post(
     "/passes",
-    response={200: s.ConsolidateOut, 202: s.ConsolidateOut},
-    summary="Run a pass now (admins) or a dry run (anyone; nothing is stored)",
+    response={200: s.DryRunOut, 202: s.ConsolidateOut | s.DryRunOut},
+    summary="Run a pass now (admins) or queue a dry run (anyone; nothing is stored)",
 )
 def pass_create(request: HttpRequest, payload: s.PassCreateIn):
-    """200 with the dry run's figures, or 202 with the new pass's id and status (planned by the
-    worker); 409 naming the agent's proposal waiting for review unless ``replace`` is true."""
+    """202 with the new pass's id and status (planned by the worker); a dry run: 202 with the
+    dry run queued for the worker (its ``poll_url``), or 200 once it finished within ``wait``;
+    429 (``Retry-After``) when a dry-run limit refuses it; 409 naming the agent's proposal
+    waiting for review unless ``replace`` is true."""
     agent = get_agent(payload.agent)
     out = consolidate(
         agent=agent,
@@ -77,5 +79,8 @@ def pass_create(request: HttpRequest, payload: s.PassCreateIn):
         dry_run=payload.dry_run,
         policy=payload.policy,
         replace=payload.replace,
+        wait=payload.wait,
     )
-    return Status(200 if out.dry_run else 202, out)
+    if isinstance(out, s.DryRunOut) and out.status in ("done", "failed"):
+        return Status(200, out)
+    return Status(202, out)

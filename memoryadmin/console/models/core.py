@@ -276,8 +276,18 @@ class Pass(models.Model):
     def undo_expired(self) -> str:
         """Why this applied pass can no longer be undone, or ``""``: it finished before the
         agent's archive retention (:meth:`Agent.archive_cutoff`), so its archived copies are
-        (or are about to be) purged."""
-        if self.status not in self.ROLLBACKABLE or self.finished_at is None:
+        (or are about to be) purged; or a forget request purged memories it held
+        (``telemetry["forgotten_by"]``: "purged by forget request #N")."""
+        if self.status not in self.ROLLBACKABLE:
+            return ""
+        forgotten = (self.telemetry or {}).get("forgotten_by") or []
+        if forgotten:
+            return (
+                "Undo impossible: memories this pass held were purged by forget request "
+                + ", ".join(f"#{n}" for n in forgotten)
+                + "."
+            )
+        if self.finished_at is None:
             return ""
         cutoff = self.agent.archive_cutoff()
         if cutoff is None or self.finished_at >= cutoff:

@@ -1,9 +1,11 @@
-"""Background work the console tracks: JSONL imports and the worker's heartbeat."""
+"""Background work the console tracks: JSONL imports, dry runs and the worker's heartbeat."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
 from .core import Agent
@@ -66,6 +68,77 @@ class ImportJob(models.Model):
     def progress(self) -> float:
         """Fraction in [0, 1] of the valid memories handled so far (0 while validating)."""
         return min(1.0, self.done / self.total) if self.total else 0.0
+
+
+class DryRun(models.Model):
+    """A dry run planned by the worker (``tasks.run_dry_run``), its result kept for polling.
+
+    ``queued → running → done | failed``. ``result`` is the dict
+    :func:`memoryadmin.console.services.passes.pass_dry_run` returns (the figures of the pass
+    that would be stored; nothing is written to the store). ``policy`` is the policy dict
+    planned with (``policy_name`` the named policy asked for, ``""`` = the agent's own).
+    At most one queued or running dry run per agent, enforced by the database
+    (``dry_run_active_per_agent``); results are deleted ``MEMORYADMIN_DRY_RUN_KEEP_HOURS`` after
+    they finish (:func:`memoryadmin.console.services.dry_runs.dry_runs_purge`).
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="dry_runs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor = models.CharField(max_length=150, default="web")
+    policy = models.JSONField(default=dict, blank=True)
+    policy_name = models.CharField(max_length=40, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    progress = models.FloatField(default=0.0)
+    progress_label = models.CharField(max_length=200, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    # "host:pid" of the worker process planning it.
+    worker = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Peak resident memory of the planning process while it ran (bytes; 0 = unknown).
+    peak_rss = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent"],
+                condition=Q(status__in=["queued", "running"]),
+                name="dry_run_active_per_agent",
+            )
+        ]
+        indexes = [models.Index(fields=["created_by", "status"], name="dry_run_user_status")]
+
+    def __str__(self) -> str:
+        return f"dry run #{self.pk} of {self.agent_id}: {self.status}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("dry_run_detail", args=[self.pk])
+
+    @property
+    def is_active(self) -> bool:
+        """True while queued or running."""
+        return self.status in self.ACTIVE
+
+    @property
+    def seconds(self) -> float | None:
+        """Seconds from start to finish (or to now while running); ``None`` before it starts."""
+        if self.started_at is None:
+            return None
+        end = self.finished_at or timezone.now()
+        return max(0.0, (end - self.started_at).total_seconds())
 
 
 class WorkerHeartbeat(models.Model):

@@ -23,6 +23,8 @@ from consolidation.recall import (
     RecallReport,
     evaluate_recall,
     recall_guard,
+    recall_hold_reason,
+    recall_holds,
     simulate_after,
 )
 from consolidation.snapshot import read_all
@@ -40,6 +42,7 @@ __all__ = [
     "read_records",
     "recall_check",
     "recall_evaluate",
+    "recall_held",
 ]
 
 MAX_LOST_LISTED = 50
@@ -185,6 +188,33 @@ def recall_check(
         ],
         "seconds": time.perf_counter() - t0,
     }
+
+
+def recall_held(
+    agent: Agent,
+    records: Sequence[MemoryRecord],
+    operations: Sequence[Operation],
+    policy: Policy,
+    *,
+    embedder: Embedder | None = None,
+) -> dict[int, str]:
+    """``{index into operations: sentence}`` of the operations that cost one of the agent's
+    probe queries its answer (:func:`consolidation.recall.recall_holds` over ``records``, the
+    pass's snapshot); auto-apply ``safe`` leaves them for review. Empty when the recall guard
+    is off (``min_recall_retention`` empty), the agent has no probes or nothing is given.
+    The probes are numbered as on the probes page. Nothing is written."""
+    probes = agent_probes(agent)
+    if policy.min_recall_retention is None or not probes or not operations:
+        return {}
+    holds = recall_holds(
+        records,
+        list(operations),
+        probes,
+        k=policy.recall_k,
+        embedder=_embedder(embedder),
+        fieldmap=agent.get_field_map(),
+    )
+    return {i: recall_hold_reason(probes, lost) for i, lost in holds.items()}
 
 
 PROBE_PAGE_SIZE = 25

@@ -21,6 +21,7 @@ from ..validation import (
     validate_policy,
 )
 from .common import actor_name, audit
+from .notifications import subscriptions_for_new_agent
 from .schedules import schedule_sync
 
 __all__ = ["agent_create", "agent_delete", "agent_update"]
@@ -149,6 +150,7 @@ def agent_create(
         data={"collection": collection_name, "attached": bool(attach)},
     )
     schedule_sync(agent=agent)
+    subscriptions_for_new_agent(agent=agent)  # when the admin's notification defaults say so
     if not attach:
         stores.create_collection(collection_name)
     return agent

@@ -531,7 +531,8 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
     """The agent's checkpoint := what this pass saw (its snapshot), minus the memories it removed
     and the sources of operations that failed (to be tried again) or were excluded merges and
     reconciles (judged again, held back by their decisions) and — auto-applied by policy —
-    of conflicts nobody decided (to be asked again), plus what it wrote; and a
+    of conflicts nobody decided (to be asked again) and of the operations auto-apply left for
+    review (planned again by the next pass), plus what it wrote; and a
     :class:`StoreSample` of the store's size.
 
     Memories written to the store after planning are not in the snapshot, so the next
@@ -571,6 +572,15 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
             .values_list("source_ids", flat=True)
         )
         for ids in undecided:
+            for mid in ids:
+                checkpoint.pop(mid, None)
+    # The part auto-apply left for review: its memories leave the checkpoint too, so the next
+    # (scheduled) pass plans those operations again and its waiting part replaces this one.
+    waiting_pass = ((run.telemetry or {}).get("auto_apply") or {}).get("waiting_pass")
+    if waiting_pass:
+        for ids in Operation.objects.filter(run_id=waiting_pass).values_list(
+            "source_ids", flat=True
+        ):
             for mid in ids:
                 checkpoint.pop(mid, None)
     if written:

@@ -1,5 +1,6 @@
 """What every service shares: the audited status transition of a pass, audit events, progress,
-task names and enqueueing after commit, and the crash tests' failpoints.
+task names and enqueueing after commit, the pass events notifications are sent for, and the
+crash tests' failpoints.
 
 Nothing here is a service an operator calls, and nothing here imports a service: the domain
 modules build on it. Transitions are a conditional ``UPDATE … WHERE status IN (…)`` plus an
@@ -20,12 +21,17 @@ import numpy as np
 from django.db import transaction
 
 from ..errors import ServiceError
-from ..models import Agent, AuditEvent, Pass, StoreSample
+from ..models import Agent, AuditEvent, NotificationChannel, NotificationEvent, Pass, StoreSample
 
 __all__ = [
     "FAILPOINT_ENV",
+    "PASS_EVENTS",
     "TASK_APPLY",
+    "TASK_DELIVER",
+    "TASK_DRY_RUN",
     "TASK_IMPORT",
+    "TASK_NOTIFY",
+    "TASK_NOTIFY_CHECK",
     "TASK_PURGE",
     "TASK_RECOVER",
     "TASK_ROLLBACK",
@@ -36,6 +42,7 @@ __all__ = [
     "enqueue",
     "failpoint",
     "jsonable",
+    "notify_after_commit",
     "SYSTEM_ACTOR",
     "run_actor",
     "set_progress",
@@ -53,6 +60,17 @@ TASK_ROLLBACK = "memoryadmin.console.tasks.rollback_pass"
 TASK_IMPORT = "memoryadmin.console.tasks.import_memories"
 TASK_RECOVER = "memoryadmin.console.tasks.recover_passes"
 TASK_PURGE = "memoryadmin.console.tasks.purge_archives"
+TASK_DRY_RUN = "memoryadmin.console.tasks.run_dry_run"
+TASK_NOTIFY = "memoryadmin.console.tasks.notify_pass"
+TASK_DELIVER = "memoryadmin.console.tasks.deliver_notification"
+TASK_NOTIFY_CHECK = "memoryadmin.console.tasks.notification_checks"
+
+PASS_EVENTS: dict[str, str] = {
+    Pass.Status.PROPOSED: NotificationEvent.PROPOSAL_WAITING,
+    Pass.Status.REJECTED_BY_GUARD: NotificationEvent.GUARD_REJECTED,
+    Pass.Status.FAILED: NotificationEvent.PASS_FAILED,
+}
+"""The pass statuses a notification is sent for, and its event."""
 
 
 def actor_name(user: Any, default: str) -> str:
@@ -164,8 +182,18 @@ def transition(
             note=note,
             data=data,
         )
+        if to in PASS_EVENTS:
+            notify_after_commit(run, PASS_EVENTS[to])
     run.refresh_from_db()
     return run
+
+
+def notify_after_commit(run: Pass, event: str) -> None:
+    """Send ``tasks.notify_pass(run.pk, event)`` to the queue once the transaction commits —
+    only when some channel exists (a console nobody listens to enqueues nothing). The task
+    decides who hears of it, and skips a proposal no longer waiting by then (auto-applied)."""
+    if NotificationChannel.objects.filter(enabled=True).exists():
+        enqueue(TASK_NOTIFY, run.pk, str(event))
 
 
 def set_progress(run: Pass, fraction: float, label: str) -> None:
@@ -175,10 +203,17 @@ def set_progress(run: Pass, fraction: float, label: str) -> None:
     run.progress, run.progress_label = fraction, label[:200]
 
 
-def enqueue(func: str, pk: int, *, run_here: Callable[[int], Any] | None = None) -> None:
-    """Run ``func(pk)`` after the surrounding transaction commits: a django-q2 task, or — with
-    ``run_here`` (CLI, demo seeding: the service the task would call) — ``run_here(pk)`` in this
-    process."""
+def enqueue(
+    func: str,
+    pk: int,
+    *args: Any,
+    run_here: Callable[[int], Any] | None = None,
+    timeout: int | None = None,
+) -> None:
+    """Run ``func(pk, *args)`` after the surrounding transaction commits: a django-q2 task, or —
+    with ``run_here`` (CLI, demo seeding: the service the task would call) — ``run_here(pk)`` in
+    this process. ``timeout`` (seconds) replaces the cluster's task timeout for this task:
+    django-q2 stops the task there and replaces its worker process."""
     if run_here is not None:
         transaction.on_commit(lambda: run_here(pk))
         return
@@ -186,7 +221,8 @@ def enqueue(func: str, pk: int, *, run_here: Callable[[int], Any] | None = None)
     def send() -> None:
         from django_q.tasks import async_task
 
-        async_task(func, pk, task_name=f"{func.rsplit('.', 1)[-1]}:{pk}")
+        options = {"timeout": timeout} if timeout is not None else {}
+        async_task(func, pk, *args, task_name=f"{func.rsplit('.', 1)[-1]}:{pk}", **options)
 
     transaction.on_commit(send)
 

@@ -25,6 +25,7 @@ from .. import stores
 from ..errors import PassAlreadyActive, ServiceError
 from ..models import (
     Agent,
+    ForgetRequest,
     Operation,
     OperationSource,
     Pass,
@@ -54,7 +55,7 @@ from .common import (
 from .decisions import decisions_count_held_back
 from .evaluation import auto_apply_content_passes, store_figures
 from .leases import lease_release, lease_seconds, worker_id
-from .passes_auto import ROW_BATCH, pass_auto_apply
+from .passes_auto import ROW_BATCH, left_by_auto_apply, pass_auto_apply
 from .review import operations_carry_over
 from .schedules import schedule_skipped_waiting
 
@@ -143,7 +144,10 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
 
     - a proposal of the agent is pending: it is somebody's work, so nothing is planned (a
       ``* * * * *`` schedule stacked a stale proposal every minute, each discarding the
-      reviewer's exclusions); or
+      reviewer's exclusions) — except the part an auto-applying agent left for review
+      (:func:`.passes_auto.left_by_auto_apply`): the nightly pass runs on, plans the store
+      as it is now (the waiting operations again, with the reviewer's exclusions and edits
+      carried over) and its own waiting part replaces the old one; or
     - this local calendar slot already ran: in the autumn daylight-saving change a ``30 2 * * *``
       cron fires twice (02:30 CEST and 02:30 CET); the slot is the cron's latest local wall-clock
       time (``selectors.schedule_slot``).
@@ -155,7 +159,7 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     """
     slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
     pending = agent.passes.filter(status=S.PROPOSED).order_by("-created_at", "-id").first()
-    if pending is not None:
+    if pending is not None and not left_by_auto_apply(agent, pending):
         schedule_skipped_waiting(agent, pending, slot)
         return None
     repeat = agent.events.filter(verb="requested", data__slot=slot, data__trigger="schedule")
@@ -355,6 +359,9 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
         agent.get_field_map()  # validated before the pass starts: a bad map fails it here
     except ValueError as exc:
         return pass_fail(run=run, error=f"Invalid agent settings: {exc}")
+    forgetting = agent.forget_requests.filter(status=ForgetRequest.Status.APPLYING).first()
+    if forgetting is not None:  # its snapshot would hold memories being purged (docs: Forget)
+        return pass_fail(run=run, error=f"Forget request #{forgetting.pk} is being applied.")
     try:
         run = transition(
             run,

@@ -16,20 +16,33 @@ from consolidation import OpKind, Policy
 from consolidation.review import Gate, split_auto_apply
 from consolidation.review.lost import sentences
 
-from ..models import Operation, Pass, PassSnapshot
+from ..models import Agent, NotificationEvent, Operation, Pass, PassSnapshot
 from ..selectors.decisions import rejected_index
 from ..selectors.evaluation import pass_evaluate
-from .common import audit, transition
+from ..selectors.probes import recall_held
+from .common import audit, notify_after_commit, transition
 from .decisions import decisions_count_held_back
 from .evaluation import store_summary
 
-__all__ = ["ROW_BATCH", "pass_auto_apply"]
+__all__ = ["ROW_BATCH", "left_by_auto_apply", "pass_auto_apply"]
 
 S = Pass.Status
+
+EDITED = "edited by a reviewer: a person approves the edited text"
+"""Why an operation whose text a reviewer edited waits (code ``edited``)."""
 
 ROW_BATCH = 1000
 """Rows per ``INSERT`` when a proposal is stored (``bulk_create``: one statement per batch, not
 one per operation: 12,000 operations of a 200K store took ~20 s one ``create`` at a time)."""
+
+
+def left_by_auto_apply(agent: Agent, pending: Pass) -> bool:
+    """Whether ``pending`` is what auto-apply left for a person (the waiting part of a split
+    pass, or a pass of which nothing could apply on its own) while the agent still
+    auto-applies. An operator who leaves auto-apply on expects the schedule to keep consolidating
+    what is not waiting; the waiting part is planned again by the next pass, never applied
+    without the guards and the split (an operation a reviewer edited waits for a person again)."""
+    return agent.auto_apply != Agent.AutoApply.OFF and "auto_apply" in (pending.telemetry or {})
 
 
 def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, actor: str) -> Pass:
@@ -42,7 +55,9 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
 
     - ``safe``: :func:`consolidation.review.split_auto_apply` over the operations as planned,
       their stored risk and loss, the agent's decisions and the signatures of the operations
-      reviewers rejected (:func:`~memoryadmin.console.selectors.decisions.rejected_index`);
+      reviewers rejected (:func:`~memoryadmin.console.selectors.decisions.rejected_index`),
+      then again with the operations of that safe part that cost a probe query its answer
+      (:func:`~memoryadmin.console.selectors.probes.recall_held`) held for review;
     - ``all``: only the operations matching a rejected plan wait (conflicts stay, unapplied, as
       before).
 
@@ -54,15 +69,21 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
     ops = planned.plan.operations
     rejected = rejected_index(run.agent)
     docs = (r.document for r in planned.records)
-    split = split_auto_apply(
-        ops,
-        [risk for _, risk in scored],
-        [loss for loss, _ in scored],
-        policy,
-        store_sentences=sum(len(sentences(d)) for d in docs),
-        decisions=planned.decisions,
-        rejected={sig: note for sig, (_, note) in rejected.items()},
-    )
+    args = (ops, [risk for _, risk in scored], [loss for loss, _ in scored], policy)
+    kwargs: dict[str, Any] = {
+        "store_sentences": sum(len(sentences(d)) for d in docs),
+        "decisions": planned.decisions,
+        "rejected": {sig: note for sig, (_, note) in rejected.items()},
+    }
+    split = split_auto_apply(*args, **kwargs)
+    if mode == "safe" and split.safe:
+        # What safe would apply, measured on the probes: an operation behind a lost answer
+        # waits for a person too, and the rest is split again without it.
+        safe = split.safe
+        held = recall_held(run.agent, planned.records, [ops[i] for i in safe], policy)
+        if held:
+            kwargs["recall_held"] = {safe[i]: why for i, why in held.items()}
+            split = split_auto_apply(*args, **kwargs)
     if mode == "all":
         waiting = {
             g.index: Gate(
@@ -73,6 +94,12 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
         }
     else:
         waiting = {g.index: g for g in split.waiting}
+    # An edit a reviewer made on the waiting part (carried over to this pass) is applied only
+    # when a person approves it: the split judged the planned text, not the edited one.
+    for index in run.operations.filter(edited=True).values_list("index", flat=True):
+        if index not in waiting:
+            gate = split.gates[index]
+            waiting[index] = Gate(index, False, gate.signature, ("edited",), (EDITED,))
     held: dict[int, int] = {}
     for g in waiting.values():
         if "rejected" in g.codes and g.signature in rejected:
@@ -197,4 +224,5 @@ def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass
         "auto-apply does not apply on its own.",
         data={"operations": len(indexes), "applied_pass": run.pk, "reasons": counts["reasons"]},
     )
+    notify_after_commit(child, NotificationEvent.PROPOSAL_WAITING)
     return child

@@ -10,11 +10,13 @@ from zoneinfo import ZoneInfo
 
 from ..models import Agent, Pass
 from ..selectors.schedules import schedule_preview
-from .common import TASK_PURGE, TASK_RECOVER, TASK_SCHEDULED, audit
+from .common import TASK_NOTIFY_CHECK, TASK_PURGE, TASK_RECOVER, TASK_SCHEDULED, audit
 
 __all__ = [
+    "NOTIFY_SCHEDULE",
     "PURGE_SCHEDULE",
     "RECOVERY_SCHEDULE",
+    "notify_schedule_ensure",
     "purge_schedule_ensure",
     "recovery_schedule_ensure",
     "schedule_skipped_waiting",
@@ -30,6 +32,10 @@ PURGE_SCHEDULE = "memoryadmin: purge archived copies past retention"
 RECOVERY_SCHEDULE = "memoryadmin: recover interrupted passes"
 """Name of the django-q2 ``Schedule`` (every minute) that runs
 :data:`~memoryadmin.console.services.common.TASK_RECOVER`."""
+
+NOTIFY_SCHEDULE = "memoryadmin: notification checks"
+"""Name of the django-q2 ``Schedule`` (``settings.NOTIFY_CHECK_CRON``, every 5 minutes) that
+runs :data:`~memoryadmin.console.services.common.TASK_NOTIFY_CHECK`."""
 
 
 def schedule_sync(*, agent: Agent) -> None:
@@ -124,6 +130,29 @@ def recovery_schedule_ensure() -> bool:
         return False
     Schedule.objects.update_or_create(
         name=RECOVERY_SCHEDULE,
+        defaults={**wanted, "args": None, "kwargs": None, "repeats": -1},
+    )
+    return True
+
+
+def notify_schedule_ensure() -> bool:
+    """Create (idempotent) the worker's django-q2 ``Schedule`` that runs
+    ``tasks.notification_checks`` at ``settings.NOTIFY_CHECK_CRON`` (:data:`NOTIFY_SCHEDULE`):
+    stuck applies and imports, proposals waiting longer than the set hours. Returns True when
+    the row was created or corrected."""
+    from django.conf import settings
+    from django_q.models import Schedule
+
+    wanted = {
+        "func": TASK_NOTIFY_CHECK,
+        "schedule_type": Schedule.CRON,
+        "cron": settings.NOTIFY_CHECK_CRON,
+    }
+    existing = Schedule.objects.filter(name=NOTIFY_SCHEDULE).first()
+    if existing is not None and all(getattr(existing, k) == v for k, v in wanted.items()):
+        return False
+    Schedule.objects.update_or_create(
+        name=NOTIFY_SCHEDULE,
         defaults={**wanted, "args": None, "kwargs": None, "repeats": -1},
     )
     return True

@@ -33,6 +33,7 @@ from django.db import close_old_connections
 
 from memoryadmin.console.services.health import HEARTBEAT_SECONDS, worker_heartbeat_beat
 from memoryadmin.console.services.schedules import (
+    notify_schedule_ensure,
     purge_schedule_ensure,
     recovery_schedule_ensure,
 )
@@ -79,6 +80,7 @@ class Command(BaseCommand):
         warm_up()  # imports and model files loaded once here (a forked task rebuilds its session)
         recovery_schedule_ensure()
         purge_schedule_ensure()
+        notify_schedule_ensure()
         cluster = Cluster()
         # Cluster() installs its own handlers (the deadlock above); ours take over again.
         signal.signal(signal.SIGTERM, on_signal)

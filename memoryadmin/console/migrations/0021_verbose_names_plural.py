@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0017_no_changes_status'),
+        ('console', '0020_dry_runs'),
     ]
 
     operations = [

@@ -1,0 +1,94 @@
+"""Forget requests: a reviewed erasure of memories, and the tombstone it leaves (see
+:class:`ForgetRequest`; docs/ARCHITECTURE.md "Forget requests")."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from .core import Agent
+
+
+class ForgetRequest(models.Model):
+    """A request to forget memories of one agent for good: planned as a proposal that lists
+    every memory it would remove (live and archived), approved by a reviewer, then applied.
+
+    While ``proposed`` it holds the memory ids it would remove (``items``: ``{"live": [ids],
+    "archived": [ArchivedMemory pks], "related": [ids]}``) and ``display``, the selection as
+    the requester typed it (for the reviewer). Once applied (or rejected) both are emptied:
+    what remains is the tombstone — who asked, who approved, when, how many (``live_count``,
+    ``archived_count``, ``purged``) and ``selection`` with its scope value, ids and query
+    hashed (SHA-256), never the text. It cannot be rolled back.
+    """
+
+    NOT_UNDOABLE = (
+        "A forget request cannot be rolled back: the memories, their archived copies and every "
+        "text of them in proposals and the audit are deleted for good."
+    )
+    """Said before approval (page, API, MCP, command)."""
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed"
+        APPLYING = "applying"  # approved; removal under way (a failure leaves it "failed")
+        APPLIED = "applied"
+        REJECTED = "rejected"
+        FAILED = "failed"  # the store stopped answering: approve again to finish
+
+    class Kind(models.TextChoices):
+        SCOPE = "scope"  # a field-map scope key = value (user_id, agent_id, run_id …)
+        IDS = "ids"  # memory ids
+        CONTAINS = "contains"  # text contains (case-insensitive)
+        SIMILAR = "similar"  # semantic search above a similarity, at most max_count
+
+    # SET_NULL: the tombstone outlives the agent (agent_slug keeps its name).
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="forget_requests"
+    )
+    agent_slug = models.CharField(max_length=80)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PROPOSED)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    selection = models.JSONField(
+        default=dict, help_text="the selection, hashed: kind, key, value_sha256, ids_sha256 …"
+    )
+    display = models.TextField(blank=True, help_text="the selection as typed; emptied on apply")
+    items = models.JSONField(default=dict, blank=True, help_text="ids while proposed; emptied")
+    live_count = models.PositiveIntegerField(default=0)
+    archived_count = models.PositiveIntegerField(default=0)
+    related_count = models.PositiveIntegerField(default=0)
+    purged = models.JSONField(default=dict, blank=True, help_text="what apply purged, counted")
+    reason = models.TextField(blank=True, help_text="the requester's reason")
+    note = models.TextField(blank=True, help_text="the reviewer's note")
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_actor = models.CharField(max_length=150)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_actor = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["agent", "status"])]
+
+    def __str__(self) -> str:
+        return f"forget request #{self.pk} of {self.agent_slug} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("forget_detail", args=[self.pk])
+
+    @property
+    def is_reviewable(self) -> bool:
+        """True while a reviewer may approve or reject it (``failed`` may be approved again)."""
+        return self.status in (self.Status.PROPOSED, self.Status.FAILED)
+
+    @property
+    def total(self) -> int:
+        """Memories it removes: live plus archived copies."""
+        return self.live_count + self.archived_count
