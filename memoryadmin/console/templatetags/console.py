@@ -10,6 +10,7 @@ from typing import Any
 from django import template
 
 from ..selectors.common import operator_zone, request_zone
+from ..selectors.passes import pass_kind_rows
 
 register = template.Library()
 
@@ -257,6 +258,4 @@ def kind_rows(run: Any, ev: Any) -> list[dict[str, Any]]:
     """:func:`~memoryadmin.console.selectors.passes.pass_kind_rows` of ``run`` and its summary
     ``ev``: ``{% kind_rows run ev as rows %}`` (the pass summary and, out of band, the groups'
     headers)."""
-    from ..selectors.passes import pass_kind_rows
-
     return pass_kind_rows(run, ev)
