@@ -36,7 +36,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .records import EMBEDDING_DIM, MAX_DOCUMENT_CHARS, MemoryRecord, metadata_key_problem
+from .records import EMBEDDING_DIM, MAX_DOCUMENT_CHARS, FieldMap, MemoryRecord, metadata_key_problem
 
 __all__ = [
     "MAX_DEPTH",
@@ -239,6 +239,7 @@ def _lines(source: bytes | str | Path | IO[bytes]) -> Iterator[bytes]:
 
 def read_jsonl(
     source: bytes | str | Path | IO[bytes],
+    field_map: FieldMap | None = None,
 ) -> tuple[list[MemoryRecord], LineErrors]:
     """Validate a JSONL memory file → ``(valid records, errors)``.
 
@@ -251,8 +252,11 @@ def read_jsonl(
     occurrence is the error). Every line is read: the errors are the first :data:`MAX_ERRORS`,
     ``errors.total`` the count of invalid lines. Never raises for bad content (a line that a
     store would refuse is an error here, so a clean result writes whole); ``OSError``
-    propagates when a path cannot be read.
+    propagates when a path cannot be read. ``field_map`` (default :class:`FieldMap`'s keys): the
+    metadata keys whose formats are checked (:meth:`FieldMap.format_problems`: times, importance
+    in [0, 1], pinned true/false); a line breaking one is an error naming the key.
     """
+    field_map = field_map or FieldMap()
     records: list[MemoryRecord] = []
     errors = LineErrors()
     first_seen: dict[str, int] = {}
@@ -275,6 +279,10 @@ def read_jsonl(
         problem = _validate(obj)
         if problem:
             errors.add(LineError(n, problem))
+            continue
+        bad = field_map.format_problems(obj.get("metadata") or {})
+        if bad:
+            errors.add(LineError(n, "; ".join(bad)))
             continue
         mid = obj["id"]
         if mid in first_seen:

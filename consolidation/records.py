@@ -71,6 +71,13 @@ def content_hash(document: str, metadata: Mapping[str, Any] | None) -> str:
     return h.hexdigest()
 
 
+def _shown(value: Any) -> str:
+    """``value`` as JSON for a message, at most 40 characters."""
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def parse_timestamp(value: Any) -> datetime | None:
     """Parse an ISO 8601 string or epoch seconds (int/float) into an aware UTC datetime.
 
@@ -192,6 +199,41 @@ class FieldMap:
     scope: tuple[str, ...] = ("user_id", "agent_id", "run_id", "actor_id")
     text_hash: str = ""
     text_copies: tuple[str, ...] = ()
+
+    def format_problems(self, meta: Mapping[str, Any]) -> list[str]:
+        """What in ``meta`` breaks the formats the README's metadata table gives for the keys
+        this map names — one sentence per bad key, naming it: ``created_at`` / ``updated_at`` /
+        ``last_accessed_at`` ISO 8601 or epoch seconds (what :func:`parse_timestamp` reads),
+        ``importance`` a number in [0, 1], ``pinned`` ``true``/``false``, ``access_count`` a
+        whole number ≥ 0. Absent or ``null`` keys are fine; ``[]`` when all hold. The importer
+        refuses such lines (an attached collection's readers stay lenient)."""
+        problems = []
+        for key in dict.fromkeys((self.created_at, self.updated_at, self.last_accessed_at)):
+            v = meta.get(key) if key else None
+            if v is not None and (isinstance(v, bool) or parse_timestamp(v) is None):
+                problems.append(
+                    f"metadata {key!r} is {_shown(v)}: expected an ISO 8601 time "
+                    "(2026-03-01T09:30:00+00:00) or epoch seconds"
+                )
+        v = meta.get(self.importance) if self.importance else None
+        if v is not None and (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or not math.isfinite(v)
+            or not 0 <= v <= 1
+        ):
+            problems.append(
+                f"metadata {self.importance!r} is {_shown(v)}: expected a number in [0, 1]"
+            )
+        v = meta.get(self.pinned) if self.pinned else None
+        if v is not None and not isinstance(v, bool):
+            problems.append(f"metadata {self.pinned!r} is {_shown(v)}: expected true or false")
+        v = meta.get(self.access_count) if self.access_count else None
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            problems.append(
+                f"metadata {self.access_count!r} is {_shown(v)}: expected a whole number ≥ 0"
+            )
+        return problems
 
     def get_created_at(self, meta: Mapping[str, Any]) -> datetime | None:
         """Creation time (aware UTC) or ``None`` when absent/unparseable."""

@@ -28,7 +28,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from memoryadmin.console.models import Agent, Pass
 from memoryadmin.console.selectors.memories import memory_search
@@ -100,6 +100,33 @@ def _tool(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def argument_errors(tool: str, exc: ValidationError) -> str:
+    """One readable line per bad argument of ``tool``: "Bad arguments for get_pass:" then
+    "- pass_id: Input should be a valid integer" lines (the argument's name, Pydantic's message
+    without the model name or the errors.pydantic.dev link)."""
+    lines = [f"Bad arguments for {tool}:"]
+    for err in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in err["loc"]) or "arguments"
+        msg = "required" if err["type"] == "missing" else err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "not an argument of this tool"
+        lines.append(f"- {name}: {msg}")
+    return "\n".join(lines)
+
+
+class ConsoleMCPServer(MCPServer):
+    """The SDK's server with readable argument errors (:func:`argument_errors`) in place of
+    Pydantic's raw validation text."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_errors(name, exc.__cause__)) from exc.__cause__
+            raise
+
+
 def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None) -> MCPServer:
     """The MCP server acting as user ``user_id`` (stdio), or as each request's token owner
     (``auth`` given: streamable HTTP with our API tokens)."""
@@ -116,7 +143,7 @@ def build_server(*, user_id: int | None = None, auth: AuthSettings | None = None
             raise ToolError("The acting user no longer exists or is inactive.")
         return user
 
-    server = MCPServer(
+    server = ConsoleMCPServer(
         "memoryadmin",
         instructions=INSTRUCTIONS,
         version="1",

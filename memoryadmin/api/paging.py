@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.paginator import EmptyPage, Page, Paginator
+from django.utils.translation import ngettext
 
 from .actions.common import NotFound
 
@@ -18,6 +19,9 @@ def paginate(items: Any, page: int, per_page: int) -> tuple[Page, int, int]:
         if page == 1:
             return paginator.get_page(1), 0, 1
         raise NotFound(
-            f"Page {page} does not exist; there are {paginator.num_pages} page(s).", field="page"
+            f"Page {page} does not exist; there "
+            f"{ngettext('is', 'are', paginator.num_pages)} {paginator.num_pages} "
+            f"{ngettext('page', 'pages', paginator.num_pages)}.",
+            field="page",
         ) from None
     return current, paginator.count, paginator.num_pages

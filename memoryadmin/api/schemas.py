@@ -154,7 +154,14 @@ class PassOut(Schema):
     entries_before: int
     entries_after: int
     merged: int
-    promoted: int
+    promoted: int = Field(
+        description="Memories the promote operations promote: the pass page's "
+        "'N memories promoted' (counts.promote). Merges written straight to the curated tier "
+        "are `merged_to_curated`, not counted here."
+    )
+    merged_to_curated: int = Field(
+        default=0, description="Merges whose result is written straight to the curated tier."
+    )
     pruned: int
     reconciled: int
     loss_fraction: float
@@ -164,8 +171,9 @@ class PassOut(Schema):
     counts: dict[str, str] = Field(
         default_factory=dict,
         description="What each kind of the included operations does, in the words of the pass "
-        "page's summary: {kind: '10 promote operations · 10 memories promoted'}. `promoted` also "
-        "counts merges written straight to the curated tier (the merge line says how many).",
+        "page's summary: {kind: '10 promote operations · 10 memories promoted'}; `promoted` is "
+        "the same memories count, `merged_to_curated` the merges the merge line says go to the "
+        "curated tier.",
     )
     content_guard: ContentGuardOut | None = Field(
         default=None,
@@ -364,7 +372,13 @@ class ApproveIn(NoteIn):
     """Approve: an optional note and the optional ``revision`` read from the pass (when given
     and the operations changed since, the approve is refused with 409 and nothing applied)."""
 
-    revision: str | None = Field(default=None, max_length=64)
+    revision: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=r"^[0-9]+$",
+        description="The pass's `revision` as read (a decimal counter); anything else is a "
+        "malformed request (422), not a changed pass (409).",
+    )
 
 
 class ResolveIn(Schema):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from django.utils.translation import ngettext
 from django_q.exceptions import TimeoutException
 
 from . import stores
@@ -204,7 +205,8 @@ def deliver_notification(delivery_id: int) -> str:
         return f"delivery #{delivery_id}: {type(exc).__name__}: {exc}"
     if delivery is None:
         return f"delivery #{delivery_id} does not exist"
-    return f"delivery #{delivery_id}: {delivery.status} after {delivery.attempts} attempt(s)"
+    attempts = ngettext("attempt", "attempts", delivery.attempts)
+    return f"delivery #{delivery_id}: {delivery.status} after {delivery.attempts} {attempts}"
 
 
 def notification_checks() -> str:
@@ -215,4 +217,4 @@ def notification_checks() -> str:
     except Exception as exc:
         log.exception("notification_checks crashed")
         return f"notification checks crashed: {type(exc).__name__}: {exc}"
-    return f"{len(emitted)} notification(s)"
+    return f"{len(emitted)} {ngettext('notification', 'notifications', len(emitted))}"

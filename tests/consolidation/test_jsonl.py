@@ -157,3 +157,25 @@ def test_valid_surrogate_pairs_are_emoji_not_errors():
 def test_a_byte_order_mark_before_the_first_line_is_not_content():
     records, errors = read_jsonl(b"\xef\xbb\xbf" + GOOD + b"\n" + line(id="z", document="ok"))
     assert not errors and [r.id for r in records] == ["a", "z"]
+
+
+def test_metadata_formats_of_the_readme_are_checked_with_the_line_and_key() -> None:
+    from consolidation import FieldMap as _FieldMap
+
+    lines = [
+        {"id": "a", "document": "ok", "metadata": {"importance": 1, "updated_at": "2026-03-01"}},
+        {"id": "b", "document": "x", "metadata": {"importance": 7}},
+        {"id": "c", "document": "x", "metadata": {"created_at": "yesterday"}},
+        {"id": "d", "document": "x", "metadata": {"pinned": "maybe"}},
+        {"id": "e", "document": "x", "metadata": {"weight": 7}},  # mapped key: checked
+    ]
+    data = "\n".join(json.dumps(x) for x in lines).encode()
+    records, errors = read_jsonl(data)
+    assert [r.id for r in records] == ["a", "e"]
+    assert [(e.line, e.message.split(" is ")[0]) for e in errors] == [
+        (2, "metadata 'importance'"),
+        (3, "metadata 'created_at'"),
+        (4, "metadata 'pinned'"),
+    ]
+    records, errors = read_jsonl(data, _FieldMap(importance="weight"))
+    assert "e" not in [r.id for r in records] and "b" in [r.id for r in records]

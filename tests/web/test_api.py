@@ -403,3 +403,17 @@ def test_approve_with_the_revision_read_refuses_a_changed_plan(api_as, agent) ->
     r = reviewer.post(f"/passes/{run.pk}/approve", {"revision": again})
     assert r.status_code == 200 and r.json()["status"] in ("approved", "applied"), r.content
     assert r.json()["revision"] is None  # no longer a proposal
+
+
+@pytest.mark.parametrize("revision", ["zzz", "1.5", ""])
+def test_approve_with_a_malformed_revision_is_a_422_naming_the_field(
+    api_as, agent, revision: str
+) -> None:
+    """A revision that is no revision at all is a bad request (422), not a changed pass (409);
+    nothing is applied."""
+    run = make_proposal(agent, merges=2)
+    r = api_as("reviewer").post(f"/passes/{run.pk}/approve", {"revision": revision})
+    assert r.status_code == 422, r.content
+    assert "revision" in str(r.json()) and "changed since" not in str(r.json())
+    run.refresh_from_db()
+    assert run.status == "proposed"

@@ -500,7 +500,7 @@ def test_one_bad_line_among_1500_refuses_the_whole_file_from_the_command(
         call_command("import_memories", agent.slug, str(path))
     assert info.value.returncode == 2
     message = str(info.value)
-    assert "1 invalid line(s), nothing written — line 1501: " in message, message
+    assert "1 invalid line, nothing written — line 1501: " in message, message
     assert "Traceback" not in message and len(message) < 600
     assert agent_census(agent=agent) == before
     event = AuditEvent.objects.get(agent=agent, verb="memories_import_refused")

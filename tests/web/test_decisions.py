@@ -33,6 +33,7 @@ from tests.conftest import DISTINCT_FACTS, days_ago, embed_texts
 
 from .api_helpers import api_factory
 from .conftest import login
+from .test_pass_counts import text_of
 from .test_services_conflicts import CONTRADICTION, SAME_TIME
 from .test_services_passes import run_pass
 
@@ -276,6 +277,13 @@ def test_safe_applies_the_safe_part_and_leaves_the_rest_for_review(
     html = client.get(reverse("pass_detail", args=[waiting.pk])).content.decode()
     assert "Applied automatically: 1 · waiting for review: 1" in html
     assert f"rejected before: in pass #{run.pk} by bob: too aggressive" in html
+    # the waiting part counts from the store the applied part left (18 → 17), not from 18
+    assert (applied.entries_before, applied.entries_after) == (18, 17)
+    assert (waiting.entries_before, waiting.entries_after) == (17, 16)
+    assert text_of(html, "entries") == "17 → 16"
+    assert text_of(html, "loss-arithmetic").endswith("÷ 17 originals before")
+    api = api_factory(bob, bob, bob)("viewer").get(f"/passes/{waiting.pk}").json()
+    assert api["entries_before"] == 17 and api["loss_fraction"] == waiting.loss_fraction
     # undo works on the applied part
     with django_capture_on_commit_callbacks(execute=True):
         pass_rollback_request(run=applied, user=bob)

@@ -85,3 +85,34 @@ def test_the_dashboard_does_not_say_converged_under_a_failed_pass(
     pass_fail(run=failed, error="Cannot reach the Chroma server (test)")
     html = client.get(reverse("dashboard")).content.decode()
     assert text_of(html, "convergence") == "not known: the last pass failed"
+
+
+def test_promoted_is_the_page_s_promoted_memories_in_the_api_and_mcp(
+    client: Client, alice, bob, carol, bare_agent
+):
+    """A pass of one promote and two merges, one of them written straight to the curated tier:
+    the page says "1 promote operation · 1 memory promoted"; the API's and MCP's `promoted` is
+    that 1 (not the engine's total of 2), the curated merge is `merged_to_curated`."""
+    from memoryadmin.api.present.passes import pass_detail_out
+    from memoryadmin.console.models import Operation
+    from memoryadmin.console.services.evaluation import pass_store_figures
+
+    from .api_helpers import api_factory
+    from .proposals import _source, make_proposal
+
+    run = make_proposal(bare_agent(), merges=2)
+    first = run.operations.get(index=0)
+    Operation.objects.filter(pk=first.pk).update(scores={**first.scores, "promoted": True})
+    promote = Operation.objects.create(
+        run=run, index=2, kind="promote", rule="durable", reason="durable", source_ids=["q0"]
+    )
+    _source(promote, 0, "q0", "The user prefers tea", False)
+    pass_store_figures(run=run)
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert text_of(html, "count-promote") == "1 promote operation · 1 memory promoted"
+    api = api_factory(alice, bob, carol)("viewer").get(f"/passes/{run.pk}").json()
+    mcp = pass_detail_out(Pass.objects.get(pk=run.pk), page=1).model_dump()  # MCP get_pass
+    for out in (api, mcp):
+        assert out["counts"]["promote"] == "1 promote operation · 1 memory promoted"
+        assert (out["promoted"], out["merged_to_curated"]) == (1, 1)

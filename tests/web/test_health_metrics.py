@@ -271,3 +271,18 @@ def test_costs_read_as_dollars(value: float | None, shown: str) -> None:
 def test_health_and_metrics_take_get_only(client: Client, db, name: str) -> None:
     for method in ("post", "put", "delete"):
         assert getattr(client, method)(reverse(name)).status_code == 405
+
+
+@pytest.mark.parametrize("status", ["rejected", "rejected_by_guard", "failed"])
+def test_metrics_report_the_operations_of_an_ended_pass_as_that_pass_s_state(
+    client: Client, bare_agent, status: str
+) -> None:
+    ended = make_proposal(bare_agent(), merges=2, status=status)
+    m = _scrape(client)
+    slug = ended.agent.slug
+    assert _value(m, "memoryadmin_operations", agent=slug, kind="merge", status=status) == 2
+    assert not [
+        s
+        for s in m["memoryadmin_operations"].samples
+        if s.labels["agent"] == slug and s.labels["status"] == "pending"
+    ]

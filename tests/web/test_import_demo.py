@@ -40,6 +40,20 @@ def test_it_seeds_three_agents_with_pending_proposals_and_is_idempotent(unique_n
     statuses = sorted(Pass.objects.values_list("status", flat=True))
     assert Agent.objects.count() == 3 and len(statuses) == 5, statuses
     assert statuses.count("proposed") == 3 and "rejected_by_guard" in statuses, statuses
+    # what the README's demo section says: support #1 waits; coding #2 applied its safe part,
+    # #3 (trigger policy) waits, counted from the store #2 left; personal #4 rejected, #5 waits
+    runs = list(Pass.objects.order_by("pk").values_list("agent__slug", "status", "trigger"))
+    # #2 is approved by the policy and applies when the transaction commits (not in this test)
+    runs = [(a, "applied" if s == "approved" else s, t) for a, s, t in runs]
+    assert runs == [
+        ("demo-support", "proposed", "operator"),
+        ("demo-coding", "applied", "operator"),
+        ("demo-coding", "proposed", "policy"),
+        ("demo-personal", "rejected_by_guard", "operator"),
+        ("demo-personal", "proposed", "operator"),
+    ], runs
+    applied, waiting = Pass.objects.filter(agent__slug="demo-coding").order_by("pk")
+    assert waiting.entries_before == applied.entries_after
 
 
 def test_every_demo_probe_is_answered_by_a_memory_about_its_subject():

@@ -309,3 +309,16 @@ def test_dry_runs_over_mcp_are_queued_polled_and_limited(
     assert d["status"] == "done" and d["result"]["entries_before"] == 3
     assert d["result"]["pass_id"] is None and not Pass.objects.filter(agent=first).exists()
     assert "There is no dry run #987654" in error(missing)
+
+
+def test_bad_arguments_are_one_readable_line_each_without_pydantic_text(mcp_url, alice) -> None:
+    _t, raw = token_create(user=alice)
+    (bad,) = calls(mcp_url, raw, ("get_pass", {"pass_id": "abc"}))
+    (missing,) = calls(mcp_url, raw, ("search_memories", {"k": "many"}))
+    text = error(bad)
+    assert "Bad arguments for get_pass:" in text and "- pass_id: Input should be" in text
+    for raw_text in ("validation error", "Arguments", "errors.pydantic.dev"):
+        assert raw_text not in error(bad) and raw_text not in error(missing)
+    lines = error(missing).splitlines()
+    assert "- agent: required" in lines and "- query: required" in lines
+    assert any(line.startswith("- k: ") for line in lines)

@@ -101,11 +101,19 @@ def test_a_plan_over_the_budget_proposes_what_fits_and_shows_the_rest_as_deferre
     [item] = re.findall(r'data-testid="deferred-item">(.*?)</li>', html, re.S)
     assert item.startswith("prune") and "mem-006" in item
     dashboard = client.get(reverse("dashboard")).content.decode()
-    assert text_of(dashboard, "convergence") == "1 operation deferred, about 1 more pass"
+    assert text_of(dashboard, "convergence") == (
+        f"pass #{run.pk} waits for review: {run.operations.count()} operations; "
+        "then 1 operation deferred, about 1 more pass"
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
         pass_approve(run=run, user=alice)
     nxt = run_pass(agent, django_capture_on_commit_callbacks)  # the next slice: the prune
     assert list(nxt.operations.values_list("kind", flat=True)) == ["prune"]
+    dashboard = client.get(reverse("dashboard")).content.decode()
+    # a waiting proposal is not "converged": the dashboard says what waits
+    assert text_of(dashboard, "convergence") == f"pass #{nxt.pk} waits for review: 1 operation"
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=nxt, user=alice)
     dashboard = client.get(reverse("dashboard")).content.decode()
     assert text_of(dashboard, "convergence") == "converged"

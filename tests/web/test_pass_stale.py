@@ -37,7 +37,7 @@ def test_the_check_lists_every_affected_operation_and_marks_the_rows_shown(
     client.force_login(carol)
     url = reverse("pass_stale", args=[overtaken.pk])
     html = client.get(url, **HTMX).content.decode()
-    assert "25 operation(s) are affected" in html and html.count("no longer exists") >= 25
+    assert "25 operations are affected" in html and html.count("no longer exists") >= 25
     ops = _merges(overtaken)
     assert f'href="?merge_page=1#op-{ops[0].pk}">merge #0</a>' in html
     assert f'href="?merge_page=2#op-{ops[24].pk}">merge #24</a>' in html
@@ -73,7 +73,7 @@ def test_a_long_list_names_the_first_fifty(client: Client, carol: Any, agent_wit
     run = make_proposal(agent_with_memories(DISTINCT_FACTS[:3]), merges=60, entries_before=200)
     client.force_login(carol)
     html = client.get(reverse("pass_stale", args=[run.pk]), **HTMX).content.decode()
-    assert "60 operation(s) are affected" in html and "… and 10 more." in html
+    assert "60 operations are affected" in html and "… and 10 more." in html
     assert html.count("<li><a href=") == 50
 
 

@@ -53,3 +53,28 @@ def test_an_import_records_the_store_size(agent_with_memories) -> None:
     rec = MemoryRecord("new-1", "A fresh memory about kites.", None, {"importance": 0.5})
     memories_write(agent=agent, records=[rec])
     assert StoreSample.objects.filter(agent=agent).latest("taken_at").count == 3
+
+
+def test_every_change_of_the_store_s_size_moves_the_dashboard_s_count(
+    client: Client, carol, alice, agent_with_memories
+) -> None:
+    """Delete a memory, then restore it from the archive: the dashboard's count follows both
+    (it was one behind after a restore) and is the store's own count."""
+    from memoryadmin.console.models import ArchivedMemory
+    from memoryadmin.console.services.memories import memory_delete
+    from memoryadmin.console.services.rollback import archive_restore
+
+    agent = agent_with_memories(3)
+    store = stores.get_store(agent)
+    victim = "mem-000"
+    client.force_login(carol)
+
+    def shown() -> int:
+        (row,) = [r for r in client.get(reverse("dashboard")).context["rows"] if r.agent == agent]
+        return row.store.count
+
+    memory_delete(agent=agent, memory_id=victim, user=alice)
+    assert shown() == store.count() == 2
+    archived = ArchivedMemory.objects.get(agent=agent, memory_id=victim)
+    archive_restore(archived=archived, user=alice)
+    assert shown() == store.count() == 3

@@ -227,8 +227,11 @@ def test_it_refuses_to_approve_when_the_guard_fails_now(client: Client, bob, age
     run = make_proposal(agent, merges=2, prunes=2)  # 30% > 25%
     client.force_login(bob)
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": ""})
-    assert r.status_code == 200
+    assert r.status_code == 302  # post/redirect/get, the refusal on the page it leads to
+    r = client.get(r["Location"])
     assert b'id="approve-errors"' in r.content and b"Loss guard tripped" in r.content
+    again = client.get(reverse("pass_detail", args=[run.pk]))
+    assert b'id="approve-errors"' not in again.content  # said once
     run.refresh_from_db()
     assert run.status == "proposed"
 
@@ -263,8 +266,11 @@ def test_it_refuses_to_approve_a_plan_changed_since_the_page_was_read(
         user=alice,
     )
     r = client.post(reverse("pass_approve", args=[run.pk]), {"note": "ok", "revision": seen})
-    html = r.content.decode()
-    assert r.status_code == 200 and 'id="approve-errors"' in html
+    # post/redirect/get: the browser ends on the pass page, a reload posts nothing again
+    assert r.status_code == 302, r.content
+    assert r["Location"] == reverse("pass_detail", args=[run.pk]) + "#review-forms"
+    html = client.get(r["Location"]).content.decode()
+    assert 'id="approve-errors"' in html and re.search(r">\s*ok</textarea>", html)
     assert "changed since you opened it" in html and "nothing was applied" in html
     # the refusal and the approve line beside it count the same operations, in the same words
     applies = "0 of 2 operations (2 excluded or in conflict)"
@@ -632,3 +638,35 @@ def test_one_of_a_kind_is_said_in_the_singular_and_the_header_says_who_asked(
     assert 'data-testid="pass-origin">requested by bob ·' in html
     assert group_words("merge", "near_duplicate", count=1) == "near-duplicate merge"
     assert group_words("merge", "x_rule", count=1) == "merge (x rule)"
+
+
+def test_who_requested_a_pass_is_one_answer_on_the_header_history_audit_and_api(
+    client: Client, alice, bob, carol, agent
+) -> None:
+    """The demo asks for its passes as "demo" (no user): the header, the History's first row,
+    the audit CSV and the API's requested_by all say "demo"."""
+    from memoryadmin.console.services.passes import pass_request
+
+    from .api_helpers import api_factory
+
+    run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, actor="demo")
+    client.force_login(bob)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert 'data-testid="pass-origin">requested by demo ·' in html
+    first = re.search(r'<tr data-verb="requested">.*?</tr>', html, re.S)
+    assert first and "<td>demo</td>" in first.group(0)
+    api = api_factory(alice, bob, carol)("viewer").get(f"/passes/{run.pk}").json()
+    assert api["requested_by"] == "demo"
+    scheduled = pass_request(
+        agent=Agent.objects.create(name="Other", slug="other"),
+        trigger=Pass.Trigger.SCHEDULE,
+        actor="schedule",
+    )
+    page = client.get(reverse("pass_detail", args=[scheduled.pk])).content.decode()
+    assert 'data-testid="pass-origin">scheduled run ·' in page
+    assert (
+        api_factory(alice, bob, carol)("viewer")
+        .get(f"/passes/{scheduled.pk}")
+        .json()["requested_by"]
+        is None
+    )

@@ -18,10 +18,15 @@ from .proposals import make_proposal
 pytestmark = pytest.mark.django_db
 
 
+EVIDENCE = [{"evidence": ["D1:1", "D1:3", "a"]}, {"evidence": ["D2:2", "D2:5", "D3:3"]}]
+"""The evidence ids the probe tests cite, listed by the agent's memories (a probe's evidence
+ids must be ones its memories list)."""
+
+
 @pytest.fixture
-def agent(bare_agent) -> Agent:
-    """An agent row without a collection (the probe pages need no store, except "Check recall")."""
-    return bare_agent(name="Probe bot")
+def agent(agent_with_memories) -> Agent:
+    """An agent whose two memories list the evidence ids the tests use."""
+    return agent_with_memories(2, EVIDENCE, name="Probe bot")
 
 
 def probe(agent: Agent, n: int = 0, **kw) -> ProbeQuery:
@@ -347,7 +352,10 @@ def test_it_says_when_there_are_no_probes(client: Client, carol, agent_with_memo
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
-def test_a_store_outage_is_a_message_not_a_500(client: Client, carol, agent, htmx: bool) -> None:
+def test_a_store_outage_is_a_message_not_a_500(
+    client: Client, carol, bare_agent, htmx: bool
+) -> None:
+    agent = bare_agent(name="Probe bot")  # its collection was never created
     probe(agent)
     client.force_login(carol)
     extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
@@ -453,3 +461,27 @@ def test_the_proposal_shows_a_disabled_recall_guard(client: Client, carol, agent
     client.force_login(carol)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "recall guard off" in html and 'data-testid="recall-min"' not in html
+
+
+def test_an_evidence_id_no_memory_lists_is_a_field_error_and_nothing_is_saved(
+    client: Client, alice, agent
+) -> None:
+    client.force_login(alice)
+    r = client.post(
+        reverse("probe_create", args=[agent.slug]), form(evidence_ids="D1:3 no-such-id")
+    )
+    assert r.status_code == 200
+    errors = r.context["form"].errors
+    assert "evidence_ids" in errors and "no-such-id" in errors["evidence_ids"][0]
+    assert (
+        "D1:3" not in errors["evidence_ids"][0].split("lists the evidence id")[1].split(" in ")[0]
+    )
+    assert not ProbeQuery.objects.filter(agent=agent).exists()
+    p = probe(agent, evidence_ids=["D1:1"])
+    r = client.post(
+        reverse("probe_edit", args=[agent.slug, p.pk]),
+        {"question": p.question, "answer": p.answer, "evidence_ids": "D1:1 typo:9"},
+    )
+    assert "typo:9" in r.context["form"].errors["evidence_ids"][0]
+    p.refresh_from_db()
+    assert p.evidence_ids == ["D1:1"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -263,7 +264,7 @@ def test_it_caps_the_listed_errors_and_counts_the_rest(
     r = post(client, agent, "\n".join(["{bad"] * 25 + [line("ok")]))
     html = r.content.decode()
     assert html.count('<td class="num mono">') == 20
-    assert "… and 5 more invalid lines." in html and "25 invalid line(s)" in html
+    assert "… and 5 more invalid lines." in html and "25 invalid lines" in html
     assert stores.get_store(agent).count() == 0
 
 
@@ -380,3 +381,31 @@ def test_a_file_with_no_valid_line_does_not_offer_to_import_zero_lines(
     html = html.decode()
     assert "No line is valid: fix the file." in html and "NUL character" in html
     assert "import the 0 valid lines" not in html
+
+
+BAD_FORMATS = [
+    ("importance", 7, "expected a number in [0, 1]"),
+    ("created_at", "yesterday", "expected an ISO 8601 time"),
+    ("pinned", "maybe", "expected true or false"),
+]
+
+
+def test_metadata_in_the_wrong_format_is_a_line_error_naming_line_and_key(
+    client: Client, alice, agent_with_memories
+) -> None:
+    """The README's formats hold for an upload: importance in [0, 1], times ISO 8601 or epoch
+    seconds, pinned true/false. Each bad line is refused with its number and key; with "skip
+    invalid lines" only the good lines are written."""
+    agent = agent_with_memories(0)
+    client.force_login(alice)
+    good = line("good", metadata={"importance": 0.7, "created_at": 1767225600, "pinned": True})
+    bad = [line(f"bad-{k}", metadata={k: v}) for k, v, _ in BAD_FORMATS]
+    content = "\n".join([good, *bad]) + "\n"
+    html = post(client, agent, content).content.decode()
+    assert "3 invalid lines" in html and "nothing written" in html
+    assert stores.get_store(agent).count() == 0
+    html = post(client, agent, content, skip=True).content.decode()
+    for n, (key, _value, words) in enumerate(BAD_FORMATS, start=2):
+        row = re.search(rf'<td class="num mono">{n}</td>(.*?)</tr>', html, re.S)
+        assert row and f"&#x27;{key}&#x27;" in row.group(1) and words in row.group(1), html
+    assert ids_in(agent) == {"good"}

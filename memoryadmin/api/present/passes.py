@@ -36,12 +36,14 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
     ev: Any = run
     if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED) and n_ops:
         ev = pass_figures(run)
+    summary = pass_summary(run) if n_ops else run
+    promoted, curated = promoted_counts(summary)
     return {
         "id": run.pk,
         "agent": run.agent.slug,
         "status": run.status,
         "trigger": run.trigger,
-        "requested_by": run.requested_by.get_username() if run.requested_by else None,
+        "requested_by": run.requester,
         "decided_by": (run.decided_by.get_username() if run.decided_by else run.decided_actor)
         or None,
         "note": run.note,
@@ -50,14 +52,15 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "entries_before": ev.entries_before,
         "entries_after": ev.entries_after,
         "merged": ev.merged,
-        "promoted": ev.promoted,
+        "promoted": promoted if n_ops else ev.promoted,
+        "merged_to_curated": curated,
         "pruned": ev.pruned,
         "reconciled": ev.reconciled,
         "loss_fraction": ev.loss_fraction,
         "max_loss_fraction": ev.max_loss_fraction,
         "guard_passed": ev.guard_passed,
         "guard_reason": ev.guard_reason,
-        "counts": _counts(run) if n_ops else {},
+        "counts": dict(summary.labels()) if n_ops and hasattr(summary, "labels") else {},
         "content_guard": _content(run) if n_ops else None,
         "recall": _recall(run.recall),
         "operations": n_ops,
@@ -73,10 +76,16 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
     }
 
 
-def _counts(run: Pass) -> dict[str, str]:
-    """``{kind: label}`` as the pass page's summary shows them (:func:`pass_summary`)."""
-    ev = pass_summary(run)
-    return dict(ev.labels()) if hasattr(ev, "labels") else {}
+def promoted_counts(summary: Any) -> tuple[int, int]:
+    """``(promoted, merged_to_curated)`` from the pass page's summary (:func:`pass_summary`), the
+    one source of its "N memories promoted" and of the merge line's curated count: the memories
+    the promote operations promote, and the merges written straight to the curated tier (which
+    the engine's ``promoted`` total also counts). ``(promoted, 0)`` for a pass without the
+    per-kind figures (no operations: the stored total)."""
+    kinds = getattr(summary, "kinds", None)
+    if kinds is None:
+        return int(getattr(summary, "promoted", 0) or 0), 0
+    return int(kinds.get("promote", (0, 0))[1]), int(getattr(summary, "merged_promoted", 0) or 0)
 
 
 def _content(run: Pass) -> s.ContentGuardOut:

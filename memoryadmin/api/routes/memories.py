@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from django.http import HttpRequest
+from django.utils.translation import ngettext
 from ninja import Field, Query, Router, Schema
 from pydantic import field_validator
 
@@ -47,7 +48,9 @@ def memory_list(request: HttpRequest, slug: str, filters: Query[MemoryFilters]):
     page, tiers = _store_call(memory_page, agent=agent, query=query, page=filters.page)
     if filters.page > page.paginator.num_pages and page.paginator.count:
         raise NotFound(
-            f"Page {filters.page} does not exist; there are {page.paginator.num_pages} page(s).",
+            f"Page {filters.page} does not exist; there "
+            f"{ngettext('is', 'are', page.paginator.num_pages)} {page.paginator.num_pages} "
+            f"{ngettext('page', 'pages', page.paginator.num_pages)}.",
             field="page",
         )
     return s.MemoryPage(

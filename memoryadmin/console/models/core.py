@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from consolidation import FieldMap, Policy
 from consolidation.review import OperationLoss
@@ -224,6 +225,26 @@ class Pass(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("pass_detail", args=[self.pk])
+
+    TRIGGER_ACTORS = frozenset({"schedule", "policy", "cli", "operator", "system"})
+    """Actors that name a trigger, not who asked (the header words the trigger instead)."""
+
+    @cached_property
+    def requester(self) -> str | None:
+        """Who asked for this pass, the one answer the page header, the History's first row and
+        the API's ``requested_by`` give: the requesting user's username, else the actor of the
+        pass's ``requested`` audit event (e.g. "demo" for the demo's passes) unless that actor
+        only names the trigger (:data:`TRIGGER_ACTORS`); ``None`` when nobody in particular
+        asked. One query when no user is linked."""
+        if self.requested_by_id:
+            return self.requested_by.get_username()
+        actor = (
+            AuditEvent.objects.filter(run_id=self.pk, verb="requested")
+            .order_by("id")
+            .values_list("actor", flat=True)
+            .first()
+        )
+        return actor if actor and actor not in self.TRIGGER_ACTORS else None
 
     @property
     def is_active(self) -> bool:
@@ -434,6 +455,7 @@ class ArchivedMemory(models.Model):
 
     class Meta:
         ordering = ["-archived_at", "-id"]
+        verbose_name_plural = "archived memories"
         indexes = [models.Index(fields=["agent", "memory_id"])]
         constraints = [
             # Archiving the same original twice for one operation is a no-op (idempotent apply).
@@ -496,6 +518,7 @@ class ProbeQuery(models.Model):
 
     class Meta:
         ordering = ["agent", "id"]
+        verbose_name_plural = "probe queries"
         constraints = [
             models.UniqueConstraint(
                 fields=["agent", "external_key"],

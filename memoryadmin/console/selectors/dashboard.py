@@ -146,9 +146,17 @@ def dashboard_rows(
 
 def _convergence(last: Pass | None, planned: Pass | None) -> str:
     """:func:`convergence_words` of the latest planned pass, unless the latest pass failed: then
-    whether the store converged is not known (an older plan's "converged" would mislead)."""
+    whether the store converged is not known (an older plan's "converged" would mislead); while
+    the latest pass is a proposal, what waits for a person ("pass #3 waits for review:
+    12 operations"), since "converged" would read as finished. No query (``Pass.figures``)."""
     if last is not None and last.status == Pass.Status.FAILED:
         return "not known: the last pass failed"
+    if last is not None and last.status == Pass.Status.PROPOSED:
+        n = int((last.figures or {}).get("included_ops", 0) or 0)
+        what = f": {n} operation{'s' if n != 1 else ''}" if n else ""
+        waiting = f"pass #{last.pk} waits for review{what}"
+        after = convergence_words(planned) if planned is not None and planned.pk == last.pk else ""
+        return f"{waiting}; then {after}" if after and after != "converged" else waiting
     return convergence_words(planned)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.utils.translation import ngettext
 
 from .. import stores
 from ..models import Agent, ArchivedMemory, ForgetRequest
@@ -102,7 +103,9 @@ class ForgetSelection:
         if self.kind == ForgetRequest.Kind.SCOPE:
             return f"{self.key} = {self.value}"
         if self.kind == ForgetRequest.Kind.IDS:
-            return f"{len(self.ids)} id(s): " + ", ".join(self.ids[:20])
+            return f"{len(self.ids)} {ngettext('id', 'ids', len(self.ids))}: " + ", ".join(
+                self.ids[:20]
+            )
         if self.kind == ForgetRequest.Kind.CONTAINS:
             return f"text contains “{self.text}” (at most {self.max_count})"
         return f"similar to “{self.text}” (cosine ≥ {self.similarity:g}, at most {self.max_count})"

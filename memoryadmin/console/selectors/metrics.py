@@ -40,6 +40,7 @@ __all__ = [
     "LOSS_BUCKETS",
     "LOST_SENTENCE_BUCKETS",
     "ConsoleCollector",
+    "operation_state",
 ]
 
 LOSS_BUCKETS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 1.0)
@@ -48,6 +49,27 @@ LOST_SENTENCE_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 500)
 """Lost sentences per pass (included operations)."""
 DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 """Seconds: planning a pass (start → proposal), applying it (applying → finished)."""
+
+
+OPEN_PASS = frozenset(
+    {
+        Pass.Status.QUEUED,
+        Pass.Status.RUNNING,
+        Pass.Status.PROPOSED,
+        Pass.Status.APPROVED,
+        Pass.Status.APPLYING,
+    }
+)
+"""Pass states in which an operation still waiting is truly ``pending``."""
+
+
+def operation_state(status: str, run_status: str) -> str:
+    """The state an operation is in for a reader: its own ``status``, except that an operation
+    still ``pending`` in a pass that is over (rejected, rejected by the guard, failed, stale,
+    superseded…) takes its pass's status, since it will never be applied."""
+    if status == Operation.Status.PENDING and run_status not in OPEN_PASS:
+        return run_status
+    return status
 
 
 def _histogram(
@@ -93,13 +115,18 @@ class ConsoleCollector(Collector):
     def _operations(self) -> Iterator[Metric]:
         family = GaugeMetricFamily(
             "memoryadmin_operations",
-            "Planned operations by agent, kind and status (every stored pass's operations).",
+            "Planned operations by agent, kind and status (every stored pass's operations; an "
+            "operation left pending by a pass that ended takes the pass's status, e.g. "
+            "rejected or rejected_by_guard).",
             labels=["agent", "kind", "status"],
         )
-        rows = Operation.objects.values_list("run__agent__slug", "kind", "status").annotate(
-            n=Count("id")
-        )
-        for agent, kind, status, n in sorted(rows):
+        rows = Operation.objects.values_list(
+            "run__agent__slug", "kind", "status", "run__status"
+        ).annotate(n=Count("id"))
+        counts: dict[tuple[str, str, str], int] = defaultdict(int)
+        for agent, kind, status, run_status, n in rows:
+            counts[(agent, kind, operation_state(status, run_status))] += n
+        for (agent, kind, status), n in sorted(counts.items()):
             family.add_metric([agent, kind, status], n)
         yield family
 

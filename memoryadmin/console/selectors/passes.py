@@ -24,7 +24,8 @@ from consolidation.llm_cost import llm_cost_usd
 
 from .. import stores
 from ..models import Agent, Operation, OperationSource, Pass
-from .evaluation import pass_figures
+from .evaluation import KIND_ORDER as SUMMARY_ORDER
+from .evaluation import count_label, pass_figures
 from .review import conflict_view
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "convergence_words",
     "operation_view",
     "pass_deferred",
+    "pass_kind_rows",
     "pass_operation_pages",
     "pass_policy_note",
     "pass_reviewed",
@@ -353,3 +355,31 @@ def pass_llm_cost(run: Pass) -> float | None:
         return llm_cost_usd(llm.get("totals"), llm.get("model", ""), settings.LLM_PRICES)
     except ValueError:
         return None
+
+
+def pass_kind_rows(run: Pass, ev: Any) -> list[dict[str, Any]]:
+    """One row per kind the pass holds, in the summary's order (``evaluation.KIND_ORDER``):
+    ``{"kind", "label", "total", "not_counted"}`` — the label of its included operations
+    (:func:`count_label`; "0 prune operations · 0 memories pruned" when all are excluded), its
+    operations and how many of them are excluded or in conflict. The one source of the
+    summary's rows and the groups' headers (both swapped out of band after an exclude). ``[]``
+    when ``ev`` has no per-kind figures (a pass without operations). One query."""
+    kinds = getattr(ev, "kinds", None)
+    if kinds is None:
+        return []
+    totals = dict(run.operations.values_list("kind").annotate(n=Count("id")).order_by())
+    rows = []
+    for kind in SUMMARY_ORDER:
+        if not totals.get(kind):
+            continue
+        ops, memories = kinds.get(kind, (0, 0))
+        curated = getattr(ev, "merged_promoted", 0) if kind == "merge" else 0
+        rows.append(
+            {
+                "kind": kind,
+                "label": count_label(kind, ops, memories, curated=curated),
+                "total": totals[kind],
+                "not_counted": totals[kind] - ops,
+            }
+        )
+    return rows

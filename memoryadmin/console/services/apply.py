@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord, content_hash
 
@@ -30,12 +31,19 @@ from ..models import (
     OperationSource,
     Pass,
     PassSnapshot,
-    StoreSample,
     embedding_to_bytes,
 )
 from ..selectors.evaluation import effective_threshold, evaluate, to_engine_operation
 from ..selectors.passes import stale_reason
-from .common import audit, failpoint, jsonable, run_actor, set_progress, transition
+from .common import (
+    audit,
+    failpoint,
+    jsonable,
+    run_actor,
+    set_progress,
+    store_sampled,
+    transition,
+)
 from .evaluation import store_figures
 
 __all__ = ["APPLY_BATCH", "batches", "pass_apply"]
@@ -405,7 +413,8 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         run.telemetry = telemetry
         return None
     reason = (
-        f"At apply time, after {len(ops) - len(keep)} conflicting operation(s): {ev.guard_reason}"
+        f"At apply time, after {len(ops) - len(keep)} conflicting "
+        f"{ngettext('operation', 'operations', len(ops) - len(keep))}: {ev.guard_reason}"
     )
     return transition(
         run,
@@ -579,4 +588,4 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
         checkpoint.update({mid: rec.content_hash for mid, rec in live.items()})
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
     run.agent.checkpoint = checkpoint
-    StoreSample.objects.create(agent=run.agent, count=store.count())
+    store_sampled(run.agent, store)

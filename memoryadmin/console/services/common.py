@@ -21,7 +21,7 @@ import numpy as np
 from django.db import transaction
 
 from ..errors import ServiceError
-from ..models import Agent, AuditEvent, NotificationChannel, NotificationEvent, Pass
+from ..models import Agent, AuditEvent, NotificationChannel, NotificationEvent, Pass, StoreSample
 
 __all__ = [
     "FAILPOINT_ENV",
@@ -46,6 +46,7 @@ __all__ = [
     "SYSTEM_ACTOR",
     "run_actor",
     "set_progress",
+    "store_sampled",
     "transition",
     "user_or_none",
 ]
@@ -237,3 +238,14 @@ def failpoint(name: str) -> None:
     ``plan:started`` (the pass is ``running`` under its lease, nothing planned yet)."""
     if os.environ.get(FAILPOINT_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def store_sampled(agent: Agent, store: Any) -> int:
+    """Record ``store``'s size now as ``agent``'s newest :class:`StoreSample` — the memory count
+    the dashboard, the agent list and ``/metrics`` show — and return it. Every path that changes
+    how many memories a store holds calls this after the change (apply, rollback, restore,
+    delete, import, demo seeding), so the figure is never one change behind. Raises what
+    ``store.count()`` raises (Chroma down)."""
+    count = store.count()
+    StoreSample.objects.create(agent=agent, count=count)
+    return count

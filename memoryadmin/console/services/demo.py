@@ -36,6 +36,7 @@ from consolidation import MemoryRecord
 from .. import stores
 from ..models import Agent, Pass, ProbeQuery
 from .agents import agent_create, agent_update
+from .common import store_sampled
 from .demo_texts import CITIES, COMPANIES, FIRST, FRIENDS, LANGS, LAST, PLANS, PROJECTS, SMALLTALK
 from .passes import pass_request, pass_run
 
@@ -413,7 +414,9 @@ def seed_demo_agents(stdout: Any = None, *, collection_prefix: str = "") -> list
             auto_apply=spec.auto_apply,
         )
         records = _records(spec, now)
-        stores.get_store(agent).upsert(records)
+        store = stores.get_store(agent)
+        store.upsert(records)
+        store_sampled(agent, store)
         with transaction.atomic():
             for n, (question, answer) in enumerate(spec.probes):
                 ProbeQuery.objects.update_or_create(

@@ -27,6 +27,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation import Policy
 
@@ -124,7 +125,8 @@ def _check_user_limit(owner: Any) -> None:
     if len(active) >= limit:
         ids = ", ".join(f"#{d.pk}" for d in active)
         raise DryRunLimit(
-            f"{owner.get_username()} has {len(active)} dry run(s) queued or running ({ids}); "
+            f"{owner.get_username()} has {len(active)} "
+            f"{ngettext('dry run', 'dry runs', len(active))} queued or running ({ids}); "
             f"at most {limit} at a time: wait for one to finish.",
             active=active[0],
             retry_after=10,

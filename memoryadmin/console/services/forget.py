@@ -31,9 +31,9 @@ from django.utils import timezone
 
 from .. import stores
 from ..errors import ServiceError, StoreUnavailable
-from ..models import Agent, ArchivedMemory, ForgetRequest, Pass, StoreSample
+from ..models import Agent, ArchivedMemory, ForgetRequest, Pass
 from ..selectors.forget import ForgetPlan, ForgetSelection, forget_plan
-from .common import actor_name, audit, user_or_none
+from .common import actor_name, audit, store_sampled, user_or_none
 from .forget_purge import purge_database, secure_delete
 
 __all__ = [
@@ -236,7 +236,7 @@ def forget_approve(*, request: ForgetRequest, user: Any, note: str = "") -> Forg
             data=_tombstone(request) | {"purged": purged},
         )
     try:
-        StoreSample.objects.create(agent=agent, count=store.count())
+        store_sampled(agent, store)
     except Exception:  # the dashboard's size chart only
         log.warning("could not sample the store of %s after forget #%s", agent.slug, request.pk)
     return request

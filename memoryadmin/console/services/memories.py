@@ -11,9 +11,9 @@ from consolidation import MemoryRecord
 
 from .. import stores
 from ..errors import ServiceError
-from ..models import Agent, ArchivedMemory, Pass, StoreSample, embedding_to_bytes
+from ..models import Agent, ArchivedMemory, Pass, embedding_to_bytes
 from ..validation import validate_document
-from .common import actor_name, audit, jsonable
+from .common import actor_name, audit, jsonable, store_sampled
 
 __all__ = ["memory_delete", "memory_edit", "memory_guard", "memory_set_pinned"]
 
@@ -114,7 +114,7 @@ def memory_delete(*, agent: Agent, memory_id: str, user: Any) -> None:
     store, rec = _memory_get(agent, memory_id)
     _archive_operator(agent, rec, ArchivedMemory.Action.OPERATOR_DELETE, user)
     store.delete([memory_id])
-    StoreSample.objects.create(agent=agent, count=store.count())  # the dashboard's count
+    store_sampled(agent, store)  # the dashboard's count
     audit(
         actor=actor_name(user, "cli"),
         verb="memory_deleted",

@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation.adapters.endpoints import check_webhook_url
 
@@ -84,7 +85,10 @@ def _events(events: Iterable[str]) -> list[str]:
     chosen = {str(e) for e in events}
     unknown = chosen - set(ALL_EVENTS)
     if unknown:
-        raise ValueError(f"Unknown notification event(s): {', '.join(sorted(unknown))}.")
+        raise ValueError(
+            f"Unknown notification {ngettext('event', 'events', len(unknown))}: "
+            f"{', '.join(sorted(unknown))}."
+        )
     return [e for e in ALL_EVENTS if e in chosen]
 
 

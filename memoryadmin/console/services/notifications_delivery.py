@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from ..models import Delivery, NotificationChannel
 from ..selectors.notifications import notice_payload
@@ -188,7 +189,8 @@ def delivery_send(*, delivery_id: int) -> Delivery | None:
                 agent=notification.agent,
                 run=notification.run,
                 note=f"Delivery #{delivery.pk} of {notification.event} to channel #{channel.pk}: "
-                f"{delivery.status} after {delivery.attempts} attempt(s)"
+                f"{delivery.status} after {delivery.attempts} "
+                f"{ngettext('attempt', 'attempts', delivery.attempts)}"
                 + (f" ({error[:300]})" if error else ""),
                 data={"delivery": delivery.pk, "attempts": delivery.attempts},
             )

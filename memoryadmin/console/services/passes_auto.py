@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation import OpKind, Policy
 from consolidation.review import Gate, split_auto_apply
@@ -128,7 +129,8 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
             run=run,
             agent=run.agent,
             note=f"Auto-apply ({mode}): nothing may apply on its own; "
-            f"{len(waiting):,} operation(s) wait for review.",
+            f"{len(waiting):,} {ngettext('operation waits', 'operations wait', len(waiting))} "
+            "for review.",
             data=counts,
         )
         run.refresh_from_db()
@@ -172,7 +174,10 @@ def _reason_counts(gates: Any) -> dict[str, int]:
 
 def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass:
     """Move operations ``indexes`` of ``run`` (with their sources) to a new ``proposed`` pass
-    of the agent — the part waiting for review — and re-evaluate both."""
+    of the agent — the part waiting for review — and re-evaluate both. The waiting part is
+    counted from the store the applied part leaves (its ``entries_before`` is the applied
+    part's ``entries_after``, e.g. 530 → 519 applied, then 519 → … waiting), so its store
+    change and its loss fraction are those of approving it after the applied part."""
     telemetry = {
         key: run.telemetry[key] for key in ("now", "review", "layer") if key in run.telemetry
     }
@@ -203,15 +208,19 @@ def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass
     Operation.objects.filter(run=run, index__in=indexes).update(run=child)
     hashes = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first() or {}
     PassSnapshot.objects.create(run=child, hashes=hashes)
+    applied = pass_evaluate(run)
+    store_summary(run, applied)
+    Pass.objects.filter(pk=child.pk).update(entries_before=applied.entries_after)
+    child.entries_before = applied.entries_after
     store_summary(child, pass_evaluate(child))
-    store_summary(run, pass_evaluate(run))
     audit(
         actor="policy",
         verb="proposed",
         run=child,
         agent=run.agent,
         to_status=S.PROPOSED,
-        note=f"Waiting for review: {len(indexes):,} operation(s) of pass #{run.pk} that "
+        note=f"Waiting for review: {len(indexes):,} "
+        f"{ngettext('operation', 'operations', len(indexes))} of pass #{run.pk} that "
         "auto-apply does not apply on its own.",
         data={"operations": len(indexes), "applied_pass": run.pk, "reasons": counts["reasons"]},
     )

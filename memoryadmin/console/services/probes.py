@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
+from .. import stores
 from ..errors import ServiceError
 from ..models import Agent, ProbeQuery
 from ..validation import parse_evidence_ids
@@ -21,6 +22,8 @@ from .common import actor_name, audit
 __all__ = [
     "MAX_ANSWER_CHARS",
     "MAX_QUESTION_CHARS",
+    "UnknownEvidence",
+    "known_evidence",
     "probe_create",
     "probe_delete",
     "probe_update",
@@ -29,6 +32,43 @@ __all__ = [
 MAX_QUESTION_CHARS = 2000
 """Longest question (characters). A probe is one question an agent should answer from memory;
 LoCoMo's longest is under 300 characters, so 2,000 leaves room without admitting pasted files."""
+
+
+class UnknownEvidence(ValueError):
+    """Evidence ids no memory of the agent lists in its evidence metadata (the form shows the
+    message at the Evidence ids field)."""
+
+
+def known_evidence(agent: Agent) -> set[str]:
+    """Every evidence id the agent's memories list (the field map's ``evidence`` key, what
+    evidence recall matches against). Reads the store's metadata page by page (no embeddings);
+    raises ``StoreUnavailable`` when Chroma is down."""
+    fm = agent.get_field_map()
+    store = stores.get_store(agent)
+    return {
+        str(e)
+        for page in store.iter_pages(include_embeddings=False)
+        for rec in page
+        for e in fm.get_list(rec.metadata, fm.evidence)
+    }
+
+
+def _check_evidence(agent: Agent, ids: list[str]) -> None:
+    """Refuse evidence ids no memory lists (:class:`UnknownEvidence`, naming up to five and
+    one the store does list), so a typo is not saved as a probe whose evidence recall is 0."""
+    if not ids:
+        return
+    known = known_evidence(agent)
+    unknown = [i for i in ids if i not in known]
+    if not unknown:
+        return
+    shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    example = f" (they list e.g. {min(known)})" if known else " (none lists any evidence)"
+    raise UnknownEvidence(
+        f"No memory of {agent.name} lists the evidence id{'s' if len(unknown) > 1 else ''} "
+        f"{shown} in its evidence metadata{example}; nothing was saved."
+    )
+
 
 MAX_ANSWER_CHARS = 2000
 """Longest expected answer (characters); answer recall scores its content words, so a
@@ -86,9 +126,11 @@ def probe_create(
 
     ``question`` and ``answer`` are stripped and required; ``evidence_ids`` is a comma/space
     separated string or a list (see :func:`parse_evidence_ids`). Raises ``ValueError`` for a
-    missing or over-long text, a bad category or bad evidence ids (nothing written).
+    missing or over-long text, a bad category or bad evidence ids (nothing written), and
+    :class:`UnknownEvidence` for evidence ids no memory of the agent lists.
     """
     fields = _clean(question, answer, evidence_ids, category)
+    _check_evidence(agent, fields["evidence_ids"])
     probe = ProbeQuery.objects.create(agent=agent, **fields)
     audit(
         actor=actor_name(user, "cli"),
@@ -124,6 +166,9 @@ def probe_update(
     changed = [k for k, v in fields.items() if getattr(probe, k) != v]
     if not changed:
         return probe
+    if "evidence_ids" in changed:  # ids kept as they were are not checked again
+        old = {str(e) for e in probe.evidence_ids or []}
+        _check_evidence(agent, [e for e in fields["evidence_ids"] if e not in old])
     for k in changed:
         setattr(probe, k, fields[k])
     probe.save(update_fields=changed)

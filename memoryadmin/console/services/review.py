@@ -8,6 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation import Policy
 from consolidation.planning.state import short
@@ -125,9 +126,12 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
             verb="carried_over",
             run=target,
             agent=target.agent,
-            note=f"From pass #{source.pk}: {counts['excluded']} exclusion(s), "
-            f"{counts['edited']} edited text(s) and {counts['decided']} conflict "
-            "decision(s) carried over to identical operations.",
+            note=f"From pass #{source.pk}: {counts['excluded']} "
+            f"{ngettext('exclusion', 'exclusions', counts['excluded'])}, "
+            f"{counts['edited']} edited {ngettext('text', 'texts', counts['edited'])} and "
+            f"{counts['decided']} conflict "
+            f"{ngettext('decision', 'decisions', counts['decided'])} carried over to identical "
+            "operations.",
             data={
                 "from_pass": source.pk,
                 **{k: v for k, v in counts.items() if v or k != "decided"},
@@ -338,7 +342,9 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
     dropped = _exclude_touching(run, op, gone)
     if dropped:
         note += (
-            f" Excluded {len(dropped)} other operation(s) of this pass touching the removed "
+            f" Excluded {len(dropped)} other "
+            f"{ngettext('operation', 'operations', len(dropped))} of this pass touching the "
+            "removed "
             f"memory: {', '.join(f'#{i} ({k})' for i, k in dropped)}."
         )
     audit(

@@ -26,15 +26,24 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord, content_hash
 
 from .. import stores
 from ..errors import ServiceError, StoreUnavailable
-from ..models import Agent, ArchivedMemory, Operation, Pass, StoreSample
+from ..models import Agent, ArchivedMemory, Operation, Pass
 from ..selectors.decisions import decisions_of_pass
 from .apply import batches
-from .common import TASK_ROLLBACK, actor_name, audit, failpoint, set_progress, transition
+from .common import (
+    TASK_ROLLBACK,
+    actor_name,
+    audit,
+    failpoint,
+    set_progress,
+    store_sampled,
+    transition,
+)
 from .decisions import decision_for_restore, decision_revoke
 from .memories import memory_guard
 
@@ -185,7 +194,8 @@ def pass_rollback_request(
     if blockers:
         ids = sorted(blockers)
         message = (
-            f"Rollback refused, nothing was changed: {len(ids)} record(s) were changed "
+            f"Rollback refused, nothing was changed: {len(ids)} "
+            f"{ngettext('record was', 'records were', len(ids))} changed "
             "after the pass "
             f"({', '.join(ids)}). " + " ".join(blockers[i] for i in ids)
         )
@@ -340,7 +350,7 @@ def pass_rollback(*, run: Pass) -> Pass:
         to=S.ROLLED_BACK,
         actor=actor,
         verb="rolled_back",
-        note=f"{total} operation(s) undone.",
+        note=f"{total} {ngettext('operation', 'operations', total)} undone.",
         error="",
         finished_at=timezone.now(),
         progress=1.0,
@@ -412,7 +422,7 @@ def _refresh_checkpoint(run: Pass, store: Any) -> None:
     for a in _archived_of(ops):
         checkpoint.pop(a.memory_id, None)
     Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
-    StoreSample.objects.create(agent=run.agent, count=store.count())
+    store_sampled(run.agent, store)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,6 +461,7 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
             )
         if live is None:
             store.upsert([record])
+            store_sampled(agent, store)  # the dashboard's count follows the restore
         ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
         decision = decision_for_restore(archived=a, user=user)
         audit(

@@ -27,6 +27,7 @@ from typing import IO, Any
 
 import numpy as np
 from django.db import transaction
+from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord
 from consolidation.jsonl import LineError, LineErrors, read_jsonl
@@ -34,9 +35,10 @@ from consolidation.locomo import LocomoConversation, load_locomo
 
 from .. import stores
 from ..errors import ServiceError
-from ..models import Agent, AuditEvent, ProbeQuery, StoreSample
+from ..models import Agent, AuditEvent, ProbeQuery
 from ..selectors.transfer import Progress
 from .agents import agent_create
+from .common import store_sampled
 
 __all__ = [
     "ImportInterrupted",
@@ -212,7 +214,7 @@ def memories_write(
             raise
         _undo_or_explain(store, journal, exc, written)
     if written:  # the dashboard's memory count comes from the latest sample, not the store
-        StoreSample.objects.create(agent=agent, count=store.count())
+        store_sampled(agent, store)
     return written, unchanged, embedded
 
 
@@ -301,7 +303,7 @@ def memories_import_jsonl(
     file is validated. Audited on success (``memories_imported``), refusal
     (``memories_import_refused``) and failure (``memories_import_failed``).
     """
-    records, errors = read_jsonl(fileobj)
+    records, errors = read_jsonl(fileobj, agent.get_field_map())
     if name is None:
         name = getattr(fileobj, "name", None) or (
             fileobj if isinstance(fileobj, str | Path) else "the file"
@@ -362,7 +364,8 @@ def _refusal(name: str, records: list[MemoryRecord], errors: LineErrors) -> Impo
         return ImportRefused(f"{name}: the file holds no memories; nothing written.", [])
     more = f" (and {errors.total - 1:,} more)" if errors.total > 1 else ""
     return ImportRefused(
-        f"{name}: {errors.total:,} invalid line(s), nothing written — {errors[0]}{more}. "
+        f"{name}: {errors.total:,} invalid {ngettext('line', 'lines', errors.total)}, "
+        f"nothing written — {errors[0]}{more}. "
         + (
             f"Fix them or import the {len(records):,} valid lines with --skip-invalid."
             if records

@@ -10,6 +10,7 @@ from typing import Any
 from django import template
 
 from ..selectors.common import operator_zone, request_zone
+from ..selectors.passes import pass_kind_rows
 
 register = template.Library()
 
@@ -250,3 +251,11 @@ def as_query(mapping: Any, first: str = "") -> str:
 
     rest = urlencode([(str(k), str(v)) for k, v in dict(mapping or {}).items()])
     return "&".join(part for part in (first, rest) if part)
+
+
+@register.simple_tag
+def kind_rows(run: Any, ev: Any) -> list[dict[str, Any]]:
+    """:func:`~memoryadmin.console.selectors.passes.pass_kind_rows` of ``run`` and its summary
+    ``ev``: ``{% kind_rows run ev as rows %}`` (the pass summary and, out of band, the groups'
+    headers)."""
+    return pass_kind_rows(run, ev)

@@ -107,7 +107,7 @@ def audit_csv(request: HtmxHttpRequest):
                 p.agent.slug,
                 p.status,
                 p.trigger,
-                getattr(p.requested_by, "username", ""),
+                p.requester or "",
                 getattr(p.decided_by, "username", "") or p.decided_actor,
                 p.decided_at.isoformat() if p.decided_at else "",
                 p.created_at.isoformat(),

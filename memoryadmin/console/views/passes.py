@@ -105,6 +105,7 @@ def pass_page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: A
     """The whole pass page of ``run`` (refreshed), with ``extra`` in its context (a bound form
     with its errors, the stale check)."""
     run.refresh_from_db()
+    extra = {**refused_forms(request, run), **extra}
     ev = pass_summary(run)
     groups = _groups(run, request.GET, ev)
     ctx = {
@@ -129,6 +130,33 @@ def pass_page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: A
     ev = ctx["ev"]
     ctx.update(review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None))
     return render(request, "console/passes/pass_detail.html", ctx, status=status)
+
+
+REFUSED_KEY = "refused-decision-{pk}"
+"""Session key of a refused approve/reject of pass ``pk``, kept for the page after the redirect."""
+
+
+def refused_keep(request: Any, run: Pass, which: str, form: NoteForm, error: str) -> None:
+    """Keep a refused ``which`` ("approve" / "reject") decision of ``run`` — the refusal and the
+    operator's note and choices — in the session for the page the redirect leads to
+    (:func:`refused_forms`), so the browser ends on the pass page's URL, not the POST's."""
+    data = {k: v for k, v in form.cleaned_data.items() if k != "revision"}
+    request.session[REFUSED_KEY.format(pk=run.pk)] = {"which": which, "data": data, "error": error}
+
+
+def refused_forms(request: Any, run: Pass) -> dict[str, NoteForm]:
+    """The form of a decision refused just before (:func:`refused_keep`), bound to what the
+    operator typed and carrying the refusal as its error; ``{}`` when none waits (read once)."""
+    if request.method != "GET":
+        return {}
+    kept = request.session.pop(REFUSED_KEY.format(pk=run.pk), None)
+    if not kept:
+        return {}
+    reject = kept["which"] == "reject"
+    form = NoteForm(kept["data"], require_note=reject)
+    form.is_valid()
+    form.add_error(None, kept["error"])
+    return {"reject_form" if reject else "approve_form": form}
 
 
 COLLAPSE_OVER = 10

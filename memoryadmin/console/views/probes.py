@@ -52,6 +52,8 @@ def probe_create(request: HtmxHttpRequest, slug: str):
             probe = probe_services.probe_create(
                 agent=agent, user=request.user, **form.service_kwargs()
             )
+        except probe_services.UnknownEvidence as exc:
+            form.add_error("evidence_ids", str(exc))
         except (ServiceError, ValueError) as exc:
             form.add_error(None, str(exc))
         else:
@@ -76,6 +78,8 @@ def probe_edit(request: HtmxHttpRequest, slug: str, pk: int):
             probe_services.probe_update(
                 agent=agent, probe=probe, user=request.user, **form.service_kwargs()
             )
+        except probe_services.UnknownEvidence as exc:
+            form.add_error("evidence_ids", str(exc))
         except (ServiceError, ValueError) as exc:
             form.add_error(None, str(exc))
         else:

@@ -34,7 +34,7 @@ from ..selectors.review import (
 from ..services import review as review_services
 from ..templatetags.console import status_words
 from .common import HtmxHttpRequest, can_review
-from .passes import pass_page
+from .passes import pass_page, refused_keep
 from .review_panel import operation_oob_context, review_context
 
 
@@ -257,6 +257,9 @@ def _decide(request: HtmxHttpRequest, pk: int, *, reject: bool) -> HttpResponse:
             run.refresh_from_db()
             if not run.is_reviewable:  # decided elsewhere between our check and the service's
                 return _not_reviewable(request, run, action, form.cleaned_data["note"])
+            if not request.htmx:  # post/redirect/get: a reload must not post the decision again
+                refused_keep(request, run, "reject" if reject else "approve", form, str(exc))
+                return redirect(f"{run.get_absolute_url()}#review-forms")
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Pass #{run.pk} {done}.")
