@@ -169,7 +169,9 @@ def operation_risk(
             factors.append(
                 (
                     0.4 * near,
-                    f"cosine {cos:.3f} is near the contradiction threshold "
+                    f"cosine {cos:.3f} is "
+                    f"{'below' if cos < policy.contradiction_threshold else 'near'} "
+                    "the contradiction threshold "
                     f"{policy.contradiction_threshold:g}",
                 )
             )

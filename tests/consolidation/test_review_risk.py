@@ -157,3 +157,16 @@ def test_a_semantic_window_is_not_scored_as_a_near_duplicate_of_low_similarity()
     assert any(
         "different numbers" in r for r in operation_risk(clash, operation_loss(clash)).reasons
     )
+
+
+def test_a_reconcile_below_the_contradiction_threshold_says_below_not_near():
+    """A reconcile on an update cue between loosely similar memories is the doubtful kind: the
+    card says its cosine is below the threshold (it said "near" for 0.616 against 0.75)."""
+    low = op(
+        "reconcile",
+        [("Jon lives in Paris.", True), ("Jon moved to Rome.", False)],
+        rule="update",
+        scores={"cosine": 0.616},
+    )
+    reasons = operation_risk(low, operation_loss(low)).reasons
+    assert any("0.616 is below the contradiction threshold 0.75" in r for r in reasons), reasons
