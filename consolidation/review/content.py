@@ -19,12 +19,13 @@ elsewhere), but it is measured on its own, not read off the whole pass's figures
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..policy import Policy
 from .lost import (
     OperationLoss,
     OperationText,
+    Sentence,
     SentenceIndex,
     Suspect,
     finish_loss,
@@ -32,7 +33,7 @@ from .lost import (
     sentences,
     suspects,
 )
-from .terms import WordIndex
+from .terms import Term, WordIndex, terms
 
 __all__ = [
     "ContentLoss",
@@ -40,7 +41,9 @@ __all__ = [
     "content_loss",
     "content_verdict",
     "loss_totals",
+    "outside_keys",
     "pass_losses",
+    "plan_content_loss",
 ]
 
 
@@ -99,6 +102,8 @@ def content_loss(
     store: Iterable[tuple[str, str]],
     *,
     scope_of: Mapping[str, Hashable] | None = None,
+    outside: Sequence[OperationLoss] | None = None,
+    numbers: Sequence[int] | None = None,
 ) -> ContentLoss:
     """What applying exactly ``ops`` would make the store forget (module docstring).
 
@@ -107,6 +112,14 @@ def content_loss(
     sentence or word counts as kept only by a memory of the operation's own scope (a result
     has its first source's). Without it the store is one scope. O(store) sentence splits and
     word lookups, plus the content tokens of the few store words that resemble a lost one.
+
+    ``outside`` (one per operation of ``ops``): the store is then only the memories the pass's
+    operations read (their sources, as the console stores them), and each operation's
+    :attr:`~.lost.OperationLoss.outside` / ``outside_words`` say what the rest of the store
+    keeps of its sources (:func:`plan_content_loss` records them); they are carried into the
+    result. ``numbers`` name the operations (default: their positions) in
+    :attr:`~.lost.OperationLoss.shared`: a lost word several operations lose is counted under
+    the first of ``ops`` that loses it.
     """
 
     def scope(mid: str) -> Hashable:
@@ -128,22 +141,22 @@ def content_loss(
     ]
     sentence_index: dict[Hashable, SentenceIndex] = {}
     n_kept = 0
-    for sc, doc in after[:n_after]:
+    for k, (sc, doc) in enumerate(after):
         index = sentence_index.get(sc)
         if index is None:
             index = sentence_index[sc] = SentenceIndex()
-        n_kept += index.add(doc)
-    for sc, doc in after[n_after:]:
-        index = sentence_index.get(sc)
-        if index is None:
-            index = sentence_index[sc] = SentenceIndex()
-        index.add(doc)
+        n = index.add(doc)
+        n_kept += n if k < n_after else 0
     empty = SentenceIndex()
+    outs = [
+        (set(o.outside), set(o.outside_words)) if o is not None else (set(), set())
+        for o in (outside if outside is not None else [None] * len(ops))
+    ]
     found: list[tuple[Hashable, list[Suspect], list[str]]] = []
     wanted: dict[Hashable, dict[str, frozenset[str]]] = {}
-    for op in ops:
+    for op, (out_s, _) in zip(ops, outs, strict=True):
         sc = scope(op.sources[0].memory_id) if op.sources else ()
-        sus, kept = suspects(op, sentence_index.get(sc, empty))
+        sus, kept = suspects(op, sentence_index.get(sc, empty), out_s)
         found.append((sc, sus, kept))
         for s in sus:
             for t in s.lost:
@@ -155,8 +168,108 @@ def content_loss(
             index = words.get(sc)
             if index is not None:
                 index.add(doc)
-    losses = tuple(finish_loss(sus, kept, words.get(sc, WordIndex({}))) for sc, sus, kept in found)
-    return ContentLoss(losses, loss_totals(losses), n_kept + n_removed)
+    none = WordIndex({})
+    losses = [
+        finish_loss(sus, kept, words.get(sc, none), out_w)
+        for (sc, sus, kept), (_, out_w) in zip(found, outs, strict=True)
+    ]
+    if outside is not None:
+        losses = [
+            replace(loss, outside=o.outside, outside_words=o.outside_words)
+            for loss, o in zip(losses, outside, strict=True)
+        ]
+    shared = _attribute(losses, list(numbers) if numbers is not None else list(range(len(ops))))
+    return ContentLoss(shared, loss_totals(shared), n_kept + n_removed)
+
+
+def _attribute(
+    losses: Sequence[OperationLoss], numbers: Sequence[int]
+) -> tuple[OperationLoss, ...]:
+    """Each lost content word counted under the first operation that loses it: the others get
+    it in :attr:`~.lost.OperationLoss.shared` with that operation's number."""
+    first: dict[str, int] = {}
+    out = []
+    for loss, number in zip(losses, numbers, strict=True):
+        shared = []
+        for w in loss.content_words:
+            owner = first.setdefault(w.casefold(), number)
+            if owner != number:
+                shared.append((w, owner))
+        out.append(replace(loss, shared=tuple(shared)))
+    return tuple(out)
+
+
+def outside_keys(
+    ops: Sequence[OperationText],
+    untouched: Iterable[tuple[str, str]],
+    *,
+    scope_of: Mapping[str, Hashable] | None = None,
+) -> list[OperationLoss]:
+    """What the memories no operation reads (``untouched``: ``(id, document)``) keep of each
+    operation's sources: an :class:`~.lost.OperationLoss` with only ``outside`` (the
+    :attr:`~.lost.Sentence.key` of every sentence of its removed sources, or of both sides of a
+    conflict, that an untouched memory of its scope holds) and ``outside_words`` (the plain
+    words of those sources an untouched memory keeps, as :class:`~.terms.WordIndex` finds
+    them). Every sentence and word, not only the lost ones, so an edit of a merged text or a
+    conflict decided later is measured without the store. O(untouched store)."""
+
+    def scope(mid: str) -> Hashable:
+        return scope_of.get(mid, ()) if scope_of is not None else ()
+
+    docs: dict[Hashable, list[str]] = {}
+    for mid, doc in untouched:
+        docs.setdefault(scope(mid), []).append(doc)
+    index = {sc: SentenceIndex(d) for sc, d in docs.items()}
+    empty = SentenceIndex()
+    wanted: dict[Hashable, dict[str, frozenset[str]]] = {}
+    per_op: list[tuple[Hashable, list[tuple[str, Sentence]], list[Term]]] = []
+    for op in ops:
+        sc = scope(op.sources[0].memory_id) if op.sources else ()
+        srcs = op.sources if op.kind == "conflict" else op.removed
+        sents = [(src.document, s) for src in srcs for s in sentences(src.document)]
+        found = [t for doc, s in sents for t in terms(doc[s.start : s.end]) if t.portable]
+        for t in found:
+            wanted.setdefault(sc, {})[t.key] = t.tokens
+        per_op.append((sc, sents, found))
+    words = {sc: WordIndex(w) for sc, w in wanted.items()}
+    for sc, w in words.items():
+        w.add_all(docs.get(sc, ()))
+    out = []
+    for sc, sents, found in per_op:
+        idx, w = index.get(sc, empty), words.get(sc)
+        kept = sorted({s.key for _, s in sents if s in idx})
+        held = sorted({t.key for t in found if w is not None and w.holds(t)})
+        out.append(OperationLoss(outside=tuple(kept), outside_words=tuple(held)))
+    return out
+
+
+def plan_content_loss(
+    ops: Sequence[OperationText],
+    store: Iterable[tuple[str, str]],
+    *,
+    scope_of: Mapping[str, Hashable] | None = None,
+    numbers: Sequence[int] | None = None,
+) -> ContentLoss:
+    """:func:`content_loss` of a planned pass against its whole store (``(id, document)`` of
+    every memory before it), measured the way it is measured again later from the stored
+    operations alone: the store split into the memories the operations read and the rest,
+    whose part is recorded per operation (:func:`outside_keys`). The figures are those of
+    :func:`content_loss` over the whole store; each operation's loss carries its ``outside``
+    keys for the later measures."""
+    touched = {s.memory_id for op in ops for s in op.sources}
+    read: list[tuple[str, str]] = []
+    rest: list[tuple[str, str]] = []
+    for mid, doc in store:
+        (read if mid in touched else rest).append((mid, doc))
+    loss = content_loss(
+        ops,
+        read,
+        scope_of=scope_of,
+        outside=outside_keys(ops, rest, scope_of=scope_of),
+        numbers=numbers,
+    )
+    n_rest = sum(len(sentences(doc)) for _, doc in rest)
+    return replace(loss, store_sentences=loss.store_sentences + n_rest)
 
 
 def pass_losses(
@@ -167,7 +280,7 @@ def pass_losses(
 ) -> list[OperationLoss]:
     """The loss of every operation of a pass against the store after the whole pass:
     :func:`content_loss`'s ``operations`` (``store``: ``(id, document)`` before the pass)."""
-    return list(content_loss(ops, store, scope_of=scope_of).operations)
+    return list(plan_content_loss(ops, store, scope_of=scope_of).operations)
 
 
 def content_verdict(totals: LossTotals, store_sentences: int, policy: Policy) -> tuple[bool, str]:

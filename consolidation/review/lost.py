@@ -275,12 +275,26 @@ class LostSentence:
 class OperationLoss:
     """What one operation loses. ``elsewhere`` holds the :attr:`Sentence.key` of removed-source
     sentences whose copy stays elsewhere in the store after the pass, ``elsewhere_words`` the
-    :attr:`~.terms.Term.key` of plain words of its lost sentences another memory keeps (both
-    stored, so the loss can be recomputed after an edit without the store)."""
+    :attr:`~.terms.Term.key` of plain words of its lost sentences another memory keeps.
+
+    ``outside`` and ``outside_words`` are the sentence and plain-word keys of the operation's
+    sources (every sentence and word they hold, not only the lost ones) that a memory *no
+    operation of the pass reads* holds: the part of the store a review never changes, recorded
+    when the pass is planned (:func:`.content.plan_content_loss`) so the pass's loss can be
+    measured again from its stored operations after an exclusion, an edit or a decision
+    (:func:`.content.content_loss` ``outside``).
+
+    ``shared`` names the lost content words another operation of the same set also loses and
+    counts: ``(word as written, that operation's number)``. A word no memory keeps after the
+    pass is counted once, under the first operation (in plan order) that loses it, so the
+    operations' :attr:`counted_words` add up to the set's distinct lost words."""
 
     sentences: tuple[LostSentence, ...] = ()
     elsewhere: tuple[str, ...] = ()
     elsewhere_words: tuple[str, ...] = ()
+    outside: tuple[str, ...] = ()
+    outside_words: tuple[str, ...] = ()
+    shared: tuple[tuple[str, int], ...] = ()
 
     @property
     def nothing_lost(self) -> bool:
@@ -294,8 +308,16 @@ class OperationLoss:
 
     @property
     def content_words(self) -> list[str]:
-        """Distinct lost content words (as written), in order of appearance."""
+        """Distinct lost content words (as written), in order of appearance: every word this
+        operation makes the store forget, counted here or under another operation."""
         return list(dict.fromkeys(w for s in self.sentences for w in s.content_words))
+
+    @property
+    def counted_words(self) -> list[str]:
+        """The lost content words counted under this operation: :attr:`content_words` less
+        the :attr:`shared` ones (case-folded)."""
+        shared = {w.casefold() for w, _ in self.shared}
+        return [w for w in self.content_words if w.casefold() not in shared]
 
     @property
     def numbers(self) -> list[str]:
@@ -308,6 +330,9 @@ class OperationLoss:
             "sentences": [s.to_dict() for s in self.sentences],
             "elsewhere": list(self.elsewhere),
             "elsewhere_words": list(self.elsewhere_words),
+            "outside": list(self.outside),
+            "outside_words": list(self.outside_words),
+            "shared": [[w, n] for w, n in self.shared],
         }
 
     @classmethod
@@ -318,6 +343,9 @@ class OperationLoss:
             tuple(LostSentence.from_dict(s) for s in data.get("sentences") or ()),
             tuple(data.get("elsewhere") or ()),
             tuple(data.get("elsewhere_words") or ()),
+            tuple(data.get("outside") or ()),
+            tuple(data.get("outside_words") or ()),
+            tuple((str(w), int(n)) for w, n in data.get("shared") or ()),
         )
 
 
@@ -342,22 +370,24 @@ class Suspect:
 
 
 def suspects(
-    op: OperationText, sentences_elsewhere: Container[str] | SentenceIndex
+    op: OperationText,
+    sentences_elsewhere: Container[str] | SentenceIndex,
+    outside: Container[str] = (),
 ) -> tuple[list[Suspect], list[str]]:
     """The sentences ``op`` may lose and the keys of those kept elsewhere.
 
     ``sentences_elsewhere``: a :class:`SentenceIndex` of the store after the pass, or stored
-    :attr:`Sentence.key` s. A sentence repeated inside the reference or found elsewhere is not
-    lost; inside the others, a term is lost when the reference lacks its code term or one of
-    its content tokens (compared per word on both sides, so an idiom counts the same way).
+    :attr:`Sentence.key` s; ``outside``: keys kept by memories not in that index
+    (:attr:`OperationLoss.outside`). A sentence repeated inside the reference or found
+    elsewhere is not lost; inside the others, a term is lost when the reference lacks its
+    code term or one of its content tokens (compared per word on both sides, so an idiom
+    counts the same way).
     """
     if op.kind in ("promote", "conflict"):
         return [], []
     ref_text = op.reference
     ref_index = SentenceIndex([ref_text])
-    ref_words = [word_key(w) for w in WORD.findall(ref_text)]
-    ref_tokens = {t for w in WORD.findall(ref_text) for t in content_tokens(w)}
-    ref_codes = {t.code for t in terms(ref_text) if t.code is not None}
+    ref: tuple[list[str], set[str], set[str]] | None = None  # computed at the first suspect
     out: list[Suspect] = []
     kept: list[str] = []
     is_index = isinstance(sentences_elsewhere, SentenceIndex)
@@ -365,9 +395,18 @@ def suspects(
         for s in sentences(src.document):
             if s in ref_index:
                 continue
-            if (s in sentences_elsewhere) if is_index else (s.key in sentences_elsewhere):
+            if (
+                (s in sentences_elsewhere) if is_index else (s.key in sentences_elsewhere)
+            ) or s.key in outside:
                 kept.append(s.key)
                 continue
+            if ref is None:
+                ref = (
+                    [word_key(w) for w in WORD.findall(ref_text)],
+                    {t for w in WORD.findall(ref_text) for t in content_tokens(w)},
+                    {t.code for t in terms(ref_text) if t.code is not None},
+                )
+            ref_words, ref_tokens, ref_codes = ref
             text = src.document[s.start : s.end]
             spans = missing_words(text, ref_words)
             words = tuple(
@@ -387,19 +426,24 @@ def finish_loss(
     found: list[Suspect],
     kept: list[str],
     words_elsewhere: Container[str] | WordIndex = (),
+    outside_words: Container[str] = (),
 ) -> OperationLoss:
     """The :class:`OperationLoss` of :func:`suspects`: a lost term counts unless it is a plain
     word that ``words_elsewhere`` holds (a :class:`~.terms.WordIndex` of the operation's scope
-    after the pass, or stored :attr:`OperationLoss.elsewhere_words`)."""
+    after the pass, or stored :attr:`OperationLoss.elsewhere_words`) or ``outside_words`` names
+    (:attr:`OperationLoss.outside_words`)."""
     lost: list[LostSentence] = []
     elsewhere_words: set[str] = set()
     for sus in found:
         words: list[str] = []
         for t in sus.lost:
             if t.portable and (
-                words_elsewhere.holds(t)
-                if isinstance(words_elsewhere, WordIndex)
-                else t.key in words_elsewhere
+                t.key in outside_words
+                or (
+                    words_elsewhere.holds(t)
+                    if isinstance(words_elsewhere, WordIndex)
+                    else t.key in words_elsewhere
+                )
             ):
                 elsewhere_words.add(t.key)
             else:

@@ -191,13 +191,8 @@ def operation_risk(
             )
         )
     if words:
-        shown = ", ".join(words[:6]) + (" …" if len(words) > 6 else "")
         factors.append(
-            (
-                min(0.6, 0.12 * len(words)) * uncovered,
-                f"loses {len(words)} content word{'s' if len(words) > 1 else ''}: "
-                f"{shown}{covered_note}",
-            )
+            (min(0.6, 0.12 * len(words)) * uncovered, _words_reason(loss) + covered_note)
         )
     elif loss.sentences:
         n = len(loss.sentences)
@@ -226,6 +221,33 @@ def operation_risk(
         keep *= 1.0 - max(0.0, min(1.0, w))
     ordered = sorted(factors, key=lambda f: -f[0])
     return Risk(round(1.0 - keep, 4), tuple(why for _, why in ordered))
+
+
+def _shown(words: Sequence[str]) -> str:
+    return ", ".join(words[:6]) + (" …" if len(words) > 6 else "")
+
+
+def _words_reason(loss: OperationLoss) -> str:
+    """The lost content words in words, each counted once over the pass: ``"loses 2 content
+    words: Rome, 1999"``, then those counted under another operation that loses them too
+    (``"; 3 more counted under #12: said, weather, lovely"``), so the operations' figures add
+    up to the pass's distinct lost words."""
+    counted = loss.counted_words
+    n = len(counted)
+    head = (
+        f"loses {n} content word{'s' if n != 1 else ''}: {_shown(counted)}"
+        if counted
+        else "loses no content word of its own"
+    )
+    owners: dict[int, list[str]] = {}
+    for w, owner in loss.shared:
+        owners.setdefault(owner, []).append(w)
+    tails = [
+        f"{len(ws)} {'more ' if counted else ''}counted under #{owner}, which loses "
+        f"{'them' if len(ws) > 1 else 'it'} too: {_shown(ws)}"
+        for owner, ws in sorted(owners.items())
+    ]
+    return "; ".join([head, *tails])
 
 
 def review_operations(

@@ -190,17 +190,20 @@ class WordIndex:
         self._prefixes = {k[:3] for k in wanted}
         self._tokens: set[str] = set()
         self._need = {t for toks in wanted.values() for t in toks}
+        self._done: set[str] = set()  # words already tokenised: a store repeats its words
 
     def add(self, text: str) -> None:
         """Index one text."""
         if not self.wanted:
             return
         wanted, prefixes, need, seen = self.wanted, self._prefixes, self._need, self._tokens
+        done = self._done
         for raw in unicodedata.normalize("NFKC", text).casefold().split():
             k = raw.strip(EDGE_PUNCT)
             if k in wanted:
                 self.found.add(k)
-            elif k[:3] in prefixes:
+            elif k[:3] in prefixes and k not in done:
+                done.add(k)
                 seen.update(t for t in content_tokens(k) if t in need)
 
     def add_all(self, texts: Iterable[str]) -> None:

@@ -207,7 +207,14 @@ class SourceOut(Schema):
 
 
 class OperationOut(Schema):
-    """One operation; ``stale`` says why the store has overtaken it (proposed passes only)."""
+    """One operation; ``stale`` says why the store has overtaken it (proposed passes only).
+
+    Its lost content, as the Review tab shows it and with the pass's definition (nothing a
+    memory keeps after the pass counts): ``lost_sentences``; ``lost_content_words``, the
+    distinct content words counted under it; ``shared_content_words``, words it loses too that
+    are counted under an earlier operation (word → that operation's ``index``). Over the
+    included operations, the ``lost_content_words`` add up to the pass's
+    ``content_guard.lost_content_words``."""
 
     index: int
     kind: OperationKind
@@ -221,6 +228,9 @@ class OperationOut(Schema):
     result_document: str
     sources: list[SourceOut]
     stale: str = ""
+    lost_sentences: int = 0
+    lost_content_words: list[str] = []
+    shared_content_words: dict[str, int] = {}
 
 
 class PassDetailOut(PassOut):

@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Paginator
 
+from consolidation.review import OperationLoss
 from consolidation.snapshot import llm_brief
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
@@ -93,6 +94,7 @@ def _content(run: Pass) -> s.ContentGuardOut:
 def operation_out(op: Operation, stale: dict[int, str] | None = None) -> s.OperationOut:
     """One operation with its frozen sources; ``stale`` maps ``Operation.pk`` → why it is stale."""
     view = operation_view(op)
+    loss = OperationLoss.from_dict(op.lost)
     return s.OperationOut(
         index=op.index,
         kind=op.kind,
@@ -114,6 +116,9 @@ def operation_out(op: Operation, stale: dict[int, str] | None = None) -> s.Opera
             for src in view["sources"]
         ],
         stale=(stale or {}).get(op.pk, ""),
+        lost_sentences=len(loss.sentences),
+        lost_content_words=loss.counted_words,
+        shared_content_words=dict(loss.shared),
     )
 
 

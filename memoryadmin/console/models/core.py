@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from consolidation import FieldMap, Policy
+from consolidation.review import OperationLoss
 
 
 class Agent(models.Model):
@@ -361,6 +362,12 @@ class Operation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.index} of pass {self.run_id}"
+
+    def lost_words(self) -> int:
+        """How many lost content words are counted under this operation (its stored
+        ``lost``: the pass's definition, each word counted under one operation of the pass;
+        kept by :func:`~memoryadmin.console.services.evaluation.store_figures`)."""
+        return len(OperationLoss.from_dict(self.lost).counted_words)
 
 
 class OperationSource(models.Model):

@@ -10,7 +10,7 @@ never loaded whole; the pass-wide loss totals read only the operations that lose
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,14 +22,13 @@ from django.utils.timesince import timesince
 from consolidation import FieldMap, MemoryRecord, Policy
 from consolidation.review import (
     RISK_LINE,
+    ContentLoss,
     LossTotals,
     OperationLoss,
     OperationText,
     Risk,
-    SentenceIndex,
     SourceText,
     content_loss,
-    loss_totals,
     lost_segments,
     operation_loss,
     operation_risk,
@@ -37,6 +36,7 @@ from consolidation.review import (
     review_operations,
     source_segments,
 )
+from consolidation.review.content import plan_content_loss
 
 from ..models import Agent, Operation, OperationSource, Pass
 from .evaluation import applies_words, figures_current
@@ -52,6 +52,7 @@ __all__ = [
     "conflict_view",
     "group_words",
     "lost_page",
+    "pass_content",
     "pass_loss_figures",
     "pass_loss_totals",
     "pass_revision",
@@ -63,6 +64,7 @@ __all__ = [
     "review_page",
     "review_rest",
     "review_rules",
+    "run_settings",
     "stored_operation_text",
     "stored_scores",
 ]
@@ -134,7 +136,7 @@ def plan_review(
     docs = {r.id: r.document for r in records}
     metas = {r.id: r.metadata for r in records}
     texts = [operation_text(op, docs, metas) for op in operations]
-    loss = content_loss(texts, ((r.id, r.document) for r in records))
+    loss = plan_content_loss(texts, ((r.id, r.document) for r in records))
     recent = recent_writes(agent, now=now)
     scored = [
         (lost, operation_risk(op, lost, policy=policy, fieldmap=fieldmap, recent=recent))
@@ -157,7 +159,8 @@ def stored_operation_text(op: Operation) -> OperationText:
     )
 
 
-def _run_settings(run: Pass) -> tuple[Policy, FieldMap]:
+def run_settings(run: Pass) -> tuple[Policy, FieldMap]:
+    """The pass's policy and the agent's field map (defaults where either is invalid)."""
     try:
         policy = Policy.from_dict(run.policy or {})
     except ValueError:
@@ -172,7 +175,7 @@ def _run_settings(run: Pass) -> tuple[Policy, FieldMap]:
 def stored_scores(run: Pass, ops: Sequence[Operation]) -> list[tuple[OperationLoss, Risk]]:
     """Loss and risk of stored operations (sources prefetched) without the store: the store is
     what the rows hold (every source, and the results)."""
-    policy, fieldmap = _run_settings(run)
+    policy, fieldmap = run_settings(run)
     texts = [stored_operation_text(op) for op in ops]
     store = {s.memory_id: s.document for t in texts for s in t.sources}
     return review_operations(
@@ -191,7 +194,7 @@ def rescore_operation(op: Operation) -> tuple[OperationLoss, Risk]:
     text = stored_operation_text(op)
     stored = OperationLoss.from_dict(op.lost)
     loss = operation_loss(text, elsewhere=set(stored.elsewhere))
-    policy, fieldmap = _run_settings(run)
+    policy, fieldmap = run_settings(run)
     risk = operation_risk(
         text,
         loss,
@@ -391,22 +394,56 @@ def lost_page(*, run: Pass, page: int | str = 1) -> Page:
     return pager
 
 
+def pass_content(run: Pass) -> tuple[list[Operation], list[OperationText], ContentLoss]:
+    """The one measure of what ``run`` loses as it now stands, per operation and in total:
+    :func:`consolidation.review.content_loss` of the operations it includes (not excluded, not
+    skipped in conflict or failed), in plan order, against the memories its operations read
+    (their stored sources: an excluded operation's stay) with what the rest of the store keeps
+    recorded at planning (``outside``). Returns those operations, their
+    :class:`OperationText` and the loss, whose ``operations`` follow them; a word several
+    operations lose is counted under the first (``shared``). Two queries (operations, then
+    their sources as plain rows), whatever the pass's size."""
+    unread = ("source_ids", "removes", "result_metadata", "planned_document", "reason")
+    ops = list(run.operations.defer(*unread, "status_detail", "risk_reasons").order_by("index"))
+    rows: dict[int, list[tuple[Any, ...]]] = {}
+    for row in (
+        OperationSource.objects.filter(operation__run=run)
+        .order_by("operation_id", "position")
+        .values_list("operation_id", "memory_id", "document", "removed", "metadata")
+    ):
+        rows.setdefault(row[0], []).append(row)
+    store = {mid: doc for srcs in rows.values() for _, mid, doc, _, _ in srcs}
+    active = [op for op in ops if op.excluded is False and op.status not in _NOT_COUNTED]
+    texts = [
+        OperationText(
+            kind=op.kind,
+            sources=tuple(
+                SourceText(mid, doc, removed, meta or {})
+                for _, mid, doc, removed, meta in rows.get(op.pk, ())
+            ),
+            result_document=op.result_document or None,
+            rule=op.rule or "",
+            scores=dict(op.scores or {}),
+        )
+        for op in active
+    ]
+    loss = content_loss(
+        texts,
+        store.items(),
+        outside=[OperationLoss.from_dict(op.lost) for op in active],
+        numbers=[op.index for op in active],
+    )
+    return active, texts, loss
+
+
+_NOT_COUNTED = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED, Operation.Status.FAILED)
+
+
 def pass_loss_totals(run: Pass) -> LossTotals:
-    """What the operations now included would lose (sentences, memories, content words,
-    numbers). A sentence also held by a source of an excluded operation (which then stays in
-    the store) is not counted. Reads only operations that lose something, and the removed
-    sources of excluded ones."""
-    excluded = Q(excluded=True) | Q(
-        status__in=(Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
-    )
-    rows = (
-        run.operations.filter(lost_sentences__gt=0).exclude(excluded).values_list("lost", flat=True)
-    )
-    kept_docs: Iterable[str] = OperationSource.objects.filter(
-        operation__in=run.operations.filter(excluded), removed=True
-    ).values_list("document", flat=True)
-    index = SentenceIndex(kept_docs)
-    return loss_totals((OperationLoss.from_dict(lost) for lost in rows), kept=index)
+    """What the operations now included would lose (sentences, memories, distinct content
+    words, numbers): the totals of :func:`pass_content`, so the sum of the operations'
+    figures."""
+    return pass_content(run)[2].totals
 
 
 def pass_loss_figures(run: Pass) -> LossTotals:

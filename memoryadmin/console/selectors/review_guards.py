@@ -15,7 +15,7 @@ from consolidation.review import LossTotals, content_verdict
 from consolidation.review.lost import sentences
 
 from ..models import Operation, OperationSource, Pass
-from .review import _run_settings, pass_loss_figures
+from .review import pass_loss_figures, run_settings
 
 __all__ = ["ContentGuard", "approve_blocked", "content_guard", "content_policy"]
 
@@ -41,7 +41,7 @@ def content_policy(run: Pass) -> Policy:
     ``max_lost_sentence_fraction`` (fail closed, as the loss guard's
     :func:`~.evaluation.effective_threshold`); a pass run with an explicit policy override
     keeps that policy's."""
-    planned, _ = _run_settings(run)
+    planned, _ = run_settings(run)
     if (run.telemetry or {}).get("policy_override"):
         return planned
     try:

@@ -14,15 +14,18 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import Pass
+from consolidation.review import LossTotals, operation_risk
+
+from ..models import Operation, Pass
 from ..selectors.evaluation import Evaluation, pass_evaluate
-from ..selectors.review import pass_loss_totals
+from ..selectors.review import pass_content, recent_writes, run_settings
 from ..selectors.review_guards import content_guard
 from .common import audit
 
 __all__ = [
     "auto_apply_content_passes",
     "content_override_record",
+    "operations_store_loss",
     "pass_store_figures",
     "store_figures",
 ]
@@ -45,6 +48,36 @@ def store_summary(run: Pass, ev: Evaluation) -> None:
     )
 
 
+def operations_store_loss(run: Pass) -> LossTotals:
+    """Keep each included operation's lost content (``lost``, ``lost_sentences``) and, where it
+    changed, its risk as :func:`~memoryadmin.console.selectors.review.pass_content` measures
+    them with the pass as it now stands, so every operation's figure uses the pass's definition
+    (a word is lost only when no memory keeps it after the pass; counted under one operation)
+    and they add up to the pass's totals, which it returns. An excluded operation keeps what it
+    would lose in the pass as planned, counted under no other. Writes only the rows that
+    changed."""
+    active, texts, loss = pass_content(run)
+    ids = {op.pk for op in active}
+    policy, fieldmap = run_settings(run)
+    recent = recent_writes(run.agent, now=run.planned_at or run.created_at)
+    changed = []
+    for op, text, new in zip(active, texts, loss.operations, strict=True):
+        if new.to_dict() != (op.lost or {}):
+            op.lost, op.lost_sentences = new.to_dict(), len(new.sentences)
+            if not (op.kind == Operation.Kind.CONFLICT and "decision" in (op.scores or {})):
+                risk = operation_risk(text, new, policy=policy, fieldmap=fieldmap, recent=recent)
+                op.risk, op.risk_reasons = risk.score, list(risk.reasons)
+            changed.append(op)
+    for op in run.operations.exclude(pk__in=ids).filter(lost__has_key="shared"):
+        if (op.lost or {}).get("shared"):
+            op.lost = {**op.lost, "shared": []}
+            changed.append(op)
+    Operation.objects.bulk_update(
+        changed, ["lost", "lost_sentences", "risk", "risk_reasons"], batch_size=500
+    )
+    return loss.totals
+
+
 def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
     """Keep ``ev`` (default: :func:`pass_evaluate` now) and the loss totals
     (:func:`~memoryadmin.console.selectors.review.pass_loss_totals`, under ``"loss"``) as
@@ -61,7 +94,7 @@ def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
     before = Pass.objects.select_for_update().filter(pk=run.pk).values_list("figures", flat=True)
     revision = int((before.first() or {}).get("revision", 0)) + 1
     figures = ev.figures() | {
-        "loss": asdict(pass_loss_totals(run)),
+        "loss": asdict(operations_store_loss(run)),
         "revision": revision,
     }
     Pass.objects.filter(pk=run.pk).update(figures=figures)
