@@ -81,7 +81,10 @@ class Policy:
       lines, repeated content dropped), bounded by ``max_merged_chars``.
     - ``semantic_window_size`` (1 = off), ``semantic_window_chars`` (300): semantic memories
       (with what was folded into them) of the same session and speaker merged, up to this many
-      per window and this many characters.
+      per window and this many characters. Off because of context: bench/quality_locomo.py
+      ``--mode safe --passes 5`` trades reduction for context at every bound tried — size 2,
+      160 characters: each agent 52–58 % fewer at 1.33–1.54× context (``--holdout``); 130:
+      48.9–55.7 % at 1.18–1.34×; off: 47.9–54.7 % at 1.14–1.29×.
     - ``contradiction_threshold`` (0.75): pairs at least this similar are judged for
       contradiction (:func:`consolidation.judgment.judge_pair`: negation, past state, changed
       value or number, swapped roles) before any merge; folds and windows never join such a

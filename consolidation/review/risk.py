@@ -11,7 +11,9 @@ ordering is tested in ``tests/consolidation/test_review_risk.py``):
 - conflict (1.0): a ``conflict`` operation; the reviewer must pick what stays.
 - near the threshold (0.4 at the threshold, falling linearly to 0 at ``NEAR_MARGIN`` above it):
   a near-duplicate merge's ``min_cosine`` above ``link_threshold``, a reconcile's ``cosine``
-  above ``contradiction_threshold``.
+  above ``contradiction_threshold``. Not a ``semantic_window``: it joins different facts of
+  one session and speaker, so a low cosine between them is no doubt that they state one fact
+  (it scored 0.4 for that alone and every LoCoMo window waited).
 - differing numbers / dates / negation (0.35, + 0.15 × nearness; 0.2 + 0.15 × nearness when
   the merge loses no sentence, so both sides survive in the merged text): the sources of a
   same-fact merge (``near_duplicate``, ``semantic_window``) state different numbers, name
@@ -145,7 +147,9 @@ def operation_risk(
     near = 0.0
     if op.kind == "merge" and op.rule in _NEAR_RULES:
         cos = _number(scores.get("min_cosine"))
-        near = _nearness(cos, policy.link_threshold)
+        # only a near-duplicate merge claims its sources state one fact; a semantic window
+        # joins different facts of one session and speaker, so its cosine says nothing
+        near = _nearness(cos, policy.link_threshold) if op.rule == "near_duplicate" else 0.0
         if near > 0 and cos is not None:
             factors.append(
                 (
@@ -165,7 +169,9 @@ def operation_risk(
             factors.append(
                 (
                     0.4 * near,
-                    f"cosine {cos:.3f} is near the contradiction threshold "
+                    f"cosine {cos:.3f} is "
+                    f"{'below' if cos < policy.contradiction_threshold else 'near'} "
+                    "the contradiction threshold "
                     f"{policy.contradiction_threshold:g}",
                 )
             )

@@ -136,3 +136,37 @@ def test_a_merge_that_keeps_a_number_out_of_order_is_less_risky_than_one_that_dr
         {"min_cosine": 0.905},
     )
     assert operation_risk(kept, operation_loss(kept)).score < dropped
+
+
+def test_a_semantic_window_is_not_scored_as_a_near_duplicate_of_low_similarity():
+    """A window joins different facts of one session and speaker: a low cosine between them
+    is expected, not a doubt that they state one fact (only disagreement and loss count)."""
+    facts = [("Jon likes dancing.", True), ("Jon opened a studio.", True)]
+    merged = "Jon likes dancing. Jon opened a studio."
+    window = op("merge", facts, merged, "semantic_window", {"min_cosine": 0.31})
+    same = op("merge", facts, merged, "near_duplicate", {"min_cosine": 0.31})
+    w = operation_risk(window, operation_loss(window))
+    assert w.score < 0.25 < operation_risk(same, operation_loss(same)).score, w
+    clash = op(
+        "merge",
+        [("The deadline is June 3.", True), ("Jon's deadline is June 5.", True)],
+        "The deadline is June 3. Jon's deadline is June 5.",
+        "semantic_window",
+        {"min_cosine": 0.31},
+    )
+    assert any(
+        "different numbers" in r for r in operation_risk(clash, operation_loss(clash)).reasons
+    )
+
+
+def test_a_reconcile_below_the_contradiction_threshold_says_below_not_near():
+    """A reconcile on an update cue between loosely similar memories is the doubtful kind: the
+    card says its cosine is below the threshold (it said "near" for 0.616 against 0.75)."""
+    low = op(
+        "reconcile",
+        [("Jon lives in Paris.", True), ("Jon moved to Rome.", False)],
+        rule="update",
+        scores={"cosine": 0.616},
+    )
+    reasons = operation_risk(low, operation_loss(low)).reasons
+    assert any("0.616 is below the contradiction threshold 0.75" in r for r in reasons), reasons
