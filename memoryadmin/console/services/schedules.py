@@ -97,21 +97,8 @@ def purge_schedule_ensure() -> bool:
     archived copies older than each agent's retention are deleted. Returns True when the row
     was created or corrected."""
     from django.conf import settings
-    from django_q.models import Schedule
 
-    wanted = {
-        "func": TASK_PURGE,
-        "schedule_type": Schedule.CRON,
-        "cron": settings.ARCHIVE_PURGE_CRON,
-    }
-    existing = Schedule.objects.filter(name=PURGE_SCHEDULE).first()
-    if existing is not None and all(getattr(existing, k) == v for k, v in wanted.items()):
-        return False
-    Schedule.objects.update_or_create(
-        name=PURGE_SCHEDULE,
-        defaults={**wanted, "args": None, "kwargs": None, "repeats": -1},
-    )
-    return True
+    return _cron_schedule_ensure(PURGE_SCHEDULE, TASK_PURGE, settings.ARCHIVE_PURGE_CRON)
 
 
 def recovery_schedule_ensure() -> bool:
@@ -122,17 +109,7 @@ def recovery_schedule_ensure() -> bool:
     for hours does not replay the missed runs (``Q_CLUSTER["catch_up"]`` replays only
     MINUTES/HOURLY… schedules). Returns True when the row was created or corrected.
     """
-    from django_q.models import Schedule
-
-    wanted = {"func": TASK_RECOVER, "schedule_type": Schedule.CRON, "cron": "* * * * *"}
-    existing = Schedule.objects.filter(name=RECOVERY_SCHEDULE).first()
-    if existing is not None and all(getattr(existing, k) == v for k, v in wanted.items()):
-        return False
-    Schedule.objects.update_or_create(
-        name=RECOVERY_SCHEDULE,
-        defaults={**wanted, "args": None, "kwargs": None, "repeats": -1},
-    )
-    return True
+    return _cron_schedule_ensure(RECOVERY_SCHEDULE, TASK_RECOVER, "* * * * *")
 
 
 def notify_schedule_ensure() -> bool:
@@ -141,19 +118,21 @@ def notify_schedule_ensure() -> bool:
     stuck applies and imports, proposals waiting longer than the set hours. Returns True when
     the row was created or corrected."""
     from django.conf import settings
+
+    return _cron_schedule_ensure(NOTIFY_SCHEDULE, TASK_NOTIFY_CHECK, settings.NOTIFY_CHECK_CRON)
+
+
+def _cron_schedule_ensure(name: str, func: str, cron: str) -> bool:
+    """Create or correct the repeating django-q2 CRON ``Schedule`` called ``name`` that runs
+    ``func`` at ``cron``; True when a row was written, False when it already matched."""
     from django_q.models import Schedule
 
-    wanted = {
-        "func": TASK_NOTIFY_CHECK,
-        "schedule_type": Schedule.CRON,
-        "cron": settings.NOTIFY_CHECK_CRON,
-    }
-    existing = Schedule.objects.filter(name=NOTIFY_SCHEDULE).first()
+    wanted = {"func": func, "schedule_type": Schedule.CRON, "cron": cron}
+    existing = Schedule.objects.filter(name=name).first()
     if existing is not None and all(getattr(existing, k) == v for k, v in wanted.items()):
         return False
     Schedule.objects.update_or_create(
-        name=NOTIFY_SCHEDULE,
-        defaults={**wanted, "args": None, "kwargs": None, "repeats": -1},
+        name=name, defaults={**wanted, "args": None, "kwargs": None, "repeats": -1}
     )
     return True
 
