@@ -7,6 +7,7 @@ server (tests/llm_stub.py) so the model work and its cost are the stored figures
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -286,3 +287,28 @@ def test_metrics_report_the_operations_of_an_ended_pass_as_that_pass_s_state(
         for s in m["memoryadmin_operations"].samples
         if s.labels["agent"] == slug and s.labels["status"] == "pending"
     ]
+
+
+@pytest.mark.services
+@pytest.mark.skipif(
+    not os.environ.get("Q_REDIS_URL"), reason="needs the Redis broker: run by `make test-services`"
+)
+def test_the_oldest_task_s_age_is_read_from_the_redis_list(db) -> None:
+    """With the Redis broker the queue age comes from the ``started`` time django-q2 signs into
+    the task at the head of the list (on a list of this test's own, so no worker takes it)."""
+    import uuid
+
+    from django_q.brokers import get_broker
+    from django_q.signing import SignedPackage
+
+    from memoryadmin.console.selectors.health import oldest_queued_task_age
+
+    broker = get_broker(list_key=f"health-test-{uuid.uuid4().hex[:8]}")
+    try:
+        assert oldest_queued_task_age(broker) == 0.0
+        for minutes in (3, 1):  # RPUSH: the first is the oldest, at the head
+            task = {"id": uuid.uuid4().hex, "started": timezone.now() - timedelta(minutes=minutes)}
+            broker.enqueue(SignedPackage.dumps(task))
+        assert 175 <= oldest_queued_task_age(broker) <= 200
+    finally:
+        broker.delete_queue()

