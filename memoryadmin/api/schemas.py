@@ -308,7 +308,14 @@ class ConsolidateOut(Schema):
     entries_before: int
     entries_after: int
     merged: int
-    promoted: int
+    promoted: int = Field(
+        description="Memories the promote operations promote: the pass page's "
+        "'N memories promoted' (as GET /passes/{id}); merges written straight to the curated "
+        "tier are `merged_to_curated`."
+    )
+    merged_to_curated: int = Field(
+        default=0, description="Merges whose result is written straight to the curated tier."
+    )
     pruned: int
     reconciled: int
     loss_fraction: float

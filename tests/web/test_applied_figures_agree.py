@@ -56,3 +56,42 @@ def test_a_partly_applied_pass_shows_the_applied_figures_on_page_api_and_dashboa
     chart = re.search(r'"loss": ([0-9.]+)', client.get(reverse("dashboard")).content.decode())
     if chart:  # the chart's series, when the dashboard embeds it
         assert float(chart.group(1)) == pytest.approx(2 / 18, abs=1e-4)
+
+
+def test_promoted_is_the_page_s_figure_in_the_dry_run_and_the_created_pass(
+    client: Client, alice, bob, carol, agent_with_memories, django_capture_on_commit_callbacks
+):
+    """One promote operation and one merge written straight to the curated tier (the engine's
+    ``promoted`` total is 2): the pass page says "1 memory promoted", and so do the dry run
+    (API, its page) and the POST /passes response; the curated merge is `merged_to_curated`."""
+    from django_q.conf import Conf
+
+    from memoryadmin.api.actions.passes import _created
+    from memoryadmin.console import tasks
+
+    meta = [dict(m) for m in META]
+    meta[0] = meta[16] = {"importance": 0.9}  # a duplicate pair of important memories
+    agent = agent_with_memories(TEXTS, meta, policy={"max_loss_fraction": 0.5})
+    api = api_factory(alice, bob, carol)("reviewer")
+    old_sync = Conf.SYNC
+    Conf.SYNC = False  # queued, run below as the worker would
+    try:
+        d = api.post("/passes", {"agent": agent.slug, "dry_run": True}).json()
+    finally:
+        Conf.SYNC = old_sync
+    tasks.run_dry_run(d["dry_run_id"])
+    dry = api.get(f"/dry-runs/{d['dry_run_id']}").json()["result"]
+    assert (dry["promoted"], dry["merged_to_curated"]) == (1, 1), dry
+    client.force_login(bob)
+    dry_page = client.get(reverse("dry_run_detail", args=[d["dry_run_id"]])).content.decode()
+    assert text_of(dry_page, "promoted").startswith("1 ")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        created = api_factory(alice, bob, carol)("admin").post("/passes", {"agent": agent.slug})
+    run = Pass.objects.get(pk=created.json()["pass_id"])
+    assert run.status == "proposed" and run.promoted == 2  # the engine's total
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert text_of(html, "count-promote") == "1 promote operation · 1 memory promoted"
+    # the figures POST /passes and MCP memory_consolidate answer with, once the pass is planned
+    out = _created(run, "agent")
+    assert (out.promoted, out.merged_to_curated) == (1, 1)

@@ -11,7 +11,12 @@ from consolidation.review import OperationLoss
 from consolidation.snapshot import llm_brief
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
-from memoryadmin.console.selectors.passes import operation_view, pass_stale_check, pass_summary
+from memoryadmin.console.selectors.passes import (
+    operation_view,
+    pass_stale_check,
+    pass_summary,
+    promoted_counts,
+)
 from memoryadmin.console.selectors.review import pass_revision
 from memoryadmin.console.selectors.review_guards import content_guard
 
@@ -78,18 +83,6 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "llm": llm_brief(run.telemetry, settings.LLM_PRICES),
         "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
-
-
-def promoted_counts(summary: Any) -> tuple[int, int]:
-    """``(promoted, merged_to_curated)`` from the pass page's summary (:func:`pass_summary`), the
-    one source of its "N memories promoted" and of the merge line's curated count: the memories
-    the promote operations promote, and the merges written straight to the curated tier (which
-    the engine's ``promoted`` total also counts). ``(promoted, 0)`` for a pass without the
-    per-kind figures (no operations: the stored total)."""
-    kinds = getattr(summary, "kinds", None)
-    if kinds is None:
-        return int(getattr(summary, "promoted", 0) or 0), 0
-    return int(kinds.get("promote", (0, 0))[1]), int(getattr(summary, "merged_promoted", 0) or 0)
 
 
 def _content(run: Pass) -> s.ContentGuardOut:
