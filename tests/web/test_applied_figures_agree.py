@@ -95,3 +95,45 @@ def test_promoted_is_the_page_s_figure_in_the_dry_run_and_the_created_pass(
     # the figures POST /passes and MCP memory_consolidate answer with, once the pass is planned
     out = _created(run, "agent")
     assert (out.promoted, out.merged_to_curated) == (1, 1)
+
+
+def test_the_waiting_part_of_a_safe_split_measures_its_own_recall(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    """The waiting part's recall is measured from the store its applied part leaves (before)
+    to that store with its own operations applied (after), not copied from the applied part."""
+    from consolidation import MemoryRecord
+    from memoryadmin.console import stores
+    from memoryadmin.console.models import ProbeQuery
+    from memoryadmin.console.selectors.evaluation import to_engine_operation
+    from memoryadmin.console.selectors.probes import read_records, recall_check
+    from memoryadmin.console.services.agents import agent_update
+    from memoryadmin.console.services.review import pass_reject
+    from memoryadmin.console.tasks import scheduled_pass
+    from tests.conftest import DISTINCT_FACTS as F
+    from tests.conftest import days_ago, embed_texts
+
+    agent = agent_with_memories(F[:16] + [F[0]])  # one merge, rejected: it will wait
+    ProbeQuery.objects.create(agent=agent, question="Where did Caroline move?", answer="Boston")
+    ProbeQuery.objects.create(agent=agent, question="What did Melanie run?", answer="race")
+    first = run_pass(agent, django_capture_on_commit_callbacks)
+    pass_reject(run=first, user=bob, note="too aggressive")
+    stores.get_store(agent).upsert(  # a new duplicate: its merge is safe and applies
+        [MemoryRecord("dup-of-1", F[1], embed_texts([F[1]])[0], {"created_at": days_ago(1)})]
+    )
+    agent_update(agent=agent, auto_apply="safe")
+    with django_capture_on_commit_callbacks(execute=True):
+        scheduled_pass(agent.pk)
+    applied = Pass.objects.filter(agent=agent, trigger="schedule").get()
+    waiting = Pass.objects.filter(agent=agent, trigger="policy").get()
+    assert applied.status == "applied" and waiting.status == "proposed"
+
+    records = read_records(agent)  # the store the applied part left (18 → 17)
+    ops = [to_engine_operation(op) for op in waiting.operations.prefetch_related("sources")]
+    own = recall_check(agent, records, ops, agent.get_policy())
+    rc = waiting.recall
+    assert rc["context_chars_before"] == own["context_chars_before"]
+    assert rc["context_chars_after"] == own["context_chars_after"]
+    assert rc["answer_recall_before"] == own["answer_recall_before"]
+    # not the applied part's figures: its before is the store with the new duplicate
+    assert rc["context_chars_before"] != applied.recall["context_chars_before"]
