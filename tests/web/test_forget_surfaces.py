@@ -213,3 +213,22 @@ def test_the_command_prints_the_list_for_people(agent):
     call_command("forget", agent.slug, "--contains", "catan", "--dry-run", stdout=out)
     text = out.getvalue()
     assert "Dry run: 1 memories (1 live, 0 archived)." in text and TEXTS[3] in text
+
+
+def test_the_pages_say_what_archived_a_copy_and_what_was_purged_in_words(agent, client, bob):
+    """The review lists who archived each copy as the archive page does, and the tombstone
+    reads its hashed selection and purge counts in words, not as raw keys."""
+    from memoryadmin.console.services.memories import memory_delete
+
+    memory_delete(agent=agent, memory_id="mem-000", user=bob)
+    c = login(client, bob)
+    url = reverse("forget_create", args=[agent.slug])
+    form = {"kind": "scope", "key": "user_id", "value": "u1"}
+    preview = c.post(url, form | {"action": "preview"}).content.decode()
+    assert "Operator Delete · bob" in preview and "operator_delete" not in preview
+    c.post(url, form | {"action": "request", "reason": "ticket 10"})
+    req = ForgetRequest.objects.get()
+    c.post(reverse("forget_approve", args=[req.pk]), {"note": "ok"})
+    after = c.get(req.get_absolute_url()).content.decode()
+    assert "user_id = a value, SHA-256 " in after and "value_sha256" not in after
+    assert "vector cache rows" in after and "vector_cache_rows" not in after

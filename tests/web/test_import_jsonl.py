@@ -128,7 +128,7 @@ def test_skip_invalid_writes_the_valid_lines_and_lists_the_rest(agent_with_memor
     out, err = StringIO(), StringIO()
     call_command("import_memories", agent.slug, str(path), "--skip-invalid", stdout=out, stderr=err)
     assert "line 2: invalid JSON" in err.getvalue()
-    assert "2 written" in out.getvalue() and "1 invalid lines skipped" in out.getvalue()
+    assert "2 written" in out.getvalue() and "1 invalid line skipped" in out.getvalue()
     assert set(all_records(agent)) == {"a", "c"}
     assert all_records(agent)["a"].embedding.shape == (384,)  # computed on import
 

@@ -58,6 +58,22 @@ def test_keep_a_with_htmx_updates_both_cards_and_the_figures(client: Client, bob
     assert badge and lost and badge.group(1) == lost.group(1)
 
 
+def test_keep_a_from_the_review_tab_swaps_no_row_the_page_does_not_hold(
+    client: Client, bob, conflict
+) -> None:
+    """review.js sends ``shown`` (the "All operations" rows on the page): a group never opened
+    holds none, so the answer must carry no out-of-band row for it (htmx:oobErrorNoTarget)."""
+    client.force_login(bob)
+    url = _url(conflict)
+    html = client.post(url, {"keep": "a", "shown": ""}, HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="op-{conflict.pk}"' not in html and f'id="rv-{conflict.pk}"' in html
+    assert 'id="pass-summary"' in html
+    client.post(url, {"keep": "both"}, HTTP_HX_REQUEST="true")
+    shown = {"keep": "b", "shown": f"1,{conflict.pk}"}
+    html = client.post(url, shown, HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="op-{conflict.pk}"' in html
+
+
 def test_keep_both_without_htmx_redirects_to_the_page(client: Client, bob, conflict) -> None:
     client.force_login(bob)
     r = client.post(_url(conflict), {"keep": "both"})

@@ -368,7 +368,7 @@ def test_a_refused_upload_points_to_the_skip_invalid_checkbox(
     agent = agent_with_memories(0)
     client.force_login(alice)
     html = post(client, agent, "\n".join([line("a"), "{oops"])).content.decode()
-    assert "valid lines by ticking “Skip invalid lines”" in html
+    assert "import the 1 valid line by ticking “Skip invalid lines”" in html
     assert "--skip-invalid" not in html
 
 

@@ -479,6 +479,11 @@ class ArchivedMemory(models.Model):
     def __str__(self) -> str:
         return f"{self.memory_id} archived by {self.action}"
 
+    @property
+    def action_label(self) -> str:
+        """What archived it and who, as the archive page says it: ``Operator Delete · operator``."""
+        return f"{self.get_action_display()} · {self.actor or '—'}"
+
     def get_embedding(self) -> np.ndarray | None:
         """The embedding as ``(384,) float32``, or ``None``."""
         return (

@@ -92,3 +92,26 @@ class ForgetRequest(models.Model):
     def total(self) -> int:
         """Memories it removes: live plus archived copies."""
         return self.live_count + self.archived_count
+
+    @property
+    def selection_summary(self) -> str:
+        """The stored (hashed) selection in words, e.g. ``user_id = a value, SHA-256 3f2a9c…``:
+        what the tombstone keeps, never the value itself."""
+        sel = self.selection or {}
+
+        def short(key: str) -> str:
+            return f"SHA-256 {str(sel.get(key, ''))[:12]}…"
+
+        if sel.get("kind") == self.Kind.SCOPE:
+            return f"{sel.get('key', '?')} = a value, {short('value_sha256')}"
+        if sel.get("kind") == self.Kind.IDS:
+            return f"{sel.get('ids', 0)} memory ids, {short('ids_sha256')}"
+        what = "text contains" if sel.get("kind") == self.Kind.CONTAINS else "similar to"
+        extra = f", similarity ≥ {sel['similarity']}" if "similarity" in sel else ""
+        return f"{what} a text, {short('text_sha256')}, at most {sel.get('max_count', '?')}{extra}"
+
+    @property
+    def purged_items(self) -> list[tuple[str, int]]:
+        """What apply purged as ``[(label, count)]``: ``"vector_cache_rows"`` reads "vector cache
+        rows"."""
+        return [(key.replace("_", " "), n) for key, n in (self.purged or {}).items()]

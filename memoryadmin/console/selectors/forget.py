@@ -227,6 +227,7 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
             "memory_id": a.memory_id,
             "document": a.document,
             "action": a.action,
+            "action_label": a.action_label,
             "archived_at": a.archived_at,
         }
         for a in rows[:FORGET_MAX_COUNT]

@@ -98,7 +98,10 @@ class ImportReport:
             f"{self.unchanged:,} unchanged, {self.embedded:,} embedded"
         )
         if self.error_count:
-            text += f"; {self.error_count:,} invalid lines skipped"
+            text += (
+                f"; {self.error_count:,} invalid "
+                f"{ngettext('line', 'lines', self.error_count)} skipped"
+            )
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -367,7 +370,8 @@ def _refusal(name: str, records: list[MemoryRecord], errors: LineErrors) -> Impo
         f"{name}: {errors.total:,} invalid {ngettext('line', 'lines', errors.total)}, "
         f"nothing written — {errors[0]}{more}. "
         + (
-            f"Fix them or import the {len(records):,} valid lines with --skip-invalid."
+            f"Fix them or import the {len(records):,} valid "
+            f"{ngettext('line', 'lines', len(records))} with --skip-invalid."
             if records
             else "No line is valid: fix the file."
         ),

@@ -165,8 +165,10 @@ def _op_response(
         return redirect(f"{reverse('pass_detail', args=[op.run_id])}#op-{op.pk}")
     op.refresh_from_db()
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
+    shown = request.POST.get("shown")  # the "All operations" rows the page holds (review.js)
     ctx = {
         "run": run,
+        "row_shown": shown is None or str(op.pk) in shown.split(","),
         "ov": operation_view(op),
         "ev": pass_summary(run),
         "op_error": error,
