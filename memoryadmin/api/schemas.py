@@ -168,6 +168,20 @@ class PassOut(Schema):
     max_loss_fraction: float
     guard_passed: bool | None
     guard_reason: str
+    planned_entries_after: int = Field(
+        default=0,
+        description="`entries_after` as planned and approved (with the reviewer's exclusions), "
+        "before apply found operations in conflict (`entries_after` and `loss_fraction` "
+        "count what the pass counts now: for a partly applied pass, what it applied, as its "
+        "page says).",
+    )
+    planned_loss_fraction: float = Field(
+        default=0.0,
+        description="`loss_fraction` as planned and approved (the loss guard's figure).",
+    )
+    planned_guard_reason: str = Field(
+        default="", description="The loss guard's sentence on the planned figures."
+    )
     counts: dict[str, str] = Field(
         default_factory=dict,
         description="What each kind of the included operations does, in the words of the pass "
@@ -181,7 +195,12 @@ class PassOut(Schema):
     )
     recall: RecallOut
     operations: int
-    excluded_operations: int
+    excluded_operations: int = Field(description="Operations a reviewer excluded.")
+    uncounted_operations: int = Field(
+        default=0,
+        description="Operations the figures leave out: excluded or found in conflict (the "
+        "page's 'N excluded or in conflict').",
+    )
     progress: float
     progress_label: str
     created_at: datetime
@@ -289,7 +308,14 @@ class ConsolidateOut(Schema):
     entries_before: int
     entries_after: int
     merged: int
-    promoted: int
+    promoted: int = Field(
+        description="Memories the promote operations promote: the pass page's "
+        "'N memories promoted' (as GET /passes/{id}); merges written straight to the curated "
+        "tier are `merged_to_curated`."
+    )
+    merged_to_curated: int = Field(
+        default=0, description="Merges whose result is written straight to the curated tier."
+    )
     pruned: int
     reconciled: int
     loss_fraction: float

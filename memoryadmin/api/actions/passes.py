@@ -8,6 +8,7 @@ from typing import Any
 
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.selectors.passes import pass_summary, promoted_counts
 from memoryadmin.console.services.passes import pass_request
 
 from .. import schemas as s
@@ -120,6 +121,7 @@ COMPACT_LAYERS = ("semantic", "episodic", "procedural", "summary")
 
 
 def _created(run: Pass, policy: str) -> s.ConsolidateOut:
+    promoted, curated = promoted_counts(pass_summary(run))  # what the pass page says
     return s.ConsolidateOut(
         dry_run=False,
         pass_id=run.pk,
@@ -129,7 +131,8 @@ def _created(run: Pass, policy: str) -> s.ConsolidateOut:
         entries_before=run.entries_before,
         entries_after=run.entries_after,
         merged=run.merged,
-        promoted=run.promoted,
+        promoted=promoted,
+        merged_to_curated=curated,
         pruned=run.pruned,
         reconciled=run.reconciled,
         loss_fraction=run.loss_fraction,

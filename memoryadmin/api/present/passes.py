@@ -11,8 +11,12 @@ from consolidation.review import OperationLoss
 from consolidation.snapshot import llm_brief
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
-from memoryadmin.console.selectors.evaluation import pass_figures
-from memoryadmin.console.selectors.passes import operation_view, pass_stale_check, pass_summary
+from memoryadmin.console.selectors.passes import (
+    operation_view,
+    pass_stale_check,
+    pass_summary,
+    promoted_counts,
+)
 from memoryadmin.console.selectors.review import pass_revision
 from memoryadmin.console.selectors.review_guards import content_guard
 
@@ -25,18 +29,19 @@ def _recall(rc: dict[str, Any] | None) -> s.RecallOut:
 
 
 def pass_out(run: Pass) -> s.PassOut:
-    """A pass with its summary: the live evaluation of the included operations while proposed or
-    approved (what the pass page shows), the stored figures otherwise."""
+    """A pass with its summary: the figures the pass page shows (:func:`pass_summary`: over the
+    operations it counts now, so a partly applied pass says what it applied), the figures as
+    planned under ``planned_*``; a pass without operations: its stored figures."""
     return s.PassOut(**_pass_fields(run))
 
 
 def _pass_fields(run: Pass) -> dict[str, Any]:
     n_ops = run.operations.count()
     n_excluded = run.operations.filter(excluded=True).count()
-    ev: Any = run
-    if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED) and n_ops:
-        ev = pass_figures(run)
+    # The pass page's figures (pass_summary: the operations it counts now, so a partly applied
+    # pass shows what it applied); the planned ones stay under planned_*.
     summary = pass_summary(run) if n_ops else run
+    ev: Any = summary
     promoted, curated = promoted_counts(summary)
     return {
         "id": run.pk,
@@ -60,11 +65,15 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "max_loss_fraction": ev.max_loss_fraction,
         "guard_passed": ev.guard_passed,
         "guard_reason": ev.guard_reason,
+        "planned_entries_after": run.entries_after,
+        "planned_loss_fraction": run.loss_fraction,
+        "planned_guard_reason": run.guard_reason,
         "counts": dict(summary.labels()) if n_ops and hasattr(summary, "labels") else {},
         "content_guard": _content(run) if n_ops else None,
         "recall": _recall(run.recall),
         "operations": n_ops,
         "excluded_operations": n_excluded,
+        "uncounted_operations": int(getattr(ev, "excluded_ops", n_excluded)),
         "progress": run.progress,
         "progress_label": run.progress_label,
         "created_at": run.created_at,
@@ -74,18 +83,6 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "llm": llm_brief(run.telemetry, settings.LLM_PRICES),
         "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
-
-
-def promoted_counts(summary: Any) -> tuple[int, int]:
-    """``(promoted, merged_to_curated)`` from the pass page's summary (:func:`pass_summary`), the
-    one source of its "N memories promoted" and of the merge line's curated count: the memories
-    the promote operations promote, and the merges written straight to the curated tier (which
-    the engine's ``promoted`` total also counts). ``(promoted, 0)`` for a pass without the
-    per-kind figures (no operations: the stored total)."""
-    kinds = getattr(summary, "kinds", None)
-    if kinds is None:
-        return int(getattr(summary, "promoted", 0) or 0), 0
-    return int(kinds.get("promote", (0, 0))[1]), int(getattr(summary, "merged_promoted", 0) or 0)
 
 
 def _content(run: Pass) -> s.ContentGuardOut:

@@ -189,6 +189,7 @@ class Pass(models.Model):
     )
     recall = models.JSONField(default=dict, blank=True)
     telemetry = models.JSONField(default=dict, blank=True)
+
     snapshot_hash = models.CharField(max_length=64, blank=True)
 
     lease_owner = models.CharField(
@@ -225,6 +226,15 @@ class Pass(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("pass_detail", args=[self.pk])
+
+    @property
+    def shown_loss_fraction(self) -> float:
+        """The loss fraction (in [0, 1]) the pass page shows: over the operations the pass
+        counts now (``figures``: a partly applied pass, what it applied), else as planned."""
+        value = (
+            (self.figures or {}).get("loss_fraction") if isinstance(self.figures, dict) else None
+        )
+        return float(value) if isinstance(value, int | float) else float(self.loss_fraction)
 
     TRIGGER_ACTORS = frozenset({"schedule", "policy", "cli", "operator", "system"})
     """Actors that name a trigger, not who asked (the header words the trigger instead)."""

@@ -225,6 +225,20 @@ def pass_summary(run: Pass) -> Any:
     return ev.judged(run.max_loss_fraction)
 
 
+def promoted_counts(summary: Any) -> tuple[int, int]:
+    """``(promoted, merged_to_curated)`` from the pass page's summary (:func:`pass_summary`), the
+    one source of its "N memories promoted" and of the merge line's curated count: the memories
+    the promote operations promote, and the merges written straight to the curated tier (which
+    the engine's ``promoted`` total also counts). ``(promoted, 0)`` for a pass without the
+    per-kind figures (no operations: the stored total). The same definition for a pass, a
+    dry run (:func:`~memoryadmin.console.services.passes.pass_dry_run`, on its
+    :class:`~.evaluation.Evaluation`) and the API's and CLI's figures of a created pass."""
+    kinds = getattr(summary, "kinds", None)
+    if kinds is None:
+        return int(getattr(summary, "promoted", 0) or 0), 0
+    return int(kinds.get("promote", (0, 0))[1]), int(getattr(summary, "merged_promoted", 0) or 0)
+
+
 def pass_reviewed(run: Pass) -> bool:
     """True when an operator excluded or edited an operation (the stored recall check and the
     planned figures then describe the plan as proposed, not as it stands now)."""

@@ -190,6 +190,23 @@ def recall_check(
     }
 
 
+def recall_check_then(
+    agent: Agent,
+    records: Sequence[MemoryRecord],
+    first: Iterable[Operation],
+    then: Iterable[Operation],
+    policy: Policy | None = None,
+    *,
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
+    """:func:`recall_check` of operations ``then`` on the store as operations ``first`` leave
+    ``records`` (nothing is written): the waiting part of an auto-apply split, measured from
+    the store its applied part leaves. Same dict and errors as :func:`recall_check`."""
+    emb = _embedder(embedder)
+    base = simulate_after(records, list(first), emb)
+    return recall_check(agent, base, list(then), policy, embedder=emb)
+
+
 def recall_held(
     agent: Agent,
     records: Sequence[MemoryRecord],

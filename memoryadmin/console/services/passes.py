@@ -35,6 +35,7 @@ from ..models import (
 )
 from ..selectors.decisions import standing_decisions
 from ..selectors.evaluation import Evaluation, evaluate, plan_verdict
+from ..selectors.passes import promoted_counts
 from ..selectors.probes import recall_check
 from ..selectors.review import RISK_LINE, plan_review
 from ..selectors.schedules import schedule_slot
@@ -273,7 +274,8 @@ def pass_dry_run(
     run behind ``consolidate --dry-run`` and the API / MCP ``dry_run``.
 
     Returns ``entries_before``/``entries_after`` (memories), ``merged``/``promoted``/
-    ``pruned``/``reconciled`` (counts), ``loss_fraction``/``max_loss_fraction`` (in [0, 1]),
+    ``merged_to_curated``/``pruned``/``reconciled`` (counts; the pass page's promoted:
+    :func:`promoted_counts`), ``loss_fraction``/``max_loss_fraction`` (in [0, 1]),
     ``guard_passed``/``guard_reason`` (the loss guard and an engine rejection; the recall
     guard has its own keys), ``recall_passed``/``recall_reason``/``recall_before``/
     ``recall_after`` (answer recall@k in [0, 1]), ``context_chars_before``/``_after`` and
@@ -288,7 +290,8 @@ def pass_dry_run(
         "entries_before": ev.entries_before,
         "entries_after": ev.entries_after,
         "merged": ev.merged,
-        "promoted": ev.promoted,
+        "promoted": promoted_counts(ev)[0],
+        "merged_to_curated": promoted_counts(ev)[1],
         "pruned": ev.pruned,
         "reconciled": ev.reconciled,
         "loss_fraction": ev.loss_fraction,

@@ -19,8 +19,8 @@ from consolidation.review.lost import sentences
 from ..models import Agent, NotificationEvent, Operation, Pass, PassSnapshot
 from ..selectors.decisions import rejected_index
 from ..selectors.evaluation import pass_evaluate
-from ..selectors.probes import recall_held
-from .common import audit, notify_after_commit, transition
+from ..selectors.probes import recall_check_then, recall_held
+from .common import audit, jsonable, notify_after_commit, transition
 from .decisions import decisions_count_held_back
 from .evaluation import store_summary
 
@@ -138,7 +138,10 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
     applied = left.filter(excluded=False).count()
     counts["applied"] = applied
     if waiting:
-        child = _waiting_part(run, list(waiting), counts)
+        first = [ops[i] for i in left.filter(excluded=False).values_list("index", flat=True)]
+        then = [ops[i] for i in waiting]  # its own recall: from the store the applied part leaves
+        recall = recall_check_then(run.agent, planned.records, first, then, policy)
+        child = _waiting_part(run, list(waiting), counts, recall)
         counts["waiting_pass"] = child.pk
     telemetry = {**(run.telemetry or {}), "auto_apply": counts}
     Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
@@ -172,12 +175,15 @@ def _reason_counts(gates: Any) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass:
+def _waiting_part(
+    run: Pass, indexes: list[int], counts: dict[str, Any], recall: dict[str, Any]
+) -> Pass:
     """Move operations ``indexes`` of ``run`` (with their sources) to a new ``proposed`` pass
     of the agent — the part waiting for review — and re-evaluate both. The waiting part is
     counted from the store the applied part leaves (its ``entries_before`` is the applied
     part's ``entries_after``, e.g. 530 → 519 applied, then 519 → … waiting), so its store
-    change and its loss fraction are those of approving it after the applied part."""
+    change and its loss fraction are those of approving it after the applied part; ``recall``
+    (:func:`~memoryadmin.console.selectors.probes.recall_check_then`) is measured the same way."""
     telemetry = {
         key: run.telemetry[key] for key in ("now", "review", "layer") if key in run.telemetry
     }
@@ -197,7 +203,7 @@ def _waiting_part(run: Pass, indexes: list[int], counts: dict[str, Any]) -> Pass
         policy=run.policy,
         max_loss_fraction=run.max_loss_fraction,
         entries_before=run.entries_before,
-        recall=run.recall,
+        recall=jsonable(recall),
         telemetry=telemetry,
         snapshot_hash=run.snapshot_hash,
         started_at=run.started_at,

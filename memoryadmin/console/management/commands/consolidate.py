@@ -27,6 +27,7 @@ from consolidation import NAMED_POLICIES, Policy
 from consolidation.snapshot import llm_brief
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Pass
+from memoryadmin.console.selectors.passes import pass_summary, promoted_counts
 from memoryadmin.console.services.apply import pass_apply
 from memoryadmin.console.services.passes import pass_dry_run, pass_request, pass_run
 from memoryadmin.console.services.review import pass_approve
@@ -168,7 +169,7 @@ class Command(BaseCommand):
             "entries_before": run.entries_before,
             "entries_after": run.entries_after,
             "merged": run.merged,
-            "promoted": run.promoted,
+            "promoted": promoted_counts(pass_summary(run))[0],  # the pass page's figure
             "pruned": run.pruned,
             "reconciled": run.reconciled,
             "loss_fraction": run.loss_fraction,
