@@ -260,19 +260,18 @@ def notifications_check(*, now: datetime | None = None) -> list[Notification]:
     sending it is sent again. Returns what was emitted."""
     now = now or timezone.now()
     out: list[Notification | None] = []
-    minutes = settings.NOTIFY_STUCK_MINUTES
-    for run in stuck_applies(now=now, minutes=minutes):
-        summary, data = pass_notice(run, E.STUCK, now=now)
+
+    def tell_pass(run: Pass, event: str, key: str) -> None:
+        summary, data = pass_notice(run, event, now=now)
         out.append(
             notification_emit(
-                event=E.STUCK,
-                key=f"stuck:pass:{run.pk}:{run.status}",
-                summary=summary,
-                data=data,
-                agent=run.agent,
-                run=run,
-            )  # fmt: skip
+                event=event, key=key, summary=summary, data=data, agent=run.agent, run=run
+            )
         )
+
+    minutes = settings.NOTIFY_STUCK_MINUTES
+    for run in stuck_applies(now=now, minutes=minutes):
+        tell_pass(run, E.STUCK, f"stuck:pass:{run.pk}:{run.status}")
     for job in stuck_imports(now=now, minutes=minutes):
         summary, data = import_notice(job, now=now)
         out.append(
@@ -282,7 +281,7 @@ def notifications_check(*, now: datetime | None = None) -> list[Notification]:
                 summary=summary,
                 data=data,
                 agent=job.agent,
-            )  # fmt: skip
+            )
         )
     abandoned = Delivery.objects.filter(status=Delivery.Status.SENDING, next_attempt_at__lt=now)
     for pk in abandoned.values_list("pk", flat=True):  # its worker died mid-attempt
@@ -292,17 +291,7 @@ def notifications_check(*, now: datetime | None = None) -> list[Notification]:
             enqueue(TASK_DELIVER, pk)
     hours = NotificationDefaults.current().waiting_hours
     for run in waiting_proposals(now=now, hours=hours):
-        summary, data = pass_notice(run, E.WAITING_LONG, now=now)
-        out.append(
-            notification_emit(
-                event=E.WAITING_LONG,
-                key=f"waiting_long:pass:{run.pk}",
-                summary=summary,
-                data=data,
-                agent=run.agent,
-                run=run,
-            )  # fmt: skip
-        )
+        tell_pass(run, E.WAITING_LONG, f"waiting_long:pass:{run.pk}")
     return [n for n in out if n is not None]
 
 
