@@ -14,8 +14,9 @@ ordering is tested in ``tests/consolidation/test_review_risk.py``):
   above ``contradiction_threshold``. Not a ``semantic_window``: it joins different facts of
   one session and speaker, so a low cosine between them is no doubt that they state one fact
   (it scored 0.4 for that alone and every LoCoMo window waited).
-- differing numbers / dates / negation (0.35, + 0.15 × nearness; 0.2 + 0.15 × nearness when
-  the merge loses no sentence, so both sides survive in the merged text): the sources of a
+- differing numbers / dates / negation (0.35, + 0.15 × nearness; for numbers and dates 0.2 +
+  0.15 × nearness when the merge loses no sentence, so both values survive in the merged text;
+  never for a negation: "X" beside "not X" in one text is a hidden contradiction): the sources of a
   same-fact merge (``near_duplicate``, ``semantic_window``) state different numbers, name
   different dates (month/weekday names) or one negates another.
 - reconcile (0.3): an older memory is superseded on a text cue.
@@ -81,14 +82,17 @@ def _words(text: str) -> list[str]:
 def _cues(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
     """``(numbers, date words, negated)`` of ``text``.
 
-    negated: an odd count of negation cues from the multilingual table
-    (:mod:`consolidation.cues`, via :func:`consolidation.text.parse`).
+    negated: an odd count of negation cues, or a past-state cue ("no longer", "used to",
+    "nicht mehr", "ne … plus"), from the multilingual table (:mod:`consolidation.cues`, via
+    :func:`consolidation.text.parse`): "Jon no longer dances" beside "Jon dances" is the
+    disagreement the reason names (not / never / no longer).
     """
     words = _words(text)
     # Atoms keep their unit ("june 3." is one date atom): shown without trailing punctuation.
     numbers = frozenset(t.rstrip(".,;:") for t in content_tokens(text) if is_number(t))
     dates = frozenset(w for w in words if w in _DATE_WORDS)
-    return numbers, dates, parse(text).negations % 2 == 1
+    parsed = parse(text)
+    return numbers, dates, parsed.negations % 2 == 1 or bool(parsed.past_state)
 
 
 def _nearness(value: float | None, threshold: float) -> float:
@@ -102,20 +106,21 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _disagreement(op: OperationText) -> list[str]:
-    """Reasons the sources of a same-fact merge disagree (numbers, dates, negation)."""
+def _disagreement(op: OperationText) -> list[tuple[str, bool]]:
+    """Reasons the sources of a same-fact merge disagree (numbers, dates, negation), each with
+    whether it is a contradiction the merged text would hold (one source negates another)."""
     cues = [_cues(s.document) for s in op.sources]
-    out = []
+    out: list[tuple[str, bool]] = []
     numbers = [c[0] for c in cues if c[0]]
     if len(numbers) > 1 and len(set(numbers)) > 1:
         shown = " vs ".join(", ".join(sorted(n)) for n in dict.fromkeys(numbers))
-        out.append(f"sources state different numbers ({shown})")
+        out.append((f"sources state different numbers ({shown})", False))
     dates = [c[1] for c in cues if c[1]]
     if len(dates) > 1 and len(set(dates)) > 1:
         shown = " vs ".join(", ".join(sorted(d)) for d in dict.fromkeys(dates))
-        out.append(f"sources name different dates ({shown})")
+        out.append((f"sources name different dates ({shown})", False))
     if len({c[2] for c in cues}) > 1:
-        out.append("one source negates another (not / never / no longer)")
+        out.append(("one source negates another (not / never / no longer)", True))
     return out
 
 
@@ -158,9 +163,11 @@ def operation_risk(
                     f"link threshold {policy.link_threshold:g}",
                 )
             )
-        # both sides kept verbatim: the agent forgets nothing, the merged memory holds both
-        base = 0.35 if loss.sentences else 0.2
-        factors.extend((base + 0.15 * near, why) for why in _disagreement(op))
+        # both values kept verbatim: the agent forgets nothing, the merged memory holds both;
+        # but "X" beside "not X" in one text is a contradiction hidden in it, never lossless
+        for why, contradiction in _disagreement(op):
+            base = 0.35 if loss.sentences or contradiction else 0.2
+            factors.append((base + 0.15 * near, why))
     elif op.kind == "reconcile":
         cos = _number(scores.get("cosine"))
         near = _nearness(cos, policy.contradiction_threshold)

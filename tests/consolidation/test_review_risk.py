@@ -170,3 +170,41 @@ def test_a_reconcile_below_the_contradiction_threshold_says_below_not_near():
     )
     reasons = operation_risk(low, operation_loss(low)).reasons
     assert any("0.616 is below the contradiction threshold 0.75" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("facts", "negates"),
+    [
+        (["Jon tanzt gern.", "Jon hat ein Studio eröffnet."], False),
+        (["Jon tanzt gern.", "Jon tanzt nicht mehr."], True),
+        (["Marie aime la danse.", "Marie a ouvert un studio."], False),
+        (["Marie aime la danse.", "Marie ne danse plus jamais."], True),
+    ],
+)
+def test_a_window_s_low_cosine_is_no_doubt_but_a_negation_still_is_in_any_language(
+    facts: list[str], negates: bool
+) -> None:
+    """The window rule in German and French: a low cosine alone lets a window pass the risk
+    line; a source that negates another still holds it back (the multilingual cue table)."""
+    window = op("merge", [(f, True) for f in facts], " ".join(facts), "semantic_window")
+    window.scores["min_cosine"] = 0.31
+    risk = operation_risk(window, operation_loss(window))
+    assert any("negates" in r for r in risk.reasons) is negates, risk
+    assert (risk.score >= 0.25) is negates, risk
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        ["Jon dances every week.", "Jon no longer dances."],
+        ["Jon tanzt jede Woche.", "Jon tanzt nicht mehr."],
+        ["Marie danse chaque semaine.", "Marie ne danse plus."],
+    ],
+)
+def test_a_window_joining_a_state_and_its_end_waits_for_a_person(facts: list[str]) -> None:
+    """ "X" beside "no longer X" in one merged text is an update hidden in it: even with both
+    sentences kept the window scores above the auto-apply line (0.25), in each language."""
+    window = op("merge", [(f, True) for f in facts], " ".join(facts), "semantic_window")
+    window.scores["min_cosine"] = 0.31
+    risk = operation_risk(window, operation_loss(window))
+    assert risk.score > 0.25 and any("negates" in r for r in risk.reasons), risk
