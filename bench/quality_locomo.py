@@ -42,7 +42,9 @@ between a memory's session and the end of the conversation.
 
 Goal: ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline answer recall;
 ``aggressive`` ≥ 80 % fewer with ≥ 95 %; context size ≤ 1.25× baseline in both. Scheduled passes:
-the default policy reaches its goal with ``converge`` (every pass under the guard) within 5 passes.
+with auto-apply ``safe`` (``--mode safe``) the default policy reaches its goal for each
+conversation within 5 nights; ``converge`` (auto-apply ``all``: a pass whose whole plan fails
+the recall guard is rejected whole) does not for every conversation (README "Benchmarks").
 
 Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
 [--policy default ...] [--passes N] [--mode single|converge|safe ...] [--set FIELD=VALUE ...]

@@ -67,24 +67,38 @@ class Policy:
       related-but-different facts mostly score below 0.85 (measured on LoCoMo observations).
     - ``max_group_size`` (8): upper bound on sources per merge, so one merge stays reviewable
       (copies of one text merge up to ``planning.grouping.EXACT_MAX_GROUP`` = 32 at once).
-    - ``max_merged_chars`` (800): a merged text (near-duplicate group or session window) is never
-      longer than this; a group whose extractive merge would exceed it is split or left alone.
-    - ``fold_evidence`` (True), ``fold_max_chars`` (150): an episodic memory (``layer``
+    - ``max_merged_chars`` (1000): a merged text (near-duplicate group or session window) is
+      never longer than this; a group whose extractive merge would exceed it is split or left
+      alone. 1000 characters is what the default embedder reads of a text: all-MiniLM-L6-v2
+      embeds the first 256 tokens (Chroma's truncation), and LoCoMo dialogue runs 4.16
+      characters per token, so a 1000-character window is ~240 tokens (3 of 185 windows
+      measured went past 256, by at most 9 tokens); at 1200, half of the windows were
+      embedded without their last turns.
+    - ``fold_evidence`` (True), ``fold_max_chars`` (100): an episodic memory (``layer``
       "episodic") whose ``evidence`` ids are all cited by a semantic memory's ``evidence`` is
       folded into the most similar such memory: the semantic text plus the turn's sentences
       that carry new content words, never longer than ``fold_max_chars``. The bound is tight on
-      purpose: a folded fact is retrieved like the fact it extends, so its length is what the
-      agent pays per hit (bench/quality_locomo.py, default policy on LoCoMo: 150 → 102 % of
-      baseline answer recall at 1.22× context; 170 → 103 % at 1.26×).
-    - ``window_max_size`` (6; 1 disables): episodic memories left after folding are merged into
-      windows of up to this many consecutive memories of the same session ("Speaker: text"
-      lines, repeated content dropped), bounded by ``max_merged_chars``.
+      purpose — about one fact's length (LoCoMo observations average 90–96 characters): a
+      folded fact is retrieved like the fact it extends (facts fill 7–8 of the top 10), so its
+      length is what the agent pays per hit, while a turn left to a session window is rarely
+      retrieved. bench/quality_locomo.py ``--mode safe --passes 5``, windows of 10 turns and
+      1000 characters, the conversation with the most context (conv-47): fold bound 150 →
+      1.27× context, 120 → 1.27×, 110 → 1.26×, 100 → 1.25×; folds off → one conversation
+      stops at 49.9 % fewer.
+    - ``window_max_size`` (10; 1 disables): episodic memories left after folding are merged
+      into windows of up to this many consecutive memories of the same session ("Speaker:
+      text" lines, repeated content dropped), bounded by ``max_merged_chars``. A window is
+      rarely in the top 10 (0.3–0.5 of its slots on LoCoMo), so longer windows cut memories
+      without adding context: 6 turns and 800 characters left two LoCoMo agents at 47.9 % and
+      48.2 % fewer after five safe nights (the planner had nothing left to propose); 10 and
+      1000 brings every agent to ≥ 50.3 % at ≤ 1.25× (bench/quality_locomo.py, safe mode).
     - ``semantic_window_size`` (1 = off), ``semantic_window_chars`` (300): semantic memories
       (with what was folded into them) of the same session and speaker merged, up to this many
       per window and this many characters. Off because of context: bench/quality_locomo.py
       ``--mode safe --passes 5`` trades reduction for context at every bound tried — size 2,
       160 characters: each agent 52–58 % fewer at 1.33–1.54× context (``--holdout``); 130:
-      48.9–55.7 % at 1.18–1.34×; off: 47.9–54.7 % at 1.14–1.29×.
+      48.9–55.7 % at 1.18–1.34× (with the windows of 6 turns and 800 characters then in use);
+      off, with today's windows: 50.3–56.3 % at 1.11–1.25×.
     - ``contradiction_threshold`` (0.75): pairs at least this similar are judged for
       contradiction (:func:`consolidation.judgment.judge_pair`: negation, past state, changed
       value or number, swapped roles) before any merge; folds and windows never join such a
@@ -213,10 +227,10 @@ class Policy:
     merge_near: bool = True
     link_threshold: float = 0.90
     max_group_size: int = 8
-    max_merged_chars: int = 800
+    max_merged_chars: int = 1000
     fold_evidence: bool = True
-    fold_max_chars: int = 150
-    window_max_size: int = 6
+    fold_max_chars: int = 100
+    window_max_size: int = 10
     semantic_window_size: int = 1
     semantic_window_chars: int = 300
     contradiction_threshold: float = 0.75

@@ -25,6 +25,9 @@ from ..models import Agent
 from ..selectors.agents import collection_shape
 from .schedules import CronMixin
 
+_DEFAULT = Policy()
+"""The engine's defaults, which the help texts of the bounds below quote (never a copy)."""
+
 POLICY_HELP: dict[str, str] = {
     "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
     "the memories (0–1; default 0.25, the PraisonAI contract's conservative default).",
@@ -34,13 +37,15 @@ POLICY_HELP: dict[str, str] = {
     "(cosine, 0–1; default 0.90).",
     "max_group_size": "Most sources one merge may fold (≥ 2; default 8).",
     "max_merged_chars": "Longest merged text (near-duplicate group or session window), in "
-    "characters (≥ 20; default 800).",
+    f"characters (≥ 20; default {_DEFAULT.max_merged_chars}, about what the default embedder "
+    "reads of a text).",
     "fold_evidence": "Fold an episodic turn into the fact (semantic memory) that cites all of its "
     "evidence: the fact plus the turn's new words.",
-    "fold_max_chars": "Longest text a fold may produce, in characters (≥ 20; default 150): a "
+    "fold_max_chars": "Longest text a fold may produce, in characters "
+    f"(≥ 20; default {_DEFAULT.fold_max_chars}): a "
     "folded fact is retrieved like the fact, so its length is what the agent pays per hit.",
     "window_max_size": "Episodic turns left after folding are merged into windows of up to this "
-    "many consecutive turns of one session (1 = off; default 6).",
+    f"many consecutive turns of one session (1 = off; default {_DEFAULT.window_max_size}).",
     "semantic_window_size": "Facts of one session and speaker merged into windows of up to this "
     "many (1 = off; default 1).",
     "semantic_window_chars": "Longest text of a fact window, in characters (≥ 20; default 300).",
