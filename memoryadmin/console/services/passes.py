@@ -6,10 +6,8 @@ an auto-applying agent goes on to ``approved`` and its apply is enqueued.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,8 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from consolidation import MemoryRecord, OpKind, Plan, Policy
-from consolidation.decisions import StandingDecisions, operation_signature
+from consolidation import Policy
 from consolidation.snapshot import llm_brief, plan_snapshot
 
 from .. import stores
@@ -26,18 +23,12 @@ from ..errors import PassAlreadyActive, ServiceError
 from ..models import (
     Agent,
     ForgetRequest,
-    Operation,
-    OperationSource,
     Pass,
-    PassSnapshot,
-    StoreSample,
-    embedding_to_bytes,
 )
 from ..selectors.decisions import standing_decisions
-from ..selectors.evaluation import Evaluation, evaluate, plan_verdict
+from ..selectors.evaluation import evaluate, plan_verdict
 from ..selectors.passes import promoted_counts
 from ..selectors.probes import recall_check
-from ..selectors.review import RISK_LINE, plan_review
 from ..selectors.schedules import schedule_slot
 from .apply import pass_apply
 from .common import (
@@ -47,17 +38,14 @@ from .common import (
     audit,
     enqueue,
     failpoint,
-    jsonable,
     run_actor,
     set_progress,
     transition,
     user_or_none,
 )
-from .decisions import decisions_count_held_back
-from .evaluation import auto_apply_content_passes, store_figures
 from .leases import lease_release, lease_seconds, worker_id
-from .passes_auto import ROW_BATCH, left_by_auto_apply, pass_auto_apply
-from .review import operations_carry_over
+from .passes_auto import left_by_auto_apply
+from .passes_store import PassPlan, proposal_store
 from .schedules import schedule_skipped_waiting
 
 __all__ = [
@@ -175,34 +163,6 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
         )
         return None
     return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
-
-
-def _snapshot_hash(hashes: Mapping[str, str]) -> str:
-    """SHA-256 over ``{memory id: content hash}`` of a snapshot, in id order."""
-    h = hashlib.sha256()
-    for rid, ch in sorted(hashes.items()):
-        h.update(f"{rid}\x00{ch}\x01".encode())
-    return h.hexdigest()
-
-
-@dataclass
-class PassPlan:
-    """What a pass plans and measures before anything is stored (:func:`pass_plan`).
-
-    ``records``: the snapshot (every memory with its ``(384,) float32`` embedding); ``plan``:
-    the engine's plan; ``evaluation``: summary and loss guard over every operation; ``recall``:
-    the recall check (``Pass.recall`` shape); ``guard_passed`` / ``guard_reason``: every guard
-    together (:func:`memoryadmin.console.selectors.evaluation.plan_verdict`), as the pass records
-    it.
-    """
-
-    records: list[MemoryRecord]
-    plan: Plan
-    evaluation: Evaluation
-    recall: dict[str, Any]
-    guard_passed: bool
-    guard_reason: str
-    decisions: StandingDecisions | None = None
 
 
 def pass_plan(
@@ -404,7 +364,7 @@ def _plan_and_store(run: Pass, agent: Agent, policy: Policy, actor: str, now: da
             layer=(run.telemetry or {}).get("layer"),
         )
         set_progress(run, 0.85, f"Storing {len(planned.plan.operations):,} proposed operations")
-        run = _store_proposal(run, planned, policy, actor, now)
+        run = proposal_store(run, planned, policy, actor, now)
     except Exception as exc:
         if isinstance(exc, ServiceError):  # expected (e.g. Chroma down): one line, no traceback
             log.warning("pass %s failed: %s", run.pk, exc)
@@ -412,189 +372,4 @@ def _plan_and_store(run: Pass, agent: Agent, policy: Policy, actor: str, now: da
             log.exception("pass %s failed", run.pk)
         message = str(exc) if isinstance(exc, ServiceError) else f"{type(exc).__name__}: {exc}"
         return pass_fail(run=run, error=message)
-    return run
-
-
-def _store_operations(
-    run: Pass, operations: list[Any], scored: list[Any], by_id: dict[str, MemoryRecord]
-) -> None:
-    """One ``Operation`` row per planned operation (in plan order, with its risk and lost
-    content from :func:`plan_scores`) and one ``OperationSource`` per source memory: the
-    original's document, metadata, content hash and embedding, kept for review, the stale
-    check (I-4) and the archive (I-1). Written with ``bulk_create`` in batches of
-    :data:`ROW_BATCH` (the database returns the new ids, which the sources point to)."""
-    rows = Operation.objects.bulk_create(
-        (
-            Operation(
-                run=run,
-                index=index,
-                kind=op.kind.value,
-                rule=op.rule or "",
-                reason=op.reason or "",
-                scores=jsonable(op.scores or {}),
-                source_ids=list(op.source_ids),
-                removes=list(op.removes),
-                result_id=op.result_id or "",
-                result_document=op.result_document or "",
-                planned_document=op.result_document or "",
-                result_metadata=jsonable(op.result_metadata)
-                if op.result_metadata is not None
-                else None,
-                risk=risk.score,
-                risk_reasons=list(risk.reasons),
-                lost=loss.to_dict(),
-                lost_sentences=len(loss.sentences),
-                signature=operation_signature(op),
-            )
-            for index, (op, (loss, risk)) in enumerate(zip(operations, scored, strict=True))
-        ),
-        batch_size=ROW_BATCH,
-    )
-    sources = (
-        OperationSource(
-            operation=row,
-            position=position,
-            memory_id=sid,
-            document=by_id[sid].document,
-            metadata=jsonable(by_id[sid].metadata),
-            content_hash=by_id[sid].content_hash,
-            embedding=embedding_to_bytes(by_id[sid].embedding),
-            removed=sid in op.removes,
-        )
-        for row, op in zip(rows, operations, strict=True)
-        for position, sid in enumerate(op.source_ids)
-    )
-    OperationSource.objects.bulk_create(sources, batch_size=ROW_BATCH)
-
-
-def _supersede_pending(run: Pass, actor: str) -> list[Pass]:
-    """Mark the agent's other ``proposed`` passes ``stale`` (superseded by ``run``); returns
-    them newest first (the newest's review work is carried over to ``run``)."""
-    older = list(
-        Pass.objects.filter(agent=run.agent, status=S.PROPOSED)
-        .exclude(pk=run.pk)
-        .order_by("-created_at", "-id")
-    )
-    for old in older:
-        why = f"Superseded by the newer pass #{run.pk}."
-        transition(
-            old,
-            frm=(S.PROPOSED,),
-            to=S.STALE,
-            actor=actor,
-            verb="stale",
-            note=why,
-            reason=why,
-            finished_at=timezone.now(),
-        )
-    return older
-
-
-def _store_proposal(
-    run: Pass, planned: PassPlan, policy: Policy, actor: str, now: datetime
-) -> Pass:
-    records, plan, ev, recall = planned.records, planned.plan, planned.evaluation, planned.recall
-    guard_passed, guard_reason = planned.guard_passed, planned.guard_reason
-    by_id = {r.id: r for r in records}
-    hashes = {r.id: r.content_hash for r in records}  # computed once: ~15 µs per memory
-    trimmed = (plan.context or {}).get("trimmed") or {}
-    # Sources of operations the loss budget deferred leave the snapshot (and so the checkpoint
-    # after apply): the next incremental pass sees them as new and plans them again.
-    deferred_ids = set(trimmed.pop("deferred_ids", None) or ())
-    telemetry = jsonable(dict(plan.context or {}))
-    for key in ("policy_override", "layer"):  # what the request fixed, kept with the plan
-        if (run.telemetry or {}).get(key):
-            telemetry[key] = run.telemetry[key]
-    telemetry["planned"] = ev.to_dict()
-    telemetry["now"] = now.isoformat()
-    scored, store_sentences = plan_review(
-        agent=run.agent,
-        records=records,
-        operations=plan.operations,
-        policy=policy,
-        fieldmap=run.agent.get_field_map(),
-        now=now,
-    )
-    telemetry["review"] = {
-        "scored": True,
-        "risk_line": RISK_LINE,
-        "store_sentences": store_sentences,
-    }
-    held = (plan.context or {}).get("held_back_by_decision") or {}
-    with transaction.atomic():
-        decisions_count_held_back(agent=run.agent, counts=held)
-        StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
-        PassSnapshot.objects.create(
-            run=run, hashes={rid: ch for rid, ch in hashes.items() if rid not in deferred_ids}
-        )
-        _store_operations(run, plan.operations, scored, by_id)
-        store_figures(run, ev)  # the operations stored are plan.operations, all counted
-        older = _supersede_pending(run, actor)
-        to = S.PROPOSED if guard_passed else S.REJECTED_BY_GUARD
-        # A conflict is never settled nor auto-applied: a pass with only conflicts waits for a
-        # reviewer; with other operations, auto-apply applies those only.
-        actionable = [op for op in plan.operations if op.kind != OpKind.CONFLICT]
-        label = (
-            "Rejected by the loss guard"
-            if not guard_passed
-            else "Conflicts to review"
-            if plan.operations and not actionable
-            else "Proposal ready"
-        )
-        fields: dict[str, Any] = {
-            "entries_before": ev.entries_before,
-            "entries_after": ev.entries_after,
-            "merged": ev.merged,
-            "promoted": ev.promoted,
-            "pruned": ev.pruned,
-            "reconciled": ev.reconciled,
-            "loss_fraction": ev.loss_fraction,
-            "guard_passed": guard_passed,
-            "guard_reason": guard_reason,
-            "telemetry": telemetry,
-            "recall": jsonable(recall or {}),
-            "snapshot_hash": _snapshot_hash(hashes),
-            "planned_at": timezone.now(),
-            "progress": 1.0,
-            "progress_label": label,
-        }
-        if not guard_passed:
-            fields.update(reason=guard_reason, finished_at=timezone.now())
-        run = transition(
-            run,
-            frm=(S.RUNNING,),
-            to=to,
-            actor=actor,
-            verb="proposed" if guard_passed else "rejected_by_guard",
-            note="" if guard_passed else guard_reason,
-            data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction},
-            **fields,
-        )
-        if older and guard_passed:  # the reviewer's work on the latest pending proposal is kept
-            operations_carry_over(source=older[0], target=run, actor=actor)
-            run.refresh_from_db()
-        if guard_passed and not plan.operations:
-            # Nothing to review and nothing to write: settle it instead of leaving an empty
-            # "pending" proposal for an operator to approve (a fresh-user finding).
-            run = transition(
-                run,
-                frm=(S.PROPOSED,),
-                to=S.NO_CHANGES,
-                actor="policy",
-                verb="nothing_to_apply",
-                note="Nothing to consolidate: the plan has no operations; nothing was written.",
-                decided_by=None,
-                decided_actor="policy",
-                decided_at=timezone.now(),
-                finished_at=timezone.now(),
-                progress_label="No changes: nothing to consolidate",
-            )
-        elif (
-            guard_passed
-            and actionable
-            and run.agent.auto_apply != "off"
-            # "all" applies the whole pass: it needs the content guard too ("safe" splits by it)
-            and (run.agent.auto_apply != "all" or auto_apply_content_passes(run))
-        ):
-            run = pass_auto_apply(run, planned, scored, policy, actor)
     return run

@@ -19,7 +19,7 @@ from consolidation.review.lost import sentences
 from ..models import Agent, NotificationEvent, Operation, Pass, PassSnapshot
 from ..selectors.decisions import rejected_index
 from ..selectors.evaluation import pass_evaluate
-from ..selectors.probes import recall_check_then, recall_held
+from ..selectors.probes import recall_check, recall_check_then, recall_held
 from .common import audit, jsonable, notify_after_commit, transition
 from .decisions import decisions_count_held_back
 from .evaluation import store_summary
@@ -137,6 +137,16 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
         return run
     applied = left.filter(excluded=False).count()
     counts["applied"] = applied
+    if (run.recall or {}).get("passed", True) is False:
+        # The whole plan failed the recall guard (services.passes_store.recall_split): what
+        # applies on its own is held to the guard by itself, measured on the same snapshot.
+        first = [ops[i] for i in left.filter(excluded=False).values_list("index", flat=True)]
+        own = recall_check(run.agent, planned.records, first, policy)
+        if not own.get("passed", True):
+            return _recall_rejected(run, own, counts)
+        counts["recall_split"] = True
+        Pass.objects.filter(pk=run.pk).update(recall=jsonable(own))
+        run.recall = jsonable(own)
     if waiting:
         first = [ops[i] for i in left.filter(excluded=False).values_list("index", flat=True)]
         then = [ops[i] for i in waiting]  # its own recall: from the store the applied part leaves
@@ -147,6 +157,11 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
     Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
     run.telemetry = telemetry
     note = f"Auto-applied by the agent's policy ({mode}): the guards passed."
+    if counts.get("recall_split"):
+        note += (
+            " The whole plan failed the recall guard; the part applied passes it by itself, "
+            "and the operations behind the lost answers wait for review."
+        )
     if waiting:
         note += (
             f" Applied automatically: {applied:,} · waiting for review: {len(waiting):,} "
@@ -164,6 +179,32 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
         decided_at=timezone.now(),
         progress=0.0,
         progress_label="Waiting to apply",
+    )
+
+
+def _recall_rejected(run: Pass, recall: dict[str, Any], counts: dict[str, Any]) -> Pass:
+    """``run`` rejected by the recall guard after all: even the part auto-apply ``safe`` would
+    apply, with the operations behind the lost answers held, fails it (nothing applies, as for
+    any pass rejected by a guard; the next scheduled pass plans again)."""
+    reason = (
+        "Recall guard tripped on the part auto-apply would apply on its own: "
+        f"{recall.get('reason', '')}"
+    )
+    return transition(
+        run,
+        frm=(S.PROPOSED,),
+        to=S.REJECTED_BY_GUARD,
+        actor="policy",
+        verb="rejected_by_guard",
+        note=reason,
+        data=counts,
+        guard_passed=False,
+        guard_reason=reason,
+        reason=reason,
+        recall=jsonable(recall),
+        telemetry={**(run.telemetry or {}), "auto_apply": {**counts, "applied": 0}},
+        finished_at=timezone.now(),
+        progress_label="Rejected by the recall guard",
     )
 
 
