@@ -9,6 +9,8 @@ a logged-in client.
 - ``bare_agent``: factory for an ``Agent`` row with no collection behind it (pages that do not
   read the store, or that must cope with a missing store).
 - ``login(client, user)``: ``client`` logged in as ``user``.
+- ``locomo_agent``: factory ``locomo_agent("conv-26") -> Agent``, one LoCoMo conversation
+  imported with ``import_locomo`` (memories and probe queries) into collections of its own.
 
 The LoCoMo path (``locomo_path()``) lives in ``tests/conftest.py``: the engine's tests use it too.
 """
@@ -52,5 +54,33 @@ def bare_agent(db: Any, unique_name: Callable[[str], str]) -> Callable[..., Any]
         fields.setdefault("slug", unique_name("a"))
         fields.setdefault("collection_name", unique_name("c"))
         return Agent.objects.create(**fields)
+
+    return make
+
+
+@pytest.fixture
+def locomo_agent(
+    db: Any, locomo_file: Any, unique_name: Callable[[str], str]
+) -> Callable[[str], Any]:
+    """Factory: ``locomo_agent(conversation) -> Agent`` (slug ``locomo-<conversation>``), the
+    conversation imported by ``manage.py import_locomo`` from the LoCoMo file."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from memoryadmin.console.models import Agent
+
+    def make(conversation: str) -> Any:
+        prefix = unique_name("lc") + "-"
+        call_command(
+            "import_locomo",
+            str(locomo_file),
+            "--conversation",
+            conversation,
+            "--collection-prefix",
+            prefix,
+            stdout=StringIO(),
+        )
+        return Agent.objects.get(slug=f"locomo-{conversation}")
 
     return make

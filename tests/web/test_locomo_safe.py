@@ -9,10 +9,7 @@ console to it on the conversation that missed it."""
 
 from __future__ import annotations
 
-from io import StringIO
-
 import pytest
-from django.core.management import call_command
 
 from memoryadmin.console import stores
 from memoryadmin.console.models import Agent, Pass
@@ -23,20 +20,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
 def test_five_safe_nights_halve_a_locomo_agent_and_keep_its_answers(
-    locomo_file,
-    unique_name,
+    locomo_agent,
     django_capture_on_commit_callbacks,  # noqa: F811
 ):
-    call_command(
-        "import_locomo",
-        str(locomo_file),
-        "--conversation",
-        "conv-26",
-        "--collection-prefix",
-        unique_name("ls") + "-",
-        stdout=StringIO(),
-    )
-    agent = Agent.objects.get(slug="locomo-conv-26")
+    agent = locomo_agent("conv-26")
     Agent.objects.filter(pk=agent.pk).update(auto_apply=Agent.AutoApply.SAFE)
     agent.refresh_from_db()
     before = recall_evaluate(agent=agent)

@@ -68,53 +68,8 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
     mode = run.agent.auto_apply
     ops = planned.plan.operations
     rejected = rejected_index(run.agent)
-    docs = (r.document for r in planned.records)
-    args = (ops, [risk for _, risk in scored], [loss for loss, _ in scored], policy)
-    kwargs: dict[str, Any] = {
-        "store_sentences": sum(len(sentences(d)) for d in docs),
-        "decisions": planned.decisions,
-        "rejected": {sig: note for sig, (_, note) in rejected.items()},
-    }
-    split = split_auto_apply(*args, **kwargs)
-    if mode == "safe" and split.safe:
-        # What safe would apply, measured on the probes: an operation behind a lost answer
-        # waits for a person too, and the rest is split again without it.
-        safe = split.safe
-        held = recall_held(run.agent, planned.records, [ops[i] for i in safe], policy)
-        if held:
-            kwargs["recall_held"] = {safe[i]: why for i, why in held.items()}
-            split = split_auto_apply(*args, **kwargs)
-    if mode == "all":
-        waiting = {
-            g.index: Gate(
-                g.index, False, g.signature, ("rejected",), (g.reasons[g.codes.index("rejected")],)
-            )
-            for g in split.gates
-            if "rejected" in g.codes
-        }
-    else:
-        waiting = {g.index: g for g in split.waiting}
-    # An edit a reviewer made on the waiting part (carried over to this pass) is applied only
-    # when a person approves it: the split judged the planned text, not the edited one.
-    for index in run.operations.filter(edited=True).values_list("index", flat=True):
-        if index not in waiting:
-            gate = split.gates[index]
-            waiting[index] = Gate(index, False, gate.signature, ("edited",), (EDITED,))
-    held: dict[int, int] = {}
-    for g in waiting.values():
-        if "rejected" in g.codes and g.signature in rejected:
-            pk = rejected[g.signature][0]
-            held[pk] = held.get(pk, 0) + 1
-    decisions_count_held_back(agent=run.agent, counts=held)
-    rows = {op.index: op for op in run.operations.filter(index__in=list(waiting))}
-    for i, g in waiting.items():
-        row = rows.get(i)
-        if row is not None:
-            row.scores = {
-                **(row.scores or {}),
-                "waiting": {"codes": list(g.codes), "reasons": list(g.reasons)},
-            }
-    Operation.objects.bulk_update(list(rows.values()), ["scores"], batch_size=ROW_BATCH)
+    waiting = _waiting_gates(run, planned, scored, policy, rejected)
+    _annotate_waiting(run, waiting, rejected)
     left = run.operations.exclude(index__in=list(waiting)).exclude(kind=OpKind.CONFLICT.value)
     counts = {"mode": mode, "waiting": len(waiting), "reasons": _reason_counts(waiting.values())}
     if not left.filter(excluded=False).exists():
@@ -180,6 +135,68 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
         progress=0.0,
         progress_label="Waiting to apply",
     )
+
+
+def _waiting_gates(
+    run: Pass, planned: Any, scored: list[Any], policy: Policy, rejected: dict[str, Any]
+) -> dict[int, Gate]:
+    """``{operation index: gate}`` of the operations of ``run`` that wait for a person under
+    the agent's mode (see :func:`pass_auto_apply`), an operation a reviewer edited included."""
+    mode = run.agent.auto_apply
+    ops = planned.plan.operations
+    docs = (r.document for r in planned.records)
+    args = (ops, [risk for _, risk in scored], [loss for loss, _ in scored], policy)
+    kwargs: dict[str, Any] = {
+        "store_sentences": sum(len(sentences(d)) for d in docs),
+        "decisions": planned.decisions,
+        "rejected": {sig: note for sig, (_, note) in rejected.items()},
+    }
+    split = split_auto_apply(*args, **kwargs)
+    if mode == "safe" and split.safe:
+        # What safe would apply, measured on the probes: an operation behind a lost answer
+        # waits for a person too, and the rest is split again without it.
+        safe = split.safe
+        held = recall_held(run.agent, planned.records, [ops[i] for i in safe], policy)
+        if held:
+            kwargs["recall_held"] = {safe[i]: why for i, why in held.items()}
+            split = split_auto_apply(*args, **kwargs)
+    if mode == "all":
+        waiting = {
+            g.index: Gate(
+                g.index, False, g.signature, ("rejected",), (g.reasons[g.codes.index("rejected")],)
+            )
+            for g in split.gates
+            if "rejected" in g.codes
+        }
+    else:
+        waiting = {g.index: g for g in split.waiting}
+    # An edit a reviewer made on the waiting part (carried over to this pass) is applied only
+    # when a person approves it: the split judged the planned text, not the edited one.
+    for index in run.operations.filter(edited=True).values_list("index", flat=True):
+        if index not in waiting:
+            gate = split.gates[index]
+            waiting[index] = Gate(index, False, gate.signature, ("edited",), (EDITED,))
+    return waiting
+
+
+def _annotate_waiting(run: Pass, waiting: dict[int, Gate], rejected: dict[str, Any]) -> None:
+    """Each waiting operation's reasons into ``scores["waiting"]``; each rejected plan's
+    ``held_back`` counts the operations it held."""
+    held: dict[int, int] = {}
+    for g in waiting.values():
+        if "rejected" in g.codes and g.signature in rejected:
+            pk = rejected[g.signature][0]
+            held[pk] = held.get(pk, 0) + 1
+    decisions_count_held_back(agent=run.agent, counts=held)
+    rows = {op.index: op for op in run.operations.filter(index__in=list(waiting))}
+    for i, g in waiting.items():
+        row = rows.get(i)
+        if row is not None:
+            row.scores = {
+                **(row.scores or {}),
+                "waiting": {"codes": list(g.codes), "reasons": list(g.reasons)},
+            }
+    Operation.objects.bulk_update(list(rows.values()), ["scores"], batch_size=ROW_BATCH)
 
 
 def _recall_rejected(run: Pass, recall: dict[str, Any], counts: dict[str, Any]) -> Pass:

@@ -164,6 +164,13 @@ def recall_split(run: Pass, planned: PassPlan) -> bool:
 
 
 def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now: datetime) -> Pass:
+    """Store the planned pass ``run`` (``running``): its operations with their stored risk and
+    loss, its snapshot, its figures and the store size sample, in one transaction; supersede
+    the agent's pending proposal (carrying the reviewer's work over); then ``proposed``, or
+    ``rejected_by_guard`` with the first failing guard's reason (the recall guard alone does not
+    reject a ``safe`` agent's pass: :func:`recall_split`), or ``no_changes`` for an empty plan;
+    an auto-applying agent's proposal goes on to :func:`~.passes_auto.pass_auto_apply`. Returns
+    the refreshed pass. Raises what the database raises (nothing is then stored)."""
     records, plan, ev, recall = planned.records, planned.plan, planned.evaluation, planned.recall
     guard_passed, guard_reason = planned.guard_passed, planned.guard_reason
     if recall_split(run, planned):
