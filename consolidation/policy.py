@@ -73,7 +73,13 @@ class Policy:
       embeds the first 256 tokens (Chroma's truncation), and LoCoMo dialogue runs 4.16
       characters per token, so a 1000-character window is ~240 tokens (3 of 185 windows
       measured went past 256, by at most 9 tokens); at 1200, half of the windows were
-      embedded without their last turns.
+      embedded without their last turns. The price, measured on questions the recall holds
+      never saw (``--holdout``): at 800, every agent kept ≥ 100 % of its held-out answers but
+      two stopped at 48.7–49.0 % fewer; at 1000, conv-41 keeps 96.3 % and conv-43 98.4 % (900:
+      three agents miss the reduction and conv-43 is at 98.4 % still). Those lost turns sit in
+      windows of ~1000 characters whose embedding no longer ranks them in the top 10 (cosine
+      0.36–0.53 to the question, the 10th hit at 0.55); breaking windows at a topic shift
+      (cosine of a turn to the window's mean below 0.2 or 0.3) did not bring them back.
     - ``fold_evidence`` (True), ``fold_max_chars`` (100): an episodic memory (``layer``
       "episodic") whose ``evidence`` ids are all cited by a semantic memory's ``evidence`` is
       folded into the most similar such memory: the semantic text plus the turn's sentences
