@@ -39,9 +39,11 @@ from .text import (
     Parsed,
     compare,
     normalize_text,
+    opening_words,
     parse,
     proper_names,
     subject_of,
+    subject_phrase,
 )
 from .verbatim import verbatim_difference
 
@@ -411,9 +413,16 @@ def _update(
 
     Never for an episodic memory (a dialog turn records what was said, an event) or a
     question. Same subject and attribute: no different opening name, the same ``subject``
-    qualifiers ("my sister" …), and at least two shared content words that are at least half of
-    the shorter text's and a third of the longer text's (update-marker words left out). A
-    replacement is signalled by
+    qualifiers ("my sister" …), the same opening noun phrase when both texts have one
+    (:func:`consolidation.text.subject_phrase`: "The ember project" is not "The umber
+    project"), and at least two shared content words that are at least half of the shorter
+    text's and a third of the longer text's (update-marker words left out), one of them outside
+    the opening noun phrases (:func:`consolidation.text.opening_words`), so the attribute is
+    shared and not only the subject. Measured on the demo store: "The ember project is no
+    longer written in Kotlin; it is now written in Go." superseded "The umber project …" (cosine
+    0.698) and "The lumen project …" (0.572), "The kelp project no longer uses Black" superseded
+    "The kelp project is written in Rust" (0.557, shared: kelp, project). A replacement is
+    signalled by
 
     - an update marker (:data:`consolidation.qualifiers.UPDATE_MARKERS`) in one text and not
       the other (or different markers in both): "no longer", "now", "switched to" …;
@@ -438,12 +447,17 @@ def _update(
     sa_, sb_ = subject_of(a), subject_of(b)
     if sa_ and sb_ and sa_ != sb_:
         return None
+    na, nb = subject_phrase(a), subject_phrase(b)
+    if na and nb and na != nb:
+        return None  # "The umber project …" / "The ember project …": another subject
     drop = _marker_words(ma | mb)
     ta, tb = set(pa.tokens) - drop, set(pb.tokens) - drop
     shared = ta & tb
     short_, long_ = sorted((len(ta), len(tb)))
     if len(shared) < 2 or len(shared) * 2 < short_ or len(shared) * 3 < long_:
         return None
+    if not shared - opening_words(a) - opening_words(b):
+        return None  # only the subject is shared ("… written in Rust" / "… uses Black")
     signal: str | None = None
     carrier: int | None = None  # which text carries the replacement (0, 1, or None: both/unclear)
     if ma != mb and ta != tb:  # a marker on the same words only restates ("currently")
