@@ -9,8 +9,8 @@ shared words being the subject's. Such a pair is never ``"supersedes"``: unsure 
 and ask, so it is a conflict for a person or stays distinct.
 
 The English cosines are the ones measured on the demo store; the German and French rows and
-the positive controls use assumed cosines (0.6–0.8, above the link threshold where the update
-rule is asked), fixed so the table does not depend on the embedder.
+the positive controls use assumed cosines (0.6–0.8, the range of the measured ones), fixed so
+the table does not depend on the embedder.
 """
 
 from __future__ import annotations
