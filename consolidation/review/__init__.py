@@ -9,7 +9,15 @@ for a person.
 
 from __future__ import annotations
 
-from .auto_apply import CODES, AutoApplySplit, Gate, split_auto_apply
+from .auto_apply import (
+    CODES,
+    JOINING_KINDS,
+    AutoApplySplit,
+    Gate,
+    joins_rejected,
+    operation_pairs,
+    split_auto_apply,
+)
 from .content import (
     ContentLoss,
     LossTotals,
@@ -33,6 +41,7 @@ from .terms import code_term
 
 __all__ = [
     "CODES",
+    "JOINING_KINDS",
     "NEAR_MARGIN",
     "RISK_LINE",
     "AutoApplySplit",
@@ -57,5 +66,7 @@ __all__ = [
     "pass_losses",
     "review_operations",
     "source_segments",
+    "joins_rejected",
+    "operation_pairs",
     "split_auto_apply",
 ]

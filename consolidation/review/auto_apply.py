@@ -40,7 +40,15 @@ from .content import LossTotals, loss_totals
 from .lost import OperationLoss
 from .risk import Risk
 
-__all__ = ["CODES", "AutoApplySplit", "Gate", "split_auto_apply"]
+__all__ = [
+    "CODES",
+    "JOINING_KINDS",
+    "AutoApplySplit",
+    "Gate",
+    "joins_rejected",
+    "operation_pairs",
+    "split_auto_apply",
+]
 
 CODES = {
     "conflict": "a conflict: a person picks what stays",
@@ -113,6 +121,7 @@ def split_auto_apply(
     store_sentences: int,
     decisions: StandingDecisions | None = None,
     rejected: Mapping[str, str] | None = None,
+    rejected_joins: Sequence[tuple[frozenset[tuple[str, str]], str]] = (),
     recall_held: Mapping[int, str] | None = None,
 ) -> AutoApplySplit:
     """Split a pass into the part auto-apply ``safe`` applies and the part left for review.
@@ -130,6 +139,11 @@ def split_auto_apply(
     - ``decisions``: the agent's :class:`~consolidation.decisions.StandingDecisions`;
     - ``rejected``: ``{signature: note}`` of operations rejected before (the note is shown,
       e.g. ``"in pass #4 by alice: too aggressive"``);
+    - ``rejected_joins``: ``(frozenset of (memory id, content hash), note)`` per merge or
+      reconcile rejected before: a later merge or reconcile whose sources include all of
+      those memories, unchanged, would join what a reviewer refused to join — with one more
+      copy among its sources, or another text, its signature differs, yet it waits as
+      ``rejected`` too;
     - ``recall_held``: ``{operation index: sentence}`` of the operations that cost a probe its
       answer (the sentence names the probe).
 
@@ -159,6 +173,9 @@ def split_auto_apply(
         if sig in rejected:
             codes.append("rejected")
             why.append(f"rejected before: {rejected[sig]}" if rejected[sig] else CODES["rejected"])
+        elif rejected_joins and (note := joins_rejected(op, rejected_joins)) is not None:
+            codes.append("rejected")
+            why.append(f"rejected before (it joins the same memories): {note}".rstrip(": "))
         touched = decisions.touching(op.source_ids)
         decided = (op.scores or {}).get("decision")
         if touched or decided is not None:
@@ -184,6 +201,29 @@ def split_auto_apply(
             )
         gates.append(Gate(i, not codes, sig, tuple(codes), tuple(why)))
     return AutoApplySplit(tuple(gates), loss_totals(budget.kept))
+
+
+JOINING_KINDS = frozenset({"merge", "reconcile"})
+"""Operations that join memories: what a rejected join holds back."""
+
+
+def operation_pairs(op: Any) -> frozenset[tuple[str, str]]:
+    """``{(memory id, content hash)}`` of ``op``'s sources."""
+    return frozenset(zip(map(str, op.source_ids), map(str, op.source_hashes), strict=True))
+
+
+def joins_rejected(
+    op: Any, rejected_joins: Sequence[tuple[frozenset[tuple[str, str]], str]]
+) -> str | None:
+    """The note of the first rejected join (see :func:`split_auto_apply`) whose memories are
+    all among ``op``'s sources, unchanged, when ``op`` is a merge or reconcile; else ``None``."""
+    if str(getattr(op.kind, "value", op.kind)) not in JOINING_KINDS:
+        return None
+    pairs = operation_pairs(op)
+    for joined, note in rejected_joins:
+        if len(joined) >= 2 and joined <= pairs:
+            return note
+    return None
 
 
 class _Budget:

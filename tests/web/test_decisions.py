@@ -19,6 +19,7 @@ from memoryadmin.console import stores
 from memoryadmin.console.models import Agent, ArchivedMemory, Decision, Operation, Pass
 from memoryadmin.console.selectors.decisions import rejected_signatures, standing_decisions
 from memoryadmin.console.services.agents import agent_update
+from memoryadmin.console.services.decisions import decision_revoke
 from memoryadmin.console.services.passes import pass_request, pass_run
 from memoryadmin.console.services.review import (
     conflict_resolve,
@@ -307,9 +308,67 @@ def test_rolling_back_can_revoke_the_decisions_made_on_the_pass(
         client.post(reverse("pass_rollback", args=[run.pk]), {"decisions": "revoke"})
     run.refresh_from_db()
     assert run.status == "rolled_back"
-    assert Decision.objects.get(agent=agent).revoked_at is not None
+    assert Decision.objects.get(agent=agent, kind="keep_apart").revoked_at is not None
     back = run_pass(agent, django_capture_on_commit_callbacks)
     assert len(merges(back)) == 2
+
+
+def test_an_undone_pass_is_not_redone_by_the_schedule_until_its_decision_is_revoked(
+    agent_with_memories, client: Client, bob, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(DUPES)
+    agent_update(agent=agent, auto_apply="safe")
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
+    applied = Pass.objects.get(agent=agent)
+    assert applied.status == "applied" and count(agent) == 16
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_rollback_request(run=applied, user=bob, note="wrong pairs")
+    assert count(agent) == 18
+    undone = Decision.objects.get(agent=agent, kind="rejected_plan")
+    assert undone.run_id == applied.pk and undone.note == "undone (rolled back): wrong pairs"
+    # the next scheduled pass plans the same merges: they wait for a person, visibly
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
+    nxt = Pass.objects.filter(agent=agent).exclude(pk=applied.pk).get()
+    assert nxt.status == "proposed" and count(agent) == 18
+    reason = f"rejected before: in pass #{applied.pk} by bob: undone (rolled back): wrong pairs"
+    for op in nxt.operations.all():
+        assert reason in op.scores["waiting"]["reasons"]
+    login(client, bob)
+    html = client.get(reverse("decision_list", args=[agent.slug])).content.decode()
+    assert "undone (rolled back): wrong pairs" in html
+    # revoking the decision lets auto-apply apply them on its own again
+    decision_revoke(decision=undone, user=bob, note="they were right after all")
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
+    assert count(agent) == 16
+
+
+def test_a_rejected_merge_still_waits_when_one_more_copy_joins_it(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(F[:16] + [F[0]])  # one merge: F[0] and its copy
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    (rejected_merge,) = merges(run)
+    pass_reject(run=run, user=bob, note="keep both wordings")
+    # another copy arrives: the plan now merges three memories, a different signature
+    stores.get_store(agent).upsert(
+        [MemoryRecord("copy-3", F[0], embed_texts([F[0]])[0], {"created_at": days_ago(1)})]
+    )
+    agent_update(agent=agent, auto_apply="all")
+    with django_capture_on_commit_callbacks(execute=True):
+        scheduled_pass(agent.pk)
+    nxt = Pass.objects.filter(agent=agent).exclude(pk=run.pk).get()
+    assert nxt.status == "proposed" and count(agent) == 18  # nothing applied
+    (op,) = merges(nxt).values()
+    assert set(rejected_merge) < set(op.source_ids)  # the rejected pair plus the new copy
+    assert op.signature not in rejected_signatures(agent)
+    assert op.scores["waiting"]["reasons"] == [
+        f"rejected before (it joins the same memories): in pass #{run.pk} by bob: "
+        "keep both wordings"
+    ]
+    assert Decision.objects.get(agent=agent, kind="rejected_plan").held_back == 1
 
 
 def test_auto_apply_modes_are_validated_and_shown(agent_with_memories, client: Client, bob):

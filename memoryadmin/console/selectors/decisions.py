@@ -28,6 +28,7 @@ __all__ = [
     "decisions_of_pass",
     "pass_decision_notes",
     "rejected_index",
+    "rejected_joins",
     "rejected_signatures",
     "standing_decisions",
 ]
@@ -99,6 +100,23 @@ def rejected_index(agent: Agent) -> dict[str, tuple[int, str]]:
         note = f"{where} by {d.created_actor or 'unknown'}" + (f": {d.note}" if d.note else "")
         for sig in (d.payload or {}).get("signatures") or []:
             out[str(sig)] = (d.pk, note)
+    return out
+
+
+def rejected_joins(agent: Agent) -> list[tuple[frozenset[tuple[str, str]], tuple[int, str]]]:
+    """``[(frozenset of (memory id, content hash), (decision id, note))]``: what each merge and
+    reconcile of the agent's active rejected plans joined (``payload["joins"]``; rejections
+    recorded before it was kept have none), the note as :func:`rejected_index` words it. A
+    later merge or reconcile joining all of one of them waits as rejected
+    (:func:`consolidation.review.joins_rejected`)."""
+    out: list[tuple[frozenset[tuple[str, str]], tuple[int, str]]] = []
+    for d in active_decisions(agent).filter(kind=K.REJECTED_PLAN).order_by("-created_at", "-id"):
+        where = f"in pass #{d.run_id}" if d.run_id else "earlier"
+        note = f"{where} by {d.created_actor or 'unknown'}" + (f": {d.note}" if d.note else "")
+        for pairs in (d.payload or {}).get("joins") or []:
+            joined = frozenset((str(m), str(h)) for m, h in pairs)
+            if len(joined) >= 2:
+                out.append((joined, (d.pk, note)))
     return out
 
 

@@ -26,6 +26,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from consolidation.decisions import operation_signature
+from consolidation.review import JOINING_KINDS
 
 from ..errors import ServiceError
 from ..models import Agent, ArchivedMemory, Decision, Operation, Pass
@@ -248,11 +249,14 @@ def decision_for_restore(*, archived: ArchivedMemory, user: Any) -> Decision:
 
 
 def decisions_for_rejection(
-    *, run: Pass, user: Any, note: str, never_again: bool = False
+    *, run: Pass, user: Any, note: str, never_again: bool = False, actor: str | None = None
 ) -> list[Decision]:
     """The decisions of rejecting ``run``: one ``rejected_plan`` with the signatures of its
-    included operations (conflicts aside: they never apply on their own), and with
-    ``never_again`` a ``keep_apart`` per merge and reconcile and a ``keep`` per prune."""
+    included operations (conflicts aside: they never apply on their own) and the memories each
+    of its merges and reconciles joined (``payload["joins"]``), and with
+    ``never_again`` a ``keep_apart`` per merge and reconcile and a ``keep`` per prune.
+    ``actor`` (with ``user`` ``None``) records them in that name without the reviewer check:
+    a rollback's rejected plan, which whoever may roll back may record."""
     ops = list(
         run.operations.filter(excluded=False)
         .exclude(kind=Operation.Kind.CONFLICT)
@@ -271,8 +275,15 @@ def decisions_for_rejection(
             agent=run.agent,
             kind=K.REJECTED_PLAN,
             memories=[[m, h] for m, h in seen.items()],
-            payload={"signatures": sigs, "operations": len(ops)},
+            payload={
+                "signatures": sigs,
+                "operations": len(ops),
+                # what each merge and reconcile joined: a later one joining all of the same
+                # memories waits too, whatever else it joins (selectors.decisions.rejected_joins)
+                "joins": [_memories(op) for op in ops if op.kind in JOINING_KINDS],
+            },
             user=user,
+            actor=actor,
             run=run,
             note=note,
         )

@@ -13,11 +13,11 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 
 from consolidation import OpKind, Policy
-from consolidation.review import Gate, split_auto_apply
+from consolidation.review import Gate, operation_pairs, split_auto_apply
 from consolidation.review.lost import sentences
 
 from ..models import Agent, NotificationEvent, Operation, Pass, PassSnapshot
-from ..selectors.decisions import rejected_index
+from ..selectors.decisions import rejected_index, rejected_joins
 from ..selectors.evaluation import pass_evaluate
 from ..selectors.probes import recall_check, recall_check_then, recall_held
 from .common import audit, jsonable, notify_after_commit, transition
@@ -68,8 +68,9 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
     mode = run.agent.auto_apply
     ops = planned.plan.operations
     rejected = rejected_index(run.agent)
-    waiting = _waiting_gates(run, planned, scored, policy, rejected)
-    _annotate_waiting(run, waiting, rejected)
+    joins = rejected_joins(run.agent)
+    waiting = _waiting_gates(run, planned, scored, policy, rejected, joins)
+    _annotate_waiting(run, waiting, rejected, joins, ops)
     left = run.operations.exclude(index__in=list(waiting)).exclude(kind=OpKind.CONFLICT.value)
     counts = {"mode": mode, "waiting": len(waiting), "reasons": _reason_counts(waiting.values())}
     if not left.filter(excluded=False).exists():
@@ -138,7 +139,12 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
 
 
 def _waiting_gates(
-    run: Pass, planned: Any, scored: list[Any], policy: Policy, rejected: dict[str, Any]
+    run: Pass,
+    planned: Any,
+    scored: list[Any],
+    policy: Policy,
+    rejected: dict[str, Any],
+    joins: list[Any],
 ) -> dict[int, Gate]:
     """``{operation index: gate}`` of the operations of ``run`` that wait for a person under
     the agent's mode (see :func:`pass_auto_apply`), an operation a reviewer edited included."""
@@ -150,6 +156,7 @@ def _waiting_gates(
         "store_sentences": sum(len(sentences(d)) for d in docs),
         "decisions": planned.decisions,
         "rejected": {sig: note for sig, (_, note) in rejected.items()},
+        "rejected_joins": [(joined, note) for joined, (_, note) in joins],
     }
     split = split_auto_apply(*args, **kwargs)
     if mode == "safe" and split.safe:
@@ -179,13 +186,25 @@ def _waiting_gates(
     return waiting
 
 
-def _annotate_waiting(run: Pass, waiting: dict[int, Gate], rejected: dict[str, Any]) -> None:
+def _annotate_waiting(
+    run: Pass,
+    waiting: dict[int, Gate],
+    rejected: dict[str, Any],
+    joins: list[Any],
+    ops: list[Any],
+) -> None:
     """Each waiting operation's reasons into ``scores["waiting"]``; each rejected plan's
-    ``held_back`` counts the operations it held."""
+    ``held_back`` counts the operations it held (by signature, else by a join it repeats)."""
     held: dict[int, int] = {}
     for g in waiting.values():
-        if "rejected" in g.codes and g.signature in rejected:
+        if "rejected" not in g.codes:
+            continue
+        if g.signature in rejected:
             pk = rejected[g.signature][0]
+        else:
+            pairs = operation_pairs(ops[g.index])
+            pk = next((p for joined, (p, _) in joins if joined <= pairs), None)
+        if pk is not None:
             held[pk] = held.get(pk, 0) + 1
     decisions_count_held_back(agent=run.agent, counts=held)
     rows = {op.index: op for op in run.operations.filter(index__in=list(waiting))}

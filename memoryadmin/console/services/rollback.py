@@ -44,10 +44,11 @@ from .common import (
     store_sampled,
     transition,
 )
-from .decisions import decision_for_restore, decision_revoke
+from .decisions import decision_for_restore, decision_revoke, decisions_for_rejection
 from .memories import memory_guard
 
 __all__ = [
+    "UNDONE",
     "RollbackBlocked",
     "archive_purge",
     "archive_restore",
@@ -60,6 +61,10 @@ log = logging.getLogger(__name__)
 
 S = Pass.Status
 OS = Operation.Status
+
+
+UNDONE = "undone (rolled back)"
+"""The note of the rejected plan a rollback records (the reviewer's note follows it)."""
 
 
 class RollbackBlocked(ServiceError):
@@ -177,7 +182,10 @@ def pass_rollback_request(
     when Chroma is down. A pass already ``rolling_back`` or ``rolled_back`` is returned unchanged
     (idempotent). Otherwise the pass becomes ``rolling_back`` and :func:`pass_rollback` is
     enqueued when the transaction commits. ``revoke_decisions`` also revokes the standing
-    decisions made on the pass (its exclusions, conflict picks); else they stay.
+    decisions made on the pass (its exclusions, conflict picks); else they stay. Either way the
+    undone operations become a rejected plan (note :data:`UNDONE`), so auto-apply leaves them
+    for a person when a later pass plans them again; revoking it on the Decisions tab lets
+    them apply on their own again.
     """
     run = Pass.objects.select_related("agent").get(pk=run.pk)
     if run.status in (S.ROLLING_BACK, S.ROLLED_BACK):
@@ -234,6 +242,13 @@ def pass_rollback_request(
                     decision_revoke(
                         decision=d, user=user, note=f"revoked with the rollback of pass #{run.pk}"
                     )
+            # Undoing is deciding: the undone operations wait for a person when planned again
+            # (a rejected plan on the Decisions tab, revocable), so a schedule never redoes an
+            # undo on its own.
+            # (recorded in the rollback's name: whoever may roll back may record its decision)
+            decisions_for_rejection(
+                run=run, user=None, actor=actor, note=UNDONE + (f": {note}" if note else "")
+            )
             _enqueue_rollback(run.pk)
     except IntegrityError:
         raise ServiceError(
