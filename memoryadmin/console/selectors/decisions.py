@@ -91,13 +91,18 @@ def standing_decisions(agent: Agent) -> StandingDecisions:
     return StandingDecisions(out)
 
 
+def _rejection_note(d: Decision) -> str:
+    """``"in pass #4 by alice: too aggressive"``: where and by whom a plan was rejected."""
+    where = f"in pass #{d.run_id}" if d.run_id else "earlier"
+    return f"{where} by {d.created_actor or 'unknown'}" + (f": {d.note}" if d.note else "")
+
+
 def rejected_index(agent: Agent) -> dict[str, tuple[int, str]]:
     """``{operation signature: (decision id, "in pass #4 by alice: too aggressive")}`` over
     the agent's active rejected plans (the newest rejection of a signature wins)."""
     out: dict[str, tuple[int, str]] = {}
     for d in active_decisions(agent).filter(kind=K.REJECTED_PLAN).order_by("created_at", "id"):
-        where = f"in pass #{d.run_id}" if d.run_id else "earlier"
-        note = f"{where} by {d.created_actor or 'unknown'}" + (f": {d.note}" if d.note else "")
+        note = _rejection_note(d)
         for sig in (d.payload or {}).get("signatures") or []:
             out[str(sig)] = (d.pk, note)
     return out
@@ -111,8 +116,7 @@ def rejected_joins(agent: Agent) -> list[tuple[frozenset[tuple[str, str]], tuple
     (:func:`consolidation.review.joins_rejected`)."""
     out: list[tuple[frozenset[tuple[str, str]], tuple[int, str]]] = []
     for d in active_decisions(agent).filter(kind=K.REJECTED_PLAN).order_by("-created_at", "-id"):
-        where = f"in pass #{d.run_id}" if d.run_id else "earlier"
-        note = f"{where} by {d.created_actor or 'unknown'}" + (f": {d.note}" if d.note else "")
+        note = _rejection_note(d)
         for pairs in (d.payload or {}).get("joins") or []:
             joined = frozenset((str(m), str(h)) for m, h in pairs)
             if len(joined) >= 2:
