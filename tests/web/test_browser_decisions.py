@@ -86,6 +86,7 @@ def test_rejections_and_exclusions_are_remembered_and_revocable(
     assert len(excluded) == 2 and stores.get_store(agent).count() == 18
     page.click("#rollback-link")
     expect(page.locator("#rollback-decisions")).to_contain_text("2 decisions made on this pass")
+    expect(page.locator("#rollback-undo-decision")).to_contain_text("recorded as a rejected plan")
     page.click("#rollback-btn")
     expect(page.locator('.pagehead [data-status="rolled_back"]')).to_be_visible()
     assert stores.get_store(agent).count() == 19
@@ -103,7 +104,10 @@ def test_rejections_and_exclusions_are_remembered_and_revocable(
     rows = page.locator('#decision-table tr[data-kind="keep_apart"]')
     expect(rows).to_have_count(2)
     expect(rows.locator('[data-testid="held-back-count"]').first).to_have_text("1")
-    expect(page.locator('#decision-table tr[data-kind="rejected_plan"]')).to_have_count(1)
+    # the rejection of step 1, and the undo of step 4 (a rollback is a decision too)
+    rejected_rows = page.locator('#decision-table tr[data-kind="rejected_plan"]')
+    expect(rejected_rows).to_have_count(2)
+    expect(rejected_rows.filter(has_text="undone (rolled back)")).to_have_count(1)
 
     # revoke one, run again: its merge is proposed
     revoked = Decision.objects.filter(agent=agent, kind="keep_apart").order_by("pk").first()
