@@ -91,12 +91,12 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
         )
         run.refresh_from_db()
         return run
-    applied = left.filter(excluded=False).count()
+    first = [ops[i] for i in left.filter(excluded=False).values_list("index", flat=True)]
+    applied = len(first)
     counts["applied"] = applied
     if (run.recall or {}).get("passed", True) is False:
         # The whole plan failed the recall guard (services.passes_store.recall_split): what
         # applies on its own is held to the guard by itself, measured on the same snapshot.
-        first = [ops[i] for i in left.filter(excluded=False).values_list("index", flat=True)]
         own = recall_check(run.agent, planned.records, first, policy)
         if not own.get("passed", True):
             return _recall_rejected(run, own, counts)
@@ -104,7 +104,6 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
         Pass.objects.filter(pk=run.pk).update(recall=jsonable(own))
         run.recall = jsonable(own)
     if waiting:
-        first = [ops[i] for i in left.filter(excluded=False).values_list("index", flat=True)]
         then = [ops[i] for i in waiting]  # its own recall: from the store the applied part leaves
         recall = recall_check_then(run.agent, planned.records, first, then, policy)
         child = _waiting_part(run, list(waiting), counts, recall)
