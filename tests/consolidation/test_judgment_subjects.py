@@ -105,3 +105,67 @@ def test_it_still_reconciles_an_update_of_the_same_subject_and_attribute(a, b, c
 def test_it_reads_the_subject_noun_phrase_before_the_verb(text, want):
     got = subject_phrase(text)
     assert (None if got is None else set(got)) == want
+
+
+@pytest.mark.parametrize(
+    ("old_same", "new", "others"),
+    [
+        (
+            "The ember project is written in Kotlin.",
+            EMBER_GO,
+            ["The umber project is written in Kotlin.", "The lumen project is written in Kotlin."],
+        ),
+        (
+            "Das Projekt Ember ist in Kotlin geschrieben.",
+            "Das Projekt Ember ist nicht mehr in Kotlin geschrieben, sondern jetzt in Go.",
+            ["Das Projekt Umber ist in Kotlin geschrieben."],
+        ),
+    ],
+    ids=["english", "german"],
+)
+def test_a_mem0_store_of_two_users_reconciles_only_the_same_subject_of_one_user(
+    tmp_path, old_same, new, others
+):
+    """The store is written by mem0ai's own ``ChromaDB.insert`` (tests/agent_stores.py) and
+    read with the mem0 preset and our embeddings, as the console attaches it: alice's own
+    project moved to Go (reconciled, newest kept); her other projects, and bob's copy of the
+    old fact, stay — another subject, another user."""
+    import uuid
+    from datetime import UTC, datetime
+
+    import chromadb
+
+    from consolidation import Fate, OpKind, Policy
+    from consolidation.adapters.chroma_layout import Layout
+    from consolidation.adapters.chroma_store import ChromaMemoryStore
+    from consolidation.adapters.embedder import get_default_embedder
+    from consolidation.adapters.vector_cache import VectorCache
+    from consolidation.planning import plan
+    from consolidation.shapes import preset_field_map
+    from tests.agent_stores import Mem0Memory, write_mem0
+
+    client = chromadb.EphemeralClient()
+    name = f"mem0-{uuid.uuid4().hex[:10]}"
+    t_old, t_new = datetime(2025, 1, 5, tzinfo=UTC), datetime(2025, 5, 1, tzinfo=UTC)
+    written = [Mem0Memory(old_same, user_id="alice", created_at=t_old)]
+    written += [Mem0Memory(t, user_id="alice", created_at=t_old) for t in others]
+    written += [
+        Mem0Memory(new, user_id="alice", created_at=t_new),
+        Mem0Memory(old_same, user_id="bob", created_at=t_old),
+    ]
+    ids = write_mem0(client, name, written)
+    fm = preset_field_map("mem0")
+    layout = Layout(
+        name,
+        field_map=fm,
+        embed=lambda t: get_default_embedder().embed(t),
+        cache=VectorCache(tmp_path / "v.sqlite3"),
+    )
+    records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
+    p = plan(records, Policy(trim_to_guard=False), now=datetime(2025, 6, 1, tzinfo=UTC))
+    removed = {rid for op in p.operations for rid in op.removes}
+    assert removed == {ids[0]}, [(o.kind, o.source_ids, o.reason) for o in p.operations]
+    (op,) = [o for o in p.operations if o.removes]
+    assert op.kind == OpKind.RECONCILE and op.source_ids[0] == ids[len(others) + 1]
+    for rid in ids[1 : len(others) + 1] + [ids[-1]]:
+        assert p.fates[rid] == Fate.KEPT
