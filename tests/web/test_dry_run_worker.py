@@ -123,7 +123,14 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 
 def request_dry_run(env: dict[str, str]) -> int:
-    """A dry run requested as the web process does: queued on the broker, not planned."""
+    """A dry run requested as the web process does: queued on the broker, not planned.
+
+    The broker is emptied first. A worker the test stopped may have left tasks on it: its own
+    scheduled ones (recovery, notify, purge), or a finished dry run's task whose acknowledgement
+    the stop cut short (django-q2 hands it out again after ``Q_RETRY`` seconds, and
+    ``run_dry_run`` does nothing for a dry run that is not queued). Neither is this request's."""
+    with sqlite3.connect(env["DATABASE_URL"].removeprefix("sqlite:///")) as db:
+        db.execute("DELETE FROM django_q_ormq")
     out = manage(env, "shell", "-c", REQUEST).split()
     _, pk, status, created, on_broker = out[out.index("dry") :]
     assert (status, created, on_broker) == ("queued", "True", "1")
