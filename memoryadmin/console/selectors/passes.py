@@ -9,7 +9,10 @@ current hashes, which is the check).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -18,12 +21,14 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from consolidation import MemoryRecord
 from consolidation.llm_cost import llm_cost_usd
 
 from .. import stores
 from ..models import Agent, Operation, OperationSource, Pass
+from .decisions import active_decisions
 from .evaluation import KIND_ORDER as SUMMARY_ORDER
 from .evaluation import count_label, pass_figures
 from .review import conflict_view
@@ -397,3 +402,40 @@ def pass_kind_rows(run: Pass, ev: Any) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def plan_inputs_digest(
+    agent: Agent,
+    *,
+    hashes: Mapping[str, str],
+    policy: Mapping[str, Any],
+    now: Any,
+    layer: str | None = None,
+) -> str:
+    """64 hex: SHA-256 over everything a pass of ``agent`` plans from, so two passes with the
+    same digest make the same plan (the engine is deterministic; an LLM writer's answers are
+    cached per pair).
+
+    The inputs: the store (``hashes``: memory id → content hash, ``consolidation.records``),
+    ``policy`` (``Policy.to_dict()``), the auto-apply mode, the active decisions (their ids: a
+    new or revoked decision changes it), the probe queries (the recall guard), the checkpoint,
+    ``layer``, the LLM endpoint (``MEMORYADMIN_LLM_MODEL``, ``OPENAI_BASE_URL``), and the
+    local date of ``now`` (a datetime): stale-memory rules count days, so an unchanged store is
+    planned again at least once a day. Used by the schedule to skip a pass that would repeat
+    the last one."""
+    h = hashlib.sha256()
+
+    def part(value: Any) -> None:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+        h.update(text.encode("utf-8"))
+        h.update(b"\x00")
+
+    part(sorted(hashes.items()))
+    part(dict(policy))
+    llm = [os.getenv("MEMORYADMIN_LLM_MODEL", ""), os.getenv("OPENAI_BASE_URL", "")]
+    part([agent.auto_apply, layer or "", *llm])
+    part(sorted(active_decisions(agent).values_list("id", flat=True)))
+    part(list(agent.probes.order_by("id").values_list("id", "question", "answer")))
+    part(sorted((agent.checkpoint or {}).items()))
+    part(timezone.localdate(now).isoformat())
+    return h.hexdigest()

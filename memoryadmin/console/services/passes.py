@@ -19,7 +19,7 @@ from consolidation import Policy
 from consolidation.snapshot import llm_brief, plan_snapshot
 
 from .. import stores
-from ..errors import PassAlreadyActive, ServiceError
+from ..errors import PassAlreadyActive, ServiceError, StoreUnavailable
 from ..models import (
     Agent,
     ForgetRequest,
@@ -27,8 +27,8 @@ from ..models import (
 )
 from ..selectors.decisions import standing_decisions
 from ..selectors.evaluation import evaluate, plan_verdict
-from ..selectors.passes import promoted_counts
-from ..selectors.probes import recall_check
+from ..selectors.passes import plan_inputs_digest, promoted_counts
+from ..selectors.probes import read_records, recall_check
 from ..selectors.schedules import schedule_slot
 from .apply import pass_apply
 from .common import (
@@ -38,6 +38,7 @@ from .common import (
     audit,
     enqueue,
     failpoint,
+    jsonable,
     run_actor,
     set_progress,
     transition,
@@ -46,7 +47,7 @@ from .common import (
 from .leases import lease_release, lease_seconds, worker_id
 from .passes_auto import left_by_auto_apply
 from .passes_store import PassPlan, proposal_store
-from .schedules import schedule_skipped_waiting
+from .schedules import schedule_skipped_unchanged, schedule_skipped_waiting
 
 __all__ = [
     "PassPlan",
@@ -139,11 +140,15 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
       carried over) and its own waiting part replaces the old one; or
     - this local calendar slot already ran: in the autumn daylight-saving change a ``30 2 * * *``
       cron fires twice (02:30 CEST and 02:30 CET); the slot is the cron's latest local wall-clock
-      time (``selectors.schedule_slot``).
+      time (``selectors.schedule_slot``); or
+    - nothing the pass plans from changed since the agent's latest planned pass (:func:`_repeats`:
+      store, policy, auto-apply mode, decisions, probes, checkpoint, day): it would make the
+      same plan again, and on a ``* * * * *`` schedule one identical pass a minute replaced the
+      waiting part (or recorded "no changes") each time.
 
-    Both are audited as ``skipped`` (actor ``schedule``) and return ``None``; the skips while
-    one proposal waits fold into one row with a count (``data["count"]``, ``data["last_slot"]``).
-    Raises
+    All are audited as ``skipped`` (actor ``schedule``) and return ``None``; the skips while
+    one proposal waits, or while nothing changes, fold into one row with a count
+    (``data["count"]``, ``data["last_slot"]``). Raises
     :class:`PassAlreadyActive` (audited ``refused``) when a pass is active.
     """
     slot = schedule_slot(cron=agent.schedule_cron, now=now or timezone.now())
@@ -162,7 +167,30 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
             data={"slot": slot},
         )
         return None
+    last = _repeats(agent)
+    if last is not None:
+        schedule_skipped_unchanged(agent, last, slot)
+        return None
     return pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule", slot=slot)
+
+
+def _repeats(agent: Agent) -> Pass | None:
+    """The agent's latest planned pass when a pass planned now (the clock the pass plans with,
+    not the schedule's slot) would make its plan again (equal
+    :func:`~..selectors.passes.plan_inputs_digest`), else ``None``. Reads the store's
+    content hashes (no embeddings); when the store cannot be read or the policy is invalid, the
+    pass goes ahead and records why it fails."""
+    last = agent.passes.filter(planned_at__isnull=False).order_by("-planned_at", "-id").first()
+    digest = (last.telemetry or {}).get("inputs_digest") if last is not None else None
+    if not digest or (last.telemetry or {}).get("policy_override"):
+        return None
+    try:
+        policy = jsonable(agent.get_policy().to_dict())
+        hashes = {r.id: r.content_hash for r in read_records(agent, include_embeddings=False)}
+    except (StoreUnavailable, ValueError):
+        return None
+    now_digest = plan_inputs_digest(agent, hashes=hashes, policy=policy, now=timezone.now())
+    return last if now_digest == digest else None
 
 
 def pass_plan(

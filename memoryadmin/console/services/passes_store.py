@@ -22,6 +22,7 @@ from consolidation.decisions import StandingDecisions, operation_signature
 
 from ..models import Operation, OperationSource, Pass, PassSnapshot, StoreSample, embedding_to_bytes
 from ..selectors.evaluation import Evaluation
+from ..selectors.passes import plan_inputs_digest
 from ..selectors.review import RISK_LINE, plan_review
 from .common import jsonable, transition
 from .decisions import decisions_count_held_back
@@ -163,6 +164,29 @@ def recall_split(run: Pass, planned: PassPlan) -> bool:
     )
 
 
+def _telemetry(
+    run: Pass, planned: PassPlan, policy: Policy, now: datetime, hashes: Mapping[str, str]
+) -> dict[str, Any]:
+    """The pass's ``telemetry``: the plan's context (JSON-safe), what the request fixed
+    (``policy_override``, ``layer``), the planned figures, ``now`` (ISO 8601) and the digest of
+    what the plan was made from (``inputs_digest``: the schedule skips a pass that would repeat
+    it, ``passes.pass_request_scheduled``)."""
+    telemetry = jsonable(dict(planned.plan.context or {}))
+    for key in ("policy_override", "layer"):  # what the request fixed, kept with the plan
+        if (run.telemetry or {}).get(key):
+            telemetry[key] = run.telemetry[key]
+    telemetry["planned"] = planned.evaluation.to_dict()
+    telemetry["now"] = now.isoformat()
+    telemetry["inputs_digest"] = plan_inputs_digest(
+        run.agent,
+        hashes=hashes,
+        policy=jsonable(policy.to_dict()),
+        now=now,
+        layer=telemetry.get("layer"),
+    )
+    return telemetry
+
+
 def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now: datetime) -> Pass:
     """Store the planned pass ``run`` (``running``): its operations with their stored risk and
     loss, its snapshot, its figures and the store size sample, in one transaction; supersede
@@ -184,12 +208,7 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
     # Sources of operations the loss budget deferred leave the snapshot (and so the checkpoint
     # after apply): the next incremental pass sees them as new and plans them again.
     deferred_ids = set(trimmed.pop("deferred_ids", None) or ())
-    telemetry = jsonable(dict(plan.context or {}))
-    for key in ("policy_override", "layer"):  # what the request fixed, kept with the plan
-        if (run.telemetry or {}).get(key):
-            telemetry[key] = run.telemetry[key]
-    telemetry["planned"] = ev.to_dict()
-    telemetry["now"] = now.isoformat()
+    telemetry = _telemetry(run, planned, policy, now, hashes)
     scored, store_sentences = plan_review(
         agent=run.agent,
         records=records,

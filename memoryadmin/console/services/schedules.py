@@ -19,6 +19,7 @@ __all__ = [
     "notify_schedule_ensure",
     "purge_schedule_ensure",
     "recovery_schedule_ensure",
+    "schedule_skipped_unchanged",
     "schedule_skipped_waiting",
     "schedule_sync",
     "schedules_sync_all",
@@ -141,8 +142,35 @@ def schedule_skipped_waiting(agent: Agent, pending: Pass, slot: str) -> None:
     """Audit a scheduled run skipped because ``pending`` waits for its reviewer: the first skip
     is a row, later ones while the same proposal waits update it (count, last slot), so a
     ``* * * * *`` schedule does not write one history row a minute."""
+    _skipped_folded(
+        agent,
+        pending,
+        slot,
+        key="pending_pass",
+        why=f"pass #{pending.pk} is waiting for its reviewer; nothing was planned.",
+    )
+
+
+def schedule_skipped_unchanged(agent: Agent, last: Pass, slot: str) -> None:
+    """Audit a scheduled run skipped because nothing it plans from changed since ``last`` (the
+    agent's latest planned pass: same store, policy, decisions, probes, checkpoint and day,
+    ``selectors.passes.plan_inputs_digest``): it would plan ``last``'s plan again. Folded into
+    one row per ``last`` like :func:`schedule_skipped_waiting`."""
+    _skipped_folded(
+        agent,
+        last,
+        slot,
+        key="unchanged_since",
+        why=f"nothing changed since pass #{last.pk} (store, policy, decisions, probes); "
+        "it would plan the same again.",
+    )
+
+
+def _skipped_folded(agent: Agent, run: Pass, slot: str, *, key: str, why: str) -> None:
+    """One ``skipped`` row (actor ``schedule``) per ``run`` and ``key``: written by the first
+    skip, updated by the later ones (``data["count"]``, ``data["last_slot"]``)."""
     first = (
-        agent.events.filter(verb="skipped", run=pending, data__pending_pass=pending.pk)
+        agent.events.filter(verb="skipped", run=run, **{f"data__{key}": run.pk})
         .order_by("-created_at", "-id")
         .first()
     )
@@ -151,16 +179,12 @@ def schedule_skipped_waiting(agent: Agent, pending: Pass, slot: str) -> None:
             actor="schedule",
             verb="skipped",
             agent=agent,
-            run=pending,
-            note=f"Scheduled run skipped: pass #{pending.pk} is waiting for its reviewer; "
-            "nothing was planned.",
-            data={"slot": slot, "pending_pass": pending.pk, "count": 1, "last_slot": slot},
+            run=run,
+            note=f"Scheduled run skipped: {why}",
+            data={"slot": slot, key: run.pk, "count": 1, "last_slot": slot},
         )
         return
     count = int((first.data or {}).get("count") or 1) + 1
     first.data = {**(first.data or {}), "count": count, "last_slot": slot}
-    first.note = (
-        f"Scheduled run skipped {count} times (last at {slot}): pass #{pending.pk} is waiting "
-        "for its reviewer; nothing was planned."
-    )
+    first.note = f"Scheduled run skipped {count} times (last at {slot}): {why}"
     first.save(update_fields=["data", "note"])
