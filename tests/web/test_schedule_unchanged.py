@@ -19,7 +19,7 @@ from memoryadmin.console.models import AuditEvent, Decision, Pass, ProbeQuery
 from memoryadmin.console.services.agents import agent_update
 from memoryadmin.console.services.decisions import decision_create, decision_revoke
 from memoryadmin.console.services.passes import pass_request, pass_request_scheduled
-from tests.conftest import DISTINCT_FACTS, memory_records
+from tests.conftest import memory_records
 from tests.web.test_auto_apply_recall_split import _agent
 
 pytestmark = pytest.mark.django_db

@@ -364,3 +364,27 @@ def test_a_bulk_action_swaps_only_the_rows_the_page_holds(client: Client, bob, a
     html = client.post(reverse("review_bulk", args=[run.pk]), data, HTTP_HX_REQUEST="true")
     assert 'hx-swap-oob="true"' in html.content.decode()
     assert not re.findall(r'<div id="op-\d+" [^>]*hx-swap-oob', html.content.decode())
+
+
+def test_what_waits_for_a_person_is_listed_one_by_one_whatever_its_risk(
+    client: Client, bob, agent_with_memories, django_capture_on_commit_callbacks
+) -> None:
+    """Auto-apply's line (``auto_apply_max_risk``) sits below the review line (0.3): an
+    operation that waits for its risk alone scores under 0.3. The Review tab lists it one by
+    one with why it waits, not summed up under "below the risk line"."""
+    from tests.conftest import DISTINCT_FACTS
+
+    texts = DISTINCT_FACTS[:8] + ["Gina adopted a grey rescue cat called Pixel."]
+    agent = agent_with_memories(texts, policy={"auto_apply_max_risk": 0.0})
+    Agent.objects.filter(pk=agent.pk).update(auto_apply="safe")
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_request(agent=agent, trigger=Pass.Trigger.SCHEDULE, actor="schedule")
+    (op,) = Operation.objects.filter(run__agent=agent, run__status=Pass.Status.PROPOSED)
+    assert 0 < op.risk < 0.3 and op.scores["waiting"]["codes"] == ["risk"]
+    client.force_login(bob)
+    url = reverse("pass_review", args=[op.run_id])
+    html = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-testid="rv-waiting"' in html and "risk 0.04 &gt; 0.00" in html
+    assert 'id="review-rest"' not in html  # nothing left summed up below the line
+    below = client.get(url, {"risk": "below"}, HTTP_HX_REQUEST="true")
+    assert 'data-testid="rv-waiting"' not in below.content.decode()

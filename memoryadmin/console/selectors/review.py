@@ -216,10 +216,19 @@ SORTS = {
 """Orderings of the Review list (the risk order is served by the ``op_run_risk`` index)."""
 
 
+ONE_BY_ONE = Q(risk__gte=RISK_LINE) | Q(scores__has_key="waiting")
+"""Operations the Review tab lists one by one: at or above :data:`RISK_LINE`, and every one
+that auto-apply left for a person (``scores["waiting"]``), whatever its risk. Auto-apply's own
+line (``Policy.auto_apply_max_risk``, 0.25) sits below the review line, so an operation
+scoring 0.25–0.3 waits without crossing the review line; it must not be summed up under
+"below the risk line" where the reviewer it waits for would not see it."""
+
+
 @dataclass(frozen=True)
 class ReviewQuery:
     """Filters of the Review list: ``kind``/``rule`` exact ("" = any); ``risk`` is ``"line"``
-    (at or above :data:`RISK_LINE`), ``"below"`` or ``"all"``; ``q`` searches the reason, the
+    (:data:`ONE_BY_ONE`: at or above :data:`RISK_LINE`, or waiting for a person), ``"below"``
+    (the rest) or ``"all"``; ``q`` searches the reason, the
     result and the sources' texts (case-insensitive); ``state`` is ``""``, ``"included"`` or
     ``"excluded"``; ``sort`` a key of :data:`SORTS`; ``op`` one operation id (0 = any)."""
 
@@ -240,9 +249,9 @@ class ReviewQuery:
         if self.rule:
             qs = qs.filter(rule=self.rule)
         if self.risk == "line":
-            qs = qs.filter(risk__gte=RISK_LINE)
+            qs = qs.filter(ONE_BY_ONE)
         elif self.risk == "below":
-            qs = qs.filter(risk__lt=RISK_LINE)
+            qs = qs.exclude(ONE_BY_ONE)
         if self.state == "included":
             qs = qs.filter(excluded=False)
         elif self.state == "excluded":
@@ -298,7 +307,7 @@ def review_card(op: Operation) -> dict[str, Any]:
         "lost": [(s, lost_segments(s)) for s in loss.sentences],
         "nothing_lost": loss.nothing_lost and op.kind not in ("promote", "conflict"),
         "reasons": list(op.risk_reasons or []),
-        "above_line": op.risk >= RISK_LINE,
+        "above_line": op.risk >= RISK_LINE or bool((op.scores or {}).get("waiting")),
         "conflict": conflict_view(op),
     }
 
@@ -343,7 +352,7 @@ def review_rest(run: Pass) -> dict[str, Any]:
     ``{"count", "nothing_lost": (n, sentence), "groups": [{kind, rule, n, lost, words}]}``,
     e.g. ``"1,204 exact duplicates and complete session windows: nothing lost"``."""
     rows = (
-        run.operations.filter(risk__lt=RISK_LINE)
+        run.operations.exclude(ONE_BY_ONE)
         .values("kind", "rule")
         .annotate(
             n=Count("id"), clean=Count("id", filter=Q(lost_sentences=0)), lost=Sum("lost_sentences")
