@@ -80,12 +80,16 @@ def test_a_waiting_part_is_not_planned_again_every_minute(
 
 
 def test_no_changes_is_recorded_once_until_something_changes(
-    alice, bob, agent_with_memories, django_capture_on_commit_callbacks
+    client, alice, bob, agent_with_memories, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(6)  # six distinct facts: nothing to consolidate
     t0 = timezone.now()
     first = _minute(agent, t0, django_capture_on_commit_callbacks)
     assert first.status == Pass.Status.NO_CHANGES
+    client.force_login(alice)
+    page = client.get(reverse("pass_detail", args=[first.pk])).content.decode()
+    assert "the agent's policy (nothing to apply)" in page and ">Settled<" in page
+    assert "Roll back" not in page
     for i in range(1, 4):
         assert _minute(agent, t0 + timedelta(minutes=i), django_capture_on_commit_callbacks) is None
     assert Pass.objects.filter(agent=agent).count() == 1

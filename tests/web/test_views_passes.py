@@ -467,6 +467,10 @@ def test_it_shows_who_rolled_back_in_the_history(client: Client, carol, bob, age
         and "wrong merge" in html
     )
     assert 'data-status="rolled_back">rolled back<' in html
+    # The figures are the plan's: the page and the agent's pass list say none of it remains.
+    assert 'data-testid="rolled-back-entries"' in html and "none of this change remains" in html
+    listing = client.get(reverse("agent_detail", args=[agent.slug])).content.decode()
+    assert 'data-testid="undone"' in listing
 
 
 def test_it_explains_a_pass_that_failed_before_planning(client: Client, carol, agent) -> None:

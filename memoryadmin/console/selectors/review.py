@@ -217,18 +217,14 @@ SORTS = {
 
 
 ONE_BY_ONE = Q(risk__gte=RISK_LINE) | Q(scores__has_key="waiting")
-"""Operations the Review tab lists one by one: at or above :data:`RISK_LINE`, and every one
-that auto-apply left for a person (``scores["waiting"]``), whatever its risk. Auto-apply's own
-line (``Policy.auto_apply_max_risk``, 0.25) sits below the review line, so an operation
-scoring 0.25–0.3 waits without crossing the review line; it must not be summed up under
-"below the risk line" where the reviewer it waits for would not see it."""
+"""Listed one by one on the Review tab: at or above :data:`RISK_LINE`, or left for a person by
+auto-apply (``scores["waiting"]``; its line, ``Policy.auto_apply_max_risk`` 0.25, is lower)."""
 
 
 @dataclass(frozen=True)
 class ReviewQuery:
     """Filters of the Review list: ``kind``/``rule`` exact ("" = any); ``risk`` is ``"line"``
-    (:data:`ONE_BY_ONE`: at or above :data:`RISK_LINE`, or waiting for a person), ``"below"``
-    (the rest) or ``"all"``; ``q`` searches the reason, the
+    (:data:`ONE_BY_ONE`), ``"below"`` (the rest) or ``"all"``; ``q`` searches the reason, the
     result and the sources' texts (case-insensitive); ``state`` is ``""``, ``"included"`` or
     ``"excluded"``; ``sort`` a key of :data:`SORTS`; ``op`` one operation id (0 = any)."""
 
