@@ -169,3 +169,70 @@ def test_a_mem0_store_of_two_users_reconciles_only_the_same_subject_of_one_user(
     assert op.kind == OpKind.RECONCILE and op.source_ids[0] == ids[len(others) + 1]
     for rid in ids[1 : len(others) + 1] + [ids[-1]]:
         assert p.fates[rid] == Fate.KEPT
+
+
+@pytest.mark.parametrize(
+    ("old_same", "new", "others"),
+    [
+        (
+            "The ember project is written in Kotlin.",
+            EMBER_GO,
+            ["The umber project is written in Kotlin.", "The lumen project is written in Kotlin."],
+        ),
+        (
+            "Das Projekt Ember ist in Kotlin geschrieben.",
+            "Das Projekt Ember ist nicht mehr in Kotlin geschrieben, sondern jetzt in Go.",
+            ["Das Projekt Umber ist in Kotlin geschrieben."],
+        ),
+    ],
+    ids=["english", "german"],
+)
+def test_a_praisonai_store_of_two_agents_reconciles_only_the_same_subject_of_one_agent(
+    tmp_path, old_same, new, others
+):
+    """The store is written by praisonaiagents' own ``Memory.store_long_term`` metadata path
+    (``sanitize_chroma_metadata``, epoch-second ``timestamp``, ``time_ns`` ids;
+    tests/agent_stores.py) and read with the praisonai preset, as the console attaches it: the
+    Coder agent's project moved to Go (reconciled, newest kept); its other projects, and the
+    Reviewer agent's copy of the old fact, stay — another subject, another scope."""
+    import uuid
+    from datetime import UTC, datetime
+
+    import chromadb
+
+    from consolidation import Fate, OpKind, Policy
+    from consolidation.adapters.chroma_layout import Layout
+    from consolidation.adapters.chroma_store import ChromaMemoryStore
+    from consolidation.adapters.embedder import get_default_embedder
+    from consolidation.adapters.vector_cache import VectorCache
+    from consolidation.planning import plan
+    from consolidation.shapes import preset_field_map
+    from tests.agent_stores import PraisonMemory, write_praisonai
+
+    client = chromadb.EphemeralClient()
+    name = f"praison-{uuid.uuid4().hex[:10]}"
+    t_old = datetime(2025, 1, 5, tzinfo=UTC).timestamp()
+    t_new = datetime(2025, 5, 1, tzinfo=UTC).timestamp()
+    written = [PraisonMemory(old_same, agent_name="Coder", timestamp=t_old)]
+    written += [PraisonMemory(t, agent_name="Coder", timestamp=t_old) for t in others]
+    written += [
+        PraisonMemory(new, agent_name="Coder", task_id="task-2", timestamp=t_new),
+        PraisonMemory(old_same, agent_name="Reviewer", timestamp=t_old),
+    ]
+    ids = write_praisonai(client, written, collection_name=name)
+    fm = preset_field_map("praisonai")  # created_at = timestamp; scope = agent_name
+    layout = Layout(
+        name,
+        field_map=fm,
+        embed=lambda t: get_default_embedder().embed(t),
+        cache=VectorCache(tmp_path / "v.sqlite3"),
+    )
+    records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
+    now = datetime(2025, 6, 1, tzinfo=UTC)
+    p = plan(records, Policy(trim_to_guard=False), now=now, fieldmap=fm)
+    removed = {rid for op in p.operations for rid in op.removes}
+    assert removed == {ids[0]}, [(o.kind, o.source_ids, o.reason) for o in p.operations]
+    (op,) = [o for o in p.operations if o.removes]
+    assert op.kind == OpKind.RECONCILE and op.source_ids[0] == ids[len(others) + 1]
+    for rid in ids[1 : len(others) + 1] + [ids[-1]]:
+        assert p.fates[rid] == Fate.KEPT
