@@ -17,8 +17,9 @@ decision changed. Records go to ``plan.context`` (:meth:`Decided.telemetry`):
 - ``held_back``: at most :data:`HELD_BACK_LIMIT` entries ``{"decision", "kind",
   "memory_ids", "would_have", "reason"}`` — ``would_have`` is ``"merge"``, ``"evidence_fold"``,
   ``"session_window"``, ``"semantic_window"``, ``"reconcile"``, ``"conflict"`` or ``"prune"``;
-  one entry per decision, memories and ``would_have`` (a keep lists the kept memory; a pair
-  decision the two memories as they are now);
+  one entry per decision, memories and ``would_have`` (a keep that held back a prune or a
+  reconcile lists the kept memory, one that held back a join the pair; a pair decision the two
+  memories as they are now);
 - ``held_back_count``: all entries, listed or not; ``held_back_by_decision``: ``{decision id
   (as a string): entries}`` — what the console shows as "held back N later operations";
 - ``decided``: ``{decision id: operations}`` of the reconciles a conflict pick decided.
@@ -172,8 +173,9 @@ def held_apart(st: PlanState, a: int, b: int, would_have: str) -> bool:
     if would_have in ("reconcile", "conflict"):
         return False  # a reconcile removes one side only: held_kept() decides
     for k in (a, b):
-        if (c := d.kept(k)) is not None:
-            d.hold(c, [k], would_have, f"{_JOIN_TEXT.get(would_have, would_have)} away")
+        if (c := d.kept(k)) is not None:  # both are listed: the kept one and what it joins
+            kept = f"{_JOIN_TEXT.get(would_have, would_have)}, removing the kept {d.ids[k]}"
+            d.hold(c, [a, b], would_have, kept)
             return True
     return False
 

@@ -222,8 +222,12 @@ def test_it_never_removes_a_memory_a_reviewer_decided_to_keep(case):
     assert f"u1:{key}" not in removed(p)
     assert f"u2:{key}" in removed(p)
     (entry,) = p.context["held_back"]
-    assert entry["memory_ids"] == [f"u1:{key}"]
     assert (entry["decision"], entry["kind"], entry["would_have"]) == (7, "keep", would_have)
+    if would_have in ("prune", "reconcile"):
+        assert entry["memory_ids"] == [f"u1:{key}"]
+    else:  # a join lists the pair it left apart: the kept memory and its partner
+        assert f"u1:{key}" in entry["memory_ids"] and len(entry["memory_ids"]) == 2
+        assert entry["reason"].endswith(f"removing the kept u1:{key}")
 
 
 PICK_CASES = {
