@@ -3,6 +3,8 @@ rejection."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from memoryadmin.console import stores
@@ -13,7 +15,8 @@ from memoryadmin.console.services.demo import seed_demo_agents
 @pytest.mark.django_db
 def test_it_seeds_three_agents_with_pending_proposals_and_is_idempotent(unique_name):
     prefix = unique_name("demo") + "-"
-    agents = seed_demo_agents(collection_prefix=prefix)
+    out = io.StringIO()
+    agents = seed_demo_agents(out, collection_prefix=prefix)
     assert [a.slug for a in agents] == ["demo-support", "demo-coding", "demo-personal"]
     kinds: set[str] = set()
     for agent in agents:
@@ -54,6 +57,11 @@ def test_it_seeds_three_agents_with_pending_proposals_and_is_idempotent(unique_n
     ], runs
     applied, waiting = Pass.objects.filter(agent__slug="demo-coding").order_by("pk")
     assert waiting.entries_before == applied.entries_after
+    # the seed's output names every pass it made, the waiting part of the split too
+    said = out.getvalue()
+    for run in Pass.objects.all():
+        assert f"pass #{run.pk} " in said, said
+    assert f"Coding assistant: pass #{waiting.pk} proposed (" in said, said
 
 
 def test_every_demo_probe_is_answered_by_a_memory_about_its_subject():
