@@ -441,3 +441,26 @@ def test_a_policy_error_names_the_field_as_the_form_labels_it(
     html = r.content.decode()
     assert r.status_code == 200 and "Max loss fraction must be" in html
     assert "max_loss_fraction must" not in html
+
+
+def test_every_wrong_policy_field_is_named_in_one_submission(
+    bare_agent, client: Client, alice
+) -> None:
+    """A value the form cannot read (not a number) on one field, and values the policy refuses
+    (out of range) on two others: the page names all three at once, and nothing is saved."""
+    agent = bare_agent()
+    before = agent.policy
+    client.force_login(alice)
+    data = _edit_data(
+        agent,
+        policy_link_threshold="high",
+        policy_max_loss_fraction="2",
+        policy_prune_coverage="-1",
+    )
+    r = client.post(reverse("agent_edit", args=[agent.slug]), data)
+    html = r.content.decode()
+    assert r.status_code == 200 and "Enter a number." in html
+    assert "Max loss fraction must be in [0, 1], got 2" in html
+    assert "Prune coverage must be in [0, 1], got -1" in html
+    agent.refresh_from_db()
+    assert agent.policy == before

@@ -260,20 +260,32 @@ class PolicyFieldsMixin(forms.Form):
         return [self[f"policy_{name}"] for name in POLICY_FIELDS]
 
     def clean_policy(self) -> Policy | None:
-        """Build the ``Policy`` from cleaned fields; a ``ValueError`` becomes a field error."""
-        values = {}
+        """Build the ``Policy`` from cleaned fields; ``None`` when any field is wrong.
+
+        Every wrong field gets its own error in one submission: a field the form could not
+        read (a type error) and each field :class:`Policy` refuses (a range error, or a rule
+        between two fields, put on the field the message names first) — each refused value is
+        set back to its default and the rest checked again, so a type error on one field no
+        longer hides a range error on another."""
+        defaults = Policy().to_dict()
+        values, wrong = {}, False
         for name in POLICY_FIELDS:
             key = f"policy_{name}"
-            if key in self.errors:
-                return None
-            values[name] = self.cleaned_data.get(key)
-        try:
-            return Policy.from_dict(values)
-        except ValueError as exc:
-            first = str(exc).split(" ", 1)[0]
-            bad = first if first in POLICY_FIELDS else None
-            self.add_error(f"policy_{bad}" if bad else None, policy_error_words(str(exc)))
-            return None
+            wrong |= key in self.errors
+            values[name] = defaults[name] if key in self.errors else self.cleaned_data.get(key)
+        for _ in POLICY_FIELDS:
+            try:
+                policy = Policy.from_dict(values)
+            except ValueError as exc:
+                first = str(exc).split(" ", 1)[0]
+                bad = first if first in POLICY_FIELDS else None
+                self.add_error(f"policy_{bad}" if bad else None, policy_error_words(str(exc)))
+                if bad is None or values[bad] == defaults[bad]:
+                    return None
+                values[bad], wrong = defaults[bad], True
+            else:
+                return None if wrong else policy
+        return None
 
     def policy_notes(self) -> list[str]:
         """What the submitted policy turns off without saying so in its values (shown above
