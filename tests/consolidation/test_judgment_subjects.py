@@ -107,7 +107,7 @@ def test_it_reads_the_subject_noun_phrase_before_the_verb(text, want):
     assert (None if got is None else set(got)) == want
 
 
-@pytest.mark.parametrize(
+UPDATE_CASES = pytest.mark.parametrize(
     ("old_same", "new", "others"),
     [
         (
@@ -123,6 +123,48 @@ def test_it_reads_the_subject_noun_phrase_before_the_verb(text, want):
     ],
     ids=["english", "german"],
 )
+"""One subject's update, and other subjects' look-alikes, in English and German."""
+
+
+def _plan_attached(client, name: str, preset: str, tmp_path):
+    """Read collection ``name`` with ``preset``'s field map and our embeddings, as the console
+    attaches it, and plan it (no trimming to the guard) on 2025-06-01."""
+    from datetime import UTC, datetime
+
+    from consolidation import Policy
+    from consolidation.adapters.chroma_layout import Layout
+    from consolidation.adapters.chroma_store import ChromaMemoryStore
+    from consolidation.adapters.embedder import get_default_embedder
+    from consolidation.adapters.vector_cache import VectorCache
+    from consolidation.planning import plan
+    from consolidation.shapes import preset_field_map
+
+    fm = preset_field_map(preset)
+    layout = Layout(
+        name,
+        field_map=fm,
+        embed=lambda t: get_default_embedder().embed(t),
+        cache=VectorCache(tmp_path / "v.sqlite3"),
+    )
+    records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
+    return plan(records, Policy(trim_to_guard=False), now=datetime(2025, 6, 1, tzinfo=UTC),
+                fieldmap=fm)  # fmt: skip
+
+
+def _only_the_first_is_reconciled(p, ids: list[str], others: list[str]) -> None:
+    """``ids`` = [old, *others, new, the other scope's copy of old]: only old leaves,
+    superseded by new; the rest stay."""
+    from consolidation import Fate, OpKind
+
+    removed = {rid for op in p.operations for rid in op.removes}
+    assert removed == {ids[0]}, [(o.kind, o.source_ids, o.reason) for o in p.operations]
+    (op,) = [o for o in p.operations if o.removes]
+    assert op.kind == OpKind.RECONCILE and op.source_ids[0] == ids[len(others) + 1]
+    for rid in ids[1 : len(others) + 1] + [ids[-1]]:
+        assert p.fates[rid] == Fate.KEPT
+
+
+@UPDATE_CASES
 def test_a_mem0_store_of_two_users_reconciles_only_the_same_subject_of_one_user(
     tmp_path, old_same, new, others
 ):
@@ -135,13 +177,6 @@ def test_a_mem0_store_of_two_users_reconciles_only_the_same_subject_of_one_user(
 
     import chromadb
 
-    from consolidation import Fate, OpKind, Policy
-    from consolidation.adapters.chroma_layout import Layout
-    from consolidation.adapters.chroma_store import ChromaMemoryStore
-    from consolidation.adapters.embedder import get_default_embedder
-    from consolidation.adapters.vector_cache import VectorCache
-    from consolidation.planning import plan
-    from consolidation.shapes import preset_field_map
     from tests.agent_stores import Mem0Memory, write_mem0
 
     client = chromadb.EphemeralClient()
@@ -154,59 +189,24 @@ def test_a_mem0_store_of_two_users_reconciles_only_the_same_subject_of_one_user(
         Mem0Memory(old_same, user_id="bob", created_at=t_old),
     ]
     ids = write_mem0(client, name, written)
-    fm = preset_field_map("mem0")
-    layout = Layout(
-        name,
-        field_map=fm,
-        embed=lambda t: get_default_embedder().embed(t),
-        cache=VectorCache(tmp_path / "v.sqlite3"),
-    )
-    records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
-    p = plan(records, Policy(trim_to_guard=False), now=datetime(2025, 6, 1, tzinfo=UTC))
-    removed = {rid for op in p.operations for rid in op.removes}
-    assert removed == {ids[0]}, [(o.kind, o.source_ids, o.reason) for o in p.operations]
-    (op,) = [o for o in p.operations if o.removes]
-    assert op.kind == OpKind.RECONCILE and op.source_ids[0] == ids[len(others) + 1]
-    for rid in ids[1 : len(others) + 1] + [ids[-1]]:
-        assert p.fates[rid] == Fate.KEPT
+    _only_the_first_is_reconciled(_plan_attached(client, name, "mem0", tmp_path), ids, others)
 
 
-@pytest.mark.parametrize(
-    ("old_same", "new", "others"),
-    [
-        (
-            "The ember project is written in Kotlin.",
-            EMBER_GO,
-            ["The umber project is written in Kotlin.", "The lumen project is written in Kotlin."],
-        ),
-        (
-            "Das Projekt Ember ist in Kotlin geschrieben.",
-            "Das Projekt Ember ist nicht mehr in Kotlin geschrieben, sondern jetzt in Go.",
-            ["Das Projekt Umber ist in Kotlin geschrieben."],
-        ),
-    ],
-    ids=["english", "german"],
-)
+@UPDATE_CASES
 def test_a_praisonai_store_of_two_agents_reconciles_only_the_same_subject_of_one_agent(
     tmp_path, old_same, new, others
 ):
     """The store is written by praisonaiagents' own ``Memory.store_long_term`` metadata path
     (``sanitize_chroma_metadata``, epoch-second ``timestamp``, ``time_ns`` ids;
-    tests/agent_stores.py) and read with the praisonai preset, as the console attaches it: the
-    Coder agent's project moved to Go (reconciled, newest kept); its other projects, and the
-    Reviewer agent's copy of the old fact, stay — another subject, another scope."""
+    tests/agent_stores.py) and read with the praisonai preset (created_at = ``timestamp``,
+    scope = ``agent_name``), as the console attaches it: the Coder agent's project moved to Go
+    (reconciled, newest kept); its other projects, and the Reviewer agent's copy of the old
+    fact, stay — another subject, another scope."""
     import uuid
     from datetime import UTC, datetime
 
     import chromadb
 
-    from consolidation import Fate, OpKind, Policy
-    from consolidation.adapters.chroma_layout import Layout
-    from consolidation.adapters.chroma_store import ChromaMemoryStore
-    from consolidation.adapters.embedder import get_default_embedder
-    from consolidation.adapters.vector_cache import VectorCache
-    from consolidation.planning import plan
-    from consolidation.shapes import preset_field_map
     from tests.agent_stores import PraisonMemory, write_praisonai
 
     client = chromadb.EphemeralClient()
@@ -220,19 +220,4 @@ def test_a_praisonai_store_of_two_agents_reconciles_only_the_same_subject_of_one
         PraisonMemory(old_same, agent_name="Reviewer", timestamp=t_old),
     ]
     ids = write_praisonai(client, written, collection_name=name)
-    fm = preset_field_map("praisonai")  # created_at = timestamp; scope = agent_name
-    layout = Layout(
-        name,
-        field_map=fm,
-        embed=lambda t: get_default_embedder().embed(t),
-        cache=VectorCache(tmp_path / "v.sqlite3"),
-    )
-    records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
-    now = datetime(2025, 6, 1, tzinfo=UTC)
-    p = plan(records, Policy(trim_to_guard=False), now=now, fieldmap=fm)
-    removed = {rid for op in p.operations for rid in op.removes}
-    assert removed == {ids[0]}, [(o.kind, o.source_ids, o.reason) for o in p.operations]
-    (op,) = [o for o in p.operations if o.removes]
-    assert op.kind == OpKind.RECONCILE and op.source_ids[0] == ids[len(others) + 1]
-    for rid in ids[1 : len(others) + 1] + [ids[-1]]:
-        assert p.fates[rid] == Fate.KEPT
+    _only_the_first_is_reconciled(_plan_attached(client, name, "praisonai", tmp_path), ids, others)
