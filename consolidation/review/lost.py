@@ -308,9 +308,15 @@ class OperationLoss:
 
     @property
     def content_words(self) -> list[str]:
-        """Distinct lost content words (as written), in order of appearance: every word this
-        operation makes the store forget, counted here or under another operation."""
-        return list(dict.fromkeys(w for s in self.sentences for w in s.content_words))
+        """Distinct lost content words (as first written), in order of appearance: every word
+        this operation makes the store forget, counted here or under another operation.
+        Case-folded as the pass's totals are (:func:`.content.content_loss`): "Rome" and
+        "rome" are one word, so the card, the auto-apply reason and the total agree."""
+        first: dict[str, str] = {}
+        for s in self.sentences:
+            for w in s.content_words:
+                first.setdefault(w.casefold(), w)
+        return list(first.values())
 
     @property
     def counted_words(self) -> list[str]:

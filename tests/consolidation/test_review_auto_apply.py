@@ -18,6 +18,7 @@ from consolidation.review import (
     operation_text,
     split_auto_apply,
 )
+from consolidation.review.content import loss_totals
 from consolidation.review.lost import LostSentence
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -184,3 +185,20 @@ def test_an_operation_that_costs_a_probe_its_answer_waits_and_frees_the_content_
     assert split.waiting[0].codes == ("recall",)
     assert "probe query 3" in split.waiting[0].reasons[0]
     assert split.counts() == {"recall": 1}
+
+
+def test_a_word_lost_in_two_spellings_is_one_word_in_the_reason_and_the_total():
+    """ "Kotlin" in one lost sentence and "kotlin" in another: the operation loses one content
+    word, as the pass's total counts it (the auto-apply reason said "loses 2 content words")."""
+    loss = OperationLoss(
+        (
+            LostSentence("a", "Ember uses Kotlin.", (), ("Kotlin",)),
+            LostSentence("b", "ember uses kotlin.", (), ("kotlin", "ember")),
+        )
+    )
+    assert loss.content_words == ["Kotlin", "ember"]
+    split = split_auto_apply([op()], [0.0], [loss], Policy(max_lost_content_words=1),
+                             store_sentences=100)  # fmt: skip
+    (gate,) = split.gates
+    assert gate.codes == ("content",) and gate.reasons == ("loses 2 content words: Kotlin, ember",)
+    assert loss_totals([loss]).content_words == len(loss.content_words) == 2
