@@ -10,6 +10,8 @@ ratio falls below it, like the loss guard.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,7 +32,7 @@ from consolidation.recall import (
 from consolidation.snapshot import read_all
 
 from .. import stores
-from ..models import Agent
+from ..models import Agent, Pass
 
 if TYPE_CHECKING:
     from consolidation.protocols import Embedder
@@ -39,8 +41,11 @@ __all__ = [
     "PROBE_PAGE_SIZE",
     "agent_probes",
     "probe_page",
+    "probe_set_digest",
     "read_records",
     "recall_check",
+    "recall_drift",
+    "recall_drift_shown",
     "recall_evaluate",
     "recall_held",
 ]
@@ -69,6 +74,61 @@ def agent_probes(agent: Agent) -> list[Probe]:
         )
         for p in agent.probes.order_by("id")
     ]
+
+
+def probe_set_digest(probes: Sequence[Probe]) -> str:
+    """SHA-256 (hex) of the probe set: each probe's key, question and answer. Two recall
+    figures are comparable only when measured on the same set (:func:`recall_drift`)."""
+    rows = [[p.key, p.question, p.answer] for p in probes]
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
+
+DRIFT_LOOKBACK = 200
+"""At most this many of the agent's latest applied passes are read by :func:`recall_drift`."""
+
+
+def recall_drift(agent: Agent, probe_set: str) -> dict[str, Any]:
+    """What the passes auto-apply ``all`` applied since a person last approved one did to answer
+    recall: ``{"retention": product of their after/before answer-recall ratios (1.0 for
+    none), "passes": [their ids, newest first], "since": the person-approved pass the run
+    stops at, or None}``.
+
+    Walks the agent's applied (or approved, applying) passes newest first and stops at one a
+    person approved, at one measured on another probe set (``probe_set``:
+    :func:`probe_set_digest`; passes stored before the set was recorded count as another set)
+    or after :data:`DRIFT_LOOKBACK`. Each pass keeps its own recall guard (after/before ≥
+    ``min_recall_retention``), so a run of passes each losing just under 1 % would otherwise
+    lose 5 % in five nights unseen. A pass auto-apply ``safe`` applied counts 1.0: it holds
+    every operation that costs a probe its answer for review (``recall_held``), so it loses no
+    answer of this set unattended. Rolled-back passes are not counted."""
+    retention, passes, since = 1.0, [], None
+    applied = (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED, Pass.Status.APPROVED,
+               Pass.Status.APPLYING)  # fmt: skip
+    rows = agent.passes.filter(status__in=applied).order_by("-pk")
+    for run in rows.only("pk", "recall", "telemetry", "decided_actor")[:DRIFT_LOOKBACK]:
+        if (run.recall or {}).get("probe_set") != probe_set:
+            break
+        if run.decided_actor != "policy":
+            since = run.pk
+            break
+        ratio = ((run.telemetry or {}).get("auto_apply") or {}).get("recall_ratio")
+        if isinstance(ratio, int | float):
+            retention *= float(ratio)
+            passes.append(run.pk)
+    return {"retention": retention, "passes": passes, "since": since}
+
+
+def recall_drift_shown(agent: Agent) -> dict[str, Any] | None:
+    """:func:`recall_drift` on the agent's current probes, for the agent page, plus
+    ``"min"`` (the policy's ``min_recall_retention``); ``None`` unless the agent auto-applies
+    ``all`` with probes and the recall guard on."""
+    if agent.auto_apply != Agent.AutoApply.ALL:
+        return None
+    probes = agent_probes(agent)
+    least = agent.get_policy().min_recall_retention
+    if not probes or least is None:
+        return None
+    return {**recall_drift(agent, probe_set_digest(probes)), "min": least}
 
 
 def read_records(agent: Agent, *, include_embeddings: bool = True) -> list[MemoryRecord]:
@@ -116,7 +176,8 @@ def recall_check(
         {"k", "probes", "answer_recall_before", "answer_recall_after", "ratio",
          "context_chars_before", "context_chars_after", "evidence_recall_before",
          "evidence_recall_after", "evidence_probes", "min_recall_retention", "passed", "reason",
-         "lost": int, "lost_probes": [{"id", "number", "question", "answer"}...], "seconds"}
+         "probe_set": probe_set_digest(...), "lost": int,
+         "lost_probes": [{"id", "number", "question", "answer"}...], "seconds"}
 
     ``passed`` is ``False`` when after/before answer recall falls below
     ``policy.min_recall_retention`` (the reason carries the figures); with no probes the check
@@ -131,6 +192,7 @@ def recall_check(
         return {
             "k": k,
             "probes": 0,
+            "probe_set": probe_set_digest(probes),
             "answer_recall_before": None,
             "answer_recall_after": None,
             "ratio": None,
@@ -165,6 +227,7 @@ def recall_check(
     return {
         "k": k,
         "probes": before.probes,
+        "probe_set": probe_set_digest(probes),
         "answer_recall_before": before.answer_recall,
         "answer_recall_after": after.answer_recall,
         "ratio": ratio,

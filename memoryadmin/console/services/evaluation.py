@@ -18,12 +18,14 @@ from consolidation.review import LossTotals, operation_risk
 
 from ..models import Operation, Pass
 from ..selectors.evaluation import Evaluation, pass_evaluate
+from ..selectors.probes import recall_drift
 from ..selectors.review import pass_content, recent_writes, run_settings
 from ..selectors.review_guards import content_guard
 from .common import audit
 
 __all__ = [
     "auto_apply_content_passes",
+    "auto_apply_drift_passes",
     "content_override_record",
     "operations_store_loss",
     "pass_store_figures",
@@ -127,6 +129,48 @@ def auto_apply_content_passes(run: Pass) -> bool:
     )
     Pass.objects.filter(pk=run.pk).update(progress_label="Waiting for review (content guard)")
     run.progress_label = "Waiting for review (content guard)"
+    return False
+
+
+def auto_apply_drift_passes(run: Pass, min_retention: float | None) -> bool:
+    """Auto-apply ``all`` also needs the recall kept since a person last approved a pass: the
+    product of the after/before answer-recall ratios of the passes it applied since then
+    (:func:`~memoryadmin.console.selectors.probes.recall_drift`) times this pass's must stay at
+    or above ``min_retention`` (the policy's ``min_recall_retention``, the per-pass guard's
+    threshold, so five nights of 99.5 % do not add up to 97.5 % unattended). When it would not,
+    the pass stays a proposal for a person, audited ``auto_apply_held`` with the figures; a
+    person's approval starts the count again. ``True`` when the recall guard is off or the
+    agent has no probes."""
+    recall = run.recall or {}
+    ratio = recall.get("ratio")
+    if min_retention is None or not isinstance(ratio, int | float) or not recall.get("probes"):
+        return True
+    drift = recall_drift(run.agent, str(recall.get("probe_set") or ""))
+    kept = drift["retention"] * float(ratio)
+    if kept >= min_retention - 1e-12:
+        return True
+    n = len(drift["passes"])
+    since = (
+        f"since pass #{drift['since']}, the last a person approved,"
+        if drift["since"]
+        else "kept by the automatic passes on these probe queries"
+    )
+    reason = (
+        f"recall {since} would be {kept:.1%} after this pass "
+        f"({n} automatic pass{'es' if n != 1 else ''} kept {drift['retention']:.1%}, this one "
+        f"{float(ratio):.1%}), below the recall retention {min_retention:.0%}"
+    )
+    audit(
+        actor="policy",
+        verb="auto_apply_held",
+        run=run,
+        agent=run.agent,
+        note=f"Not applied automatically: {reason}. A person may review and approve it.",
+        data={"recall_drift": kept, "passes": drift["passes"], "since": drift["since"]},
+    )
+    label = "Waiting for review (recall drift)"
+    Pass.objects.filter(pk=run.pk).update(progress_label=label)
+    run.progress_label = label
     return False
 
 

@@ -103,6 +103,8 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
         counts["recall_split"] = True
         Pass.objects.filter(pk=run.pk).update(recall=jsonable(own))
         run.recall = jsonable(own)
+    if mode == "all" and isinstance((run.recall or {}).get("ratio"), int | float):
+        counts["recall_ratio"] = run.recall["ratio"]  # what selectors.probes.recall_drift sums
     if waiting:
         then = [ops[i] for i in waiting]  # its own recall: from the store the applied part leaves
         recall = recall_check_then(run.agent, planned.records, first, then, policy)

@@ -11,6 +11,7 @@ from ..forms.agents import AgentCreateForm, AgentEditForm
 from ..models import Agent, ImportJob, Pass
 from ..selectors.agents import agent_pyramid, store_status
 from ..selectors.decisions import active_decisions
+from ..selectors.probes import recall_drift_shown
 from ..selectors.rollback import archive_summary
 from ..services import agents as agent_services
 from ..services.passes import pass_request
@@ -40,6 +41,7 @@ def agent_detail(request: HtmxHttpRequest, slug: str):
         "import_job": agent.import_jobs.filter(status__in=ImportJob.ACTIVE).first(),
         "decision_count": active_decisions(agent).count(),
         "archive": archive_summary(agent=agent),
+        "recall_drift": recall_drift_shown(agent),
     }
     if (agent.policy or {}).get("summarize"):  # the stored value: a page never validates
         ctx["pyramid"], ctx["pyramid_error"] = agent_pyramid(agent)
