@@ -12,12 +12,16 @@ Two rows per conversation × policy:
 - ``single``: one full plan (``trim_to_guard=False``); the guard column shows its loss fraction
   against the policy's ``max_loss_fraction`` (a pass over the threshold would be rejected by the
   console; the figures show what it would do if approved anyway);
-- ``converge``: what scheduled passes do: up to ``--passes`` plans (default 5) with
+- ``converge``: what scheduled passes with auto-apply ``all`` do: up to ``--passes`` plans
+  (default 5) with
   the policy as it is (by default within the loss budget: each plan proposes its most certain
   operations that fit and defers the rest), each applied in memory
   (:func:`consolidation.recall.simulate_after`) only when the loss guard and the recall guard
   (``min_recall_retention``, this pass's after/before) pass, as the console would; it stops when
-  a plan removes nothing (converged) or a guard trips. ``passes`` is the number applied,
+  a plan removes nothing (converged) or a guard trips — the recall guard across nights too
+  (``recall drift``: the product of the applied passes' after/before ratios must stay at or
+  above ``min_recall_retention``, as the console's auto-apply ``all`` requires). ``passes`` is
+  the number applied,
   ``target@`` the first pass after which the conversation met the reduction goal, and the
   trajectory lists the memories after each pass.
 
@@ -278,6 +282,7 @@ def run_converge(case: Case, passes: int) -> dict[str, Any]:
     policy, records, now = case.policy, case.records, case.now
     current, plans, stop, sizes, target_at = records, [], f"{passes} passes", [], None
     min_red = GOALS.get(case.policy_name, (0.0, 0.0))[0]
+    kept = 1.0  # answer recall kept since the first pass (no person approves in between)
     for _ in range(passes):
         p = make_plan(current, policy, now=now)
         if not any(op.removes for op in p.operations):
@@ -287,12 +292,17 @@ def run_converge(case: Case, passes: int) -> dict[str, Any]:
             stop = "loss guard"
             break
         nxt = simulate_after(current, p, case.embedder)
-        ok, _ratio, _why = recall_guard(
+        ok, ratio, _why = recall_guard(
             case.guard_recall(current), case.guard_recall(nxt), policy.min_recall_retention
         )
         if not ok:
             stop = "recall guard"
             break
+        least = policy.min_recall_retention
+        if least is not None and ratio is not None and kept * ratio < least - 1e-12:
+            stop = f"recall drift ({kept * ratio:.1%})"  # the console's cross-night guard
+            break
+        kept *= ratio if ratio is not None else 1.0
         current = nxt
         plans.append(p)
         sizes.append(len(current))
