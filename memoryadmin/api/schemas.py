@@ -402,9 +402,18 @@ class ApproveIn(NoteIn):
         default=None,
         max_length=64,
         pattern=r"^[0-9]+$",
-        description="The pass's `revision` as read (a decimal counter); anything else is a "
-        "malformed request (422), not a changed pass (409).",
+        description="The pass's `revision` as read (a decimal counter, as a string or a JSON "
+        "number); anything else is a malformed request (422), not a changed pass (409).",
     )
+
+    @field_validator("revision", mode="before")
+    @classmethod
+    def _revision_number(cls, value: Any) -> Any:
+        """A revision sent as a JSON number (``5``) is read as its digits (``"5"``); a
+        negative, fractional or boolean one stays what it is and is refused (422)."""
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return str(value)
+        return value
 
 
 class ResolveIn(Schema):

@@ -405,9 +405,21 @@ def test_approve_with_the_revision_read_refuses_a_changed_plan(api_as, agent) ->
     assert r.json()["revision"] is None  # no longer a proposal
 
 
-@pytest.mark.parametrize("revision", ["zzz", "1.5", ""])
+def test_approve_takes_the_revision_as_a_json_number_too(api_as, agent) -> None:
+    """``{"revision": 5}`` is the revision ``"5"``: approved when it is the one read, refused
+    (409) when the operations changed since, never a 422."""
+    run = make_proposal(agent, merges=2)
+    reviewer = api_as("reviewer")
+    seen = int(reviewer.get(f"/passes/{run.pk}").json()["revision"])
+    r = reviewer.post(f"/passes/{run.pk}/approve", {"revision": seen + 1})
+    assert r.status_code == 409, r.content
+    r = reviewer.post(f"/passes/{run.pk}/approve", {"revision": seen})
+    assert r.status_code == 200 and r.json()["status"] in ("approved", "applied"), r.content
+
+
+@pytest.mark.parametrize("revision", ["zzz", "1.5", "", 1.5, -1, True])
 def test_approve_with_a_malformed_revision_is_a_422_naming_the_field(
-    api_as, agent, revision: str
+    api_as, agent, revision: object
 ) -> None:
     """A revision that is no revision at all is a bad request (422), not a changed pass (409);
     nothing is applied."""
