@@ -60,6 +60,7 @@ CODES = {
     "sentences": "the automatically applied part would lose too many sentences",
     "recall": "costs a probe query its answer",
     "edited": "edited by a reviewer: a person approves the edited text",
+    "drift": "the recall kept since a person last approved a pass would fall too low",
 }
 """Why an operation waits for review: machine code → what it means."""
 

@@ -88,3 +88,35 @@ def test_auto_apply_applies_when_both_guards_pass(
     run = run_pass(agent, django_capture_on_commit_callbacks)
     assert run.status == "applied"
     assert not run.events.filter(verb__in=["auto_apply_held", "approved_past_content_guard"])
+
+
+def test_a_pass_all_holds_whole_still_marks_what_was_rejected_before_and_keeps_the_schedule(
+    client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks
+):
+    """Auto-apply ``all``, a reviewer rejected the plan, and the next pass fails the content
+    guard as a whole: every operation waits marked with both reasons ("rejected before …" and
+    the content guard), the rejected plan counts what it held back, the Review tab lists them
+    one by one, and the waiting pass does not stop the schedule (the next one replaces it)."""
+    from memoryadmin.console.models import Decision
+    from memoryadmin.console.services.passes_auto import left_by_auto_apply
+    from memoryadmin.console.services.review import pass_reject
+
+    agent = agent_with_memories(TEXTS, policy={"max_loss_fraction": 0.5})
+    first = run_pass(agent, django_capture_on_commit_callbacks)
+    pass_reject(run=first, user=alice, note="keep both cache spellings")
+    agent.auto_apply = "all"
+    agent.save(update_fields=["auto_apply"])
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    assert run.status == "proposed" and stores.get_store(agent).count() == 12
+    assert run.progress_label == "Waiting for review (content guard)"
+    ops = list(run.operations.exclude(kind="conflict"))
+    assert ops and all(op.scores["waiting"]["codes"] == ["rejected", "content"] for op in ops)
+    assert all("keep both cache spellings" in op.scores["waiting"]["reasons"][0] for op in ops)
+    assert run.telemetry["auto_apply"]["applied"] == 0
+    assert run.events.filter(verb="auto_apply_held").count() == 1
+    rejected = Decision.objects.get(agent=agent, kind="rejected_plan")
+    assert rejected.held_back == len(ops)
+    assert left_by_auto_apply(agent, run)  # the schedule goes on planning
+    client.force_login(alice)
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert "rejected before" in html and "Auto-apply does not apply this pass" in html

@@ -285,6 +285,16 @@ def test_safe_applies_the_safe_part_and_leaves_the_rest_for_review(
     assert text_of(html, "loss-arithmetic").endswith("÷ 17 originals before")
     api = api_factory(bob, bob, bob)("viewer").get(f"/passes/{waiting.pk}").json()
     assert api["entries_before"] == 17 and api["loss_fraction"] == waiting.loss_fraction
+    assert (
+        f"pass #{waiting.pk}</a> waits for a person"
+        in client.get(reverse("pass_detail", args=[applied.pk])).content.decode()
+    )
+    # once a person has decided the waiting part, neither page says it still waits
+    pass_reject(run=waiting, user=bob, note="not this one either")
+    html = client.get(reverse("pass_detail", args=[applied.pk])).content.decode()
+    assert "waits for a person" not in html and "was left for a person and is rejected" in html
+    html = client.get(reverse("pass_detail", args=[waiting.pk])).content.decode()
+    assert "this part is now rejected" in html
     # undo works on the applied part
     with django_capture_on_commit_callbacks(execute=True):
         pass_rollback_request(run=applied, user=bob)

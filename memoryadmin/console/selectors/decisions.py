@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from consolidation.decisions import Constraint, StandingDecisions
 from consolidation.review import CODES
 
-from ..models import Agent, Decision
+from ..models import Agent, Decision, Pass
 
 __all__ = [
     "DECISIONS_PER_PAGE",
@@ -150,7 +150,8 @@ def pass_decision_notes(run: Any) -> dict[str, Any]:
     """What the pass page says about decisions and auto-apply:
 
     - ``auto``: ``None``, or ``{"part": "applied" | "waiting", "mode", "applied", "waiting",
-      "other": the other part's pass id, "reasons": [(what it means, count)]}`` from
+      "other": the other part's pass id, "other_status": its status now, "reasons": [(what it
+      means, count)]}`` from
       ``telemetry["auto_apply"]`` (the part auto-apply applied, or the part waiting for review);
     - ``held_back``: the plan's ``held_back`` entries (``reason``, ``memory_ids``,
       ``would_have``, ``decision``), ``held_back_count`` all of them;
@@ -166,10 +167,14 @@ def pass_decision_notes(run: Any) -> dict[str, Any]:
             "applied": int(auto.get("applied") or 0),
             "waiting": int(auto.get("waiting") or 0),
             "other": auto.get("applied_pass") if waiting_part else auto.get("waiting_pass"),
+            "other_status": "",
             "reasons": [
                 (CODES.get(code, code), n) for code, n in (auto.get("reasons") or {}).items()
             ],
         }
+    if auto is not None and auto["other"]:
+        other = Pass.objects.filter(pk=auto["other"]).values_list("status", flat=True).first()
+        auto["other_status"] = other or ""
     held = [h for h in tel.get("held_back") or [] if isinstance(h, dict)]
     return {
         "auto": auto,

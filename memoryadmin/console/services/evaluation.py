@@ -24,8 +24,8 @@ from ..selectors.review_guards import content_guard
 from .common import audit
 
 __all__ = [
-    "auto_apply_content_passes",
-    "auto_apply_drift_passes",
+    "auto_apply_content_hold",
+    "auto_apply_drift_hold",
     "content_override_record",
     "operations_store_loss",
     "pass_store_figures",
@@ -112,13 +112,14 @@ def pass_store_figures(*, run: Pass) -> Evaluation:
     return store_figures(run)
 
 
-def auto_apply_content_passes(run: Pass) -> bool:
-    """Auto-apply needs the content guard to pass as well as the loss guard
-    (:func:`~memoryadmin.console.selectors.review_guards.content_guard`). When it fails the pass
-    stays a proposal for a person, audited ``auto_apply_held`` with the guard's reason."""
+def auto_apply_content_hold(run: Pass) -> str | None:
+    """Auto-apply ``all`` needs the content guard to pass as well as the loss guard
+    (:func:`~memoryadmin.console.selectors.review_guards.content_guard`). ``None`` when it
+    passes; else the guard's reason (the pass stays a proposal for a person, audited
+    ``auto_apply_held``; :func:`~.passes_auto.pass_auto_apply` marks every operation with it)."""
     guard = content_guard(run)
     if guard.passed:
-        return True
+        return None
     audit(
         actor="policy",
         verb="auto_apply_held",
@@ -129,26 +130,26 @@ def auto_apply_content_passes(run: Pass) -> bool:
     )
     Pass.objects.filter(pk=run.pk).update(progress_label="Waiting for review (content guard)")
     run.progress_label = "Waiting for review (content guard)"
-    return False
+    return f"content guard: {guard.reason}"
 
 
-def auto_apply_drift_passes(run: Pass, min_retention: float | None) -> bool:
+def auto_apply_drift_hold(run: Pass, min_retention: float | None) -> str | None:
     """Auto-apply ``all`` also needs the recall kept since a person last approved a pass: the
     product of the after/before answer-recall ratios of the passes it applied since then
     (:func:`~memoryadmin.console.selectors.probes.recall_drift`) times this pass's must stay at
     or above ``min_retention`` (the policy's ``min_recall_retention``, the per-pass guard's
     threshold, so five nights of 99.5 % do not add up to 97.5 % unattended). When it would not,
-    the pass stays a proposal for a person, audited ``auto_apply_held`` with the figures; a
-    person's approval starts the count again. ``True`` when the recall guard is off or the
-    agent has no probes."""
+    the pass stays a proposal for a person, audited ``auto_apply_held`` with the figures, and
+    the reason is returned (``None`` when it passes, the recall guard is off or the agent has no
+    probes); a person's approval starts the count again."""
     recall = run.recall or {}
     ratio = recall.get("ratio")
     if min_retention is None or not isinstance(ratio, int | float) or not recall.get("probes"):
-        return True
+        return None
     drift = recall_drift(run.agent, str(recall.get("probe_set") or ""))
     kept = drift["retention"] * float(ratio)
     if kept >= min_retention - 1e-12:
-        return True
+        return None
     n = len(drift["passes"])
     since = (
         f"since pass #{drift['since']}, the last a person approved,"
@@ -171,7 +172,7 @@ def auto_apply_drift_passes(run: Pass, min_retention: float | None) -> bool:
     label = "Waiting for review (recall drift)"
     Pass.objects.filter(pk=run.pk).update(progress_label=label)
     run.progress_label = label
-    return False
+    return reason
 
 
 def content_override_record(run: Pass, actor: str, user: Any) -> None:

@@ -45,7 +45,15 @@ def left_by_auto_apply(agent: Agent, pending: Pass) -> bool:
     return agent.auto_apply != Agent.AutoApply.OFF and "auto_apply" in (pending.telemetry or {})
 
 
-def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, actor: str) -> Pass:
+def pass_auto_apply(
+    run: Pass,
+    planned: Any,
+    scored: list[Any],
+    policy: Policy,
+    actor: str,
+    *,
+    hold: tuple[str, str] | None = None,
+) -> Pass:
     """A proposal that passed its guards, of an agent that auto-applies (``planned``: the
     :class:`~.passes.PassPlan` it was stored from, ``scored``: each operation's ``(loss, risk)``
     as stored): ``approved`` by
@@ -59,7 +67,10 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
       then again with the operations of that safe part that cost a probe query its answer
       (:func:`~memoryadmin.console.selectors.probes.recall_held`) held for review;
     - ``all``: only the operations matching a rejected plan wait (conflicts stay, unapplied, as
-      before).
+      before) — unless ``hold`` (``(code, reason)``: the content guard or the recall drift
+      failed on the whole pass, ``services.evaluation``) holds every operation: each is marked
+      with it, beside "rejected before" where that applies, and the pass stays a proposal that,
+      like any waiting part, does not stop the schedule (:func:`left_by_auto_apply`).
 
     Each waiting operation keeps its reasons in ``scores["waiting"]`` (``{"codes", "reasons"}``).
     Nothing safe → the pass stays a proposal, its operations annotated the same way. A rejected
@@ -69,26 +80,26 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
     ops = planned.plan.operations
     rejected = rejected_index(run.agent)
     joins = rejected_joins(run.agent)
-    waiting = _waiting_gates(run, planned, scored, policy, rejected, joins)
+    waiting = _waiting_gates(run, planned, scored, policy, rejected, joins, hold)
     _annotate_waiting(run, waiting, rejected, joins, ops)
     left = run.operations.exclude(index__in=list(waiting)).exclude(kind=OpKind.CONFLICT.value)
     counts = {"mode": mode, "waiting": len(waiting), "reasons": _reason_counts(waiting.values())}
     if not left.filter(excluded=False).exists():
         counts["applied"] = 0
         telemetry = {**(run.telemetry or {}), "auto_apply": counts}
-        Pass.objects.filter(pk=run.pk).update(
-            telemetry=telemetry, progress_label="Waiting for review"
-        )
-        audit(
-            actor="policy",
-            verb="auto_apply_held",
-            run=run,
-            agent=run.agent,
-            note=f"Auto-apply ({mode}): nothing may apply on its own; "
-            f"{len(waiting):,} {ngettext('operation waits', 'operations wait', len(waiting))} "
-            "for review.",
-            data=counts,
-        )
+        label = "Waiting for review" + (f" ({HOLD_LABELS.get(hold[0], hold[0])})" if hold else "")
+        Pass.objects.filter(pk=run.pk).update(telemetry=telemetry, progress_label=label)
+        if hold is None:  # a hold was audited with its figures where it was found
+            audit(
+                actor="policy",
+                verb="auto_apply_held",
+                run=run,
+                agent=run.agent,
+                note=f"Auto-apply ({mode}): nothing may apply on its own; "
+                f"{len(waiting):,} {ngettext('operation waits', 'operations wait', len(waiting))} "
+                "for review.",
+                data=counts,
+            )
         run.refresh_from_db()
         return run
     first = [ops[i] for i in left.filter(excluded=False).values_list("index", flat=True)]
@@ -139,6 +150,10 @@ def pass_auto_apply(run: Pass, planned: Any, scored: list[Any], policy: Policy, 
     )
 
 
+HOLD_LABELS = {"content": "content guard", "drift": "recall drift"}
+"""The progress label's words for a whole-pass hold of auto-apply ``all``."""
+
+
 def _waiting_gates(
     run: Pass,
     planned: Any,
@@ -146,9 +161,11 @@ def _waiting_gates(
     policy: Policy,
     rejected: dict[str, Any],
     joins: list[Any],
+    hold: tuple[str, str] | None = None,
 ) -> dict[int, Gate]:
     """``{operation index: gate}`` of the operations of ``run`` that wait for a person under
-    the agent's mode (see :func:`pass_auto_apply`), an operation a reviewer edited included."""
+    the agent's mode (see :func:`pass_auto_apply`; ``hold`` holds every one under ``all``), an
+    operation a reviewer edited included."""
     mode = run.agent.auto_apply
     ops = planned.plan.operations
     docs = (r.document for r in planned.records)
@@ -169,13 +186,17 @@ def _waiting_gates(
             kwargs["recall_held"] = {safe[i]: why for i, why in held.items()}
             split = split_auto_apply(*args, **kwargs)
     if mode == "all":
-        waiting = {
-            g.index: Gate(
-                g.index, False, g.signature, ("rejected",), (g.reasons[g.codes.index("rejected")],)
-            )
-            for g in split.gates
-            if "rejected" in g.codes
-        }
+        waiting = {}
+        for g in split.gates:
+            codes, why = [], []
+            if "rejected" in g.codes:
+                codes.append("rejected")
+                why.append(g.reasons[g.codes.index("rejected")])
+            if hold is not None and "conflict" not in g.codes:
+                codes.append(hold[0])
+                why.append(hold[1])
+            if codes:
+                waiting[g.index] = Gate(g.index, False, g.signature, tuple(codes), tuple(why))
     else:
         waiting = {g.index: g for g in split.waiting}
     # An edit a reviewer made on the waiting part (carried over to this pass) is applied only

@@ -26,7 +26,7 @@ from ..selectors.passes import plan_inputs_digest
 from ..selectors.review import RISK_LINE, plan_review
 from .common import jsonable, transition
 from .decisions import decisions_count_held_back
-from .evaluation import auto_apply_content_passes, auto_apply_drift_passes, store_figures
+from .evaluation import auto_apply_content_hold, auto_apply_drift_hold, store_figures
 from .passes_auto import ROW_BATCH, pass_auto_apply
 from .review import operations_carry_over
 
@@ -291,19 +291,15 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
                 finished_at=timezone.now(),
                 progress_label="No changes: nothing to consolidate",
             )
-        elif (
-            guard_passed
-            and actionable
-            and run.agent.auto_apply != "off"
+        elif guard_passed and actionable and run.agent.auto_apply != "off":
             # "all" applies the whole pass: it needs the content guard too ("safe" splits by
-            # it) and the recall kept since a person last approved ("safe" holds each answer)
-            and (
-                run.agent.auto_apply != "all"
-                or (
-                    auto_apply_content_passes(run)
-                    and auto_apply_drift_passes(run, policy.min_recall_retention)
-                )
-            )
-        ):
-            run = pass_auto_apply(run, planned, scored, policy, actor)
+            # it) and the recall kept since a person last approved ("safe" holds each answer);
+            # when one fails, every operation waits, marked like any other waiting operation
+            hold = None
+            if run.agent.auto_apply == "all":
+                if (why := auto_apply_content_hold(run)) is not None:
+                    hold = ("content", why)
+                elif (why := auto_apply_drift_hold(run, policy.min_recall_retention)) is not None:
+                    hold = ("drift", why)
+            run = pass_auto_apply(run, planned, scored, policy, actor, hold=hold)
     return run
