@@ -120,3 +120,24 @@ def test_a_pass_all_holds_whole_still_marks_what_was_rejected_before_and_keeps_t
     client.force_login(alice)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "rejected before" in html and "Auto-apply does not apply this pass" in html
+
+
+def test_with_auto_apply_off_a_replanned_rejected_plan_is_marked_too(
+    client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks
+):
+    """Auto-apply off: everything waits for a person anyway, and what a reviewer rejected
+    before still says so on the next pass, counted by the rejected plan."""
+    from memoryadmin.console.models import Decision
+    from memoryadmin.console.services.review import pass_reject
+
+    agent = agent_with_memories(TEXTS, policy={"max_loss_fraction": 0.5})
+    first = run_pass(agent, django_capture_on_commit_callbacks)
+    pass_reject(run=first, user=alice, note="keep both cache spellings")
+    again = run_pass(agent, django_capture_on_commit_callbacks)
+    assert again.status == "proposed" and "auto_apply" not in (again.telemetry or {})
+    ops = list(again.operations.exclude(kind="conflict"))
+    assert ops and all(op.scores["waiting"]["codes"] == ["rejected"] for op in ops)
+    assert Decision.objects.get(agent=agent, kind="rejected_plan").held_back == len(ops)
+    client.force_login(alice)
+    html = client.get(reverse("pass_detail", args=[again.pk])).content.decode()
+    assert f"rejected before: in pass #{first.pk} by alice: keep both cache spellings" in html

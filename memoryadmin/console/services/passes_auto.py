@@ -24,7 +24,7 @@ from .common import audit, jsonable, notify_after_commit, transition
 from .decisions import decisions_count_held_back
 from .evaluation import store_summary
 
-__all__ = ["ROW_BATCH", "left_by_auto_apply", "pass_auto_apply"]
+__all__ = ["ROW_BATCH", "left_by_auto_apply", "mark_rejected_before", "pass_auto_apply"]
 
 S = Pass.Status
 
@@ -148,6 +148,33 @@ def pass_auto_apply(
         progress=0.0,
         progress_label="Waiting to apply",
     )
+
+
+def mark_rejected_before(run: Pass, planned: Any, scored: list[Any], policy: Policy) -> None:
+    """With auto-apply off every operation waits for a person anyway; the ones matching a
+    rejected plan are still marked "rejected before in pass #N: <note>" (``scores["waiting"]``)
+    and counted by that decision, as under ``safe`` and ``all``. Nothing else changes."""
+    rejected, joins = rejected_index(run.agent), rejected_joins(run.agent)
+    if not rejected and not joins:
+        return
+    split = split_auto_apply(
+        planned.plan.operations,
+        [risk for _, risk in scored],
+        [loss for loss, _ in scored],
+        policy,
+        store_sentences=0,
+        rejected={sig: note for sig, (_, note) in rejected.items()},
+        rejected_joins=[(joined, note) for joined, (_, note) in joins],
+    )
+    waiting = {
+        g.index: Gate(
+            g.index, False, g.signature, ("rejected",), (g.reasons[g.codes.index("rejected")],)
+        )
+        for g in split.gates
+        if "rejected" in g.codes
+    }
+    if waiting:
+        _annotate_waiting(run, waiting, rejected, joins, planned.plan.operations)
 
 
 HOLD_LABELS = {"content": "content guard", "drift": "recall drift"}

@@ -27,7 +27,7 @@ from ..selectors.review import RISK_LINE, plan_review
 from .common import jsonable, transition
 from .decisions import decisions_count_held_back
 from .evaluation import auto_apply_content_hold, auto_apply_drift_hold, store_figures
-from .passes_auto import ROW_BATCH, pass_auto_apply
+from .passes_auto import ROW_BATCH, mark_rejected_before, pass_auto_apply
 from .review import operations_carry_over
 
 __all__ = ["RECALL_SPLIT", "PassPlan", "proposal_store", "recall_split"]
@@ -302,4 +302,6 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
                 elif (why := auto_apply_drift_hold(run, policy.min_recall_retention)) is not None:
                     hold = ("drift", why)
             run = pass_auto_apply(run, planned, scored, policy, actor, hold=hold)
+        elif guard_passed and actionable:  # auto-apply off: a person decides all of it
+            mark_rejected_before(run, planned, scored, policy)
     return run
