@@ -120,17 +120,22 @@ def auto_apply_content_hold(run: Pass) -> str | None:
     guard = content_guard(run)
     if guard.passed:
         return None
+    data = {"content_words": guard.totals.content_words, "sentences": guard.totals.sentences}
+    _audit_held(run, guard.reason, data)
+    return f"content guard: {guard.reason}"
+
+
+def _audit_held(run: Pass, reason: str, data: dict[str, Any]) -> None:
+    """Audit that auto-apply ``all`` holds ``run`` whole for ``reason`` (the progress label is
+    set by :func:`~.passes_auto.pass_auto_apply`, which marks the operations)."""
     audit(
         actor="policy",
         verb="auto_apply_held",
         run=run,
         agent=run.agent,
-        note=f"Not applied automatically: {guard.reason}. A person may review and approve it.",
-        data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
+        note=f"Not applied automatically: {reason}. A person may review and approve it.",
+        data=data,
     )
-    Pass.objects.filter(pk=run.pk).update(progress_label="Waiting for review (content guard)")
-    run.progress_label = "Waiting for review (content guard)"
-    return f"content guard: {guard.reason}"
 
 
 def auto_apply_drift_hold(run: Pass, min_retention: float | None) -> str | None:
@@ -161,17 +166,8 @@ def auto_apply_drift_hold(run: Pass, min_retention: float | None) -> str | None:
         f"({n} automatic pass{'es' if n != 1 else ''} kept {drift['retention']:.1%}, this one "
         f"{float(ratio):.1%}), below the recall retention {min_retention:.0%}"
     )
-    audit(
-        actor="policy",
-        verb="auto_apply_held",
-        run=run,
-        agent=run.agent,
-        note=f"Not applied automatically: {reason}. A person may review and approve it.",
-        data={"recall_drift": kept, "passes": drift["passes"], "since": drift["since"]},
-    )
-    label = "Waiting for review (recall drift)"
-    Pass.objects.filter(pk=run.pk).update(progress_label=label)
-    run.progress_label = label
+    _audit_held(run, reason, {"recall_drift": kept, "passes": drift["passes"],
+                              "since": drift["since"]})  # fmt: skip
     return reason
 
 
