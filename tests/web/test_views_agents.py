@@ -226,9 +226,10 @@ def test_it_rerenders_a_bad_cron_with_the_preview_error(bare_agent, client: Clie
     )
     assert r.status_code == 200
     assert r.context["form"].errors.get("schedule_cron")
-    assert (
-        r.content.count(b"Invalid cron expression") == 1
-    )  # once: by the field, not again in the preview
+    html = r.content.decode()
+    body = html[html.index("<legend>Agent</legend>") :]  # the form, after the error summary
+    assert "Schedule (cron)</a>: Invalid cron expression" in html[: len(html) - len(body)]
+    assert body.count("Invalid cron expression") == 1  # once: by the field, not in the preview
 
 
 def test_it_forbids_edit_for_viewer_and_reviewer(bare_agent, client: Client, bob, carol) -> None:
@@ -283,7 +284,8 @@ def test_a_bad_schedule_is_explained_once_in_words(
     client.force_login(alice)
     r = client.post(reverse("agent_edit", args=[agent.slug]), _edit_data(agent, schedule_cron=cron))
     html = r.content.decode()
-    assert r.status_code == 200 and html.count(said) == 1, html[html.find("cron") :][:2000]
+    body = html[html.index("<legend>Agent</legend>") :]  # the form, after the error summary
+    assert r.status_code == 200 and body.count(said) == 1, body[body.find("cron") :][:2000]
     assert "failed to find" not in html and "Invalid cron expression: Invalid" not in html
     r = client.get(reverse("schedule_preview"), {"schedule_cron": cron}, HTTP_HX_REQUEST="true")
     assert said in r.content.decode()
@@ -462,5 +464,10 @@ def test_every_wrong_policy_field_is_named_in_one_submission(
     assert r.status_code == 200 and "Enter a number." in html
     assert "Max loss fraction must be in [0, 1], got 2" in html
     assert "Prune coverage must be in [0, 1], got -1" in html
+    # one summary at the top of the long form names each field, linked to it
+    top = html[html.index('id="form-error-summary"') : html.index("<legend>Agent</legend>")]
+    assert '<a href="#id_policy_link_threshold">Link threshold</a>: Enter a number.' in top
+    assert "Max loss fraction</a>: Max loss fraction must be in [0, 1]" in top
+    assert "Prune coverage</a>: Prune coverage must be in [0, 1]" in top
     agent.refresh_from_db()
     assert agent.policy == before
