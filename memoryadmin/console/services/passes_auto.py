@@ -166,15 +166,27 @@ def mark_rejected_before(run: Pass, planned: Any, scored: list[Any], policy: Pol
         rejected={sig: note for sig, (_, note) in rejected.items()},
         rejected_joins=[(joined, note) for joined, (_, note) in joins],
     )
-    waiting = {
-        g.index: Gate(
-            g.index, False, g.signature, ("rejected",), (g.reasons[g.codes.index("rejected")],)
-        )
-        for g in split.gates
-        if "rejected" in g.codes
-    }
+    waiting = _rejected_gates(split.gates)
     if waiting:
         _annotate_waiting(run, waiting, rejected, joins, planned.plan.operations)
+
+
+def _rejected_gates(gates: Any, hold: tuple[str, str] | None = None) -> dict[int, Gate]:
+    """``{index: gate}`` of the operations that wait when only a rejected plan (and ``hold``,
+    a whole-pass hold of ``all``: every operation but conflicts) holds them back, each with
+    just those reasons: what waits under ``all``, and what is marked with auto-apply off."""
+    waiting = {}
+    for g in gates:
+        codes, why = [], []
+        if "rejected" in g.codes:
+            codes.append("rejected")
+            why.append(g.reasons[g.codes.index("rejected")])
+        if hold is not None and "conflict" not in g.codes:
+            codes.append(hold[0])
+            why.append(hold[1])
+        if codes:
+            waiting[g.index] = Gate(g.index, False, g.signature, tuple(codes), tuple(why))
+    return waiting
 
 
 HOLD_LABELS = {"content": "content guard", "drift": "recall drift"}
@@ -213,17 +225,7 @@ def _waiting_gates(
             kwargs["recall_held"] = {safe[i]: why for i, why in held.items()}
             split = split_auto_apply(*args, **kwargs)
     if mode == "all":
-        waiting = {}
-        for g in split.gates:
-            codes, why = [], []
-            if "rejected" in g.codes:
-                codes.append("rejected")
-                why.append(g.reasons[g.codes.index("rejected")])
-            if hold is not None and "conflict" not in g.codes:
-                codes.append(hold[0])
-                why.append(hold[1])
-            if codes:
-                waiting[g.index] = Gate(g.index, False, g.signature, tuple(codes), tuple(why))
+        waiting = _rejected_gates(split.gates, hold)
     else:
         waiting = {g.index: g for g in split.waiting}
     # An edit a reviewer made on the waiting part (carried over to this pass) is applied only
