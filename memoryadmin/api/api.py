@@ -18,9 +18,19 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
-from .actions.common import ActionError, TooManyRequests
-from .routes import agents, audit, decisions, dry_runs, forget, memories, passes, review, rollback
-from .tokens import token_user
+from memoryadmin.api.actions.common import ActionError, TooManyRequests
+from memoryadmin.api.routes import (
+    agents,
+    audit,
+    decisions,
+    dry_runs,
+    forget,
+    memories,
+    passes,
+    review,
+    rollback,
+)
+from memoryadmin.api.tokens import token_user
 
 
 class BearerToken(HttpBearer):

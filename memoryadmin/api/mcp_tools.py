@@ -30,17 +30,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions import common, decisions, dry_runs, passes, review
+from memoryadmin.api.actions import forget as forget_actions
+from memoryadmin.api.present.agents import agent_out
+from memoryadmin.api.present.memories import memory_out
+from memoryadmin.api.present.passes import pass_detail_out, pass_out
+from memoryadmin.api.tokens import token_user
 from memoryadmin.console.models import Agent, Pass
 from memoryadmin.console.selectors.memories import memory_search
 from memoryadmin.console.validation import DB_INT_MAX, MAX_NOTE_CHARS
-
-from . import schemas as s
-from .actions import common, decisions, dry_runs, passes, review
-from .actions import forget as forget_actions
-from .present.agents import agent_out
-from .present.memories import memory_out
-from .present.passes import pass_detail_out, pass_out
-from .tokens import token_user
 
 log = logging.getLogger(__name__)
 

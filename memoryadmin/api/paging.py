@@ -7,7 +7,7 @@ from typing import Any
 from django.core.paginator import EmptyPage, Page, Paginator
 from django.utils.translation import ngettext
 
-from .actions.common import NotFound
+from memoryadmin.api.actions.common import NotFound
 
 
 def paginate(items: Any, page: int, per_page: int) -> tuple[Page, int, int]:

@@ -16,9 +16,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from memoryadmin.api.models import ApiToken
 from memoryadmin.console.models import AuditEvent
-
-from .models import ApiToken
 
 __all__ = ["TOKEN_PREFIX", "hash_token", "token_create", "token_revoke", "token_user", "tokens_of"]
 

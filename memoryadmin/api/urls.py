@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
-from .api import urls as api_urls
+from memoryadmin.api import views
+from memoryadmin.api.api import urls as api_urls
 
 urlpatterns = [
     path("api/v1/", api_urls()),

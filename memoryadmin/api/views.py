@@ -9,8 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from . import tokens
-from .models import ApiToken
+from memoryadmin.api import tokens
+from memoryadmin.api.models import ApiToken
 
 
 class TokenForm(forms.Form):

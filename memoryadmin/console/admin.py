@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib import admin
 
-from .models import (
+from memoryadmin.console.models import (
     Agent,
     ArchivedMemory,
     AuditEvent,
@@ -21,7 +21,7 @@ from .models import (
     ProbeQuery,
     StoreSample,
 )
-from .roles import can_manage
+from memoryadmin.console.roles import can_manage
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from django.conf import settings
 
-from .errors import StoreUnavailable
-from .models import Agent
+from memoryadmin.console.errors import StoreUnavailable
+from memoryadmin.console.models import Agent
 
 if TYPE_CHECKING:
     from consolidation import MemoryRecord

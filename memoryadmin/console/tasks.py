@@ -11,18 +11,18 @@ import logging
 from django.utils.translation import ngettext
 from django_q.exceptions import TimeoutException
 
-from . import stores
-from .errors import PassAlreadyActive
-from .models import Agent, DryRun, ImportJob, Pass
-from .services.dry_runs import dry_run_run, dry_run_stop, dry_runs_sweep
-from .services.leases import lease_holder
-from .services.notifications import notifications_check
-from .services.notifications import notify_pass as notify_pass_service
-from .services.notifications_delivery import delivery_send
-from .services.passes import pass_fail, pass_request_scheduled, pass_run
-from .services.recovery import passes_recover, resume_leased
-from .services.rollback import archive_purge
-from .services.transfer_jobs import import_job_run
+from memoryadmin.console import stores
+from memoryadmin.console.errors import PassAlreadyActive
+from memoryadmin.console.models import Agent, DryRun, ImportJob, Pass
+from memoryadmin.console.services.dry_runs import dry_run_run, dry_run_stop, dry_runs_sweep
+from memoryadmin.console.services.leases import lease_holder
+from memoryadmin.console.services.notifications import notifications_check
+from memoryadmin.console.services.notifications import notify_pass as notify_pass_service
+from memoryadmin.console.services.notifications_delivery import delivery_send
+from memoryadmin.console.services.passes import pass_fail, pass_request_scheduled, pass_run
+from memoryadmin.console.services.recovery import passes_recover, resume_leased
+from memoryadmin.console.services.rollback import archive_purge
+from memoryadmin.console.services.transfer_jobs import import_job_run
 
 __all__ = [
     "purge_archives",

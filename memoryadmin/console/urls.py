@@ -10,7 +10,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from .views import (
+from memoryadmin.console.views import (
     agents,
     audit,
     dashboard,

@@ -10,9 +10,8 @@ import pytest
 
 from memoryadmin.console.models import AuditEvent, Pass
 from memoryadmin.console.validation import MAX_NOTE_CHARS
-
-from .api_helpers import api_factory
-from .proposals import make_proposal
+from tests.web.api_helpers import api_factory
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 

@@ -11,9 +11,8 @@ from memoryadmin.console.models import AuditEvent, Operation, Pass
 from memoryadmin.console.services.passes import pass_request, pass_run
 from memoryadmin.console.services.review import pass_reject
 from tests.conftest import DISTINCT_FACTS
-
-from .api_helpers import api_factory
-from .proposals import make_proposal
+from tests.web.api_helpers import api_factory
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,7 @@ import pytest
 
 from memoryadmin.console import stores
 from tests.conftest import DISTINCT_FACTS, days_ago
-
-from .api_helpers import Api, api_factory
+from tests.web.api_helpers import Api, api_factory
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,8 @@ from django.urls import reverse
 from memoryadmin.console.models import Pass
 from memoryadmin.console.services.memories import memory_edit
 from memoryadmin.console.services.review import operation_set_excluded, pass_approve
+from tests.web.api_helpers import api_factory
 from tests.web.test_pass_counts import META, TEXTS, run_pass, text_of
-
-from .api_helpers import api_factory
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,7 @@ from memoryadmin.console.services.rollback import pass_rollback_request
 from tests.conftest import DISTINCT_FACTS as F
 from tests.web.conftest import XSS_MIXED as XSS
 from tests.web.conftest import login
-
-from .test_rollback import applied, every_kind, same, state
+from tests.web.test_rollback import applied, every_kind, same, state
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,7 @@ import pytest
 from memoryadmin.console.models import Pass
 from memoryadmin.console.services.memories import memory_delete
 from memoryadmin.console.services.passes import pass_request
-
-from ..conftest import DISTINCT_FACTS
+from tests.conftest import DISTINCT_FACTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -244,7 +243,7 @@ def test_a_long_proposals_group_loads_its_rows_when_opened(
     (htmx), each marked when the store has overtaken it (here none of the sources is in it)."""
     from playwright.sync_api import expect
 
-    from .proposals import make_proposal
+    from tests.web.proposals import make_proposal
 
     run = make_proposal(agent_with_memories(DISTINCT_FACTS[:3]), merges=12, entries_before=40)
     page = browser_page

@@ -12,8 +12,7 @@ from memoryadmin.console import stores
 from memoryadmin.console.models import ArchivedMemory, Operation, Pass
 from memoryadmin.console.services.passes import pass_request, pass_run
 from tests.conftest import DISTINCT_FACTS
-
-from .test_browser import CSP_LISTENER, browser_page  # noqa: F401  (the chromium fixture)
+from tests.web.test_browser import CSP_LISTENER, browser_page  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

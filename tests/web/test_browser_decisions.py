@@ -14,9 +14,8 @@ from memoryadmin.console import stores
 from memoryadmin.console.models import Decision, Pass
 from memoryadmin.console.services.passes import pass_request
 from memoryadmin.console.tasks import scheduled_pass
-
-from ..conftest import DISTINCT_FACTS
-from .test_browser import browser_page  # noqa: F401  (the chromium fixture)
+from tests.conftest import DISTINCT_FACTS
+from tests.web.test_browser import browser_page  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

@@ -9,9 +9,8 @@ import pytest
 
 from memoryadmin.console.models import Pass
 from memoryadmin.console.services.passes import pass_request, pass_run
-
-from .test_browser import browser_page  # noqa: F401  (the chromium fixture)
-from .test_op_figures_agree import META, TEXTS
+from tests.web.test_browser import browser_page  # noqa: F401  (the chromium fixture)
+from tests.web.test_op_figures_agree import META, TEXTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

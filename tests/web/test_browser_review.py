@@ -17,8 +17,7 @@ from memoryadmin.console.services.agents import agent_update
 from memoryadmin.console.services.passes import pass_request, pass_run
 from memoryadmin.console.services.transfer import locomo_import
 from tests.conftest import locomo_path
-
-from .test_browser import browser_page  # noqa: F401  (the chromium fixture)
+from tests.web.test_browser import browser_page  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from .proposals import make_proposal
-from .test_browser import browser_page  # noqa: F401  (the chromium fixture)
+from tests.web.proposals import make_proposal
+from tests.web.test_browser import browser_page  # noqa: F401  (the chromium fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

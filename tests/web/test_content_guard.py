@@ -15,8 +15,7 @@ from memoryadmin.console.models import Pass
 from memoryadmin.console.services.passes import pass_request
 from memoryadmin.console.services.review import pass_approve
 from tests.conftest import DISTINCT_FACTS
-
-from .api_helpers import api_factory
+from tests.web.api_helpers import api_factory
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +44,7 @@ def run_pass(agent: Any, capture: Any) -> Pass:
 def test_a_merge_that_loses_content_fails_the_content_guard_on_page_and_api(
     client: Client, alice, api, bare_agent
 ):
-    from .proposals import make_proposal
+    from tests.web.proposals import make_proposal
 
     run = make_proposal(bare_agent(), merges=1, max_loss_fraction=0.5)
     assert run.status == "proposed" and run.guard_passed  # the loss guard passes

@@ -31,12 +31,11 @@ from memoryadmin.console.services.rollback import pass_rollback_request
 from memoryadmin.console.tasks import scheduled_pass
 from memoryadmin.console.validation import validate_auto_apply
 from tests.conftest import DISTINCT_FACTS, days_ago, embed_texts
-
-from .api_helpers import api_factory
-from .conftest import login
-from .test_pass_counts import text_of
-from .test_services_conflicts import CONTRADICTION, SAME_TIME
-from .test_services_passes import run_pass
+from tests.web.api_helpers import api_factory
+from tests.web.conftest import login
+from tests.web.test_pass_counts import text_of
+from tests.web.test_services_conflicts import CONTRADICTION, SAME_TIME
+from tests.web.test_services_passes import run_pass
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ import httpx
 import pytest
 from django.conf import settings
 
-from .conftest import free_port
-from .mcp_helpers import locomo_file
+from tests.web.conftest import free_port
+from tests.web.mcp_helpers import locomo_file
 
 pytestmark = pytest.mark.slow
 

@@ -21,9 +21,8 @@ from memoryadmin.console.services import passes as pass_services
 from memoryadmin.console.services.common import TASK_DRY_RUN
 from memoryadmin.console.services.dry_runs import dry_runs_sweep, memory_budget
 from memoryadmin.console.services.passes import pass_dry_run
-
-from .api_helpers import api_factory
-from .conftest import login
+from tests.web.api_helpers import api_factory
+from tests.web.conftest import login
 
 pytestmark = pytest.mark.django_db
 

@@ -96,9 +96,8 @@ def test_promoted_is_the_page_s_promoted_memories_in_the_api_and_mcp(
     from memoryadmin.api.present.passes import pass_detail_out
     from memoryadmin.console.models import Operation
     from memoryadmin.console.services.evaluation import pass_store_figures
-
-    from .api_helpers import api_factory
-    from .proposals import _source, make_proposal
+    from tests.web.api_helpers import api_factory
+    from tests.web.proposals import _source, make_proposal
 
     run = make_proposal(bare_agent(), merges=2)
     first = run.operations.get(index=0)

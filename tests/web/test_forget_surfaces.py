@@ -20,10 +20,9 @@ from memoryadmin.api.mcp_tools import build_server
 from memoryadmin.console import stores
 from memoryadmin.console.models import ForgetRequest
 from tests.conftest import DISTINCT_FACTS
-
-from .api_helpers import api_factory
-from .conftest import login
-from .test_decisions import tool
+from tests.web.api_helpers import api_factory
+from tests.web.conftest import login
+from tests.web.test_decisions import tool
 
 pytestmark = pytest.mark.django_db
 

@@ -23,9 +23,8 @@ from memoryadmin.api.tokens import token_create, token_revoke
 from memoryadmin.console import stores
 from memoryadmin.console.models import Agent, AuditEvent, Pass
 from memoryadmin.console.services.passes import pass_request, pass_run
-
-from .mcp_helpers import TOOLS, error, free_port, locomo_file, result
-from .proposals import make_proposal
+from tests.web.mcp_helpers import TOOLS, error, free_port, locomo_file, result
+from tests.web.proposals import make_proposal
 
 # The server's worker threads read what the test wrote: committed data, not a rolled-back test
 # transaction.

@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings
 from mcp import Client, StdioServerParameters
 
-from .mcp_helpers import TOOLS, error, free_port, locomo_file, result
+from tests.web.mcp_helpers import TOOLS, error, free_port, locomo_file, result
 
 pytestmark = pytest.mark.slow
 

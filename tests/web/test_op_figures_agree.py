@@ -15,9 +15,8 @@ from consolidation.review import OperationLoss
 from memoryadmin.console.models import Pass
 from memoryadmin.console.selectors.review import pass_loss_figures, pass_loss_totals
 from memoryadmin.console.services.review import operation_edit_text, operation_set_excluded
-
-from .api_helpers import api_factory
-from .test_pass_counts import run_pass
+from tests.web.api_helpers import api_factory
+from tests.web.test_pass_counts import run_pass
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ from django.urls import reverse
 
 from memoryadmin.console.selectors.memories import MEMORY_PAGE_SIZE
 from memoryadmin.console.selectors.passes import OPS_PER_PAGE
-
-from .proposals import make_proposal
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,7 @@ from memoryadmin.console.models import Pass
 from memoryadmin.console.services.passes import pass_request
 from memoryadmin.console.services.review import pass_approve
 from tests.conftest import DISTINCT_FACTS, days_ago
-
-from .api_helpers import api_factory
+from tests.web.api_helpers import api_factory
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from django.urls import reverse
 
 from memoryadmin.console.models import Pass
 from tests.conftest import DISTINCT_FACTS
-
-from .proposals import make_proposal
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 
-from .api_helpers import api_factory
+from tests.web.api_helpers import api_factory
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [*ROOT.glob("templates/**/*.html"), *ROOT.glob("memoryadmin/**/*.py")]

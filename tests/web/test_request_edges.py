@@ -13,10 +13,9 @@ from mcp import Client as McpClient
 
 from memoryadmin.api.mcp_tools import build_server
 from memoryadmin.console.validation import DB_INT_MAX
-
-from .api_helpers import api_factory
-from .conftest import login
-from .mcp_helpers import error
+from tests.web.api_helpers import api_factory
+from tests.web.conftest import login
+from tests.web.mcp_helpers import error
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from memoryadmin.console import stores
 from memoryadmin.console.models import ArchivedMemory, AuditEvent
 from tests.web.conftest import XSS
 from tests.web.conftest import XSS_ESCAPED as ESCAPED
-
-from .proposals import make_proposal
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 

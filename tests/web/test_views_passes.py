@@ -18,8 +18,7 @@ from memoryadmin.console.services.review import (
 )
 from memoryadmin.console.validation import MAX_NOTE_CHARS
 from tests.web.conftest import XSS
-
-from .proposals import make_proposal
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -650,8 +649,7 @@ def test_who_requested_a_pass_is_one_answer_on_the_header_history_audit_and_api(
     """The demo asks for its passes as "demo" (no user): the header, the History's first row,
     the audit CSV and the API's requested_by all say "demo"."""
     from memoryadmin.console.services.passes import pass_request
-
-    from .api_helpers import api_factory
+    from tests.web.api_helpers import api_factory
 
     run = pass_request(agent=agent, trigger=Pass.Trigger.OPERATOR, actor="demo")
     client.force_login(bob)

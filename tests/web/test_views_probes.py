@@ -12,8 +12,7 @@ from memoryadmin.console.models import Agent, AuditEvent, ProbeQuery
 from memoryadmin.console.services.probes import probe_delete, probe_update
 from tests.web.conftest import XSS
 from tests.web.conftest import XSS_ESCAPED as ESCAPED
-
-from .proposals import make_proposal
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,7 @@ from django.urls import reverse
 
 from memoryadmin.console.models import Agent, AuditEvent, Operation, Pass
 from memoryadmin.console.services.passes import pass_request, pass_run
-
-from .proposals import make_proposal
+from tests.web.proposals import make_proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -236,7 +235,7 @@ def test_editing_a_merge_rescores_its_loss_and_updates_the_review_row(
 
 
 def test_a_real_pass_stores_risk_and_lost_content(bob, agent_with_memories) -> None:
-    from ..conftest import DISTINCT_FACTS
+    from tests.conftest import DISTINCT_FACTS
 
     dup = "The printer on floor three needs new toner."
     agent = agent_with_memories(
@@ -333,7 +332,7 @@ def test_the_panel_needs_a_login_and_a_get(client: Client, carol, agent) -> None
 def test_excluding_on_page_three_of_the_review_tab_stays_on_page_three(
     client: Client, bob, agent
 ) -> None:
-    from .proposals import make_proposal
+    from tests.web.proposals import make_proposal
 
     run = make_proposal(agent, merges=60, entries_before=400, max_loss_fraction=0.5)
     client.force_login(bob)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import NotFound, TooManyRequests, named_policy, service_error
+from memoryadmin.api.present.dry_runs import dry_run_out
 from memoryadmin.console.errors import DryRunLimit, ServiceError
 from memoryadmin.console.models import Agent
 from memoryadmin.console.selectors.dry_runs import dry_run_get, dry_run_wait
 from memoryadmin.console.services.dry_runs import dry_run_request
-
-from .. import schemas as s
-from ..present.dry_runs import dry_run_out
-from .common import NotFound, TooManyRequests, named_policy, service_error
 
 
 def dry_run_submit(*, agent: Agent, user: Any, policy: str | None, wait: float) -> s.DryRunOut:

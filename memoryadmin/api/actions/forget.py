@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import NotFound, require_review, service_error
+from memoryadmin.api.present.forget import forget_out, plan_out
 from memoryadmin.console.errors import ServiceError, StoreUnavailable
 from memoryadmin.console.models import Agent, ForgetRequest
 from memoryadmin.console.selectors.forget import ForgetSelection, forget_plan
@@ -14,10 +17,6 @@ from memoryadmin.console.services.forget import (
     forget_reject,
     forget_request_create,
 )
-
-from .. import schemas as s
-from ..present.forget import forget_out, plan_out
-from .common import NotFound, require_review, service_error
 
 
 def get_forget(pk: int) -> ForgetRequest:

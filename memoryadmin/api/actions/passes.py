@@ -6,14 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import Agent, Pass
-from memoryadmin.console.selectors.passes import pass_summary, promoted_counts
-from memoryadmin.console.services.passes import pass_request
-
-from .. import schemas as s
-from ..present.passes import pass_out
-from .common import (
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import (
     BadInput,
     Conflict,
     echo,
@@ -22,7 +16,12 @@ from .common import (
     require_manage,
     service_error,
 )
-from .dry_runs import dry_run_submit
+from memoryadmin.api.actions.dry_runs import dry_run_submit
+from memoryadmin.api.present.passes import pass_out
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.selectors.passes import pass_summary, promoted_counts
+from memoryadmin.console.services.passes import pass_request
 
 
 def refuse_superseding(agent: Agent, replace: bool) -> None:

@@ -5,6 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import (
+    BadInput,
+    NotFound,
+    get_pass,
+    require_review,
+    service_error,
+)
+from memoryadmin.api.present.passes import pass_out
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
 from memoryadmin.console.services.review import (
@@ -12,16 +21,6 @@ from memoryadmin.console.services.review import (
     operation_set_excluded,
     pass_approve,
     pass_reject,
-)
-
-from .. import schemas as s
-from ..present.passes import pass_out
-from .common import (
-    BadInput,
-    NotFound,
-    get_pass,
-    require_review,
-    service_error,
 )
 
 

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import Pass
-from memoryadmin.console.services.rollback import pass_rollback_request
-
-from .. import schemas as s
-from ..present.passes import pass_out
-from .common import (
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import (
     Conflict,
     get_pass,
     require_review,
     service_error,
 )
+from memoryadmin.api.present.passes import pass_out
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Pass
+from memoryadmin.console.services.rollback import pass_rollback_request
 
 
 def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:

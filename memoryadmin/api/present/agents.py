@@ -7,11 +7,10 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import Count
 
+from memoryadmin.api import schemas as s
 from memoryadmin.console.models import Agent, Pass
 from memoryadmin.console.selectors.agents import store_status
 from memoryadmin.console.selectors.schedules import next_runs
-
-from .. import schemas as s
 
 UTC = ZoneInfo("UTC")
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from memoryadmin.api import schemas as s
 from memoryadmin.console.models import AuditEvent
-
-from .. import schemas as s
 
 
 def event_out(e: AuditEvent) -> s.EventOut:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from memoryadmin.api import schemas as s
 from memoryadmin.console.models import Decision
 from memoryadmin.console.selectors.decisions import decision_label
-
-from .. import schemas as s
 
 
 def decision_out(d: Decision, *, agent_slug: str) -> s.DecisionOut:

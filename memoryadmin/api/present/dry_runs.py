@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from memoryadmin.api import schemas as s
 from memoryadmin.console.models import DryRun
-
-from .. import schemas as s
 
 
 def dry_run_out(dry: DryRun) -> s.DryRunOut:

@@ -3,10 +3,9 @@ selector)."""
 
 from __future__ import annotations
 
+from memoryadmin.api import schemas as s
 from memoryadmin.console.models import ForgetRequest
 from memoryadmin.console.selectors.forget import ForgetPlan, forget_request_items
-
-from .. import schemas as s
 
 
 def plan_out(*, agent_slug: str, plan: ForgetPlan) -> s.ForgetOut:

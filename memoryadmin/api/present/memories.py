@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from memoryadmin.api import schemas as s
 from memoryadmin.console.selectors.memories import MemoryView
-
-from .. import schemas as s
 
 
 def memory_out(m: MemoryView) -> s.MemoryOut:

@@ -9,6 +9,7 @@ from django.core.paginator import Paginator
 
 from consolidation.review import OperationLoss
 from consolidation.snapshot import llm_brief
+from memoryadmin.api import schemas as s
 from memoryadmin.console.errors import ServiceError
 from memoryadmin.console.models import Operation, Pass
 from memoryadmin.console.selectors.passes import (
@@ -19,8 +20,6 @@ from memoryadmin.console.selectors.passes import (
 )
 from memoryadmin.console.selectors.review import pass_revision
 from memoryadmin.console.selectors.review_guards import content_guard
-
-from .. import schemas as s
 
 
 def _recall(rc: dict[str, Any] | None) -> s.RecallOut:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import get_agent
+from memoryadmin.api.present.agents import agent_out
 from memoryadmin.console.models import Agent
-
-from .. import schemas as s
-from ..actions.common import get_agent
-from ..present.agents import agent_out
 
 router = Router(tags=["agents"])
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import get_agent
+from memoryadmin.api.paging import paginate
+from memoryadmin.api.present.audit import event_out
 from memoryadmin.console.selectors.audit import audit_events
 from memoryadmin.console.validation import DB_INT_MAX
-
-from .. import schemas as s
-from ..actions.common import get_agent
-from ..paging import paginate
-from ..present.audit import event_out
 
 router = Router(tags=["agents"])
 

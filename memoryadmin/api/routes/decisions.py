@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from .. import schemas as s
-from ..actions.common import get_agent
-from ..actions.decisions import list_decisions, revoke
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import get_agent
+from memoryadmin.api.actions.decisions import list_decisions, revoke
 
 router = Router(tags=["decisions"])
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from .. import schemas as s
-from ..actions.dry_runs import dry_run_fetch
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.dry_runs import dry_run_fetch
 
 router = Router(tags=["passes"])
 

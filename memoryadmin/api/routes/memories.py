@@ -10,13 +10,12 @@ from django.utils.translation import ngettext
 from ninja import Field, Query, Router, Schema
 from pydantic import field_validator
 
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import NotFound, Unavailable, get_agent
+from memoryadmin.api.present.memories import memory_out
 from memoryadmin.console.selectors import memories
 from memoryadmin.console.selectors.memories import MemoryQuery, memory_page
 from memoryadmin.console.validation import DB_INT_MAX
-
-from .. import schemas as s
-from ..actions.common import NotFound, Unavailable, get_agent
-from ..present.memories import memory_out
 
 router = Router(tags=["agents"])
 

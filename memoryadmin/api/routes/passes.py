@@ -7,14 +7,13 @@ from django.core.paginator import EmptyPage
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import NotFound, get_agent, get_pass
+from memoryadmin.api.actions.passes import consolidate
+from memoryadmin.api.paging import paginate
+from memoryadmin.api.present.passes import pass_detail_out, pass_out
 from memoryadmin.console.models import Pass
 from memoryadmin.console.validation import DB_INT_MAX
-
-from .. import schemas as s
-from ..actions.common import NotFound, get_agent, get_pass
-from ..actions.passes import consolidate
-from ..paging import paginate
-from ..present.passes import pass_detail_out, pass_out
 
 router = Router(tags=["passes"])
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from .. import schemas as s
-from ..actions.common import get_pass
-from ..actions.review import approve, reject, resolve_conflict, set_excluded
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import get_pass
+from memoryadmin.api.actions.review import approve, reject, resolve_conflict, set_excluded
 
 router = Router(tags=["passes"])
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from .. import schemas as s
-from ..actions.common import get_pass
-from ..actions.rollback import roll_back
+from memoryadmin.api import schemas as s
+from memoryadmin.api.actions.common import get_pass
+from memoryadmin.api.actions.rollback import roll_back
 
 router = Router(tags=["passes"])
 

@@ -19,11 +19,10 @@ from django.core.validators import RegexValidator
 from consolidation import FieldMap, Policy
 from consolidation.adapters.endpoints import check_endpoint_url, check_key_env
 from consolidation.policy import LLM_FIELD_HELP, SUMMARY_WRITERS
-
-from ..errors import StoreUnavailable
-from ..models import Agent
-from ..selectors.agents import collection_shape
-from .schedules import CronMixin
+from memoryadmin.console.errors import StoreUnavailable
+from memoryadmin.console.forms.schedules import CronMixin
+from memoryadmin.console.models import Agent
+from memoryadmin.console.selectors.agents import collection_shape
 
 _DEFAULT = Policy()
 """The engine's defaults, which the help texts of the bounds below quote (never a copy)."""

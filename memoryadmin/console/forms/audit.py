@@ -7,8 +7,8 @@ from typing import Any
 
 from django import forms
 
-from ..models import Agent
-from ..selectors.audit import AUDIT_FILTER_ALIASES, AUDIT_FILTERS, audit_verbs
+from memoryadmin.console.models import Agent
+from memoryadmin.console.selectors.audit import AUDIT_FILTER_ALIASES, AUDIT_FILTERS, audit_verbs
 
 
 class AuditFilterForm(forms.Form):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from ..validation import MAX_NOTE_CHARS
+from memoryadmin.console.validation import MAX_NOTE_CHARS
 
 __all__ = ["DecisionFilterForm", "DecisionRevokeForm"]
 

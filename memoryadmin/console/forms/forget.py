@@ -12,9 +12,9 @@ from typing import Any
 
 from django import forms
 
-from ..models import Agent
-from ..selectors.forget import FORGET_MAX_COUNT, ForgetSelection
-from ..validation import MAX_NOTE_CHARS
+from memoryadmin.console.models import Agent
+from memoryadmin.console.selectors.forget import FORGET_MAX_COUNT, ForgetSelection
+from memoryadmin.console.validation import MAX_NOTE_CHARS
 
 __all__ = ["ForgetForm", "split_ids"]
 

@@ -8,8 +8,7 @@ from django import forms
 from django.conf import settings
 
 from consolidation.adapters.endpoints import check_webhook_url
-
-from ..models import NotificationChannel, NotificationEvent
+from memoryadmin.console.models import NotificationChannel, NotificationEvent
 
 __all__ = ["ChannelForm", "DefaultsForm", "SubscriptionForm"]
 

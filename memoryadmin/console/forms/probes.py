@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from ..validation import parse_evidence_ids
+from memoryadmin.console.validation import parse_evidence_ids
 
 __all__ = ["ProbeForm"]
 

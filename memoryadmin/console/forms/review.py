@@ -12,8 +12,8 @@ from typing import Any
 
 from django import forms
 
-from ..selectors.review import ReviewQuery
-from ..validation import MAX_NOTE_CHARS
+from memoryadmin.console.selectors.review import ReviewQuery
+from memoryadmin.console.validation import MAX_NOTE_CHARS
 
 __all__ = [
     "OPERATION_KIND_CHOICES",

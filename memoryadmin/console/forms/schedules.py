@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django import forms
 
-from ..selectors.common import operator_zone
-from ..selectors.schedules import next_runs
+from memoryadmin.console.selectors.common import operator_zone
+from memoryadmin.console.selectors.schedules import next_runs
 
 __all__ = ["CronMixin", "CronPreviewForm"]
 

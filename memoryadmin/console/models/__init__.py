@@ -7,7 +7,7 @@ Domain behaviour lives in small model methods; writes go through ``services``; r
 ``selectors``. State names follow docs/ARCHITECTURE.md "The pass lifecycle".
 """
 
-from .core import (
+from memoryadmin.console.models.core import (
     Agent,
     ArchivedMemory,
     AuditEvent,
@@ -19,10 +19,10 @@ from .core import (
     StoreSample,
     embedding_to_bytes,
 )
-from .decisions import Decision
-from .forget import ForgetRequest
-from .jobs import DryRun, ImportJob, WorkerHeartbeat
-from .notifications import (
+from memoryadmin.console.models.decisions import Decision
+from memoryadmin.console.models.forget import ForgetRequest
+from memoryadmin.console.models.jobs import DryRun, ImportJob, WorkerHeartbeat
+from memoryadmin.console.models.notifications import (
     ALL_EVENTS,
     Delivery,
     Notification,

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from .core import Agent
+from memoryadmin.console.models.core import Agent
 
 
 class Decision(models.Model):

@@ -8,7 +8,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from .core import Agent
+from memoryadmin.console.models.core import Agent
 
 
 class ForgetRequest(models.Model):

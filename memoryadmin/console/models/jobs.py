@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from .core import Agent
+from memoryadmin.console.models.core import Agent
 
 
 class ImportJob(models.Model):

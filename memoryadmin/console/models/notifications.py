@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from .core import Agent, Pass
+from memoryadmin.console.models.core import Agent, Pass
 
 
 class NotificationEvent(models.TextChoices):

@@ -17,9 +17,8 @@ import numpy as np
 
 from consolidation.adapters.chroma_metadata import decode_metadata
 from consolidation.shapes import ShapeReport
-
-from .. import stores
-from ..models import Agent, ArchivedMemory
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent, ArchivedMemory
 
 __all__ = [
     "PyramidLevel",

@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import QuerySet
 
-from ..models import AuditEvent, Pass
-from .common import operator_zone
+from memoryadmin.console.models import AuditEvent, Pass
+from memoryadmin.console.selectors.common import operator_zone
 
 AUDIT_PAGE_SIZE = 50
 """Passes per page on the audit page."""

@@ -12,12 +12,11 @@ from django.conf import settings
 from django.db.models import Count, OuterRef, Q, Subquery
 
 from consolidation.llm_cost import llm_cost_usd
-
-from .. import stores
-from ..models import Agent, Operation, Pass, StoreSample
-from .agents import StoreStatus, store_status
-from .passes import PLANNED, convergence_words
-from .schedules import next_runs
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent, Operation, Pass, StoreSample
+from memoryadmin.console.selectors.agents import StoreStatus, store_status
+from memoryadmin.console.selectors.passes import PLANNED, convergence_words
+from memoryadmin.console.selectors.schedules import next_runs
 
 __all__ = ["AgentRow", "LlmSpend", "agent_chart_data", "dashboard_rows", "llm_spend_by_agent"]
 

@@ -16,8 +16,7 @@ from django.db.models import QuerySet
 
 from consolidation.decisions import Constraint, StandingDecisions
 from consolidation.review import CODES
-
-from ..models import Agent, Decision, Pass
+from memoryadmin.console.models import Agent, Decision, Pass
 
 __all__ = [
     "DECISIONS_PER_PAGE",

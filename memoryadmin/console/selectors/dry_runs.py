@@ -12,7 +12,7 @@ import time
 from django.conf import settings
 from django.db.models import QuerySet
 
-from ..models import Agent, DryRun
+from memoryadmin.console.models import Agent, DryRun
 
 __all__ = ["POLL_SECONDS", "dry_run_get", "dry_run_wait", "dry_runs_of_agent", "max_wait"]
 

@@ -20,8 +20,7 @@ from django.db.models import Count, Q
 
 from consolidation import ConsolidationResult, OpKind, guard_verdict, summarize
 from consolidation import Operation as EngineOperation
-
-from ..models import Operation, OperationSource, Pass
+from memoryadmin.console.models import Operation, OperationSource, Pass
 
 __all__ = [
     "KIND_ORDER",

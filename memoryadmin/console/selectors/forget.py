@@ -16,9 +16,9 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils.translation import ngettext
 
-from .. import stores
-from ..models import Agent, ArchivedMemory, ForgetRequest
-from .memories import memory_search
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent, ArchivedMemory, ForgetRequest
+from memoryadmin.console.selectors.memories import memory_search
 
 __all__ = [
     "FORGET_MAX_COUNT",

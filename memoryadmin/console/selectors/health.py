@@ -31,9 +31,8 @@ from consolidation.adapters.onnx_graph import (
     resolve_model_dir,
     source_model_dir,
 )
-
-from .. import stores
-from ..models import WorkerHeartbeat
+from memoryadmin.console import stores
+from memoryadmin.console.models import WorkerHeartbeat
 
 __all__ = ["health_checks", "oldest_queued_task_age", "worker_beat_age"]
 

@@ -33,9 +33,8 @@ from consolidation import MemoryRecord
 from consolidation.adapters.chroma_pages import FilteredRecords, distinct_values
 from consolidation.pyramid import CHILDREN_KEY, summary_level
 from consolidation.records import FieldMap
-
-from .. import stores
-from ..models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent, ArchivedMemory, AuditEvent, Operation, OperationSource
 
 __all__ = [
     "MEMORY_PAGE_SIZE",

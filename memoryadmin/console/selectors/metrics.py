@@ -31,9 +31,8 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from consolidation.llm_cost import llm_cost_usd
-
-from ..models import AuditEvent, Operation, Pass, StoreSample
-from .health import oldest_queued_task_age, worker_beat_age
+from memoryadmin.console.models import AuditEvent, Operation, Pass, StoreSample
+from memoryadmin.console.selectors.health import oldest_queued_task_age, worker_beat_age
 
 __all__ = [
     "DURATION_BUCKETS",

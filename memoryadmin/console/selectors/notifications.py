@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.urls import reverse
 
-from ..models import (
+from memoryadmin.console.models import (
     Agent,
     Delivery,
     ImportJob,

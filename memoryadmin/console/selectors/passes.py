@@ -25,13 +25,12 @@ from django.utils import timezone
 
 from consolidation import MemoryRecord
 from consolidation.llm_cost import llm_cost_usd
-
-from .. import stores
-from ..models import Agent, Operation, OperationSource, Pass
-from .decisions import active_decisions
-from .evaluation import KIND_ORDER as SUMMARY_ORDER
-from .evaluation import count_label, pass_figures
-from .review import conflict_view
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent, Operation, OperationSource, Pass
+from memoryadmin.console.selectors.decisions import active_decisions
+from memoryadmin.console.selectors.evaluation import KIND_ORDER as SUMMARY_ORDER
+from memoryadmin.console.selectors.evaluation import count_label, pass_figures
+from memoryadmin.console.selectors.review import conflict_view
 
 __all__ = [
     "pass_llm_cost",

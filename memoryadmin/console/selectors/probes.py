@@ -30,9 +30,8 @@ from consolidation.recall import (
     simulate_after,
 )
 from consolidation.snapshot import read_all
-
-from .. import stores
-from ..models import Agent, Pass
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent, Pass
 
 if TYPE_CHECKING:
     from consolidation.protocols import Embedder

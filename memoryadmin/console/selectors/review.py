@@ -37,9 +37,8 @@ from consolidation.review import (
     source_segments,
 )
 from consolidation.review.content import plan_content_loss
-
-from ..models import Agent, Operation, OperationSource, Pass
-from .evaluation import applies_words, figures_current
+from memoryadmin.console.models import Agent, Operation, OperationSource, Pass
+from memoryadmin.console.selectors.evaluation import applies_words, figures_current
 
 __all__ = [
     "RECENT_DAYS",

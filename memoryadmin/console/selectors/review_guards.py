@@ -13,9 +13,8 @@ from django.db.models import Q
 from consolidation import Policy
 from consolidation.review import LossTotals, content_verdict
 from consolidation.review.lost import sentences
-
-from ..models import Operation, OperationSource, Pass
-from .review import pass_loss_figures, run_settings
+from memoryadmin.console.models import Operation, OperationSource, Pass
+from memoryadmin.console.selectors.review import pass_loss_figures, run_settings
 
 __all__ = ["ContentGuard", "approve_blocked", "content_guard", "content_policy"]
 

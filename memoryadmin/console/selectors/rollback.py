@@ -8,7 +8,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Min, Q
 
-from ..models import Agent, ArchivedMemory, Operation, Pass
+from memoryadmin.console.models import Agent, ArchivedMemory, Operation, Pass
 
 __all__ = ["ARCHIVE_PAGE_SIZE", "archive_page", "archive_summary", "rollback_counts"]
 

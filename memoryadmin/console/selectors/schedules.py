@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from ..validation import validate_cron
+from memoryadmin.console.validation import validate_cron
 
 __all__ = ["next_runs", "schedule_preview", "schedule_slot"]
 

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from typing import IO
 
 from consolidation.jsonl import write_jsonl
-
-from .. import stores
-from ..models import Agent
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent
 
 __all__ = ["Progress", "memories_export_jsonl"]
 

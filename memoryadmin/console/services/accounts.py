@@ -26,8 +26,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 
-from ..models import AuditEvent
-from .common import audit
+from memoryadmin.console.models import AuditEvent
+from memoryadmin.console.services.common import audit
 
 __all__ = ["client_ip", "lockout_clear", "password_reset_throttled"]
 

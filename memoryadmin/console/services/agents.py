@@ -10,19 +10,18 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from consolidation import FieldMap, Policy
-
-from .. import stores
-from ..errors import ServiceError
-from ..models import Agent, Pass
-from ..validation import (
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.services.common import actor_name, audit
+from memoryadmin.console.services.notifications import subscriptions_for_new_agent
+from memoryadmin.console.services.schedules import schedule_sync
+from memoryadmin.console.validation import (
     validate_auto_apply,
     validate_cron,
     validate_field_map,
     validate_policy,
 )
-from .common import actor_name, audit
-from .notifications import subscriptions_for_new_agent
-from .schedules import schedule_sync
 
 __all__ = ["agent_create", "agent_delete", "agent_update"]
 

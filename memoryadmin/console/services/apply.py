@@ -21,10 +21,9 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord, content_hash
-
-from .. import stores
-from ..errors import ServiceError, StoreUnavailable
-from ..models import (
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.models import (
     Agent,
     ArchivedMemory,
     Operation,
@@ -33,9 +32,13 @@ from ..models import (
     PassSnapshot,
     embedding_to_bytes,
 )
-from ..selectors.evaluation import effective_threshold, evaluate, to_engine_operation
-from ..selectors.passes import stale_reason
-from .common import (
+from memoryadmin.console.selectors.evaluation import (
+    effective_threshold,
+    evaluate,
+    to_engine_operation,
+)
+from memoryadmin.console.selectors.passes import stale_reason
+from memoryadmin.console.services.common import (
     audit,
     failpoint,
     jsonable,
@@ -44,7 +47,7 @@ from .common import (
     store_sampled,
     transition,
 )
-from .evaluation import store_figures
+from memoryadmin.console.services.evaluation import store_figures
 
 __all__ = ["APPLY_BATCH", "batches", "pass_apply"]
 

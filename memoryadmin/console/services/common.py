@@ -20,8 +20,15 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
-from ..errors import ServiceError
-from ..models import Agent, AuditEvent, NotificationChannel, NotificationEvent, Pass, StoreSample
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import (
+    Agent,
+    AuditEvent,
+    NotificationChannel,
+    NotificationEvent,
+    Pass,
+    StoreSample,
+)
 
 __all__ = [
     "FAILPOINT_ENV",

@@ -27,13 +27,12 @@ from django.utils import timezone
 
 from consolidation.decisions import operation_signature
 from consolidation.review import JOINING_KINDS
-
-from ..errors import ServiceError
-from ..models import Agent, ArchivedMemory, Decision, Operation, Pass
-from ..roles import can_review
-from ..selectors.decisions import decision_constraints, decision_label
-from ..selectors.evaluation import to_engine_operation
-from .common import actor_name, audit, user_or_none
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, ArchivedMemory, Decision, Operation, Pass
+from memoryadmin.console.roles import can_review
+from memoryadmin.console.selectors.decisions import decision_constraints, decision_label
+from memoryadmin.console.selectors.evaluation import to_engine_operation
+from memoryadmin.console.services.common import actor_name, audit, user_or_none
 
 __all__ = [
     "APART_KINDS",

@@ -32,13 +32,22 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation import MemoryRecord
-
-from .. import stores
-from ..models import Agent, Pass, ProbeQuery
-from .agents import agent_create, agent_update
-from .common import store_sampled
-from .demo_texts import CITIES, COMPANIES, FIRST, FRIENDS, LANGS, LAST, PLANS, PROJECTS, SMALLTALK
-from .passes import pass_request, pass_run
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent, Pass, ProbeQuery
+from memoryadmin.console.services.agents import agent_create, agent_update
+from memoryadmin.console.services.common import store_sampled
+from memoryadmin.console.services.demo_texts import (
+    CITIES,
+    COMPANIES,
+    FIRST,
+    FRIENDS,
+    LANGS,
+    LAST,
+    PLANS,
+    PROJECTS,
+    SMALLTALK,
+)
+from memoryadmin.console.services.passes import pass_request, pass_run
 
 __all__ = ["DEMO_AGENTS", "seed_demo_agents"]
 

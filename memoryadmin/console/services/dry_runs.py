@@ -30,12 +30,17 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 
 from consolidation import Policy
-
-from ..errors import DryRunLimit
-from ..models import Agent, DryRun
-from .common import TASK_DRY_RUN, actor_name, enqueue, jsonable, user_or_none
-from .leases import worker_id
-from .passes import pass_dry_run
+from memoryadmin.console.errors import DryRunLimit
+from memoryadmin.console.models import Agent, DryRun
+from memoryadmin.console.services.common import (
+    TASK_DRY_RUN,
+    actor_name,
+    enqueue,
+    jsonable,
+    user_or_none,
+)
+from memoryadmin.console.services.leases import worker_id
+from memoryadmin.console.services.passes import pass_dry_run
 
 __all__ = [
     "DryRunBudgetExceeded",

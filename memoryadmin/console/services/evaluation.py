@@ -15,13 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation.review import LossTotals, operation_risk
-
-from ..models import Operation, Pass
-from ..selectors.evaluation import Evaluation, pass_evaluate
-from ..selectors.probes import recall_drift
-from ..selectors.review import pass_content, recent_writes, run_settings
-from ..selectors.review_guards import content_guard
-from .common import audit
+from memoryadmin.console.models import Operation, Pass
+from memoryadmin.console.selectors.evaluation import Evaluation, pass_evaluate
+from memoryadmin.console.selectors.probes import recall_drift
+from memoryadmin.console.selectors.review import pass_content, recent_writes, run_settings
+from memoryadmin.console.selectors.review_guards import content_guard
+from memoryadmin.console.services.common import audit
 
 __all__ = [
     "auto_apply_content_hold",

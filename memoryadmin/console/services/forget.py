@@ -29,12 +29,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import stores
-from ..errors import ServiceError, StoreUnavailable
-from ..models import Agent, ArchivedMemory, ForgetRequest, Pass
-from ..selectors.forget import ForgetPlan, ForgetSelection, forget_plan
-from .common import actor_name, audit, store_sampled, user_or_none
-from .forget_purge import purge_database, secure_delete
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.models import Agent, ArchivedMemory, ForgetRequest, Pass
+from memoryadmin.console.selectors.forget import ForgetPlan, ForgetSelection, forget_plan
+from memoryadmin.console.services.common import actor_name, audit, store_sampled, user_or_none
+from memoryadmin.console.services.forget_purge import purge_database, secure_delete
 
 __all__ = [
     "NOT_UNDOABLE",

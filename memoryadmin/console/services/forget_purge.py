@@ -12,7 +12,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Q
 
-from ..models import (
+from memoryadmin.console.models import (
     Agent,
     ArchivedMemory,
     AuditEvent,
@@ -24,7 +24,7 @@ from ..models import (
     Pass,
     PassSnapshot,
 )
-from .common import SYSTEM_ACTOR, transition
+from memoryadmin.console.services.common import SYSTEM_ACTOR, transition
 
 __all__ = ["PURGED", "purge_database", "scrub", "secure_delete"]
 

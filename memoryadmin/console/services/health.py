@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from ..models import WorkerHeartbeat
-from .leases import worker_id
+from memoryadmin.console.models import WorkerHeartbeat
+from memoryadmin.console.services.leases import worker_id
 
 __all__ = ["HEARTBEAT_SECONDS", "HEARTBEAT_STALE_AFTER", "worker_heartbeat_beat"]
 

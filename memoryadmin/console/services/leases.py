@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Pass
+from memoryadmin.console.models import Pass
 
 __all__ = [
     "holder_gone",

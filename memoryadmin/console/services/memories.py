@@ -8,12 +8,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation import MemoryRecord
-
-from .. import stores
-from ..errors import ServiceError
-from ..models import Agent, ArchivedMemory, Pass, embedding_to_bytes
-from ..validation import validate_document
-from .common import actor_name, audit, jsonable, store_sampled
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, ArchivedMemory, Pass, embedding_to_bytes
+from memoryadmin.console.services.common import actor_name, audit, jsonable, store_sampled
+from memoryadmin.console.validation import validate_document
 
 __all__ = ["memory_delete", "memory_edit", "memory_guard", "memory_set_pinned"]
 

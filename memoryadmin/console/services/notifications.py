@@ -33,9 +33,8 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 
 from consolidation.adapters.endpoints import check_webhook_url
-
-from ..errors import ServiceError
-from ..models import (
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import (
     ALL_EVENTS,
     Agent,
     Delivery,
@@ -46,8 +45,8 @@ from ..models import (
     Pass,
     Subscription,
 )
-from ..roles import can_review
-from ..selectors.notifications import (
+from memoryadmin.console.roles import can_review
+from memoryadmin.console.selectors.notifications import (
     import_notice,
     pass_notice,
     recipients,
@@ -55,7 +54,7 @@ from ..selectors.notifications import (
     stuck_imports,
     waiting_proposals,
 )
-from .common import TASK_DELIVER, audit, enqueue
+from memoryadmin.console.services.common import TASK_DELIVER, audit, enqueue
 
 __all__ = [
     "channel_create",

@@ -32,10 +32,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import ngettext
 
-from ..models import Delivery, NotificationChannel
-from ..selectors.notifications import notice_payload
-from .common import TASK_DELIVER, audit
-from .notifications import webhook_url_check
+from memoryadmin.console.models import Delivery, NotificationChannel
+from memoryadmin.console.selectors.notifications import notice_payload
+from memoryadmin.console.services.common import TASK_DELIVER, audit
+from memoryadmin.console.services.notifications import webhook_url_check
 
 __all__ = [
     "SIGNATURE_HEADER",

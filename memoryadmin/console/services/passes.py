@@ -17,21 +17,20 @@ from django.utils import timezone
 
 from consolidation import Policy
 from consolidation.snapshot import llm_brief, plan_snapshot
-
-from .. import stores
-from ..errors import PassAlreadyActive, ServiceError, StoreUnavailable
-from ..models import (
+from memoryadmin.console import stores
+from memoryadmin.console.errors import PassAlreadyActive, ServiceError, StoreUnavailable
+from memoryadmin.console.models import (
     Agent,
     ForgetRequest,
     Pass,
 )
-from ..selectors.decisions import standing_decisions
-from ..selectors.evaluation import evaluate, plan_verdict
-from ..selectors.passes import plan_inputs_digest, promoted_counts
-from ..selectors.probes import read_records, recall_check
-from ..selectors.schedules import schedule_slot
-from .apply import pass_apply
-from .common import (
+from memoryadmin.console.selectors.decisions import standing_decisions
+from memoryadmin.console.selectors.evaluation import evaluate, plan_verdict
+from memoryadmin.console.selectors.passes import plan_inputs_digest, promoted_counts
+from memoryadmin.console.selectors.probes import read_records, recall_check
+from memoryadmin.console.selectors.schedules import schedule_slot
+from memoryadmin.console.services.apply import pass_apply
+from memoryadmin.console.services.common import (
     TASK_APPLY,
     TASK_RUN,
     actor_name,
@@ -44,10 +43,13 @@ from .common import (
     transition,
     user_or_none,
 )
-from .leases import lease_release, lease_seconds, worker_id
-from .passes_auto import left_by_auto_apply
-from .passes_store import PassPlan, proposal_store
-from .schedules import schedule_skipped_unchanged, schedule_skipped_waiting
+from memoryadmin.console.services.leases import lease_release, lease_seconds, worker_id
+from memoryadmin.console.services.passes_auto import left_by_auto_apply
+from memoryadmin.console.services.passes_store import PassPlan, proposal_store
+from memoryadmin.console.services.schedules import (
+    schedule_skipped_unchanged,
+    schedule_skipped_waiting,
+)
 
 __all__ = [
     "PassPlan",

@@ -15,14 +15,13 @@ from django.utils.translation import ngettext
 from consolidation import OpKind, Policy
 from consolidation.review import Gate, operation_pairs, split_auto_apply
 from consolidation.review.lost import sentences
-
-from ..models import Agent, NotificationEvent, Operation, Pass, PassSnapshot
-from ..selectors.decisions import rejected_index, rejected_joins
-from ..selectors.evaluation import pass_evaluate
-from ..selectors.probes import recall_check, recall_check_then, recall_held
-from .common import audit, jsonable, notify_after_commit, transition
-from .decisions import decisions_count_held_back
-from .evaluation import store_summary
+from memoryadmin.console.models import Agent, NotificationEvent, Operation, Pass, PassSnapshot
+from memoryadmin.console.selectors.decisions import rejected_index, rejected_joins
+from memoryadmin.console.selectors.evaluation import pass_evaluate
+from memoryadmin.console.selectors.probes import recall_check, recall_check_then, recall_held
+from memoryadmin.console.services.common import audit, jsonable, notify_after_commit, transition
+from memoryadmin.console.services.decisions import decisions_count_held_back
+from memoryadmin.console.services.evaluation import store_summary
 
 __all__ = ["ROW_BATCH", "left_by_auto_apply", "mark_rejected_before", "pass_auto_apply"]
 

@@ -19,16 +19,30 @@ from django.utils import timezone
 
 from consolidation import MemoryRecord, OpKind, Plan, Policy
 from consolidation.decisions import StandingDecisions, operation_signature
-
-from ..models import Operation, OperationSource, Pass, PassSnapshot, StoreSample, embedding_to_bytes
-from ..selectors.evaluation import Evaluation
-from ..selectors.passes import plan_inputs_digest
-from ..selectors.review import RISK_LINE, plan_review
-from .common import jsonable, transition
-from .decisions import decisions_count_held_back
-from .evaluation import auto_apply_content_hold, auto_apply_drift_hold, store_figures
-from .passes_auto import ROW_BATCH, mark_rejected_before, pass_auto_apply
-from .review import operations_carry_over
+from memoryadmin.console.models import (
+    Operation,
+    OperationSource,
+    Pass,
+    PassSnapshot,
+    StoreSample,
+    embedding_to_bytes,
+)
+from memoryadmin.console.selectors.evaluation import Evaluation
+from memoryadmin.console.selectors.passes import plan_inputs_digest
+from memoryadmin.console.selectors.review import RISK_LINE, plan_review
+from memoryadmin.console.services.common import jsonable, transition
+from memoryadmin.console.services.decisions import decisions_count_held_back
+from memoryadmin.console.services.evaluation import (
+    auto_apply_content_hold,
+    auto_apply_drift_hold,
+    store_figures,
+)
+from memoryadmin.console.services.passes_auto import (
+    ROW_BATCH,
+    mark_rejected_before,
+    pass_auto_apply,
+)
+from memoryadmin.console.services.review import operations_carry_over
 
 __all__ = ["RECALL_SPLIT", "PassPlan", "proposal_store", "recall_split"]
 

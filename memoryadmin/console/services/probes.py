@@ -13,11 +13,11 @@ from typing import Any
 
 from django.db import transaction
 
-from .. import stores
-from ..errors import ServiceError
-from ..models import Agent, ProbeQuery
-from ..validation import parse_evidence_ids
-from .common import actor_name, audit
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, ProbeQuery
+from memoryadmin.console.services.common import actor_name, audit
+from memoryadmin.console.validation import parse_evidence_ids
 
 __all__ = [
     "MAX_ANSWER_CHARS",

@@ -33,14 +33,20 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from .. import stores
-from ..errors import ServiceError, StoreUnavailable
-from ..models import ImportJob, Operation, Pass, PassSnapshot
-from .apply import pass_apply
-from .common import TASK_RUN, enqueue, transition
-from .leases import holder_gone, lease_acquire, lease_holder, lease_release, lease_seconds
-from .rollback import pass_rollback
-from .transfer_jobs import import_job_enqueue
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.models import ImportJob, Operation, Pass, PassSnapshot
+from memoryadmin.console.services.apply import pass_apply
+from memoryadmin.console.services.common import TASK_RUN, enqueue, transition
+from memoryadmin.console.services.leases import (
+    holder_gone,
+    lease_acquire,
+    lease_holder,
+    lease_release,
+    lease_seconds,
+)
+from memoryadmin.console.services.rollback import pass_rollback
+from memoryadmin.console.services.transfer_jobs import import_job_enqueue
 
 __all__ = [
     "import_jobs_recover",

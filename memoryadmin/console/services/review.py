@@ -12,22 +12,33 @@ from django.utils.translation import ngettext
 
 from consolidation import Policy
 from consolidation.planning.state import short
-
-from .. import stores
-from ..errors import GuardRefused, ProposalChanged, ServiceError
-from ..models import Operation, OperationSource, Pass
-from ..selectors.evaluation import Evaluation, applies_words, pass_evaluate
-from ..selectors.passes import stale_reason
-from ..selectors.review import RISK_LINE, pass_revision, rescore_operation, stored_scores
-from ..validation import validate_document
-from .common import TASK_APPLY, actor_name, audit, enqueue, transition, user_or_none
-from .decisions import (
+from memoryadmin.console import stores
+from memoryadmin.console.errors import GuardRefused, ProposalChanged, ServiceError
+from memoryadmin.console.models import Operation, OperationSource, Pass
+from memoryadmin.console.selectors.evaluation import Evaluation, applies_words, pass_evaluate
+from memoryadmin.console.selectors.passes import stale_reason
+from memoryadmin.console.selectors.review import (
+    RISK_LINE,
+    pass_revision,
+    rescore_operation,
+    stored_scores,
+)
+from memoryadmin.console.services.common import (
+    TASK_APPLY,
+    actor_name,
+    audit,
+    enqueue,
+    transition,
+    user_or_none,
+)
+from memoryadmin.console.services.decisions import (
     decision_for_conflict,
     decisions_for_exclusion,
     decisions_for_inclusion,
     decisions_for_rejection,
 )
-from .evaluation import content_override_record, store_summary
+from memoryadmin.console.services.evaluation import content_override_record, store_summary
+from memoryadmin.console.validation import validate_document
 
 __all__ = [
     "CONFLICT_CHOICES",

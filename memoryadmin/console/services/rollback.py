@@ -29,13 +29,12 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord, content_hash
-
-from .. import stores
-from ..errors import ServiceError, StoreUnavailable
-from ..models import Agent, ArchivedMemory, Operation, Pass
-from ..selectors.decisions import decisions_of_pass
-from .apply import batches
-from .common import (
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.models import Agent, ArchivedMemory, Operation, Pass
+from memoryadmin.console.selectors.decisions import decisions_of_pass
+from memoryadmin.console.services.apply import batches
+from memoryadmin.console.services.common import (
     TASK_ROLLBACK,
     actor_name,
     audit,
@@ -44,8 +43,12 @@ from .common import (
     store_sampled,
     transition,
 )
-from .decisions import decision_for_restore, decision_revoke, decisions_for_rejection
-from .memories import memory_guard
+from memoryadmin.console.services.decisions import (
+    decision_for_restore,
+    decision_revoke,
+    decisions_for_rejection,
+)
+from memoryadmin.console.services.memories import memory_guard
 
 __all__ = [
     "UNDONE",

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
-from ..models import Agent, Pass
-from ..selectors.schedules import schedule_preview
-from .common import TASK_NOTIFY_CHECK, TASK_PURGE, TASK_RECOVER, TASK_SCHEDULED, audit
+from memoryadmin.console.models import Agent, Pass
+from memoryadmin.console.selectors.schedules import schedule_preview
+from memoryadmin.console.services.common import (
+    TASK_NOTIFY_CHECK,
+    TASK_PURGE,
+    TASK_RECOVER,
+    TASK_SCHEDULED,
+    audit,
+)
 
 __all__ = [
     "NOTIFY_SCHEDULE",

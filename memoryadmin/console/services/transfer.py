@@ -32,13 +32,12 @@ from django.utils.translation import ngettext
 from consolidation import MemoryRecord
 from consolidation.jsonl import LineError, LineErrors, read_jsonl
 from consolidation.locomo import LocomoConversation, load_locomo
-
-from .. import stores
-from ..errors import ServiceError
-from ..models import Agent, AuditEvent, ProbeQuery
-from ..selectors.transfer import Progress
-from .agents import agent_create
-from .common import store_sampled
+from memoryadmin.console import stores
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, AuditEvent, ProbeQuery
+from memoryadmin.console.selectors.transfer import Progress
+from memoryadmin.console.services.agents import agent_create
+from memoryadmin.console.services.common import store_sampled
 
 __all__ = [
     "ImportInterrupted",

@@ -20,10 +20,14 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ..errors import ServiceError
-from ..models import Agent, ImportJob
-from .leases import worker_id
-from .transfer import ImportInterrupted, ImportRefused, memories_import_jsonl
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.models import Agent, ImportJob
+from memoryadmin.console.services.leases import worker_id
+from memoryadmin.console.services.transfer import (
+    ImportInterrupted,
+    ImportRefused,
+    memories_import_jsonl,
+)
 
 __all__ = [
     "MAX_JOB_ERRORS",

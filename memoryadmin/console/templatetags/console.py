@@ -9,8 +9,8 @@ from typing import Any
 
 from django import template
 
-from ..selectors.common import operator_zone, request_zone
-from ..selectors.passes import pass_kind_rows
+from memoryadmin.console.selectors.common import operator_zone, request_zone
+from memoryadmin.console.selectors.passes import pass_kind_rows
 
 register = template.Library()
 

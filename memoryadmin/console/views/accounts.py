@@ -11,8 +11,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from ..forms.accounts import ThrottledPasswordChangeForm
-from ..services.accounts import lockout_clear, password_reset_throttled
+from memoryadmin.console.forms.accounts import ThrottledPasswordChangeForm
+from memoryadmin.console.services.accounts import lockout_clear, password_reset_throttled
 
 __all__ = ["PasswordChangeView", "PasswordResetConfirmView", "password_reset"]
 

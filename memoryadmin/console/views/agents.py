@@ -6,17 +6,17 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ..errors import PassAlreadyActive, ServiceError
-from ..forms.agents import AgentCreateForm, AgentEditForm
-from ..models import Agent, ImportJob, Pass
-from ..selectors.agents import agent_pyramid, store_status
-from ..selectors.decisions import active_decisions
-from ..selectors.probes import recall_drift_shown
-from ..selectors.rollback import archive_summary
-from ..services import agents as agent_services
-from ..services.passes import pass_request
-from .common import HtmxHttpRequest, can_manage
-from .schedules import cron_preview
+from memoryadmin.console.errors import PassAlreadyActive, ServiceError
+from memoryadmin.console.forms.agents import AgentCreateForm, AgentEditForm
+from memoryadmin.console.models import Agent, ImportJob, Pass
+from memoryadmin.console.selectors.agents import agent_pyramid, store_status
+from memoryadmin.console.selectors.decisions import active_decisions
+from memoryadmin.console.selectors.probes import recall_drift_shown
+from memoryadmin.console.selectors.rollback import archive_summary
+from memoryadmin.console.services import agents as agent_services
+from memoryadmin.console.services.passes import pass_request
+from memoryadmin.console.views.common import HtmxHttpRequest, can_manage
+from memoryadmin.console.views.schedules import cron_preview
 
 
 @require_GET

@@ -12,9 +12,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..forms.audit import AuditFilterForm, EventFilterForm
-from ..models import AuditEvent, Operation, Pass
-from ..selectors.audit import (
+from memoryadmin.console.forms.audit import AuditFilterForm, EventFilterForm
+from memoryadmin.console.models import AuditEvent, Operation, Pass
+from memoryadmin.console.selectors.audit import (
     AUDIT_PAGE_SIZE,
     EVENT_PAGE_SIZE,
     AuditQuery,
@@ -22,8 +22,8 @@ from ..selectors.audit import (
     audit_passes,
     rolled_back_by,
 )
-from ..selectors.common import request_zone
-from .common import HtmxHttpRequest
+from memoryadmin.console.selectors.common import request_zone
+from memoryadmin.console.views.common import HtmxHttpRequest
 
 CSV_COLUMNS = [
     "pass",

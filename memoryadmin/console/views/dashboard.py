@@ -6,11 +6,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from .. import stores
-from ..models import Agent
-from ..selectors.common import request_zone
-from ..selectors.dashboard import agent_chart_data, dashboard_rows
-from .common import HtmxHttpRequest
+from memoryadmin.console import stores
+from memoryadmin.console.models import Agent
+from memoryadmin.console.selectors.common import request_zone
+from memoryadmin.console.selectors.dashboard import agent_chart_data, dashboard_rows
+from memoryadmin.console.views.common import HtmxHttpRequest
 
 
 @require_GET

@@ -8,12 +8,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from ..errors import ServiceError
-from ..forms.decisions import DecisionFilterForm, DecisionRevokeForm
-from ..models import Agent, Decision
-from ..selectors.decisions import decision_label, decision_page
-from ..services import decisions as decision_services
-from .common import HtmxHttpRequest, can_review
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.forms.decisions import DecisionFilterForm, DecisionRevokeForm
+from memoryadmin.console.models import Agent, Decision
+from memoryadmin.console.selectors.decisions import decision_label, decision_page
+from memoryadmin.console.services import decisions as decision_services
+from memoryadmin.console.views.common import HtmxHttpRequest, can_review
 
 
 @require_GET

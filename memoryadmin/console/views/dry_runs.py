@@ -9,10 +9,10 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
-from ..errors import DryRunLimit, ServiceError
-from ..models import Agent, DryRun
-from ..services.dry_runs import dry_run_request
-from .common import HtmxHttpRequest
+from memoryadmin.console.errors import DryRunLimit, ServiceError
+from memoryadmin.console.models import Agent, DryRun
+from memoryadmin.console.services.dry_runs import dry_run_request
+from memoryadmin.console.views.common import HtmxHttpRequest
 
 
 @require_POST

@@ -8,13 +8,13 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from ..errors import ServiceError, StoreUnavailable
-from ..forms.forget import ForgetForm
-from ..forms.review import NoteForm
-from ..models import Agent, ForgetRequest
-from ..selectors.forget import forget_plan, forget_request_items, forget_requests
-from ..services import forget as forget_services
-from .common import HtmxHttpRequest, can_review
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.forms.forget import ForgetForm
+from memoryadmin.console.forms.review import NoteForm
+from memoryadmin.console.models import Agent, ForgetRequest
+from memoryadmin.console.selectors.forget import forget_plan, forget_request_items, forget_requests
+from memoryadmin.console.services import forget as forget_services
+from memoryadmin.console.views.common import HtmxHttpRequest, can_review
 
 
 def _page(request: HtmxHttpRequest, agent: Agent, form: ForgetForm, plan=None, status=200):

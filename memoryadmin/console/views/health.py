@@ -7,7 +7,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from ..selectors.health import health_checks
+from memoryadmin.console.selectors.health import health_checks
 
 
 @login_not_required

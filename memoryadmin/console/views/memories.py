@@ -9,13 +9,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from ..errors import ServiceError, StoreUnavailable
-from ..forms.memories import MemoryEditForm, MemoryFilterForm, PinForm
-from ..models import Agent
-from ..selectors.memories import MemoryQuery, memory_page, memory_search
-from ..selectors.memories import memory_detail as select_memory
-from ..services import memories as memory_services
-from .common import HtmxHttpRequest, can_edit_memories
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.forms.memories import MemoryEditForm, MemoryFilterForm, PinForm
+from memoryadmin.console.models import Agent
+from memoryadmin.console.selectors.memories import MemoryQuery, memory_page, memory_search
+from memoryadmin.console.selectors.memories import memory_detail as select_memory
+from memoryadmin.console.services import memories as memory_services
+from memoryadmin.console.views.common import HtmxHttpRequest, can_edit_memories
 
 
 def _detail_url(agent: Agent, memory_id: str) -> str:

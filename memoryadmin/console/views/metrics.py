@@ -13,9 +13,8 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from memoryadmin.api.tokens import token_user
-
-from ..selectors.metrics import ConsoleCollector
-from ..services.accounts import client_ip
+from memoryadmin.console.selectors.metrics import ConsoleCollector
+from memoryadmin.console.services.accounts import client_ip
 
 
 def _within(ip: str, allowed: str) -> bool:

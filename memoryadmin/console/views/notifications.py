@@ -9,12 +9,12 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from ..errors import ServiceError
-from ..forms.notifications import ChannelForm, DefaultsForm, SubscriptionForm
-from ..models import Agent
-from ..selectors.notifications import notifications_page
-from ..services import notifications as services
-from .common import HtmxHttpRequest, can_manage, can_review
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.forms.notifications import ChannelForm, DefaultsForm, SubscriptionForm
+from memoryadmin.console.models import Agent
+from memoryadmin.console.selectors.notifications import notifications_page
+from memoryadmin.console.services import notifications as services
+from memoryadmin.console.views.common import HtmxHttpRequest, can_manage, can_review
 
 PAGE = "console/notifications/notifications.html"
 

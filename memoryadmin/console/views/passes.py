@@ -11,12 +11,12 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
-from ..errors import ServiceError
-from ..forms.review import NoteForm
-from ..models import Operation, Pass
-from ..selectors.decisions import pass_decision_notes
-from ..selectors.evaluation import Evaluation, count_label
-from ..selectors.passes import (
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.forms.review import NoteForm
+from memoryadmin.console.models import Operation, Pass
+from memoryadmin.console.selectors.decisions import pass_decision_notes
+from memoryadmin.console.selectors.evaluation import Evaluation, count_label
+from memoryadmin.console.selectors.passes import (
     StaleOperation,
     operation_view,
     pass_deferred,
@@ -28,8 +28,8 @@ from ..selectors.passes import (
     pass_stale_check,
     pass_summary,
 )
-from .common import HtmxHttpRequest
-from .review_panel import review_context
+from memoryadmin.console.views.common import HtmxHttpRequest
+from memoryadmin.console.views.review_panel import review_context
 
 
 def _named(kind: str, params: Any) -> bool:

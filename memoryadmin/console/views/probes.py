@@ -9,12 +9,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from ..errors import ServiceError, StoreUnavailable
-from ..forms.probes import ProbeForm
-from ..models import Agent, ProbeQuery
-from ..selectors.probes import probe_page, recall_evaluate
-from ..services import probes as probe_services
-from .common import HtmxHttpRequest, can_manage
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.forms.probes import ProbeForm
+from memoryadmin.console.models import Agent, ProbeQuery
+from memoryadmin.console.selectors.probes import probe_page, recall_evaluate
+from memoryadmin.console.services import probes as probe_services
+from memoryadmin.console.views.common import HtmxHttpRequest, can_manage
 
 PAGE = "console/probes/probe_list.html"
 

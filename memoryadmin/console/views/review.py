@@ -22,20 +22,20 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from ..errors import ServiceError
-from ..forms.review import BulkReviewForm, ExcludeForm, MergedTextForm, NoteForm
-from ..models import Operation, Pass
-from ..selectors.common import request_zone
-from ..selectors.evaluation import pass_figures
-from ..selectors.passes import operation_view, pass_reviewed, pass_summary
-from ..selectors.review import (
+from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.forms.review import BulkReviewForm, ExcludeForm, MergedTextForm, NoteForm
+from memoryadmin.console.models import Operation, Pass
+from memoryadmin.console.selectors.common import request_zone
+from memoryadmin.console.selectors.evaluation import pass_figures
+from memoryadmin.console.selectors.passes import operation_view, pass_reviewed, pass_summary
+from memoryadmin.console.selectors.review import (
     bulk_targets,
 )
-from ..services import review as review_services
-from ..templatetags.console import status_words
-from .common import HtmxHttpRequest, can_review
-from .passes import pass_page, refused_keep
-from .review_panel import operation_oob_context, review_context
+from memoryadmin.console.services import review as review_services
+from memoryadmin.console.templatetags.console import status_words
+from memoryadmin.console.views.common import HtmxHttpRequest, can_review
+from memoryadmin.console.views.passes import pass_page, refused_keep
+from memoryadmin.console.views.review_panel import operation_oob_context, review_context
 
 
 def _panel(

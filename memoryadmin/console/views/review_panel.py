@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..forms.review import ReviewFilterForm
-from ..models import Operation, Pass
-from ..selectors.evaluation import pass_figures
-from ..selectors.review import (
+from memoryadmin.console.forms.review import ReviewFilterForm
+from memoryadmin.console.models import Operation, Pass
+from memoryadmin.console.selectors.evaluation import pass_figures
+from memoryadmin.console.selectors.review import (
     RISK_LINE,
     approve_line,
     conflict_counts,
@@ -22,7 +22,7 @@ from ..selectors.review import (
     review_rest,
     review_rules,
 )
-from ..selectors.review_guards import approve_blocked, content_guard
+from memoryadmin.console.selectors.review_guards import approve_blocked, content_guard
 
 
 def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:

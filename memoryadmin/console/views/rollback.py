@@ -8,13 +8,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ..errors import ServiceError, StoreUnavailable
-from ..forms.review import NoteForm
-from ..models import Agent, ArchivedMemory, Pass
-from ..selectors.decisions import decisions_of_pass
-from ..selectors.rollback import archive_page, rollback_counts
-from ..services import rollback as rollback_services
-from .common import HtmxHttpRequest, can_review
+from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.forms.review import NoteForm
+from memoryadmin.console.models import Agent, ArchivedMemory, Pass
+from memoryadmin.console.selectors.decisions import decisions_of_pass
+from memoryadmin.console.selectors.rollback import archive_page, rollback_counts
+from memoryadmin.console.services import rollback as rollback_services
+from memoryadmin.console.views.common import HtmxHttpRequest, can_review
 
 
 @can_review

@@ -7,10 +7,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ..forms.schedules import CronPreviewForm
-from ..selectors.common import request_zone
-from ..selectors.schedules import next_runs
-from .common import HtmxHttpRequest
+from memoryadmin.console.forms.schedules import CronPreviewForm
+from memoryadmin.console.selectors.common import request_zone
+from memoryadmin.console.selectors.schedules import next_runs
+from memoryadmin.console.views.common import HtmxHttpRequest
 
 
 def cron_preview(cron: str | None, request: HtmxHttpRequest) -> dict:

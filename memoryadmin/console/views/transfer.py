@@ -14,14 +14,13 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
 from consolidation.jsonl import LineError
-
-from ..errors import StoreUnavailable
-from ..forms.transfer import JsonlUploadForm
-from ..models import Agent, ImportJob
-from ..selectors.transfer import memories_export_jsonl
-from ..services.transfer import ImportReport
-from ..services.transfer_jobs import import_job_create
-from .common import HtmxHttpRequest, can_edit_memories
+from memoryadmin.console.errors import StoreUnavailable
+from memoryadmin.console.forms.transfer import JsonlUploadForm
+from memoryadmin.console.models import Agent, ImportJob
+from memoryadmin.console.selectors.transfer import memories_export_jsonl
+from memoryadmin.console.services.transfer import ImportReport
+from memoryadmin.console.services.transfer_jobs import import_job_create
+from memoryadmin.console.views.common import HtmxHttpRequest, can_edit_memories
 
 MAX_ERRORS_SHOWN = 20
 """Invalid lines listed on the page; the rest are counted ("and N more")."""

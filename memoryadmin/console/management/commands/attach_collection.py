@@ -19,10 +19,9 @@ from django.core.management.base import BaseCommand
 
 from consolidation.shapes import PRESETS
 from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.management.commands._cli import bad_input, failed
 from memoryadmin.console.selectors.agents import collection_shape
 from memoryadmin.console.services.agents import agent_create
-
-from ._cli import bad_input, failed
 
 
 class Command(BaseCommand):

@@ -8,9 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.management.commands._cli import failed, get_agent
 from memoryadmin.console.selectors.agents import agent_census
-
-from ._cli import failed, get_agent
 
 
 class Command(BaseCommand):

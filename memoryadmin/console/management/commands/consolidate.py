@@ -26,13 +26,18 @@ from django.utils import timezone
 from consolidation import NAMED_POLICIES, Policy
 from consolidation.snapshot import llm_brief
 from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.management.commands._cli import (
+    bad_input,
+    failed,
+    get_agent,
+    is_terminal,
+    progress_bar,
+)
 from memoryadmin.console.models import Pass
 from memoryadmin.console.selectors.passes import pass_summary, promoted_counts
 from memoryadmin.console.services.apply import pass_apply
 from memoryadmin.console.services.passes import pass_dry_run, pass_request, pass_run
 from memoryadmin.console.services.review import pass_approve
-
-from ._cli import bad_input, failed, get_agent, is_terminal, progress_bar
 
 KEYS = (
     "pass_id",

@@ -22,14 +22,13 @@ from django.core.management.base import BaseCommand
 
 from memoryadmin.api.present.forget import forget_out, plan_out
 from memoryadmin.console.errors import ServiceError, StoreUnavailable
+from memoryadmin.console.management.commands._cli import bad_input, failed, get_agent
 from memoryadmin.console.selectors.forget import ForgetSelection, forget_plan
 from memoryadmin.console.services.forget import (
     NOT_UNDOABLE,
     forget_approve,
     forget_request_create,
 )
-
-from ._cli import bad_input, failed, get_agent
 
 
 class Command(BaseCommand):

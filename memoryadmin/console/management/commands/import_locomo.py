@@ -10,9 +10,13 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.management.commands._cli import (
+    bad_input,
+    failed,
+    is_terminal,
+    progress_bar,
+)
 from memoryadmin.console.services.transfer import locomo_import
-
-from ._cli import bad_input, failed, is_terminal, progress_bar
 
 
 class Command(BaseCommand):

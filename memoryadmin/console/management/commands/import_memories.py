@@ -9,9 +9,14 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memoryadmin.console.errors import ServiceError
+from memoryadmin.console.management.commands._cli import (
+    bad_input,
+    failed,
+    get_agent,
+    is_terminal,
+    progress_bar,
+)
 from memoryadmin.console.services.transfer import ImportRefused, memories_import_jsonl
-
-from ._cli import bad_input, failed, get_agent, is_terminal, progress_bar
 
 
 class Command(BaseCommand):
