@@ -75,7 +75,7 @@ def setup_django(var: Path) -> None:
 def build_store(agent, n: int) -> None:
     import numpy as np
 
-    from memoryadmin.console import stores
+    from memoryadmin.core import stores
 
     rng = np.random.default_rng(7)
     collection = stores.get_store(agent).collection
@@ -108,10 +108,11 @@ def build_rows(big, n_agents: int, n_passes: int, n_ops: int):
     from django.utils import timezone
 
     from consolidation import content_hash
-    from memoryadmin.console.models import Operation, OperationSource, Pass, StoreSample
-    from memoryadmin.console.services.agents import agent_create
-    from memoryadmin.console.services.evaluation import pass_store_figures
-    from memoryadmin.console.services.review import pass_score_operations
+    from memoryadmin.agents.models import StoreSample
+    from memoryadmin.agents.services.agents import agent_create
+    from memoryadmin.proposals.models import Operation, OperationSource, Pass
+    from memoryadmin.proposals.services.evaluation import pass_store_figures
+    from memoryadmin.proposals.services.review import pass_score_operations
 
     agents = [big] + [
         agent_create(
@@ -248,8 +249,8 @@ def main() -> None:
         from django.test import Client
         from django.urls import reverse
 
-        from memoryadmin.console.roles import ensure_roles
-        from memoryadmin.console.services.agents import agent_create
+        from memoryadmin.agents.services.agents import agent_create
+        from memoryadmin.core.roles import ensure_roles
 
         t0 = time.perf_counter()
         ensure_roles()
@@ -262,7 +263,7 @@ def main() -> None:
         client.force_login(user)
         # What a fresh web process does before its first request (wsgi.py), then the first
         # agent page and the first memory detail, each once: what an operator waits for first.
-        from memoryadmin.console.stores import warm_up
+        from memoryadmin.core.stores import warm_up
 
         t0 = time.perf_counter()
         warmed = warm_up()

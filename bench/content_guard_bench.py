@@ -7,8 +7,8 @@ The figures the content guard and ``auto_apply_max_risk`` defaults are chosen fr
   default policy for up to ``--passes`` nightly passes (each applied in memory when both
   guards pass, as ``bench/quality_locomo.py --mode converge`` does);
 - **demo stores** (the console's three demo agents, texts of
-  ``memoryadmin/console/services/demo_texts.py`` built as
-  ``memoryadmin.console.services.demo`` builds them);
+  ``memoryadmin/ops/services/demo_texts.py`` built as
+  ``memoryadmin.ops.services.demo`` builds them);
 - **harmful merges**: pairs that differ in a path prefix, a comparison operator, a file
   extension, a flag, a version or a negation, merged the way the extractive merge would merge
   them (the text of the first kept, the second dropped), measured alone and inside the coding
@@ -118,14 +118,14 @@ def passes(
 
 
 def demo_records(embedder: Any) -> dict[str, list[MemoryRecord]]:
-    """The three demo stores, as ``memoryadmin.console.services.demo`` builds them (same seeds)."""
+    """The three demo stores, as ``memoryadmin.ops.services.demo`` builds them (same seeds)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
     import django
 
     django.setup()
     from django.utils import timezone
 
-    from memoryadmin.console.services.demo import DEMO_AGENTS
+    from memoryadmin.ops.services.demo import DEMO_AGENTS
 
     now = timezone.now()
     out = {}

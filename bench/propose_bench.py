@@ -184,8 +184,8 @@ def fill_store(agent, n: int, dup_frac: float, n_probes: int) -> int:
     number of planted pairs."""
     import numpy as np
 
-    from memoryadmin.console import stores
-    from memoryadmin.console.models import ProbeQuery
+    from memoryadmin.agents.models import ProbeQuery
+    from memoryadmin.core import stores
 
     records, pairs = make_store(n, seed=12, dup_frac=dup_frac)
     collection = stores.get_store(agent).collection
@@ -248,8 +248,8 @@ class Stages:
 
 def instrument() -> Stages:
     import consolidation.snapshot as snapshot
-    from memoryadmin.console import stores
-    from memoryadmin.console.services import apply, passes
+    from memoryadmin.core import stores
+    from memoryadmin.proposals.services import apply, passes
 
     st = Stages()
     st.wrap(snapshot, "records_from_memory", "read_store")
@@ -301,11 +301,11 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
         from django.contrib.auth.models import User
         from django.db.models import Count
 
-        from memoryadmin.console.models import Operation, Pass
-        from memoryadmin.console.services.agents import agent_create
-        from memoryadmin.console.services.apply import pass_apply
-        from memoryadmin.console.services.passes import pass_request, pass_run
-        from memoryadmin.console.services.review import pass_approve
+        from memoryadmin.agents.services.agents import agent_create
+        from memoryadmin.proposals.models import Operation, Pass
+        from memoryadmin.proposals.services.apply import pass_apply
+        from memoryadmin.proposals.services.passes import pass_request, pass_run
+        from memoryadmin.proposals.services.review import pass_approve
 
         t0 = time.perf_counter()
         user = User.objects.create_superuser("bench", "bench@example.org", "bench-password")

@@ -91,7 +91,7 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
-CSRF_FAILURE_VIEW = "memoryadmin.console.views.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "memoryadmin.core.error_pages.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -110,7 +110,7 @@ INSTALLED_APPS = [
     # django-ninja as an app: /api/v1/docs renders its own template with the Swagger UI files it
     # ships (static/ninja/, no CDN, no inline script), allowed by the CSP below and offline.
     "ninja",
-    "memoryadmin.console",
+    "memoryadmin.apps.ConsoleConfig",
     "memoryadmin.api",
 ]
 
@@ -154,7 +154,7 @@ AXES_VERBOSE = False
 # The client's address for the lockout: REMOTE_ADDR, or X-Forwarded-For's right-most address
 # that is not a proxy only when REMOTE_ADDR is one of TRUSTED_PROXIES (addresses or networks of
 # the TLS proxies in front; empty: the header is ignored). console/services/accounts.py.
-AXES_CLIENT_IP_CALLABLE = "memoryadmin.console.services.accounts.client_ip"
+AXES_CLIENT_IP_CALLABLE = "memoryadmin.ops.services.accounts.client_ip"
 TRUSTED_PROXIES = [p.strip() for p in os.getenv("TRUSTED_PROXIES", "").split(",") if p.strip()]
 # "Forgot your password?" requests an hour that send a mail: per client address, per e-mail.
 PASSWORD_RESET_LIMITS = {

@@ -9,6 +9,6 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 application = get_wsgi_application()
 
-from memoryadmin.console.stores import warm_up  # noqa: E402  (needs the app registry)
+from memoryadmin.core.stores import warm_up  # noqa: E402  (needs the app registry)
 
 warm_up()  # the Chroma client and the embedder, before the first request

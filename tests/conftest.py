@@ -9,11 +9,27 @@ and an ``agent_with_memories`` factory that writes memories with real embeddings
 - Users: alice (admin), bob (reviewer), carol (viewer); password ``"password"``.
 - LoCoMo: ``locomo_path()`` is ``../shared/data/locomo/locomo7.json`` (never copied into the
   repo); it FAILS the test when the file is missing and env ``CI`` is set, and skips otherwise.
+
+The console's furniture:
+
+- ``XSS`` / ``XSS_ESCAPED``: a script tag and the bytes Django's autoescape renders it as.
+- ``XSS_MIXED``: a script tag plus an ``<img onerror>`` (attribute-borne script), for pages that
+  show memory text.
+- ``free_port()``: a TCP port on 127.0.0.1 free at the time of the call (for servers the slow
+  tests start).
+- ``bare_agent``: factory for an ``Agent`` row with no collection behind it (pages that do not
+  read the store, or that must cope with a missing store).
+- ``login(client, user)``: ``client`` logged in as ``user``.
+- ``locomo_agent``: factory ``locomo_agent("conv-26") -> Agent``, one LoCoMo conversation
+  imported with ``import_locomo`` (memories and probe queries) into collections of its own.
+
+The LoCoMo path (``locomo_path()``) lives in ``tests/conftest.py``: the engine's tests use it too.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -23,7 +39,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memoryadmin.console.services.agents import agent_create
+from memoryadmin.agents.services.agents import agent_create
 
 PASSWORD = "password"
 
@@ -76,7 +92,7 @@ def chroma_ephemeral(request: pytest.FixtureRequest) -> Iterator[None]:
     if _is_engine_test(request):
         yield
         return
-    from memoryadmin.console import stores
+    from memoryadmin.core import stores
 
     request.getfixturevalue("settings").CHROMA_MODE = "ephemeral"
     stores.reset_client_cache()
@@ -103,7 +119,7 @@ def unique_name() -> Callable[[str], str]:
 @pytest.fixture
 def roles(db: Any) -> dict[str, int]:
     """The viewer/reviewer/admin groups with their permissions."""
-    from memoryadmin.console.roles import ensure_roles
+    from memoryadmin.core.roles import ensure_roles
 
     return ensure_roles()
 
@@ -164,7 +180,7 @@ def agent_with_memories(db: Any, unique_name: Callable[[str], str]) -> Callable[
     per text (ids ``mem-000``…), embedded by the offline embedder. ``texts`` may be an int N
     for N distinct sentences.
     """
-    from memoryadmin.console import stores
+    from memoryadmin.core import stores
 
     def make(
         texts: Sequence[str] | int = 5,
@@ -228,3 +244,68 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(fnmatch(item.path.name, pattern) for pattern in SERVICES_FILES):
             item.add_marker(pytest.mark.services)
+
+
+# ----- the console's furniture ------------------------------------------------------------
+
+XSS = "<script>alert(1)</script>"
+XSS_ESCAPED = b"&lt;script&gt;alert(1)&lt;/script&gt;"
+XSS_MIXED = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def login(client: Any, user: Any) -> Any:
+    """``client`` (a Django test ``Client``) logged in as ``user``; returns the client."""
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def bare_agent(db: Any, unique_name: Callable[[str], str]) -> Callable[..., Any]:
+    """Factory: ``bare_agent(**fields) -> Agent``, a row whose collection was never created.
+
+    Defaults: name "Bare agent", a unique slug and collection name; ``fields`` override them.
+    """
+    from memoryadmin.agents.models import Agent
+
+    def make(**fields: Any) -> Any:
+        fields.setdefault("name", "Bare agent")
+        fields.setdefault("slug", unique_name("a"))
+        fields.setdefault("collection_name", unique_name("c"))
+        return Agent.objects.create(**fields)
+
+    return make
+
+
+@pytest.fixture
+def locomo_agent(
+    db: Any, locomo_file: Any, unique_name: Callable[[str], str]
+) -> Callable[[str], Any]:
+    """Factory: ``locomo_agent(conversation) -> Agent`` (slug ``locomo-<conversation>``), the
+    conversation imported by ``manage.py import_locomo`` from the LoCoMo file."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from memoryadmin.agents.models import Agent
+
+    def make(conversation: str) -> Any:
+        prefix = unique_name("lc") + "-"
+        call_command(
+            "import_locomo",
+            str(locomo_file),
+            "--conversation",
+            conversation,
+            "--collection-prefix",
+            prefix,
+            stdout=StringIO(),
+        )
+        return Agent.objects.get(slug=f"locomo-{conversation}")
+
+    return make

@@ -1,5 +1,4 @@
-"""The console is one grid, layer × domain (docs/ARCHITECTURE.md "The console grid"), and its
-imports run one way.
+"""The console is domain packages (docs/ARCHITECTURE.md "Packages"), and its imports run one way.
 
 Read from the code with ``ast`` (nothing is imported): every import statement of
 ``memoryadmin/`` counts, at the top of a module, inside a function or under ``TYPE_CHECKING``
@@ -7,12 +6,15 @@ Read from the code with ``ast`` (nothing is imported): every import statement of
 
 - no import cycle between modules;
 - no function-level import of our own modules (the need for one is removed instead);
-- no import from a higher layer: views → forms / services / selectors → the ground (models,
-  stores, validation, errors, roles) → the engine; services never import forms or views,
-  selectors never import services, forms never import services, tasks call services;
-- the grid table in docs/ARCHITECTURE.md lists exactly the modules of the layer packages (and
-  the template folders), each named after its row's domain, and the line under it lists exactly
-  the modules at the console's root.
+- inside every package, no import from a higher layer: views → forms / services / selectors →
+  the ground (models, and core's stores, validation, errors, roles) → the engine; services never
+  import forms or views, selectors never import services, forms never import services, tasks
+  call services;
+- between packages, below the views, a package imports only the packages before it in
+  :data:`PACKAGES` (the models of every package are one ground: one Django app whose foreign
+  keys run both ways); views, template tags and the entry points may import any package;
+- the package table in docs/ARCHITECTURE.md lists exactly the modules of every package's layers,
+  its template folder and its test folder, and the line under it the app's root.
 """
 
 from __future__ import annotations
@@ -27,20 +29,26 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 ARCHITECTURE = REPO / "docs/ARCHITECTURE.md"
 
-# (module prefix, layer); the longest matching prefix wins.
+PACKAGES = ["core", "notifications", "agents", "memories", "proposals", "ops"]
+"""The console's domain packages under ``memoryadmin/``, in import order: below the views a
+package imports only the packages before it here (and itself)."""
+
+PACKAGE_ORDER = {name: i for i, name in enumerate(PACKAGES)}
+
+LAYER_NAMES = ("models", "selectors", "services", "forms", "views")
+"""A package's layers: a module ``<package>/<layer>.py`` or a folder ``<package>/<layer>/``."""
+
 LAYERS = [
-    ("memoryadmin.console.models", "ground"),
-    ("memoryadmin.console.errors", "ground"),
-    ("memoryadmin.console.validation", "ground"),
-    ("memoryadmin.console.stores", "ground"),
-    ("memoryadmin.console.roles", "ground"),
-    ("memoryadmin.console.apps", "ground"),
-    ("memoryadmin.console.selectors", "selectors"),
-    ("memoryadmin.console.services", "services"),
-    ("memoryadmin.console.forms", "forms"),
-    ("memoryadmin.console.views", "views"),
-    ("memoryadmin.console.templatetags", "views"),
-    ("memoryadmin.console.tasks", "tasks"),
+    ("memoryadmin.models", "ground"),
+    ("memoryadmin.apps", "ground"),
+    ("memoryadmin.core.errors", "ground"),
+    ("memoryadmin.core.validation", "ground"),
+    ("memoryadmin.core.stores", "ground"),
+    ("memoryadmin.core.roles", "ground"),
+    ("memoryadmin.core.leases", "services"),
+    ("memoryadmin.core.error_pages", "views"),
+    ("memoryadmin.templatetags", "views"),
+    ("memoryadmin.tasks", "tasks"),
     ("memoryadmin.api.models", "ground"),
     ("memoryadmin.api.schemas", "ground"),
     ("memoryadmin.api.apps", "ground"),
@@ -50,9 +58,14 @@ LAYERS = [
     ("memoryadmin.api.routes", "views"),
     ("memoryadmin.api.paging", "views"),
     ("memoryadmin.api.views", "views"),
+] + [
+    (f"memoryadmin.{package}.{layer}", "ground" if layer == "models" else layer)
+    for package in PACKAGES
+    for layer in LAYER_NAMES
 ]
-"""Everything else (urls, admin, management commands, the API's mount and its MCP server,
-settings) is an entry point: it may import any layer."""
+"""(module prefix, layer); the longest matching prefix wins. Everything else (urls, admin,
+management commands, the API's mount and its MCP server, settings, middleware, wsgi) is an entry
+point: it may import any layer."""
 
 ALLOWED = {
     "ground": {"ground"},
@@ -168,11 +181,20 @@ def _cycles(nodes: list[str], edges: list[Edge]) -> list[list[str]]:
 
 
 def layer_of(module: str) -> str:
-    """The layer of ``module`` (``"entry"`` when none claims it)."""
+    """The layer of ``module`` (``"entry"`` when none claims it); a domain package's own
+    ``__init__`` (a docstring, how its modules are reached) is ground."""
+    if module.count(".") == 1 and module.split(".")[1] in PACKAGE_ORDER:
+        return "ground"
     best = max(
         (p for p, _ in LAYERS if module == p or module.startswith(p + ".")), key=len, default=""
     )
     return dict(LAYERS).get(best, "entry")
+
+
+def package_of(module: str) -> str | None:
+    """The domain package of ``module`` (``None`` for the API, the app's root and entry points)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in PACKAGE_ORDER else None
 
 
 def _upward(edges: list[Edge]) -> list[str]:
@@ -182,6 +204,20 @@ def _upward(edges: list[Edge]) -> list[str]:
             continue  # its own package (a face that defines nothing): how siblings are reached
         source, target = layer_of(e.source), layer_of(e.target)
         if source in ALLOWED and target not in ALLOWED[source]:
+            wrong.append(f"{e.source}:{e.line} ({source}) imports {e.target} ({target})")
+    return wrong
+
+
+def _across(edges: list[Edge]) -> list[str]:
+    """Imports below the views from a package later in :data:`PACKAGES` (models aside)."""
+    wrong = []
+    for e in edges:
+        source, target = package_of(e.source), package_of(e.target)
+        if source is None or target is None or source == target:
+            continue
+        if layer_of(e.source) in ("views", "entry") or layer_of(e.target) == "ground":
+            continue
+        if PACKAGE_ORDER[target] > PACKAGE_ORDER[source]:
             wrong.append(f"{e.source}:{e.line} ({source}) imports {e.target} ({target})")
     return wrong
 
@@ -203,8 +239,13 @@ def test_imports_run_down_the_layers() -> None:
     assert _upward(edges) == []
 
 
+def test_packages_import_only_the_packages_before_them() -> None:
+    _, edges = _edges()
+    assert _across(edges) == []
+
+
 def test_the_checks_see_a_cycle_a_lazy_import_and_an_upward_import(tmp_path: Path) -> None:
-    pkg = tmp_path / "memoryadmin" / "console"
+    pkg = tmp_path / "memoryadmin" / "agents"
     (pkg / "selectors").mkdir(parents=True)
     (pkg / "services").mkdir()
     for init in (pkg.parent, pkg, pkg / "selectors", pkg / "services"):
@@ -213,121 +254,116 @@ def test_the_checks_see_a_cycle_a_lazy_import_and_an_upward_import(tmp_path: Pat
     (pkg / "services" / "b.py").write_text("from ..selectors import a\n")
     mods, edges = _edges(tmp_path)
     assert _cycles(sorted(mods), edges) == [
-        ["memoryadmin.console.selectors.a", "memoryadmin.console.services.b"]
+        ["memoryadmin.agents.selectors.a", "memoryadmin.agents.services.b"]
     ]
     assert {(e.source, e.target) for e in edges if e.lazy} == {
-        ("memoryadmin.console.selectors.a", "memoryadmin.console.services"),
-        ("memoryadmin.console.selectors.a", "memoryadmin.console.services.b"),
+        ("memoryadmin.agents.selectors.a", "memoryadmin.agents.services"),
+        ("memoryadmin.agents.selectors.a", "memoryadmin.agents.services.b"),
     }
     assert sorted(_upward(edges)) == [
-        f"memoryadmin.console.selectors.a:2 (selectors) imports {target} (services)"
-        for target in ("memoryadmin.console.services", "memoryadmin.console.services.b")
+        f"memoryadmin.agents.selectors.a:2 (selectors) imports {target} (services)"
+        for target in ("memoryadmin.agents.services", "memoryadmin.agents.services.b")
     ]
 
 
-# ----- the grid table ---------------------------------------------------------------------
+# ----- the package table ------------------------------------------------------------------
 
-COLUMNS = {
-    "services": "memoryadmin/console/services",
-    "selectors": "memoryadmin/console/selectors",
-    "forms": "memoryadmin/console/forms",
-    "views": "memoryadmin/console/views",
-    "templates": "templates/console",
-    "API routes": "memoryadmin/api/routes",
-    "API actions": "memoryadmin/api/actions",
-    "API present": "memoryadmin/api/present",
-}
-"""The grid's columns and the folder each lists (modules, or template folders)."""
-
-SHARED = "common"
-"""The row of what a layer's domains share; its modules need not bear a domain's name."""
+COLUMNS = ("ground", "services", "selectors", "forms", "views", "templates", "tests")
+"""The table's columns after the package name: the modules of each layer (a layer's own module
+``<layer>.py`` is listed by the layer's name), then the package's template and test folders."""
 
 
-def parse_grid(text: str) -> tuple[dict[tuple[str, str], set[str]], dict[str, set[str]]]:
-    """``({(domain, column): names}, {"ground" | "entry points": names})`` from the section
-    "The console grid" of docs/ARCHITECTURE.md. Raises ``ValueError`` when it has no table."""
-    section = text.split("## The console grid", 1)[-1].split("\n## ", 1)[0]
+def parse_packages(text: str) -> tuple[dict[tuple[str, str], set[str]], set[str]]:
+    """``({(package, column): names}, root names)`` from the section "Packages" of
+    docs/ARCHITECTURE.md: its table, and the backticked names of its "**App root**" line.
+    Raises ``ValueError`` when it has no table."""
+    section = text.split("## Packages", 1)[-1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
     if len(rows) < 3:
-        raise ValueError("no grid table under '## The console grid'")
+        raise ValueError("no package table under '## Packages'")
     header = [c.strip() for c in rows[0].strip("|").split("|")]
     cells: dict[tuple[str, str], set[str]] = {}
     for row in rows[2:]:
         values = [c.strip() for c in row.strip("|").split("|")]
-        domain = values[0].strip("*` ")
+        package = values[0].strip("*` ")
         for column, value in zip(header[1:], values[1:], strict=True):
-            cells[(domain, column)] = set(re.findall(r"`(\w+)/?`", value))
-    root = {
-        m.group(1).lower(): set(re.findall(r"`(\w+)/?`", m.group(2)))
-        for m in re.finditer(r"\*\*(Ground|Entry points)\*\*(.*?)(?=\n\*\*|\n\n|$)", section, re.S)
+            cells[(package, column)] = set(re.findall(r"`(\w+)/?`", value))
+    root = re.search(r"\*\*App root\*\*[^:]*:(.*?)(?=\n\n|$)", section, re.S)
+    return cells, set(re.findall(r"`(\w+)/?`", root.group(1))) if root else set()
+
+
+def _tree(package: str, column: str) -> set[str]:
+    if column in ("templates", "tests"):
+        folder = REPO / column / package
+        pattern = "*.html" if column == "templates" else "test_*.py"
+        return {package} if folder.is_dir() and any(folder.glob(pattern)) else set()
+    mods, _ = _edges()
+    return {
+        m.rsplit(".", 1)[-1]
+        for m, path in mods.items()
+        if package_of(m) == package and path.name != "__init__.py" and layer_of(m) == column
     }
-    return cells, root
 
 
-def _tree(column: str) -> set[str]:
-    folder = REPO / COLUMNS[column]
-    if column == "templates":
-        return {p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.html"))}
-    return {p.stem for p in folder.glob("*.py") if p.name != "__init__.py"}
+def test_the_package_table_lists_exactly_the_modules_of_every_package() -> None:
+    cells, _ = parse_packages(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert {p for p, _ in cells} == set(PACKAGES)
+    assert {c for _, c in cells} == set(COLUMNS)
+    for (package, column), names in sorted(cells.items()):
+        assert names == _tree(package, column), f"{package} / {column}"
 
 
-def test_the_grid_table_lists_exactly_the_modules_of_the_layer_packages() -> None:
-    cells, _ = parse_grid(ARCHITECTURE.read_text(encoding="utf-8"))
-    columns = {column for _, column in cells}
-    assert columns == set(COLUMNS)
-    for column in sorted(COLUMNS):
-        listed = {name for (_, c), names in cells.items() if c == column for name in names}
-        assert listed == _tree(column), column
+def test_every_module_of_a_package_has_a_layer() -> None:
+    mods, _ = _edges()
+    homeless = [m for m in mods if package_of(m) and m.count(".") >= 2 and layer_of(m) == "entry"]
+    assert homeless == []
 
 
-def test_every_module_of_the_grid_is_named_after_its_domain() -> None:
-    cells, _ = parse_grid(ARCHITECTURE.read_text(encoding="utf-8"))
-    misnamed = [
-        f"{column}/{name} in row {domain}"
-        for (domain, column), names in cells.items()
-        if domain != SHARED
-        for name in names
-        if name != domain and not name.startswith(domain + "_")
-    ]
-    assert misnamed == []
+def test_the_app_root_holds_what_the_table_names() -> None:
+    _, root = parse_packages(ARCHITECTURE.read_text(encoding="utf-8"))
+    app = REPO / "memoryadmin"
+    here = {p.stem for p in app.glob("*.py") if p.name != "__init__.py"}
+    here |= {p.name for p in app.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert root == here - set(PACKAGES)
 
 
-def test_the_console_root_holds_only_the_ground_and_the_entry_points() -> None:
-    _, root = parse_grid(ARCHITECTURE.read_text(encoding="utf-8"))
-    console = REPO / "memoryadmin" / "console"
-    here = {p.stem for p in console.glob("*.py") if p.name != "__init__.py"}
-    here |= {
-        p.name
-        for p in console.iterdir()
-        if p.is_dir() and p.name in ("management", "templatetags", "models")
-    }
-    assert root["ground"] | root["entry points"] == here
-    assert {layer_of(f"memoryadmin.console.{m}") for m in root["ground"]} == {"ground"}
+@pytest.mark.parametrize("text", ["## Packages\n\nno table\n", "# nothing\n"])
+def test_a_missing_package_table_is_an_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_packages(text)
 
 
-@pytest.mark.parametrize(
-    ("text", "error"),
-    [
-        ("## The console grid\n\nno table\n", ValueError),
-        ("# nothing\n", ValueError),
-    ],
-)
-def test_a_missing_grid_table_is_an_error(text: str, error: type[Exception]) -> None:
-    with pytest.raises(error):
-        parse_grid(text)
-
-
-def test_the_grid_parser_reads_rows_cells_and_the_root_lines() -> None:
+def test_the_table_parser_reads_rows_cells_and_the_root_line() -> None:
     text = (
-        "## The console grid\n\n| domain | services | views |\n|---|---|---|\n"
-        "| agents | `agents` | `agents`, `agents_x` |\n| apply | `apply` | — |\n\n"
-        "**Ground**: `models`, `stores`.\n**Entry points**: `urls`, `management/`.\n\n## Next\n"
+        "## Packages\n\n| package | services | views |\n|---|---|---|\n"
+        "| agents | `agents` | `views` |\n| ops | `demo`, `health` | — |\n\n"
+        "**App root** (`memoryadmin/`): `urls`, `management/`.\n\n## Next\n"
     )
-    cells, root = parse_grid(text)
+    cells, root = parse_packages(text)
     assert cells == {
         ("agents", "services"): {"agents"},
-        ("agents", "views"): {"agents", "agents_x"},
-        ("apply", "services"): {"apply"},
-        ("apply", "views"): set(),
+        ("agents", "views"): {"views"},
+        ("ops", "services"): {"demo", "health"},
+        ("ops", "views"): set(),
     }
-    assert root == {"ground": {"models", "stores"}, "entry points": {"urls", "management"}}
+    assert root == {"urls", "management"}
+
+
+def test_the_package_check_sees_an_import_from_a_later_package() -> None:
+    edges = [
+        Edge(
+            "memoryadmin.agents.services.agents", "memoryadmin.proposals.selectors.passes", 3, False
+        ),
+        Edge("memoryadmin.agents.views.agents", "memoryadmin.proposals.services.passes", 4, False),
+        Edge("memoryadmin.agents.selectors.probes", "memoryadmin.proposals.models", 5, False),
+        Edge(
+            "memoryadmin.proposals.services.passes",
+            "memoryadmin.agents.services.schedules",
+            6,
+            False,
+        ),
+    ]
+    assert _across(edges) == [
+        "memoryadmin.agents.services.agents:3 (agents) imports "
+        "memoryadmin.proposals.selectors.passes (proposals)"
+    ]

@@ -30,6 +30,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
+from memoryadmin.agents.models import Agent
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions import common, decisions, dry_runs, passes, review
 from memoryadmin.api.actions import forget as forget_actions
@@ -37,9 +38,9 @@ from memoryadmin.api.present.agents import agent_out
 from memoryadmin.api.present.memories import memory_out
 from memoryadmin.api.present.passes import pass_detail_out, pass_out
 from memoryadmin.api.tokens import token_user
-from memoryadmin.console.models import Agent, Pass
-from memoryadmin.console.selectors.memories import memory_search
-from memoryadmin.console.validation import DB_INT_MAX, MAX_NOTE_CHARS
+from memoryadmin.core.validation import DB_INT_MAX, MAX_NOTE_CHARS
+from memoryadmin.memories.selectors.memories import memory_search
+from memoryadmin.proposals.models import Pass
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from ninja import Field, Schema
 from pydantic import field_validator
 
-from memoryadmin.console.models import Operation, Pass
-from memoryadmin.console.validation import MAX_NOTE_CHARS
+from memoryadmin.core.validation import MAX_NOTE_CHARS
+from memoryadmin.proposals.models import Operation, Pass
 
 PassStatus = Literal[tuple(Pass.Status.values)]  # type: ignore[valid-type]
 """Every value of ``Pass.Status`` (the pass lifecycle, docs/ARCHITECTURE.md)."""

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryadmin.api.models import ApiToken
-from memoryadmin.console.models import AuditEvent
+from memoryadmin.core.models import AuditEvent
 
 __all__ = ["TOKEN_PREFIX", "hash_token", "token_create", "token_revoke", "token_user", "tokens_of"]
 

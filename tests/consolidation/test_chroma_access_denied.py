@@ -1,7 +1,7 @@
 """A Chroma server (or the token proxy in front of it, deploy/nginx-chroma.conf) that refuses the
 token: the adapter raises ``StoreAccessDenied`` (a ``StoreUnavailable``) saying so, already when
 the client is made. A local stub answers every request with Chroma's JSON error body; the real
-proxy is exercised by tests/web/test_chroma_token.py."""
+proxy is exercised by tests/core/test_chroma_token.py."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from consolidation.adapters.chroma_store import (
 )
 from consolidation.protocols import MemoryStore, WritableMemoryStore
 from consolidation.records import MemoryRecord
-from tests.web.conftest import free_port
+from tests.conftest import free_port
 
 DIM = 384
 

@@ -23,7 +23,7 @@ from consolidation.distill import distill, extract_quoted_data
 from consolidation.llm_usage import TokenGauge
 from consolidation.records import MemoryRecord
 from consolidation.snapshot import plan_snapshot
-from tests.web.conftest import free_port
+from tests.conftest import free_port
 
 pytest_plugins = ["tests.llm_stub"]  # the `llm_stub` fixture
 

@@ -22,7 +22,7 @@ from consolidation.llm_judge import (
 )
 from consolidation.protocols import LLMOutputError
 from consolidation.snapshot import plan_snapshot
-from tests.web.conftest import free_port
+from tests.conftest import free_port
 
 from ._vectors import at_cosine, basis
 from .test_consolidator import DictStore

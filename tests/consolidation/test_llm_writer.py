@@ -15,7 +15,7 @@ import pytest
 from consolidation.adapters.llm import DEFAULT_TIMEOUT_SECONDS, LLMWriter, llm_from_env
 from consolidation.adapters.llm_errors import retry_after_seconds
 from consolidation.distill import LLMOutputError, LLMUnavailable
-from tests.web.conftest import free_port
+from tests.conftest import free_port
 
 pytest_plugins = ["tests.llm_stub"]  # the `llm_stub` fixture
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from consolidation import NAMED_POLICIES, Policy
-from memoryadmin.console.errors import StoreUnavailable
-from memoryadmin.console.models import Agent, Pass
-from memoryadmin.console.roles import can_manage, can_review
+from memoryadmin.agents.models import Agent
+from memoryadmin.core.errors import StoreUnavailable
+from memoryadmin.core.roles import can_manage, can_review
+from memoryadmin.proposals.models import Pass
 
 
 class ActionError(Exception):

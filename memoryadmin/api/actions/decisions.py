@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryadmin.agents.models import Agent
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import BadInput, NotFound, require_review, service_error
 from memoryadmin.api.present.decisions import decision_out
-from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import Agent, Decision
-from memoryadmin.console.selectors.decisions import DECISIONS_PER_PAGE, decision_page
-from memoryadmin.console.services.decisions import decision_revoke
-from memoryadmin.console.validation import MAX_NOTE_CHARS
+from memoryadmin.core.errors import ServiceError
+from memoryadmin.core.validation import MAX_NOTE_CHARS
+from memoryadmin.proposals.models import Decision
+from memoryadmin.proposals.selectors.decisions import DECISIONS_PER_PAGE, decision_page
+from memoryadmin.proposals.services.decisions import decision_revoke
 
 STATES = ("active", "revoked", "all")
 

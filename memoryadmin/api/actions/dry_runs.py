@@ -1,7 +1,7 @@
 """Dry runs for the API and the MCP tools: queue one for the worker, read one (waiting, bounded).
 
 Any role may dry-run (nothing is written), within the console's limits
-(:mod:`memoryadmin.console.services.dry_runs`): one queued or running per agent — the same
+(:mod:`memoryadmin.proposals.services.dry_runs`): one queued or running per agent — the same
 request again gets that one back, another policy is refused with 429 — and
 ``MEMORYADMIN_DRY_RUNS_PER_USER`` per user (429, ``Retry-After``).
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryadmin.agents.models import Agent
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import NotFound, TooManyRequests, named_policy, service_error
 from memoryadmin.api.present.dry_runs import dry_run_out
-from memoryadmin.console.errors import DryRunLimit, ServiceError
-from memoryadmin.console.models import Agent
-from memoryadmin.console.selectors.dry_runs import dry_run_get, dry_run_wait
-from memoryadmin.console.services.dry_runs import dry_run_request
+from memoryadmin.core.errors import DryRunLimit, ServiceError
+from memoryadmin.proposals.selectors.dry_runs import dry_run_get, dry_run_wait
+from memoryadmin.proposals.services.dry_runs import dry_run_request
 
 
 def dry_run_submit(*, agent: Agent, user: Any, policy: str | None, wait: float) -> s.DryRunOut:

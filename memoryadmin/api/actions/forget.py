@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryadmin.agents.models import Agent
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import NotFound, require_review, service_error
 from memoryadmin.api.present.forget import forget_out, plan_out
-from memoryadmin.console.errors import ServiceError, StoreUnavailable
-from memoryadmin.console.models import Agent, ForgetRequest
-from memoryadmin.console.selectors.forget import ForgetSelection, forget_plan
-from memoryadmin.console.services.forget import (
+from memoryadmin.core.errors import ServiceError, StoreUnavailable
+from memoryadmin.memories.models import ForgetRequest
+from memoryadmin.memories.selectors.forget import ForgetSelection, forget_plan
+from memoryadmin.memories.services.forget import (
     forget_approve,
     forget_reject,
     forget_request_create,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from memoryadmin.agents.models import Agent
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import (
     BadInput,
@@ -18,10 +19,10 @@ from memoryadmin.api.actions.common import (
 )
 from memoryadmin.api.actions.dry_runs import dry_run_submit
 from memoryadmin.api.present.passes import pass_out
-from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import Agent, Pass
-from memoryadmin.console.selectors.passes import pass_summary, promoted_counts
-from memoryadmin.console.services.passes import pass_request
+from memoryadmin.core.errors import ServiceError
+from memoryadmin.proposals.models import Pass
+from memoryadmin.proposals.selectors.passes import pass_summary, promoted_counts
+from memoryadmin.proposals.services.passes import pass_request
 
 
 def refuse_superseding(agent: Agent, replace: bool) -> None:

@@ -14,9 +14,9 @@ from memoryadmin.api.actions.common import (
     service_error,
 )
 from memoryadmin.api.present.passes import pass_out
-from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import Operation, Pass
-from memoryadmin.console.services.review import (
+from memoryadmin.core.errors import ServiceError
+from memoryadmin.proposals.models import Operation, Pass
+from memoryadmin.proposals.services.review import (
     conflict_resolve,
     operation_set_excluded,
     pass_approve,

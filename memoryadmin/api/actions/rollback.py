@@ -12,9 +12,9 @@ from memoryadmin.api.actions.common import (
     service_error,
 )
 from memoryadmin.api.present.passes import pass_out
-from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import Pass
-from memoryadmin.console.services.rollback import pass_rollback_request
+from memoryadmin.core.errors import ServiceError
+from memoryadmin.proposals.models import Pass
+from memoryadmin.proposals.services.rollback import pass_rollback_request
 
 
 def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:

@@ -7,10 +7,11 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import Count
 
+from memoryadmin.agents.models import Agent
+from memoryadmin.agents.selectors.agents import store_status
+from memoryadmin.agents.selectors.schedules import next_runs
 from memoryadmin.api import schemas as s
-from memoryadmin.console.models import Agent, Pass
-from memoryadmin.console.selectors.agents import store_status
-from memoryadmin.console.selectors.schedules import next_runs
+from memoryadmin.proposals.models import Pass
 
 UTC = ZoneInfo("UTC")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memoryadmin.api import schemas as s
-from memoryadmin.console.models import AuditEvent
+from memoryadmin.core.models import AuditEvent
 
 
 def event_out(e: AuditEvent) -> s.EventOut:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from memoryadmin.api import schemas as s
-from memoryadmin.console.models import Decision
-from memoryadmin.console.selectors.decisions import decision_label
+from memoryadmin.proposals.models import Decision
+from memoryadmin.proposals.selectors.decisions import decision_label
 
 
 def decision_out(d: Decision, *, agent_slug: str) -> s.DecisionOut:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from memoryadmin.api import schemas as s
-from memoryadmin.console.models import DryRun
+from memoryadmin.proposals.models import DryRun
 
 
 def dry_run_out(dry: DryRun) -> s.DryRunOut:

@@ -4,8 +4,8 @@ selector)."""
 from __future__ import annotations
 
 from memoryadmin.api import schemas as s
-from memoryadmin.console.models import ForgetRequest
-from memoryadmin.console.selectors.forget import ForgetPlan, forget_request_items
+from memoryadmin.memories.models import ForgetRequest
+from memoryadmin.memories.selectors.forget import ForgetPlan, forget_request_items
 
 
 def plan_out(*, agent_slug: str, plan: ForgetPlan) -> s.ForgetOut:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memoryadmin.api import schemas as s
-from memoryadmin.console.selectors.memories import MemoryView
+from memoryadmin.memories.selectors.memories import MemoryView
 
 
 def memory_out(m: MemoryView) -> s.MemoryOut:

@@ -10,16 +10,16 @@ from django.core.paginator import Paginator
 from consolidation.review import OperationLoss
 from consolidation.snapshot import llm_brief
 from memoryadmin.api import schemas as s
-from memoryadmin.console.errors import ServiceError
-from memoryadmin.console.models import Operation, Pass
-from memoryadmin.console.selectors.passes import (
+from memoryadmin.core.errors import ServiceError
+from memoryadmin.proposals.models import Operation, Pass
+from memoryadmin.proposals.selectors.passes import (
     operation_view,
     pass_stale_check,
     pass_summary,
     promoted_counts,
 )
-from memoryadmin.console.selectors.review import pass_revision
-from memoryadmin.console.selectors.review_guards import content_guard
+from memoryadmin.proposals.selectors.review import pass_revision
+from memoryadmin.proposals.selectors.review_guards import content_guard
 
 
 def _recall(rc: dict[str, Any] | None) -> s.RecallOut:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
+from memoryadmin.agents.models import Agent
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import get_agent
 from memoryadmin.api.present.agents import agent_out
-from memoryadmin.console.models import Agent
 
 router = Router(tags=["agents"])
 

@@ -9,8 +9,8 @@ from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import get_agent
 from memoryadmin.api.paging import paginate
 from memoryadmin.api.present.audit import event_out
-from memoryadmin.console.selectors.audit import audit_events
-from memoryadmin.console.validation import DB_INT_MAX
+from memoryadmin.core.validation import DB_INT_MAX
+from memoryadmin.ops.selectors.audit import audit_events
 
 router = Router(tags=["agents"])
 

@@ -13,9 +13,9 @@ from pydantic import field_validator
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import NotFound, Unavailable, get_agent
 from memoryadmin.api.present.memories import memory_out
-from memoryadmin.console.selectors import memories
-from memoryadmin.console.selectors.memories import MemoryQuery, memory_page
-from memoryadmin.console.validation import DB_INT_MAX
+from memoryadmin.core.validation import DB_INT_MAX
+from memoryadmin.memories.selectors import memories
+from memoryadmin.memories.selectors.memories import MemoryQuery, memory_page
 
 router = Router(tags=["agents"])
 

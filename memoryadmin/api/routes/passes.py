@@ -12,8 +12,8 @@ from memoryadmin.api.actions.common import NotFound, get_agent, get_pass
 from memoryadmin.api.actions.passes import consolidate
 from memoryadmin.api.paging import paginate
 from memoryadmin.api.present.passes import pass_detail_out, pass_out
-from memoryadmin.console.models import Pass
-from memoryadmin.console.validation import DB_INT_MAX
+from memoryadmin.core.validation import DB_INT_MAX
+from memoryadmin.proposals.models import Pass
 
 router = Router(tags=["passes"])
 

@@ -1,0 +1,1 @@
+"""The forms of the agents domain (docs/ARCHITECTURE.md "Packages")."""

@@ -1,0 +1,1 @@
+"""The selectors of the agents domain (docs/ARCHITECTURE.md "Packages")."""

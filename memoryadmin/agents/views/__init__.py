@@ -1,0 +1,1 @@
+"""The views of the agents domain (docs/ARCHITECTURE.md "Packages")."""

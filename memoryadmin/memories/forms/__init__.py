@@ -1,0 +1,1 @@
+"""The forms of the memories domain (docs/ARCHITECTURE.md "Packages")."""

@@ -1,0 +1,1 @@
+"""The selectors of the memories domain (docs/ARCHITECTURE.md "Packages")."""

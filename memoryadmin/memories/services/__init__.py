@@ -1,0 +1,1 @@
+"""The services of the memories domain (docs/ARCHITECTURE.md "Packages")."""

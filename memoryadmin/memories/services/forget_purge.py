@@ -1,0 +1,191 @@
+"""The database half of applying a forget request (:func:`purge_database`): archived copies
+deleted; the text, metadata and embedding of every operation source, operation, pass, audit
+event, decision and import report that held a forgotten memory replaced; proposals holding
+them made stale; passes that held them lose their Undo. Called by :mod:`.forget` inside its
+transaction, after the live memories left Chroma."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Q
+
+from memoryadmin.agents.models import Agent
+from memoryadmin.core.models import AuditEvent
+from memoryadmin.core.services import SYSTEM_ACTOR, transition
+from memoryadmin.memories.models import ArchivedMemory, ForgetRequest, ImportJob
+from memoryadmin.proposals.models import Decision, Operation, OperationSource, Pass, PassSnapshot
+
+__all__ = ["PURGED", "purge_database", "scrub", "secure_delete"]
+
+PURGED = "[forgotten]"
+"""What a forgotten text is replaced with wherever it was quoted."""
+_CHUNK = 500
+_TEXT_CHUNK = 20
+
+
+def secure_delete() -> None:
+    """On SQLite: overwrite deleted and replaced content with zeros (``PRAGMA secure_delete``)
+    on this connection, and truncate the WAL once the transaction commits, so the database
+    file keeps no copy of a forgotten text. PostgreSQL needs a ``VACUUM`` for that (not run
+    here)."""
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cur:
+        cur.execute("PRAGMA secure_delete = ON")
+
+    def checkpoint() -> None:
+        with connection.cursor() as cur:
+            cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    transaction.on_commit(checkpoint)
+
+
+def scrub(value: Any, needles: list[str]) -> Any:
+    """``value`` (JSON: str, list, dict …) with every occurrence of a needle replaced by
+    :data:`PURGED`; a string equal to a short needle (under 4 characters) is replaced whole."""
+    if isinstance(value, str):
+        for n in needles:
+            if value == n:
+                return PURGED
+            if len(n) >= 4 and n in value:
+                value = value.replace(n, PURGED)
+        return value
+    if isinstance(value, list):
+        return [scrub(v, needles) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub(v, needles) for k, v in value.items()}
+    return value
+
+
+def _chunks(items: list[Any], size: int = _CHUNK) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _touched_operations(agent: Agent, ids: list[str], texts: list[str]) -> set[int]:
+    ops: set[int] = set()
+    for chunk in _chunks(ids):
+        ops |= set(
+            OperationSource.objects.filter(
+                operation__run__agent=agent, memory_id__in=chunk
+            ).values_list("operation_id", flat=True)
+        )
+        ops |= set(
+            Operation.objects.filter(run__agent=agent, result_id__in=chunk).values_list(
+                "id", flat=True
+            )
+        )
+    for chunk in _chunks([t for t in texts if len(t) >= 4], _TEXT_CHUNK):
+        q = Q()
+        for t in chunk:
+            q |= Q(result_document__contains=t) | Q(planned_document__contains=t)
+        ops |= set(
+            Operation.objects.filter(run__agent=agent).filter(q).values_list("id", flat=True)
+        )
+    return ops
+
+
+def _save_scrubbed(obj: Any, fields: tuple[str, ...], needles: list[str]) -> bool:
+    changed = []
+    for name in fields:
+        before = getattr(obj, name)
+        after = scrub(before, needles)
+        if after != before:
+            setattr(obj, name, after)
+            changed.append(name)
+    if changed:
+        type(obj).objects.filter(pk=obj.pk).update(**{n: getattr(obj, n) for n in changed})
+    return bool(changed)
+
+
+def _purge_passes(
+    request: ForgetRequest, agent: Agent, held: set[int], ids: list[str], needles: list[str]
+) -> dict[str, int]:
+    gone = set(ids)
+    out = {"passes": 0, "stale": 0}
+    for run in Pass.objects.filter(agent=agent).order_by("pk"):
+        fields = ("telemetry", "figures", "recall", "note", "reason", "error", "guard_reason")
+        scrubbed = _save_scrubbed(run, fields, needles)
+        if run.pk in held:
+            telemetry = dict(run.telemetry or {})
+            telemetry["forgotten_by"] = sorted({*telemetry.get("forgotten_by", []), request.pk})
+            Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+            run.telemetry = telemetry
+            out["passes"] += 1
+            if run.status == Pass.Status.PROPOSED:
+                transition(
+                    run,
+                    frm=(Pass.Status.PROPOSED,),
+                    to=Pass.Status.STALE,
+                    actor=SYSTEM_ACTOR,
+                    verb="stale",
+                    note=f"Memories it holds were purged by forget request #{request.pk}.",
+                    reason=f"purged by forget request #{request.pk}",
+                )
+                out["stale"] += 1
+        elif scrubbed:
+            out["passes"] += 1
+    for snap in PassSnapshot.objects.filter(run__agent=agent):
+        hashes = dict(snap.hashes or {})
+        if gone.intersection(hashes):
+            for mid in gone:
+                hashes.pop(mid, None)
+            PassSnapshot.objects.filter(pk=snap.pk).update(hashes=hashes)
+    checkpoint = dict(agent.checkpoint or {})
+    if gone.intersection(checkpoint):
+        for mid in gone:
+            checkpoint.pop(mid, None)
+        Agent.objects.filter(pk=agent.pk).update(checkpoint=checkpoint)
+    return out
+
+
+def purge_database(
+    *, request: ForgetRequest, agent: Agent, ids: list[str], texts: list[str]
+) -> dict[str, int]:
+    """Purge every row of ``agent`` that holds the memories ``ids`` or quotes ``texts``
+    (their documents and text copies); returns counts by kind: ``archived`` (copies
+    deleted), ``sources`` (operation sources emptied), ``operations`` (operations whose
+    text, metadata, scores and lost content were emptied), ``passes`` (passes that held them
+    or quoted them; they lose their Undo), ``stale`` (proposals made stale), ``events``,
+    ``decisions``, ``imports`` (rows whose quotes were replaced by :data:`PURGED`). Runs in
+    the caller's transaction."""
+    needles = sorted(set(texts), key=len, reverse=True)
+    ops = _touched_operations(agent, ids, texts)
+    held = set(Operation.objects.filter(id__in=list(ops)).values_list("run_id", flat=True))
+    out: dict[str, int] = {"archived": 0, "sources": 0}
+    for chunk in _chunks(ids):
+        out["archived"] += ArchivedMemory.objects.filter(agent=agent, memory_id__in=chunk).delete()[
+            0
+        ]
+        out["sources"] += OperationSource.objects.filter(
+            operation__run__agent=agent, memory_id__in=chunk
+        ).update(document="", metadata={}, embedding=None, content_hash="")
+    out["operations"] = 0
+    for chunk in _chunks(sorted(ops)):
+        out["operations"] += Operation.objects.filter(id__in=chunk).update(
+            result_document="",
+            planned_document="",
+            result_metadata=None,
+            reason="",
+            lost={},
+            risk_reasons=[],
+            scores={},
+            status_detail=f"purged by forget request #{request.pk}",
+        )
+    out |= _purge_passes(request, agent, held, ids, needles)
+    out["events"] = sum(
+        _save_scrubbed(e, ("note", "data"), needles)
+        for e in AuditEvent.objects.filter(Q(agent=agent) | Q(run__agent=agent))
+    )
+    out["decisions"] = sum(
+        _save_scrubbed(d, ("memories", "payload", "note", "revoke_note"), needles)
+        for d in Decision.objects.filter(agent=agent)
+    )
+    out["imports"] = sum(
+        _save_scrubbed(j, ("report", "errors", "message"), needles)
+        for j in ImportJob.objects.filter(agent=agent)
+    )
+    return out

@@ -1,0 +1,1 @@
+"""The views of the memories domain (docs/ARCHITECTURE.md "Packages")."""

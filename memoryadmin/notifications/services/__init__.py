@@ -1,0 +1,1 @@
+"""The services of the notifications domain (docs/ARCHITECTURE.md "Packages")."""

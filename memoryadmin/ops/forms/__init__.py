@@ -1,0 +1,1 @@
+"""The forms of the ops domain (docs/ARCHITECTURE.md "Packages")."""

@@ -1,0 +1,1 @@
+"""The selectors of the ops domain (docs/ARCHITECTURE.md "Packages")."""

@@ -1,0 +1,1 @@
+"""The services of the ops domain (docs/ARCHITECTURE.md "Packages")."""

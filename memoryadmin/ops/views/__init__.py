@@ -1,0 +1,1 @@
+"""The views of the ops domain (docs/ARCHITECTURE.md "Packages")."""

@@ -1,0 +1,1 @@
+"""The forms of the proposals domain (docs/ARCHITECTURE.md "Packages")."""

@@ -1,0 +1,1 @@
+"""The selectors of the proposals domain (docs/ARCHITECTURE.md "Packages")."""

@@ -1,0 +1,600 @@
+"""Review triage: risk and lost content of a pass's operations, and the reads of the Review tab.
+
+Scores come from :mod:`consolidation.review` (documented there): each stored operation carries
+``risk`` (0..1), ``risk_reasons``, ``lost`` (an ``OperationLoss`` dict) and ``lost_sentences``,
+computed once when the proposal is stored (:func:`plan_scores`, against the whole snapshot) and
+again for one operation after its merged text is edited (from the stored rows only). Listing,
+filtering, sorting and paging happen in the database, so a pass of thousands of operations is
+never loaded whole; the pass-wide loss totals read only the operations that lose something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Q, QuerySet, Sum
+from django.utils.timesince import timesince
+
+from consolidation import FieldMap, MemoryRecord, Policy
+from consolidation.review import (
+    RISK_LINE,
+    ContentLoss,
+    LossTotals,
+    OperationLoss,
+    OperationText,
+    Risk,
+    SourceText,
+    content_loss,
+    lost_segments,
+    operation_loss,
+    operation_risk,
+    operation_text,
+    review_operations,
+    source_segments,
+)
+from consolidation.review.content import plan_content_loss
+from memoryadmin.agents.models import Agent
+from memoryadmin.proposals.models import Operation, OperationSource, Pass
+from memoryadmin.proposals.selectors.evaluation import applies_words, figures_current
+
+__all__ = [
+    "RECENT_DAYS",
+    "REVIEW_PER_PAGE",
+    "RISK_LINE",
+    "ReviewQuery",
+    "approve_line",
+    "bulk_targets",
+    "conflict_counts",
+    "conflict_view",
+    "group_words",
+    "lost_page",
+    "pass_content",
+    "pass_loss_figures",
+    "pass_loss_totals",
+    "pass_revision",
+    "plan_review",
+    "plan_scores",
+    "recent_writes",
+    "rescore_operation",
+    "review_card",
+    "review_page",
+    "review_rest",
+    "review_rules",
+    "run_settings",
+    "stored_operation_text",
+    "stored_scores",
+]
+
+RECENT_DAYS = 7
+"""A memory written by a pass applied within this many days counts as "touched by a recent
+pass" (risk factor): a second rewrite within a week deserves a look."""
+
+REVIEW_PER_PAGE = 25
+"""Operations per page of the Review tab (ten fit on one screen; the rest page in the DB)."""
+
+LOST_PER_PAGE = 20
+"""Operations per page of the Lost content view."""
+
+
+# ----- scoring -------------------------------------------------------------------------------
+
+
+def recent_writes(agent: Agent, *, now: datetime) -> dict[str, str]:
+    """``{memory id: "pass #12, 2 days ago"}`` for memories written (merged, distilled, promoted)
+    by passes of ``agent`` applied in the last :data:`RECENT_DAYS` days."""
+    rows = (
+        Operation.objects.filter(
+            run__agent=agent,
+            status=Operation.Status.APPLIED,
+            run__finished_at__gte=now - timedelta(days=RECENT_DAYS),
+        )
+        .exclude(result_id="")
+        .values_list("result_id", "run_id", "run__finished_at")
+    )
+    return {
+        rid: f"pass #{run_id}, {timesince(when, now, depth=1)} ago" for rid, run_id, when in rows
+    }
+
+
+def plan_scores(
+    *,
+    agent: Agent,
+    records: Sequence[MemoryRecord],
+    operations: Sequence[Any],
+    policy: Policy,
+    fieldmap: FieldMap,
+    now: datetime,
+) -> list[tuple[OperationLoss, Risk]]:
+    """Loss and risk of every engine operation of a plan, against the whole snapshot ``records``
+    (one sentence index, O(store + operations)); ``operations`` are ``consolidation.Operation``."""
+    return plan_review(
+        agent=agent,
+        records=records,
+        operations=operations,
+        policy=policy,
+        fieldmap=fieldmap,
+        now=now,
+    )[0]
+
+
+def plan_review(
+    *,
+    agent: Agent,
+    records: Sequence[MemoryRecord],
+    operations: Sequence[Any],
+    policy: Policy,
+    fieldmap: FieldMap,
+    now: datetime,
+) -> tuple[list[tuple[OperationLoss, Risk]], int]:
+    """:func:`plan_scores` and the number of sentences of the store before the pass
+    (:attr:`consolidation.review.ContentLoss.store_sentences`, the base of the content guard's
+    ``max_lost_sentence_fraction``), from the same one sentence index."""
+    docs = {r.id: r.document for r in records}
+    metas = {r.id: r.metadata for r in records}
+    texts = [operation_text(op, docs, metas) for op in operations]
+    loss = plan_content_loss(texts, ((r.id, r.document) for r in records))
+    recent = recent_writes(agent, now=now)
+    scored = [
+        (lost, operation_risk(op, lost, policy=policy, fieldmap=fieldmap, recent=recent))
+        for op, lost in zip(texts, loss.operations, strict=True)
+    ]
+    return scored, loss.store_sentences
+
+
+def stored_operation_text(op: Operation) -> OperationText:
+    """The :class:`OperationText` of a stored operation (its sources, ideally prefetched)."""
+    sources = sorted(op.sources.all(), key=lambda s: s.position)
+    return OperationText(
+        kind=op.kind,
+        sources=tuple(
+            SourceText(s.memory_id, s.document, s.removed, s.metadata or {}) for s in sources
+        ),
+        result_document=op.result_document or None,
+        rule=op.rule or "",
+        scores=dict(op.scores or {}),
+    )
+
+
+def run_settings(run: Pass) -> tuple[Policy, FieldMap]:
+    """The pass's policy and the agent's field map (defaults where either is invalid)."""
+    try:
+        policy = Policy.from_dict(run.policy or {})
+    except ValueError:
+        policy = Policy()
+    try:
+        fieldmap = run.agent.get_field_map()
+    except ValueError:
+        fieldmap = FieldMap()
+    return policy, fieldmap
+
+
+def stored_scores(run: Pass, ops: Sequence[Operation]) -> list[tuple[OperationLoss, Risk]]:
+    """Loss and risk of stored operations (sources prefetched) without the store: the store is
+    what the rows hold (every source, and the results)."""
+    policy, fieldmap = run_settings(run)
+    texts = [stored_operation_text(op) for op in ops]
+    store = {s.memory_id: s.document for t in texts for s in t.sources}
+    return review_operations(
+        texts,
+        store.items(),
+        policy=policy,
+        fieldmap=fieldmap,
+        recent=recent_writes(run.agent, now=run.planned_at or run.created_at),
+    )
+
+
+def rescore_operation(op: Operation) -> tuple[OperationLoss, Risk]:
+    """Loss and risk of a stored operation after its text changed, without the store: sentences
+    kept elsewhere are the ones recorded when the proposal was stored."""
+    run = op.run
+    text = stored_operation_text(op)
+    stored = OperationLoss.from_dict(op.lost)
+    loss = operation_loss(text, elsewhere=set(stored.elsewhere))
+    policy, fieldmap = run_settings(run)
+    risk = operation_risk(
+        text,
+        loss,
+        policy=policy,
+        fieldmap=fieldmap,
+        recent=recent_writes(run.agent, now=run.planned_at or run.created_at),
+    )
+    return loss, risk
+
+
+# ----- the Review tab ------------------------------------------------------------------------
+
+
+SORTS = {
+    "risk": ("-risk", "index"),
+    "loss": ("-lost_sentences", "-risk", "index"),
+    "index": ("index",),
+}
+"""Orderings of the Review list (the risk order is served by the ``op_run_risk`` index)."""
+
+
+ONE_BY_ONE = Q(risk__gte=RISK_LINE) | Q(scores__has_key="waiting")
+"""Listed one by one on the Review tab: at or above :data:`RISK_LINE`, or left for a person by
+auto-apply (``scores["waiting"]``; its line, ``Policy.auto_apply_max_risk`` 0.25, is lower)."""
+
+
+@dataclass(frozen=True)
+class ReviewQuery:
+    """Filters of the Review list: ``kind``/``rule`` exact ("" = any); ``risk`` is ``"line"``
+    (:data:`ONE_BY_ONE`), ``"below"`` (the rest) or ``"all"``; ``q`` searches the reason, the
+    result and the sources' texts (case-insensitive); ``state`` is ``""``, ``"included"`` or
+    ``"excluded"``; ``sort`` a key of :data:`SORTS`; ``op`` one operation id (0 = any)."""
+
+    kind: str = ""
+    rule: str = ""
+    risk: str = "line"
+    q: str = ""
+    state: str = ""
+    sort: str = "risk"
+    op: int = 0
+
+    def apply(self, qs: QuerySet[Operation]) -> QuerySet[Operation]:
+        """``qs`` filtered and ordered (never evaluated here)."""
+        if self.op:
+            return qs.filter(pk=self.op)
+        if self.kind:
+            qs = qs.filter(kind=self.kind)
+        if self.rule:
+            qs = qs.filter(rule=self.rule)
+        if self.risk == "line":
+            qs = qs.filter(ONE_BY_ONE)
+        elif self.risk == "below":
+            qs = qs.exclude(ONE_BY_ONE)
+        if self.state == "included":
+            qs = qs.filter(excluded=False)
+        elif self.state == "excluded":
+            qs = qs.filter(excluded=True)
+        if self.q.strip():
+            q = self.q.strip()
+            matching = OperationSource.objects.filter(
+                operation__in=qs, document__icontains=q
+            ).values("operation_id")
+            qs = qs.filter(
+                Q(reason__icontains=q) | Q(result_document__icontains=q) | Q(pk__in=matching)
+            )
+        return qs.order_by(*SORTS.get(self.sort, SORTS["risk"]))
+
+    def params(self) -> dict[str, str]:
+        """The non-default filters as query parameters (for links and the bulk form)."""
+        out = {
+            "kind": self.kind,
+            "rule": self.rule,
+            "risk": self.risk,
+            "q": self.q,
+            "state": self.state,
+            "sort": self.sort,
+            "op": str(self.op or ""),
+        }
+        defaults = ReviewQuery()
+        return {k: v for k, v in out.items() if v and v != str(getattr(defaults, k) or "")}
+
+
+def review_page(*, run: Pass, query: ReviewQuery, page: int | str = 1) -> Page:
+    """One page (:data:`REVIEW_PER_PAGE`) of ``run``'s operations matching ``query``, each as a
+    :func:`review_card` dict; the count and the slice are two queries."""
+    qs = query.apply(run.operations.all()).prefetch_related("sources")
+    pager = Paginator(qs, REVIEW_PER_PAGE).get_page(page)
+    pager.object_list = [review_card(op) for op in pager.object_list]
+    return pager
+
+
+def review_card(op: Operation) -> dict[str, Any]:
+    """Display data of one operation in the Review tab: its ``sources`` as ``(source, segments)``
+    (word-level diff against the result), its ``lost`` sentences as ``(sentence, segments)``,
+    the ``risk`` and its ``reasons``."""
+    text = stored_operation_text(op)
+    loss = OperationLoss.from_dict(op.lost)
+    elsewhere = set(loss.elsewhere)
+    sources = sorted(op.sources.all(), key=lambda s: s.position)
+    return {
+        "op": op,
+        "sources": [
+            (row, source_segments(text, src, elsewhere=elsewhere))
+            for row, src in zip(sources, text.sources, strict=True)
+        ],
+        "lost": [(s, lost_segments(s)) for s in loss.sentences],
+        "nothing_lost": loss.nothing_lost and op.kind not in ("promote", "conflict"),
+        "reasons": list(op.risk_reasons or []),
+        "above_line": op.risk >= RISK_LINE or bool((op.scores or {}).get("waiting")),
+        "conflict": conflict_view(op),
+    }
+
+
+def review_rules(run: Pass) -> list[tuple[str, str]]:
+    """``[(kind, rule)]`` present in ``run``, for the filter and bulk menus."""
+    return list(run.operations.order_by("kind", "rule").values_list("kind", "rule").distinct())
+
+
+RULE_WORDS: dict[tuple[str, str], str] = {
+    ("merge", "exact_duplicate"): "exact duplicates",
+    ("merge", "near_duplicate"): "near-duplicate merges",
+    ("merge", "session_window"): "session windows",
+    ("merge", "semantic_window"): "semantic windows",
+    ("merge", "evidence_fold"): "evidence folds",
+    ("prune", "decay"): "decayed prunes",
+    ("prune", "decay_covered"): "covered prunes",
+}
+"""How an operator names a (kind, rule) group; others read "<kind>s (<rule>)"."""
+
+
+def group_words(kind: str, rule: str, *, nothing_lost: bool = False, count: int = 2) -> str:
+    """``("merge", "session_window")`` → ``"session windows"`` (``"complete session windows"``
+    when they lose nothing; ``"session window"`` for a ``count`` of 1)."""
+    words = RULE_WORDS.get((kind, rule)) or f"{kind}s" + (
+        f" ({rule.replace('_', ' ')})" if rule else ""
+    )
+    if nothing_lost and rule in ("session_window", "semantic_window"):
+        words = "complete " + words
+    if count == 1:
+        noun, paren, rest = words.partition(" (")
+        words = noun.removesuffix("s") + paren + rest
+    return words
+
+
+def _and(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def review_rest(run: Pass) -> dict[str, Any]:
+    """The operations below the risk line, summarised by kind and rule (one aggregate query):
+    ``{"count", "nothing_lost": (n, sentence), "groups": [{kind, rule, n, lost, words}]}``,
+    e.g. ``"1,204 exact duplicates and complete session windows: nothing lost"``."""
+    rows = (
+        run.operations.exclude(ONE_BY_ONE)
+        .values("kind", "rule")
+        .annotate(
+            n=Count("id"), clean=Count("id", filter=Q(lost_sentences=0)), lost=Sum("lost_sentences")
+        )
+        .order_by("kind", "rule")
+    )
+    clean_total, clean_names, groups = 0, [], []
+    for r in rows:
+        if r["clean"]:
+            clean_total += r["clean"]
+            clean_names.append(
+                group_words(r["kind"], r["rule"], nothing_lost=True, count=r["clean"])
+            )
+        if r["n"] > r["clean"]:
+            groups.append(
+                {
+                    "kind": r["kind"],
+                    "rule": r["rule"],
+                    "n": r["n"] - r["clean"],
+                    "lost": r["lost"] or 0,
+                    "words": group_words(r["kind"], r["rule"], count=r["n"] - r["clean"]),
+                }
+            )
+    sentence = f"{clean_total:,} {_and(clean_names)}: nothing lost" if clean_total else ""
+    return {
+        "count": sum(r["n"] for r in rows),
+        "nothing_lost": (clean_total, sentence),
+        "groups": groups,
+    }
+
+
+def lost_page(*, run: Pass, page: int | str = 1) -> Page:
+    """The Lost content view: included operations that lose something, riskiest first, a page
+    of :data:`LOST_PER_PAGE` operations, each ``{"op", "lost": [(sentence, segments)]}``."""
+    qs = (
+        run.operations.filter(lost_sentences__gt=0, excluded=False)
+        .only("id", "index", "kind", "rule", "risk", "lost", "lost_sentences", "excluded", "run_id")
+        .order_by("-risk", "index")
+    )
+    pager = Paginator(qs, LOST_PER_PAGE).get_page(page)
+    pager.object_list = [
+        {
+            "op": op,
+            "lost": [(s, lost_segments(s)) for s in OperationLoss.from_dict(op.lost).sentences],
+        }
+        for op in pager.object_list
+    ]
+    return pager
+
+
+def pass_content(run: Pass) -> tuple[list[Operation], list[OperationText], ContentLoss]:
+    """The one measure of what ``run`` loses as it now stands, per operation and in total:
+    :func:`consolidation.review.content_loss` of the operations it includes (not excluded, not
+    skipped in conflict or failed), in plan order, against the memories its operations read
+    (their stored sources: an excluded operation's stay) with what the rest of the store keeps
+    recorded at planning (``outside``). Returns those operations, their
+    :class:`OperationText` and the loss, whose ``operations`` follow them; a word several
+    operations lose is counted under the first (``shared``). Two queries (operations, then
+    their sources as plain rows), whatever the pass's size."""
+    unread = ("source_ids", "removes", "result_metadata", "planned_document", "reason")
+    ops = list(run.operations.defer(*unread, "status_detail", "risk_reasons").order_by("index"))
+    rows: dict[int, list[tuple[Any, ...]]] = {}
+    for row in (
+        OperationSource.objects.filter(operation__run=run)
+        .order_by("operation_id", "position")
+        .values_list("operation_id", "memory_id", "document", "removed", "metadata")
+    ):
+        rows.setdefault(row[0], []).append(row)
+    store = {mid: doc for srcs in rows.values() for _, mid, doc, _, _ in srcs}
+    active = [op for op in ops if op.excluded is False and op.status not in _NOT_COUNTED]
+    texts = [
+        OperationText(
+            kind=op.kind,
+            sources=tuple(
+                SourceText(mid, doc, removed, meta or {})
+                for _, mid, doc, removed, meta in rows.get(op.pk, ())
+            ),
+            result_document=op.result_document or None,
+            rule=op.rule or "",
+            scores=dict(op.scores or {}),
+        )
+        for op in active
+    ]
+    loss = content_loss(
+        texts,
+        store.items(),
+        outside=[OperationLoss.from_dict(op.lost) for op in active],
+        numbers=[op.index for op in active],
+    )
+    return active, texts, loss
+
+
+_NOT_COUNTED = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED, Operation.Status.FAILED)
+
+
+def pass_loss_totals(run: Pass) -> LossTotals:
+    """What the operations now included would lose (sentences, memories, distinct content
+    words, numbers): the totals of :func:`pass_content`, so the sum of the operations'
+    figures."""
+    return pass_content(run)[2].totals
+
+
+def pass_loss_figures(run: Pass) -> LossTotals:
+    """:func:`pass_loss_totals` of ``run`` as the services kept it with the pass's figures
+    (``run.figures["loss"]``, :func:`memoryadmin.proposals.services.evaluation.store_figures`), when
+    they still describe its operations (one aggregate query); else computed now."""
+    data = run.figures.get("loss") if isinstance(run.figures, dict) else None
+    if isinstance(data, dict) and figures_current(run):
+        try:
+            return LossTotals(**{f.name: int(data[f.name]) for f in fields(LossTotals)})
+        except (KeyError, TypeError, ValueError):
+            pass
+    return pass_loss_totals(run)
+
+
+def conflict_view(op: Operation, fieldmap: FieldMap | None = None) -> dict[str, Any] | None:
+    """Display data of a conflict item (decided or not), ``None`` for any other operation:
+    ``{"cue", "reason", "decision": {keep, by, at} | None, "sides": [{"label": "A" | "B",
+    "key": "a" | "b", "source", "created", "updated", "recency", "kept": True | False | None}]}``
+    in the order the engine planned (A = the newer when known). Dates are the metadata values
+    under ``fieldmap``'s ``created_at`` / ``updated_at`` keys as stored ("" when absent);
+    ``recency`` is what the engine compared. ``kept`` is ``None`` until a reviewer decided."""
+    scores = op.scores or {}
+    picked = op.kind == Operation.Kind.RECONCILE and op.rule == "reviewer_pick"
+    if op.kind != Operation.Kind.CONFLICT and not picked:
+        return None
+    origin = scores.get("conflict") if isinstance(scores.get("conflict"), dict) else {}
+    by_id = {s.memory_id: s for s in op.sources.all()}
+    ids = [i for i in (origin.get("ids") or list(op.source_ids[:2])) if i in by_id]
+    decision = scores.get("decision") if isinstance(scores.get("decision"), dict) else None
+    dates = scores.get("dates") if isinstance(scores.get("dates"), list) else []
+    fm = fieldmap or FieldMap()
+    sides = []
+    for n, mid in enumerate(ids):
+        src = by_id[mid]
+        meta = src.metadata or {}
+        key = "ab"[n] if n < 2 else str(n)
+        kept = None if decision is None else decision.get("keep") in ("both", key)
+        sides.append(
+            {
+                "label": key.upper(),
+                "key": key,
+                "source": src,
+                "created": str(meta.get(fm.created_at, "") or ""),
+                "updated": str(meta.get(fm.updated_at, "") or ""),
+                "recency": dates[n] if n < len(dates) and dates[n] else "",
+                "kept": kept,
+            }
+        )
+    return {
+        "cue": origin.get("rule") or op.rule or "contradiction",
+        "decision": decision,
+        "sides": sides,
+    }
+
+
+def conflict_counts(run: Pass) -> dict[str, int]:
+    """Conflict items of ``run``: ``{"total", "undecided", "picked", "both"}`` (one aggregate
+    query). ``picked`` became ``reviewer_pick`` reconciles; ``both`` were decided "keep both";
+    ``undecided`` wait for a reviewer (approving keeps both of each)."""
+    kinds = [Operation.Kind.CONFLICT, Operation.Kind.RECONCILE]  # first, so an index finds them
+    rows = (
+        run.operations.filter(kind__in=kinds)
+        .filter(Q(kind=Operation.Kind.CONFLICT) | Q(rule="reviewer_pick"))
+        .aggregate(
+            total=Count("id"),
+            picked=Count("id", filter=Q(kind=Operation.Kind.RECONCILE)),
+            both=Count("id", filter=Q(kind=Operation.Kind.CONFLICT, scores__has_key="decision")),
+        )
+    )
+    counts = {k: int(v or 0) for k, v in rows.items()}
+    counts["undecided"] = counts["total"] - counts["picked"] - counts["both"]
+    return counts
+
+
+def approve_line(ev: Any, totals: LossTotals, conflicts: dict[str, int] | None = None) -> str:
+    """What approving applies, in one line: ``"406 of 412 operations (6 excluded or in
+    conflict), loses 38 sentences in 17 memories; loss 23.9% of 25.0%"`` (``ev`` an
+    :class:`~.evaluation.Evaluation`; the operations as :func:`~.evaluation.applies_words`
+    says them, as a refused approve does), followed by
+    what happens to conflicts nobody decided (``conflicts``: :func:`conflict_counts`): they stay,
+    both memories kept, nothing removed."""
+    undecided = (conflicts or {}).get("undecided", 0)
+    tail = (
+        f"; {undecided:,} undecided conflict{'s' if undecided != 1 else ''} "
+        f"stay{'s' if undecided == 1 else ''} as “kept both” (nothing removed)"
+        if undecided
+        else ""
+    )
+    return _approve_line(ev, totals) + tail
+
+
+def _approve_line(ev: Any, totals: LossTotals) -> str:
+    if totals.sentences:
+        loses = (
+            f"loses {totals.sentences:,} sentence{'s' if totals.sentences != 1 else ''} in "
+            f"{totals.memories:,} memor{'y' if totals.memories == 1 else 'ies'}"
+        )
+    else:
+        loses = "loses no sentence"
+    return (
+        f"{applies_words(ev)}, {loses}; loss {ev.loss_fraction:.1%} of {ev.max_loss_fraction:.1%}"
+    )
+
+
+def bulk_targets(
+    *,
+    run: Pass,
+    scope: str,
+    ops: Sequence[int] = (),
+    query: ReviewQuery | None = None,
+    group: str = "",
+    below: float | None = None,
+) -> tuple[list[int], str]:
+    """Operation ids of ``run`` a bulk action applies to, and the scope in words for the audit.
+
+    ``scope`` is ``"selected"`` (``ops``), ``"filter"`` (every operation ``query`` matches, on
+    every page) or ``"rule"`` (``group`` = ``"kind:rule"`` or ``"kind:"``; with ``below``, only
+    operations whose ``scores["confidence"]`` is below it). One ``values_list`` query.
+    """
+    qs = run.operations.all()
+    if scope == "selected":
+        return list(qs.filter(pk__in=list(ops)).values_list("pk", flat=True)), ""
+    if scope == "filter":
+        query = query or ReviewQuery()
+        ids = list(query.apply(qs).values_list("pk", flat=True))
+        words = ", ".join(f"{k}={v}" for k, v in query.params().items()) or "risk above the line"
+        return ids, f"all matching the filter ({words})"
+    kind, _, rule = group.partition(":")
+    qs = qs.filter(kind=kind)
+    words = f"all {group_words(kind, rule) if rule else kind + 's'}"
+    if rule:
+        qs = qs.filter(rule=rule)
+    if below is not None:
+        qs = qs.filter(scores__confidence__lt=below)
+        words += f" below confidence {below:g}"
+    return list(qs.values_list("pk", flat=True)), words
+
+
+def pass_revision(*, run: Pass) -> str:
+    """The revision of what approving ``run`` would apply: a counter kept with its figures
+    (``Pass.figures["revision"]``), bumped by
+    :func:`~memoryadmin.proposals.services.evaluation.store_figures`, which every service that
+    changes what a pass includes, removes or loses calls (exclude, include, edit, a conflict
+    decision, a carry-over). A reviewer's approve form carries the one on screen
+    (:func:`~memoryadmin.proposals.services.review.pass_approve` ``revision``). One query,
+    whatever the pass's size."""
+    figures = Pass.objects.filter(pk=run.pk).values_list("figures", flat=True).first()
+    return str((figures or {}).get("revision", 0))

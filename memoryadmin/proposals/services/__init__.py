@@ -1,0 +1,1 @@
+"""The services of the proposals domain (docs/ARCHITECTURE.md "Packages")."""

@@ -1,0 +1,1 @@
+"""The views of the proposals domain (docs/ARCHITECTURE.md "Packages")."""

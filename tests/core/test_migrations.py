@@ -1,0 +1,109 @@
+"""Data migrations of the rejected status and the loss budget: "dismissed" becomes "rejected"
+(0007) and stored policies plan within the loss budget (0008); stored django-q2 schedules follow
+the tasks module (0022)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def migrate(target: str):
+    executor = MigrationExecutor(connection)
+    executor.migrate([("console", target)])
+    executor.loader.build_graph()
+    return executor.loader.project_state([("console", target)]).apps
+
+
+def test_it_renames_dismissed_to_rejected_and_turns_the_budget_on():
+    old = migrate("0004_keep_archive_and_audit_on_agent_delete")
+    Agent, Pass, AuditEvent = (old.get_model("console", m) for m in ("Agent", "Pass", "AuditEvent"))
+    agent = Agent.objects.create(
+        name="A",
+        slug="a",
+        collection_name="c-a",
+        policy={"max_loss_fraction": 0.3, "trim_to_guard": False},
+    )
+    bare = Agent.objects.create(name="B", slug="b", collection_name="c-b", policy={})
+    run = Pass.objects.create(agent=agent, trigger="operator", status="dismissed")
+    AuditEvent.objects.create(
+        agent=agent,
+        run=run,
+        actor="bob",
+        verb="dismissed",
+        from_status="proposed",
+        to_status="dismissed",
+    )
+    try:
+        new = migrate("0008_policy_within_budget")
+        Agent, Pass, AuditEvent = (
+            new.get_model("console", m) for m in ("Agent", "Pass", "AuditEvent")
+        )
+        assert Pass.objects.get(pk=run.pk).status == "rejected"
+        event = AuditEvent.objects.get(run_id=run.pk)
+        assert (event.verb, event.from_status, event.to_status) == (
+            "rejected",
+            "proposed",
+            "rejected",
+        )
+        assert Agent.objects.get(pk=agent.pk).policy == {
+            "max_loss_fraction": 0.3,
+            "trim_to_guard": True,
+        }
+        assert Agent.objects.get(pk=bare.pk).policy == {}  # the default (on) applies
+
+        back = migrate("0004_keep_archive_and_audit_on_agent_delete")
+        assert back.get_model("console", "Pass").objects.get(pk=run.pk).status == "dismissed"
+    finally:
+        from django.core.management import call_command
+
+        call_command("migrate", "console", verbosity=0)
+
+
+def test_auto_apply_true_becomes_safe_and_false_off():
+    old = migrate("0014_agent_archive_days")
+    Agent = old.get_model("console", "Agent")
+    on = Agent.objects.create(name="On", slug="on", collection_name="c-on", auto_apply=True)
+    off = Agent.objects.create(name="Off", slug="off", collection_name="c-off", auto_apply=False)
+    try:
+        new = migrate("0015_decision")
+        Agent = new.get_model("console", "Agent")
+        assert Agent.objects.get(pk=on.pk).auto_apply == "safe"
+        assert Agent.objects.get(pk=off.pk).auto_apply == "off"
+        back = migrate("0014_agent_archive_days")
+        Agent = back.get_model("console", "Agent")
+        assert Agent.objects.get(pk=on.pk).auto_apply is True
+        assert Agent.objects.get(pk=off.pk).auto_apply is False
+    finally:
+        from django.core.management import call_command
+
+        call_command("migrate", "console", verbosity=0)
+
+
+def test_stored_schedules_follow_the_tasks_to_their_new_module():
+    """An existing deployment's django-q2 schedules name ``memoryadmin.console.tasks.…``; after
+    the move to domain packages they must name ``memoryadmin.tasks.…`` or the worker cannot
+    import them (0022). Others are left alone; going back restores the old names."""
+    from django_q.models import Schedule
+
+    migrate("0021_verbose_names_plural")
+    old = Schedule.objects.create(
+        name="pass agent 7", func="memoryadmin.console.tasks.scheduled_pass"
+    )
+    other = Schedule.objects.create(name="someone else's", func="othersite.tasks.nightly")
+    try:
+        migrate("0022_tasks_moved")
+        assert Schedule.objects.get(pk=old.pk).func == "memoryadmin.tasks.scheduled_pass"
+        assert Schedule.objects.get(pk=other.pk).func == "othersite.tasks.nightly"
+        from memoryadmin import tasks
+
+        assert callable(tasks.scheduled_pass)
+        migrate("0021_verbose_names_plural")
+        assert Schedule.objects.get(pk=old.pk).func == "memoryadmin.console.tasks.scheduled_pass"
+    finally:
+        from django.core.management import call_command
+
+        call_command("migrate", "console", verbosity=0)

@@ -1,0 +1,139 @@
+"""Deciding a conflict on the proposal page: keep A, keep B or keep both, with
+htmx (both cards, the summary and the approve line swapped out of band) and without (a plain
+form post back to the page); only reviewers may decide."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from memoryadmin.proposals.models import Operation, Pass
+from memoryadmin.proposals.services.passes import pass_request, pass_run
+from memoryadmin.proposals.services.review import pass_reject
+from tests.conftest import DISTINCT_FACTS
+
+pytestmark = pytest.mark.django_db
+
+CONTRADICTION = ["Is allergic to penicillin", "Is not allergic to penicillin"]
+SAME_TIME = [{"created_at": "2025-03-01T00:00:00+00:00"}] * 2
+
+
+@pytest.fixture
+def conflict(agent_with_memories) -> Operation:
+    """The conflict of a proposed pass over 8 memories (one removed stays under the guard)."""
+    agent = agent_with_memories(CONTRADICTION + DISTINCT_FACTS[:6], SAME_TIME + [{}] * 6)
+    run = pass_run(run=pass_request(agent=agent, trigger="operator"))
+    assert run.status == Pass.Status.PROPOSED
+    return run.operations.get(kind=Operation.Kind.CONFLICT)
+
+
+def _url(op: Operation) -> str:
+    return reverse("conflict_resolve", args=[op.run_id, op.pk])
+
+
+def test_keep_a_with_htmx_updates_both_cards_and_the_figures(client: Client, bob, conflict) -> None:
+    client.force_login(bob)
+    r = client.post(_url(conflict), {"keep": "a"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    html = r.content.decode()
+    for part in (
+        f'id="op-{conflict.pk}"',
+        f'id="rv-{conflict.pk}"',
+        'id="pass-summary"',
+        'id="approve-line"',
+        'id="review-totals"',
+    ):
+        assert part in html and html.count('hx-swap-oob="true"') >= 5
+    assert 'data-decided="a"' in html and "Decided by bob" in html
+    assert re.search(r"Decided by bob at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", html)
+    assert "removed on apply" in html and "12.5%" in html  # 1 of 8 memories now counts
+    conflict.refresh_from_db()
+    assert conflict.kind == "reconcile" and conflict.rule == "reviewer_pick"
+    # the Lost content tab's badge and the totals' sentence count the same sentences
+    badge = re.search(r'id="lost-badge"[^>]*hx-swap-oob="true">(\d+)<', html)
+    lost = re.search(r'data-testid="lost-sentences">(\d+) sentence', html)
+    assert badge and lost and badge.group(1) == lost.group(1)
+
+
+def test_keep_a_from_the_review_tab_swaps_no_row_the_page_does_not_hold(
+    client: Client, bob, conflict
+) -> None:
+    """review.js sends ``shown`` (the "All operations" rows on the page): a group never opened
+    holds none, so the answer must carry no out-of-band row for it (htmx:oobErrorNoTarget)."""
+    client.force_login(bob)
+    url = _url(conflict)
+    html = client.post(url, {"keep": "a", "shown": ""}, HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="op-{conflict.pk}"' not in html and f'id="rv-{conflict.pk}"' in html
+    assert 'id="pass-summary"' in html
+    client.post(url, {"keep": "both"}, HTTP_HX_REQUEST="true")
+    shown = {"keep": "b", "shown": f"1,{conflict.pk}"}
+    html = client.post(url, shown, HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="op-{conflict.pk}"' in html
+
+
+def test_keep_both_without_htmx_redirects_to_the_page(client: Client, bob, conflict) -> None:
+    client.force_login(bob)
+    r = client.post(_url(conflict), {"keep": "both"})
+    assert r.status_code == 302
+    assert r["Location"] == f"{reverse('pass_detail', args=[conflict.run_id])}#op-{conflict.pk}"
+    html = client.get(r["Location"]).content.decode()
+    assert "Conflict #0: kept both." in html and 'data-decided="both"' in html
+    assert "both kept, nothing is removed" in html and "undecided conflict" not in html
+
+
+def test_a_bad_choice_shows_the_error_and_changes_nothing(client: Client, bob, conflict) -> None:
+    client.force_login(bob)
+    html = client.post(_url(conflict), {"keep": "c"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Choose which memory to keep: a, b or both." in html
+    r = client.post(_url(conflict), {"keep": "c"}, follow=True)
+    assert "Choose which memory to keep: a, b or both." in r.content.decode()
+    conflict.refresh_from_db()
+    assert conflict.kind == "conflict" and "decision" not in conflict.scores
+
+
+def test_a_decided_pass_refuses_with_the_reason(client: Client, bob, conflict) -> None:
+    pass_reject(run=conflict.run, user=bob, note="later")
+    client.force_login(bob)
+    html = client.post(_url(conflict), {"keep": "a"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "only a proposed pass can be reviewed" in html
+    page = client.get(reverse("pass_detail", args=[conflict.run_id])).content.decode()
+    assert "data-conflict-keep" not in page  # no choices on a settled pass
+
+
+def test_a_viewer_sees_the_conflict_but_cannot_decide(client: Client, carol, conflict) -> None:
+    client.force_login(carol)
+    page = client.get(reverse("pass_detail", args=[conflict.run_id])).content.decode()
+    assert 'data-testid="conflict"' in page and "data-conflict-keep" not in page
+    assert client.post(_url(conflict), {"keep": "a"}).status_code == 403
+    conflict.refresh_from_db()
+    assert conflict.kind == "conflict"
+
+
+def test_get_is_not_allowed(client: Client, bob, conflict) -> None:
+    client.force_login(bob)
+    assert client.get(_url(conflict)).status_code == 405
+
+
+def test_anonymous_is_sent_to_login(client: Client, conflict) -> None:
+    r = client.post(_url(conflict), {"keep": "a"})
+    assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
+    conflict.refresh_from_db()
+    assert conflict.kind == "conflict"
+
+
+def test_an_operation_of_another_pass_is_404(client: Client, bob, conflict) -> None:
+    client.force_login(bob)
+    url = reverse("conflict_resolve", args=[conflict.run_id + 1, conflict.pk])
+    assert client.post(url, {"keep": "a"}).status_code == 404
+
+
+def test_a_missing_pass_is_a_404_page_in_the_console_layout(client: Client, bob) -> None:
+    client.force_login(bob)
+    r = client.get("/passes/999999/")
+    html = r.content.decode()
+    assert r.status_code == 404
+    assert "Not found" in html and "/passes/999999/" in html and "Back to the dashboard" in html
+    assert "<nav" in html  # the console's navigation, not Django's bare page
