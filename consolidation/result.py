@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
 
-__all__ = ["ConsolidationResult", "guard_verdict", "validate_loss_threshold"]
+__all__ = ["ConsolidationResult", "guard_verdict", "loss_budget", "validate_loss_threshold"]
 
 
 def validate_loss_threshold(max_loss_fraction: Any) -> float:
@@ -27,6 +27,33 @@ def validate_loss_threshold(max_loss_fraction: Any) -> float:
     if not math.isfinite(value) or value < 0.0 or value > 1.0:
         raise ValueError(f"max_loss_fraction must be a number in [0, 1], got {max_loss_fraction!r}")
     return value
+
+
+def loss_budget(max_loss_fraction: float, entries_before: int) -> int:
+    """The most originals a pass over ``entries_before`` memories may remove and still pass
+    the loss guard: the largest ``k`` in ``[0, entries_before]`` with ``k / entries_before <=
+    max_loss_fraction`` — exactly the complement of :meth:`ConsolidationResult.exceeds_loss`
+    (strict ``>``, seed contract), so a plan trimmed to the budget always passes the guard.
+
+    ``floor(f × n)`` computed in floating point is not enough on its own (0.29 × 100 is
+    28.999…, which ``int()`` truncates to 28 where the guard allows 29), so the estimate is
+    corrected against the guard's own division. 0 for an empty store. Raises ``ValueError``
+    for an invalid threshold (:func:`validate_loss_threshold`) or a negative ``entries_before``.
+    The one place the budget is computed: the planner's trim, the LLM judge, the review page's
+    "exclude at least" hint and the deferred-work estimate all call it.
+    """
+    f = validate_loss_threshold(max_loss_fraction)
+    n = int(entries_before)
+    if n < 0:
+        raise ValueError(f"entries_before must be >= 0, got {entries_before!r}")
+    if n == 0:
+        return 0
+    k = max(0, min(n, math.floor(f * n + 1e-9)))
+    while k > 0 and k / n > f:
+        k -= 1
+    while k < n and (k + 1) / n <= f:
+        k += 1
+    return k
 
 
 @dataclass

@@ -23,6 +23,7 @@ from ..planning.metadata import merge_metadata
 from ..plans import Fate, Operation, OpKind, Plan, merged_id, summarize
 from ..policy import Policy
 from ..records import FieldMap, MemoryRecord
+from ..result import loss_budget
 from .run import Judgment
 
 __all__ = ["JUDGE_RULE", "apply_judgments"]
@@ -149,7 +150,7 @@ def apply_judgments(
     others = [op for op in plan.operations if op.kind != OpKind.CONFLICT]
     taken = {sid for op in others for sid in op.source_ids}
     removed = len({rid for op in others for rid in op.removes})
-    allowed = int(policy.max_loss_fraction * entries_before)
+    allowed = loss_budget(policy.max_loss_fraction, entries_before)
     for j in judgments:
         op = plan.operations[j.pair.index]
         counts[f"verdict_{j.verdict.verdict if j.verdict else 'unsure'}"] += 1

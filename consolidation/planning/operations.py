@@ -5,7 +5,6 @@ Also the promotion rules (:func:`promotion_rules`) that prune and windows consul
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 from ..plans import Fate, Operation, OpKind, merged_id
 from ..policy import Policy
 from ..records import FieldMap
+from ..result import loss_budget
 from .metadata import merge_metadata
 from .state import EPISODIC, PlanState, short
 
@@ -237,7 +237,7 @@ def trim_to_guard(
     again; ``deferred``: the first :data:`DEFERRED_LISTED` deferred operations, each
     ``{"kind", "rule", "source_ids", "reason"}``, for the proposal to list).
     """
-    budget = int(math.floor(max_loss * n + 1e-9))
+    budget = loss_budget(max_loss, n)
     total = len({rid for op in operations for rid in op.removes})
     if total <= budget:
         return operations, None

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 
+from consolidation import OpKind
 from consolidation.review import OperationLoss
 from memoryadmin.core.models import AuditEvent
 
@@ -223,14 +224,9 @@ class Operation(models.Model):
     """One operation of a pass (merge/promote/prune/reconcile/distill/conflict) and its apply
     state. A ``conflict`` removes nothing and is never applied: it waits for a reviewer."""
 
-    class Kind(models.TextChoices):
-        MERGE = "merge"
-        PROMOTE = "promote"
-        PRUNE = "prune"
-        RECONCILE = "reconcile"
-        DISTILL = "distill"
-        CONFLICT = "conflict"
-        SUMMARIZE = "summarize"  # one summary memory over a cluster; removes nothing
+    #: The engine's operation kinds (:class:`consolidation.OpKind`), as Django choices: a new
+    #: kind is added to the engine only (and a migration for the choices).
+    Kind = models.TextChoices("Kind", [(k.name, k.value) for k in OpKind])
 
     class Status(models.TextChoices):
         PENDING = "pending"

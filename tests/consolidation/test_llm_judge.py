@@ -298,3 +298,21 @@ def test_the_consolidator_never_applies_what_only_the_model_decided(llm_stub):
 def test_it_explains_what_is_wrong_with_a_reply(content, problem):
     with pytest.raises(LLMOutputError, match=problem):
         parse_verdict(content)
+
+
+def test_the_judge_uses_the_planners_loss_budget_to_the_last_memory(llm_stub):
+    """0.29 × 100 is 28.999… in floating point: the judge once truncated it to 28 while the
+    planner and the guard allow 29 removals. Both now call ``loss_budget``."""
+    llm_stub.respond_with(answering("supersedes", PAIRS["en"][1]))
+    store = store_of(PAIRS["en"], users=tuple(f"u{k}" for k in range(30)))
+    fillers = [
+        MemoryRecord(f"f{k}", f"Filler fact {k} about topic {k}.", basis(60 + k), {"user_id": "f"})
+        for k in range(40)
+    ]
+    store = DictStore([*store.data.values(), *fillers])
+    policy = Policy(llm_judge=True, judge_max_pairs=30, max_loss_fraction=0.29)
+    plan = judged(store, llm_stub, policy)
+    kinds = [o.kind for o in plan.operations]
+    assert kinds.count(OpKind.RECONCILE) == 29
+    assert plan.context["llm"]["judge"]["operations"]["blocked_budget"] == 1
+    assert not plan.result.exceeds_loss(0.29)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from consolidation import ConsolidationResult
+from consolidation.result import loss_budget
 
 
 @pytest.mark.parametrize(
@@ -72,3 +73,25 @@ def test_it_serialises_with_loss_fraction():
     d = ConsolidationResult(entries_before=100, entries_after=60, merged=40).to_dict()
     assert d["loss_fraction"] == pytest.approx(0.4)
     assert d["merged"] == 40
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 7, 10, 99, 100, 101, 1000, 12345])
+@pytest.mark.parametrize("f", [0.0, 0.01, 0.1, 0.25, 0.29, 0.3, 0.33, 0.57, 0.7, 1.0])
+def test_the_loss_budget_is_the_most_removals_the_guard_lets_pass(f, n):
+    k = loss_budget(f, n)
+    passes = ConsolidationResult(entries_before=n, entries_after=n, retained_originals=n - k)
+    assert not passes.exceeds_loss(f)
+    if k < n:
+        one_more = ConsolidationResult(entries_before=n, retained_originals=n - k - 1)
+        assert one_more.exceeds_loss(f)
+
+
+def test_the_loss_budget_does_not_truncate_a_float_below_the_guard():
+    assert int(0.29 * 100) == 28  # what the LLM judge once allowed
+    assert loss_budget(0.29, 100) == 29
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), "x", None, True])
+def test_the_loss_budget_refuses_an_invalid_threshold(bad):
+    with pytest.raises(ValueError, match="max_loss_fraction"):
+        loss_budget(bad, 10)

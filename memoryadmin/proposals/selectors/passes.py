@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from consolidation import MemoryRecord
 from consolidation.llm_cost import llm_cost_usd
+from consolidation.result import loss_budget
 from memoryadmin.agents.models import Agent
 from memoryadmin.core import stores
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
@@ -286,7 +287,7 @@ def pass_deferred(run: Pass) -> dict[str, Any] | None:
         return None
     removals = int(info.get("dropped_removals") or 0)
     by_kind = {k: int(v) for k, v in (info.get("deferred_by_kind") or {}).items() if v}
-    budget = max(1, math.floor(run.max_loss_fraction * max(run.entries_after, 1) + 1e-9))
+    budget = max(1, loss_budget(run.max_loss_fraction, max(run.entries_after, 1)))
     passes = max(1, math.ceil(removals / budget))
     kinds = ", ".join(f"{n} {k}" for k, n in by_kind.items())
     text = (

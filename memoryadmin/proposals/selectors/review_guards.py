@@ -4,13 +4,13 @@ guard) and why Approve is disabled while the loss guard fails, from the Review t
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import Q
 
 from consolidation import Policy
+from consolidation.result import loss_budget
 from consolidation.review import LossTotals, content_verdict
 from consolidation.review.lost import sentences
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
@@ -91,7 +91,7 @@ def approve_blocked(run: Pass, ev: Any) -> str:
     query over the included operations' removals)."""
     if ev.guard_passed:
         return ""
-    allowed = math.floor(ev.max_loss_fraction * ev.entries_before + 1e-9)
+    allowed = loss_budget(ev.max_loss_fraction, ev.entries_before)
     excess = ev.removed - allowed
     if excess <= 0:  # rejected for another reason than its size
         return ev.guard_reason
