@@ -381,13 +381,6 @@ class PassCreateIn(Schema):
     )
 
 
-class CompactIn(Schema):
-    """``memory_compact``'s input: agent slug and memory layer."""
-
-    agent: str = Field(min_length=1, max_length=80)
-    layer: str = Field(default="semantic", min_length=1, max_length=40)
-
-
 class NoteIn(Schema):
     """An optional note (roll back); the body itself may be left out."""
 

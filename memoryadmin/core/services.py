@@ -47,7 +47,6 @@ __all__ = [
     "jsonable",
     "notify_after_commit",
     "SYSTEM_ACTOR",
-    "run_actor",
     "set_progress",
     "store_sampled",
     "transition",
@@ -88,13 +87,6 @@ def user_or_none(user: Any) -> Any:
 
 SYSTEM_ACTOR = "system"
 """Actor of the steps a pass takes by itself (started, proposed, stale, failed, applying …)."""
-
-
-def run_actor(run: Pass) -> str:
-    """Who performs a pass's own steps: always :data:`SYSTEM_ACTOR` (the history used to say
-    a user "operator" started and proposed the pass, which nobody did). The person who asked for
-    the pass is on its ``requested`` event, the one who approved it on ``approved``."""
-    return SYSTEM_ACTOR
 
 
 def audit(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
@@ -56,12 +55,6 @@ def cosine(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "—"
     return f"{value:.3f}"
-
-
-@register.filter
-def as_json(value: Any) -> str:
-    """Pretty JSON text of ``value`` (autoescaped by the template like any string)."""
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
 @register.filter

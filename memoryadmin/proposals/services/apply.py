@@ -26,10 +26,10 @@ from memoryadmin.core import stores
 from memoryadmin.core.errors import ServiceError, StoreUnavailable
 from memoryadmin.core.models import embedding_to_bytes
 from memoryadmin.core.services import (
+    SYSTEM_ACTOR,
     audit,
     failpoint,
     jsonable,
-    run_actor,
     set_progress,
     store_sampled,
     transition,
@@ -316,7 +316,7 @@ def pass_apply(*, run: Pass) -> Pass:
     agent's checkpoint is refreshed and a :class:`StoreSample` is recorded.
     """
     run = Pass.objects.select_related("agent", "decided_by").get(pk=run.pk)
-    actor = run_actor(run)  # the worker applies; who approved is on the "approved" event
+    actor = SYSTEM_ACTOR  # the worker applies; who approved is on the "approved" event
     if run.status == S.APPROVED:
         try:
             run = transition(

@@ -28,6 +28,7 @@ from memoryadmin.core import stores
 from memoryadmin.core.errors import PassAlreadyActive, ServiceError, StoreUnavailable
 from memoryadmin.core.leases import lease_release, lease_seconds, worker_id
 from memoryadmin.core.services import (
+    SYSTEM_ACTOR,
     TASK_APPLY,
     TASK_RUN,
     actor_name,
@@ -35,7 +36,6 @@ from memoryadmin.core.services import (
     enqueue,
     failpoint,
     jsonable,
-    run_actor,
     set_progress,
     transition,
     user_or_none,
@@ -304,7 +304,7 @@ def pass_fail(*, run: Pass, error: str, actor: str | None = None) -> Pass:
             run,
             frm=(S.QUEUED, S.RUNNING),
             to=S.FAILED,
-            actor=actor or run_actor(run),
+            actor=actor or SYSTEM_ACTOR,
             verb="failed",
             note=error[:2000],
             error=error,
@@ -341,7 +341,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     if run.status != S.QUEUED:
         return run
     agent = run.agent
-    actor = run_actor(run)
+    actor = SYSTEM_ACTOR
     now = now or timezone.now()
     try:
         # The agent's policy as saved now, unless the request overrode it for this pass.
