@@ -216,21 +216,21 @@ def test_no_surface_shows_a_forgotten_text_afterwards(
     """Pages, CSV, the JSONL export, the API, MCP and Django's admin, after a forget of a
     memory that a pass merged (archived copies, operation sources) and an operator edited
     (the audit quotes both texts)."""
-    secret = "Gina's door code is 4471 and the spare key sits under the mat."
-    edited = "Gina's door code is 4472 and the spare key sits under the mat."
+    secret = "Gina's door code is ZQ-4471 and the spare key sits under the mat."
+    edited = "Gina's door code is ZQ-4472 and the spare key sits under the mat."
     agent = agent_with_memories(
         [secret, secret, "Tim plays the cello."], policy={"max_loss_fraction": 0.7}
     )
     run = run_pass(agent, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
         pass_approve(run=run, user=bob)
-    merged = next(r for r in stores.get_store(agent).iter_records() if "4471" in r.document)
+    merged = next(r for r in stores.get_store(agent).iter_records() if "ZQ-4471" in r.document)
     memory_edit(agent=agent, memory_id=merged.id, document=edited, user=alice)
     staff = get_user_model().objects.create_superuser("root", "r@example.org", "pw")
     web = Client()
     web.force_login(staff)
     before = [reverse("archive_list", args=[agent.slug]), reverse("pass_detail", args=[run.pk])]
-    assert all(b"4471" in web.get(url).content for url in before)  # they were shown
+    assert all(b"ZQ-4471" in web.get(url).content for url in before)  # they were shown
     req, _ = forget_request_create(
         agent=agent, selection=ForgetSelection("contains", text="door code"), user=bob
     )
@@ -254,7 +254,7 @@ def test_no_surface_shows_a_forgotten_text_afterwards(
         for pk in model.objects.values_list("pk", flat=True)[:50]:
             urls.append(reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[pk]))
     api = api_factory(alice, bob, bob)("admin")
-    needles = ["door code", "4471", "4472"]
+    needles = ["door code", "ZQ-4471", "ZQ-4472"]
     shown = {}
     for url in urls:
         r = web.get(url)
