@@ -55,7 +55,7 @@ RISK_LINE = 0.3
 
 NEAR_MARGIN = 0.03
 """Cosine margin above a threshold still called "near": MiniLM paraphrases of one fact score
-0.85–0.97 (Policy docstring), so 0.03 above the 0.90 link threshold is the lower tail."""
+0.85–0.97 (docs/POLICY.md), so 0.03 above the 0.90 link threshold is the lower tail."""
 
 _DATE_TEXT = """january february march april june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+from pathlib import Path
+
 import pytest
 
 from consolidation import NAMED_POLICIES, Policy
@@ -78,3 +81,28 @@ def test_it_accepts_empty_recall_retention():
 def test_it_takes_a_whole_number_of_content_words_or_none(value, stored):
     got = Policy(max_lost_content_words=value).max_lost_content_words
     assert got == stored and (got is None or type(got) is int)
+
+
+def test_every_field_says_what_it_does_and_why_its_default_is_what_it_is():
+    """Each field's help sentence is in its metadata (the console's form shows it) and its
+    source — seed, paper or measurement — in docs/POLICY.md."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "POLICY.md").read_text()
+    for f in fields(Policy):
+        assert len(f.metadata.get("help", "")) > 20, f.name
+        assert f"`{f.name}`" in page, f"{f.name} has no source in docs/POLICY.md"
+
+
+@pytest.mark.parametrize(
+    "f", [f for f in fields(Policy) if "low" in f.metadata], ids=lambda f: f.name
+)
+def test_the_lowest_value_a_field_declares_is_the_lowest_it_accepts(f):
+    low = f.metadata["low"]
+    extra = {  # the fields the rules between two fields tie this one to
+        "summary_min_cluster": {"summary_max_cluster": 256},
+        "summary_max_cluster": {"summary_min_cluster": 2},
+        "llm_context_tokens": {"llm_max_tokens": 16},
+    }.get(f.name, {})
+    Policy(**{f.name: low, **extra})  # accepted
+    below = low - (1 if "int" in str(f.type) else 0.01)
+    with pytest.raises(ValueError, match=f.name):
+        Policy(**{f.name: below, **extra})

@@ -26,7 +26,7 @@ OLD = [
     "The office coffee machine was replaced with an espresso maker.",
     "Nate prefers window seats on long-haul flights.",
 ]
-"""Three memories two years old at importance 0.1: decay prunes all three (Policy docstring,
+"""Three memories two years old at importance 0.1: decay prunes all three (docs/POLICY.md,
 ``prune_max_importance``); only the first answers a probe query."""
 
 # Prunes are not "safe" by default (an uncovered prune is risk 0.4 and loses content); these

@@ -18,86 +18,10 @@ from django.core.validators import RegexValidator
 
 from consolidation import FieldMap, Policy
 from consolidation.adapters.endpoints import check_endpoint_url, check_key_env
-from consolidation.policy import LLM_FIELD_HELP, SUMMARY_WRITERS
 from memoryadmin.agents.forms.schedules import CronMixin
 from memoryadmin.agents.models import Agent
 from memoryadmin.agents.selectors.agents import collection_shape
 from memoryadmin.core.errors import StoreUnavailable
-
-_DEFAULT = Policy()
-"""The engine's defaults, which the help texts of the bounds below quote (never a copy)."""
-
-POLICY_HELP: dict[str, str] = {
-    "max_loss_fraction": "Loss guard: refuse a pass that removes more than this fraction of "
-    "the memories (0–1; default 0.25, the PraisonAI contract's conservative default).",
-    "merge_exact": "Fold exact duplicates (same normalised text).",
-    "merge_near": "Fold near-duplicates found by cosine similarity.",
-    "link_threshold": "Every pair in a near-duplicate group must be at least this similar "
-    "(cosine, 0–1; default 0.90).",
-    "max_group_size": "Most sources one merge may fold (≥ 2; default 8).",
-    "max_merged_chars": "Longest merged text (near-duplicate group or session window), in "
-    f"characters (≥ 20; default {_DEFAULT.max_merged_chars}, about what the default embedder "
-    "reads of a text).",
-    "fold_evidence": "Fold an episodic turn into the fact (semantic memory) that cites all of its "
-    "evidence: the fact plus the turn's new words.",
-    "fold_max_chars": "Longest text a fold may produce, in characters "
-    f"(≥ 20; default {_DEFAULT.fold_max_chars}): a "
-    "folded fact is retrieved like the fact, so its length is what the agent pays per hit.",
-    "window_max_size": "Episodic turns left after folding are merged into windows of up to this "
-    f"many consecutive turns of one session (1 = off; default {_DEFAULT.window_max_size}).",
-    "semantic_window_size": "Facts of one session and speaker merged into windows of up to this "
-    "many (1 = off; default 1).",
-    "semantic_window_chars": "Longest text of a fact window, in characters (≥ 20; default 300).",
-    "contradiction_threshold": "Pairs at least this similar are checked for contradiction "
-    "before any merge (cosine, −1–1; default 0.75).",
-    "reconcile": (
-        "Turn sure contradictions (two states, known dates) into reconcile operations (newer "
-        "kept); the unsure ones are conflict items a reviewer decides."
-    ),
-    "promote": "Promote reinforced or important memories to the curated tier.",
-    "curated_tier": "Tier name given to promoted memories (default “curated”).",
-    "promote_min_sessions": "Promote a memory seen in at least this many sessions (default 3).",
-    "promote_min_importance": "Promote a memory with at least this importance (0–1; default 0.8).",
-    "promote_min_access": "Promote a memory accessed at least this many times (default 5).",
-    "prune": "Prune old, low-value memories by exponential decay.",
-    "prune_half_life_days": "Half-life of importance decay, in days (> 0; default 30).",
-    "prune_threshold": (
-        "Prune when importance × 0.5^(age/half-life) falls below this (0–1; default 0.05)."
-    ),
-    "prune_max_importance": (
-        "Age alone prunes only memories whose explicit importance is below this (0–1; default "
-        "0.3); others decay away only when the store keeps their content."
-    ),
-    "prune_min_age_days": "Never prune memories younger than this many days (≥ 0; default 30).",
-    "prune_coverage": "A decayed turn without an importance is pruned only when at least this "
-    "fraction of its content words stays in what its session keeps (0–1; default 1).",
-    "trim_to_guard": "Plan within the loss budget: when the full plan would remove more than the "
-    "loss guard allows, propose the most certain operations that fit (exact duplicates first, "
-    "prunes last) and defer the rest to the next passes. Off: such a pass is rejected by the "
-    "guard.",
-    "min_recall_retention": "Reject a pass whose answer recall@k falls below this fraction of "
-    "the recall before (0–1; empty disables the recall guard; default 0.98).",
-    "recall_k": "k for answer recall@k (default 10).",
-    "summarize": "Memory pyramid: add summary memories over clusters of related memories of one "
-    "scope, level by level (off by default: it did not raise answer recall on LoCoMo).",
-    "summary_levels": "Pyramid levels: 1 topics over memories, 2 themes over topics, 3 a "
-    "profile per scope (1–3; default 2).",
-    "summary_min_cluster": "Fewest memories a summary covers (≥ 2; default 3).",
-    "summary_max_cluster": "Most memories a summary covers (default 12).",
-    "summary_threshold": "Members of a cluster are on average at least this similar (cosine, "
-    "0–1; default 0.55).",
-    "summary_max_chars": "Longest summary text, in characters (≥ 20; default 400).",
-    "summary_writer": "Who writes summaries: the agent's LLM when one is configured (auto), "
-    "always extractive (the cluster's most central sentences), or always the LLM.",
-    "max_lost_content_words": "Content guard: most distinct content words (numbers, names, code "
-    "terms, negations) a pass may lose and still apply without a person (empty = off; "
-    "default 0).",
-    "max_lost_sentence_fraction": "Content guard: most sentences, as a fraction of the store's, "
-    "an automatically applied pass may lose (0–1; default 0.05).",
-    "auto_apply_max_risk": "Auto-apply “safe” applies on its own only operations whose risk "
-    "score is at most this (0–1; default 0.25).",
-    **LLM_FIELD_HELP,
-}
 
 FIELD_MAP_KEYS = ("document", "created_at", "updated_at", "importance", "tier", "pinned", "scope")
 """Field-map keys an operator sets when attaching an existing collection."""
@@ -148,9 +72,9 @@ _DEFAULT_RE = re.compile(r"default (“[^”]*”|[^;,)]+)")
 
 
 def policy_help(name: str, default: Any) -> str:
-    """Help text of policy field ``name`` with its "default …" taken from :class:`Policy` itself
-    (never a hardcoded number that can drift from the dataclass default)."""
-    text = POLICY_HELP.get(name, "")
+    """Help text of policy field ``name`` (its metadata in :class:`Policy`) with its "default …"
+    taken from the dataclass default (never a number written twice that can drift)."""
+    text = POLICY_META[name].get("help", "")
     if isinstance(default, bool) or not _DEFAULT_RE.search(text):
         return text
     shown = (
@@ -163,30 +87,10 @@ def policy_help(name: str, default: Any) -> str:
     return _DEFAULT_RE.sub(lambda _m: f"default {shown}", text, count=1)
 
 
-POLICY_LABELS: dict[str, str] = {"trim_to_guard": "Plan within the loss budget"}
-"""Form labels that differ from the field name in words."""
-
-
-POLICY_CHOICES: dict[str, list[tuple[str, str]]] = {
-    "summary_writer": [(w, w) for w in SUMMARY_WRITERS],
-}
-"""Policy text fields that take one of a fixed set of values (a select, not free text)."""
-
-
-POLICY_INT_MIN: dict[str, int] = {
-    "max_group_size": 2,
-    "max_merged_chars": 20,
-    "fold_max_chars": 20,
-    "semantic_window_chars": 20,
-    "summary_min_cluster": 2,
-    "summary_max_chars": 20,
-    "max_lost_content_words": 0,
-    "distill_group_size": 3,
-    "llm_max_tokens": 16,
-    "llm_context_tokens": 32,
-}
-"""Smallest value :meth:`consolidation.Policy.validate` accepts for these whole-number fields
-(others: 1), so the field's HTML ``min`` and the server's message agree."""
+def policy_label(name: str) -> str:
+    """The form's label of policy field ``name``: its metadata's ``label``, else its name in
+    words ("max_loss_fraction" → "Max loss fraction")."""
+    return POLICY_META[name].get("label") or name.replace("_", " ").capitalize()
 
 
 def policy_error_words(message: str) -> str:
@@ -195,30 +99,28 @@ def policy_error_words(message: str) -> str:
     fraction must be in [0, 1]")."""
     for name in sorted(POLICY_FIELDS, key=len, reverse=True):
         if name in message:
-            label = POLICY_LABELS.get(name, name.replace("_", " ").capitalize())
+            label = policy_label(name)
             word = label if message.startswith(name) else f"“{label}”"
             message = re.sub(rf"\b{name}\b", word, message)
     return message[:1].upper() + message[1:]
 
 
 def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
-    label = POLICY_LABELS.get(name, name.replace("_", " ").capitalize())
-    help_text = policy_help(name, default)
+    meta = POLICY_META[name]
+    label, help_text = policy_label(name), policy_help(name, default)
     if type_name == "bool":
         return forms.BooleanField(label=label, required=False, initial=default, help_text=help_text)
     if type_name in ("int", "int | None"):
-        low = POLICY_INT_MIN.get(name, 1)
         return forms.IntegerField(
             label=label,
             initial=default,
             help_text=help_text,
-            min_value=low,
+            min_value=meta.get("low", 1),
             required=type_name == "int",
         )
-    if name in POLICY_CHOICES:
-        return forms.ChoiceField(
-            label=label, initial=default, help_text=help_text, choices=POLICY_CHOICES[name]
-        )
+    if meta.get("choices"):
+        choices = [(c, c) for c in meta["choices"]]
+        return forms.ChoiceField(label=label, initial=default, help_text=help_text, choices=choices)
     if type_name == "str":
         return forms.CharField(label=label, initial=default, help_text=help_text, max_length=60)
     optional = "None" in type_name
@@ -228,6 +130,9 @@ def _policy_formfield(name: str, type_name: str, default: Any) -> forms.Field:
 
 
 POLICY_FIELDS: list[str] = [f.name for f in fields(Policy)]
+
+POLICY_META: dict[str, Any] = {f.name: f.metadata for f in fields(Policy)}
+"""Each policy field's help, label, unit and range, as :class:`Policy` declares them."""
 
 
 AUTO_APPLY_CHOICES = [
