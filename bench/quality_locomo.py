@@ -48,7 +48,7 @@ Goal: ``default`` ≥ 50 % fewer entries with ≥ 99 % of baseline answer recall
 ``aggressive`` ≥ 80 % fewer with ≥ 95 %; context size ≤ 1.25× baseline in both. Scheduled passes:
 with auto-apply ``safe`` (``--mode safe``) the default policy reaches its goal for each
 conversation within 5 nights; ``converge`` (auto-apply ``all``: a pass whose whole plan fails
-the recall guard is rejected whole) does not for every conversation (README "Benchmarks").
+the recall guard is rejected whole) does not for every conversation (docs/BENCHMARKS.md).
 
 Usage: ``.venv/bin/python bench/quality_locomo.py [--file PATH] [--conversation conv-26 ...]
 [--policy default ...] [--passes N] [--mode single|converge|safe ...] [--set FIELD=VALUE ...]

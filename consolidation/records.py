@@ -201,7 +201,7 @@ class FieldMap:
     text_copies: tuple[str, ...] = ()
 
     def format_problems(self, meta: Mapping[str, Any]) -> list[str]:
-        """What in ``meta`` breaks the formats the README's metadata table gives for the keys
+        """What in ``meta`` breaks the formats docs/API.md's metadata table gives for the keys
         this map names — one sentence per bad key, naming it: ``created_at`` / ``updated_at`` /
         ``last_accessed_at`` ISO 8601 or epoch seconds (what :func:`parse_timestamp` reads),
         ``importance`` a number in [0, 1], ``pinned`` ``true``/``false``, ``access_count`` a

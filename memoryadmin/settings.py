@@ -357,7 +357,7 @@ ENDPOINT_HOSTS_ALLOWED = [
     h.strip().lower() for h in os.getenv("ENDPOINT_HOSTS_ALLOWED", "").split(",") if h.strip()
 ]
 
-# Notifications (services/notifications*.py; README "Notifications"). Links in them start with
+# Notifications (services/notifications*.py; docs/OPERATOR.md). Links in them start with
 # MEMORYADMIN_BASE_URL (the console's public address). Webhook hosts: WEBHOOK_HOSTS_ALLOWED
 # (glob patterns, trusted whatever they resolve to), else ENDPOINT_HOSTS_ALLOWED; with neither,
 # a webhook must resolve to public addresses only (consolidation/adapters/endpoints.py).

@@ -9,7 +9,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CODE = ("consolidation", "memoryadmin", "tests", "bench")
 OUTSIDE = re.compile(r"shared/docs|(?<![\w/])(?:ARCHITECTURE|STYLE|TEAM)\.md")
-CITED = re.compile(r"docs/[A-Z]+\.md")
+CITED = re.compile(r"docs/[A-Z_]+\.md")
 
 
 def _sources() -> list[Path]:
@@ -74,3 +74,16 @@ def test_the_citation_check_sees_each_form() -> None:
     ):
         assert TRACKER.search(text), text
     assert not TRACKER.search("mem0ai/mem0#4536, chroma-core/chroma#4965")
+
+
+def test_the_readme_is_short_and_every_link_in_the_docs_resolves() -> None:
+    """The README is what a newcomer reads first: at most 150 lines, the rest in docs/ pages, each
+    of which a relative link in the README or in docs/ must reach (a moved page breaks a test)."""
+    readme = REPO / "README.md"
+    assert len(readme.read_text(encoding="utf-8").splitlines()) <= 150
+    broken = []
+    for page in [readme, *sorted((REPO / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(REPO)} -> {target}")
+    assert not broken, broken

@@ -43,7 +43,7 @@ class Agent(models.Model):
     policy = models.JSONField(default=dict, blank=True)
 
     class AutoApply(models.TextChoices):
-        """What a pass that passes its guards does on its own (README "Auto-apply")."""
+        """What a pass that passes its guards does on its own (docs/OPERATOR.md, "Auto-apply")."""
 
         OFF = "off"  # every proposal waits for a person
         SAFE = "safe"  # the safe part applies, the rest waits (consolidation.review.auto_apply)

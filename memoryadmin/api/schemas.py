@@ -437,7 +437,7 @@ class RejectIn(RequiredNoteIn):
 
 
 class DecisionOut(Schema):
-    """A standing decision of an agent (README "Standing decisions"): ``kind`` keep_apart |
+    """A standing decision of an agent (docs/OPERATOR.md): ``kind`` keep_apart |
     keep | rejected_plan | conflict_pick; ``memories`` ``[[memory id, content hash], ...]``;
     ``payload`` ``{"keep": id}`` (pick), ``{"apart": true}`` (keep both), ``{"signatures":
     [...]}`` (rejected plan); ``held_back`` the later operations it left out or held for

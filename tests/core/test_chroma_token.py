@@ -1,4 +1,4 @@
-"""A Chroma server that requires a token, the way README "Production" deploys chromadb 1.x: a
+"""A Chroma server that requires a token, the way docs/PRODUCTION.md deploys chromadb 1.x: a
 ``chroma run`` on a private port and nginx in front of it with ``deploy/nginx-chroma.conf``
 (placeholders filled in), the console pointed at nginx with ``CHROMA_TOKEN``.
 
@@ -61,7 +61,7 @@ def nginx_binary() -> str:
 
 
 def nginx_conf(*, listen: int, upstream: int) -> str:
-    """The repository's template with its three placeholders filled in (as README shows)."""
+    """The repository's template with its three placeholders filled in (docs/PRODUCTION.md)."""
     text = CONF.read_text()
     for placeholder in ("__CHROMA_TOKEN__", "__LISTEN__", "__CHROMA_UPSTREAM__"):
         assert placeholder in text, f"{placeholder} missing from {CONF}"
@@ -70,7 +70,7 @@ def nginx_conf(*, listen: int, upstream: int) -> str:
         .replace("__LISTEN__", f"127.0.0.1:{listen}")
         .replace("__CHROMA_UPSTREAM__", f"127.0.0.1:{upstream}")
     )
-    assert not re.search(r"__[A-Z_]+__", text), "a placeholder the README does not fill in"
+    assert not re.search(r"__[A-Z_]+__", text), "a placeholder docs/PRODUCTION.md does not fill in"
     return text
 
 

@@ -394,7 +394,7 @@ BAD_FORMATS = [
 def test_metadata_in_the_wrong_format_is_a_line_error_naming_line_and_key(
     client: Client, alice, agent_with_memories
 ) -> None:
-    """The README's formats hold for an upload: importance in [0, 1], times ISO 8601 or epoch
+    """docs/API.md's formats hold for an upload: importance in [0, 1], times ISO 8601 or epoch
     seconds, pinned true/false. Each bad line is refused with its number and key; with "skip
     invalid lines" only the good lines are written."""
     agent = agent_with_memories(0)

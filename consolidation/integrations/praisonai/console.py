@@ -1,6 +1,6 @@
 """Console mode: a PraisonAI agent's pass is planned, reviewed and applied by the console.
 
-:class:`Console` talks to the console's JSON API (``/api/v1/…``, bearer token, README "JSON
+:class:`Console` talks to the console's JSON API (``/api/v1/…``, bearer token, docs/API.md "JSON
 API and MCP server") with httpx:
 
 1. find the console's agent for the memory: the slug given (``MEMORYADMIN_AGENT``), else the

@@ -140,7 +140,7 @@ AUTO_APPLY_CHOICES = [
     ("safe", "Safe — apply the low-risk part on its own, the rest waits"),
     ("all", "All — apply every pass the guards pass (not what was rejected before)"),
 ]
-"""The choices of ``Agent.auto_apply`` (README "Auto-apply")."""
+"""The choices of ``Agent.auto_apply`` (docs/OPERATOR.md, "Auto-apply")."""
 
 AUTO_APPLY_HELP = (
     "Off: nothing applies without a person. Safe: a pass that passes the guards applies only "

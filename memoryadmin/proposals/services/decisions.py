@@ -1,6 +1,6 @@
 """Standing decisions: record what a reviewer decided so every later pass plans with it; revoke.
 
-Where decisions come from (README "Standing decisions"):
+Where decisions come from (docs/OPERATOR.md, "Standing decisions"):
 
 - excluding a merge or a reconcile (folds and windows are merges) → ``keep_apart`` of its
   sources; including it again revokes that decision;

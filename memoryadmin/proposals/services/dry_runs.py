@@ -7,7 +7,7 @@ queued :class:`DryRun` and enqueues ``tasks.run_dry_run``; the worker runs
 :func:`~.passes.pass_dry_run` (the one dry-run path, the same figures ``consolidate --dry-run``
 prints) and stores its figures as ``DryRun.result``; clients poll (or wait, bounded) for it.
 
-Limits (settings, README "Dry runs"): one queued or running dry run per agent, enforced by the
+Limits (settings, docs/API.md, "Dry runs"): one queued or running dry run per agent, enforced by the
 database (``dry_run_active_per_agent``) — a second request with the same policy gets the active
 one back, one with another policy is refused; ``MEMORYADMIN_DRY_RUNS_PER_USER`` queued or running
 per user; ``MEMORYADMIN_DRY_RUN_SECONDS`` of planning; ``MEMORYADMIN_DRY_RUN_MAX_MB`` of memory.

@@ -1,4 +1,4 @@
-"""The README tells an operator what an upload may carry and how an MCP client must start the
+"""docs/API.md tells an operator what an upload may carry and how an MCP client must start the
 stdio server: every metadata key the engine reads is in its table, and the stdio example passes
 the Chroma settings (a client starts it without the shell's environment)."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 from consolidation import FieldMap
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+API_DOC = (Path(__file__).resolve().parents[1] / "docs" / "API.md").read_text(encoding="utf-8")
 
 
 def test_the_upload_table_names_every_metadata_key_the_engine_reads() -> None:
-    section = README.split("### Upload format (JSONL)", 1)[1].split("\n## ", 1)[0]
+    section = API_DOC.split("## Upload format (JSONL)", 1)[1].split("\n## ", 1)[0]
     keys = set(re.findall(r"`([a-z_]+)`", section))
     read = {
         getattr(FieldMap(), f.name)
@@ -28,7 +28,7 @@ def test_the_upload_table_names_every_metadata_key_the_engine_reads() -> None:
 
 
 def test_the_stdio_mcp_example_passes_the_chroma_settings() -> None:
-    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", README, re.S)]
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", API_DOC, re.S)]
     stdio = [
         s
         for b in blocks
