@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 __all__ = [
+    "AlreadyDone",
+    "BadField",
     "DryRunLimit",
     "GuardRefused",
+    "NotAllowed",
     "PassAlreadyActive",
     "ProposalChanged",
     "ServiceError",
@@ -14,6 +17,26 @@ __all__ = [
 
 class ServiceError(Exception):
     """A refused or failed console action; ``str(error)`` is shown to the operator as is."""
+
+
+class AlreadyDone(ServiceError):
+    """The action was already taken (a second click, a retried request): nothing was done. The
+    pages say so as information, the API answers 409 with the message."""
+
+
+class NotAllowed(ServiceError):
+    """The user's role does not allow the action (:func:`memoryadmin.core.roles.require`); the
+    message names the user, their roles and the roles that may. The pages answer 403, the API
+    403, MCP a tool error, each with this one message."""
+
+
+class BadField(ValueError):
+    """A value the action needs is missing or wrong; ``field`` names it (a form's field, the
+    API's ``field``). A ``ValueError``, so callers that catch bad input catch it too."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class PassAlreadyActive(ServiceError):

@@ -16,6 +16,7 @@ __all__ = [
     "can_manage",
     "can_review",
     "ensure_roles",
+    "require",
 ]
 
 REVIEW = "console.review_pass"
@@ -63,3 +64,22 @@ def can_manage(user: Any) -> bool:
 def can_edit_memories(user: Any) -> bool:
     """True when ``user`` may pin, edit and delete single memories (admin)."""
     return bool(user and user.is_authenticated and user.has_perm(EDIT_MEMORIES))
+
+
+_MAY = {REVIEW: "reviewers and admins", MANAGE: "admins", EDIT_MEMORIES: "admins"}
+
+
+def require(user: Any, perm: str, what: str) -> None:
+    """Refuse ``what`` (a phrase: "approve pass #12") unless ``user`` holds ``perm`` (one of
+    :data:`REVIEW`, :data:`MANAGE`, :data:`EDIT_MEMORIES`). The one role check of every write
+    service, so a page, the API and MCP refuse with the same sentence.
+
+    ``user`` ``None`` or anonymous is the shell or the system (management commands, the worker,
+    the schedule), which the role model does not restrict. Raises
+    :class:`~memoryadmin.core.errors.NotAllowed`."""
+    from memoryadmin.core.errors import NotAllowed
+
+    if user is None or not getattr(user, "is_authenticated", False) or user.has_perm(perm):
+        return
+    groups = ", ".join(sorted(g.name for g in user.groups.all())) or "no role"
+    raise NotAllowed(f"{user.get_username()} ({groups}) may not {what}: only {_MAY[perm]} may.")

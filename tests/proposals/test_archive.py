@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from memoryadmin.agents.selectors.agents import agent_census
 from memoryadmin.core import stores
+from memoryadmin.core.errors import AlreadyDone
 from memoryadmin.memories.models import ArchivedMemory
 from memoryadmin.memories.services.memories import memory_delete, memory_edit
 from memoryadmin.proposals.models import Pass
@@ -160,7 +161,9 @@ def test_rollback_of_a_pass_that_is_not_applied_says_why(client, bob, agent):
     run = Pass.objects.create(agent=agent, trigger="operator", status="rejected")
     r = login(client, bob).post(reverse("pass_rollback", args=[run.pk]), {"note": ""})
     assert (
-        r.status_code == 200 and "only an applied or partially applied pass" in r.content.decode()
+        r.status_code == 200
+        and f"Pass #{run.pk} is rejected. Only an applied or partially applied pass"
+        in r.content.decode()
     )
 
 
@@ -202,7 +205,10 @@ def test_rollback_leaves_nothing_for_a_second_rollback(
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
         pass_rollback_request(run=run, user=bob)
-    assert pass_rollback_request(run=run, user=bob).status == "rolled_back"
+    with pytest.raises(AlreadyDone, match="already rolled back; nothing was done"):
+        pass_rollback_request(run=run, user=bob)
+    run.refresh_from_db()
+    assert run.status == "rolled_back"
 
 
 def test_a_restored_row_shows_when_instead_of_a_restore_button(client, bob, agent):

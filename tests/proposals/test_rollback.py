@@ -12,7 +12,12 @@ from django.core.management import call_command
 
 from memoryadmin.agents.selectors.agents import agent_census
 from memoryadmin.core import stores
-from memoryadmin.core.errors import PassAlreadyActive, ServiceError, StoreUnavailable
+from memoryadmin.core.errors import (
+    AlreadyDone,
+    PassAlreadyActive,
+    ServiceError,
+    StoreUnavailable,
+)
 from memoryadmin.core.leases import lease_acquire, lease_release
 from memoryadmin.memories.models import ArchivedMemory
 from memoryadmin.memories.services.memories import memory_edit, memory_set_pinned
@@ -123,8 +128,9 @@ def test_running_it_twice_is_a_no_op(agent_with_memories, bob, django_capture_on
     )
     census, events = agent_census(agent=agent), run.events.count()
 
-    again = roll_back(run, bob, django_capture_on_commit_callbacks)
-    assert again.status == "rolled_back" and pass_rollback(run=run).status == "rolled_back"
+    with pytest.raises(AlreadyDone, match=f"Pass #{run.pk} is already rolled back; nothing was"):
+        roll_back(run, bob, django_capture_on_commit_callbacks)
+    assert pass_rollback(run=run).status == "rolled_back"
     assert agent_census(agent=agent) == census and run.events.count() == events
 
 
@@ -182,7 +188,8 @@ def test_a_partially_applied_pass_undoes_only_what_it_applied(
 def test_only_an_applied_pass_can_be_rolled_back(agent_with_memories, bob, status):
     agent = agent_with_memories(3)
     run = Pass.objects.create(agent=agent, trigger="operator", status=status)
-    with pytest.raises(ServiceError, match="only an applied or partially applied pass"):
+    words = status.replace("_", " ")
+    with pytest.raises(ServiceError, match=f"Pass #{run.pk} is {words}. Only an applied or part"):
         pass_rollback_request(run=run, user=bob)
 
 

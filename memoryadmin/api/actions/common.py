@@ -7,8 +7,8 @@ from typing import Any
 
 from consolidation import NAMED_POLICIES, Policy
 from memoryadmin.agents.models import Agent
-from memoryadmin.core.errors import StoreUnavailable
-from memoryadmin.core.roles import can_manage, can_review
+from memoryadmin.core.errors import BadField, NotAllowed, StoreUnavailable
+from memoryadmin.core.roles import MANAGE, REVIEW, require
 from memoryadmin.proposals.models import Pass
 
 
@@ -59,10 +59,15 @@ class Unavailable(ActionError):
 
 
 def service_error(exc: Exception) -> ActionError:
-    """The action error of a service's exception: 503 for a store outage, 422 for bad input,
-    else 409 (a state that forbids the action)."""
+    """The action error of a service's exception: 403 for a role that does not allow it, 503 for
+    a store outage, 422 for bad input (naming the field when the service did), else 409 (a state
+    that forbids the action). The message is the service's own."""
+    if isinstance(exc, NotAllowed):
+        return Forbidden(str(exc))
     if isinstance(exc, StoreUnavailable):
         return Unavailable(str(exc))
+    if isinstance(exc, BadField):
+        return BadInput(str(exc), field=exc.field)
     if isinstance(exc, ValueError):
         return BadInput(str(exc))
     return Conflict(str(exc))
@@ -97,20 +102,21 @@ def get_pass(pk: int) -> Pass:
 
 
 def require_review(user: Any, what: str) -> None:
-    """:class:`Forbidden` unless ``user`` is a reviewer or an admin."""
-    if not can_review(user):
-        raise Forbidden(f"{_who(user)} may not {what}: only reviewers and admins may.")
+    """:class:`Forbidden` unless ``user`` is a reviewer or an admin, for an action that looks
+    things up before its service checks the role itself (same sentence:
+    :func:`memoryadmin.core.roles.require`)."""
+    try:
+        require(user, REVIEW, what)
+    except NotAllowed as exc:
+        raise Forbidden(str(exc)) from None
 
 
 def require_manage(user: Any, what: str) -> None:
     """:class:`Forbidden` unless ``user`` is an admin (the console's "Run now" permission)."""
-    if not can_manage(user):
-        raise Forbidden(f"{_who(user)} may not {what}: only admins may.")
-
-
-def _who(user: Any) -> str:
-    groups = ", ".join(g.name for g in user.groups.all()) or "no role"
-    return f"{user.get_username()} ({groups})"
+    try:
+        require(user, MANAGE, what)
+    except NotAllowed as exc:
+        raise Forbidden(str(exc)) from None
 
 
 def named_policy(name: str | None) -> Policy | None:

@@ -7,10 +7,8 @@ from typing import Any
 
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import (
-    BadInput,
     NotFound,
     get_pass,
-    require_review,
     service_error,
 )
 from memoryadmin.api.present.passes import pass_out
@@ -27,7 +25,6 @@ from memoryadmin.proposals.services.review import (
 def approve(*, run: Pass, user: Any, note: str, revision: str | None = None) -> s.PassOut:
     """Approve a proposal (reviewers); the guard is re-checked on the included operations, and
     ``revision`` (``PassOut.revision`` as read) when given: 409 when the operations changed."""
-    require_review(user, f"approve pass #{run.pk}")
     try:
         pass_approve(run=run, user=user, note=note, revision=revision)
     except (ServiceError, ValueError) as exc:
@@ -38,9 +35,6 @@ def approve(*, run: Pass, user: Any, note: str, revision: str | None = None) -> 
 def reject(*, run: Pass, user: Any, note: str, never_again: bool = False) -> s.PassOut:
     """Reject a proposal with a required note (reviewers); the store is untouched. Recorded
     as a rejected-plan decision (``never_again``: keep-apart and keep decisions too)."""
-    require_review(user, f"reject pass #{run.pk}")
-    if not (note or "").strip():
-        raise BadInput("Say why the proposal is rejected (a note is required).", field="note")
     try:
         pass_reject(run=run, user=user, note=note, never_again=never_again)
     except (ServiceError, ValueError) as exc:
@@ -50,8 +44,6 @@ def reject(*, run: Pass, user: Any, note: str, never_again: bool = False) -> s.P
 
 def set_excluded(*, run: Pass, index: int, excluded: bool, user: Any) -> s.PassOut:
     """Exclude (or include again) operation ``index`` of a proposal (reviewers)."""
-    verb = "exclude" if excluded else "include"
-    require_review(user, f"{verb} operations of pass #{run.pk}")
     op = Operation.objects.filter(run=run, index=index).first()
     if op is None:
         raise NotFound(f"Pass #{run.pk} has no operation {index}.", field="index")
@@ -66,7 +58,6 @@ def resolve_conflict(*, run: Pass, index: int, keep: str, user: Any) -> s.PassOu
     """Decide conflict ``index`` of a proposal (reviewers): keep ``a``, ``b`` or ``both``
     (``conflict_resolve``); 409 when the pass is not proposed or a source changed,
     422 when the operation is not a conflict."""
-    require_review(user, f"decide conflicts of pass #{run.pk}")
     op = Operation.objects.filter(run=run, index=index).first()
     if op is None:
         raise NotFound(f"Pass #{run.pk} has no operation {index}.", field="index")

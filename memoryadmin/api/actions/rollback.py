@@ -6,9 +6,7 @@ from typing import Any
 
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import (
-    Conflict,
     get_pass,
-    require_review,
     service_error,
 )
 from memoryadmin.api.present.passes import pass_out
@@ -20,14 +18,6 @@ from memoryadmin.proposals.services.rollback import pass_rollback_request
 def roll_back(*, run: Pass, user: Any, note: str) -> s.PassOut:
     """Start rolling back an applied pass (reviewers); refused naming records changed since, and
     with :class:`Conflict` for a pass in any other state (one rolling or rolled back too)."""
-    require_review(user, f"roll back pass #{run.pk}")
-    if run.undo_expired:
-        raise Conflict(run.undo_expired)
-    if not run.can_roll_back:
-        raise Conflict(
-            f"Pass #{run.pk} is {run.status.replace('_', ' ')}. "
-            "Only an applied or partially applied pass can be rolled back."
-        )
     try:
         pass_rollback_request(run=run, user=user, note=note)
     except (ServiceError, ValueError) as exc:

@@ -28,8 +28,7 @@ from django.utils import timezone
 from consolidation.decisions import operation_signature
 from consolidation.review import JOINING_KINDS
 from memoryadmin.agents.models import Agent
-from memoryadmin.core.errors import ServiceError
-from memoryadmin.core.roles import can_review
+from memoryadmin.core.roles import REVIEW, require
 from memoryadmin.core.services import actor_name, audit, user_or_none
 from memoryadmin.memories.models import ArchivedMemory
 from memoryadmin.proposals.models import Decision, Operation, Pass
@@ -54,11 +53,6 @@ K = Decision.Kind
 APART_KINDS = (Operation.Kind.MERGE, Operation.Kind.RECONCILE)
 """Operation kinds whose exclusion keeps their memories apart (a reviewer's pick on a conflict
 is a reconcile too, but it is recorded as a conflict pick instead)."""
-
-
-def _check_reviewer(user: Any) -> None:
-    if user_or_none(user) is not None and not can_review(user):
-        raise ServiceError("Only a reviewer can set or revoke decisions.")
 
 
 def stored_signature(op: Operation) -> str:
@@ -96,7 +90,7 @@ def decision_create(
     ``ValueError`` for an unknown kind or a decision the engine refuses, :class:`ServiceError`
     when ``user`` is not a reviewer.
     """
-    _check_reviewer(user)
+    require(user, REVIEW, "set decisions")
     kind = Decision.Kind(kind).value
     d = Decision(
         agent=agent,
@@ -134,7 +128,7 @@ def decision_revoke(*, decision: Decision, user: Any, note: str = "") -> Decisio
     and its memories leave the agent's checkpoint so the next pass judges them again. Revoking
     a revoked decision changes nothing. Raises :class:`ServiceError` when ``user`` is not a
     reviewer."""
-    _check_reviewer(user)
+    require(user, REVIEW, f"revoke decisions of {decision.agent.name}")
     actor = actor_name(user, "cli")
     with transaction.atomic():
         d = (

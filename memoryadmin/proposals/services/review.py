@@ -13,7 +13,8 @@ from django.utils.translation import ngettext
 from consolidation import Policy
 from consolidation.planning.state import short
 from memoryadmin.core import stores
-from memoryadmin.core.errors import GuardRefused, ProposalChanged, ServiceError
+from memoryadmin.core.errors import BadField, GuardRefused, ProposalChanged, ServiceError
+from memoryadmin.core.roles import REVIEW, require
 from memoryadmin.core.services import (
     TASK_APPLY,
     actor_name,
@@ -159,8 +160,14 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
     The pass's summary fields are updated to the new evaluation; the event is audited.
     Excluding a merge or a reconcile records a keep-apart decision of its memories (including
     it again revokes it): see :mod:`.decisions`.
-    Raises :class:`ServiceError` when the pass is no longer proposed.
+    Raises :class:`ServiceError` when the pass is no longer proposed, :class:`NotAllowed` for a
+    user who is not a reviewer.
     """
+    require(
+        user,
+        REVIEW,
+        f"{'exclude' if excluded else 'include'} operations of pass #{operation.run_id}",
+    )
     run = _reviewable(operation.run)
     op = Operation.objects.select_for_update().get(pk=operation.pk)
     excluded = bool(excluded)
@@ -193,6 +200,7 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
     policy's ``max_merged_chars`` or one an attached collection of another model's vectors
     cannot take (no embedder for it); :class:`ServiceError` when the pass is no longer proposed.
     """
+    require(user, REVIEW, f"edit operations of pass #{operation.run_id}")
     run = _reviewable(operation.run)
     op = Operation.objects.select_for_update().get(pk=operation.pk)
     if op.kind != Operation.Kind.MERGE:
@@ -329,6 +337,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
     changed or left the store since planning (:class:`StoreUnavailable` when the store cannot
     be read to check).
     """
+    require(user, REVIEW, f"decide conflicts of pass #{operation.run_id}")
     keep = "both" if keep is None else str(keep).strip().lower()
     if keep not in CONFLICT_CHOICES:
         raise ValueError("Choose which memory to keep: a, b or both.")
@@ -422,6 +431,7 @@ def operations_set_excluded(
     ``(evaluation, changed indexes)``. Raises :class:`ServiceError` when the pass is no longer
     proposed, ``ValueError`` for more than :data:`MAX_BULK_OPERATIONS` ids.
     """
+    require(user, REVIEW, f"{'exclude' if excluded else 'include'} operations of pass #{run.pk}")
     ids = {int(i) for i in operation_ids}
     if len(ids) > MAX_BULK_OPERATIONS:
         raise ValueError(f"Choose at most {MAX_BULK_OPERATIONS:,} operations at once.")
@@ -503,6 +513,7 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
     ``approved_past_content_guard`` audit event and in ``telemetry["content_override"]``
     (``{"by", "at", "reason"}``, shown on the pass).
     """
+    require(user, REVIEW, f"approve pass #{run.pk}")
     actor = actor_name(user, "cli")
     with transaction.atomic():
         run = _reviewable(run)
@@ -560,9 +571,10 @@ def pass_reject(*, run: Pass, user: Any, note: str, never_again: bool = False) -
     keep-apart decision per merge and reconcile and a keep per prune, so they are not proposed
     again (:func:`.decisions.decisions_for_rejection`).
     """
+    require(user, REVIEW, f"reject pass #{run.pk}")
     note = (note or "").strip()
     if not note:
-        raise ValueError("Say why the proposal is rejected (a note is required).")
+        raise BadField("Say why the proposal is rejected (a note is required).", field="note")
     actor = actor_name(user, "cli")
     run = _reviewable(run)
     with transaction.atomic():

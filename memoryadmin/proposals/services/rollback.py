@@ -31,7 +31,8 @@ from django.utils.translation import ngettext
 from consolidation import MemoryRecord, content_hash
 from memoryadmin.agents.models import Agent
 from memoryadmin.core import stores
-from memoryadmin.core.errors import ServiceError, StoreUnavailable
+from memoryadmin.core.errors import AlreadyDone, ServiceError, StoreUnavailable
+from memoryadmin.core.roles import REVIEW, require
 from memoryadmin.core.services import (
     TASK_ROLLBACK,
     actor_name,
@@ -184,23 +185,26 @@ def pass_rollback_request(
     Checks first, writing nothing on refusal: raises :class:`RollbackBlocked` naming every record
     changed after the pass (audited as ``rollback_refused``), :class:`ServiceError` when the pass
     is in another state or another pass of the agent is active (I-5), :class:`StoreUnavailable`
-    when Chroma is down. A pass already ``rolling_back`` or ``rolled_back`` is returned unchanged
-    (idempotent). Otherwise the pass becomes ``rolling_back`` and :func:`pass_rollback` is
-    enqueued when the transaction commits. ``revoke_decisions`` also revokes the standing
+    when Chroma is down, :class:`AlreadyDone` (nothing written) for a pass already
+    ``rolling_back`` or ``rolled_back``, :class:`NotAllowed` for a user who is not a reviewer.
+    Otherwise the pass becomes ``rolling_back`` and :func:`pass_rollback` is enqueued when the
+    transaction commits. ``revoke_decisions`` also revokes the standing
     decisions made on the pass (its exclusions, conflict picks); else they stay. Either way the
     undone operations become a rejected plan (note :data:`UNDONE`), so auto-apply leaves them
     for a person when a later pass plans them again; revoking it on the Decisions tab lets
     them apply on their own again.
     """
+    require(user, REVIEW, f"roll back pass #{run.pk}")
     run = Pass.objects.select_related("agent").get(pk=run.pk)
     if run.status in (S.ROLLING_BACK, S.ROLLED_BACK):
-        return run
+        already = "rolled back" if run.status == S.ROLLED_BACK else "rolling back"
+        raise AlreadyDone(f"Pass #{run.pk} is already {already}; nothing was done.")
     if run.undo_expired:
         raise ServiceError(run.undo_expired)
     if not run.can_roll_back:
         raise ServiceError(
-            f"Pass #{run.pk} is {run.status}; "
-            "only an applied or partially applied pass can be rolled back."
+            f"Pass #{run.pk} is {run.status.replace('_', ' ')}. "
+            "Only an applied or partially applied pass can be rolled back."
         )
     actor = actor_name(user, "cli")
     blockers = rollback_blockers(run=run)

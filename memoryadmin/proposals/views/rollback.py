@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memoryadmin.agents.models import Agent
-from memoryadmin.core.errors import ServiceError, StoreUnavailable
+from memoryadmin.core.errors import AlreadyDone, ServiceError, StoreUnavailable
 from memoryadmin.core.views import HtmxHttpRequest, can_review
 from memoryadmin.memories.models import ArchivedMemory
 from memoryadmin.proposals.forms.review import NoteForm
@@ -26,17 +26,6 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
     run = get_object_or_404(Pass.objects.select_related("agent"), pk=pk)
     form = NoteForm(request.POST or None)
     ctx = {"nav": "agents", "run": run, "form": form, "blockers": {}, "store_error": ""}
-    if request.method == "POST" and run.status in (
-        Pass.Status.ROLLING_BACK,
-        Pass.Status.ROLLED_BACK,
-    ):
-        already = (
-            "already rolled back"
-            if run.status == Pass.Status.ROLLED_BACK
-            else "already rolling back"
-        )
-        messages.info(request, f"Pass #{run.pk} is {already}; nothing was done.")
-        return redirect(run)
     if request.method == "POST" and form.is_valid():
         try:
             rollback_services.pass_rollback_request(
@@ -45,6 +34,9 @@ def pass_rollback(request: HtmxHttpRequest, pk: int):
                 note=form.cleaned_data["note"],
                 revoke_decisions=request.POST.get("decisions") == "revoke",
             )
+        except AlreadyDone as exc:
+            messages.info(request, str(exc))
+            return redirect(run)
         except rollback_services.RollbackBlocked as exc:
             form.add_error(None, str(exc))
         except (ServiceError, ValueError) as exc:
