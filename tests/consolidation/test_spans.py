@@ -48,6 +48,7 @@ def merged_texts(p, texts: list[str]) -> list[list[str]]:
         ("私の誕生日は三月五日です", "私の誕生日は三月六日です", ("五", "六")),
         ("寿司が好きです", "ラーメンが好きです", ("寿司", "ラーメン")),
         ("東京に住んでいます", "大阪に住んでいます", ("東京", "大阪")),
+        ("ฉันชอบกินข้าวผัด", "ฉันชอบกินผัดไทย", ("ข้าวผัด", "ผัดไทย")),
         ("我喜欢吃饺子", "我很喜欢吃饺子", None),  # an insertion: one text covers the other
         ("寿司が好きです", "寿司が好きだ", None),  # an ending in hiragana: no value
         ("我喜欢吃饺子，也喜欢面条", "我喜欢吃饺子、也喜欢面条", None),  # punctuation
@@ -70,6 +71,7 @@ def test_value_span_finds_the_value_one_text_replaces(a, b, span):
         ["我住在北京", "我住在上海"],
         ["私の誕生日は三月五日です", "私の誕生日は三月六日です"],
         ["寿司が好きです", "ラーメンが好きです", "天ぷらが好きです"],
+        ["ฉันชอบกินข้าวผัด", "ฉันชอบกินผัดไทย"],
         ["My birthday is on March 5", "My birthday is on March 6"],
         ["User likes jazz", "User likes rock", "User likes blues"],
         ["Mein Geburtstag ist am 5. März", "Mein Geburtstag ist am 6. März"],
@@ -81,6 +83,7 @@ def test_value_span_finds_the_value_one_text_replaces(a, b, span):
         "zh-cities",
         "ja-birthdays",
         "ja-dishes",
+        "th-dishes",
         "en-birthdays",
         "en-music",
         "de-birthdays",
