@@ -125,7 +125,7 @@ FRAMES = ["我的生日是{}", "我喜欢吃{}", "我住在{}", "私は{}が好�
 VALUES = ["三月五日", "三月六日", "饺子", "火锅", "烤鸭", "北京", "上海", "寿司", "ラーメン"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     frame=st.sampled_from(FRAMES),
     members=st.lists(
