@@ -23,7 +23,9 @@ will propose:
    that does not answer costs the summaries, recorded in ``plan.context["pyramid"]``, never
    the pass);
 6. leave out the operations whose result text the store says it cannot write
-   (``store.unwritable(texts)``, when the store has it: :func:`consolidation.plans.leave_out`).
+   (``store.unwritable(texts)``, when the store has it: :func:`consolidation.plans.leave_out`);
+   the exact copies among a left-out merge's sources still merge, keeping one copy's text and
+   stored vector (:func:`consolidation.copies.leave_out_keeping_copies`).
 
 Pure apart from the store, embedder and writer it is handed (I-8: ``now`` is passed in).
 """
@@ -37,12 +39,13 @@ from typing import Any
 
 import numpy as np
 
+from .copies import leave_out_keeping_copies
 from .decisions import StandingDecisions
 from .distill import distill
 from .llm_cost import llm_cost_usd
 from .llm_judge import VerdictCache, judge_unsure
 from .planning import plan as make_plan
-from .plans import Fate, Plan, leave_out, summarize
+from .plans import Fate, Plan, summarize
 from .policy import Policy
 from .protocols import Embedder, JSONWriter, LLMUnavailable, MemoryStore
 from .pyramid import build_pyramid
@@ -233,7 +236,9 @@ def plan_snapshot(
     unwritable = getattr(memory, "unwritable", None)
     texts = [op.result_document for op in the_plan.operations if op.result_document is not None]
     if callable(unwritable) and texts:
-        the_plan = leave_out(the_plan, unwritable(texts), len(records))
+        the_plan = leave_out_keeping_copies(
+            the_plan, unwritable(texts), records, policy, fieldmap, unwritable
+        )
     progress(1.0, f"Planned {len(the_plan.operations):,} operations")
     return Snapshot(records, the_plan)
 

@@ -14,6 +14,7 @@ import numpy as np
 from ..decisions import Constraint
 from ..judgment import CONFLICT, DISTINCT, SAME, SUPERSEDES, PairVerdict, judge_pair
 from ..plans import Fate, Operation, OpKind
+from ..spans import value_span
 from ..text import extractive_merge, normalize_text
 from . import nearest
 from .candidates import candidate_pairs
@@ -166,7 +167,8 @@ def verdict(st: PlanState, a: int, b: int) -> PairVerdict:
     (memoised per pair in ``st.contra``; cues counted in ``st.contra_stats["found"]``).
 
     Every stage that would merge, fold, window or reconcile a pair asks this first: different
-    scopes and empty texts are always ``"distinct"``. Two members of one template group get
+    scopes and empty texts are always ``"distinct"``, and so is a ``"same"`` pair that replaces
+    one value in Chinese or Japanese (:func:`_one_value`). Two members of one template group get
     the group's answer when it has one (:func:`~.templates.template_verdict`, not stored).
     At most :func:`judge_bound` pairs are judged in a pass; a pair past it gets
     :data:`NOT_JUDGED` (its cue keeps it out of every merge, fold, window, reconcile and
@@ -198,11 +200,27 @@ def verdict(st: PlanState, a: int, b: int) -> PairVerdict:
             fieldmap=st.fm,
             policy=st.policy,
         )
+        v = _one_value(st.docs[x], st.docs[y], v)
         st.contra[key] = v
         stats["checked"] += 1
         if v.cue is not None:
             stats["found"][v.cue] = stats["found"].get(v.cue, 0) + 1
     return v
+
+
+def _one_value(a: str, b: str, v: PairVerdict) -> PairVerdict:
+    """``v``, or ``"distinct"`` when it is ``"same"`` but the texts replace one value of a
+    shared frame in a script without spaces (:func:`~consolidation.spans.value_span`: the
+    bigram tokens hide the "one word differs" rule of :func:`judge_pair` there)."""
+    span = value_span(a, b) if v.kind == SAME else None
+    if span is None:
+        return v
+    return PairVerdict(
+        DISTINCT,
+        None,
+        None,
+        (f"one span differs ({span[0]} vs {span[1]}): two values, not one fact",),
+    )
 
 
 JUDGED_PER_MEMORY = 4
