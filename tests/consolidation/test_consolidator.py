@@ -24,6 +24,7 @@ from consolidation.adapters import get_default_embedder
 from ._vectors import at_cosine, basis
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
+WHOLE = Policy(trim_to_guard=False)  # the whole pass judged: rejected when it loses too much
 
 
 def clock() -> datetime:
@@ -118,7 +119,7 @@ def store_records() -> list[MemoryRecord]:
 
 def test_it_consolidates_a_praisonai_memory_without_writing():
     memory = PraisonMemory(praison_items())
-    result = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(memory)
+    result = Consolidator(WHOLE, clock=clock, embedder=CountingEmbedder()).consolidate(memory)
     assert isinstance(result, ConsolidationResult)
     assert (result.entries_before, result.merged, result.entries_after) == (4, 2, 3)
     assert result.retained_originals == 2 and result.loss_fraction == 0.5
@@ -194,10 +195,28 @@ def test_it_never_writes_in_dry_run():
 def test_it_writes_nothing_when_the_guard_trips():
     store = DictStore(store_records())
     before = store.snapshot()
-    result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.1)
+    result = Consolidator(WHOLE, clock=clock).consolidate(store, max_loss_fraction=0.1)
     assert result.rejected is True
     assert "40.0%" in result.reason and "10.0%" in result.reason
     assert store.snapshot() == before and store.log == []
+
+
+def test_without_a_policy_it_applies_what_fits_the_guard_and_says_what_it_deferred():
+    records = [*store_records(), MemoryRecord("f", "Dan owns a boat", basis(4), {})]
+    store = DictStore(records)  # two merges, a+b and e+f: 4 of 6 originals = 67 %
+    result = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(
+        store, max_loss_fraction=0.4
+    )
+    assert not result.rejected and result.context["applied"] is True
+    assert result.loss_fraction == pytest.approx(2 / 6) and result.merged == 2
+    assert {"a", "b"}.isdisjoint(store.data) and {"e", "f"} <= set(store.data)
+    assert result.reason == (
+        "1 operation (merge 1) deferred to the next passes: they do not fit the loss budget"
+    )
+    again = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(
+        store, max_loss_fraction=0.4
+    )
+    assert again.merged == 2 and again.reason is None and not ({"e", "f"} & set(store.data))
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.1, 1.5, True, "x", None])
@@ -211,7 +230,7 @@ def test_it_rejects_an_invalid_threshold_and_writes_nothing(bad):
 
 def test_it_plans_without_writing():
     store = DictStore(store_records())
-    plan = Consolidator(clock=clock).plan(store)
+    plan = Consolidator(WHOLE, clock=clock).plan(store)
     assert {op.kind for op in plan.operations} == {OpKind.MERGE, OpKind.PROMOTE}
     assert store.log == []
 
@@ -228,7 +247,7 @@ def test_it_consolidates_asynchronously():
 
 def test_it_builds_with_no_arguments():
     c = Consolidator()
-    assert c.policy == Policy(trim_to_guard=False) and c.dry_run is False
+    assert c.policy == Policy() and c.policy.trim_to_guard and c.dry_run is False
     # The offline default embedder, not loaded until a text needs embedding (no onnxruntime).
     assert isinstance(c.embedder, DefaultEmbedder) and c.embedder.dim == 384
 
@@ -253,7 +272,7 @@ def test_it_embeds_memories_without_embeddings_with_the_default_embedder(texts, 
         {"id": str(i), "text": t, "metadata": {"created_at": f"2024-12-0{i}"}}
         for i, t in enumerate(texts, start=1)
     ]
-    consolidator = Consolidator(clock=clock)
+    consolidator = Consolidator(WHOLE, clock=clock)
     assert not consolidator.embedder.loaded
     plan = consolidator.plan(PraisonMemory(items))
     (op,) = plan.operations
@@ -303,7 +322,7 @@ def test_it_consolidates_a_chroma_collection():
 def test_it_leaves_a_chroma_collection_untouched_when_not_applying(dry_run, threshold):
     store, collection = _chroma_store()
     before = collection.get(include=["documents", "metadatas", "embeddings"])
-    result = Consolidator(clock=clock, dry_run=dry_run).consolidate(
+    result = Consolidator(WHOLE, clock=clock, dry_run=dry_run).consolidate(
         store, max_loss_fraction=threshold
     )
     assert result.context.get("applied") is False
