@@ -7,7 +7,8 @@ praisonaiagents 1.7.17 gives an agent one of two memories (``Agent._init_memory`
   ``MemoryItem`` dicts ``{id, content, metadata, created_at, updated_at, access_count,
   importance}`` (epoch seconds). Every turn is written twice, once to each file
   (``memory_mixin._persist_memory_turn``), so an agent's store holds an exact duplicate of each
-  turn. :class:`FileMemoryStore` reads and writes those files.
+  turn. :class:`FileMemoryStore` reads and writes those files, and lists those pairs
+  (:meth:`FileMemoryStore.library_copies`) so the loss guard counts each turn once.
 - ``memory={"backend": "chroma", …}``: a ``Memory`` whose adapter keeps every memory in one
   Chroma collection (``memory_adapter.collection``, cosine space, the library's OpenAI
   vectors, text in the document, write time in metadata ``timestamp``): written through
@@ -16,7 +17,9 @@ praisonaiagents 1.7.17 gives an agent one of two memories (``Agent._init_memory`
   as for any attached collection).
 
 Anything else with ``get_all_memories()`` is planned read-only (the ``Consolidator`` never
-writes to it).
+writes to it). :func:`writable_store` is the store adapter ``pyproject.toml`` declares for
+both memory types (entry-point group ``consolidation.stores``), so the seed's
+``Consolidator().consolidate(agent._memory_instance)`` writes through it too.
 """
 
 from __future__ import annotations
