@@ -22,7 +22,7 @@ guarded with each such memory counted as one original (:func:`consolidation.plan
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +31,7 @@ from .decisions import StandingDecisions
 from .default_embedder import DefaultEmbedder
 from .llm_judge import VerdictCache
 from .planning.operations import RULE_ORDER
-from .plans import Fate, OpKind, Plan, summarize
+from .plans import Fate, Operation, OpKind, Plan, summarize
 from .policy import Policy
 from .protocols import Embedder, JSONWriter, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
@@ -119,7 +119,7 @@ class Consolidator:
         if policy.trim_to_guard:
             # the planner trims counting stored entries; with library copies it is done below
             policy = replace(policy, max_loss_fraction=limit, trim_to_guard=not copies)
-        the_plan = plan_snapshot(
+        snapshot = plan_snapshot(
             store,
             policy,
             now=self.clock(),
@@ -129,8 +129,10 @@ class Consolidator:
             decisions=self.decisions,
             writer=self.writer,
             verdict_cache=self.verdict_cache,
-        ).plan
+        )
+        the_plan = snapshot.plan
         if copies:
+            spare_copies(the_plan, snapshot.records, copies, fieldmap, policy.curated_tier)
             trim_with_copies(the_plan, copies, limit if self.policy.trim_to_guard else None)
         return store, the_plan
 
@@ -237,6 +239,54 @@ class Consolidator:
         removes = sorted({rid for op in ops for rid in op.removes})
         if removes:
             store.delete(removes)
+
+
+def spare_copies(
+    the_plan: Plan,
+    records: Sequence[MemoryRecord],
+    copies: Mapping[str, str],
+    fieldmap: FieldMap,
+    curated_tier: str,
+) -> None:
+    """Add to ``the_plan``, in place, a ``prune`` (rule ``library_copy``) of every spare copy
+    of a memory its library stored several times (``copies``: extra copy id → the id standing
+    for the original) when the plan leaves all of its copies alone — typically one copy was
+    promoted to the curated tier, which is never merged (I-6), so the planner cannot merge the
+    two. The copy kept is a pinned or curated one, else the original's; a pinned or curated
+    copy is never removed, and copies whose texts differ are left as they are. Removing a
+    spare copy loses no original (:func:`consolidation.plans.count_copies`)."""
+    by_id = {r.id: r for r in records}
+    busy = {i for op in the_plan.operations for i in (*op.source_ids, op.result_id) if i}
+    groups: dict[str, list[str]] = {}
+    for copy_id, original in copies.items():
+        groups.setdefault(original, [original]).append(copy_id)
+
+    def protected(rid: str) -> bool:
+        meta = by_id[rid].metadata
+        return fieldmap.is_pinned(meta) or fieldmap.get_tier(meta) == curated_tier
+
+    for original, members in sorted(groups.items()):
+        if busy & set(members) or not all(m in by_id for m in members):
+            continue
+        if len({by_id[m].document for m in members}) != 1:
+            continue
+        keep = next((m for m in members if protected(m)), original)
+        for rid in members:
+            if rid == keep or protected(rid):
+                continue
+            the_plan.operations.append(
+                Operation(
+                    OpKind.PRUNE,
+                    [rid],
+                    [by_id[rid].content_hash],
+                    [rid],
+                    f"a spare copy its library stored of memory {keep} (the same text), "
+                    "which stays",
+                    "library_copy",
+                    scores={"confidence": 1.0, "kept_copy": keep},
+                )
+            )
+            the_plan.fates[rid] = Fate.PRUNED
 
 
 def trim_with_copies(the_plan: Plan, copies: Mapping[str, str], limit: float | None) -> None:

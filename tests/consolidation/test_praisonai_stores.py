@@ -170,6 +170,31 @@ def test_a_pass_within_the_loss_budget_applies_only_what_fits(file_memory, tmp_p
     assert sorted(i["content"] for i in items) == sorted(set(texts))
 
 
+def test_the_plugin_merges_the_copies_and_reconciles_the_update_within_the_guard(
+    file_memory, tmp_path
+):
+    turns = [
+        ("Where is Dana's office?", "Dana's office is in Lisbon."),
+        ("Any news about Dana?", "Dana moved from Lisbon to Porto."),
+        *TURNS["english"],
+    ]
+    texts = persist_turns(file_memory, turns)  # 10 stored, 5 originals
+    plugin = ConsolidationPlugin(environ={})  # guard 0.25
+
+    first = plugin.consolidate(file_memory)
+    second = plugin.consolidate(file_memory)
+
+    # first: three turns' copies merged (nothing lost), both Lisbon copies superseded by the
+    # move (one original of five: 20 %) and one copy of the move promoted to the curated tier
+    # (never merged: I-6); second: the other copy of the move, a spare, removed
+    assert (first.merged, first.context["reconciled"], first.loss_fraction) == (6, 2, 0.2)
+    assert (second.merged, second.pruned, second.loss_fraction) == (0, 1, 0.0)
+    for result in (first, second):
+        assert not result.rejected and result.context["applied"] and result.reason is None
+    items = FileMemory(user_id="alice", base_path=str(tmp_path / "memory")).get_all_memories()
+    assert sorted(i["content"] for i in items) == sorted(texts[1:])  # each once, Lisbon gone
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [

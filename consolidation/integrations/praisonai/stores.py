@@ -133,8 +133,9 @@ class FileMemoryStore:
 
         ``Agent._persist_memory_turn`` writes each turn to ``long_term.json`` and then the
         same text with the same metadata to ``short_term.json``; a pair is a short-term item
-        and a long-term item with equal ``content`` and ``metadata`` created at most
-        :data:`COPY_SECONDS` apart (each item in at most one pair, nearest times first). The
+        and a long-term item with equal ``content`` and ``metadata`` (but for the ``tier`` a
+        pass may have promoted one of them to) created at most :data:`COPY_SECONDS` apart
+        (each item in at most one pair, nearest times first). The
         ``Consolidator`` counts each pair as one original for the loss guard
         (:func:`consolidation.plans.count_copies`)."""
         data = self._read()
@@ -184,9 +185,9 @@ class FileMemoryStore:
 
 
 def _copy_key(item: dict[str, Any]) -> str:
-    return json.dumps(
-        [item.get("content"), item.get("metadata") or {}], sort_keys=True, default=str
-    )
+    # the tier is left out: a pass that promotes one copy must still find it a copy
+    meta = {k: v for k, v in (item.get("metadata") or {}).items() if k != FieldMap().tier}
+    return json.dumps([item.get("content"), meta], sort_keys=True, default=str)
 
 
 def _created(item: dict[str, Any]) -> float:
