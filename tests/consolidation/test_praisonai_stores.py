@@ -27,6 +27,7 @@ from consolidation.integrations.praisonai import (  # noqa: E402
     FileMemoryStore,
     collection_name,
 )
+from consolidation.store_adapters import adapt  # noqa: E402
 from tests.agent_stores import PraisonMemory, foreign_vector, write_praisonai  # noqa: E402
 
 pytest_plugins = ["tests.store_adapters"]
@@ -193,6 +194,24 @@ def test_the_plugin_merges_the_copies_and_reconciles_the_update_within_the_guard
         assert not result.rejected and result.context["applied"] and result.reason is None
     items = FileMemory(user_id="alice", base_path=str(tmp_path / "memory")).get_all_memories()
     assert sorted(i["content"] for i in items) == sorted(texts[1:])  # each once, Lisbon gone
+
+
+def test_the_declared_store_adapter_serves_their_memories_and_nothing_else(
+    store_adapters, tmp_path
+):
+    class TeamMemory(FileMemory):  # a subclass finds its base class's adapter
+        pass
+
+    memory = TeamMemory(user_id="team", base_path=str(tmp_path / "memory"))
+    store, _fieldmap = adapt(memory)
+    assert isinstance(store, FileMemoryStore) and store.memory is memory
+
+    class Notes:  # any other memory object: planned as it is
+        def get_all_memories(self) -> list[dict]:
+            return []
+
+    other = Notes()
+    assert adapt(other) == (other, None)
 
 
 @pytest.mark.parametrize(
