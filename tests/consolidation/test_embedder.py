@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import platformdirs
 import pytest
 
 from consolidation.adapters import embedder as embedder_module
@@ -328,7 +329,8 @@ def test_it_finds_the_model_dir_from_argument_env_or_default(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv(MODEL_DIR_ENV, raising=False)
-    assert resolve_model_dir() == Path("var/models/all-MiniLM-L6-v2")
+    expected = platformdirs.user_cache_path("memoryadmin") / "models" / "all-MiniLM-L6-v2"
+    assert resolve_model_dir() == expected and expected.is_absolute()  # never the cwd
     monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path / "env"))
     assert resolve_model_dir() == tmp_path / "env"
     assert resolve_model_dir(tmp_path / "arg") == tmp_path / "arg"

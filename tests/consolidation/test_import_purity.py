@@ -8,8 +8,9 @@ is built and run over memories that carry their own embeddings: then none of the
 may be in ``sys.modules``, nor any adapter or integration. The same interpreter then runs
 ``Consolidator()`` over memories stored without embeddings: the offline default embedder is
 loaded at that first use (onnxruntime appears only now), still without chromadb, Django, openai
-or praisonaiagents. ruff's TID251 bans the imports statically; this proves no indirect import
-pulls them in either.
+or praisonaiagents — with the store adapters of ``pyproject.toml`` declared (entry-point
+group ``consolidation.stores``), which the core looks up by type name only. ruff's TID251
+bans the imports statically; this proves no indirect import pulls them in either.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 from pathlib import Path
 
 import consolidation
+
+pytest_plugins = ["tests.store_adapters"]
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("django", "chromadb", "onnxruntime", "openai", "praisonaiagents")
@@ -34,7 +37,9 @@ def core_modules() -> list[str]:
     )
 
 
-def test_the_engine_core_imports_and_runs_without_heavy_dependencies():
+def test_the_engine_core_imports_and_runs_without_heavy_dependencies(store_adapters):
+    # with PraisonAI's store adapters declared: the core looks them up by the memory's type
+    # and loads none for a memory of another type
     modules = core_modules()
     assert {
         "consolidation.planning.engine",
@@ -48,6 +53,8 @@ def test_the_engine_core_imports_and_runs_without_heavy_dependencies():
         f"for name in {modules!r}:\n"
         "    importlib.import_module(name)\n"
         "from datetime import UTC, datetime\n"
+        "from importlib.metadata import entry_points\n"
+        "assert entry_points(group='consolidation.stores'), 'no store adapters declared'\n"
         "from consolidation import Consolidator\n"
         "class Memory:\n"
         "    def __init__(self, embedded):\n"

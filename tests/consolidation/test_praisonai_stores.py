@@ -27,7 +27,10 @@ from consolidation.integrations.praisonai import (  # noqa: E402
     FileMemoryStore,
     collection_name,
 )
+from consolidation.store_adapters import adapt  # noqa: E402
 from tests.agent_stores import PraisonMemory, foreign_vector, write_praisonai  # noqa: E402
+
+pytest_plugins = ["tests.store_adapters"]
 
 TURNS = {
     "english": [
@@ -83,7 +86,9 @@ def test_it_merges_each_turns_two_copies_into_one_the_library_still_reads(
     result = ConsolidationPlugin(environ={}).consolidate(file_memory, max_loss_fraction=1.0)
 
     assert isinstance(result, PraisonResult) and not result.rejected, result.reason
-    assert (result.entries_before, result.entries_after, result.merged) == (6, 3, 6)
+    # six stored entries, three originals: each turn's two copies count as one
+    assert (result.entries_before, result.entries_after, result.merged) == (3, 3, 6)
+    assert result.context["stored"] == {"before": 6, "after": 3} and result.loss_fraction == 0
     assert result.context["applied"] is True and result.context["mode"] == "local"
     # What the agent sees on its next run: a fresh FileMemory over the same files.
     again = FileMemory(user_id="alice", base_path=str(tmp_path / "memory"))
@@ -105,33 +110,108 @@ def test_identical_turns_of_two_users_stay_apart(file_memory, tmp_path):
 
     result = ConsolidationPlugin(environ={}).consolidate(file_memory, max_loss_fraction=1.0)
 
-    assert (result.entries_before, result.entries_after) == (4, 2)
+    assert (result.entries_before, result.entries_after) == (2, 2)
+    assert result.context["stored"] == {"before": 4, "after": 2}
     items = FileMemory(user_id="alice", base_path=str(tmp_path / "memory")).get_all_memories()
     assert sorted(i["metadata"]["user_id"] for i in items) == ["alice", "bob"]
 
 
-def test_the_seed_quick_start_rejects_a_too_lossy_pass_and_leaves_the_files_untouched(file_memory):
-    persist_turns(file_memory, TURNS["english"])
-    before = files(file_memory)
+def test_it_pairs_the_two_copies_the_library_stores_of_each_turn(file_memory):
+    english = TURNS["english"]
+    persist_turns(file_memory, english + english[2:])  # the last turn said again
+    file_memory.store_long_term("User: a note\nAssistant: kept", metadata={"agent_id": "Support"})
+    items = {i["id"]: i for i in file_memory.get_all_memories()}
+
+    copies = FileMemoryStore(file_memory).library_copies()
+
+    assert len(items) == 9 and len(copies) == 4  # one pair a turn; the lone note has none
+    for short_id, long_id in copies.items():
+        short, long = items[short_id], items[long_id]
+        assert (short["type"], long["type"]) == ("short_term", "long_term")
+        assert short["content"] == long["content"] and short["metadata"] == long["metadata"]
+    said_twice = [i for i in copies if items[i]["content"].endswith("You like jazz.")]
+    assert len(said_twice) == 2 and len({copies[i] for i in said_twice}) == 2
+
+
+def test_the_seed_quick_start_applies_and_counts_each_turns_two_copies_as_one(
+    file_memory, tmp_path, store_adapters
+):
+    texts = persist_turns(file_memory, TURNS["english"])
 
     consolidator = Consolidator()
     result = consolidator.consolidate(file_memory)  # the seed's call, on PraisonAI's own memory
 
-    assert result.merged == 6 and result.rejected is True  # each turn's two copies, 100 % loss
-    assert result.reason.startswith("Loss guard tripped")
-    assert files(file_memory) == before
+    assert not result.rejected and result.context["applied"] is True, result.reason
+    assert (result.entries_before, result.merged, result.loss_fraction) == (3, 6, 0.0)
+    items = FileMemory(user_id="alice", base_path=str(tmp_path / "memory")).get_all_memories()
+    assert sorted(i["content"] for i in items) == sorted(texts)  # one of each, none lost
 
 
 def test_a_pass_within_the_loss_budget_applies_only_what_fits(file_memory, tmp_path):
-    texts = persist_turns(file_memory, TURNS["english"] + TURNS["german"][:1])  # 8 memories
+    english = TURNS["english"]
+    texts = persist_turns(file_memory, english + english[2:])  # 8 stored, 4 originals
 
-    result = ConsolidationPlugin(environ={}).consolidate(file_memory)  # guard 0.25: 2 of 8
+    # jazz was said twice: merging its 4 copies loses one original of 4 (25 % > 20 %)
+    result = ConsolidationPlugin(environ={}).consolidate(file_memory, max_loss_fraction=0.2)
 
     assert not result.rejected and result.context["applied"] is True
-    assert (result.entries_before, result.entries_after, result.merged) == (8, 7, 2)
-    assert result.loss_fraction <= 0.25
+    assert (result.entries_before, result.merged, result.loss_fraction) == (4, 4, 0.0)
+    assert result.context["stored"] == {"before": 8, "after": 6}
+    assert result.reason == (
+        "1 operation (merge 1) deferred to the next passes: they do not fit the loss budget"
+    )
     items = FileMemory(user_id="alice", base_path=str(tmp_path / "memory")).get_all_memories()
     assert {i["content"] for i in items} == set(texts)
+
+    again = ConsolidationPlugin(environ={}).consolidate(file_memory, max_loss_fraction=0.25)
+
+    assert (again.entries_before, again.merged, again.loss_fraction) == (4, 4, 0.25)
+    assert again.context["applied"] is True and again.reason is None
+    items = FileMemory(user_id="alice", base_path=str(tmp_path / "memory")).get_all_memories()
+    assert sorted(i["content"] for i in items) == sorted(set(texts))
+
+
+def test_the_plugin_merges_the_copies_and_reconciles_the_update_within_the_guard(
+    file_memory, tmp_path
+):
+    turns = [
+        ("Where is Dana's office?", "Dana's office is in Lisbon."),
+        ("Any news about Dana?", "Dana moved from Lisbon to Porto."),
+        *TURNS["english"],
+    ]
+    texts = persist_turns(file_memory, turns)  # 10 stored, 5 originals
+    plugin = ConsolidationPlugin(environ={})  # guard 0.25
+
+    first = plugin.consolidate(file_memory)
+    second = plugin.consolidate(file_memory)
+
+    # first: three turns' copies merged (nothing lost), both Lisbon copies superseded by the
+    # move (one original of five: 20 %) and one copy of the move promoted to the curated tier
+    # (never merged: I-6); second: the other copy of the move, a spare, removed
+    assert (first.merged, first.context["reconciled"], first.loss_fraction) == (6, 2, 0.2)
+    assert (second.merged, second.pruned, second.loss_fraction) == (0, 1, 0.0)
+    for result in (first, second):
+        assert not result.rejected and result.context["applied"] and result.reason is None
+    items = FileMemory(user_id="alice", base_path=str(tmp_path / "memory")).get_all_memories()
+    assert sorted(i["content"] for i in items) == sorted(texts[1:])  # each once, Lisbon gone
+
+
+def test_the_declared_store_adapter_serves_their_memories_and_nothing_else(
+    store_adapters, tmp_path
+):
+    class TeamMemory(FileMemory):  # a subclass finds its base class's adapter
+        pass
+
+    memory = TeamMemory(user_id="team", base_path=str(tmp_path / "memory"))
+    store, _fieldmap = adapt(memory)
+    assert isinstance(store, FileMemoryStore) and store.memory is memory
+
+    class Notes:  # any other memory object: planned as it is
+        def get_all_memories(self) -> list[dict]:
+            return []
+
+    other = Notes()
+    assert adapt(other) == (other, None)
 
 
 @pytest.mark.parametrize(

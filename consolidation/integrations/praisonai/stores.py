@@ -7,7 +7,8 @@ praisonaiagents 1.7.17 gives an agent one of two memories (``Agent._init_memory`
   ``MemoryItem`` dicts ``{id, content, metadata, created_at, updated_at, access_count,
   importance}`` (epoch seconds). Every turn is written twice, once to each file
   (``memory_mixin._persist_memory_turn``), so an agent's store holds an exact duplicate of each
-  turn. :class:`FileMemoryStore` reads and writes those files.
+  turn. :class:`FileMemoryStore` reads and writes those files, and lists those pairs
+  (:meth:`FileMemoryStore.library_copies`) so the loss guard counts each turn once.
 - ``memory={"backend": "chroma", …}``: a ``Memory`` whose adapter keeps every memory in one
   Chroma collection (``memory_adapter.collection``, cosine space, the library's OpenAI
   vectors, text in the document, write time in metadata ``timestamp``): written through
@@ -16,7 +17,9 @@ praisonaiagents 1.7.17 gives an agent one of two memories (``Agent._init_memory`
   as for any attached collection).
 
 Anything else with ``get_all_memories()`` is planned read-only (the ``Consolidator`` never
-writes to it).
+writes to it). :func:`writable_store` is the store adapter ``pyproject.toml`` declares for
+both memory types (entry-point group ``consolidation.stores``), so the seed's
+``Consolidator().consolidate(agent._memory_instance)`` writes through it too.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from consolidation.records import FieldMap, MemoryRecord
 from consolidation.shapes import preset_field_map
 
 __all__ = [
+    "COPY_SECONDS",
     "ITEM_FIELDS",
     "TIER_KEY",
     "TIERS",
@@ -50,6 +54,12 @@ TIER_KEY = "memory_type"
 """Metadata key a record carries its FileMemory file in (praisonaiagents' SQLite adapter calls
 the same field ``memory_type``). A merged memory whose sources came from both files lists both;
 it is written to ``long_term`` (the durable file)."""
+
+COPY_SECONDS = 5.0
+"""Most seconds between the two copies of one turn (:meth:`FileMemoryStore.library_copies`):
+praisonaiagents writes them one after the other in one call (two small JSON file writes,
+milliseconds apart here); 5 s leaves room for a slow disk, while a user repeating a sentence
+takes at least a turn of the model."""
 
 ITEM_FIELDS = ("created_at", "updated_at", "access_count", "importance")
 """``MemoryItem`` fields the engine reads as metadata under the same keys (the default
@@ -118,6 +128,30 @@ class FileMemoryStore:
         by_id = {r.id: r for r in self._records()}
         return [by_id[i] for i in ids if i in by_id]
 
+    def library_copies(self) -> dict[str, str]:
+        """The turns praisonaiagents stored twice: ``{short-term copy id: long-term item id}``.
+
+        ``Agent._persist_memory_turn`` writes each turn to ``long_term.json`` and then the
+        same text with the same metadata to ``short_term.json``; a pair is a short-term item
+        and a long-term item with equal ``content`` and ``metadata`` (but for the ``tier`` a
+        pass may have promoted one of them to) created at most :data:`COPY_SECONDS` apart
+        (each item in at most one pair, nearest times first). The
+        ``Consolidator`` counts each pair as one original for the loss guard
+        (:func:`consolidation.plans.count_copies`)."""
+        data = self._read()
+        longs: dict[str, list[tuple[float, str]]] = {}
+        for item in data["long_term"]:
+            longs.setdefault(_copy_key(item), []).append((_created(item), str(item.get("id"))))
+        pairs: dict[str, str] = {}
+        for item in data["short_term"]:
+            candidates = longs.get(_copy_key(item)) or []
+            at = _created(item)
+            best = min(candidates, key=lambda c: abs(c[0] - at), default=None)
+            if best is not None and abs(best[0] - at) <= COPY_SECONDS:
+                candidates.remove(best)
+                pairs[str(item.get("id"))] = best[1]
+        return pairs
+
     # ----- writes ---------------------------------------------------------------------------
 
     def _lock(self) -> Any:
@@ -148,6 +182,18 @@ class FileMemoryStore:
             self.memory.import_data(
                 {t: [i for i in data[t] if str(i.get("id")) not in gone] for t in TIERS}
             )
+
+
+def _copy_key(item: dict[str, Any]) -> str:
+    # the tier is left out: a pass that promotes one copy must still find it a copy
+    meta = {k: v for k, v in (item.get("metadata") or {}).items() if k != FieldMap().tier}
+    return json.dumps([item.get("content"), meta], sort_keys=True, default=str)
+
+
+def _created(item: dict[str, Any]) -> float:
+    value = item.get("created_at")
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else math.inf
 
 
 def record_from_item(item: dict[str, Any], tier: str) -> MemoryRecord:
