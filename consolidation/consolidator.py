@@ -30,7 +30,7 @@ from typing import Any
 from .decisions import StandingDecisions
 from .default_embedder import DefaultEmbedder
 from .llm_judge import VerdictCache
-from .planning.operations import RULE_ORDER
+from .planning.operations import trim_order
 from .plans import Fate, Operation, OpKind, Plan, summarize
 from .policy import Policy
 from .protocols import Embedder, JSONWriter, WritableMemoryStore
@@ -293,7 +293,7 @@ def trim_with_copies(the_plan: Plan, copies: Mapping[str, str], limit: float | N
     """``the_plan`` accounted with library ``copies`` (extra copy id → the id standing for its
     original: :func:`consolidation.plans.summarize`), in place; with a ``limit`` (a loss
     fraction in [0, 1]) first trimmed to it: the removing operations are taken in the
-    planner's order (:data:`~consolidation.planning.operations.RULE_ORDER`, then confidence,
+    planner's order (:func:`~consolidation.planning.operations.trim_order`: rule, confidence,
     then key) and each is kept when the plan with it still loses at most ``limit`` of the
     originals; the others are deferred to the next passes (their sources ``KEPT`` again;
     ``context["trimmed"]`` counts and lists them as the planner's budget stage does). Merging
@@ -303,14 +303,7 @@ def trim_with_copies(the_plan: Plan, copies: Mapping[str, str], limit: float | N
     ops = the_plan.operations
     dropped: list = []
     if limit is not None and summarize(n, ops, copies).exceeds_loss(limit):
-        ranked = sorted(
-            (op for op in ops if op.removes),
-            key=lambda op: (
-                RULE_ORDER.index(op.rule) if op.rule in RULE_ORDER else len(RULE_ORDER),
-                -float(op.scores.get("confidence", 0.0)),
-                op.key,
-            ),
-        )
+        ranked = sorted((op for op in ops if op.removes), key=trim_order)
         kept = [op for op in ops if not op.removes]
         for op in ranked:
             if summarize(n, [*kept, op], copies).exceeds_loss(limit):

@@ -167,3 +167,17 @@ def write_plain(client: Any, collection_name: str, texts: Sequence[str]) -> list
     vectors = np.asarray(get_default_embedder().embed(list(texts)), dtype=np.float32)
     col.add(ids=ids, documents=list(texts), embeddings=vectors)
     return ids
+
+
+def raw_records(client: Any, collection_name: str) -> dict[str, tuple[str | None, dict, bytes]]:
+    """Every record of a collection as Chroma holds it: id → (document or ``None``, metadata,
+    the embedding's float32 bytes), for byte-for-byte comparisons before and after a pass."""
+    got = client.get_collection(collection_name).get(
+        include=["documents", "metadatas", "embeddings"]
+    )
+    return {
+        i: (d, m, np.asarray(e, dtype=np.float32).tobytes())
+        for i, d, m, e in zip(
+            got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+        )
+    }

@@ -41,6 +41,14 @@ RULE_ORDER = [
 (``decided``: a conflict pick applied again) and identical text to coverage."""
 
 
+def trim_order(op: Operation) -> tuple[int, float, str]:
+    """The sort key of the budget's trim, most certain first: :data:`RULE_ORDER` (an unknown
+    rule last), then ``scores["confidence"]`` descending, then the operation key (so the order
+    is total and the trim deterministic, I-8)."""
+    rank = RULE_ORDER.index(op.rule) if op.rule in RULE_ORDER else len(RULE_ORDER)
+    return rank, -float(op.scores.get("confidence", 0.0)), op.key
+
+
 DEFERRED_LISTED = 200
 """Deferred operations a plan lists by name (``trim_to_guard``'s ``info["deferred"]``); the
 counts cover them all."""
@@ -241,14 +249,7 @@ def trim_to_guard(
     total = len({rid for op in operations for rid in op.removes})
     if total <= budget:
         return operations, None
-    ranked = sorted(
-        (op for op in operations if op.removes),
-        key=lambda op: (
-            RULE_ORDER.index(op.rule) if op.rule in RULE_ORDER else len(RULE_ORDER),
-            -float(op.scores.get("confidence", 0.0)),
-            op.key,
-        ),
-    )
+    ranked = sorted((op for op in operations if op.removes), key=trim_order)
     keep: set[int] = set()
     used = 0
     for op in ranked:

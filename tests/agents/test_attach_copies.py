@@ -21,7 +21,7 @@ from memoryadmin.proposals.models import Pass
 from memoryadmin.proposals.services.passes import pass_request
 from memoryadmin.proposals.services.review import pass_approve
 from memoryadmin.proposals.services.rollback import pass_rollback_request
-from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, write_mem0
+from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, raw_records, write_mem0
 from tests.conftest import DISTINCT_FACTS
 
 pytestmark = pytest.mark.django_db
@@ -31,17 +31,7 @@ PARAPHRASE = "Likes the editor in dark mode"  # joins the copies at the aggressi
 
 
 def raw(name: str) -> dict[str, tuple[str | None, dict, bytes]]:
-    got = (
-        stores.get_client()
-        .get_collection(name)
-        .get(include=["documents", "metadatas", "embeddings"])
-    )
-    return {
-        i: (d, m, np.asarray(e, dtype=np.float32).tobytes())
-        for i, d, m, e in zip(
-            got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
-        )
-    }
+    return raw_records(stores.get_client(), name)
 
 
 def test_fifteen_rewrites_beside_a_paraphrase_merge_and_undo(

@@ -23,7 +23,7 @@ from memoryadmin.proposals.models import Pass
 from memoryadmin.proposals.services.passes import pass_request
 from memoryadmin.proposals.services.review import pass_approve
 from memoryadmin.proposals.services.rollback import pass_rollback_request
-from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, write_mem0
+from tests.agent_stores import FOREIGN_DIM, Mem0Memory, foreign_vector, raw_records, write_mem0
 from tests.conftest import DISTINCT_FACTS
 
 pytestmark = pytest.mark.django_db
@@ -117,17 +117,7 @@ def test_a_default_pass_merges_each_users_rewrites_and_keeps_the_collections_sha
 
 
 def raw(collection_name: str) -> dict[str, tuple[str | None, dict, bytes]]:
-    got = (
-        stores.get_client()
-        .get_collection(collection_name)
-        .get(include=["documents", "metadatas", "embeddings"])
-    )
-    return {
-        i: (d, m, np.asarray(e, dtype=np.float32).tobytes())
-        for i, d, m, e in zip(
-            got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
-        )
-    }
+    return raw_records(stores.get_client(), collection_name)
 
 
 def test_undoing_the_pass_restores_mem0s_records_byte_identical(
