@@ -265,6 +265,9 @@ def test_reviewing_a_pass_that_is_no_longer_proposed_is_409(api_as, agent) -> No
         ("get", "/agents/{agent}/memories?page=7", None, 404, "page"),
         ("get", "/agents/{agent}/memory?id=never-existed", None, 404, "id"),
         ("get", "/audit/events?agent=ghost", None, 404, "agent"),
+        ("get", "/agents/{agent}/decisions?page=0", None, 422, "page"),
+        ("get", "/agents/{agent}/decisions?page=-1", None, 422, "page"),
+        ("get", "/agents/{agent}/decisions?page=9", None, 404, "page"),
     ],
 )
 def test_bad_input_is_a_json_error_naming_the_field(
