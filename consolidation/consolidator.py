@@ -36,6 +36,7 @@ from .policy import Policy
 from .protocols import Embedder, JSONWriter, WritableMemoryStore
 from .records import FieldMap, MemoryRecord
 from .result import ConsolidationResult, guard_verdict, validate_loss_threshold
+from .review import model_author
 from .snapshot import embed_missing, plan_snapshot, records_from_memory
 from .store_adapters import adapt
 
@@ -66,8 +67,8 @@ class Consolidator:
       the policy asks for it, within the policy's budgets; ``None`` (default): no network.
       Whatever the endpoint does, the pass goes on (``result.context["llm"]`` says what the
       LLM steps did). Distilled facts are proposals a reviewer applies through the console,
-      not written by :meth:`consolidate`, and judged operations are never applied here
-      unless the rules agree (``scores["auto_apply"]``).
+      not written by :meth:`consolidate`, and neither are the LLM judge's operations nor
+      summaries an LLM wrote (:func:`consolidation.review.model_author`).
     - ``verdict_cache``: where the LLM judge keeps its answers between passes.
     """
 
@@ -198,12 +199,17 @@ class Consolidator:
 
     def _apply(self, store: WritableMemoryStore, the_plan: Plan) -> None:
         """Write in the I-3 order: upsert results → verify readable → delete removed ids.
-        Operations marked ``scores["auto_apply"] = False`` (an LLM judge's decision the rules
-        did not agree with) are left for a reviewer."""
+        Operations a model wrote or decided (:func:`consolidation.review.model_author`: the LLM
+        judge's merges and reconciles, summaries an LLM wrote) and those marked
+        ``scores["auto_apply"] = False`` are left for a reviewer (I-7)."""
         writes: list[MemoryRecord] = []
-        # merged memories and summaries of the pyramid: new texts, embedded here; operations the
-        # LLM judge made are proposals a person applies (never applied unless the rules agree)
-        ops = [op for op in the_plan.operations if op.scores.get("auto_apply", True) is not False]
+        # merged memories and summaries of the pyramid: new texts, embedded here; what a model
+        # wrote or decided is a proposal a person applies, never applied here (I-7)
+        ops = [
+            op
+            for op in the_plan.operations
+            if model_author(op) is None and op.scores.get("auto_apply", True) is not False
+        ]
         merged = [op for op in ops if op.kind in (OpKind.MERGE, OpKind.SUMMARIZE)]
         promoted = [op for op in ops if op.kind == OpKind.PROMOTE]
         if merged:

@@ -15,6 +15,8 @@ from .auto_apply import (
     AutoApplySplit,
     Gate,
     joins_rejected,
+    model_author,
+    model_note,
     operation_pairs,
     split_auto_apply,
 )
@@ -67,6 +69,8 @@ __all__ = [
     "review_operations",
     "source_segments",
     "joins_rejected",
+    "model_author",
+    "model_note",
     "operation_pairs",
     "split_auto_apply",
 ]

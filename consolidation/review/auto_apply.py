@@ -15,9 +15,12 @@ gives every operation a :class:`Gate`: *safe* when it
     decided: a person made that call and a person sees what follows from it),
 (d) was never rejected (its :func:`~consolidation.decisions.operation_signature` is not
     among the rejected ones), and
-(e) is not a conflict item, and
-(f) costs no probe query its answer (``recall_held``, from
-    :func:`consolidation.recall.recall_holds` over the part (a)–(e) let through: the recall
+(e) is not a conflict item,
+(f) was neither written nor decided by a model (:func:`model_author`: an LLM judge's merge or
+    reconcile, a distilled fact, a summary an LLM wrote — under every mode, ``all`` included:
+    a model's word is never applied without a person, I-7), and
+(g) costs no probe query its answer (``recall_held``, from
+    :func:`consolidation.recall.recall_holds` over the part (a)–(f) let through: the recall
     guard names the operations behind each lost answer instead of refusing the whole part);
 
 otherwise it is *waiting for review*, with every reason that holds it (a machine code of
@@ -35,7 +38,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..decisions import StandingDecisions, operation_signature
+from ..distill.operations import DISTILL_RULE
+from ..llm_judge.operations import JUDGE_RULE
 from ..policy import Policy
+from ..pyramid.extractive import EXTRACTIVE
+from ..pyramid.layout import WRITER_KEY
 from .content import LossTotals, loss_totals
 from .lost import OperationLoss
 from .risk import Risk
@@ -46,12 +53,15 @@ __all__ = [
     "AutoApplySplit",
     "Gate",
     "joins_rejected",
+    "model_author",
+    "model_note",
     "operation_pairs",
     "split_auto_apply",
 ]
 
 CODES = {
     "conflict": "a conflict: a person picks what stays",
+    "model": "written or decided by a model: a person approves it",
     "judged": "decided by the LLM judge, not by the rules",
     "rejected": "rejected before",
     "decision": "touches a standing decision",
@@ -168,7 +178,10 @@ def split_auto_apply(
         if str(getattr(op.kind, "value", op.kind)) == "conflict":
             codes.append("conflict")
             why.append(CODES["conflict"])
-        if (getattr(op, "scores", None) or {}).get("auto_apply", True) is False:
+        if (note := model_note(op)) is not None:
+            codes.append("model")
+            why.append(note)
+        elif (getattr(op, "scores", None) or {}).get("auto_apply", True) is False:
             codes.append("judged")
             why.append(CODES["judged"])
         if sig in rejected:
@@ -202,6 +215,47 @@ def split_auto_apply(
             )
         gates.append(Gate(i, not codes, sig, tuple(codes), tuple(why)))
     return AutoApplySplit(tuple(gates), loss_totals(budget.kept))
+
+
+def _authorship(op: Any) -> tuple[str, str] | None:
+    """``(model, "decided" | "written")`` of :func:`model_author`, or ``None``."""
+    kind = str(getattr(op.kind, "value", op.kind))
+    if kind == "conflict":
+        return None  # never applied: both memories stay until a person picks
+    scores = getattr(op, "scores", None) or {}
+    meta = getattr(op, "result_metadata", None) or {}
+    rule = str(getattr(op, "rule", "") or "")
+    judge = scores.get("llm_judge") if isinstance(scores.get("llm_judge"), dict) else {}
+    if rule == JUDGE_RULE or scores.get("judged_by") or judge:
+        return str(scores.get("judged_by") or judge.get("model") or "LLM"), "decided"
+    if kind == "distill" or rule == DISTILL_RULE:
+        return str(meta.get("distill_model") or "LLM"), "written"
+    writer = meta.get(WRITER_KEY)
+    if kind == "summarize" and writer and writer != EXTRACTIVE:
+        return str(writer), "written"
+    return None
+
+
+def model_author(op: Any) -> str | None:
+    """The model whose word an operation carries, or ``None`` when rules and people made it.
+
+    ``op``: an engine :class:`~consolidation.plans.Operation` or a stored one (any object with
+    ``kind``, ``rule``, ``scores``, ``result_metadata``). A model's word is its verdict — an
+    LLM judge's merge or reconcile (rule ``llm_judge``, ``scores["judged_by"]``) — or its
+    text: a distilled fact (rule ``llm_distill``, ``result_metadata["distill_model"]``) or a
+    summary an LLM wrote (``result_metadata["summary_writer"]`` other than ``"extractive"``).
+    Such an operation waits for a person under every auto-apply mode (:func:`split_auto_apply`,
+    the console's ``all`` and the engine's own apply). A conflict item gives ``None``: it is
+    never applied anyway. ``"LLM"`` when the model's name was not recorded."""
+    found = _authorship(op)
+    return None if found is None else found[0]
+
+
+def model_note(op: Any) -> str | None:
+    """``"decided by model M"`` (a verdict) or ``"written by model M"`` (a text) for an
+    operation :func:`model_author` names, else ``None``: why it waits, in the reviewer's words."""
+    found = _authorship(op)
+    return None if found is None else f"{found[1]} by model {found[0]}"
 
 
 JOINING_KINDS = frozenset({"merge", "reconcile"})

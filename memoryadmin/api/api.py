@@ -1,4 +1,5 @@
-"""The JSON API at ``/api/v1/`` (django-ninja; OpenAPI and Swagger UI at ``/api/v1/docs``).
+"""The JSON API at ``/api/v1/`` (django-ninja; OpenAPI and Swagger UI at ``/api/v1/docs``, for
+a signed-in user or a token: :func:`signed_in_or_token`).
 
 Auth is ``Authorization: Bearer <token>`` (``manage.py create_api_token``); the token's user is
 ``request.user`` for the request, so every write is audited with that user as the actor. Every
@@ -10,9 +11,12 @@ action (another pass active, not proposed, guard refused), 422 invalid input (na
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -43,11 +47,33 @@ class BearerToken(HttpBearer):
         return user
 
 
+def signed_in_or_token(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The reference (``/api/v1/docs``) and its schema (``/api/v1/openapi.json``) for a
+    signed-in user (the browser's session) or a request with an active API token, as every
+    other page and endpoint: anonymous, the schema answers 401 JSON like the API and the
+    docs page redirects to the login page (302)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+            user = token_user(token.strip()) if scheme.lower() == "bearer" else None
+            if user is None:
+                if request.path.endswith(".json"):
+                    return _unauthorized(request, AuthenticationError())
+                return redirect_to_login(request.get_full_path())
+            request.user = user
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 api = NinjaAPI(
     title="memoryadmin API",
     version="1",
     urls_namespace="api-v1",
     auth=BearerToken(),
+    docs_decorator=signed_in_or_token,
     description="Agents, memories, consolidation passes (proposals) and the audit trail. "
     "A token acts with its user's role: viewer (read, dry run), reviewer (+ review, roll back), "
     "admin (+ start passes).",

@@ -397,7 +397,7 @@ def _register_review(server: MCPServer, current_user: Callable[[], Any]) -> None
         state: Annotated[
             Literal["active", "revoked", "all"], Field(description="which decisions")
         ] = "active",
-        page: Annotated[int, Field(ge=1, description="page (50 a page)")] = 1,
+        page: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="page (50 a page)")] = 1,
     ) -> list[s.DecisionOut]:
         """An agent's standing decisions, newest first: keep_apart (an excluded merge or
         reconcile), keep (a restored memory, a conflict's "keep both"), conflict_pick (keep A /

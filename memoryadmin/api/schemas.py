@@ -255,6 +255,12 @@ class OperationOut(Schema):
     result_document: str
     sources: list[SourceOut]
     stale: str = ""
+    written_by: str | None = Field(
+        None,
+        description="the model whose text or verdict the operation carries (a distilled fact, "
+        "an LLM summary, the LLM judge's merge or reconcile); such an operation waits for a "
+        "person in every auto-apply mode",
+    )
     lost_sentences: int = 0
     lost_content_words: list[str] = []
     shared_content_words: dict[str, int] = {}

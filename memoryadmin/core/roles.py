@@ -16,6 +16,7 @@ __all__ = [
     "can_manage",
     "can_review",
     "ensure_roles",
+    "has_role",
     "require",
 ]
 
@@ -49,6 +50,16 @@ def ensure_roles() -> dict[str, int]:
         group.permissions.set(objs)
         out[role] = len(objs)
     return out
+
+
+def has_role(user: Any) -> bool:
+    """True when ``user`` is signed in (or a token's user) and holds a role: one of the
+    :data:`ROLES` groups, or a superuser. The viewer role is the least that reads the
+    console's figures outside the pages (``/metrics`` by token); an account nobody gave a
+    role reads nothing there."""
+    if not (user and user.is_authenticated and user.is_active):
+        return False
+    return bool(user.is_superuser or user.groups.filter(name__in=ROLES).exists())
 
 
 def can_review(user: Any) -> bool:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 
 from consolidation import OpKind
-from consolidation.review import OperationLoss
+from consolidation.review import OperationLoss, model_author, model_note
 from memoryadmin.core.models import AuditEvent
 
 
@@ -292,6 +292,19 @@ class Operation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.index} of pass {self.run_id}"
+
+    @property
+    def written_by(self) -> str | None:
+        """The model whose text or verdict this operation carries
+        (:func:`consolidation.review.model_author`), else ``None``: such an operation waits
+        for a person under every auto-apply mode."""
+        return model_author(self)
+
+    @property
+    def model_note(self) -> str | None:
+        """``"written by model M"`` / ``"decided by model M"``
+        (:func:`consolidation.review.model_note`), else ``None``: what its card says."""
+        return model_note(self)
 
     def lost_words(self) -> int:
         """How many lost content words are counted under this operation (its stored

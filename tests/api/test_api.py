@@ -7,7 +7,9 @@ import re
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
+from memoryadmin.api.tokens import token_create
 from memoryadmin.core.models import AuditEvent
 from memoryadmin.core.validation import MAX_NOTE_CHARS
 from memoryadmin.proposals.models import Pass
@@ -86,15 +88,26 @@ def test_the_api_never_redirects_to_the_login_page(client) -> None:
     assert r.status_code == 401 and r["Content-Type"].startswith("application/json")
 
 
-def test_openapi_schema_and_docs_are_served(client) -> None:
-    schema = client.get("/api/v1/openapi.json").json()
+def test_openapi_schema_and_docs_are_served_to_a_signed_in_user_or_a_token(client, carol) -> None:
+    anonymous = client.get("/api/v1/openapi.json")
+    assert anonymous.status_code == 401 and "Authentication required" in anonymous.json()["detail"]
+    page = client.get("/api/v1/docs")
+    assert page.status_code == 302 and page["Location"].startswith(reverse("login"))
+    assert "paths" not in page.content.decode()
+    _token, raw = token_create(user=carol, name="reads the reference")
+    wrong = client.get("/api/v1/openapi.json", HTTP_AUTHORIZATION="Bearer not-a-token")
+    assert wrong.status_code == 401
+    schema = client.get("/api/v1/openapi.json", HTTP_AUTHORIZATION=f"Bearer {raw}").json()
     assert "/api/v1/passes/{pass_id}/approve" in schema["paths"]
+    client.force_login(carol)
+    assert "/api/v1/passes" in client.get("/api/v1/openapi.json").json()["paths"]
     assert client.get("/api/v1/docs").status_code == 200
 
 
-def test_the_docs_page_loads_only_our_own_files_under_the_csp(client) -> None:
+def test_the_docs_page_loads_only_our_own_files_under_the_csp(client, carol) -> None:
     """Swagger UI works offline: every script and stylesheet the page names is served by us
     (200, not a CDN), nothing runs inline, and the CSP allows our own files."""
+    client.force_login(carol)
     r = client.get("/api/v1/docs")
     html = r.content.decode()
     assert r.status_code == 200 and 'id="swagger-ui"' in html
@@ -252,6 +265,9 @@ def test_reviewing_a_pass_that_is_no_longer_proposed_is_409(api_as, agent) -> No
         ("get", "/agents/{agent}/memories?page=7", None, 404, "page"),
         ("get", "/agents/{agent}/memory?id=never-existed", None, 404, "id"),
         ("get", "/audit/events?agent=ghost", None, 404, "agent"),
+        ("get", "/agents/{agent}/decisions?page=0", None, 422, "page"),
+        ("get", "/agents/{agent}/decisions?page=-1", None, 422, "page"),
+        ("get", "/agents/{agent}/decisions?page=9", None, 404, "page"),
     ],
 )
 def test_bad_input_is_a_json_error_naming_the_field(

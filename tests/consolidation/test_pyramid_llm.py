@@ -154,3 +154,21 @@ def test_the_policy_chooses_the_writer(llm_stub, choice, requests):
     assert len(summary_requests) == requests
     assert op.rule == (LLM_RULE if requests else "extractive_summary")
     assert plan.context["pyramid"]["requests"] == requests
+
+
+def test_the_consolidator_never_writes_a_summary_a_model_wrote(llm_stub):
+    """I-7: a summary an LLM wrote is a proposal a person applies, never written by
+    ``Consolidator.consolidate`` (the extractive one is: test_pyramid)."""
+    from consolidation import Consolidator
+    from consolidation.review import model_author, model_note
+    from tests.consolidation.test_consolidator import DictStore
+
+    records = topic("t", TOPICS["en"], 0, user_id="alice") + noise(4, user_id="alice")
+    llm_stub.respond_with(lambda body: reply(("Alice's beagle Rex loves river walks.", ["t0"])))
+    store = DictStore(records)
+    policy = Policy(summarize=True, summary_levels=1, summary_writer="llm", trim_to_guard=False)
+    run = Consolidator(policy, writer=writer(llm_stub), clock=lambda: NOW)
+    (op,) = run.plan(store).by_kind(OpKind.SUMMARIZE)
+    assert model_author(op) == "stub-model" and model_note(op) == "written by model stub-model"
+    run.consolidate(store, max_loss_fraction=0.25)
+    assert sorted(store.data) == sorted(r.id for r in records)  # nothing written

@@ -14,6 +14,8 @@ from consolidation.planning import plan
 from consolidation.review import (
     OperationLoss,
     content_loss,
+    model_author,
+    model_note,
     operation_risk,
     operation_text,
     split_auto_apply,
@@ -70,7 +72,25 @@ NOTHING = OperationLoss()
             Policy(),
             None,
             None,
-            ("judged",),
+            ("model",),
+        ),
+        (  # the rules agree with the model: still the model's word
+            op("reconcile", rule="llm_judge", scores={"auto_apply": True, "judged_by": "m"}),
+            0.0,
+            NOTHING,
+            Policy(),
+            None,
+            None,
+            ("model",),
+        ),
+        (
+            op("conflict", scores={"auto_apply": False}),
+            0.0,
+            NOTHING,
+            Policy(),
+            None,
+            None,
+            ("conflict", "judged"),
         ),
         (
             op(),
@@ -202,3 +222,38 @@ def test_a_word_lost_in_two_spellings_is_one_word_in_the_reason_and_the_total():
     (gate,) = split.gates
     assert gate.codes == ("content",) and gate.reasons == ("loses 2 content words: Kotlin, ember",)
     assert loss_totals([loss]).content_words == len(loss.content_words) == 2
+
+
+@pytest.mark.parametrize(
+    ("operation", "note"),
+    [
+        (op("reconcile", rule="llm_judge", scores={"judged_by": "m-1"}), "decided by model m-1"),
+        (op(rule="llm_judge", scores={"llm_judge": {"model": "m-2"}}), "decided by model m-2"),
+        (
+            replace(
+                op("distill", ("e",), rule="llm_distill"), result_metadata={"distill_model": "m"}
+            ),
+            "written by model m",
+        ),
+        (
+            replace(op("summarize", rule="llm_summary"), result_metadata={"summary_writer": "g"}),
+            "written by model g",
+        ),
+        (
+            replace(
+                op("summarize", rule="extractive_summary"),
+                result_metadata={"summary_writer": "extractive"},
+            ),
+            None,
+        ),
+        (op(), None),
+        (op("conflict", scores={"llm_judge": {"model": "m"}}), None),
+    ],
+)
+def test_a_models_word_waits_in_every_mode_and_says_whose_it_is(operation, note):
+    gate = split_auto_apply([operation], [0.0], [NOTHING], Policy(), store_sentences=100).gates[0]
+    assert model_note(operation) == note
+    assert model_author(operation) == (note.rsplit(" ", 1)[-1] if note else None)
+    assert ("model" in gate.codes) is (note is not None)
+    if note:
+        assert gate.reasons[gate.codes.index("model")] == note

@@ -186,9 +186,9 @@ def test_a_stale_csrf_token_shows_a_message_with_a_reload_link(
     expect(loss).to_have_text("10.0%")  # after the reload the same click works
 
 
-def test_the_api_docs_render_offline_under_the_csp(live_server, browser_page) -> None:
-    """/api/v1/docs draws Swagger UI from our own files (no CDN): the operations are listed and
-    no CSP violation is reported."""
+def test_the_api_docs_render_offline_under_the_csp(live_server, carol, browser_page) -> None:
+    """/api/v1/docs draws Swagger UI from our own files (no CDN) for a signed-in user: the
+    operations are listed and no CSP violation is reported."""
     from playwright.sync_api import expect
 
     page = browser_page
@@ -198,7 +198,11 @@ def test_the_api_docs_render_offline_under_the_csp(live_server, browser_page) ->
         lambda r: outside.append(r.url) if not r.url.startswith(live_server.url) else None,
     )
     page.add_init_script(CSP_LISTENER)
-    page.goto(f"{live_server.url}/api/v1/docs")
+    page.goto(f"{live_server.url}/accounts/login/?next=/api/v1/docs")
+    page.fill("#id_username", "carol")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/api/v1/docs$"))
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("memoryadmin API")
     expect(page.locator(".opblock").first).to_be_visible()
     page.wait_for_load_state("networkidle")

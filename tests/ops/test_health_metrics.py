@@ -126,6 +126,19 @@ def test_metrics_answers_the_allowed_addresses_or_an_api_token(
     assert client.get(reverse("metrics")).status_code == 403
 
 
+def test_metrics_by_token_needs_the_viewer_role(client: Client, db, carol) -> None:
+    from django.contrib.auth import get_user_model
+
+    far = {"REMOTE_ADDR": "10.1.2.3"}
+    nobody = get_user_model().objects.create_user("nobody", password="password")
+    _, raw = token_create(user=nobody, name="no role yet")
+    r = client.get(reverse("metrics"), HTTP_AUTHORIZATION=f"Bearer {raw}", **far)
+    assert r.status_code == 403 and b"viewer" in r.content and b"memoryadmin_" not in r.content
+    _, raw = token_create(user=carol, name="prometheus")  # a viewer
+    r = client.get(reverse("metrics"), HTTP_AUTHORIZATION=f"Bearer {raw}", **far)
+    assert r.status_code == 200 and b"memoryadmin_" in r.content
+
+
 @pytest.fixture
 def llm_pass(agent_with_memories, llm_stub, monkeypatch, django_capture_on_commit_callbacks):
     """A planned pass of an agent whose memories the stub distils (model gpt-4o-mini); the stub

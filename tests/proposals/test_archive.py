@@ -3,6 +3,7 @@ roll a pass back from its page, and see stale operations before approving."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -14,9 +15,9 @@ from memoryadmin.core import stores
 from memoryadmin.core.errors import AlreadyDone
 from memoryadmin.memories.models import ArchivedMemory
 from memoryadmin.memories.services.memories import memory_delete, memory_edit
-from memoryadmin.proposals.models import Pass
+from memoryadmin.proposals.models import Decision, Pass
 from memoryadmin.proposals.services.passes import pass_request
-from memoryadmin.proposals.services.rollback import pass_rollback_request
+from memoryadmin.proposals.services.rollback import archive_restore, pass_rollback_request
 from tests.conftest import DISTINCT_FACTS as F
 from tests.conftest import XSS_MIXED as XSS
 from tests.conftest import login
@@ -235,3 +236,49 @@ def test_posting_rollback_again_says_the_pass_is_already_rolled_back(client, bob
     assert f"Pass #{run.pk} is already rolled back; nothing was done." in body
     assert "Rolling back pass" not in body
     assert not run.events.exists()
+
+
+def test_a_second_restore_of_one_archived_memory_adds_nothing(client, bob, agent):
+    archived = ArchivedMemory.objects.get(agent=agent, memory_id="mem-001")
+    c = login(client, bob)
+    for _ in range(2):  # a double click, or a second tab
+        c.post(reverse("archive_restore", args=[agent.slug, archived.pk]))
+    assert stores.get_store(agent).get(["mem-001"])
+    assert agent.events.filter(verb="memory_restored").count() == 1
+    assert Decision.objects.filter(agent=agent, kind="keep").count() == 1
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_ten_concurrent_restores_restore_once_decide_once_and_audit_once(agent, bob):
+    """Ten requests at the same instant, each in its own thread and database connection: the
+    agent's row lock orders them, and the nine that find the memory restored add nothing. Runs
+    on PostgreSQL (``make test-services``) or a SQLite file (env ``SQLITE_TEST_NAME``): SQLite's
+    shared in-memory test database refuses a second thread's write at once ("database table is
+    locked") instead of waiting for the lock; the double submit above holds the promise there."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        pytest.skip("threads need a database that waits for a lock (SQLITE_TEST_NAME=<file>)")
+    archived = ArchivedMemory.objects.get(agent=agent, memory_id="mem-001")
+    start = threading.Barrier(10)
+    errors: list[BaseException] = []
+
+    def restore() -> None:
+        try:
+            start.wait()
+            archive_restore(archived=archived, user=bob)
+        except BaseException as exc:  # reported below, never swallowed
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=restore) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert [r.id for r in stores.get_store(agent).get(["mem-001"])] == ["mem-001"]
+    assert agent.events.filter(verb="memory_restored").count() == 1
+    assert Decision.objects.filter(agent=agent, kind="keep").count() == 1

@@ -138,7 +138,7 @@ POLICY_META: dict[str, Any] = {f.name: f.metadata for f in fields(Policy)}
 AUTO_APPLY_CHOICES = [
     ("off", "Off — every proposal waits for a reviewer"),
     ("safe", "Safe — apply the low-risk part on its own, the rest waits"),
-    ("all", "All — apply every pass the guards pass (not what was rejected before)"),
+    ("all", "All — apply every pass the guards pass (not a model's word, nor what was rejected)"),
 ]
 """The choices of ``Agent.auto_apply`` (docs/OPERATOR.md, "Auto-apply")."""
 
@@ -146,7 +146,8 @@ AUTO_APPLY_HELP = (
     "Off: nothing applies without a person. Safe: a pass that passes the guards applies only "
     "the operations at or below the auto-apply risk, losing no content words, touching no "
     "decision, never rejected and no conflict; the rest waits for review. All: everything the "
-    "guards pass applies, except operations a reviewer rejected before."
+    "guards pass applies, except operations a reviewer rejected before. In every mode, what a "
+    "model wrote or decided (LLM judge, distilled facts, LLM summaries) waits for a person."
 )
 
 

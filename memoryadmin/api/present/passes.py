@@ -121,6 +121,7 @@ def operation_out(op: Operation, stale: dict[int, str] | None = None) -> s.Opera
             for src in view["sources"]
         ],
         stale=(stale or {}).get(op.pk, ""),
+        written_by=op.written_by,
         lost_sentences=len(loss.sentences),
         lost_content_words=loss.counted_words,
         shared_content_words=dict(loss.shared),

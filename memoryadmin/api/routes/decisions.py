@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Query, Router
 
 from memoryadmin.api import schemas as s
 from memoryadmin.api.actions.common import get_agent
 from memoryadmin.api.actions.decisions import list_decisions, revoke
+from memoryadmin.core.validation import DB_INT_MAX
 
 router = Router(tags=["decisions"])
 
@@ -21,9 +22,10 @@ def decision_list(
     request: HttpRequest,
     slug: str,
     state: str = "active",
-    page: int = 1,
+    page: int = Query(1, ge=1, le=DB_INT_MAX),
 ):
-    """``state`` active | revoked | all; 50 a page. Each decision says who set it, when, why,
+    """``state`` active | revoked | all; 50 a page (``page`` from 1: 0 or less is 422, like
+    every list). Each decision says who set it, when, why,
     from which pass, the memory ids and content hashes it covers, and how many later
     operations it held back."""
     return list_decisions(agent=get_agent(slug), state=state, page=page)

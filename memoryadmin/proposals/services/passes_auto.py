@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 
 from consolidation import OpKind, Policy
-from consolidation.review import Gate, operation_pairs, split_auto_apply
+from consolidation.review import Gate, model_author, operation_pairs, split_auto_apply
 from consolidation.review.lost import sentences
 from memoryadmin.agents.models import Agent
 from memoryadmin.agents.selectors.probes import recall_check, recall_check_then, recall_held
@@ -67,11 +67,13 @@ def pass_auto_apply(
       reviewers rejected (:func:`~memoryadmin.proposals.selectors.decisions.rejected_index`),
       then again with the operations of that safe part that cost a probe query its answer
       (:func:`~memoryadmin.agents.selectors.probes.recall_held`) held for review;
-    - ``all``: only the operations matching a rejected plan wait (conflicts stay, unapplied, as
-      before) — unless ``hold`` (``(code, reason)``: the content guard or the recall drift
-      failed on the whole pass, ``services.evaluation``) holds every operation: each is marked
-      with it, beside "rejected before" where that applies, and the pass stays a proposal that,
-      like any waiting part, does not stop the schedule (:func:`left_by_auto_apply`).
+    - ``all``: only the operations a model wrote or decided
+      (:func:`consolidation.review.model_author`) and those matching a rejected plan wait
+      (conflicts stay, unapplied, as before) — unless ``hold`` (``(code, reason)``: the
+      content guard or the recall drift failed on the whole pass, ``services.evaluation``)
+      holds every operation: each is marked with it, beside "rejected before" where that
+      applies, and the pass stays a proposal that, like any waiting part, does not stop the
+      schedule (:func:`left_by_auto_apply`).
 
     Each waiting operation keeps its reasons in ``scores["waiting"]`` (``{"codes", "reasons"}``).
     Nothing safe → the pass stays a proposal, its operations annotated the same way. A rejected
@@ -154,9 +156,10 @@ def pass_auto_apply(
 def mark_rejected_before(run: Pass, planned: Any, scored: list[Any], policy: Policy) -> None:
     """With auto-apply off every operation waits for a person anyway; the ones matching a
     rejected plan are still marked "rejected before in pass #N: <note>" (``scores["waiting"]``)
-    and counted by that decision, as under ``safe`` and ``all``. Nothing else changes."""
+    and counted by that decision, and the ones a model wrote or decided "written by model M"
+    / "decided by model M", as under ``safe`` and ``all``. Nothing else changes."""
     rejected, joins = rejected_index(run.agent), rejected_joins(run.agent)
-    if not rejected and not joins:
+    if not rejected and not joins and not any(map(model_author, planned.plan.operations)):
         return
     split = split_auto_apply(
         planned.plan.operations,
@@ -172,13 +175,22 @@ def mark_rejected_before(run: Pass, planned: Any, scored: list[Any], policy: Pol
         _annotate_waiting(run, waiting, rejected, joins, planned.plan.operations)
 
 
+ALWAYS_WAITS = ("model", "rejected")
+"""Codes of :func:`consolidation.review.split_auto_apply` that hold an operation under every
+mode: a model wrote or decided it (``model``, I-7), or it repeats a rejected plan."""
+
+
 def _rejected_gates(gates: Any, hold: tuple[str, str] | None = None) -> dict[int, Gate]:
-    """``{index: gate}`` of the operations that wait when only a rejected plan (and ``hold``,
-    a whole-pass hold of ``all``: every operation but conflicts) holds them back, each with
-    just those reasons: what waits under ``all``, and what is marked with auto-apply off."""
+    """``{index: gate}`` of the operations that wait whatever the mode — a model wrote or
+    decided it, or a rejected plan holds it (:data:`ALWAYS_WAITS`) — and, with ``hold`` (a
+    whole-pass hold of ``all``), every operation but conflicts, each with just those reasons:
+    what waits under ``all``, and what is marked with auto-apply off."""
     waiting = {}
     for g in gates:
         codes, why = [], []
+        if "model" in g.codes:
+            codes.append("model")
+            why.append(g.reasons[g.codes.index("model")])
         if "rejected" in g.codes:
             codes.append("rejected")
             why.append(g.reasons[g.codes.index("rejected")])

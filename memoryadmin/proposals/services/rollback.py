@@ -460,7 +460,9 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
     and differs, or while a pass of the agent is applying or rolling back;
     :class:`StoreUnavailable` when Chroma is down. Restoring a memory that is already live and
     identical only records ``restored_at``. Sets ``restored_at``, records a keep decision (no
-    later pass removes it again until revoked) and audits ``memory_restored``.
+    later pass removes it again until revoked) and audits ``memory_restored``. Idempotent: a
+    second restore of a row already restored whose memory is still live and identical (a
+    double click, ten tabs at once) writes, decides and audits nothing.
 
     The live check, the write and the archive row's update are one critical section: a
     transaction holding the agent's row lock (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's
@@ -483,6 +485,9 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
                 f"A live memory with the id {a.memory_id!r} exists and differs from this "
                 "archived version; nothing was restored. Edit or delete the live memory first."
             )
+        restored = ArchivedMemory.objects.filter(pk=a.pk, restored_at__isnull=False).exists()
+        if live is not None and restored:
+            return record  # restored by an earlier (or concurrent) request: nothing more to do
         if live is None:
             store.upsert([record])
             store_sampled(agent, store)  # the dashboard's count follows the restore
