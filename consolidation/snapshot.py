@@ -33,7 +33,7 @@ Pure apart from the store, embedder and writer it is handed (I-8: ``now`` is pas
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +45,7 @@ from .distill import distill
 from .llm_cost import llm_cost_usd
 from .llm_judge import VerdictCache, judge_unsure
 from .planning import plan as make_plan
+from .planning.operations import trim_to_guard
 from .plans import Fate, Plan, summarize
 from .policy import Policy
 from .protocols import Embedder, JSONWriter, LLMUnavailable, MemoryStore
@@ -219,9 +220,13 @@ def plan_snapshot(
         progress(0.55, f"Embedding {n:,} memories without embeddings")
     records = embed_missing(records, embedder)
     progress(0.6, f"Planning over {len(records):,} memories")
+    unwritable = getattr(memory, "unwritable", None)
+    # A store that may refuse new texts is trimmed to the guard after the leave-out: a merge
+    # trimmed first could not give up its exact copies, which always fit (copies.py).
+    trim_late = callable(unwritable) and policy.trim_to_guard
     the_plan = make_plan(
         records,
-        policy,
+        replace(policy, trim_to_guard=False) if trim_late else policy,
         now=now,
         fieldmap=fieldmap,
         checkpoint=dict(checkpoint or {}) or None,
@@ -233,14 +238,31 @@ def plan_snapshot(
         progress(0.95, "Summarising clusters of related memories")
         pyramid_writer = None if policy.summary_writer == "extractive" else writer
         _add_summaries(records, the_plan, policy, pyramid_writer, fieldmap, checkpoint)
-    unwritable = getattr(memory, "unwritable", None)
     texts = [op.result_document for op in the_plan.operations if op.result_document is not None]
     if callable(unwritable) and texts:
         the_plan = leave_out_keeping_copies(
             the_plan, unwritable(texts), records, policy, fieldmap, unwritable
         )
+    if trim_late:
+        _trim(the_plan, len(records), policy.max_loss_fraction)
     progress(1.0, f"Planned {len(the_plan.operations):,} operations")
     return Snapshot(records, the_plan)
+
+
+def _trim(the_plan: Plan, n: int, max_loss: float) -> None:
+    """The planner's budget stage (:func:`~consolidation.planning.operations.trim_to_guard`) on
+    ``the_plan`` as it stands, in place: its result recomputed over ``n`` memories and
+    ``context["trimmed"]`` set when something was deferred."""
+    ops, trimmed = trim_to_guard(the_plan.operations, n, max_loss, the_plan.fates)
+    the_plan.operations = ops
+    context = the_plan.context
+    result = summarize(n, ops)
+    context["operations"] = result.context["operations"]
+    context["loss_fraction"] = result.loss_fraction
+    result.context = context
+    the_plan.result = result
+    if trimmed is not None:
+        context["trimmed"] = trimmed
 
 
 def llm_figures(context: dict[str, Any]) -> dict[str, Any]:

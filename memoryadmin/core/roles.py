@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryadmin.core.errors import NotAllowed
+
 __all__ = [
     "ROLE_PERMISSIONS",
     "ROLES",
@@ -88,8 +90,6 @@ def require(user: Any, perm: str, what: str) -> None:
     ``user`` ``None`` or anonymous is the shell or the system (management commands, the worker,
     the schedule), which the role model does not restrict. Raises
     :class:`~memoryadmin.core.errors.NotAllowed`."""
-    from memoryadmin.core.errors import NotAllowed
-
     if user is None or not getattr(user, "is_authenticated", False) or user.has_perm(perm):
         return
     groups = ", ".join(sorted(g.name for g in user.groups.all())) or "no role"

@@ -18,11 +18,11 @@ DUPES = DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2]
 
 
 def test_run_and_apply_tasks_go_through_django_q(
-    agent_with_memories, bob, django_capture_on_commit_callbacks
+    agent_with_memories, alice, bob, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(DUPES)
     with django_capture_on_commit_callbacks(execute=True):
-        run = pass_request(agent=agent, trigger="operator", user=bob)
+        run = pass_request(agent=agent, trigger="operator", user=alice)  # an admin's Run now
     run.refresh_from_db()
     assert run.status == "proposed"
     planned = Task.objects.get(name=f"run_pass:{run.pk}")
