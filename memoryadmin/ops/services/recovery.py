@@ -21,6 +21,10 @@ worker itself every minute, the schedule
 And per import job ``validating`` / ``importing`` whose worker is gone (same rule): queued
 again while its saved file exists (an import is an upsert, so re-running it completes it),
 else ``failed`` with the reason.
+
+And per forget request ``applying`` (:func:`forget_requests_recover`): purged under its lease
+from its journal (the ids already deleted are not asked again), unless a live process holds
+the lease.
 """
 
 from __future__ import annotations
@@ -43,13 +47,15 @@ from memoryadmin.core.leases import (
     lease_seconds,
 )
 from memoryadmin.core.services import TASK_RUN, enqueue, transition
-from memoryadmin.memories.models import ImportJob
+from memoryadmin.memories.models import ForgetRequest, ImportJob
+from memoryadmin.memories.services.forget import forget_run
 from memoryadmin.memories.services.transfer_jobs import import_job_enqueue
 from memoryadmin.proposals.models import Operation, Pass, PassSnapshot
 from memoryadmin.proposals.services.apply import pass_apply
 from memoryadmin.proposals.services.rollback import pass_rollback
 
 __all__ = [
+    "forget_requests_recover",
     "import_jobs_recover",
     "passes_recover",
     "resume_leased",
@@ -162,6 +168,25 @@ def passes_recover(
     for run in out:
         say(f"pass #{run.pk} of {run.agent.slug}: {run.status}")
     import_jobs_recover(stdout=say, now=now, resend_queued=resend_queued)
+    forget_requests_recover(stdout=say)
+    return out
+
+
+def forget_requests_recover(*, stdout: Callable[[str], None] | None = None) -> list[ForgetRequest]:
+    """Purge every ``applying`` forget request no live process holds (a dead worker's, a web
+    process's from before the worker purged them, or one whose task is still queued: the task
+    then finds it done). Returns the requests it ran; each ends ``applied`` or ``failed``."""
+    say = stdout or (lambda _line: None)
+    out = []
+    applying = ForgetRequest.objects.filter(status=ForgetRequest.Status.APPLYING).order_by("pk")
+    for req in applying:
+        req, mine = forget_run(request=req)
+        if not mine:
+            say(f"forget request #{req.pk}: being purged by {lease_holder(req) or 'a worker'}")
+            continue
+        log.warning("forget request #%s resumed: %s", req.pk, req.status)
+        say(f"forget request #{req.pk}: {req.status}")
+        out.append(req)
     return out
 
 
