@@ -210,21 +210,26 @@ class ForgetRequest(models.Model):
 class ImportJob(models.Model):
     """A JSONL upload imported by the worker (``tasks.import_memories``), with its progress.
 
-    The file is saved under ``var/imports/`` until the job ends. ``done`` of ``total`` valid
-    memories have been handled; ``report`` is ``ImportReport.to_dict()`` once done; ``errors``
-    holds the first :data:`memoryadmin.memories.services.transfer_jobs.MAX_JOB_ERRORS` invalid lines
-    as ``[line, message]`` pairs and ``error_count`` all of them.
+    The file is saved under ``var/imports/`` until the job ends (done, refused, failed with
+    nothing left written); an ``interrupted`` job keeps it for recovery to import again.
+    ``done`` of ``total`` valid memories have been handled; ``report`` is
+    ``ImportReport.to_dict()`` once done; ``errors`` holds the first
+    :data:`memoryadmin.memories.services.transfer_jobs.MAX_JOB_ERRORS` invalid lines as
+    ``[line, message]`` pairs and ``error_count`` all of them.
     """
 
     class Status(models.TextChoices):
         QUEUED = "queued"
         VALIDATING = "validating"
         IMPORTING = "importing"
+        # The store failed part-way and what was written could not be taken back: the file is
+        # kept and recovery imports it again once the store answers (an upsert completes it).
+        INTERRUPTED = "interrupted"
         DONE = "done"
         REFUSED = "refused"
         FAILED = "failed"
 
-    ACTIVE = (Status.QUEUED, Status.VALIDATING, Status.IMPORTING)
+    ACTIVE = (Status.QUEUED, Status.VALIDATING, Status.IMPORTING, Status.INTERRUPTED)
 
     agent = models.ForeignKey("console.Agent", on_delete=models.CASCADE, related_name="import_jobs")
     user = models.ForeignKey(
@@ -246,6 +251,9 @@ class ImportJob(models.Model):
     # "host:pid" of the worker process importing the file, and when it claimed the job:
     # recovery re-queues a job whose worker died (services.recovery).
     worker = models.CharField(max_length=255, blank=True)
+    resumes = models.PositiveIntegerField(
+        default=0, help_text="times recovery imported it again after an interruption"
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -257,7 +265,7 @@ class ImportJob(models.Model):
 
     @property
     def is_active(self) -> bool:
-        """True while queued, validating or importing."""
+        """True while queued, validating, importing or interrupted (waiting to resume)."""
         return self.status in self.ACTIVE
 
     @property

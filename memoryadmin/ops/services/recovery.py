@@ -18,7 +18,8 @@ worker itself every minute, the schedule
   queue again. A dead cluster's messages stay locked in the broker for ``Q_RETRY`` (an hour);
   a second delivery is a no-op (the task claims its pass or job by a conditional UPDATE).
 
-And per import job ``validating`` / ``importing`` whose worker is gone (same rule): queued
+And per import job ``validating`` / ``importing`` whose worker is gone (same rule), or
+``interrupted`` (a store outage part-way whose undo failed too) once its store answers: queued
 again while its saved file exists (an import is an upsert, so re-running it completes it),
 else ``failed`` with the reason.
 
@@ -172,6 +173,41 @@ def passes_recover(
     return out
 
 
+def _interrupted_imports_resume(say: Callable[[str], None], now: datetime) -> list[ImportJob]:
+    """Import jobs a store outage left ``interrupted`` (part written, the undo failed too):
+    queued again once the agent's store answers, while the saved file exists (an upsert:
+    memories already written are skipped); ``failed`` with the reason when the file is gone."""
+    changed: list[ImportJob] = []
+    jobs = ImportJob.objects.filter(status=J.INTERRUPTED).select_related("agent").order_by("pk")
+    for job in jobs:
+        if Path(job.path).is_file():
+            try:
+                stores.get_store(job.agent).count()
+            except StoreUnavailable as exc:
+                say(f"import #{job.pk}: waits for the store ({exc})")
+                continue
+            outcome = {"status": J.QUEUED, "done": 0, "total": 0, "worker": ""}
+            outcome["message"] = "Interrupted by a store outage; imported again."
+        else:
+            outcome = {"status": J.FAILED, "finished_at": now}
+            outcome["message"] = (
+                f"Interrupted by a store outage and the uploaded file is gone; {job.done} of "
+                f"{job.total} memories were written. Upload the file again to finish."
+            )
+        with transaction.atomic():
+            if not ImportJob.objects.filter(pk=job.pk, status=J.INTERRUPTED).update(
+                **outcome, resumes=job.resumes + 1
+            ):
+                continue
+            if outcome["status"] == J.QUEUED:
+                import_job_enqueue(job.pk)
+        log.warning("import #%s: %s", job.pk, outcome["message"])
+        say(f"import #{job.pk}: {outcome['status']} ({outcome['message']})")
+        job.refresh_from_db()
+        changed.append(job)
+    return changed
+
+
 def forget_requests_recover(*, stdout: Callable[[str], None] | None = None) -> list[ForgetRequest]:
     """Purge every ``applying`` forget request no live process holds (a dead worker's, a web
     process's from before the worker purged them, or one whose task is still queued: the task
@@ -230,6 +266,7 @@ def import_jobs_recover(
         say(f"import #{job.pk}: {outcome['status']} ({outcome['message']})")
         job.refresh_from_db()
         changed.append(job)
+    changed += _interrupted_imports_resume(say, now)
     if resend_queued:
         for pk in ImportJob.objects.filter(status=J.QUEUED).values_list("pk", flat=True):
             if all(pk != job.pk for job in changed):
