@@ -22,7 +22,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.ops.test_faults_qcluster import ROOT, rows, shell, stack  # noqa: F401 - the fixture
+from tests.ops import test_faults_qcluster as faults
+from tests.ops.test_faults_qcluster import ROOT, rows, shell
+
+stack = faults.stack  # the fixture: a `chroma run` server and a migrated database, per module
 
 pytestmark = pytest.mark.slow
 
