@@ -17,15 +17,18 @@ from memoryadmin import tasks
 from memoryadmin.agents.models import ProbeQuery
 from memoryadmin.agents.services.probes import probe_create
 from memoryadmin.core import stores
+from memoryadmin.core.errors import ServiceError
 from memoryadmin.core.models import AuditEvent
 from memoryadmin.memories.models import ForgetRequest
 from memoryadmin.memories.selectors.forget import ForgetSelection
 from memoryadmin.memories.services import forget as forget_module
 from memoryadmin.memories.services.forget import forget_approve, forget_request_create
 from memoryadmin.ops.services.recovery import passes_recover
+from memoryadmin.proposals.services.review import pass_approve
 from tests.conftest import DISTINCT_FACTS, login
 from tests.memories.forget_helpers import approve, database_traces
 from tests.ops.test_recover_worker import dead_worker
+from tests.proposals.test_services_passes import run_pass
 
 pytestmark = pytest.mark.django_db
 
@@ -175,3 +178,23 @@ def test_a_live_worker_holding_the_lease_is_left_alone(agent_with_memories, bob)
     passes_recover(stdout=lines.append)
     assert f"forget request #{req.pk}: being purged by elsewhere:1" in lines
     assert stores.get_store(agent).count() == 3
+
+
+def test_a_pass_waits_for_a_forget_the_worker_has_not_finished(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    texts = ["Gina adopted a grey rescue cat named Pixel."] * 2 + ["Tim plays the cello."]
+    agent = agent_with_memories(texts, policy={"max_loss_fraction": 0.7})
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    assert run.status == "proposed"
+    req, _ = forget_request_create(
+        agent=agent, selection=ForgetSelection("contains", text="Pixel"), user=bob
+    )
+    assert forget_approve(request=req, user=bob).status == "applying"  # queued for the worker
+    with pytest.raises(ServiceError, match=f"Forget request #{req.pk} is being applied"):
+        pass_approve(run=run, user=bob)
+    run.refresh_from_db()
+    assert run.status == "proposed" and stores.get_store(agent).count() == 3
+    assert tasks.apply_forget(req.pk) == f"forget request #{req.pk}: applied"
+    run.refresh_from_db()
+    assert run.status == "stale"  # it held the forgotten memories

@@ -4,10 +4,12 @@
 - :func:`forget_request_create` plans a selection (:func:`~..selectors.forget.forget_plan`)
   and stores it as a ``proposed`` request listing every memory it would remove (live ids,
   archived copies); it never applies itself. A dry run is the selector alone.
-- :func:`forget_approve` (a reviewer; the command's ``--yes`` as "cli") applies it at once:
-  the live memories leave Chroma, their archived copies are deleted, the text and metadata of
-  every operation, audit event and pass that held them are purged
-  (:mod:`.forget_purge`), and the vector cache forgets their vectors. What remains is the
+- :func:`forget_approve` (a reviewer; the command's ``--yes`` as "cli") claims it
+  (``applying``) and hands it to the worker (``tasks.apply_forget``); :func:`forget_run` purges
+  it under its lease, journaled step by step (check each listed id's scope and content hash —
+  changed ones are skipped and listed —, delete from Chroma in chunks, then the database, the
+  probes, the LLM judge's verdict cache and the vector cache in one transaction:
+  :mod:`.forget_purge`), so recovery resumes a purge a dead worker left. What remains is the
   tombstone (:class:`~..models.ForgetRequest`). It cannot be rolled back; passes that held
   the memories lose their Undo ("purged by forget request #N").
 - :func:`forget_reject` drops a proposal (nothing removed).
