@@ -17,13 +17,13 @@ from memoryadmin import tasks
 from memoryadmin.agents.models import ProbeQuery
 from memoryadmin.agents.services.probes import probe_create
 from memoryadmin.core import stores
-from memoryadmin.core.errors import ServiceError
+from memoryadmin.core.errors import ServiceError, StoreUnavailable
 from memoryadmin.core.models import AuditEvent
 from memoryadmin.memories.models import ForgetRequest
 from memoryadmin.memories.selectors.forget import ForgetSelection
 from memoryadmin.memories.services import forget as forget_module
 from memoryadmin.memories.services.forget import forget_approve, forget_request_create
-from memoryadmin.ops.services.recovery import passes_recover
+from memoryadmin.ops.services.recovery import forget_requests_recover, passes_recover
 from memoryadmin.proposals.services.review import pass_approve
 from tests.conftest import DISTINCT_FACTS, login
 from tests.memories.forget_helpers import approve, database_traces
@@ -198,3 +198,26 @@ def test_a_pass_waits_for_a_forget_the_worker_has_not_finished(
     assert tasks.apply_forget(req.pk) == f"forget request #{req.pk}: applied"
     run.refresh_from_db()
     assert run.status == "stale"  # it held the forgotten memories
+
+
+def test_recovery_leaves_a_purge_applying_while_the_store_is_down(
+    agent_with_memories, bob, monkeypatch
+):
+    agent = agent_with_memories(3)
+    req, _ = forget_request_create(
+        agent=agent, selection=ForgetSelection("ids", ids=("mem-000",)), user=bob
+    )
+    forget_approve(request=req, user=bob)  # applying; its worker died before purging
+    real_get_store = stores.get_store
+
+    def down(_agent):
+        raise StoreUnavailable("Cannot reach the Chroma server (test)")
+
+    monkeypatch.setattr(stores, "get_store", down)
+    lines: list[str] = []
+    forget_requests_recover(stdout=lines.append)
+    req.refresh_from_db()
+    assert req.status == "applying" and any("waits for the store" in x for x in lines)
+    monkeypatch.setattr(stores, "get_store", real_get_store)
+    [done] = forget_requests_recover()
+    assert done.status == "applied" and stores.get_store(agent).count() == 2

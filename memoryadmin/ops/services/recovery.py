@@ -211,11 +211,18 @@ def _interrupted_imports_resume(say: Callable[[str], None], now: datetime) -> li
 def forget_requests_recover(*, stdout: Callable[[str], None] | None = None) -> list[ForgetRequest]:
     """Purge every ``applying`` forget request no live process holds (a dead worker's, a web
     process's from before the worker purged them, or one whose task is still queued: the task
-    then finds it done). Returns the requests it ran; each ends ``applied`` or ``failed``."""
+    then finds it done), once its agent's store answers (until then it stays ``applying``).
+    Returns the requests it ran; each ends ``applied`` or ``failed``."""
     say = stdout or (lambda _line: None)
     out = []
-    applying = ForgetRequest.objects.filter(status=ForgetRequest.Status.APPLYING).order_by("pk")
-    for req in applying:
+    applying = ForgetRequest.objects.filter(status=ForgetRequest.Status.APPLYING)
+    for req in applying.select_related("agent").order_by("pk"):
+        if req.agent is not None:
+            try:  # a store still down would fail it: it waits for the next recovery instead
+                stores.get_store(req.agent).count()
+            except StoreUnavailable as exc:
+                say(f"forget request #{req.pk}: waits for the store ({exc})")
+                continue
         req, mine = forget_run(request=req)
         if not mine:
             say(f"forget request #{req.pk}: being purged by {lease_holder(req) or 'a worker'}")
