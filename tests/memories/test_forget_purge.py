@@ -109,23 +109,30 @@ def verdicts_bytes(cache) -> bytes:
 def test_a_probe_about_a_forgotten_memory_and_its_audit_are_purged(
     agent_with_memories, bob, django_capture_on_commit_callbacks
 ):
-    agent = agent_with_memories([PASSPORT, DISTINCT_FACTS[7]])
-    about = probe_create(
-        agent=agent, question="Which passport is ZQ-4471?", answer="Gina's", user=bob
-    )
-    other = probe_create(
-        agent=agent, question="What is Tim learning?", answer="the cello", user=bob
-    )
+    agent = agent_with_memories([PASSPORT, DISTINCT_FACTS[7], DISTINCT_FACTS[5]])
+
+    def probe(question: str, answer: str) -> ProbeQuery:
+        return probe_create(agent=agent, question=question, answer=answer, user=bob)
+
+    gone = [
+        probe("Which passport is ZQ-4471?", "Gina's"),  # shares the passport number
+        probe("When does Gina's passport expire?", "in 2031"),  # only that memory answers it
+    ]
+    kept = [
+        probe("What happened in 2031?", "nothing yet"),  # a year names no one
+        probe("Who adopted Pixel?", "Gina"),  # a memory the forget leaves still answers it
+        probe("What is Tim learning?", "the cello"),
+    ]
     assert "ZQ-4471" in str(AuditEvent.objects.filter(verb="probe_created").values("data"))
     req, _ = forget_request_create(
         agent=agent, selection=ForgetSelection("contains", text="passport"), user=bob
     )
     req = approve(django_capture_on_commit_callbacks, req, bob)
-    assert not ProbeQuery.objects.filter(pk=about.pk).exists()
-    assert ProbeQuery.objects.filter(pk=other.pk).exists()
-    assert req.purged["probes"] == 1 and req.purged["probe_events"] == 1
-    assert database_traces(["ZQ-4471"]) == []
-    assert database_traces(["What is Tim learning?"])  # the other probe and its event stay
+    left = set(ProbeQuery.objects.filter(agent=agent).values_list("pk", flat=True))
+    assert left == {p.pk for p in kept} and not left & {p.pk for p in gone}
+    assert req.purged["probes"] == 2 and req.purged["probe_events"] == 2
+    assert database_traces(["ZQ-4471", "When does Gina's passport expire?"]) == []
+    assert database_traces(["What is Tim learning?"])  # the other probes and events stay
 
 
 def test_recovery_finishes_a_purge_a_dead_worker_left_half_done(

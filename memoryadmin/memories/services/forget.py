@@ -47,6 +47,7 @@ from memoryadmin.core.services import (
 from memoryadmin.memories.models import ArchivedMemory, ForgetRequest
 from memoryadmin.memories.selectors.forget import ForgetPlan, ForgetSelection, forget_plan
 from memoryadmin.memories.services.forget_purge import (
+    probe_answers_kept,
     purge_database,
     purge_probes,
     secure_delete,
@@ -341,6 +342,14 @@ def _purge(request: ForgetRequest) -> ForgetRequest:
         (set(journal["targets"]) | set(archived.values_list("memory_id", flat=True))) - skipped
     )
     texts = sorted(set(journal["texts"]) | set(_texts(agent, [], archived)))
+    try:  # read before the transaction: the store's answers to probes a forgotten text held
+        answered = probe_answers_kept(
+            agent=agent,
+            texts=texts,
+            live=(r.document for r in store.iter_records(include_embeddings=False)),
+        )
+    except StoreUnavailable:
+        answered = frozenset()  # unknown: a probe answered by a forgotten text goes
     with transaction.atomic():
         secure_delete()
         listed_gone = listed.filter(memory_id__in=sorted(skipped)).delete()[0]
@@ -348,7 +357,7 @@ def _purge(request: ForgetRequest) -> ForgetRequest:
         purged["archived"] += listed_gone
         purged["live"] = len(journal["deleted"])
         purged["skipped"] = len(skipped)
-        purged |= purge_probes(request=request, agent=agent, texts=texts)
+        purged |= purge_probes(request=request, agent=agent, texts=texts, answered=answered)
         purged["verdict_cache_entries"] = stores.verdict_cache().forget(texts)
         purged["vector_cache_rows"] = stores.vector_cache().forget(texts, [agent.collection_name])
         ForgetRequest.objects.filter(pk=request.pk).update(

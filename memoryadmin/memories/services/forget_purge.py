@@ -22,7 +22,15 @@ from memoryadmin.core.services import SYSTEM_ACTOR, transition
 from memoryadmin.memories.models import ArchivedMemory, ForgetRequest, ImportJob
 from memoryadmin.proposals.models import Decision, Operation, OperationSource, Pass, PassSnapshot
 
-__all__ = ["PURGED", "probe_holds", "purge_database", "purge_probes", "scrub", "secure_delete"]
+__all__ = [
+    "PURGED",
+    "probe_answers_kept",
+    "probe_holds",
+    "purge_database",
+    "purge_probes",
+    "scrub",
+    "secure_delete",
+]
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +40,9 @@ _CHUNK = 500
 _TEXT_CHUNK = 20
 _TOKEN = re.compile(r"\w[\w\-./:]*\w|\w")
 IDENTIFIER_MIN_CHARS = 4
-"""A token holding a digit and at least this many characters (a passport or phone number, an
-IBAN, a ticket id) names one thing: a probe sharing one with a forgotten text asks about it."""
+"""A token of at least this many characters holding a digit and a letter, or six digits (a
+passport, phone or account number, an IBAN, a ticket id — not a year or a time), names one
+thing: a probe sharing one with a forgotten text asks about it."""
 
 
 def secure_delete() -> None:
@@ -205,26 +214,34 @@ def purge_database(
 
 
 def _identifiers(text: str) -> set[str]:
-    """Tokens of ``text`` (casefolded) that hold a digit and at least
-    :data:`IDENTIFIER_MIN_CHARS` characters."""
-    return {
-        t
-        for t in _TOKEN.findall(text.casefold())
-        if len(t) >= IDENTIFIER_MIN_CHARS and any(c.isdigit() for c in t)
-    }
+    """Tokens of ``text`` (casefolded) of at least :data:`IDENTIFIER_MIN_CHARS` characters
+    that hold a digit and a letter, or six digits."""
+    out = set()
+    for t in _TOKEN.findall(text.casefold()):
+        digits = sum(c.isdigit() for c in t)
+        if (
+            len(t) >= IDENTIFIER_MIN_CHARS
+            and digits
+            and (digits >= 6 or any(c.isalpha() for c in t))
+        ):
+            out.add(t)
+    return out
 
 
-def probe_holds(question: str, answer: str, texts: list[str]) -> bool:
+def probe_holds(
+    question: str, answer: str, texts: list[str], answered: frozenset[str] = frozenset()
+) -> bool:
     """True when a probe (``question``, ``answer``) asks about one of the forgotten ``texts``:
-    its question or answer quotes one (at least 4 characters), its answer (at least 4
-    characters) is found in one (case-insensitive: the answer the memory held), or it shares
-    an identifier with one (:func:`_identifiers`: "ZQ-4471", "C01X00T47")."""
+    its question or answer quotes one (at least 4 characters); its answer (at least 4
+    characters) is found in one (case-insensitive: the answer the memory held) and is not in
+    ``answered`` (casefolded answers a memory the forget leaves still holds); or it shares an
+    identifier with one (:func:`_identifiers`: "ZQ-4471", "C01X00T47")."""
     q, a = question or "", answer or ""
     folded = [t.casefold() for t in texts]
     if any(len(t) >= 4 and (t in q or t in a) for t in texts):
         return True
     a_folded = a.strip().casefold()
-    if len(a_folded) >= 4 and any(a_folded in t for t in folded):
+    if len(a_folded) >= 4 and a_folded not in answered and any(a_folded in t for t in folded):
         return True
     ids = set().union(*(_identifiers(t) for t in texts)) if texts else set()
     return bool(ids & (_identifiers(q) | _identifiers(a)))
@@ -238,22 +255,50 @@ def _snapshots(data: Any) -> list[dict[str, Any]]:
     return [d for d in out if "question" in d or "answer" in d]
 
 
-def purge_probes(*, request: ForgetRequest, agent: Agent, texts: list[str]) -> dict[str, int]:
-    """Delete the agent's probes that ask about a forgotten text (:func:`probe_holds`), and
-    purge every probe audit event (created, updated, deleted) whose probe did, and the
-    passes' recall figures (their lost probes quote question and answer). Returns
-    ``{"probes": deleted, "probe_events": events purged}``. Runs in the caller's
-    transaction."""
+def probe_answers_kept(*, agent: Agent, texts: list[str], live: Iterable[str]) -> frozenset[str]:
+    """The casefolded answers of the agent's probes that a forgotten text holds and one of the
+    ``live`` documents (what the forget leaves) holds too: such a probe still has its answer
+    in the store, so it is not about the forgotten memory alone."""
+    folded = [t.casefold() for t in texts]
+    answers = {
+        a
+        for a in (p.strip().casefold() for p in agent.probes.values_list("answer", flat=True))
+        if len(a) >= 4 and any(a in t for t in folded)
+    }
+    if not answers:
+        return frozenset()
+    kept = set()
+    for doc in live:
+        doc = doc.casefold()
+        kept |= {a for a in answers if a in doc}
+    return frozenset(kept)
+
+
+def purge_probes(
+    *,
+    request: ForgetRequest,
+    agent: Agent,
+    texts: list[str],
+    answered: frozenset[str] = frozenset(),
+) -> dict[str, int]:
+    """Delete the agent's probes that ask about a forgotten text (:func:`probe_holds`;
+    ``answered`` from :func:`probe_answers_kept`), and purge every probe audit event
+    (created, updated, deleted) whose probe did, and the passes' recall figures (their lost
+    probes quote question and answer). Returns ``{"probes": deleted, "probe_events": events
+    purged}``. Runs in the caller's transaction."""
     needles: set[str] = set()
     gone = []
     for probe in ProbeQuery.objects.filter(agent=agent):
-        if probe_holds(probe.question, probe.answer, texts):
+        if probe_holds(probe.question, probe.answer, texts, answered):
             gone.append(probe.pk)
             needles |= {probe.question, probe.answer}
     events = []
     for event in AuditEvent.objects.filter(agent=agent, verb__startswith="probe_"):
         snaps = _snapshots(event.data)
-        if any(probe_holds(d.get("question", ""), d.get("answer", ""), texts) for d in snaps):
+        if any(
+            probe_holds(str(d.get("question") or ""), str(d.get("answer") or ""), texts, answered)
+            for d in snaps
+        ):
             events.append(event)
             for d in snaps:
                 needles |= {str(d.get("question") or ""), str(d.get("answer") or "")}
