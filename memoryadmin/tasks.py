@@ -191,6 +191,9 @@ def recover_passes() -> str:
         stores.reset_client_cache()  # a restarted server gets a fresh client next minute
         for pk, status in waiting:
             log.warning("pass #%s (%s) waits for the store: %s", pk, status, exc)
+        forgets = ForgetRequest.objects.filter(status=ForgetRequest.Status.APPLYING)
+        for pk in forgets.values_list("pk", flat=True):
+            log.warning("forget request #%s (applying) waits for the store: %s", pk, exc)
         return f"store unavailable, {len(waiting)} pass(es) waiting: {exc}"
     lines: list[str] = []
     try:
