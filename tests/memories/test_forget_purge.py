@@ -24,7 +24,7 @@ from memoryadmin.memories.selectors.forget import ForgetSelection
 from memoryadmin.memories.services import forget as forget_module
 from memoryadmin.memories.services.forget import forget_approve, forget_request_create
 from memoryadmin.ops.services.recovery import forget_requests_recover, passes_recover
-from memoryadmin.proposals.services.review import pass_approve
+from memoryadmin.proposals.services.review import pass_approve, pass_reject
 from tests.conftest import DISTINCT_FACTS, login
 from tests.memories.forget_helpers import approve, database_traces
 from tests.ops.test_recover_worker import dead_worker
@@ -228,3 +228,27 @@ def test_recovery_leaves_a_purge_applying_while_the_store_is_down(
     monkeypatch.setattr(stores, "get_store", real_get_store)
     [done] = forget_requests_recover()
     assert done.status == "applied" and stores.get_store(agent).count() == 2
+
+
+def test_a_request_an_old_web_process_left_applying_is_finished_without_a_trace(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    """Before the worker purged them, approval deleted the live memories in the web process:
+    one killed right after that left the request ``applying`` with no journal and the texts
+    only in the database. Recovery finishes it, finding the texts through the proposal."""
+    gina = "Gina adopted a grey rescue cat named Pixel."
+    agent = agent_with_memories([gina, gina, DISTINCT_FACTS[7]], policy={"max_loss_fraction": 0.7})
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    pass_reject(run=run, user=bob, note=f"Keep both copies of “{gina}” for now.")
+    assert database_traces([gina])
+    req, _ = forget_request_create(
+        agent=agent, selection=ForgetSelection("contains", text="Pixel"), user=bob
+    )
+    items = {k: v for k, v in req.items.items() if k != "planned"}  # as requests were stored
+    ForgetRequest.objects.filter(pk=req.pk).update(status="applying", items=items)
+    stores.get_store(agent).delete(["mem-000", "mem-001"])  # then the web process died
+
+    [done] = forget_requests_recover()
+
+    assert done.status == "applied" and stores.get_store(agent).count() == 1
+    assert database_traces([gina]) == []  # the reviewer's note quoted it too

@@ -51,6 +51,7 @@ from memoryadmin.memories.services.forget_purge import (
     purge_database,
     purge_probes,
     secure_delete,
+    source_texts,
 )
 from memoryadmin.proposals.models import Pass
 
@@ -339,9 +340,14 @@ def _purge(request: ForgetRequest) -> ForgetRequest:
     # A skipped id's archived copies that the plan listed (its earlier versions, seen by the
     # reviewer) still go; the id itself stays out of the purge (it now holds another memory).
     all_ids = sorted(
-        (set(journal["targets"]) | set(archived.values_list("memory_id", flat=True))) - skipped
+        {*journal["targets"], *journal["gone"], *archived.values_list("memory_id", flat=True)}
+        - skipped
     )
-    texts = sorted(set(journal["texts"]) | set(_texts(agent, [], archived)))
+    texts = sorted(
+        set(journal["texts"])
+        | set(_texts(agent, [], archived))
+        | source_texts(agent=agent, ids=all_ids)
+    )
     try:  # read before the transaction: the store's answers to probes a forgotten text held
         answered = probe_answers_kept(
             agent=agent,

@@ -30,6 +30,7 @@ __all__ = [
     "purge_probes",
     "scrub",
     "secure_delete",
+    "source_texts",
 ]
 
 log = logging.getLogger(__name__)
@@ -161,6 +162,20 @@ def _purge_passes(
         for mid in gone:
             checkpoint.pop(mid, None)
         Agent.objects.filter(pk=agent.pk).update(checkpoint=checkpoint)
+    return out
+
+
+def source_texts(*, agent: Agent, ids: list[str]) -> set[str]:
+    """The documents the agent's operation sources keep of the memories ``ids``: the texts of
+    a memory no longer live whose deleter died before the purge (a purge resumed from before
+    its journal kept them) are still quoted, and found, through them."""
+    out: set[str] = set()
+    for chunk in _chunks(ids):
+        out |= set(
+            OperationSource.objects.filter(operation__run__agent=agent, memory_id__in=chunk)
+            .exclude(document="")
+            .values_list("document", flat=True)
+        )
     return out
 
 
