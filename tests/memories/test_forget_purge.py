@@ -136,7 +136,7 @@ def test_a_probe_about_a_forgotten_memory_and_its_audit_are_purged(
 
 
 def test_recovery_finishes_a_purge_a_dead_worker_left_half_done(
-    agent_with_memories, bob, monkeypatch, django_capture_on_commit_callbacks
+    agent_with_memories, bob, client, monkeypatch, django_capture_on_commit_callbacks
 ):
     agent = agent_with_memories(8)
     ids = tuple(f"mem-{i:03d}" for i in range(4))
@@ -156,6 +156,8 @@ def test_recovery_finishes_a_purge_a_dead_worker_left_half_done(
     req.refresh_from_db()
     assert req.status == "applying" and req.journal["deleted"] == ["mem-000", "mem-001"]
     assert set(live(agent)) == {f"mem-{i:03d}" for i in range(2, 8)}  # half deleted
+    page = login(client, bob).get(reverse("forget_detail", args=[req.pk])).content.decode()
+    assert "The worker is forgetting these memories: 2 of 4 deleted from the store" in page
     # The lease a killed worker leaves behind: its process is gone, the lease not yet expired.
     ForgetRequest.objects.filter(pk=req.pk).update(
         lease_owner=dead_worker(), lease_expires_at=timezone.now() + timedelta(hours=1)
