@@ -45,17 +45,6 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _strings(value: str) -> str:
-    """The strings of a stored JSON value joined by newlines (a quote in ``why`` is escaped in
-    the JSON text), or ``""`` when it is not JSON."""
-    try:
-        loaded = json.loads(value)
-    except ValueError:
-        return ""
-    items = loaded.values() if isinstance(loaded, dict) else [loaded]
-    return "\n".join(str(v) for v in items)
-
-
 class VerdictFileCache:
     """A :class:`consolidation.llm_judge.VerdictCache` in a SQLite file; thread-, process- and
     fork-safe. ``path``: the file (its directory is created) or ``":memory:"``."""
@@ -142,10 +131,14 @@ class VerdictFileCache:
                         f"SELECT key FROM sides WHERE text_sha256 IN ({marks})", chunk
                     )
                 }
-            if needles:
-                for key, value in db.execute("SELECT key, value FROM verdicts").fetchall():
-                    if any(n in value or n in _strings(value) for n in needles):
-                        keys.add(key)
+            for needle in needles:  # a quote in ``why``, as json.dumps wrote it
+                quoted = json.dumps(needle, ensure_ascii=False)[1:-1]
+                keys |= {
+                    row[0]
+                    for row in db.execute(
+                        "SELECT key FROM verdicts WHERE instr(value, ?) > 0", (quoted,)
+                    )
+                }
             with db:
                 ordered = sorted(keys)
                 for start in range(0, len(ordered), 500):

@@ -356,6 +356,9 @@ def _purge(request: ForgetRequest) -> ForgetRequest:
         )
     except StoreUnavailable:
         answered = frozenset()  # unknown: a probe answered by a forgotten text goes
+    # Its own SQLite file, and seconds for a large cache: outside the database's transaction
+    # (deleting an answer costs only a request, so doing it again after a failure is harmless).
+    verdicts = stores.verdict_cache().forget(texts)
     with transaction.atomic():
         secure_delete()
         listed_gone = listed.filter(memory_id__in=sorted(skipped)).delete()[0]
@@ -364,7 +367,7 @@ def _purge(request: ForgetRequest) -> ForgetRequest:
         purged["live"] = len(journal["deleted"])
         purged["skipped"] = len(skipped)
         purged |= purge_probes(request=request, agent=agent, texts=texts, answered=answered)
-        purged["verdict_cache_entries"] = stores.verdict_cache().forget(texts)
+        purged["verdict_cache_entries"] = verdicts
         purged["vector_cache_rows"] = stores.vector_cache().forget(texts, [agent.collection_name])
         ForgetRequest.objects.filter(pk=request.pk).update(
             status=R.APPLIED,
