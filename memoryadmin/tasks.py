@@ -15,7 +15,8 @@ from memoryadmin.agents.models import Agent
 from memoryadmin.core import stores
 from memoryadmin.core.errors import PassAlreadyActive
 from memoryadmin.core.leases import lease_holder
-from memoryadmin.memories.models import ImportJob
+from memoryadmin.memories.models import ForgetRequest, ImportJob
+from memoryadmin.memories.services.forget import forget_run
 from memoryadmin.memories.services.transfer_jobs import import_job_run
 from memoryadmin.notifications.services.delivery import delivery_send
 from memoryadmin.notifications.services.notifications import notifications_check
@@ -28,6 +29,7 @@ from memoryadmin.proposals.services.rollback import archive_purge
 
 __all__ = [
     "purge_archives",
+    "apply_forget",
     "apply_pass",
     "deliver_notification",
     "notification_checks",
@@ -102,6 +104,25 @@ def rollback_pass(pass_id: int) -> str:
     return _resume(pass_id, "rollback")
 
 
+def apply_forget(request_id: int) -> str:
+    """Purge approved forget request ``request_id`` under its lease (a no-op unless
+    ``applying``; resumed from its journal); a failure leaves it ``failed`` with the reason."""
+    req = ForgetRequest.objects.select_related("agent").filter(pk=request_id).first()
+    if req is None:
+        return f"forget request #{request_id} does not exist"
+    try:
+        req, mine = forget_run(request=req)
+    except Exception as exc:
+        log.exception("apply_forget(%s) crashed", request_id)
+        ForgetRequest.objects.filter(pk=request_id).update(
+            status=ForgetRequest.Status.FAILED, error=f"{type(exc).__name__}: {exc}"
+        )
+        return f"forget request #{request_id}: failed ({exc})"
+    if not mine:
+        return f"forget request #{request_id}: being purged by {lease_holder(req)}"
+    return f"forget request #{request_id}: {req.status}"
+
+
 def scheduled_pass(agent_id: int) -> str:
     """The agent's django-q2 ``Schedule`` target: request a pass with trigger ``schedule``.
 
@@ -170,6 +191,9 @@ def recover_passes() -> str:
         stores.reset_client_cache()  # a restarted server gets a fresh client next minute
         for pk, status in waiting:
             log.warning("pass #%s (%s) waits for the store: %s", pk, status, exc)
+        forgets = ForgetRequest.objects.filter(status=ForgetRequest.Status.APPLYING)
+        for pk in forgets.values_list("pk", flat=True):
+            log.warning("forget request #%s (applying) waits for the store: %s", pk, exc)
         return f"store unavailable, {len(waiting)} pass(es) waiting: {exc}"
     lines: list[str] = []
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -76,7 +76,7 @@ class VerdictCache(Protocol):
 
     def get(self, key: str) -> dict[str, Any] | None: ...
 
-    def put(self, key: str, value: dict[str, Any]) -> None: ...
+    def put(self, key: str, value: dict[str, Any], texts: Iterable[str] = ()) -> None: ...
 
 
 class MemoryVerdictCache:
@@ -89,8 +89,9 @@ class MemoryVerdictCache:
         """The stored value of ``key`` or ``None``."""
         return self.entries.get(key)
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        """Store ``value`` under ``key``."""
+    def put(self, key: str, value: dict[str, Any], texts: Iterable[str] = ()) -> None:
+        """Store ``value`` under ``key`` (``texts``, the pair's documents, are not kept: a dict
+        in one process needs no forgetting)."""
         self.entries[key] = dict(value)
 
 
@@ -183,7 +184,7 @@ def _ask(writer: JSONWriter, pair: UnsurePair, budget: Budget, usage: Usage, fm:
     except LLMOutputError as exc:
         return Judgment(pair, None, exc.reason, str(exc), **cost)
     if cache is not None:
-        cache.put(key, got.to_dict())
+        cache.put(key, got.to_dict(), texts=(first[0], second[0]))
     return Judgment(pair, _swap(got, swapped), **cost)
 
 

@@ -475,8 +475,10 @@ def _register_forget(server: MCPServer, current_user: Callable[[], Any]) -> None
         forget_id: Annotated[int, Field(ge=1, le=DB_INT_MAX, description="forget request id")],
         note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="why (optional)")] = "",
     ) -> s.ForgetOut:
-        """Approve and apply a forget request (reviewers and admins): the memories, their
-        archived copies and every text of them are removed for good. Cannot be rolled back."""
+        """Approve a forget request (reviewers and admins): the worker removes the memories,
+        their archived copies and every text of them for good (status ``applying`` until it is
+        done; ``GET /api/v1/forget/{id}`` and the request's page show the outcome and any ids
+        skipped because they changed since planning). Cannot be rolled back."""
         return forget_actions.approve(
             req=forget_actions.get_forget(forget_id), user=current_user(), note=note
         )

@@ -516,6 +516,10 @@ class ForgetOut(Schema):
     memories: list[ForgetMemoryOut] = Field(default_factory=list)
     related: list[ForgetMemoryOut] = Field(default_factory=list)
     purged: dict[str, int] = Field(default_factory=dict)
+    skipped: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="listed memories left alone because they changed since planning: id, why",
+    )
     requested_by: str = ""
     decided_by: str = ""
     reason: str = ""

@@ -1,8 +1,10 @@
-"""Leases: which process works on a pass (plan, apply, rollback), and whether it still lives.
+"""Leases: which process works on a pass (plan, apply, rollback) or purges a forget request, and
+whether it still lives.
 
 A lease is ``Pass.lease_owner`` ("host:pid") and ``Pass.lease_expires_at`` (the task timeout
 after it was taken: django-q2 kills a task by then, so a lease never needs to outlive it). It is
-taken by a conditional UPDATE, so two processes never work on the same pass at once. Recovery
+taken by a conditional UPDATE, so two processes never work on the same pass at once. A
+:class:`~memoryadmin.memories.models.ForgetRequest` has the same two fields and rules. Recovery
 (:mod:`.recovery`) asks :func:`holder_gone` whether the work a pass or an import job is marked
 with was orphaned: its process is dead on this host, or its lease expired.
 """
@@ -12,12 +14,16 @@ from __future__ import annotations
 import os
 import socket
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from memoryadmin.memories.models import ForgetRequest
 from memoryadmin.proposals.models import Pass
+
+Leased = Pass | ForgetRequest
 
 __all__ = [
     "holder_gone",
@@ -69,14 +75,22 @@ def holder_gone(owner: str, expires_at: datetime | None, *, now: datetime | None
     return expires_at is not None and expires_at < (now or timezone.now())
 
 
-def lease_acquire(run: Pass | int, *, now: datetime | None = None) -> bool:
-    """Take the lease of pass ``run`` for this process (``"host:pid"``) for the task timeout.
+def _rows(run: Leased | int) -> tuple[Any, int]:
+    """The manager and pk of ``run``: a pass (an int is a pass's pk) or a forget request."""
+    if isinstance(run, int):
+        return Pass.objects, run
+    return type(run).objects, run.pk
+
+
+def lease_acquire(run: Leased | int, *, now: datetime | None = None) -> bool:
+    """Take the lease of ``run`` (a pass, its pk, or a forget request) for this process
+    (``"host:pid"``) for the task timeout.
 
     A conditional ``UPDATE … WHERE lease is free, expired, ours`` (atomic on SQLite and
     PostgreSQL); a lease held by a dead process of this host is taken over (compare-and-swap on
     its owner). Returns False when another live process holds it.
     """
-    pk = run if isinstance(run, int) else run.pk
+    rows, pk = _rows(run)
     now = now or timezone.now()
     me, until = worker_id(), now + timedelta(seconds=lease_seconds())
     free = (
@@ -85,30 +99,27 @@ def lease_acquire(run: Pass | int, *, now: datetime | None = None) -> bool:
         | Q(lease_expires_at__lt=now)
         | Q(lease_expires_at__isnull=True)
     )
-    if Pass.objects.filter(free, pk=pk).update(lease_owner=me, lease_expires_at=until):
+    if rows.filter(free, pk=pk).update(lease_owner=me, lease_expires_at=until):
         return True
-    owner, expires = Pass.objects.filter(pk=pk).values_list(
-        "lease_owner", "lease_expires_at"
-    ).first() or ("", None)
+    owner, expires = rows.filter(pk=pk).values_list("lease_owner", "lease_expires_at").first() or (
+        "",
+        None,
+    )
     taken = expires - timedelta(seconds=lease_seconds()) if expires else None
     if owner and _holder_dead(owner, taken):
         return bool(
-            Pass.objects.filter(pk=pk, lease_owner=owner).update(
-                lease_owner=me, lease_expires_at=until
-            )
+            rows.filter(pk=pk, lease_owner=owner).update(lease_owner=me, lease_expires_at=until)
         )
     return False
 
 
-def lease_release(run: Pass | int) -> None:
+def lease_release(run: Leased | int) -> None:
     """Give up this process's lease of ``run`` (a no-op when another process holds it)."""
-    pk = run if isinstance(run, int) else run.pk
-    Pass.objects.filter(pk=pk, lease_owner=worker_id()).update(
-        lease_owner="", lease_expires_at=None
-    )
+    rows, pk = _rows(run)
+    rows.filter(pk=pk, lease_owner=worker_id()).update(lease_owner="", lease_expires_at=None)
 
 
-def lease_holder(run: Pass | int) -> str:
+def lease_holder(run: Leased | int) -> str:
     """``"host:pid"`` of the process holding the lease of ``run``, or ``""``."""
-    pk = run if isinstance(run, int) else run.pk
-    return Pass.objects.filter(pk=pk).values_list("lease_owner", flat=True).first() or ""
+    rows, pk = _rows(run)
+    return rows.filter(pk=pk).values_list("lease_owner", flat=True).first() or ""

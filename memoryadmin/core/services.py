@@ -32,6 +32,7 @@ __all__ = [
     "TASK_APPLY",
     "TASK_DELIVER",
     "TASK_DRY_RUN",
+    "TASK_FORGET",
     "TASK_IMPORT",
     "TASK_NOTIFY",
     "TASK_NOTIFY_CHECK",
@@ -66,6 +67,7 @@ TASK_DRY_RUN = "memoryadmin.tasks.run_dry_run"
 TASK_NOTIFY = "memoryadmin.tasks.notify_pass"
 TASK_DELIVER = "memoryadmin.tasks.deliver_notification"
 TASK_NOTIFY_CHECK = "memoryadmin.tasks.notification_checks"
+TASK_FORGET = "memoryadmin.tasks.apply_forget"
 
 PASS_EVENTS: dict[str, str] = {
     Pass.Status.PROPOSED: NotificationEvent.PROPOSAL_WAITING,
@@ -230,7 +232,8 @@ def failpoint(name: str) -> None:
     process kills itself with SIGKILL right here, as a worker dying mid-apply would. Points:
     ``apply:archived``, ``apply:written``, ``apply:verified``, ``apply:deleted`` (sources deleted,
     journal not yet updated), ``apply:applied`` (journal updated, pass not yet finished) and
-    ``plan:started`` (the pass is ``running`` under its lease, nothing planned yet)."""
+    ``plan:started`` (the pass is ``running`` under its lease, nothing planned yet) and
+    ``forget:deleted`` (a forget request's first chunk of live memories deleted and journaled)."""
     if os.environ.get(FAILPOINT_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
 

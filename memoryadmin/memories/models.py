@@ -84,8 +84,11 @@ class ForgetRequest(models.Model):
     every memory it would remove (live and archived), approved by a reviewer, then applied.
 
     While ``proposed`` it holds the memory ids it would remove (``items``: ``{"live": [ids],
-    "archived": [ArchivedMemory pks], "related": [ids]}``) and ``display``, the selection as
-    the requester typed it (for the reviewer). Once applied (or rejected) both are emptied:
+    "archived": [ArchivedMemory pks], "related": [ids], "planned": {id: {"scope": [...],
+    "hash": content hash}}}``) and ``display``, the selection as the requester typed it (for
+    the reviewer). Approval moves it to ``applying`` and the worker purges it under a lease,
+    keeping its progress in ``journal`` (``targets``, ``skipped``, ``texts``, ``deleted``), so
+    a purge cut short resumes (recovery). Once applied (or rejected) both are emptied:
     what remains is the tombstone — who asked, who approved, when, how many (``live_count``,
     ``archived_count``, ``purged``) and ``selection`` with its scope value, ids and query
     hashed (SHA-256), never the text. It cannot be rolled back.
@@ -99,7 +102,7 @@ class ForgetRequest(models.Model):
 
     class Status(models.TextChoices):
         PROPOSED = "proposed"
-        APPLYING = "applying"  # approved; removal under way (a failure leaves it "failed")
+        APPLYING = "applying"  # approved; the worker purges it (a dead worker's: recovery)
         APPLIED = "applied"
         REJECTED = "rejected"
         FAILED = "failed"  # the store stopped answering: approve again to finish
@@ -130,6 +133,15 @@ class ForgetRequest(models.Model):
     archived_count = models.PositiveIntegerField(default=0)
     related_count = models.PositiveIntegerField(default=0)
     purged = models.JSONField(default=dict, blank=True, help_text="what apply purged, counted")
+    journal = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the purge's progress: targets, skipped, texts, deleted; only skipped is kept",
+    )
+    # The worker purging it ("host:pid") and until when (memoryadmin/core/leases.py): recovery
+    # resumes a request whose holder is gone.
+    lease_owner = models.CharField(max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True, help_text="the requester's reason")
     note = models.TextField(blank=True, help_text="the reviewer's note")
     error = models.TextField(blank=True)
@@ -183,6 +195,12 @@ class ForgetRequest(models.Model):
         return f"{what} a text, {short('text_sha256')}, at most {sel.get('max_count', '?')}{extra}"
 
     @property
+    def skipped(self) -> list[dict[str, str]]:
+        """The listed memories left alone because they changed since planning: ``[{"id",
+        "why"}]`` (another scope, or another text or metadata: not what the reviewer saw)."""
+        return list((self.journal or {}).get("skipped", []))
+
+    @property
     def purged_items(self) -> list[tuple[str, int]]:
         """What apply purged as ``[(label, count)]``: ``"vector_cache_rows"`` reads "vector cache
         rows"."""
@@ -192,21 +210,26 @@ class ForgetRequest(models.Model):
 class ImportJob(models.Model):
     """A JSONL upload imported by the worker (``tasks.import_memories``), with its progress.
 
-    The file is saved under ``var/imports/`` until the job ends. ``done`` of ``total`` valid
-    memories have been handled; ``report`` is ``ImportReport.to_dict()`` once done; ``errors``
-    holds the first :data:`memoryadmin.memories.services.transfer_jobs.MAX_JOB_ERRORS` invalid lines
-    as ``[line, message]`` pairs and ``error_count`` all of them.
+    The file is saved under ``var/imports/`` until the job ends (done, refused, failed with
+    nothing left written); an ``interrupted`` job keeps it for recovery to import again.
+    ``done`` of ``total`` valid memories have been handled; ``report`` is
+    ``ImportReport.to_dict()`` once done; ``errors`` holds the first
+    :data:`memoryadmin.memories.services.transfer_jobs.MAX_JOB_ERRORS` invalid lines as
+    ``[line, message]`` pairs and ``error_count`` all of them.
     """
 
     class Status(models.TextChoices):
         QUEUED = "queued"
         VALIDATING = "validating"
         IMPORTING = "importing"
+        # The store failed part-way and what was written could not be taken back: the file is
+        # kept and recovery imports it again once the store answers (an upsert completes it).
+        INTERRUPTED = "interrupted"
         DONE = "done"
         REFUSED = "refused"
         FAILED = "failed"
 
-    ACTIVE = (Status.QUEUED, Status.VALIDATING, Status.IMPORTING)
+    ACTIVE = (Status.QUEUED, Status.VALIDATING, Status.IMPORTING, Status.INTERRUPTED)
 
     agent = models.ForeignKey("console.Agent", on_delete=models.CASCADE, related_name="import_jobs")
     user = models.ForeignKey(
@@ -228,6 +251,9 @@ class ImportJob(models.Model):
     # "host:pid" of the worker process importing the file, and when it claimed the job:
     # recovery re-queues a job whose worker died (services.recovery).
     worker = models.CharField(max_length=255, blank=True)
+    resumes = models.PositiveIntegerField(
+        default=0, help_text="times recovery imported it again after an interruption"
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -239,7 +265,7 @@ class ImportJob(models.Model):
 
     @property
     def is_active(self) -> bool:
-        """True while queued, validating or importing."""
+        """True while queued, validating, importing or interrupted (waiting to resume)."""
         return self.status in self.ACTIVE
 
     @property

@@ -254,6 +254,24 @@ def test_an_unchanged_pair_is_answered_from_the_cache_in_either_order(llm_stub, 
     assert swapped.context["llm"]["judge"]["cached"] == 1 and len(again) == 1
 
 
+def test_forgetting_a_text_deletes_every_answer_about_it_and_only_those(llm_stub, tmp_path):
+    cache = VerdictFileCache(tmp_path / "verdicts.sqlite3")
+    llm_stub.respond_with(lambda body: verdict("conflict", "both", "x"))
+    judged(store_of(PAIRS["en"], PAIRS["de"]), llm_stub, cache=cache)
+    assert len(cache) == 2
+    # An answer from before the cache kept its sides: what it is about is unknown.
+    with cache._conn:
+        cache._conn.execute("INSERT INTO verdicts VALUES ('legacy', '{}', 0)")
+    assert cache.forget([PAIRS["en"][1]]) == 2  # the English pair's and the legacy answer
+    assert len(cache) == 1
+    judged(store_of(PAIRS["de"]), llm_stub, cache=cache)
+    assert len(llm_stub.requests) == 2  # the German pair's answer is still cached
+    judged(store_of(PAIRS["en"]), llm_stub, cache=cache)
+    assert len(llm_stub.requests) == 3  # the forgotten pair is asked again
+    raw = (tmp_path / "verdicts.sqlite3").read_bytes()
+    assert PAIRS["en"][1].encode() not in raw
+
+
 def test_a_changed_text_or_another_model_is_asked_again(llm_stub):
     cache = MemoryVerdictCache()
     llm_stub.respond_with(lambda body: verdict("conflict", "both", "x"))

@@ -17,6 +17,8 @@ from django.db import models
 from consolidation.adapters.vector_cache import text_key
 from memoryadmin.agents.models import Agent
 from memoryadmin.core import stores
+from memoryadmin.memories.models import ForgetRequest
+from memoryadmin.memories.services.forget import forget_approve
 from memoryadmin.memories.services.memories import memory_delete, memory_set_pinned
 from memoryadmin.proposals.models import Pass
 from memoryadmin.proposals.services.review import pass_approve
@@ -62,6 +64,15 @@ def mem0_agent(unique_name: Any, capture: Any, user: Any) -> Agent:
     memory_set_pinned(agent=agent, memory_id=recs[ALICE[3]].id, pinned=True, user=user)
     memory_delete(agent=agent, memory_id=recs[ALICE_DELETED].id, user=user)
     return agent
+
+
+def approve(capture: Any, request: ForgetRequest, user: Any, note: str = "") -> ForgetRequest:
+    """Approve ``request`` as a reviewer and run what commits then: the worker's purge
+    (django-q2 sync). Returns the request as it ended."""
+    with capture(execute=True):
+        forget_approve(request=request, user=user, note=note)
+    request.refresh_from_db()
+    return request
 
 
 class _Null:

@@ -22,7 +22,6 @@ from memoryadmin.core.models import AuditEvent
 from memoryadmin.memories.models import ForgetRequest
 from memoryadmin.memories.selectors.forget import ForgetSelection, forget_plan, sha256
 from memoryadmin.memories.services.forget import (
-    forget_approve,
     forget_reject,
     forget_request_create,
 )
@@ -42,12 +41,23 @@ from tests.memories.forget_helpers import (
     mem0_agent,
     user_census,
 )
+from tests.memories.forget_helpers import (
+    approve as approve_now,
+)
 from tests.proposals.test_decisions import tool
 from tests.proposals.test_services_passes import run_pass
 
 pytestmark = pytest.mark.django_db
 
 ALICE_TEXTS = sorted({*ALICE, ALICE_DELETED})
+
+
+@pytest.fixture
+def approve(django_capture_on_commit_callbacks):
+    """``approve(req, user, note="")``: approve and run the worker's purge (sync)."""
+    return lambda req, user, note="": approve_now(
+        django_capture_on_commit_callbacks, req, user, note
+    )
 
 
 @pytest.fixture
@@ -59,7 +69,7 @@ def var_dir(settings, tmp_path):
 
 
 def test_forgetting_a_mem0_user_leaves_the_other_byte_identical_and_no_trace(
-    unique_name, alice, bob, django_capture_on_commit_callbacks, var_dir
+    approve, unique_name, alice, bob, django_capture_on_commit_callbacks, var_dir
 ):
     agent = mem0_agent(unique_name, django_capture_on_commit_callbacks, alice)
     applied = agent.passes.get(status=Pass.Status.APPLIED)
@@ -78,7 +88,7 @@ def test_forgetting_a_mem0_user_leaves_the_other_byte_identical_and_no_trace(
     req, _ = forget_request_create(agent=agent, selection=sel, user=bob, reason="ticket 7")
     assert req.status == "proposed" and req.total == plan.count
     assert user_census(agent, "bob") == bob_before  # a proposal removes nothing
-    req = forget_approve(request=req, user=bob, note="erasure request")
+    req = approve(req, bob, "erasure request")
     assert req.status == "applied"
 
     assert user_census(agent, "bob") == bob_before
@@ -115,11 +125,13 @@ def test_forgetting_a_mem0_user_leaves_the_other_byte_identical_and_no_trace(
         (ForgetSelection("similar", text="a cat adopted from a shelter", similarity=0.5), {5}),
     ],
 )
-def test_each_selection_kind_removes_exactly_its_matches(agent_with_memories, bob, selection, gone):
+def test_each_selection_kind_removes_exactly_its_matches(
+    approve, agent_with_memories, bob, selection, gone
+):
     agent = agent_with_memories(10)
     req, plan = forget_request_create(agent=agent, selection=selection, user=bob)
     assert {m["id"] for m in plan.live} == {f"mem-{i:03d}" for i in gone}
-    forget_approve(request=req, user=bob)
+    approve(req, bob)
     left = {r.id for r in stores.get_store(agent).iter_records(include_embeddings=False)}
     assert left == {f"mem-{i:03d}" for i in range(10)} - {f"mem-{i:03d}" for i in gone}
 
@@ -137,19 +149,21 @@ def test_bad_selections_are_refused_with_a_sentence(agent_with_memories, bob):
     assert not ForgetRequest.objects.exists()
 
 
-def test_a_rejected_request_removes_nothing_and_cannot_be_approved(agent_with_memories, bob):
+def test_a_rejected_request_removes_nothing_and_cannot_be_approved(
+    approve, agent_with_memories, bob
+):
     agent = agent_with_memories(3)
     req, _ = forget_request_create(
         agent=agent, selection=ForgetSelection("ids", ids=("mem-000",)), user=bob
     )
     forget_reject(request=req, user=bob, note="wrong user")
     with pytest.raises(ServiceError, match="only a proposed"):
-        forget_approve(request=req, user=bob)
+        approve(req, bob)
     assert stores.get_store(agent).count() == 3
 
 
 def test_a_proposed_pass_holding_a_forgotten_memory_becomes_stale(
-    agent_with_memories, bob, django_capture_on_commit_callbacks
+    approve, agent_with_memories, bob, django_capture_on_commit_callbacks
 ):
     texts = ["Gina adopted a grey rescue cat named Pixel."] * 2 + ["Tim plays the cello."]
     agent = agent_with_memories(texts, policy={"max_loss_fraction": 0.7})
@@ -158,7 +172,7 @@ def test_a_proposed_pass_holding_a_forgotten_memory_becomes_stale(
     req, _ = forget_request_create(
         agent=agent, selection=ForgetSelection("contains", text="Pixel"), user=bob
     )
-    forget_approve(request=req, user=bob)
+    approve(req, bob)
     run.refresh_from_db()
     assert run.status == Pass.Status.STALE
     assert run.reason == f"purged by forget request #{req.pk}"
@@ -166,7 +180,7 @@ def test_a_proposed_pass_holding_a_forgotten_memory_becomes_stale(
 
 
 def test_a_forget_waits_for_an_applying_pass_then_for_nothing(
-    agent_with_memories, bob, django_capture_on_commit_callbacks
+    approve, agent_with_memories, bob, django_capture_on_commit_callbacks
 ):
     texts = ["Gina adopted a grey rescue cat named Pixel."] * 2 + ["Tim plays the cello."]
     agent = agent_with_memories(texts, policy={"max_loss_fraction": 0.7})
@@ -176,16 +190,16 @@ def test_a_forget_waits_for_an_applying_pass_then_for_nothing(
     )
     Pass.objects.filter(pk=run.pk).update(status=Pass.Status.APPLYING, lease_owner="elsewhere:1")
     with pytest.raises(ServiceError, match="is applying; approve the forget request when"):
-        forget_approve(request=req, user=bob)
+        approve(req, bob)
     req.refresh_from_db()
     assert req.status == "proposed" and stores.get_store(agent).count() == 3
     Pass.objects.filter(pk=run.pk).update(status=Pass.Status.PROPOSED, lease_owner="")
-    assert forget_approve(request=req, user=bob).status == "applied"
+    assert approve(req, bob).status == "applied"
     assert stores.get_store(agent).count() == 1
 
 
 def test_a_rolled_back_pass_keeps_its_status_and_loses_its_texts(
-    agent_with_memories, bob, django_capture_on_commit_callbacks
+    approve, agent_with_memories, bob, django_capture_on_commit_callbacks
 ):
     texts = ["Gina adopted a grey rescue cat named Pixel."] * 2 + ["Tim plays the cello."]
     agent = agent_with_memories(texts, policy={"max_loss_fraction": 0.7})
@@ -203,7 +217,7 @@ def test_a_rolled_back_pass_keeps_its_status_and_loses_its_texts(
         agent=agent, selection=ForgetSelection("contains", text="Pixel"), user=bob
     )
     assert len(plan.live) == 2 and plan.archived  # restored originals and their archive rows
-    forget_approve(request=req, user=bob)
+    approve(req, bob)
     run.refresh_from_db()
     assert run.status == Pass.Status.ROLLED_BACK
     assert database_traces(["rescue cat named Pixel"]) == []
@@ -211,7 +225,7 @@ def test_a_rolled_back_pass_keeps_its_status_and_loses_its_texts(
 
 
 def test_no_surface_shows_a_forgotten_text_afterwards(
-    agent_with_memories, alice, bob, client, django_capture_on_commit_callbacks
+    approve, agent_with_memories, alice, bob, client, django_capture_on_commit_callbacks
 ):
     """Pages, CSV, the JSONL export, the API, MCP and Django's admin, after a forget of a
     memory that a pass merged (archived copies, operation sources) and an operator edited
@@ -234,7 +248,7 @@ def test_no_surface_shows_a_forgotten_text_afterwards(
     req, _ = forget_request_create(
         agent=agent, selection=ForgetSelection("contains", text="door code"), user=bob
     )
-    forget_approve(request=req, user=bob)
+    approve(req, bob)
 
     urls = [
         reverse("memory_list", args=[agent.slug]),
@@ -286,7 +300,7 @@ def test_a_pass_that_starts_while_a_forget_is_applying_fails_and_writes_nothing(
 
 
 def test_merged_memories_holding_a_forgotten_text_are_listed_for_the_reviewer(
-    agent_with_memories, bob, django_capture_on_commit_callbacks
+    approve, agent_with_memories, bob, django_capture_on_commit_callbacks
 ):
     texts = ["Gina adopted a grey rescue cat named Pixel."] * 2 + ["Tim plays the cello."]
     agent = agent_with_memories(texts, policy={"max_loss_fraction": 0.7})
@@ -301,5 +315,5 @@ def test_merged_memories_holding_a_forgotten_text_are_listed_for_the_reviewer(
         agent=agent, selection=ForgetSelection("ids", ids=("mem-000",)), user=bob
     )
     assert req.items["related"] == [merged] and req.related_count == 1
-    forget_approve(request=req, user=bob)
+    approve(req, bob)
     assert merged in {r.id for r in stores.get_store(agent).iter_records()}  # left to the reviewer

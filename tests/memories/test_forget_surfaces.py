@@ -61,7 +61,9 @@ def export_text(agent) -> str:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_page_dry_runs_requests_and_approves(case, agent, client, bob, carol):
+def test_the_page_dry_runs_requests_and_approves(
+    case, agent, client, bob, carol, django_capture_on_commit_callbacks
+):
     selection, gone = CASES[case]
     form = {k: (" ".join(v) if isinstance(v, list) else v) for k, v in selection.items()}
     c = login(client, bob)
@@ -84,7 +86,9 @@ def test_the_page_dry_runs_requests_and_approves(case, agent, client, bob, carol
 
     viewer = login(client.__class__(), carol)
     assert viewer.post(reverse("forget_approve", args=[req.pk])).status_code == 403
-    c.post(reverse("forget_approve", args=[req.pk]), {"note": "ok"})
+    with django_capture_on_commit_callbacks(execute=True):  # the worker (django-q2 sync)
+        r = c.post(reverse("forget_approve", args=[req.pk]), {"note": "ok"}, follow=True)
+    assert "the worker is forgetting" in r.content.decode()
     req.refresh_from_db()
     assert req.status == "applied"
     assert live_ids(agent) == ids(set(range(6)) - gone)
@@ -104,7 +108,9 @@ def test_the_page_refuses_a_bad_selection_with_its_reason(agent, client, bob):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_api_dry_runs_requests_and_approves(case, agent, api_as):
+def test_the_api_dry_runs_requests_and_approves(
+    case, agent, api_as, django_capture_on_commit_callbacks
+):
     selection, gone = CASES[case]
     path = f"/agents/{agent.slug}/forget"
     assert api_as("viewer").post(path, selection | {"dry_run": True}).status_code == 403
@@ -117,7 +123,10 @@ def test_the_api_dry_runs_requests_and_approves(case, agent, api_as):
     got = reviewer.post(path, selection).json()
     assert got["status"] == "proposed" and "cannot be rolled back" in got["not_undoable"]
     assert reviewer.get(f"/forget/{got['id']}").json()["count"] == len(gone)
-    done = reviewer.post(f"/forget/{got['id']}/approve", {"note": "erasure"}).json()
+    with django_capture_on_commit_callbacks(execute=True):  # the worker (django-q2 sync)
+        approved = reviewer.post(f"/forget/{got['id']}/approve", {"note": "erasure"}).json()
+    assert approved["status"] == "applying"  # the worker purges it
+    done = reviewer.get(f"/forget/{got['id']}").json()
     assert done["status"] == "applied" and done["memories"] == [] and done["display"] == ""
     assert done["decided_by"] == "bob" and done["purged"]["live"] == len(gone)
 
@@ -139,7 +148,9 @@ def test_the_api_names_a_bad_key_and_refuses_approving_twice(agent, api_as):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_mcp_tools_dry_run_request_and_approve(case, agent, bob, carol):
+def test_the_mcp_tools_dry_run_request_and_approve(
+    case, agent, bob, carol, django_capture_on_commit_callbacks
+):
     selection, gone = CASES[case]
     server = build_server(user_id=bob.pk)
     with pytest.raises(Forbidden, match="may not forget"):
@@ -148,8 +159,10 @@ def test_the_mcp_tools_dry_run_request_and_approve(case, agent, bob, carol):
     assert dry.count == len(gone) and not ForgetRequest.objects.exists()
     req = tool(server, "forget")(agent=agent.slug, **selection)
     assert req.status == "proposed"
-    done = tool(server, "approve_forget")(forget_id=req.id, note="ok")
-    assert done.status == "applied"
+    with django_capture_on_commit_callbacks(execute=True):  # the worker (django-q2 sync)
+        approved = tool(server, "approve_forget")(forget_id=req.id, note="ok")
+    assert approved.status == "applying"
+    assert ForgetRequest.objects.get(pk=req.id).status == "applied"
     assert live_ids(agent) == ids(set(range(6)) - gone)
 
 
@@ -213,7 +226,9 @@ def test_the_command_prints_the_list_for_people(agent):
     assert "Dry run: 1 memories (1 live, 0 archived)." in text and TEXTS[3] in text
 
 
-def test_the_pages_say_what_archived_a_copy_and_what_was_purged_in_words(agent, client, bob):
+def test_the_pages_say_what_archived_a_copy_and_what_was_purged_in_words(
+    agent, client, bob, django_capture_on_commit_callbacks
+):
     """The review lists who archived each copy as the archive page does, and the tombstone
     reads its hashed selection and purge counts in words, not as raw keys."""
     from memoryadmin.memories.services.memories import memory_delete
@@ -226,7 +241,8 @@ def test_the_pages_say_what_archived_a_copy_and_what_was_purged_in_words(agent, 
     assert "Operator Delete · bob" in preview and "operator_delete" not in preview
     c.post(url, form | {"action": "request", "reason": "ticket 10"})
     req = ForgetRequest.objects.get()
-    c.post(reverse("forget_approve", args=[req.pk]), {"note": "ok"})
+    with django_capture_on_commit_callbacks(execute=True):
+        c.post(reverse("forget_approve", args=[req.pk]), {"note": "ok"})
     after = c.get(req.get_absolute_url()).content.decode()
     assert "user_id = a value, SHA-256 " in after and "value_sha256" not in after
     assert "vector cache rows" in after and "vector_cache_rows" not in after

@@ -123,3 +123,90 @@ def test_readers_can_watch_but_not_upload(
     assert (
         client.get(reverse("memories_import_status", args=[other.slug, job.pk])).status_code == 404
     )
+
+
+class Outage:
+    """The agent's real store, until ``fail_after`` upserts have gone through: from then on every
+    call raises ``StoreUnavailable`` (the undo's too) until ``down`` is set back to False."""
+
+    def __init__(self, store, state: dict) -> None:
+        self._store, self._state = store, state
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._store, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            from memoryadmin.core.errors import StoreUnavailable
+
+            if self._state["down"]:
+                raise StoreUnavailable("Cannot reach the Chroma server (test outage)")
+            if name == "upsert":
+                if self._state["fail_after"] == 0:
+                    self._state["down"] = True
+                    raise StoreUnavailable("Cannot reach the Chroma server (test outage)")
+                self._state["fail_after"] -= 1
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def test_an_import_cut_short_by_an_outage_keeps_its_file_and_recovery_finishes_it(
+    client: Client, alice, agent_with_memories, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    from memoryadmin.memories.services import transfer
+    from memoryadmin.ops.services.recovery import import_jobs_recover
+
+    agent = agent_with_memories(0)
+    monkeypatch.setattr(transfer, "WRITE_BATCH", 10)
+    real_get_store = stores.get_store
+    state = {"down": False, "fail_after": 1}  # the first batch of 10 lands, then Chroma goes
+    monkeypatch.setattr(stores, "get_store", lambda a: Outage(real_get_store(a), state))
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(client, agent, jsonl(30))
+    job = ImportJob.objects.get(agent=agent)
+    assert job.status == "interrupted" and "resumes by itself" in job.message
+    assert Path(job.path).is_file()  # kept: it is what finishes the import
+    assert real_get_store(agent).count() == 10  # the undo could not run either
+    lines: list[str] = []
+    import_jobs_recover(stdout=lines.append)  # still down: it waits
+    job.refresh_from_db()
+    assert job.status == "interrupted" and any("waits for the store" in x for x in lines)
+    page = client.get(reverse("memories_import_status", args=[agent.slug, job.pk]))
+    assert "resumes by itself" in page.content.decode()
+
+    state["down"] = False
+    state["fail_after"] = 10**6
+    with django_capture_on_commit_callbacks(execute=True):
+        import_jobs_recover()
+    job.refresh_from_db()
+    assert job.status == "done" and job.resumes == 1 and job.report["valid"] == 30
+    assert real_get_store(agent).count() == 30
+    assert not Path(job.path).exists()
+
+
+def test_an_import_whose_undo_worked_ends_failed_with_nothing_written(
+    client: Client, alice, agent_with_memories, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    from memoryadmin.memories.services import transfer
+
+    agent = agent_with_memories(0)
+    monkeypatch.setattr(transfer, "WRITE_BATCH", 10)
+    real_get_store = stores.get_store
+    state = {"down": False, "fail_after": 1}
+    monkeypatch.setattr(stores, "get_store", lambda a: Outage(real_get_store(a), state))
+    original_undo = transfer._Journal.undo
+
+    def undo_after_recovery(self, store):
+        state["down"] = False
+        return original_undo(self, store)
+
+    monkeypatch.setattr(transfer._Journal, "undo", undo_after_recovery)
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(client, agent, jsonl(30))
+    job = ImportJob.objects.get(agent=agent)
+    assert job.status == "failed" and "nothing was imported" in job.message
+    assert real_get_store(agent).count() == 0 and not Path(job.path).exists()

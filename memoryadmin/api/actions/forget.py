@@ -61,7 +61,8 @@ def show(*, req: ForgetRequest) -> s.ForgetOut:
 
 
 def approve(*, req: ForgetRequest, user: Any, note: str) -> s.ForgetOut:
-    """Approve and apply (reviewers); 409 while a pass of the agent is active."""
+    """Approve (reviewers; the worker purges it: ``applying`` until it is done); 409 while a
+    pass of the agent is active."""
     require_review(user, f"approve forget request #{req.pk}")
     try:
         req = forget_approve(request=req, user=user, note=note)

@@ -54,6 +54,7 @@ def forget_out(req: ForgetRequest) -> s.ForgetOut:
         memories=memories,
         related=[s.ForgetMemoryOut(id=m["id"], document=m["document"]) for m in items["related"]],
         purged=req.purged or {},
+        skipped=req.skipped,
         requested_by=req.requested_actor,
         decided_by=req.decided_actor,
         reason=req.reason,

@@ -33,11 +33,13 @@ def forget_detail(request: HttpRequest, forget_id: int):
 @router.post(
     "/forget/{forget_id}/approve",
     response=s.ForgetOut,
-    summary="Approve and apply a forget request (reviewers); cannot be rolled back",
+    summary="Approve a forget request: the worker purges it (reviewers); cannot be rolled back",
 )
 def forget_approve(request: HttpRequest, forget_id: int, payload: s.NoteIn | None = None):
-    """Removes the memories, their archived copies and every text of them for good; 409 while
-    a pass of the agent is queued, running, approved, applying or rolling back."""
+    """The worker removes the memories, their archived copies and every text of them for good
+    (``applying`` until done: ``GET /forget/{id}`` shows the outcome and ``skipped``, ids that
+    changed since planning); 409 while a pass of the agent is queued, running, approved,
+    applying or rolling back."""
     note = payload.note if payload is not None else ""
     return approve(req=get_forget(forget_id), user=request.user, note=note)
 

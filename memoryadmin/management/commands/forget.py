@@ -23,6 +23,7 @@ from django.core.management.base import BaseCommand
 from memoryadmin.api.present.forget import forget_out, plan_out
 from memoryadmin.core.errors import ServiceError, StoreUnavailable
 from memoryadmin.management.commands._cli import bad_input, failed, get_agent
+from memoryadmin.memories.models import ForgetRequest
 from memoryadmin.memories.selectors.forget import ForgetSelection, forget_plan
 from memoryadmin.memories.services.forget import NOT_UNDOABLE, forget_approve, forget_request_create
 
@@ -79,7 +80,9 @@ class Command(BaseCommand):
                     agent=agent, selection=selection, user=None, reason=options["note"]
                 )
                 if options["yes"]:
-                    req = forget_approve(request=req, user=None, note=options["note"])
+                    req = forget_approve(request=req, user=None, note=options["note"], here=True)
+                    if req.status == ForgetRequest.Status.FAILED:
+                        raise failed(f"Forget request #{req.pk} failed: {req.error}")
                 out = forget_out(req)
         except ValueError as exc:
             raise bad_input(str(exc)) from None

@@ -114,7 +114,8 @@ class ForgetSelection:
 
 @dataclass
 class ForgetPlan:
-    """What a selection removes: ``live`` (``[{id, document, scope}]``), ``archived``
+    """What a selection removes: ``live`` (``[{id, document, scope, content_hash}]``: the scope
+    as ``key=value`` strings and the content hash it had when planned), ``archived``
     (``[{pk, memory_id, document, action, archived_at}]``), ``related`` (live memories it
     leaves whose text holds a forgotten text or whose ``merged_from`` names one: ``[{id,
     document, why}]``), ``capped`` (``max_count`` cut the matches)."""
@@ -218,7 +219,12 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
     chosen, others, capped = _live_matches(agent, sel)
     plan = ForgetPlan(sel, capped=capped)
     plan.live = [
-        {"id": r.id, "document": r.document, "scope": list(fm.scope_key(r.metadata))}
+        {
+            "id": r.id,
+            "document": r.document,
+            "scope": list(fm.scope_key(r.metadata)),
+            "content_hash": r.content_hash,
+        }
         for r in sorted(chosen, key=lambda r: r.id)
     ]
     rows = _archived_matches(agent, sel, {r.id for r in chosen})

@@ -1,29 +1,49 @@
 """The database half of applying a forget request (:func:`purge_database`): archived copies
 deleted; the text, metadata and embedding of every operation source, operation, pass, audit
 event, decision and import report that held a forgotten memory replaced; proposals holding
-them made stale; passes that held them lose their Undo. Called by :mod:`.forget` inside its
-transaction, after the live memories left Chroma."""
+them made stale; passes that held them lose their Undo. And the recall probes that ask about a
+forgotten memory (:func:`purge_probes`): deleted, their audit events and the passes' recall
+figures purged. Called by :mod:`.forget` inside its transaction, after the live memories left
+Chroma."""
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Q
 
-from memoryadmin.agents.models import Agent
+from memoryadmin.agents.models import Agent, ProbeQuery
 from memoryadmin.core.models import AuditEvent
 from memoryadmin.core.services import SYSTEM_ACTOR, transition
 from memoryadmin.memories.models import ArchivedMemory, ForgetRequest, ImportJob
 from memoryadmin.proposals.models import Decision, Operation, OperationSource, Pass, PassSnapshot
 
-__all__ = ["PURGED", "purge_database", "scrub", "secure_delete"]
+__all__ = [
+    "PURGED",
+    "probe_answers_kept",
+    "probe_holds",
+    "purge_database",
+    "purge_probes",
+    "scrub",
+    "secure_delete",
+    "source_texts",
+]
+
+log = logging.getLogger(__name__)
 
 PURGED = "[forgotten]"
 """What a forgotten text is replaced with wherever it was quoted."""
 _CHUNK = 500
 _TEXT_CHUNK = 20
+_TOKEN = re.compile(r"\w[\w\-./:]*\w|\w")
+IDENTIFIER_MIN_CHARS = 4
+"""A token of at least this many characters holding a digit and a letter, or six digits (a
+passport, phone or account number, an IBAN, a ticket id — not a year or a time), names one
+thing: a probe sharing one with a forgotten text asks about it."""
 
 
 def secure_delete() -> None:
@@ -37,8 +57,11 @@ def secure_delete() -> None:
         cur.execute("PRAGMA secure_delete = ON")
 
     def checkpoint() -> None:
-        with connection.cursor() as cur:
-            cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try:
+            with connection.cursor() as cur:
+                cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except OperationalError as exc:  # still in a transaction (tests): SQLite's own later
+            log.warning("WAL not truncated after a forget: %s", exc)
 
     transaction.on_commit(checkpoint)
 
@@ -142,6 +165,20 @@ def _purge_passes(
     return out
 
 
+def source_texts(*, agent: Agent, ids: list[str]) -> set[str]:
+    """The documents the agent's operation sources keep of the memories ``ids``: the texts of
+    a memory no longer live whose deleter died before the purge (a purge resumed from before
+    its journal kept them) are still quoted, and found, through them."""
+    out: set[str] = set()
+    for chunk in _chunks(ids):
+        out |= set(
+            OperationSource.objects.filter(operation__run__agent=agent, memory_id__in=chunk)
+            .exclude(document="")
+            .values_list("document", flat=True)
+        )
+    return out
+
+
 def purge_database(
     *, request: ForgetRequest, agent: Agent, ids: list[str], texts: list[str]
 ) -> dict[str, int]:
@@ -189,3 +226,102 @@ def purge_database(
         for j in ImportJob.objects.filter(agent=agent)
     )
     return out
+
+
+def _identifiers(text: str) -> set[str]:
+    """Tokens of ``text`` (casefolded) of at least :data:`IDENTIFIER_MIN_CHARS` characters
+    that hold a digit and a letter, or six digits."""
+    out = set()
+    for t in _TOKEN.findall(text.casefold()):
+        digits = sum(c.isdigit() for c in t)
+        if (
+            len(t) >= IDENTIFIER_MIN_CHARS
+            and digits
+            and (digits >= 6 or any(c.isalpha() for c in t))
+        ):
+            out.add(t)
+    return out
+
+
+def probe_holds(
+    question: str, answer: str, texts: list[str], answered: frozenset[str] = frozenset()
+) -> bool:
+    """True when a probe (``question``, ``answer``) asks about one of the forgotten ``texts``:
+    its question or answer quotes one (at least 4 characters); its answer (at least 4
+    characters) is found in one (case-insensitive: the answer the memory held) and is not in
+    ``answered`` (casefolded answers a memory the forget leaves still holds); or it shares an
+    identifier with one (:func:`_identifiers`: "ZQ-4471", "C01X00T47")."""
+    q, a = question or "", answer or ""
+    folded = [t.casefold() for t in texts]
+    if any(len(t) >= 4 and (t in q or t in a) for t in texts):
+        return True
+    a_folded = a.strip().casefold()
+    if len(a_folded) >= 4 and a_folded not in answered and any(a_folded in t for t in folded):
+        return True
+    ids = set().union(*(_identifiers(t) for t in texts)) if texts else set()
+    return bool(ids & (_identifiers(q) | _identifiers(a)))
+
+
+def _snapshots(data: Any) -> list[dict[str, Any]]:
+    """The probe snapshots an audit event's data holds (itself, ``before``, ``after``)."""
+    if not isinstance(data, dict):
+        return []
+    out = [data] + [data[k] for k in ("before", "after") if isinstance(data.get(k), dict)]
+    return [d for d in out if "question" in d or "answer" in d]
+
+
+def probe_answers_kept(*, agent: Agent, texts: list[str], live: Iterable[str]) -> frozenset[str]:
+    """The casefolded answers of the agent's probes that a forgotten text holds and one of the
+    ``live`` documents (what the forget leaves) holds too: such a probe still has its answer
+    in the store, so it is not about the forgotten memory alone."""
+    folded = [t.casefold() for t in texts]
+    answers = {
+        a
+        for a in (p.strip().casefold() for p in agent.probes.values_list("answer", flat=True))
+        if len(a) >= 4 and any(a in t for t in folded)
+    }
+    if not answers:
+        return frozenset()
+    kept = set()
+    for doc in live:
+        doc = doc.casefold()
+        kept |= {a for a in answers if a in doc}
+    return frozenset(kept)
+
+
+def purge_probes(
+    *,
+    request: ForgetRequest,
+    agent: Agent,
+    texts: list[str],
+    answered: frozenset[str] = frozenset(),
+) -> dict[str, int]:
+    """Delete the agent's probes that ask about a forgotten text (:func:`probe_holds`;
+    ``answered`` from :func:`probe_answers_kept`), and purge every probe audit event
+    (created, updated, deleted) whose probe did, and the passes' recall figures (their lost
+    probes quote question and answer). Returns ``{"probes": deleted, "probe_events": events
+    purged}``. Runs in the caller's transaction."""
+    needles: set[str] = set()
+    gone = []
+    for probe in ProbeQuery.objects.filter(agent=agent):
+        if probe_holds(probe.question, probe.answer, texts, answered):
+            gone.append(probe.pk)
+            needles |= {probe.question, probe.answer}
+    events = []
+    for event in AuditEvent.objects.filter(agent=agent, verb__startswith="probe_"):
+        snaps = _snapshots(event.data)
+        if any(
+            probe_holds(str(d.get("question") or ""), str(d.get("answer") or ""), texts, answered)
+            for d in snaps
+        ):
+            events.append(event)
+            for d in snaps:
+                needles |= {str(d.get("question") or ""), str(d.get("answer") or "")}
+    ordered = sorted((n for n in needles if n), key=len, reverse=True)
+    for event in events:
+        AuditEvent.objects.filter(pk=event.pk).update(note=PURGED, data=scrub(event.data, ordered))
+    if ordered:
+        for run in Pass.objects.filter(agent=agent).exclude(recall={}):
+            _save_scrubbed(run, ("recall",), ordered)
+    ProbeQuery.objects.filter(pk__in=gone).delete()
+    return {"probes": len(gone), "probe_events": len(events)}

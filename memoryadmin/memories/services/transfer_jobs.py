@@ -95,8 +95,11 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
 
     Statuses: ``validating`` → ``importing`` (``done`` of ``total`` updated every batch) →
     ``done`` (``report``), ``refused`` (``errors``; nothing written) or ``failed`` (``message``;
-    a part-way store failure is undone, see ``memories_import_jsonl``). The saved file is
-    deleted when the job ends. Never raises for bad input or a store failure.
+    a part-way store failure is undone, see ``memories_import_jsonl``); the saved file is then
+    deleted. When the undo fails too (the store is gone), the job is ``interrupted``: the file
+    is kept and recovery (``import_jobs_recover``) imports it again once the store answers —
+    so a failed import is either undone or finished, never left half-done. Never raises for bad
+    input or a store failure.
     """
     claimed = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.QUEUED).update(
         status=ImportJob.Status.VALIDATING, worker=worker_id(), started_at=timezone.now()
@@ -137,17 +140,34 @@ def import_job_run(*, job: ImportJob) -> ImportJob:
             "error_count": exc.error_count,
         }
     except ImportInterrupted as exc:
-        outcome = {"status": ImportJob.Status.FAILED, "message": str(exc)}
-    except ServiceError as exc:  # StoreUnavailable before the first write
-        outcome = {
-            "status": ImportJob.Status.FAILED,
-            "message": f"The store is unavailable, nothing was written: {exc}",
-        }
+        if exc.undone:
+            outcome = {"status": ImportJob.Status.FAILED, "message": str(exc)}
+        else:  # part of it is live: keep the file, recovery imports it again (an upsert)
+            outcome = {
+                "status": ImportJob.Status.INTERRUPTED,
+                "message": f"The store failed after {exc.written:,} memories were written and "
+                "they could not be taken back; the import resumes by itself once the store "
+                "answers (memories already written are skipped).",
+            }
+    except ServiceError as exc:  # StoreUnavailable before this attempt's first write
+        if job.resumes:  # an earlier attempt left memories written: still to finish
+            outcome = {
+                "status": ImportJob.Status.INTERRUPTED,
+                "message": f"The store is unavailable again ({exc}); the import resumes by "
+                "itself once it answers.",
+            }
+        else:
+            outcome = {
+                "status": ImportJob.Status.FAILED,
+                "message": f"The store is unavailable, nothing was written: {exc}",
+            }
     except Exception as exc:  # the last resort: the job must end, never stay "importing"
         log.exception("import job %s crashed", job.pk)
         outcome = {"status": ImportJob.Status.FAILED, "message": f"{type(exc).__name__}: {exc}"}
-    finally:
+    if outcome["status"] == ImportJob.Status.INTERRUPTED:
+        ImportJob.objects.filter(pk=job.pk).update(worker="", **outcome)
+    else:
         Path(job.path).unlink(missing_ok=True)
-    ImportJob.objects.filter(pk=job.pk).update(finished_at=timezone.now(), **outcome)
+        ImportJob.objects.filter(pk=job.pk).update(finished_at=timezone.now(), **outcome)
     job.refresh_from_db()
     return job

@@ -88,7 +88,8 @@ def forget_detail(request: HtmxHttpRequest, pk: int):
 @can_review
 @require_POST
 def forget_approve(request: HtmxHttpRequest, pk: int):
-    """Approve and apply a forget request (reviewers); refused with the reason otherwise."""
+    """Approve a forget request (reviewers; the worker purges it); refused with the reason
+    otherwise."""
     req = get_object_or_404(ForgetRequest, pk=pk)
     form = NoteForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
@@ -97,7 +98,7 @@ def forget_approve(request: HtmxHttpRequest, pk: int):
     except (ServiceError, StoreUnavailable) as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Forget request #{req.pk} applied: {req.total} removed.")
+        messages.success(request, forget_services.forget_outcome(req))
     return redirect(req)
 
 

@@ -18,9 +18,14 @@ worker itself every minute, the schedule
   queue again. A dead cluster's messages stay locked in the broker for ``Q_RETRY`` (an hour);
   a second delivery is a no-op (the task claims its pass or job by a conditional UPDATE).
 
-And per import job ``validating`` / ``importing`` whose worker is gone (same rule): queued
+And per import job ``validating`` / ``importing`` whose worker is gone (same rule), or
+``interrupted`` (a store outage part-way whose undo failed too) once its store answers: queued
 again while its saved file exists (an import is an upsert, so re-running it completes it),
 else ``failed`` with the reason.
+
+And per forget request ``applying`` (:func:`forget_requests_recover`): purged under its lease
+from its journal (the ids already deleted are not asked again), unless a live process holds
+the lease.
 """
 
 from __future__ import annotations
@@ -43,13 +48,15 @@ from memoryadmin.core.leases import (
     lease_seconds,
 )
 from memoryadmin.core.services import TASK_RUN, enqueue, transition
-from memoryadmin.memories.models import ImportJob
+from memoryadmin.memories.models import ForgetRequest, ImportJob
+from memoryadmin.memories.services.forget import forget_run
 from memoryadmin.memories.services.transfer_jobs import import_job_enqueue
 from memoryadmin.proposals.models import Operation, Pass, PassSnapshot
 from memoryadmin.proposals.services.apply import pass_apply
 from memoryadmin.proposals.services.rollback import pass_rollback
 
 __all__ = [
+    "forget_requests_recover",
     "import_jobs_recover",
     "passes_recover",
     "resume_leased",
@@ -162,6 +169,67 @@ def passes_recover(
     for run in out:
         say(f"pass #{run.pk} of {run.agent.slug}: {run.status}")
     import_jobs_recover(stdout=say, now=now, resend_queued=resend_queued)
+    forget_requests_recover(stdout=say)
+    return out
+
+
+def _interrupted_imports_resume(say: Callable[[str], None], now: datetime) -> list[ImportJob]:
+    """Import jobs a store outage left ``interrupted`` (part written, the undo failed too):
+    queued again once the agent's store answers, while the saved file exists (an upsert:
+    memories already written are skipped); ``failed`` with the reason when the file is gone."""
+    changed: list[ImportJob] = []
+    jobs = ImportJob.objects.filter(status=J.INTERRUPTED).select_related("agent").order_by("pk")
+    for job in jobs:
+        if Path(job.path).is_file():
+            try:
+                stores.get_store(job.agent).count()
+            except StoreUnavailable as exc:
+                say(f"import #{job.pk}: waits for the store ({exc})")
+                continue
+            outcome = {"status": J.QUEUED, "done": 0, "total": 0, "worker": ""}
+            outcome["message"] = "Interrupted by a store outage; imported again."
+        else:
+            outcome = {"status": J.FAILED, "finished_at": now}
+            outcome["message"] = (
+                f"Interrupted by a store outage and the uploaded file is gone; {job.done} of "
+                f"{job.total} memories were written. Upload the file again to finish."
+            )
+        with transaction.atomic():
+            if not ImportJob.objects.filter(pk=job.pk, status=J.INTERRUPTED).update(
+                **outcome, resumes=job.resumes + 1
+            ):
+                continue
+            if outcome["status"] == J.QUEUED:
+                import_job_enqueue(job.pk)
+        log.warning("import #%s: %s", job.pk, outcome["message"])
+        say(f"import #{job.pk}: {outcome['status']} ({outcome['message']})")
+        job.refresh_from_db()
+        changed.append(job)
+    return changed
+
+
+def forget_requests_recover(*, stdout: Callable[[str], None] | None = None) -> list[ForgetRequest]:
+    """Purge every ``applying`` forget request no live process holds (a dead worker's, a web
+    process's from before the worker purged them, or one whose task is still queued: the task
+    then finds it done), once its agent's store answers (until then it stays ``applying``).
+    Returns the requests it ran; each ends ``applied`` or ``failed``."""
+    say = stdout or (lambda _line: None)
+    out = []
+    applying = ForgetRequest.objects.filter(status=ForgetRequest.Status.APPLYING)
+    for req in applying.select_related("agent").order_by("pk"):
+        if req.agent is not None:
+            try:  # a store still down would fail it: it waits for the next recovery instead
+                stores.get_store(req.agent).count()
+            except StoreUnavailable as exc:
+                say(f"forget request #{req.pk}: waits for the store ({exc})")
+                continue
+        req, mine = forget_run(request=req)
+        if not mine:
+            say(f"forget request #{req.pk}: being purged by {lease_holder(req) or 'a worker'}")
+            continue
+        log.warning("forget request #%s resumed: %s", req.pk, req.status)
+        say(f"forget request #{req.pk}: {req.status}")
+        out.append(req)
     return out
 
 
@@ -205,6 +273,7 @@ def import_jobs_recover(
         say(f"import #{job.pk}: {outcome['status']} ({outcome['message']})")
         job.refresh_from_db()
         changed.append(job)
+    changed += _interrupted_imports_resume(say, now)
     if resend_queued:
         for pk in ImportJob.objects.filter(status=J.QUEUED).values_list("pk", flat=True):
             if all(pk != job.pk for job in changed):

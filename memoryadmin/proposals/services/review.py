@@ -24,6 +24,7 @@ from memoryadmin.core.services import (
     user_or_none,
 )
 from memoryadmin.core.validation import validate_document
+from memoryadmin.memories.models import ForgetRequest
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.evaluation import Evaluation, applies_words, pass_evaluate
 from memoryadmin.proposals.selectors.passes import stale_reason
@@ -507,7 +508,8 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
     that do not send one). Raises :class:`ProposalChanged` (audited as ``approve_refused``,
     nothing applied) when the operations changed since, :class:`GuardRefused` (with the guard's
     reason, audited likewise) when the loss guard fails on the operations now included,
-    :class:`ServiceError` when the pass is not proposed or another pass of the agent is active.
+    :class:`ServiceError` when the pass is not proposed, another pass of the agent is active or
+    a forget request of the agent is being applied.
     A person may approve past a failing content guard
     (:func:`~memoryadmin.proposals.selectors.review_guards.content_guard`): that is recorded, as an
     ``approved_past_content_guard`` audit event and in ``telemetry["content_override"]``
@@ -539,6 +541,15 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
         raise GuardRefused(refused)
     try:
         with transaction.atomic():
+            # The worker is purging memories this pass may read or write (docs: Forget requests).
+            forgetting = ForgetRequest.objects.filter(
+                agent_id=run.agent_id, status=ForgetRequest.Status.APPLYING
+            ).first()
+            if forgetting is not None:
+                raise ServiceError(
+                    f"Forget request #{forgetting.pk} is being applied; approve this pass when "
+                    "it is done (nothing was applied)."
+                )
             content_override_record(run, actor, user)
             run = transition(
                 run,
