@@ -35,6 +35,7 @@ from memoryadmin.agents.models import Agent
 from memoryadmin.core import stores
 from memoryadmin.core.errors import ServiceError, StoreUnavailable
 from memoryadmin.core.leases import lease_acquire, lease_release
+from memoryadmin.core.roles import REVIEW, require
 from memoryadmin.core.services import (
     TASK_FORGET,
     actor_name,
@@ -84,6 +85,7 @@ def forget_request_create(
     Raises ``ValueError`` for an invalid selection, :class:`ServiceError` when it matches
     nothing (nothing stored), :class:`StoreUnavailable` when Chroma is down.
     """
+    require(user, REVIEW, f"forget memories of {agent.slug}")
     plan = forget_plan(agent=agent, selection=selection)
     if not plan.count:
         raise ServiceError(
@@ -138,6 +140,7 @@ def _tombstone(req: ForgetRequest) -> dict[str, Any]:
 def forget_reject(*, request: ForgetRequest, user: Any, note: str = "") -> ForgetRequest:
     """Reject a proposed request: nothing removed, its ids and typed selection dropped, audited
     ``forget_rejected``. :class:`ServiceError` when it is no longer proposed."""
+    require(user, REVIEW, f"reject forget request #{request.pk}")
     actor = actor_name(user, "cli")
     with transaction.atomic():
         updated = ForgetRequest.objects.filter(pk=request.pk, status=R.PROPOSED).update(
@@ -179,6 +182,7 @@ def forget_approve(
     agent is queued, running, approved, applying or rolling back (its lease holds the memories),
     and when the request is not proposed or failed. Audited ``forget_approved``.
     """
+    require(user, REVIEW, f"approve forget request #{request.pk}")
     actor = actor_name(user, "cli")
     with transaction.atomic():
         if request.agent_id is None:
