@@ -110,6 +110,13 @@
       shown.push(el.id.slice(3));
     });
     ev.detail.parameters.shown = shown.join(",");
+    // … and which Review cards: a row excluded from "All operations" whose card is on another
+    // page of the Review list must not come back out of band (htmx: oobErrorNoTarget #rv-N).
+    var cards = [];
+    document.querySelectorAll("#review-list .rv-op[id^='rv-']").forEach(function (el) {
+      cards.push(el.id.slice(3));
+    });
+    ev.detail.parameters.rv_shown = cards.join(",");
   });
   document.addEventListener("change", function (ev) {
     var t = ev.target;

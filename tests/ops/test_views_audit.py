@@ -341,7 +341,8 @@ def test_an_agent_update_records_each_changed_setting_with_its_old_and_new_value
     client.force_login(carol)
     html = client.get(reverse("audit_events"), {"agent": agent.slug}).content.decode()
     assert 'data-testid="event-settings"' in html
-    assert '<span class="mono">auto_apply</span>: <del>&quot;off&quot;</del> → <ins>&quot;all&quot;</ins>' in html
+    change = "<del>&quot;off&quot;</del> → <ins>&quot;all&quot;</ins>"
+    assert f'<span class="mono">auto_apply</span>: {change}' in html
     rows = list(
         csv.DictReader(
             io.StringIO(

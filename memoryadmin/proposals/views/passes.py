@@ -29,7 +29,7 @@ from memoryadmin.proposals.selectors.passes import (
     pass_stale_check,
     pass_summary,
 )
-from memoryadmin.proposals.views.review_panel import review_context
+from memoryadmin.proposals.views.review_panel import review_context, review_pinned
 
 
 def _named(kind: str, params: Any) -> bool:
@@ -128,7 +128,10 @@ def pass_page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: A
         **extra,
     }
     ev = ctx["ev"]
-    ctx.update(review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None))
+    pinned = review_pinned(request, run, reload=request.method == "GET" and not request.htmx)
+    ctx.update(
+        review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None, pinned=pinned)
+    )
     return render(request, "proposals/pass_detail.html", ctx, status=status)
 
 

@@ -32,7 +32,11 @@ from memoryadmin.proposals.selectors.passes import operation_view, pass_reviewed
 from memoryadmin.proposals.selectors.review import bulk_targets
 from memoryadmin.proposals.services import review as review_services
 from memoryadmin.proposals.views.passes import pass_page, refused_keep
-from memoryadmin.proposals.views.review_panel import operation_oob_context, review_context
+from memoryadmin.proposals.views.review_panel import (
+    operation_oob_context,
+    review_context,
+    review_pinned,
+)
 from memoryadmin.templatetags.console import status_words
 
 
@@ -51,7 +55,7 @@ def _panel(
     ctx = {
         "run": run,
         "ev": ev,
-        **review_context(params, run, ev),
+        **review_context(params, run, ev, pinned=review_pinned(request, run, reload=False)),
         "changed_rows": [operation_view(op) for op in rows],
         **extra,
     }
@@ -70,7 +74,8 @@ def pass_review(request: HtmxHttpRequest, pk: int):
     if not request.htmx:
         query = urlencode({k: v for k, v in request.GET.items() if v})
         return redirect(f"{reverse('pass_detail', args=[run.pk])}?{query}#review-panel")
-    ctx = {"run": run, **review_context(request.GET, run, approve=False)}
+    pinned = review_pinned(request, run, reload=False)
+    ctx = {"run": run, **review_context(request.GET, run, approve=False, pinned=pinned)}
     return render(request, "proposals/_review.html#review-panel", ctx)
 
 
@@ -164,9 +169,11 @@ def _op_response(
     op.refresh_from_db()
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
     shown = request.POST.get("shown")  # the "All operations" rows the page holds (review.js)
+    cards = request.POST.get("rv_shown")  # … and the Review cards: only those swap
     ctx = {
         "run": run,
         "row_shown": shown is None or str(op.pk) in shown.split(","),
+        "card_shown": cards is None or str(op.pk) in cards.split(","),
         "ov": operation_view(op),
         "ev": pass_summary(run),
         "op_error": error,
