@@ -117,6 +117,12 @@
       cards.push(el.id.slice(3));
     });
     ev.detail.parameters.rv_shown = cards.join(",");
+    // … and which groups' labels (a decision can make a kind the page has no group of).
+    var kinds = [];
+    document.querySelectorAll("[id^='group-label-']").forEach(function (el) {
+      kinds.push(el.id.slice(12));
+    });
+    ev.detail.parameters.groups = kinds.join(",");
   });
   document.addEventListener("change", function (ev) {
     var t = ev.target;

@@ -55,11 +55,19 @@ def _panel(
     ctx = {
         "run": run,
         "ev": ev,
+        "label_kinds": shown_kinds(request),
         **review_context(params, run, ev, pinned=review_pinned(request, run, reload=False)),
         "changed_rows": [operation_view(op) for op in rows],
         **extra,
     }
     return render(request, "proposals/_review_response.html", ctx)
+
+
+def shown_kinds(request: HtmxHttpRequest) -> list[str] | None:
+    """The operation kinds whose group label the page holds (``groups``, sent by review.js),
+    so the summary's labels swap only there; ``None`` when not said (all of them)."""
+    groups = request.POST.get("groups")
+    return None if groups is None else [k for k in groups.split(",") if k]
 
 
 OOB_ROWS = 200
@@ -174,6 +182,7 @@ def _op_response(
         "run": run,
         "row_shown": shown is None or str(op.pk) in shown.split(","),
         "card_shown": cards is None or str(op.pk) in cards.split(","),
+        "label_kinds": shown_kinds(request),
         "ov": operation_view(op),
         "ev": pass_summary(run),
         "op_error": error,
