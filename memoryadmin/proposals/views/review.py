@@ -30,6 +30,7 @@ from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import pass_figures
 from memoryadmin.proposals.selectors.passes import operation_view, pass_reviewed, pass_summary
 from memoryadmin.proposals.selectors.review import bulk_targets
+from memoryadmin.proposals.selectors.review_guards import budget_fix
 from memoryadmin.proposals.services import review as review_services
 from memoryadmin.proposals.views.passes import pass_page, refused_keep
 from memoryadmin.proposals.views.review_panel import (
@@ -92,14 +93,17 @@ def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tu
     if not form.is_valid():
         return " ".join(e for errs in form.errors.values() for e in errs), []
     d = form.cleaned_data
-    ids, scope = bulk_targets(
-        run=run,
-        scope=d["scope"],
-        ops=d["ops"],
-        query=form.query(),
-        group=d["group"],
-        below=d["below"],
-    )
+    if d["scope"] == "budget":  # one click after a decision pushed the plan over its budget
+        ids, scope = budget_fix(run, pass_figures(run)), "the fewest that fit the loss budget"
+    else:
+        ids, scope = bulk_targets(
+            run=run,
+            scope=d["scope"],
+            ops=d["ops"],
+            query=form.query(),
+            group=d["group"],
+            below=d["below"],
+        )
     try:
         _, changed = review_services.operations_set_excluded(
             run=run,

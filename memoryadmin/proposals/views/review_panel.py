@@ -23,7 +23,11 @@ from memoryadmin.proposals.selectors.review import (
     review_rest,
     review_rules,
 )
-from memoryadmin.proposals.selectors.review_guards import approve_blocked, content_guard
+from memoryadmin.proposals.selectors.review_guards import (
+    approve_blocked,
+    budget_fix,
+    content_guard,
+)
 from memoryadmin.proposals.selectors.review_list import review_line_ids, review_list_moves
 
 PINNED_KEY = "review-list"
@@ -61,6 +65,7 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
     return {
         "totals": totals,
         "approve_blocked": approve_blocked(run, ev),
+        "budget_fix": len(budget_fix(run, ev)),
         "content": content,
         "approve_line": approve_line(ev, totals, conflicts),
         "conflicts": conflicts,
