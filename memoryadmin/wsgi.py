@@ -17,7 +17,7 @@ warm_up()  # the Chroma client and the embedder, before the first request
 def warm_up_pages() -> None:
     """Import every view (the URLconf; Django loads it on the first request) and compile the
     templates of the pages an operator opens first, so the first proposal page after a start
-    answers nearly as fast as the next one (issue 36: a 7-operation proposal's first page took
+    answers nearly as fast as the next one (a 7-operation proposal's first page took
     1.1–1.3 s after a start, the next ones 0.2 s; with this 0.3–0.7 s on a busy 2-core box).
     Off with ``MEMORYADMIN_WARM_UP=0``, like :func:`~memoryadmin.core.stores.warm_up`."""
     if os.getenv("MEMORYADMIN_WARM_UP", "1").strip().lower() in ("0", "false", "no", "off"):

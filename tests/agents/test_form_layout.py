@@ -1,4 +1,4 @@
-"""Every text-like input of the agent forms is sized by the stylesheet (issue 36, item 11): the
+"""Every text-like input of the agent forms is sized by the stylesheet: the
 New agent form's embedder URL field was an ``<input type=url size=60>`` the stylesheet did not
 size, and it overflowed its column."""
 

@@ -296,7 +296,7 @@ def test_a_bad_schedule_is_explained_once_in_words(
 def test_a_valid_preview_clears_the_fields_old_invalid_cron_error(
     bare_agent, client: Client, alice
 ) -> None:
-    """Issue 36, item 8: after a refused "0 25 * * *", typing a valid cron showed its next runs
+    """Before: after a refused "0 25 * * *", typing a valid cron showed its next runs
     beside the field's stale "Invalid cron expression"."""
     agent = bare_agent()
     client.force_login(alice)
@@ -311,7 +311,7 @@ def test_a_valid_preview_clears_the_fields_old_invalid_cron_error(
 
 
 def test_a_disabled_schedule_previews_no_runs(bare_agent, client: Client, alice) -> None:
-    """Issue 36, item 8: the form listed the next runs of a disabled schedule."""
+    """Before: the form listed the next runs of a disabled schedule."""
     agent = bare_agent(schedule_cron="0 3 * * *", schedule_enabled=False)
     client.force_login(alice)
     page = client.get(reverse("agent_edit", args=[agent.slug])).content.decode()

@@ -1,4 +1,4 @@
-"""The operator's time zone in a real browser (issue 36, item 2): Debian chromium through
+"""The operator's time zone in a real browser: Debian chromium through
 Playwright, its zone set to New York. app.js stores the zone in the ``tz`` cookie URL-encoded
 (``America%2FNew_York``); the server read it as is, found no such zone and showed UTC
 everywhere."""

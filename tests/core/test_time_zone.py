@@ -1,4 +1,4 @@
-"""The operator's time zone from the browser's ``tz`` cookie (issue 36, item 2).
+"""The operator's time zone from the browser's ``tz`` cookie.
 
 app.js stores the zone with ``encodeURIComponent`` (``America%2FNew_York``); the server read the
 cookie as is, found no such zone and showed UTC everywhere.

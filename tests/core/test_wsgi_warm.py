@@ -1,4 +1,4 @@
-"""The web process is warm before its first request (issue 36, item 11: the first proposal page
+"""The web process is warm before its first request (the first proposal page
 after a start took 2.1 s): starting ``memoryadmin.wsgi`` imports every view and compiles the
 proposal page's templates, which Django otherwise does on the first request."""
 

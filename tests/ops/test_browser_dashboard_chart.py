@@ -1,4 +1,4 @@
-"""The store-size chart on a time axis (issue 36, item 7), Debian chromium through Playwright:
+"""The store-size chart on a time axis, Debian chromium through Playwright:
 the chart used categories (three samples of one minute read the same label, and a day's gap
 took as much room as a second's) and a smoothed line that dipped below the lowest sample."""
 

@@ -321,7 +321,7 @@ def test_a_memory_edit_shows_which_memory_and_what_changed_on_the_page_and_in_th
 def test_an_agent_update_records_each_changed_setting_with_its_old_and_new_value(
     client: Client, alice, carol, bare_agent
 ) -> None:
-    """Issue 36, item 3: switching auto-apply to ``all`` or changing a schedule was recorded as
+    """Before: switching auto-apply to ``all`` or changing a schedule was recorded as
     "agent updated" with nothing to show what changed."""
     from memoryadmin.agents.services.agents import agent_update
     from memoryadmin.core.validation import validate_policy
@@ -357,7 +357,7 @@ def test_an_agent_update_records_each_changed_setting_with_its_old_and_new_value
 def test_it_exports_the_operations_of_a_pass_with_their_memories(
     client: Client, carol, bare_agent
 ) -> None:
-    """Issue 36, item 3: the passes CSV had no operations or memories."""
+    """Before: the passes CSV had no operations or memories."""
     from tests.proposals.make import make_proposal
 
     run = make_proposal(bare_agent(), merges=1, prunes=1)

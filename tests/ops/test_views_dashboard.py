@@ -162,7 +162,7 @@ def test_an_admin_is_linked_to_the_raw_records_and_may_read_them_not_change_them
 
 
 def test_it_says_what_the_loss_figure_is(client: Client, carol, bare_agent) -> None:
-    """Issue 36, item 5: "Loss 18.7%" beside "630 memories" read as "18.7 % fewer" (the net
+    """The dashboard's "Loss 18.7%" beside "630 memories" read as "18.7 % fewer" (the net
     drop was 14.8 %): the dashboard says what the figure is, as the pass page does."""
     agent = bare_agent(name="Support bot")
     Pass.objects.create(agent=agent, trigger="operator", status="proposed", loss_fraction=0.187)

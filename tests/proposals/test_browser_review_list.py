@@ -1,4 +1,4 @@
-"""The Review list in a real browser (issue 36, items 4, 9 and 11), Debian chromium through
+"""The Review list in a real browser, Debian chromium through
 Playwright:
 
 - the list keeps the operations it held when the page loaded while the reviewer works through

@@ -1,4 +1,4 @@
-"""One click back under the loss budget (issue 36, item 6): a reviewer's "keep A" on a conflict
+"""One click back under the loss budget: a reviewer's "keep A" on a conflict
 pushed a plan trimmed exactly to its budget over it (25.4 % of 25 %) and Approve was blocked
 with no way forward but excluding operations one by one. The page offers the fix: exclude the
 fewest operations that fit the budget, never the reviewer's own pick."""

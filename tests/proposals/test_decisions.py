@@ -384,7 +384,7 @@ def test_a_rejected_merge_still_waits_when_one_more_copy_joins_it(
 def test_a_decision_counts_an_operation_planned_again_once(
     agent_with_memories, bob, django_capture_on_commit_callbacks
 ):
-    """Issue 36, item 10: "Held back (all passes)" added every pass's count, so a plan planned
+    """Before: "Held back (all passes)" added every pass's count, so a plan planned
     again counted its operations again (172 for an 86-operation plan)."""
     from memoryadmin.proposals.services.review import operation_set_excluded
 

@@ -1,4 +1,4 @@
-"""The Review list keeps what it held until the reviewer reloads (issue 36, item 4).
+"""The Review list keeps what it held until the reviewer reloads.
 
 Excluding one prune re-measured what the others lose, their risk fell below the line, and 13
 similar prunes silently left a 69-operation list (69 → 56) while the reviewer worked through it.

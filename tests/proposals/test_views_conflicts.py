@@ -142,7 +142,7 @@ def test_a_missing_pass_is_a_404_page_in_the_console_layout(client: Client, bob)
 def test_a_conflict_decided_keep_both_stays_in_the_review_list_shown_decided(
     client: Client, bob, conflict
 ) -> None:
-    """Issue 36, item 9: "keep both" scored the conflict 0 and it left the Review list for a
+    """Before: "keep both" scored the conflict 0 and it left the Review list for a
     collapsed group at the bottom of the page."""
     client.force_login(bob)
     client.post(_url(conflict), {"keep": "both"}, HTTP_HX_REQUEST="true")
@@ -153,7 +153,7 @@ def test_a_conflict_decided_keep_both_stays_in_the_review_list_shown_decided(
 
 
 def test_a_decided_conflict_is_still_decided_after_a_forget(bob, conflict) -> None:
-    """Issue 36, item 9: a forget emptied the operation's scores, the decision with them, and
+    """Before: a forget emptied the operation's scores, the decision with them, and
     the (now stale) pass said "Conflicts: 1 undecided"."""
     from memoryadmin.memories.selectors.forget import ForgetSelection
     from memoryadmin.memories.services.forget import forget_approve, forget_request_create
@@ -173,7 +173,7 @@ def test_a_decided_conflict_is_still_decided_after_a_forget(bob, conflict) -> No
 def test_an_answer_swaps_no_review_card_the_page_does_not_hold(
     client: Client, bob, conflict
 ) -> None:
-    """Issue 36, item 11: deciding from "All operations" while the Review list shows another
+    """Before: deciding from "All operations" while the Review list shows another
     page sent ``#rv-N`` out of band with no target (htmx: oobErrorNoTarget). review.js now
     says which cards the page holds (``rv_shown``)."""
     client.force_login(bob)

@@ -1,4 +1,4 @@
-"""The Review list as the reviewer opened it (issue 36, item 4).
+"""The Review list as the reviewer opened it.
 
 Excluding one operation re-measures what the others lose (a word the excluded memory keeps is
 no longer lost elsewhere), so their risk can fall below the line between two renders of the
