@@ -119,6 +119,7 @@ console_patterns = [
     path("notifications/defaults/", notifications.defaults_save, name="notification_defaults"),
     path("audit/", audit.audit, name="audit"),
     path("audit/export.csv", audit.audit_csv, name="audit_csv"),
+    path("audit/operations.csv", audit.audit_operations_csv, name="audit_operations_csv"),
     path("audit/events/", audit.audit_event_list, name="audit_events"),
     path("audit/events/export.csv", audit.audit_event_csv, name="audit_events_csv"),
 ]

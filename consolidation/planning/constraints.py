@@ -21,12 +21,15 @@ decision changed. Records go to ``plan.context`` (:meth:`Decided.telemetry`):
   reconcile lists the kept memory, one that held back a join the pair; a pair decision the two
   memories as they are now);
 - ``held_back_count``: all entries, listed or not; ``held_back_by_decision``: ``{decision id
-  (as a string): entries}`` — what the console shows as "held back N later operations";
+  (as a string): entries}``; ``held_back_keys``: ``{decision id: [key]}``, one 16-hex key per
+  entry (:func:`held_key`: what it would have done to which memories), so the console counts a
+  re-planned operation once across passes ("held back N later operations");
 - ``decided``: ``{decision id: operations}`` of the reconciles a conflict pick decided.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Protocol
 
 from ..decisions import Constraint, StandingDecisions
@@ -39,7 +42,15 @@ class PlanState(Protocol):
     decided: Decided
 
 
-__all__ = ["HELD_BACK_LIMIT", "Decided", "held_apart", "held_kept"]
+__all__ = ["HELD_BACK_LIMIT", "Decided", "held_apart", "held_key", "held_kept"]
+
+
+def held_key(memory_ids: list[str], would_have: str) -> str:
+    """16 hex of SHA-256 over what a decision held back (``would_have`` on the sorted
+    ``memory_ids``): the same operation planned again by a later pass has the same key."""
+    text = "\x1f".join([would_have, *sorted(memory_ids)])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
 
 HELD_BACK_LIMIT = 200
 """Most ``held_back`` entries a plan lists (the count says how many there were): a page of a
@@ -73,6 +84,7 @@ class Decided:
         self._identity: dict[int, tuple[tuple[str, str | None], ...]] = {}
         self._held: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._by_decision: dict[str, int] = {}
+        self._keys: dict[str, list[str]] = {}
         self.decided: dict[str, int] = {}
 
     def identity(self, i: int) -> tuple[tuple[str, str | None], ...]:
@@ -131,6 +143,7 @@ class Decided:
         }
         d = str(c.decision)
         self._by_decision[d] = self._by_decision.get(d, 0) + 1
+        self._keys.setdefault(d, []).append(held_key(mids, would_have))
 
     def telemetry(self) -> dict[str, Any]:
         """The plan's ``context`` entries (see the module docstring); ``{}`` without
@@ -142,6 +155,7 @@ class Decided:
             "held_back": entries[:HELD_BACK_LIMIT],
             "held_back_count": len(entries),
             "held_back_by_decision": dict(self._by_decision),
+            "held_back_keys": {d: list(keys) for d, keys in self._keys.items()},
             "decided": dict(self.decided),
             "decisions": len(self.decisions),
         }

@@ -199,7 +199,7 @@ class PassOut(Schema):
     uncounted_operations: int = Field(
         default=0,
         description="Operations the figures leave out: excluded or found in conflict (the "
-        "page's 'N excluded or in conflict').",
+        "page's '2 excluded, 1 in conflict').",
     )
     progress: float
     progress_label: str
@@ -446,7 +446,7 @@ class DecisionOut(Schema):
     """A standing decision of an agent (docs/OPERATOR.md): ``kind`` keep_apart |
     keep | rejected_plan | conflict_pick; ``memories`` ``[[memory id, content hash], ...]``;
     ``payload`` ``{"keep": id}`` (pick), ``{"apart": true}`` (keep both), ``{"signatures":
-    [...]}`` (rejected plan); ``held_back`` the later operations it left out or held for
+    [...]}`` (rejected plan); ``held_back`` the distinct later operations it left out or held for
     review; ``revoked_at`` set once revoked."""
 
     id: int

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
@@ -30,9 +31,13 @@ def operator_zone(name: str | None) -> ZoneInfo:
 
 
 TZ_COOKIE = "tz"
-"""Cookie where static/js/app.js stores the browser's IANA time zone."""
+"""Cookie where static/js/app.js stores the browser's IANA time zone, URL-encoded
+(``America%2FNew_York``: ``encodeURIComponent``, as cookie values must not hold every byte)."""
 
 
 def request_zone(request: HttpRequest) -> ZoneInfo:
-    """The operator's time zone: ``?tz=``, else the ``tz`` cookie, else ``settings.TIME_ZONE``."""
-    return operator_zone(request.GET.get("tz") or request.COOKIES.get(TZ_COOKIE))
+    """The operator's time zone: ``?tz=``, else the ``tz`` cookie (URL-decoded: app.js writes
+    ``America%2FNew_York``, and Django hands cookie values over as sent), else
+    ``settings.TIME_ZONE``."""
+    cookie = request.COOKIES.get(TZ_COOKIE)
+    return operator_zone(request.GET.get("tz") or (unquote(cookie) if cookie else None))

@@ -368,9 +368,11 @@ class Decision(models.Model):
     ...]`` as the reviewer saw them; ``payload`` holds the rest: ``{"keep": id}`` of a pick,
     ``{"apart": true}`` of a "keep both" (the pair is also kept apart: not asked again),
     ``{"signatures": [...]}`` of a rejected plan (``consolidation.decisions.signature``).
-    ``held_back`` counts the later operations it has left out (or, for a rejected plan, held
-    for review). A revoked decision (``revoked_at``) no longer applies; it is kept for the
-    audit trail.
+    ``held_back`` counts the distinct later operations it has left out (or, for a rejected
+    plan, held for review): an operation planned again by a later pass is counted once, by its
+    key in ``held_keys`` (``consolidation.planning.constraints.held_key``, or the operation's
+    signature for a rejected plan). A revoked decision (``revoked_at``) no longer applies; it
+    is kept for the audit trail.
     """
 
     class Kind(models.TextChoices):
@@ -402,6 +404,9 @@ class Decision(models.Model):
     revoked_actor = models.CharField(max_length=150, blank=True)
     revoke_note = models.TextField(blank=True)
     held_back = models.PositiveIntegerField(default=0)
+    held_keys = models.JSONField(
+        default=list, blank=True, help_text="keys of the distinct operations it held back"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

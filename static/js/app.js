@@ -6,7 +6,8 @@
     var tz = "";
     try { tz = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { tz = ""; }
     if (!tz) return;
-    if (document.cookie.indexOf("tz=" + tz) === -1) {
+    // Stored URL-encoded ("America%2FNew_York"): compare in the same form, or every page rewrites it.
+    if (document.cookie.indexOf("tz=" + encodeURIComponent(tz)) === -1) {
       document.cookie = "tz=" + encodeURIComponent(tz) + "; path=/; max-age=31536000; SameSite=Lax";
     }
     (root || document).querySelectorAll("input[data-browser-tz]").forEach(function (el) {

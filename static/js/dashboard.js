@@ -19,17 +19,26 @@
     var data = JSON.parse(dataEl.textContent);
     var sizeCanvas = holder.querySelector('canvas[data-chart="samples"]');
     var lossCanvas = holder.querySelector('canvas[data-chart="passes"]');
-    // Same form as every other date on the console: ISO date and time, UTC.
-    var fmt = function (t) { return new Date(t).toISOString().slice(0, 16).replace("T", " ") + " UTC"; };
+    // Same form as every other date on the console: ISO date and time, UTC (to the second
+    // when the samples span less than a day, so two ticks never read the same minute).
+    var fmt = function (t, seconds) {
+      return new Date(t).toISOString().slice(0, seconds ? 19 : 16).replace("T", " ") + " UTC";
+    };
     if (sizeCanvas) {
+      // A time axis: x is epoch milliseconds on a linear scale (no date adapter is vendored),
+      // so samples sit at their real times; straight segments (tension 0), so the line never
+      // dips below the lowest sample between two of them.
+      var points = data.samples.map(function (s) { return { x: Date.parse(s.t), y: s.count }; });
+      var span = points.length ? points[points.length - 1].x - points[0].x : 0;
       charts.push(new window.Chart(sizeCanvas, {
         type: "line",
-        data: {
-          labels: data.samples.map(function (s) { return fmt(s.t); }),
-          datasets: [{ label: "memories", data: data.samples.map(function (s) { return s.count; }),
-            borderColor: "#2457c5", pointRadius: 2, tension: 0.1 }]
-        },
-        options: { maintainAspectRatio: false, animation: false, plugins: { legend: { display: false } } }
+        data: { datasets: [{ label: "memories", data: points, borderColor: "#2457c5",
+          pointRadius: 2, tension: 0, cubicInterpolationMode: "default" }] },
+        options: { maintainAspectRatio: false, animation: false, parsing: false,
+          scales: { x: { type: "linear", ticks: { maxTicksLimit: 6, maxRotation: 0,
+            callback: function (v) { return fmt(v, span < 86400000); } } } },
+          plugins: { legend: { display: false },
+            tooltip: { callbacks: { title: function (items) { return fmt(items[0].parsed.x, true); } } } } }
       }));
     }
     if (lossCanvas) {

@@ -110,6 +110,19 @@
       shown.push(el.id.slice(3));
     });
     ev.detail.parameters.shown = shown.join(",");
+    // … and which Review cards: a row excluded from "All operations" whose card is on another
+    // page of the Review list must not come back out of band (htmx: oobErrorNoTarget #rv-N).
+    var cards = [];
+    document.querySelectorAll("#review-list .rv-op[id^='rv-']").forEach(function (el) {
+      cards.push(el.id.slice(3));
+    });
+    ev.detail.parameters.rv_shown = cards.join(",");
+    // … and which groups' labels (a decision can make a kind the page has no group of).
+    var kinds = [];
+    document.querySelectorAll("[id^='group-label-']").forEach(function (el) {
+      kinds.push(el.id.slice(12));
+    });
+    ev.detail.parameters.groups = kinds.join(",");
   });
   document.addEventListener("change", function (ev) {
     var t = ev.target;

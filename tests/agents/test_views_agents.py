@@ -293,6 +293,38 @@ def test_a_bad_schedule_is_explained_once_in_words(
     assert said in r.content.decode()
 
 
+def test_a_valid_preview_clears_the_fields_old_invalid_cron_error(
+    bare_agent, client: Client, alice
+) -> None:
+    """Before: after a refused "0 25 * * *", typing a valid cron showed its next runs
+    beside the field's stale "Invalid cron expression"."""
+    agent = bare_agent()
+    client.force_login(alice)
+    page = client.post(
+        reverse("agent_edit", args=[agent.slug]), _edit_data(agent, schedule_cron="0 25 * * *")
+    ).content.decode()
+    assert re.search(r'<ul class="errorlist" id="cron-errors"><li>Invalid cron', page)
+    live = {"schedule_cron": "0 3 * * *", "schedule_form": "1", "schedule_enabled": "on"}
+    html = client.get(reverse("schedule_preview"), live, HTTP_HX_REQUEST="true").content.decode()
+    assert '<ul class="errorlist" id="cron-errors" hx-swap-oob="true"></ul>' in html
+    assert html.count('<li class="mono">') == 5
+
+
+def test_a_disabled_schedule_previews_no_runs(bare_agent, client: Client, alice) -> None:
+    """Before: the form listed the next runs of a disabled schedule."""
+    agent = bare_agent(schedule_cron="0 3 * * *", schedule_enabled=False)
+    client.force_login(alice)
+    page = client.get(reverse("agent_edit", args=[agent.slug])).content.decode()
+    assert 'data-testid="cron-paused"' in page and '<li class="mono">' not in page
+    # Unticking the box asks again: the form sends schedule_form=1 and no schedule_enabled.
+    live = {"schedule_cron": "0 3 * * *", "schedule_form": "1"}
+    html = client.get(reverse("schedule_preview"), live, HTTP_HX_REQUEST="true").content.decode()
+    assert "The schedule is disabled: no runs until it is enabled again." in html
+    assert '<li class="mono">' not in html
+    field = re.search(r'<input type="checkbox" name="schedule_enabled"[^>]*>', page).group(0)
+    assert 'hx-get="/agents/schedule-preview/"' in field and 'hx-trigger="change"' in field
+
+
 def test_the_policy_form_asks_for_the_minimum_the_server_accepts(client: Client, alice) -> None:
     client.force_login(alice)
     html = client.get(reverse("agent_create")).content.decode()

@@ -67,6 +67,7 @@ METHODS: dict[str, set[str]] = {
     "operation_edit": POST,
     "audit": GET,
     "audit_csv": GET,
+    "audit_operations_csv": GET,
     "audit_events": GET,
     "audit_events_csv": GET,
     "notifications": GET,

@@ -316,3 +316,64 @@ def test_a_memory_edit_shows_which_memory_and_what_changed_on_the_page_and_in_th
     assert edited["memory"] == "mem-001" and edited["after"] == long_text
     assert edited["before"].startswith("Melanie")  # mem-001 was the second fact
     assert next(r for r in rows if r["verb"] == "memory_deleted")["memory"] == "mem-002"
+
+
+def test_an_agent_update_records_each_changed_setting_with_its_old_and_new_value(
+    client: Client, alice, carol, bare_agent
+) -> None:
+    """Before: switching auto-apply to ``all`` or changing a schedule was recorded as
+    "agent updated" with nothing to show what changed."""
+    from memoryadmin.agents.services.agents import agent_update
+    from memoryadmin.core.validation import validate_policy
+
+    agent = bare_agent(policy=validate_policy({}))
+    policy = {**agent.policy, "max_loss_fraction": 0.2}
+    agent_update(
+        agent=agent, user=alice, auto_apply="all", schedule_cron="0 4 * * *", policy=policy
+    )
+    event = AuditEvent.objects.filter(agent=agent, verb="agent_updated").latest("pk")
+    assert event.data["fields"]["auto_apply"] == ["off", "all"]
+    assert event.data["fields"]["schedule_cron"][1] == "0 4 * * *"
+    # One threshold edited: that key, not the whole policy twice.
+    assert [k for k in event.data["fields"] if k.startswith("policy.")] == [
+        "policy.max_loss_fraction"
+    ]
+    client.force_login(carol)
+    html = client.get(reverse("audit_events"), {"agent": agent.slug}).content.decode()
+    assert 'data-testid="event-settings"' in html
+    change = "<del>&quot;off&quot;</del> → <ins>&quot;all&quot;</ins>"
+    assert f'<span class="mono">auto_apply</span>: {change}' in html
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                client.get(reverse("audit_events_csv"), {"agent": agent.slug}).content.decode()
+            )
+        )
+    )
+    updated = next(r for r in rows if r["verb"] == "agent_updated")
+    assert 'auto_apply="off"' in updated["before"] and 'auto_apply="all"' in updated["after"]
+
+
+def test_it_exports_the_operations_of_a_pass_with_their_memories(
+    client: Client, carol, bare_agent
+) -> None:
+    """Before: the passes CSV had no operations or memories."""
+    from tests.proposals.make import make_proposal
+
+    run = make_proposal(bare_agent(), merges=1, prunes=1)
+    other = make_proposal(bare_agent(), merges=1)
+    client.force_login(carol)
+    page = client.get(reverse("audit")).content.decode()
+    assert f'{reverse("audit_operations_csv")}?pass={run.pk}' in page
+    r = client.get(reverse("audit_operations_csv"), {"pass": run.pk})
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(r.content.decode())))
+    assert [(int(x["pass"]), x["kind"]) for x in rows] == [(run.pk, "merge"), (run.pk, "prune")]
+    assert rows[0]["source_ids"] == "m0-a | m0-b"
+    assert rows[0]["source_texts"].startswith("Caroline moved to Boston (0a) | ")
+    assert rows[0]["result_text"] == "Caroline moved to Boston (merged 0)"
+    assert rows[1]["source_texts"] == "old note 0"
+    every = list(
+        csv.DictReader(io.StringIO(client.get(reverse("audit_operations_csv")).content.decode()))
+    )
+    assert {int(x["pass"]) for x in every} == {run.pk, other.pk}

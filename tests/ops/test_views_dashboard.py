@@ -159,3 +159,17 @@ def test_an_admin_is_linked_to_the_raw_records_and_may_read_them_not_change_them
     assert client.post(change, {"name": "Renamed"}).status_code == 403
     client.force_login(carol)  # a viewer sees no link
     assert 'data-testid="admin-link"' not in client.get(reverse("dashboard")).content.decode()
+
+
+def test_it_says_what_the_loss_figure_is(client: Client, carol, bare_agent) -> None:
+    """The dashboard's "Loss 18.7%" beside "630 memories" read as "18.7 % fewer" (the net
+    drop was 14.8 %): the dashboard says what the figure is, as the pass page does."""
+    agent = bare_agent(name="Support bot")
+    Pass.objects.create(agent=agent, trigger="operator", status="proposed", loss_fraction=0.187)
+    client.force_login(carol)
+    html = client.get(reverse("dashboard")).content.decode()
+    assert ">Loss fraction (last pass)</th>" in html
+    assert (
+        "the originals the last pass removes (merged, pruned or superseded) ÷ the originals" in html
+    )
+    assert "not the drop in memories" in html

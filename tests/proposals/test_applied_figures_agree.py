@@ -38,7 +38,7 @@ def test_a_partly_applied_pass_shows_the_applied_figures_on_page_api_and_dashboa
     # the page: one merge of 2 and the promote applied, the prune excluded, a merge in conflict
     assert text_of(html, "entries") == "18 → 17"
     assert 'id="loss-fraction">11.1%' in html  # 2 of 18
-    assert "2 excluded or in conflict" in html
+    assert "1 excluded, 1 in conflict" in html
 
     api = api_factory(alice, bob, carol)("viewer").get(f"/passes/{run.pk}").json()
     assert (api["entries_before"], api["entries_after"], api["merged"]) == (18, 17, 2)

@@ -112,8 +112,11 @@ def test_rejections_and_exclusions_are_remembered_and_revocable(
     revoked = Decision.objects.filter(agent=agent, kind="keep_apart").order_by("pk").first()
     row = page.locator(f"#decision-{revoked.pk}")
     row.locator('input[name="note"]').fill("they are duplicates after all")
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     row.locator('[data-action="revoke"]').click()
     expect(page.locator(f"#decision-{revoked.pk}")).to_have_count(0)  # not active any more
+    assert asked and asked[0].startswith(f"Revoke decision #{revoked.pk} (")  # asked first
     page.goto(f"{live_server.url}/agents/{agent.slug}/")
     page.get_by_role("button", name="Run now").click()
     if page.locator("#run-confirm-btn").count():  # a proposal still waits: replace it

@@ -51,15 +51,11 @@ def test_the_review_page_is_in_the_url_and_a_bulk_exclude_updates_in_place(
     page.select_option("#bulk-form select[name=group]", "prune:")
     page.click('#bulk-form [data-bulk="exclude"]')
     header = page.locator('[data-testid="group-prune"]')
-    expect(header).to_have_text(
-        "0 prune operations · 0 memories pruned · 60 more excluded or in conflict"
-    )
+    expect(header).to_have_text("0 prune operations · 0 memories pruned · 60 excluded")
     expect(page.locator('[data-testid="count-prune"]')).to_have_text(
         "0 prune operations · 0 memories pruned"
     )
-    expect(page.locator('[data-testid="count-prune-excluded"]')).to_have_text(
-        "· 60 excluded or in conflict"
-    )
+    expect(page.locator('[data-testid="count-prune-excluded"]')).to_have_text("· 60 excluded")
     expect(page.locator('[data-testid="count-merge"]')).to_have_text(
         "2 merge operations · 4 memories merged into 2"
     )

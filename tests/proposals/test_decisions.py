@@ -381,6 +381,25 @@ def test_a_rejected_merge_still_waits_when_one_more_copy_joins_it(
     assert Decision.objects.get(agent=agent, kind="rejected_plan").held_back == 1
 
 
+def test_a_decision_counts_an_operation_planned_again_once(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    """Before: "Held back (all passes)" added every pass's count, so a plan planned
+    again counted its operations again (172 for an 86-operation plan)."""
+    from memoryadmin.proposals.services.review import operation_set_excluded
+
+    agent = agent_with_memories(DUPES)
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    first = run.operations.order_by("index").first()
+    operation_set_excluded(operation=first, excluded=True, user=bob)
+    d = Decision.objects.get(agent=agent)
+    for _ in range(3):  # the same store planned three times: the same merge held back
+        again = run_pass(agent, django_capture_on_commit_callbacks)
+        assert again.telemetry["held_back_count"] == 1
+    d.refresh_from_db()
+    assert d.held_back == 1 and len(d.held_keys) == 1
+
+
 def test_auto_apply_modes_are_validated_and_shown(agent_with_memories, client: Client, bob):
     assert [validate_auto_apply(v) for v in (True, False, None, "SAFE", "all")] == [
         "safe",

@@ -137,3 +137,49 @@ def test_a_missing_pass_is_a_404_page_in_the_console_layout(client: Client, bob)
     assert r.status_code == 404
     assert "Not found" in html and "/passes/999999/" in html and "Back to the dashboard" in html
     assert "<nav" in html  # the console's navigation, not Django's bare page
+
+
+def test_a_conflict_decided_keep_both_stays_in_the_review_list_shown_decided(
+    client: Client, bob, conflict
+) -> None:
+    """Before: "keep both" scored the conflict 0 and it left the Review list for a
+    collapsed group at the bottom of the page."""
+    client.force_login(bob)
+    client.post(_url(conflict), {"keep": "both"}, HTTP_HX_REQUEST="true")
+    page = client.get(reverse("pass_detail", args=[conflict.run_id])).content.decode()
+    review_list = page.split('id="review-list"', 1)[1].split('id="review-rest"', 1)[0]
+    assert f'id="rv-{conflict.pk}"' in review_list
+    assert 'data-decided="both"' in review_list and 'data-testid="rv-moved"' not in review_list
+
+
+def test_a_decided_conflict_is_still_decided_after_a_forget(bob, conflict) -> None:
+    """Before: a forget emptied the operation's scores, the decision with them, and
+    the (now stale) pass said "Conflicts: 1 undecided"."""
+    from memoryadmin.memories.selectors.forget import ForgetSelection
+    from memoryadmin.memories.services.forget import forget_approve, forget_request_create
+    from memoryadmin.proposals.selectors.review import conflict_counts
+    from memoryadmin.proposals.services.review import conflict_resolve
+
+    conflict_resolve(operation=conflict, keep="both", user=bob)
+    req, _ = forget_request_create(
+        agent=conflict.run.agent, selection=ForgetSelection("contains", text="penicillin"), user=bob
+    )
+    forget_approve(request=req, user=bob)
+    conflict.refresh_from_db()
+    assert "penicillin" not in str(conflict.scores)
+    assert conflict_counts(conflict.run) == {"total": 1, "picked": 0, "both": 1, "undecided": 0}
+
+
+def test_an_answer_swaps_no_review_card_the_page_does_not_hold(
+    client: Client, bob, conflict
+) -> None:
+    """Before: deciding from "All operations" while the Review list shows another
+    page sent ``#rv-N`` out of band with no target (htmx: oobErrorNoTarget). review.js now
+    says which cards the page holds (``rv_shown``)."""
+    client.force_login(bob)
+    post = {"keep": "both", "rv_shown": ""}
+    html = client.post(_url(conflict), post, HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="rv-{conflict.pk}"' not in html and 'id="pass-summary"' in html
+    post = {"keep": "a", "rv_shown": f"1,{conflict.pk}"}
+    html = client.post(_url(conflict), post, HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="rv-{conflict.pk}"' in html

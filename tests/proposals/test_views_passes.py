@@ -274,7 +274,7 @@ def test_it_refuses_to_approve_a_plan_changed_since_the_page_was_read(
     assert 'id="approve-errors"' in html and re.search(r">\s*ok</textarea>", html)
     assert "changed since you opened it" in html and "nothing was applied" in html
     # the refusal and the approve line beside it count the same operations, in the same words
-    applies = "0 of 2 operations (2 excluded or in conflict)"
+    applies = "0 of 2 operations (2 excluded)"
     assert f"Approving applies: <strong>{applies}, loses" in html
     assert f"Approving now applies {applies}; check the figures" in html
     run.refresh_from_db()

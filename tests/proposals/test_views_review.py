@@ -139,7 +139,7 @@ def test_a_bulk_exclude_of_all_prunes_is_one_event_and_updates_the_figures_once(
     assert html.count('id="pass-summary" class="card" hx-swap-oob="true"') == 1
     assert html.count('id="approve-line" class="approve-line" hx-swap-oob="true"') == 1
     assert 'id="loss-fraction">12.5%' in html
-    assert "3 of 6 operations (3 excluded or in conflict)" in html
+    assert "3 of 6 operations (3 excluded)" in html
     assert run.operations.filter(kind="prune", excluded=True).count() == 3
     [event] = AuditEvent.objects.filter(run=run, verb="bulk_excluded")
     assert (

@@ -264,7 +264,7 @@ class AgentCreateForm(PolicyFieldsMixin, CronMixin):
             max_length=500,
             label="Collection's embedder URL",
             assume_scheme="https",
-            widget=forms.URLInput(attrs={"size": 60}),
+            widget=forms.URLInput(),
             help_text="OpenAI-compatible endpoint of the model that made the collection's vectors "
             "(e.g. https://api.openai.com/v1 for mem0's default). Without it, a pass writes no "
             "new text to a collection of another model's vectors.",

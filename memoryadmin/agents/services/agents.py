@@ -24,7 +24,7 @@ from memoryadmin.core.validation import (
 from memoryadmin.notifications.services.notifications import subscriptions_for_new_agent
 from memoryadmin.proposals.models import Pass
 
-__all__ = ["agent_create", "agent_delete", "agent_update"]
+__all__ = ["agent_create", "agent_delete", "agent_update", "field_changes"]
 
 _AGENT_FIELDS = {
     "archive_days",
@@ -156,12 +156,30 @@ def agent_create(
     return agent
 
 
+def field_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Each changed setting with its old and new value, ``{"auto_apply": ["safe", "all"]}``; a
+    mapping field (policy, field map, embedder) per key that changed, ``"policy.prune"``, so a
+    one-threshold edit does not record the whole policy twice. Keys sorted; a key absent on one
+    side is ``None`` there."""
+    out: dict[str, list[Any]] = {}
+    for field in sorted(after):
+        old, new = before.get(field), after[field]
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            for key in sorted(set(old) | set(new)):
+                if old.get(key) != new.get(key):
+                    out[f"{field}.{key}"] = [old.get(key), new.get(key)]
+        else:
+            out[field] = [old, new]
+    return out
+
+
 @transaction.atomic
 def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
     """Change an agent's name, slug, description, field map, policy, auto-apply or schedule.
 
     Validates like :func:`agent_create` (``ValueError``; unknown fields and a collection change
-    are refused) and re-syncs the django-q2 schedule. Audited with the changed fields.
+    are refused) and re-syncs the django-q2 schedule. Audited (``agent_updated``) with the
+    changed fields and each one's old and new value (:func:`field_changes`, ``data["fields"]``).
     """
     unknown = set(fields) - _AGENT_FIELDS
     if unknown:
@@ -200,6 +218,7 @@ def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
             value = validate_archive_days(value)
         clean[key] = value
     changed = {k: v for k, v in clean.items() if getattr(agent, k) != v}
+    before = {k: getattr(agent, k) for k in changed}
     for key, value in changed.items():
         setattr(agent, key, value)
     agent.save()
@@ -209,7 +228,7 @@ def agent_update(*, agent: Agent, user: Any = None, **fields: Any) -> Agent:
             verb="agent_updated",
             agent=agent,
             user=user,
-            data={"changed": sorted(changed)},
+            data={"changed": sorted(changed), "fields": field_changes(before, changed)},
         )
     if agent.schedule_name != old_schedule_name:
         from django_q.models import Schedule

@@ -73,7 +73,11 @@ def _form_page(request, form, agent=None, status=200):
         "nav": "agents",
         "form": form,
         "agent": agent,
-        **cron_preview(form["schedule_cron"].value(), request),
+        **cron_preview(
+            form["schedule_cron"].value(),
+            request,
+            enabled=bool(form["schedule_enabled"].value()),
+        ),
     }
     return render(request, "agents/agent_form.html", ctx, status=status)
 

@@ -13,9 +13,12 @@ from memoryadmin.core.selectors import request_zone
 from memoryadmin.core.views import HtmxHttpRequest
 
 
-def cron_preview(cron: str | None, request: HtmxHttpRequest) -> dict:
-    """The preview's context: the next runs of ``cron`` in the operator's zone, or its error."""
+def cron_preview(cron: str | None, request: HtmxHttpRequest, *, enabled: bool = True) -> dict:
+    """The preview's context: the next runs of ``cron`` in the operator's zone, or its error;
+    no runs while the schedule is disabled (``enabled`` false: ``preview_paused``)."""
     tz = request_zone(request)
+    if not enabled:
+        return {"preview": [], "preview_paused": True, "preview_tz": tz}
     try:
         return {"preview": next_runs(cron=" ".join((cron or "").split()), tz=tz), "preview_tz": tz}
     except ValueError as exc:
@@ -27,6 +30,8 @@ def cron_preview(cron: str | None, request: HtmxHttpRequest) -> dict:
 def schedule_preview(request: HtmxHttpRequest):
     """The next 5 runs of ``?schedule_cron=`` in the operator's time zone (``?tz=`` or cookie)."""
     form = CronPreviewForm(request.GET)
-    cron = form.data.get("schedule_cron", "") if form.is_valid() else ""
+    valid = form.is_valid()
+    cron = form.data.get("schedule_cron", "") if valid else ""
     template = "agents/agent_form.html#cron-preview" if request.htmx else "agents/cron_preview.html"
-    return render(request, template, cron_preview(cron, request))
+    ctx = cron_preview(cron, request, enabled=form.enabled() if valid else True)
+    return render(request, template, {**ctx, "live": bool(request.htmx)})

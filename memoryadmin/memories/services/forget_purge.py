@@ -202,6 +202,10 @@ def purge_database(
         ).update(document="", metadata={}, embedding=None, content_hash="")
     out["operations"] = 0
     for chunk in _chunks(sorted(ops)):
+        # A reviewer's conflict decision quotes no memory ({"keep", "by", "at"}): it stays, or
+        # the pass would count the conflict undecided again.
+        decided = Operation.objects.filter(id__in=chunk, scores__has_key="decision")
+        decisions = {pk: scores["decision"] for pk, scores in decided.values_list("pk", "scores")}
         out["operations"] += Operation.objects.filter(id__in=chunk).update(
             result_document="",
             planned_document="",
@@ -212,6 +216,8 @@ def purge_database(
             scores={},
             status_detail=f"purged by forget request #{request.pk}",
         )
+        for pk, decision in decisions.items():
+            Operation.objects.filter(pk=pk).update(scores={"decision": decision})
     out |= _purge_passes(request, agent, held, ids, needles)
     out["events"] = sum(
         _save_scrubbed(e, ("note", "data"), needles)

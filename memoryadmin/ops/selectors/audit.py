@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 
 from memoryadmin.core.models import AuditEvent
 from memoryadmin.core.selectors import operator_zone
-from memoryadmin.proposals.models import Pass
+from memoryadmin.proposals.models import Operation, Pass
 
 AUDIT_PAGE_SIZE = 50
 """Passes per page on the audit page."""
@@ -71,6 +71,20 @@ def audit_passes(*, query: AuditQuery, tz: ZoneInfo | None = None) -> QuerySet[P
             created_at__lt=datetime.combine(query.until + timedelta(days=1), time.min, tzinfo=tz)
         )
     return qs
+
+
+def audit_operations(*, passes: QuerySet[Pass], run: int | None = None) -> QuerySet[Operation]:
+    """The operations of ``passes`` (``audit_passes``' answer), or of the one pass ``run`` among
+    them, in pass order (newest first) then plan order, with their pass, agent and source
+    memories loaded (for the operations CSV)."""
+    if run is not None:
+        passes = passes.filter(pk=run)
+    return (
+        Operation.objects.filter(run__in=passes.values("pk"))
+        .select_related("run__agent")
+        .prefetch_related("sources")
+        .order_by("-run__created_at", "-run_id", "index")
+    )
 
 
 EVENT_PAGE_SIZE = 50

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
@@ -21,6 +22,7 @@ from memoryadmin.ops.selectors.audit import (
     EVENT_PAGE_SIZE,
     AuditQuery,
     audit_events,
+    audit_operations,
     audit_passes,
     rolled_back_by,
 )
@@ -77,11 +79,9 @@ def audit(request: HtmxHttpRequest):
     return render(request, template, ctx)
 
 
-@require_GET
-def audit_csv(request: HtmxHttpRequest):
-    """The filtered audit list as CSV (same filters as the page, every row, no paging).
-
-    Invalid filters (a date out of range) show the audit page with the field errors (400)."""
+def _csv_query(request: HtmxHttpRequest) -> AuditQuery | HttpResponse:
+    """The audit filters of a CSV request, or the audit page with the field errors (400) when
+    they are invalid (a date out of range)."""
     form = AuditFilterForm(request.GET or None)
     if request.GET and not form.is_valid():
         ctx = {
@@ -92,11 +92,26 @@ def audit_csv(request: HtmxHttpRequest):
             "rollbacks": {},
         }
         return render(request, "ops/audit.html", ctx, status=400)
-    query = _query(form) if request.GET else AuditQuery()
+    return _query(form) if request.GET else AuditQuery()
+
+
+def _csv_response(name: str) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = (
-        f'attachment; filename="memoryadmin-audit-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+        f'attachment; filename="memoryadmin-{name}-{timezone.now():%Y%m%d-%H%M%S}.csv"'
     )
+    return response
+
+
+@require_GET
+def audit_csv(request: HtmxHttpRequest):
+    """The filtered audit list as CSV (same filters as the page, every row, no paging).
+
+    Invalid filters (a date out of range) show the audit page with the field errors (400)."""
+    query = _csv_query(request)
+    if isinstance(query, HttpResponse):
+        return query
+    response = _csv_response("audit")
     writer = csv.writer(response)
     writer.writerow(CSV_COLUMNS)
     for p in audit_passes(query=query, tz=request_zone(request)).iterator(chunk_size=500):
@@ -119,6 +134,63 @@ def audit_csv(request: HtmxHttpRequest):
                 csv_cell(p.note),
                 csv_cell(p.reason),
                 csv_cell(p.error),
+            ]
+        )
+    return response
+
+
+OPERATION_CSV_COLUMNS = [
+    "pass",
+    "agent",
+    "operation",
+    "kind",
+    "rule",
+    "status",
+    "excluded",
+    "edited",
+    "risk",
+    "source_ids",
+    "source_texts",
+    "removes",
+    "result_id",
+    "result_text",
+    "reason",
+]
+"""Columns of the operations CSV; several memories in one cell are joined by " | "."""
+
+
+@require_GET
+def audit_operations_csv(request: HtmxHttpRequest):
+    """The operations of the filtered passes as CSV, one row per operation with its source
+    memories and its result (the passes CSV's filters, plus ``?pass=`` for one pass)."""
+    query = _csv_query(request)
+    if isinstance(query, HttpResponse):
+        return query
+    run = request.GET.get("pass", "")
+    passes = audit_passes(query=query, tz=request_zone(request))
+    ops = audit_operations(passes=passes, run=int(run) if run.isdigit() else None)
+    response = _csv_response(f"operations-{run}" if run.isdigit() else "operations")
+    writer = csv.writer(response)
+    writer.writerow(OPERATION_CSV_COLUMNS)
+    for op in ops.iterator(chunk_size=500):
+        sources = list(op.sources.all())
+        writer.writerow(
+            [
+                op.run_id,
+                op.run.agent.slug,
+                op.index,
+                op.kind,
+                op.rule,
+                op.status,
+                op.excluded,
+                op.edited,
+                f"{op.risk:.3f}",
+                csv_cell(" | ".join(s.memory_id for s in sources)),
+                csv_cell(" | ".join(s.document for s in sources)),
+                csv_cell(" | ".join(op.removes)),
+                csv_cell(op.result_id),
+                csv_cell(op.result_document),
+                csv_cell(op.reason),
             ]
         )
     return response
@@ -164,6 +236,22 @@ def memory_change(event: AuditEvent) -> dict[str, str]:
     return {"memory_id": mid, **{k: v if isinstance(v, str) else "" for k, v in text.items()}}
 
 
+def setting_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
+    """The settings an ``agent_updated`` event changed, from ``data["fields"]`` (written by
+    ``agents.services.agents.field_changes``): ``[("auto_apply", "safe", "all"), …]``, values
+    as JSON text (``null`` for a key that was absent); ``[]`` for other events and for events
+    recorded before the values were kept (only ``data["changed"]``)."""
+    data = event.data if isinstance(event.data, dict) else {}
+    fields = data.get("fields")
+    if not isinstance(fields, dict):
+        return []
+    return [
+        (str(name), *(json.dumps(v, ensure_ascii=False) for v in pair))
+        for name, pair in fields.items()
+        if isinstance(pair, list) and len(pair) == 2
+    ]
+
+
 def operation_words(event: AuditEvent) -> str:
     """The operation an event is about, from its ``data`` (``{"operation": 44, "kind":
     "prune"}``): ``"operation #44 (prune)"``; ``""`` when it names none."""
@@ -188,6 +276,7 @@ def _with_operations(events: list[AuditEvent]) -> list[AuditEvent]:
     }
     for e in events:
         e.memory = memory_change(e)
+        e.settings = setting_changes(e)
         e.op_words = operation_words(e)
         e.op_pk = pks.get((e.run_id, e.data.get("operation"))) if e.op_words else None
     return events
@@ -230,6 +319,9 @@ def audit_event_csv(request: HtmxHttpRequest):
     writer.writerow(EVENT_CSV_COLUMNS)
     for e in events.iterator(chunk_size=500):
         memory = memory_change(e)
+        if settings_changed := setting_changes(e):
+            memory["before"] = "; ".join(f"{n}={old}" for n, old, _ in settings_changed)
+            memory["after"] = "; ".join(f"{n}={new}" for n, _, new in settings_changed)
         writer.writerow(
             [
                 e.created_at.isoformat(),

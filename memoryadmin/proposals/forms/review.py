@@ -87,7 +87,8 @@ class BulkReviewForm(ReviewFilterForm):
     ``scope``: ``selected`` (the ``ops`` ids posted), ``filter`` (every operation matching the
     posted Review filters, on every page) or ``rule`` (every operation of ``group`` =
     ``"kind:rule"`` or ``"kind:"`` for a whole kind, with ``scores["confidence"]`` below
-    ``below`` when given).
+    ``below`` when given) or ``budget`` (exclude only: the fewest operations that bring the
+    pass back within its loss budget, ``selectors.review_guards.budget_fix``).
     """
 
     action = forms.ChoiceField(choices=[("exclude", "Exclude"), ("include", "Include")])
@@ -96,6 +97,7 @@ class BulkReviewForm(ReviewFilterForm):
             ("selected", "selected"),
             ("filter", "all matching the filter"),
             ("rule", "all of a rule"),
+            ("budget", "the fewest that fit the loss budget"),
         ],
     )
     group = forms.CharField(max_length=80, required=False)
@@ -112,6 +114,8 @@ class BulkReviewForm(ReviewFilterForm):
         data["ops"] = ids
         if data.get("scope") == "selected" and not ids:
             raise forms.ValidationError("Select at least one operation (tick its box) first.")
+        if data.get("scope") == "budget" and data.get("action") != "exclude":
+            self.add_error("action", "Fitting the loss budget excludes operations.")
         if data.get("scope") == "rule" and ":" not in (data.get("group") or ""):
             self.add_error("group", "Choose a kind or rule.")
         return data

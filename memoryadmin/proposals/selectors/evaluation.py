@@ -51,6 +51,8 @@ class Evaluation:
     operation kind to ``(operations, memories)`` over the included operations (memories: merged
     sources, promoted memories, pruned, superseded, new memories); ``merged_promoted`` counts
     merges whose result is written straight into the curated tier (counted in ``promoted``).
+    ``conflict_ops`` are the left-out operations found in conflict (not excluded): the rest of
+    ``excluded_ops`` a reviewer excluded.
     """
 
     entries_before: int
@@ -69,6 +71,12 @@ class Evaluation:
     written: int = 0
     merged_promoted: int = 0
     kinds: dict[str, tuple[int, int]] = field(default_factory=dict)
+    conflict_ops: int = 0
+
+    @property
+    def left_out(self) -> str:
+        """The operations left out, by why: "2 excluded, 1 in conflict" (:func:`left_out_words`)."""
+        return left_out_words(self.excluded_ops, self.conflict_ops)
 
     @property
     def loss_arithmetic(self) -> str:
@@ -147,16 +155,24 @@ def _n(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
+def left_out_words(left_out: int, conflict: int) -> str:
+    """The operations a pass leaves out, by why: ``left_out_words(5, 0)`` → "5 excluded",
+    ``(3, 1)`` → "2 excluded, 1 in conflict" (``conflict`` of the ``left_out``, found in
+    conflict with the store; the others a reviewer excluded); ``""`` for none."""
+    conflict = min(max(conflict, 0), left_out)
+    parts = [f"{left_out - conflict:,} excluded"] if left_out > conflict else []
+    return ", ".join(parts + ([f"{conflict:,} in conflict"] if conflict else []))
+
+
 def applies_words(ev: Evaluation) -> str:
     """What approving ``ev`` applies, in the one wording the approve line and a refused approve
-    share: "101 of 102 operations (1 excluded or in conflict)"; "6 operations" when none is
-    left out."""
+    share: "101 of 102 operations (1 excluded)"; "6 operations" when none is left out."""
     total = ev.included_ops + ev.excluded_ops
     if not ev.excluded_ops:
         return _n(total, "operation", "operations")
     return (
         f"{ev.included_ops:,} of {_n(total, 'operation', 'operations')} "
-        f"({ev.excluded_ops:,} excluded or in conflict)"
+        f"({left_out_words(ev.excluded_ops, ev.conflict_ops)})"
     )
 
 
@@ -302,22 +318,24 @@ def pass_evaluate(run: Pass) -> Evaluation:
     ):
         hashes[op_id][memory_id] = planned
     left_out = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
-    total, counted = 0, []
+    total, counted, conflict = 0, [], 0
     for pk, excluded, status, *values in run.operations.values_list(
         "pk", "excluded", "status", *_StoredOperation._fields
     ):
         total += 1
         if excluded or status in left_out:  # the rows _counted() leaves out
+            conflict += not excluded and status == Operation.Status.CONFLICT
             continue
         row = _StoredOperation(*values)
         by_id = hashes.get(pk, {})
         counted.append(to_engine_operation(row, [by_id.get(sid, "") for sid in row.source_ids]))
-    return evaluate(
+    ev = evaluate(
         entries_before=run.entries_before,
         included=counted,
         excluded_count=total - len(counted),
         max_loss_fraction=effective_threshold(run),
     )
+    return replace(ev, conflict_ops=conflict)
 
 
 class _StoredOperation(NamedTuple):
@@ -346,15 +364,24 @@ def _describes(ev: Evaluation, run: Pass) -> bool:
     rows = (
         run.operations.order_by()
         .values_list("kind")
-        .annotate(total=Count("id"), counted=Count("id", filter=_counted()))
+        .annotate(
+            total=Count("id"),
+            counted=Count("id", filter=_counted()),
+            conflict=Count("id", filter=_IN_CONFLICT),
+        )
     )
-    counted = {kind: n for kind, _, n in rows if n}
-    left_out = sum(total - n for _, total, n in rows)
+    counted = {kind: n for kind, _, n, _ in rows if n}
+    left_out = sum(total - n for _, total, n, _ in rows)
     return (
         ev.entries_before == run.entries_before
         and counted == {k: v[0] for k, v in ev.kinds.items()}
         and left_out == ev.excluded_ops
+        and sum(c for *_, c in rows) == ev.conflict_ops
     )
+
+
+_IN_CONFLICT = Q(excluded=False, status=Operation.Status.CONFLICT)
+"""Left out because found in conflict with the store, not excluded by a reviewer."""
 
 
 def _stored(run: Pass, max_loss_fraction: float) -> Evaluation | None:

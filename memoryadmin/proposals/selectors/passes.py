@@ -31,7 +31,7 @@ from memoryadmin.core import stores
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.decisions import active_decisions
 from memoryadmin.proposals.selectors.evaluation import KIND_ORDER as SUMMARY_ORDER
-from memoryadmin.proposals.selectors.evaluation import count_label, pass_figures
+from memoryadmin.proposals.selectors.evaluation import count_label, left_out_words, pass_figures
 from memoryadmin.proposals.selectors.review import conflict_view
 
 __all__ = [
@@ -379,18 +379,24 @@ def pass_llm_cost(run: Pass) -> float | None:
 
 def pass_kind_rows(run: Pass, ev: Any) -> list[dict[str, Any]]:
     """One row per kind the pass holds, in the summary's order (``evaluation.KIND_ORDER``):
-    ``{"kind", "label", "total", "not_counted"}`` — the label of its included operations
-    (:func:`count_label`; "0 prune operations · 0 memories pruned" when all are excluded), its
-    operations and how many of them are excluded or in conflict. The one source of the
+    ``{"kind", "label", "total", "not_counted", "not_counted_words"}`` — the label of its
+    included operations (:func:`count_label`; "0 prune operations · 0 memories pruned" when all
+    are excluded), its operations, how many of them are left out and why ("2 excluded, 1 in
+    conflict", :func:`left_out_words`). The one source of the
     summary's rows and the groups' headers (both swapped out of band after an exclude). ``[]``
     when ``ev`` has no per-kind figures (a pass without operations). One query."""
     kinds = getattr(ev, "kinds", None)
     if kinds is None:
         return []
-    totals = dict(run.operations.values_list("kind").annotate(n=Count("id")).order_by())
+    in_conflict = Q(excluded=False, status=Operation.Status.CONFLICT)
+    counts = run.operations.values_list("kind").annotate(
+        n=Count("id"), conflict=Count("id", filter=in_conflict)
+    )
+    totals = {kind: (n, conflict) for kind, n, conflict in counts.order_by()}
     rows = []
     for kind in SUMMARY_ORDER:
-        if not totals.get(kind):
+        total, conflict = totals.get(kind, (0, 0))
+        if not total:
             continue
         ops, memories = kinds.get(kind, (0, 0))
         curated = getattr(ev, "merged_promoted", 0) if kind == "merge" else 0
@@ -398,8 +404,9 @@ def pass_kind_rows(run: Pass, ev: Any) -> list[dict[str, Any]]:
             {
                 "kind": kind,
                 "label": count_label(kind, ops, memories, curated=curated),
-                "total": totals[kind],
-                "not_counted": totals[kind] - ops,
+                "total": total,
+                "not_counted": total - ops,
+                "not_counted_words": left_out_words(total - ops, conflict),
             }
         )
     return rows

@@ -216,9 +216,10 @@ SORTS = {
 """Orderings of the Review list (the risk order is served by the ``op_run_risk`` index)."""
 
 
-ONE_BY_ONE = Q(risk__gte=RISK_LINE) | Q(scores__has_key="waiting")
-"""Listed one by one on the Review tab: at or above :data:`RISK_LINE`, or left for a person by
-auto-apply (``scores["waiting"]``; its line, ``Policy.auto_apply_max_risk`` 0.25, is lower)."""
+ONE_BY_ONE = Q(risk__gte=RISK_LINE) | Q(scores__has_key="waiting") | Q(kind="conflict")
+"""Listed one by one on the Review tab: at or above :data:`RISK_LINE`, left for a person by
+auto-apply (``scores["waiting"]``; its line, ``Policy.auto_apply_max_risk`` 0.25, is lower), or
+a conflict (a person's question, also once decided: "keep both" scores it 0)."""
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,8 @@ class ReviewQuery:
     """Filters of the Review list: ``kind``/``rule`` exact ("" = any); ``risk`` is ``"line"``
     (:data:`ONE_BY_ONE`), ``"below"`` (the rest) or ``"all"``; ``q`` searches the reason, the
     result and the sources' texts (case-insensitive); ``state`` is ``""``, ``"included"`` or
-    ``"excluded"``; ``sort`` a key of :data:`SORTS`; ``op`` one operation id (0 = any)."""
+    ``"excluded"``; ``sort`` a key of :data:`SORTS`; ``op`` one operation id (0 = any);
+    ``pinned``: ids the list held when opened, kept on it (``selectors.review_list``)."""
 
     kind: str = ""
     rule: str = ""
@@ -235,6 +237,7 @@ class ReviewQuery:
     state: str = ""
     sort: str = "risk"
     op: int = 0
+    pinned: frozenset[int] = frozenset()
 
     def apply(self, qs: QuerySet[Operation]) -> QuerySet[Operation]:
         """``qs`` filtered and ordered (never evaluated here)."""
@@ -244,10 +247,9 @@ class ReviewQuery:
             qs = qs.filter(kind=self.kind)
         if self.rule:
             qs = qs.filter(rule=self.rule)
-        if self.risk == "line":
-            qs = qs.filter(ONE_BY_ONE)
-        elif self.risk == "below":
-            qs = qs.exclude(ONE_BY_ONE)
+        line = ONE_BY_ONE | Q(pk__in=self.pinned) if self.pinned else ONE_BY_ONE
+        if self.risk in ("line", "below"):
+            qs = qs.filter(line) if self.risk == "line" else qs.exclude(line)
         if self.state == "included":
             qs = qs.filter(excluded=False)
         elif self.state == "excluded":
@@ -264,15 +266,8 @@ class ReviewQuery:
 
     def params(self) -> dict[str, str]:
         """The non-default filters as query parameters (for links and the bulk form)."""
-        out = {
-            "kind": self.kind,
-            "rule": self.rule,
-            "risk": self.risk,
-            "q": self.q,
-            "state": self.state,
-            "sort": self.sort,
-            "op": str(self.op or ""),
-        }
+        out = {k: str(getattr(self, k) or "") for k in ("kind", "rule", "risk", "q", "state")}
+        out |= {"sort": self.sort, "op": str(self.op or "")}
         defaults = ReviewQuery()
         return {k: v for k, v in out.items() if v and v != str(getattr(defaults, k) or "")}
 
@@ -303,7 +298,9 @@ def review_card(op: Operation) -> dict[str, Any]:
         "lost": [(s, lost_segments(s)) for s in loss.sentences],
         "nothing_lost": loss.nothing_lost and op.kind not in ("promote", "conflict"),
         "reasons": list(op.risk_reasons or []),
-        "above_line": op.risk >= RISK_LINE or bool((op.scores or {}).get("waiting")),
+        "above_line": (
+            op.risk >= RISK_LINE or "waiting" in (op.scores or {}) or op.kind == "conflict"
+        ),
         "conflict": conflict_view(op),
     }
 

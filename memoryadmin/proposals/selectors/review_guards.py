@@ -16,7 +16,7 @@ from consolidation.review.lost import sentences
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.review import pass_loss_figures, run_settings
 
-__all__ = ["ContentGuard", "approve_blocked", "content_guard", "content_policy"]
+__all__ = ["ContentGuard", "approve_blocked", "budget_fix", "content_guard", "content_policy"]
 
 
 @dataclass(frozen=True)
@@ -87,19 +87,55 @@ def approve_blocked(run: Pass, ev: Any) -> str:
     """``""`` when the loss guard passes on what ``run`` now includes (``ev``, its
     :class:`~.evaluation.Evaluation`); else why Approve is disabled and what would make it
     pass: "Loss guard tripped: … Exclude at least 3 operations (they remove 5 more originals
-    than the 4 the threshold allows)." — the fewest operations, largest removals first (one
-    query over the included operations' removals)."""
+    than the 4 the threshold allows)." — the operations of :func:`budget_fix`, which the page
+    offers to exclude in one click."""
     if ev.guard_passed:
         return ""
     allowed = loss_budget(ev.max_loss_fraction, ev.entries_before)
     excess = ev.removed - allowed
     if excess <= 0:  # rejected for another reason than its size
         return ev.guard_reason
+    n = len(budget_fix(run, ev)) or _fewest(run, excess)
+    ops = f"{n} operation{'s' if n != 1 else ''}"
+    more = f"{excess} more original{'s' if excess != 1 else ''}"
+    return (
+        f"{ev.guard_reason} Exclude at least {ops} to approve (they remove {more} than the "
+        f"{allowed} the threshold allows), or raise the agent's loss threshold."
+    )
+
+
+def budget_fix(run: Pass, ev: Any) -> list[int]:
+    """The ids of the fewest included operations whose exclusion brings ``run`` back within
+    its loss budget (``consolidation.result.loss_budget`` of ``ev``'s threshold and snapshot):
+    largest removals first, the riskiest first among equals; a reviewer's conflict pick is
+    never one of them (excluding it would undo the decision that pushed the plan over). ``[]``
+    when the loss guard passes, the excess is not about size, or the other operations cannot
+    cover it. One query over the included operations' removals."""
+    if ev.guard_passed:
+        return []
+    excess = ev.removed - loss_budget(ev.max_loss_fraction, ev.entries_before)
+    if excess <= 0:
+        return []
+    rows = (
+        run.operations.filter(_counted_q())
+        .exclude(rule="reviewer_pick")
+        .values_list("pk", "removes", "risk", "index")
+    )
+    ranked = sorted(rows, key=lambda r: (-len(r[1]), -r[2], r[3]))
+    ids, covered = [], 0
+    for pk, removes, _, _ in ranked:
+        if covered >= excess:
+            break
+        if removes:
+            ids.append(pk)
+            covered += len(removes)
+    return ids if covered >= excess else []
+
+
+def _fewest(run: Pass, excess: int) -> int:
+    """How many included operations, largest removals first, remove ``excess`` originals."""
     sizes = sorted(
-        (
-            len(removes)
-            for removes in run.operations.filter(_counted_q()).values_list("removes", flat=True)
-        ),
+        (len(r) for r in run.operations.filter(_counted_q()).values_list("removes", flat=True)),
         reverse=True,
     )
     n, covered = 0, 0
@@ -107,12 +143,7 @@ def approve_blocked(run: Pass, ev: Any) -> str:
         if covered >= excess:
             break
         n, covered = n + 1, covered + size
-    ops = f"{n} operation{'s' if n != 1 else ''}"
-    more = f"{excess} more original{'s' if excess != 1 else ''}"
-    return (
-        f"{ev.guard_reason} Exclude at least {ops} to approve (they remove {more} than the "
-        f"{allowed} the threshold allows), or raise the agent's loss threshold."
-    )
+    return n
 
 
 def _counted_q() -> Q:

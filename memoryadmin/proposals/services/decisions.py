@@ -301,13 +301,34 @@ def decisions_for_rejection(
     return out
 
 
-def decisions_count_held_back(*, agent: Agent, counts: dict[Any, int]) -> None:
-    """Add ``counts`` (``{decision id: operations held back}``, e.g. a plan's
-    ``held_back_by_decision``) to the decisions' ``held_back``."""
+def decisions_count_held_back(
+    *, agent: Agent, counts: dict[Any, int], keys: dict[Any, list[str]] | None = None
+) -> None:
+    """Add what a pass held back to the decisions' ``held_back``: for a decision with ``keys``
+    (``{decision id: [operation key]}``, a plan's ``held_back_keys`` or a rejected plan's
+    signatures) the keys it has not held back before, so an operation planned again is counted
+    once (at most :data:`HELD_KEYS_MAX` keys are kept per decision; past them each is
+    counted); else ``counts`` (``{decision id: operations}``, a plan's
+    ``held_back_by_decision``)."""
+    keys = keys or {}
     for pk, n in counts.items():
         try:
             pk, n = int(pk), int(n)
         except (TypeError, ValueError):
             continue
-        if n > 0:
+        wanted = keys.get(str(pk), keys.get(pk))
+        if isinstance(wanted, list):
+            d = Decision.objects.select_for_update().filter(pk=pk, agent=agent).first()
+            if d is None:
+                continue
+            seen = set(d.held_keys or [])
+            new = sorted({str(k) for k in wanted} - seen)
+            d.held_keys = (list(d.held_keys or []) + new)[:HELD_KEYS_MAX]
+            d.held_back += len(new) if len(seen) < HELD_KEYS_MAX else n
+            d.save(update_fields=["held_keys", "held_back"])
+        elif n > 0:
             Decision.objects.filter(pk=pk, agent=agent).update(held_back=F("held_back") + n)
+
+
+HELD_KEYS_MAX = 10_000
+"""Operation keys a decision keeps to count what it held back once (16 hex each: ~200 kB)."""

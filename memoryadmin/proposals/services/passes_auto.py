@@ -260,6 +260,7 @@ def _annotate_waiting(
     """Each waiting operation's reasons into ``scores["waiting"]``; each rejected plan's
     ``held_back`` counts the operations it held (by signature, else by a join it repeats)."""
     held: dict[int, int] = {}
+    keys: dict[int, list[str]] = {}
     for g in waiting.values():
         if "rejected" not in g.codes:
             continue
@@ -270,7 +271,8 @@ def _annotate_waiting(
             pk = next((p for joined, (p, _) in joins if joined <= pairs), None)
         if pk is not None:
             held[pk] = held.get(pk, 0) + 1
-    decisions_count_held_back(agent=run.agent, counts=held)
+            keys.setdefault(pk, []).append(g.signature)
+    decisions_count_held_back(agent=run.agent, counts=held, keys=keys)
     rows = {op.index: op for op in run.operations.filter(index__in=list(waiting))}
     for i, g in waiting.items():
         row = rows.get(i)

@@ -232,8 +232,9 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
         "store_sentences": store_sentences,
     }
     held = (plan.context or {}).get("held_back_by_decision") or {}
+    held_keys = (plan.context or {}).get("held_back_keys") or {}
     with transaction.atomic():
-        decisions_count_held_back(agent=run.agent, counts=held)
+        decisions_count_held_back(agent=run.agent, counts=held, keys=held_keys)
         StoreSample.objects.create(agent=run.agent, count=len(records))  # dashboard: size over time
         PassSnapshot.objects.create(
             run=run, hashes={rid: ch for rid, ch in hashes.items() if rid not in deferred_ids}

@@ -21,6 +21,7 @@ from memoryadmin.proposals.selectors.passes import (
     StaleOperation,
     operation_view,
     pass_deferred,
+    pass_kind_rows,
     pass_llm_cost,
     pass_operation_pages,
     pass_policy_note,
@@ -29,7 +30,7 @@ from memoryadmin.proposals.selectors.passes import (
     pass_stale_check,
     pass_summary,
 )
-from memoryadmin.proposals.views.review_panel import review_context
+from memoryadmin.proposals.views.review_panel import review_context, review_pinned
 
 
 def _named(kind: str, params: Any) -> bool:
@@ -45,6 +46,7 @@ def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
     pages = {k: params.get(f"{k}_page", 1) for k in Operation.Kind.values}
     kinds = getattr(ev, "kinds", None) or {}
     found = pass_operation_pages(run=run, pages=pages)
+    words = {row["kind"]: row["not_counted_words"] for row in pass_kind_rows(run, ev)}
     collapsed = sum(total for _, total, _ in found) > COLLAPSE_OVER
     groups = []
     for kind, total, page in found:
@@ -61,6 +63,7 @@ def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
                 "named": _named(kind, params),
                 "label": count_label(kind, ops, memories, curated=curated),
                 "not_counted": total - ops,
+                "not_counted_words": words.get(kind, ""),
             }
         )
     return groups
@@ -128,7 +131,10 @@ def pass_page(request: HtmxHttpRequest, run: Pass, status: int = 200, **extra: A
         **extra,
     }
     ev = ctx["ev"]
-    ctx.update(review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None))
+    pinned = review_pinned(request, run, reload=request.method == "GET" and not request.htmx)
+    ctx.update(
+        review_context(request.GET, run, ev if isinstance(ev, Evaluation) else None, pinned=pinned)
+    )
     return render(request, "proposals/pass_detail.html", ctx, status=status)
 
 

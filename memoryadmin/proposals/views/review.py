@@ -30,9 +30,14 @@ from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import pass_figures
 from memoryadmin.proposals.selectors.passes import operation_view, pass_reviewed, pass_summary
 from memoryadmin.proposals.selectors.review import bulk_targets
+from memoryadmin.proposals.selectors.review_guards import budget_fix
 from memoryadmin.proposals.services import review as review_services
 from memoryadmin.proposals.views.passes import pass_page, refused_keep
-from memoryadmin.proposals.views.review_panel import operation_oob_context, review_context
+from memoryadmin.proposals.views.review_panel import (
+    operation_oob_context,
+    review_context,
+    review_pinned,
+)
 from memoryadmin.templatetags.console import status_words
 
 
@@ -51,11 +56,19 @@ def _panel(
     ctx = {
         "run": run,
         "ev": ev,
-        **review_context(params, run, ev),
+        "label_kinds": shown_kinds(request),
+        **review_context(params, run, ev, pinned=review_pinned(request, run, reload=False)),
         "changed_rows": [operation_view(op) for op in rows],
         **extra,
     }
     return render(request, "proposals/_review_response.html", ctx)
+
+
+def shown_kinds(request: HtmxHttpRequest) -> list[str] | None:
+    """The operation kinds whose group label the page holds (``groups``, sent by review.js),
+    so the summary's labels swap only there; ``None`` when not said (all of them)."""
+    groups = request.POST.get("groups")
+    return None if groups is None else [k for k in groups.split(",") if k]
 
 
 OOB_ROWS = 200
@@ -70,7 +83,8 @@ def pass_review(request: HtmxHttpRequest, pk: int):
     if not request.htmx:
         query = urlencode({k: v for k, v in request.GET.items() if v})
         return redirect(f"{reverse('pass_detail', args=[run.pk])}?{query}#review-panel")
-    ctx = {"run": run, **review_context(request.GET, run, approve=False)}
+    pinned = review_pinned(request, run, reload=False)
+    ctx = {"run": run, **review_context(request.GET, run, approve=False, pinned=pinned)}
     return render(request, "proposals/_review.html#review-panel", ctx)
 
 
@@ -79,14 +93,17 @@ def _bulk_apply(request: HtmxHttpRequest, run: Pass, form: BulkReviewForm) -> tu
     if not form.is_valid():
         return " ".join(e for errs in form.errors.values() for e in errs), []
     d = form.cleaned_data
-    ids, scope = bulk_targets(
-        run=run,
-        scope=d["scope"],
-        ops=d["ops"],
-        query=form.query(),
-        group=d["group"],
-        below=d["below"],
-    )
+    if d["scope"] == "budget":  # one click after a decision pushed the plan over its budget
+        ids, scope = budget_fix(run, pass_figures(run)), "the fewest that fit the loss budget"
+    else:
+        ids, scope = bulk_targets(
+            run=run,
+            scope=d["scope"],
+            ops=d["ops"],
+            query=form.query(),
+            group=d["group"],
+            below=d["below"],
+        )
     try:
         _, changed = review_services.operations_set_excluded(
             run=run,
@@ -164,9 +181,12 @@ def _op_response(
     op.refresh_from_db()
     run = Pass.objects.select_related("agent").get(pk=op.run_id)
     shown = request.POST.get("shown")  # the "All operations" rows the page holds (review.js)
+    cards = request.POST.get("rv_shown")  # … and the Review cards: only those swap
     ctx = {
         "run": run,
         "row_shown": shown is None or str(op.pk) in shown.split(","),
+        "card_shown": cards is None or str(op.pk) in cards.split(","),
+        "label_kinds": shown_kinds(request),
         "ov": operation_view(op),
         "ev": pass_summary(run),
         "op_error": error,

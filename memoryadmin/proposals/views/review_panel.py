@@ -5,6 +5,7 @@ The pass page shows it and the review views re-render it alone for htmx.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from memoryadmin.proposals.forms.review import ReviewFilterForm
@@ -22,7 +23,31 @@ from memoryadmin.proposals.selectors.review import (
     review_rest,
     review_rules,
 )
-from memoryadmin.proposals.selectors.review_guards import approve_blocked, content_guard
+from memoryadmin.proposals.selectors.review_guards import (
+    approve_blocked,
+    budget_fix,
+    content_guard,
+)
+from memoryadmin.proposals.selectors.review_list import review_line_ids, review_list_moves
+
+PINNED_KEY = "review-list"
+"""Session key: ``{pass id: [operation ids]}``, the Review list of each pass as last loaded."""
+
+PINNED_PASSES = 10
+"""Passes whose opened list the session keeps (the oldest is forgotten first)."""
+
+
+def review_pinned(request: Any, run: Pass, *, reload: bool) -> frozenset[int]:
+    """The operation ids the Review list of ``run`` held when the reviewer loaded the page, kept
+    in the session; ``reload`` (a full page load) takes them afresh. htmx renders of the list
+    (paging, filters, an exclude) keep them, so nothing leaves the list unannounced."""
+    pins = dict(request.session.get(PINNED_KEY) or {})
+    key = str(run.pk)
+    if reload or key not in pins:
+        pins.pop(key, None)
+        pins[key] = review_line_ids(run)
+        request.session[PINNED_KEY] = dict(list(pins.items())[-PINNED_PASSES:])
+    return frozenset(pins[key])
 
 
 def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, Any]:
@@ -40,6 +65,7 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
     return {
         "totals": totals,
         "approve_blocked": approve_blocked(run, ev),
+        "budget_fix": len(budget_fix(run, ev)),
         "content": content,
         "approve_line": approve_line(ev, totals, conflicts),
         "conflicts": conflicts,
@@ -48,15 +74,21 @@ def _figures(run: Pass, ev: Any = None, *, approve: bool = True) -> dict[str, An
 
 
 def review_context(
-    params: Any, run: Pass, ev: Any = None, *, approve: bool = True
+    params: Any,
+    run: Pass,
+    ev: Any = None,
+    *,
+    approve: bool = True,
+    pinned: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """Everything ``_review.html`` needs, from the request's query ``params`` (``approve``:
-    also the approve line, which lives outside the panel)."""
+    also the approve line, which lives outside the panel; ``pinned``: the ids the list held
+    when opened, :func:`review_pinned`, kept on it with the count of those that moved)."""
     if not run.operations.exists():
         return {"review": None}
     form = ReviewFilterForm(params)
     form.is_valid()  # invalid fields fall back to their defaults and show their errors
-    query = form.query()
+    query = replace(form.query(), pinned=pinned)
     page = form.cleaned_data.get("page") or 1
     tab = form.cleaned_data.get("tab") or "review"
     ctx: dict[str, Any] = {
@@ -68,6 +100,7 @@ def review_context(
             "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
             "line": RISK_LINE,
             "rules": review_rules(run),
+            "moves": review_list_moves(run, pinned),
         },
         **_figures(run, ev, approve=approve),
     }

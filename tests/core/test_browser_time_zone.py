@@ -1,0 +1,47 @@
+"""The operator's time zone in a real browser: Debian chromium through
+Playwright, its zone set to New York. app.js stores the zone in the ``tz`` cookie URL-encoded
+(``America%2FNew_York``); the server read it as is, found no such zone and showed UTC
+everywhere."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from tests.core.test_browser import browser_page  # noqa: F401  (the chromium fixture)
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+def test_a_new_york_browser_sees_new_york_times(
+    live_server,
+    transactional_db,
+    bob,
+    browser_page,  # noqa: F811 - the fixture imported above
+) -> None:
+    from playwright.sync_api import expect
+
+    from memoryadmin.core.models import AuditEvent
+    from memoryadmin.core.services import audit
+
+    event = audit(actor="cli", verb="agent_updated", note="zone check")
+    AuditEvent.objects.filter(pk=event.pk).update(created_at=datetime(2026, 1, 15, 12, tzinfo=UTC))
+
+    context = browser_page.context.browser.new_context(timezone_id="America/New_York")
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", "bob")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/$"))
+    cookie = next(c for c in context.cookies() if c["name"] == "tz")
+    assert cookie["value"] == "America%2FNew_York"  # as app.js writes it
+    page.goto(f"{live_server.url}/audit/events/")
+    zone = page.locator('.userbox [title="times are shown in this zone"]')
+    expect(zone).to_have_text("America/New_York")
+    row = page.locator("#event-results tbody tr", has_text="zone check")
+    expect(row.locator("td").first).to_have_text("2026-01-15 07:00:00")  # 12:00 UTC, EST
+    context.close()
