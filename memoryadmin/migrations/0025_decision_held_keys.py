@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0022_tasks_moved'),
+        ('console', '0024_import_job_interrupted'),
     ]
 
     operations = [
