@@ -26,6 +26,7 @@ from memoryadmin.proposals.models import Operation, OperationSource, Pass, PassS
 from memoryadmin.proposals.selectors.evaluation import Evaluation
 from memoryadmin.proposals.selectors.passes import plan_inputs_digest
 from memoryadmin.proposals.selectors.review import RISK_LINE, plan_review
+from memoryadmin.proposals.services.carry_over import operations_carry_over
 from memoryadmin.proposals.services.decisions import decisions_count_held_back
 from memoryadmin.proposals.services.evaluation import (
     auto_apply_content_hold,
@@ -37,7 +38,6 @@ from memoryadmin.proposals.services.passes_auto import (
     mark_rejected_before,
     pass_auto_apply,
 )
-from memoryadmin.proposals.services.review import operations_carry_over
 
 __all__ = ["RECALL_SPLIT", "PassPlan", "proposal_store", "recall_split"]
 

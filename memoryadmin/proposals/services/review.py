@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import ngettext
 
@@ -46,11 +45,12 @@ __all__ = [
     "CONFLICT_CHOICES",
     "MAX_BULK_OPERATIONS",
     "REVIEWER_PICK",
+    "conflict_origin",
     "conflict_resolve",
+    "decide_conflict",
     "is_conflict",
     "operation_edit_text",
     "operation_set_excluded",
-    "operations_carry_over",
     "operations_set_excluded",
     "pass_approve",
     "pass_reject",
@@ -66,92 +66,6 @@ def _reviewable(run: Pass) -> Pass:
     if not run.is_reviewable:
         raise ServiceError(f"Pass #{run.pk} is {run.status}; only a proposed pass can be reviewed.")
     return run
-
-
-def _identity(op: Operation) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """What makes two operations identical across passes: kind + every source id with the
-    content hash it had when planned (a source that changed makes it a different operation)."""
-    return op.kind, tuple(sorted((s.memory_id, s.content_hash) for s in op.sources.all()))
-
-
-def _conflict_identity(op: Operation) -> tuple[tuple[str, str], ...]:
-    """Both memories of a conflict (decided or not) with their planned content hashes."""
-    return tuple(sorted((s.memory_id, s.content_hash) for s in op.sources.all()))
-
-
-def _carry_decisions(source: Pass, target: Pass) -> int:
-    """Each conflict of ``target`` identical to one of ``source`` that a reviewer decided (same
-    two memories, same content) gets that decision, in that reviewer's name. Returns how many."""
-    decided = {
-        _conflict_identity(op): op
-        for op in source.operations.filter(
-            Q(kind=Operation.Kind.CONFLICT) | Q(kind=Operation.Kind.RECONCILE, rule=REVIEWER_PICK)
-        )
-        .filter(scores__has_key="decision")
-        .prefetch_related("sources")
-    }
-    n = 0
-    # not prefetched: _decide re-reads the sources it has just re-ordered
-    for op in target.operations.filter(kind=Operation.Kind.CONFLICT) if decided else ():
-        old = decided.get(_conflict_identity(op))
-        if old is None:
-            continue
-        d, ids = old.scores["decision"], _conflict_origin(old)["ids"]
-        kept = {"a": ids[0], "b": ids[1]}.get(d.get("keep"))
-        keep = "both" if kept is None else "ab"[op.source_ids.index(kept)]
-        _decide(op, keep, by=str(d.get("by") or ""), at=str(d.get("at") or ""))
-        n += 1
-    return n
-
-
-@transaction.atomic
-def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str, int]:
-    """Carry a reviewer's work from the pending proposal ``source`` to the new pass ``target``:
-    each operation of ``target`` identical to one of ``source`` (same kind, same sources with the
-    same content hashes) gets its exclusion and its edited text, and each identical conflict the
-    reviewer decided gets the decision. Returns ``{"excluded": n, "edited": m, "decided": k}``;
-    audited on ``target`` as ``carried_over`` when any.
-    ``target``'s summary is re-evaluated over what it now includes.
-    """
-    reviewed = {
-        _identity(op): op
-        for op in source.operations.filter(Q(excluded=True) | Q(edited=True)).prefetch_related(
-            "sources"
-        )
-    }
-    counts = {"excluded": 0, "edited": 0, "decided": _carry_decisions(source, target)}
-    if not reviewed and not counts["decided"]:
-        return counts
-    for op in target.operations.prefetch_related("sources"):
-        old = reviewed.get(_identity(op))
-        if old is None:
-            continue
-        if old.excluded:
-            op.excluded, op.status = True, OS.EXCLUDED
-            counts["excluded"] += 1
-        if old.edited and op.kind == Operation.Kind.MERGE:
-            op.result_document, op.edited = old.result_document, True
-            counts["edited"] += 1
-        op.save(update_fields=["excluded", "status", "result_document", "edited"])
-    if counts["excluded"] or counts["edited"] or counts["decided"]:
-        audit(
-            actor=actor,
-            verb="carried_over",
-            run=target,
-            agent=target.agent,
-            note=f"From pass #{source.pk}: {counts['excluded']} "
-            f"{ngettext('exclusion', 'exclusions', counts['excluded'])}, "
-            f"{counts['edited']} edited {ngettext('text', 'texts', counts['edited'])} and "
-            f"{counts['decided']} conflict "
-            f"{ngettext('decision', 'decisions', counts['decided'])} carried over to identical "
-            "operations.",
-            data={
-                "from_pass": source.pk,
-                **{k: v for k, v in counts.items() if v or k != "decided"},
-            },
-        )
-        store_summary(target, pass_evaluate(target))
-    return counts
 
 
 @transaction.atomic
@@ -251,7 +165,7 @@ REVIEWER_PICK = "reviewer_pick"
 """``rule`` of a reconcile a reviewer decided (a conflict where the reviewer picked a side)."""
 
 
-def _conflict_origin(op: Operation) -> dict[str, Any]:
+def conflict_origin(op: Operation) -> dict[str, Any]:
     """The conflict as the engine planned it: ``{"ids": [a, b], "rule": cue}`` (kept in
     ``scores["conflict"]`` once a reviewer decided, so the decision can be changed)."""
     origin = (op.scores or {}).get("conflict")
@@ -268,11 +182,13 @@ def is_conflict(op: Operation) -> bool:
     )
 
 
-def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[str], list[str]]:
+def decide_conflict(
+    op: Operation, keep: str, *, by: str, at: str
+) -> tuple[str, list[str], list[str]]:
     """Turn conflict ``op`` into the decision ``keep`` (``"a"``, ``"b"``, ``"both"``) made by
     ``by`` at ``at`` (ISO): kind, rule, sources' order and ``removed`` flags, reason, scores,
     re-scored risk and loss; saved. Returns ``(note, kept ids, removed ids)``."""
-    origin = _conflict_origin(op)
+    origin = conflict_origin(op)
     a_id, b_id = origin["ids"]
     sources = {s.memory_id: s for s in op.sources.all()}
     scores = dict(op.scores or {})
@@ -346,7 +262,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
     op = Operation.objects.select_for_update().get(pk=operation.pk)
     if not is_conflict(op):
         raise ValueError(f"Operation #{op.index} is a {op.kind}, not a conflict.")
-    origin = _conflict_origin(op)
+    origin = conflict_origin(op)
     a_id, b_id = origin["ids"]
     sources = {s.memory_id: s for s in op.sources.all()}
     if keep != "both":
@@ -357,7 +273,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
                 f"{why} Plan a new pass to decide this conflict on current memories."
             )
     actor = actor_name(user, "cli")
-    note, kept, gone = _decide(op, keep, by=actor, at=timezone.now().isoformat())
+    note, kept, gone = decide_conflict(op, keep, by=actor, at=timezone.now().isoformat())
     decision = decision_for_conflict(run=run, operation=op, keep=keep, user=user)
     note += f" Remembered as decision #{decision.pk}."
     dropped = _exclude_touching(run, op, gone)
@@ -379,7 +295,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
             "keep": keep,
             "kept": kept,
             "removed": gone,
-            "rule": _conflict_origin(op)["rule"],
+            "rule": conflict_origin(op)["rule"],
             **({"excluded": [i for i, _ in dropped]} if dropped else {}),
         },
     )
