@@ -31,9 +31,12 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from .cues import EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
+from .events import event_ruling
+from .frames import frame_diff
 from .policy import Policy
 from .qualifiers import qualifiers, update_markers
 from .records import FieldMap
+from .slots import NAME_RULE, slot_ruling
 from .text import (
     SINGLE_VALUED_RE,
     Parsed,
@@ -228,6 +231,22 @@ def judge_pair(
             SAME, None, None, ("the same text after NFKC, case folding and whitespace collapsing",)
         )
     pa, pb = parse(a_text), parse(b_text)
+    v = _cue_rules(a_text, b_text, pa, pb, a_meta, b_meta, cosine, fm, pol)
+    return _slots_and_events(v, a_text, b_text, pa, pb, a_meta, b_meta, fm)
+
+
+def _cue_rules(
+    a_text: str,
+    b_text: str,
+    pa: Parsed,
+    pb: Parsed,
+    a_meta: Mapping[str, Any],
+    b_meta: Mapping[str, Any],
+    cosine: float | None,
+    fm: FieldMap,
+    pol: Policy,
+) -> PairVerdict:
+    """The atom, cue and update rules (:func:`judge_pair` before slots and events)."""
     atom = _atom_difference(pa, pb)
     if isinstance(atom, PairVerdict):
         # two readings or events (an id or a date replaced), or a changed symbol: distinct —
@@ -252,6 +271,47 @@ def judge_pair(
     if v.kind == SAME:
         return _vetoes(v, a_text, b_text, pa, pb)
     return v
+
+
+_KEPT_APART = frozenset({"role_swap", "different_subject"})
+
+
+def _ruled(r: tuple[str, int | None, str | None, tuple[str, ...]]) -> PairVerdict:
+    return PairVerdict(r[0], r[1], r[2], r[3])
+
+
+def _slots_and_events(
+    v: PairVerdict,
+    a: str,
+    b: str,
+    pa: Parsed,
+    pb: Parsed,
+    a_meta: Mapping[str, Any],
+    b_meta: Mapping[str, Any],
+    fm: FieldMap,
+) -> PairVerdict:
+    """Unsure means ask: a pair the cue rules left as two facts (``"distinct"``) or one
+    (``"same"``) that is an event and the state it changes (:mod:`consolidation.events`) or
+    two values of one slot (:mod:`consolidation.slots`) is reconciled or asked instead; a
+    changed name is never reconciled; an event that agrees with a state is never asked."""
+    if v.cue in _KEPT_APART or _episodic(a_meta, fm) or _episodic(b_meta, fm):
+        return v
+    if _question(a) or _question(b):
+        return v
+    newer = _recency(a_meta, b_meta, fm)
+    kinds = (statement_kind(a, pa), statement_kind(b, pb))
+    ev = event_ruling(a, b, pa, pb, newer, kinds=kinds)
+    if ev is not None and (ev[0] == DISTINCT or v.kind in (DISTINCT, SAME)):
+        return _ruled(ev)
+    if v.kind == CONFLICT:
+        return v
+    diff = frame_diff(a, b, pa, pb)
+    if diff is None:
+        return v
+    r = slot_ruling(diff, pa, pb, newer, events="event" in kinds)
+    if r is None or (v.kind == SUPERSEDES and r[2] != NAME_RULE):
+        return v
+    return _ruled(r)
 
 
 def _rules(

@@ -1,0 +1,122 @@
+"""Events that end or change a state: what "Bob moved to Berlin" does to "Bob lives in Paris".
+
+A text that reports a change (a row of :data:`consolidation.changes.CHANGE_EVENTS`: moved,
+switched, broke up, quit, left, started, joined, upgraded, extended, cancelled, landed … in en
+de fr es ja zh) and an older *state* memory of the same scope are linked when the state names
+an attribute the event changes (the row's ``attributes``: "lives" for "moved", "partner" for
+"broke up", "until" for "landed") or the two share a content word outside their subjects (the
+object: "Sarah", "security review"; not for a ``strict`` row such as "left"). Then
+:func:`event_ruling` says:
+
+- **agreement** — the state's value is what a change or a beginning leads to ("Bob lives in
+  Paris" / "Bob moved from Lyon to Paris"): ``"distinct"``, both kept, nothing asked (issue 33,
+  item 4); an ending that names the value ("broke up with Sarah") is no agreement;
+- the event states a **new value** (a content word the state lacks, other than the event's
+  own words, time words and the value it moved *from*): ``"supersedes"`` when the event is the
+  newer memory ("User prefers React" / "User switched to Svelte", "Wohnt in Bern" / "Ist nach
+  Zürich gezogen"), else ``"conflict"``;
+- **no new value** ("Partner is Sarah" / "Broke up with Sarah last month"): ``"conflict"`` —
+  the state ended, but what holds now is a question for a person; a ``"begin"`` row without
+  the state's attribute ("started painting" / "likes painting") changes nothing (``None``).
+
+Both texts reporting a change, neither, a state that is itself an event, or two subjects:
+``None`` (the other rules judge the pair). A leading verb is never the subject ("Switched to
+Tortoise ORM …" is subjectless, :func:`consolidation.text.subject_of`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .changes import ChangeRow, change_events, from_span
+from .slots import Ruling
+from .text import Parsed, opening_words, parse, subject_of
+
+__all__ = ["TIME_WORDS", "event_ruling"]
+
+TIME_WORDS = frozenset(
+    """last month week year day days weeks months years ago yesterday recently today tonight
+    weekend monat woche jahr gestern letzte letzten letzter vor mois semaine année an hier
+    dernier dernière mes semana año ayer pasado pasada 先月 先週 昨日 去年 上个月 上周 昨天
+    上個月""".split()
+)
+"""Words that date an event ("last month", "letzte Woche"): not a new value of the state."""
+
+
+def _words(rows: tuple[ChangeRow, ...], attr: bool) -> set[str]:
+    out: set[str] = set()
+    for r in rows:
+        for w in r.attributes if attr else (r.phrase,):
+            out.update(parse(w).tokens)
+    return out
+
+
+def _has_attribute(folded: str, rows: tuple[ChangeRow, ...]) -> bool:
+    for r in rows:
+        for w in r.attributes:
+            if w.isascii() or " " in folded:
+                if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", folded):
+                    return True
+            elif w in folded:
+                return True
+    return False
+
+
+def event_ruling(
+    a: str, b: str, pa: Parsed, pb: Parsed, newer: int | None, *, kinds: tuple[str, str]
+) -> Ruling | None:
+    """The event rule for texts ``a`` and ``b`` (parsed as ``pa``, ``pb``; ``kinds`` their
+    :func:`consolidation.judgment.statement_kind`; ``newer`` 0/1 when the dates order them):
+    a :data:`consolidation.slots.Ruling` whose kind is ``"distinct"`` (agreement),
+    ``"supersedes"`` or ``"conflict"``, or ``None`` when the rule does not apply (module
+    docstring). Never raises."""
+    ea, eb = change_events(pa.folded), change_events(pb.folded)
+    if bool(ea) == bool(eb):
+        return None
+    e = 0 if ea else 1
+    rows = ea or eb
+    (ts, ps, st), (te, pe, et) = (
+        ((b, pb, kinds[1]), (a, pa, kinds[0])) if e == 0 else ((a, pa, kinds[0]), (b, pb, kinds[1]))
+    )
+    if st == "event":
+        return None  # two events: both happened
+    subj_s, subj_e = subject_of(ts), subject_of(te)
+    if subj_s and subj_e and subj_s != subj_e:
+        return None
+    tok_s, tok_e = set(ps.tokens), set(pe.tokens)
+    verbs, attrs = _words(rows, attr=False), _words(rows, attr=True)
+    was = set(parse(from_span(pe.folded)).tokens) if from_span(pe.folded) else set()
+    subject = opening_words(ts) | opening_words(te)
+    value = tok_s - subject - attrs - verbs
+    # "broke up with Sarah" names what ended; "no longer lives in Paris; moved to …" too
+    ends = all(r.kind == "end" for r in rows) or pe.negations or pe.past_state
+    if value and value <= tok_e and not value & was and not ends:
+        return (
+            "distinct",
+            None,
+            None,
+            (f"the event agrees with the state ({', '.join(sorted(value))}): both kept",),
+        )
+    by_attr = _has_attribute(ps.folded, rows)
+    shared = (tok_s & tok_e) - subject - verbs
+    loose = [r for r in rows if not r.strict and r.kind != "begin"]
+    if not by_attr and not (shared and loose):
+        return None
+    new = {t for t in tok_e - tok_s - verbs - was - subject - TIME_WORDS if t not in pe.kinds}
+    phrase = ", ".join(r.phrase for r in rows)
+    link = "the state's attribute" if by_attr else f"the object ({', '.join(sorted(shared))})"
+    what = f"a change event ({phrase}) names {link} of the other memory"
+    if not new:
+        if all(r.kind == "begin" for r in rows):
+            return None
+        return "conflict", None, "event", (what, "it ends the state but names no new value")
+    if newer == e:
+        side = "first" if e == 0 else "second"
+        return (
+            "supersedes",
+            e,
+            "event",
+            (what, f"and a new value ({', '.join(sorted(new))}): the newer one ({side}) wins"),
+        )
+    why = "which one is newer is unknown" if newer is None else "the event is the older memory"
+    return "conflict", None, "event", (what, why)
