@@ -7,11 +7,12 @@ the table to decide what such a text does to an older *state* memory of the same
 
 One row per phrase: ``lang`` (ISO 639-1), folded ``phrase``, ``kind`` and ``match``
 (``"word"``: word boundaries, ``"substring"``: anywhere — Japanese and Chinese), ``source``
-(the English Wiktionary entry that documents the sense, ``wiktionary:<page>``) and
-``strict``: a phrase with common other senses ("left the keys at home") links a state only
-through its attributes, never through a shared object word; ``attributes``: the folded words of the states the event changes ("moved" changes where one
-*lives*, "broke up" ends a *partner*), so an event is linked to a state that names none of its
-words ("Wohnt in Bern" / "Ist nach Zürich gezogen"). ``kind``:
+(the English Wiktionary entry that documents the sense, ``wiktionary:<page>``),
+``strict`` (a phrase with common other senses, "left the keys at home", links a state only
+through its attributes, never through a shared object word) and ``attributes``: the folded
+words of the states the event changes ("moved" changes where one *lives*, "broke up" ends a
+*partner*), so an event is linked to a state that names none of its words ("Wohnt in Bern" /
+"Ist nach Zürich gezogen"). ``kind``:
 
 - ``"change"``: the state now has another value ("moved", "switched", "upgraded", "extended");
 - ``"end"``: the state ended ("broke up", "quit", "left", "cancelled", "landed");
@@ -47,13 +48,18 @@ class ChangeRow:
 
 
 _LIVE = "lives live living wohnt wohne lebt habite habites vit vive vivo reside 住んで 住在 住"
-_USE = "uses use using prefers prefer likes runs run nutzt benutzt verwendet utilise préfère usa utiliza prefiere 使って 使用 用"
+_USE = (
+    "uses use using prefers prefer likes runs run nutzt benutzt verwendet utilise préfère usa"
+    " utiliza prefiere 使って 使用 用"
+)
 _WORK = "works work job employed member team arbeitet travaille trabaja 勤め 働いて 工作 在"
 _PARTNER = (
     "partner girlfriend boyfriend wife husband dating married engaged freundin freund partnerin"
     " copine copain épouse mari novia novio esposa esposo pareja 彼女 彼氏 恋人 女朋友 男朋友 对象"
 )
-_PLAN = "plan subscription valid expires contract licence license abo abonnement suscripción 契約 订阅"
+_PLAN = (
+    "plan subscription valid expires contract licence license abo abonnement suscripción 契約 订阅"
+)
 _UNTIL = "until till bis jusqu hasta まで 直到"
 _HABIT = "smokes smoke drinks drink raucht fume fuma 吸 抽烟"
 
@@ -144,16 +150,20 @@ def change_events(folded: str) -> tuple[ChangeRow, ...]:
     once. Memoised per text: a memory's events are computed once, not per pair."""
     found: list[ChangeRow] = []
     for rx, row in _compiled():
-        if row.phrase in folded and rx.search(folded):
-            if not any(row.phrase in f.phrase for f in found):
-                found.append(row)
+        if (
+            row.phrase in folded
+            and rx.search(folded)
+            and not any(row.phrase in f.phrase for f in found)
+        ):
+            found.append(row)
     return tuple(found)
 
 
 _FROM_RE = re.compile(
     r"(?<!\w)(?:from|von|aus|de|desde)\s+(.+?)\s+(?:to|nach|zu|à|a|au|en|hacia)(?!\w)"
     r"|(?<!\w)(?:instead of|rather than|statt|anstatt|au lieu de|plutôt que|en lugar de"
-    r"|en vez de)\s+([^,;.]+)|从(.+?)(?:搬到|到|换成|改用)|而不是([^，。,;]+)|(.+?)から|(.+?)ではなく"
+    r"|en vez de)\s+([^,;.]+)|从(.+?)(?:搬到|到|换成|改用)|而不是([^，。,;]+)"
+    r"|(.+?)から|(.+?)ではなく"
 )
 
 

@@ -34,12 +34,11 @@ from .text import Parsed, opening_words, parse, subject_of
 
 __all__ = ["TIME_WORDS", "event_ruling"]
 
-TIME_WORDS = frozenset(
-    """last month week year day days weeks months years ago yesterday recently today tonight
-    weekend monat woche jahr gestern letzte letzten letzter vor mois semaine année an hier
-    dernier dernière mes semana año ayer pasado pasada 先月 先週 昨日 去年 上个月 上周 昨天
-    上個月""".split()
-)
+_TIME_TEXT = """last month week year day days weeks months years ago yesterday recently today
+    tonight weekend monat woche jahr gestern letzte letzten letzter vor mois semaine année an hier
+    dernier dernière mes semana año ayer pasado pasada
+    先月 先週 昨日 去年 上个月 上周 昨天 上個月"""
+TIME_WORDS = frozenset(_TIME_TEXT.split())
 """Words that date an event ("last month", "letzte Woche"): not a new value of the state."""
 
 
