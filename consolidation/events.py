@@ -32,7 +32,7 @@ from .changes import ChangeRow, change_events, from_span
 from .slots import Ruling
 from .text import Parsed, opening_words, parse, subject_of
 
-__all__ = ["TIME_WORDS", "event_ruling"]
+__all__ = ["TIME_WORDS", "event_ruling", "names_attribute"]
 
 _TIME_TEXT = """last month week year day days weeks months years ago yesterday recently today
     tonight weekend monat woche jahr gestern letzte letzten letzter vor mois semaine année an hier
@@ -50,7 +50,9 @@ def _words(rows: tuple[ChangeRow, ...], attr: bool) -> set[str]:
     return out
 
 
-def _has_attribute(folded: str, rows: tuple[ChangeRow, ...]) -> bool:
+def names_attribute(folded: str, rows: tuple[ChangeRow, ...]) -> bool:
+    """True when ``folded`` text names an attribute that one of the change-event ``rows``
+    changes ("wohnt" for "gezogen")."""
     for r in rows:
         for w in r.attributes:
             if w.isascii() or " " in folded:
@@ -58,6 +60,31 @@ def _has_attribute(folded: str, rows: tuple[ChangeRow, ...]) -> bool:
                     return True
             elif w in folded:
                 return True
+    return False
+
+
+_DESTINATION_RE = re.compile(
+    r"(?<!\w)(?:to|into|nach|zu|à|au|aux|vers|a|hacia)(?!\w)|に|へ|到|成|改用"
+)
+
+
+def _linked(rows: tuple[ChangeRow, ...], ps: Parsed, pe: Parsed, shared: bool) -> bool:
+    """Whether the event (``pe``) is about the state (``ps``): a ``"change"`` row by the
+    attribute it changes when the event names a destination ("switched *to* Svelte", "nach
+    Zürich gezogen", "搬到上海"), or by a shared object word unless the row is ``strict``; an
+    ``"end"`` row by a shared object word ("broke up with *Sarah*": "quit smoking" does not
+    end "works at Google"); a ``"begin"`` row only when both texts name its attribute
+    ("started a new *job*" / "*works* at …")."""
+    for r in rows:
+        attr = names_attribute(ps.folded, (r,))
+        if r.kind == "change" and (
+            (attr and _DESTINATION_RE.search(pe.folded)) or (shared and not r.strict)
+        ):
+            return True
+        if r.kind == "end" and shared:
+            return True
+        if r.kind == "begin" and attr and names_attribute(pe.folded, (r,)):
+            return True
     return False
 
 
@@ -85,8 +112,8 @@ def event_ruling(
     tok_s, tok_e = set(ps.tokens), set(pe.tokens)
     verbs, attrs = _words(rows, attr=False), _words(rows, attr=True)
     was = set(parse(from_span(pe.folded)).tokens) if from_span(pe.folded) else set()
-    subject = opening_words(ts) | opening_words(te)
-    value = tok_s - subject - attrs - verbs
+    own, common = opening_words(ts), opening_words(ts) & opening_words(te)
+    value = tok_s - own - attrs - verbs
     # "broke up with Sarah" names what ended; "no longer lives in Paris; moved to …" too
     ends = all(r.kind == "end" for r in rows) or pe.negations or pe.past_state
     if value and value <= tok_e and not value & was and not ends:
@@ -96,12 +123,13 @@ def event_ruling(
             None,
             (f"the event agrees with the state ({', '.join(sorted(value))}): both kept",),
         )
-    by_attr = _has_attribute(ps.folded, rows)
-    shared = (tok_s & tok_e) - subject - verbs
-    loose = [r for r in rows if not r.strict and r.kind != "begin"]
-    if not by_attr and not (shared and loose):
+    shared = (tok_s & tok_e) - common - verbs - attrs  # the object, not the common subject
+    if not _linked(rows, ps, pe, bool(shared)):
         return None
-    new = {t for t in tok_e - tok_s - verbs - was - subject - TIME_WORDS if t not in pe.kinds}
+    by_attr = not shared
+    new = {
+        t for t in tok_e - tok_s - verbs - attrs - was - common - TIME_WORDS if t not in pe.kinds
+    }
     phrase = ", ".join(r.phrase for r in rows)
     link = "the state's attribute" if by_attr else f"the object ({', '.join(sorted(shared))})"
     what = f"a change event ({phrase}) names {link} of the other memory"

@@ -40,8 +40,9 @@ from .text import NOW_WORDS, STOPWORDS, Parsed, opening_words, proper_names
 __all__ = ["MAX_SPAN", "MIN_FRAME", "FrameDiff", "frame_diff"]
 
 MAX_SPAN = 4
-"""Tokens a differing span may hold on each side: a word or a two-word value ("flat white"),
-or a CJK word of two characters (up to three bigrams change around it), plus an article."""
+"""Tokens a differing span may hold on each side: a word or a two-word value ("flat white")
+plus an article; two more for character bigrams (a CJK word of four characters changes up to
+five bigrams around it: "コーヒー" / "紅茶")."""
 MIN_FRAME = 2
 """Content words the two texts must share (a subject and an attribute): "likes tea" /
 "likes jazz" share one word and say too little to be one slot."""
@@ -63,6 +64,12 @@ class FrameDiff:
     def shown(self) -> str:
         """``"jina → exa"`` for a reviewer."""
         return f"{' '.join(self.old) or '—'} → {' '.join(self.new) or '—'}"
+
+
+def _bigrams(toks: list[str]) -> bool:
+    """True when the tokens are character bigrams of an unspaced script (a word of n
+    characters changes n + 1 of them)."""
+    return bool(toks) and all(len(t) == 2 and not t.isascii() for t in toks)
 
 
 def _aligned(p: Parsed) -> list[str]:
@@ -120,7 +127,8 @@ def frame_diff(a: str, b: str, pa: Parsed, pb: Parsed) -> FrameDiff | None:
     if len(ops) != 1 or ops[0][0] != "replace":
         return None
     _, i1, i2, j1, j2 = ops[0]
-    if i2 - i1 > MAX_SPAN or j2 - j1 > MAX_SPAN:
+    limit = MAX_SPAN + 2 if _bigrams(ra[i1:i2] + rb[j1:j2]) else MAX_SPAN
+    if i2 - i1 > limit or j2 - j1 > limit:
         return None
     ca, cb = _content(pa, ra[i1:i2]), _content(pb, rb[j1:j2])
     if not ca or not cb or set(ca) & set(cb):

@@ -12,9 +12,11 @@ This channel offers :func:`~consolidation.judgment.judge_pair` every pair of one
 - neither is episodic (a dialog turn is an event, never updated: the judge's update rule
   skips it too);
 - one text (the *query*) carries an update marker (:data:`consolidation.qualifiers
-  .UPDATE_MARKERS`), a negation or a past-state cue (:data:`consolidation.cues.CUES`);
+  .UPDATE_MARKERS`), a negation or a past-state cue (:data:`consolidation.cues.CUES`) or a
+  change event (:data:`consolidation.changes.CHANGE_EVENTS`);
 - the two texts share at least two content words (subject and attribute; the judge checks the
-  rest);
+  rest) — for a change event one, or none when the other text names the attribute the event
+  changes ("Wohnt in Bern" / "Ist nach Zürich gezogen", :mod:`consolidation.events`);
 - their cosine is at least :data:`UPDATE_FLOOR` (0.55: the measured minimum 0.606 less a 0.05
   margin).
 
@@ -31,6 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..changes import change_events
+from ..events import names_attribute
 from ..qualifiers import update_markers
 from ..text import parse
 from .state import PlanState
@@ -48,7 +52,19 @@ MAX_PARTNERS = 8
 
 def _marked(text: str) -> bool:
     p = parse(text)
-    return bool(p.negations or p.past_state or update_markers(p.folded))
+    return bool(p.negations or p.past_state or update_markers(p.folded) or change_events(p.folded))
+
+
+def _linked(q: str, other: str, shared: int) -> bool:
+    """Two shared content words; or, for a change event ("Ist nach Zürich gezogen"), one
+    shared word or the attribute it changes named by the other text ("Wohnt in Bern")."""
+    if shared >= 2:
+        return True
+    for e, s in ((q, other), (other, q)):
+        rows = change_events(parse(e).folded)
+        if rows and (shared or names_attribute(parse(s).folded, rows)):
+            return True
+    return False
 
 
 def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, int], float]:
@@ -85,7 +101,7 @@ def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, i
                 break
             if "episodic" in episodic[other] or not (q_marked or _marked(st.docs[other])):
                 continue
-            if len(tq & set(parse(st.docs[other]).tokens)) < 2:
+            if not _linked(st.docs[q], st.docs[other], len(tq & set(parse(st.docs[other]).tokens))):
                 continue
             out[(q, other) if q < other else (other, q)] = float(s)
             taken += 1
