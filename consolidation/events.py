@@ -32,7 +32,7 @@ from .changes import ChangeRow, change_events, from_span
 from .slots import Ruling
 from .text import Parsed, opening_words, parse, subject_of
 
-__all__ = ["TIME_WORDS", "event_ruling", "names_attribute"]
+__all__ = ["FUNCTION_WORDS", "TIME_WORDS", "event_ruling", "names_attribute"]
 
 _TIME_TEXT = """last month week year day days weeks months years ago yesterday recently today
     tonight weekend monat woche jahr gestern letzte letzten letzter vor mois semaine année an hier
@@ -61,6 +61,29 @@ def names_attribute(folded: str, rows: tuple[ChangeRow, ...]) -> bool:
             elif w in folded:
                 return True
     return False
+
+
+_FUNCTION_TEXT = """a à al au aux avec con de del des du el en es est et ist la las le les los
+    mit por pour que sich sind und un una une uno von y zu zum zur hat haben ha han"""
+FUNCTION_WORDS = frozenset(_FUNCTION_TEXT.split())
+"""German, French and Spanish function words ("avec Sarah", "con Sarah"): never a new value
+(English ones are stopwords already; hand-picked, a missing one can only make an ending look
+like a change, which is then decided by the dates)."""
+
+
+def _new_value(cand: set[str], ps: Parsed, pe: Parsed, rows: tuple[ChangeRow, ...]) -> set[str]:
+    """The event's words that state a new value: not a time word, an atom or a function word,
+    and — for character bigrams — sharing no character with the state or the event phrase
+    (bigrams across a shared name, "サラと", are no value)."""
+    old_chars = set(ps.folded) | {c for r in rows for c in r.phrase}
+    out = set()
+    for t in cand - TIME_WORDS - FUNCTION_WORDS:
+        if t in pe.kinds:
+            continue
+        if len(t) == 2 and not t.isascii() and set(t) & old_chars:
+            continue
+        out.add(t)
+    return out
 
 
 _DESTINATION_RE = re.compile(
@@ -127,9 +150,7 @@ def event_ruling(
     if not _linked(rows, ps, pe, bool(shared)):
         return None
     by_attr = not shared
-    new = {
-        t for t in tok_e - tok_s - verbs - attrs - was - common - TIME_WORDS if t not in pe.kinds
-    }
+    new = _new_value(tok_e - tok_s - verbs - attrs - was - common, ps, pe, rows)
     phrase = ", ".join(r.phrase for r in rows)
     link = "the state's attribute" if by_attr else f"the object ({', '.join(sorted(shared))})"
     what = f"a change event ({phrase}) names {link} of the other memory"

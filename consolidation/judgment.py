@@ -303,14 +303,12 @@ def _slots_and_events(
     ev = event_ruling(a, b, pa, pb, newer, kinds=kinds)
     if ev is not None and (ev[0] == DISTINCT or v.kind in (DISTINCT, SAME)):
         return _ruled(ev)
-    if v.kind == CONFLICT:
-        return v
     diff = frame_diff(a, b, pa, pb)
     if diff is None:
         return v
     r = slot_ruling(diff, pa, pb, newer, events="event" in kinds)
-    if r is None or (v.kind == SUPERSEDES and r[2] != NAME_RULE):
-        return v
+    if r is None or (v.kind in (SUPERSEDES, CONFLICT) and r[2] != NAME_RULE):
+        return v  # the cue and update rules settled or asked it already; a name is re-asked
     return _ruled(r)
 
 
