@@ -130,8 +130,9 @@ CHANGE_EVENTS: tuple[ChangeRow, ...] = tuple(
     + _rows("zh", _E, _PLAN, "取消了=取消", _S)
     + _rows("zh", _B, _WORK, "开始=開始; 加入=加入", _S)
 )
-"""The change-event table (en de fr es ja zh; issue 33's field reports: "broke up with Sarah",
-"nach Zürich gezogen", "switched to Svelte", "the security review has landed")."""
+"""The change-event table (en de fr es ja zh; from field reports of other memory systems:
+"broke up with Sarah", "nach Zürich gezogen", "switched to Svelte", "the security review has
+landed")."""
 
 
 @lru_cache(maxsize=1)

@@ -9,8 +9,8 @@ object: "Sarah", "security review"; not for a ``strict`` row such as "left"). Th
 :func:`event_ruling` says:
 
 - **agreement** — the state's value is what a change or a beginning leads to ("Bob lives in
-  Paris" / "Bob moved from Lyon to Paris"): ``"distinct"``, both kept, nothing asked (issue 33,
-  item 4); an ending that names the value ("broke up with Sarah") is no agreement;
+  Paris" / "Bob moved from Lyon to Paris"): ``"distinct"``, both kept, nothing asked; an
+  ending that names the value ("broke up with Sarah") is no agreement;
 - the event states a **new value** (a content word the state lacks, other than the event's
   own words, time words and the value it moved *from*): ``"supersedes"`` when the event is the
   newer memory ("User prefers React" / "User switched to Svelte", "Wohnt in Bern" / "Ist nach

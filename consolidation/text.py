@@ -255,7 +255,7 @@ _IMPERATIVE_TEXT = "use avoid keep run prefer always never"
 _LEADING_VERBS = leading_verbs() | frozenset(_IMPERATIVE_TEXT.split())
 """Verbs a subjectless note opens with: the change events of :mod:`consolidation.changes`
 ("Switched to Tortoise ORM …") and instructions ("Use SQLAlchemy ORM …"; hand-picked from the
-field reports of issue 33). Read as a name, "Use" and "Switched" were two subjects."""
+field reports of other memory systems). Read as a name, "Use" and "Switched" were two subjects."""
 
 
 def _opening_verb(word: str) -> bool:

@@ -53,7 +53,7 @@ __all__ = [
 UPDATE_FLOOR = 0.55
 """Cosine floor of the channel (all-MiniLM-L6-v2; measured in ``bench/update_floor.py``)."""
 EVENT_FLOOR = 0.25
-"""Cosine floor for a change event's partners (all-MiniLM-L6-v2: issue 33's event pairs
+"""Cosine floor for a change event's partners (all-MiniLM-L6-v2: the field reports' event pairs
 measured 0.294 "User prefers React" / "User switched to Svelte", 0.401 "Wohnt in Bern" / "Ist
 nach Zürich gezogen", 0.533, 0.600, 0.739; the minimum less a 0.05 margin, as for
 :data:`UPDATE_FLOOR`). Only partners the event names (:func:`_linked`) are judged."""

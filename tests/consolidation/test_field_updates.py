@@ -1,14 +1,14 @@
-"""Updates left silently beside the fact they replace, through ``plan()`` (issue 33).
+"""Updates left silently beside the fact they replace, through ``plan()``.
 
 Each case is a small store in the shape of a field report and the outcome an operator would
 sign (``"conflict"``: asked, nothing removed; ``"reconcile:<id>"``: the newer kept, the older
-superseded; ``"keep"``: nothing removed and nothing asked). Sources: the field reports issue 33
+superseded; ``"keep"``: nothing removed and nothing asked). Sources: the field reports
 collected from other memory systems' trackers (phrasings quoted there: "Use Jina for web
 search" / "Use Exa …", a stack with PostgreSQL / MySQL — matrixorigin/memoria#89 —, Synology
 / fnos NAS, 10.2.0 / 10.3.1, cortado / flat white, "Partner is Sarah" / "Broke up with Sarah
 last month", "Wohnt in Bern" / "Ist nach Zürich gezogen", React / Svelte, the security review
 that landed, Tortoise ORM / SQLAlchemy, cola / coffee), and the new user's planted updates
-(timezone, manager, Ubuntu, key rotation, Jon / John, Lyon → Paris). Before issue 33 every
+(timezone, manager, Ubuntu, key rotation, Jon / John, Lyon → Paris). Before slots and events every
 ``conflict`` and ``reconcile`` row here was left as two memories and nothing was asked.
 
 Embeddings are the engine's own (all-MiniLM-L6-v2), so each pair reaches the judge through
@@ -31,7 +31,7 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 OLD, NEW = "2026-02-01T10:00:00Z", "2026-11-01T10:00:00Z"
 
 CASES = [
-    # issue 33 field reports: a changed value in the same frame
+    # field reports: a changed value in the same frame
     ("jina-exa", "Use Jina for web search", "Use Exa for web search", "conflict"),
     (
         "stack",
@@ -51,7 +51,7 @@ CASES = [
         "reconcile:new",
     ),
     ("order-flip", "Prefers cola to coffee", "Prefers coffee to cola", "conflict"),
-    # issue 33 field reports: an event that ends or changes a state
+    # field reports: an event that ends or changes a state
     ("breakup", "Partner is Sarah", "Broke up with Sarah last month", "conflict"),
     ("zurich", "Wohnt in Bern", "Ist nach Zürich gezogen", "reconcile:new"),
     ("svelte", "User prefers React", "User switched to Svelte", "reconcile:new"),
@@ -67,7 +67,7 @@ CASES = [
         "Switched to Tortoise ORM and Aerich for migrations",
         "reconcile:new",
     ),
-    # the new user's planted updates (issue 33)
+    # a new user's planted updates
     (
         "timezone",
         "Alice's timezone is Europe/Paris.",

@@ -1,4 +1,4 @@
-"""Properties of one slot (issue 33): a pair in one frame that differs in one value is
+"""Properties of one slot (unsure means ask): a pair in one frame that differs in one value is
 reconciled or asked, never silently both (nor merged); a pair that differs in a name is never
 reconciled. Frames in en, de, fr, es, ja, zh; values are words, numbers with the same unit,
 versions and names; any cosine, dated either way or not at all.

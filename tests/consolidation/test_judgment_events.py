@@ -1,4 +1,4 @@
-"""Events that end or change a state (issue 33, items 2 and 4).
+"""Events that end or change a state.
 
 A change event that names an older state's attribute or object supersedes it when it states
 the new value, else asks; an event that agrees with the state is never asked; a leading verb

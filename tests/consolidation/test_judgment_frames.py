@@ -1,4 +1,4 @@
-"""Same slot, other value → settled or asked (issue 33, item 1).
+"""Same slot, other value → settled or asked.
 
 Two memories of one scope that share a frame (subject and attribute words, one short span
 differs) are reconciled when the dates order them and the newer text carries a change marker
@@ -24,7 +24,7 @@ def _judge(a: str, b: str, *, dated: bool = True, user_b: str = "alice", cosine:
 
 
 ASKED = [
-    # the new user's planted cases (issue 33)
+    # a new user's planted cases
     ("Alice's timezone is Europe/Paris.", "Alice's timezone is Europe/Berlin.", "changed_name"),
     (
         "Bob runs Ubuntu 22.04 on his workstation.",

@@ -221,7 +221,7 @@ CASES = [
     # https://github.com/netclaw-dev/netclaw/issues/1241 — the curation prompt "wrongly merged
     # ~45% of the hard 'looks similar but is actually distinct' pairs": one value swapped for
     # another (cosine 0.91 here, above both link thresholds) is never merged. Undated, one
-    # slot with two values: asked (issue 33: unsure means ask, never both silently).
+    # slot with two values: asked (unsure means ask, never both silently).
     case(
         "netclaw",
         "1241-near-distinct",
@@ -271,7 +271,7 @@ CASES = [
     ),
     # --- Letta / MemGPT ------------------------------------------------------------------------
     # https://github.com/letta-ai/letta/issues/552 — the human's name corrected from Chad to
-    # Sarah (newer): a changed name is always asked, never reconciled (issue 33: a spelling fix
+    # Sarah (newer): a changed name is always asked, never reconciled (a spelling fix
     # and another person look alike); the pair's cosine (0.57) is below
     # contradiction_threshold 0.75, so only the twin channel (planning/twins.py) offers it.
     case(
@@ -292,7 +292,7 @@ CASES = [
     # --- MatrixOne Memoria ---------------------------------------------------------------------
     # https://github.com/matrixorigin/memoria/issues/89 — a corrected stack (PostgreSQL →
     # MySQL): two versions of one statement that differ in one value, never merged; no change
-    # marker and no attribute table for it, so the slot is asked (issue 33: it was left
+    # marker and no attribute table for it, so the slot is asked (it was left
     # silently beside the stale stack).
     case(
         "memoria",

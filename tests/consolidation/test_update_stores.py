@@ -1,4 +1,4 @@
-"""Updates in stores written by mem0's and praisonaiagents' own storage code (issue 33).
+"""Updates in stores written by mem0's and praisonaiagents' own storage code.
 
 The new user's planted updates, in one scope, next to another scope's copy of every old fact:
 each update of the first scope is reconciled (the newer kept) or asked, the agreement ("lives
