@@ -14,7 +14,9 @@ object: "Sarah", "security review"; not for a ``strict`` row such as "left"). Th
 - the event states a **new value** (a content word the state lacks, other than the event's
   own words, time words and the value it moved *from*): ``"supersedes"`` when the event is the
   newer memory ("User prefers React" / "User switched to Svelte", "Wohnt in Bern" / "Ist nach
-  Zürich gezogen"), else ``"conflict"``;
+  Zürich gezogen") and the state says little else (its words the event lacks are at most one
+  value span, :data:`consolidation.frames.MAX_SPAN`: a stack of six tools is not replaced by a
+  note that one of them changed), else ``"conflict"``;
 - **no new value** ("Partner is Sarah" / "Broke up with Sarah last month"): ``"conflict"`` —
   the state ended, but what holds now is a question for a person; a ``"begin"`` row without
   the state's attribute ("started painting" / "likes painting") changes nothing (``None``).
@@ -29,6 +31,7 @@ from __future__ import annotations
 import re
 
 from .changes import ChangeRow, change_events, from_span
+from .frames import MAX_SPAN
 from .slots import Ruling
 from .text import Parsed, opening_words, parse, subject_of
 
@@ -158,6 +161,10 @@ def event_ruling(
         if all(r.kind == "begin" for r in rows):
             return None
         return "conflict", None, "event", (what, "it ends the state but names no new value")
+    rest = tok_s - tok_e - attrs - verbs - own - was  # what the older text says besides its value
+    if len(rest) > (MAX_SPAN + 2 if any(not t.isascii() for t in rest) else MAX_SPAN):
+        why = f"the older memory says more than the event replaces ({', '.join(sorted(rest))})"
+        return "conflict", None, "event", (what, why)
     if newer == e:
         side = "first" if e == 0 else "second"
         return (

@@ -14,12 +14,18 @@ reconcile a pair asks it first. Verdicts:
 - ``"conflict"``: a contradiction the engine cannot settle (unknown or equal recency, not
   clearly states, or the wording differs as well); a person decides.
 - ``"distinct"``: different facts (different scope, an empty text, a different identifier or
-  date — two events or readings —, a different symbol or emoji, a different name, or simply
-  not similar enough); both are kept and nothing links them.
+  date — two events or readings —, a different symbol or emoji, another subject, an event
+  that agrees with a state, or simply not similar enough); both are kept and nothing links
+  them.
 
-Heuristics (documented where they live): the cue table (:mod:`consolidation.cues`), the state
-and event markers, the English stemmer, stopwords, synonyms and single-valued attributes
-(:mod:`consolidation.text`), and the bare-year rule (:mod:`consolidation.atoms`).
+What the cue rules leave as two facts or one is then judged as a slot (:mod:`consolidation.slots`)
+and as an event (:mod:`consolidation.events`): reconciled or asked; a changed name always asked.
+
+Heuristics (documented where they live): the cue table (:mod:`consolidation.cues`), the
+change-event table (:mod:`consolidation.changes`), the place attributes
+(:data:`consolidation.slots.PLACE_RE`), the state and event markers, the English stemmer,
+stopwords, synonyms and single-valued attributes (:mod:`consolidation.text`), and the bare-year
+rule (:mod:`consolidation.atoms`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any
 
 from .cues import EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
@@ -117,6 +124,12 @@ def statement_kind(text: str, parsed: Parsed | None = None) -> str:
     if p.past_state or _STATE_RE.search(p.rest):
         return "state"
     return "unknown"
+
+
+@lru_cache(maxsize=16384)
+def _kind_of(text: str) -> str:
+    """:func:`statement_kind` once per text (a planning pass judges a memory many times)."""
+    return statement_kind(text)
 
 
 @dataclass(frozen=True)
@@ -276,10 +289,6 @@ def _cue_rules(
 _KEPT_APART = frozenset({"role_swap", "different_subject"})
 
 
-def _ruled(r: tuple[str, int | None, str | None, tuple[str, ...]]) -> PairVerdict:
-    return PairVerdict(r[0], r[1], r[2], r[3])
-
-
 def _slots_and_events(
     v: PairVerdict,
     a: str,
@@ -294,22 +303,21 @@ def _slots_and_events(
     (``"same"``) that is an event and the state it changes (:mod:`consolidation.events`) or
     two values of one slot (:mod:`consolidation.slots`) is reconciled or asked instead; a
     changed name is never reconciled; an event that agrees with a state is never asked."""
-    if v.cue in _KEPT_APART or _episodic(a_meta, fm) or _episodic(b_meta, fm):
-        return v
-    if _question(a) or _question(b):
+    said = _episodic(a_meta, fm) or _episodic(b_meta, fm) or _question(a) or _question(b)
+    if v.cue in _KEPT_APART or said:  # a dialog turn or a question records what was said
         return v
     newer = _recency(a_meta, b_meta, fm)
-    kinds = (statement_kind(a, pa), statement_kind(b, pb))
+    kinds = (_kind_of(a), _kind_of(b))
     ev = event_ruling(a, b, pa, pb, newer, kinds=kinds)
     if ev is not None and (ev[0] == DISTINCT or v.kind in (DISTINCT, SAME)):
-        return _ruled(ev)
+        return PairVerdict(*ev)
     diff = frame_diff(a, b, pa, pb)
     if diff is None:
         return v
     r = slot_ruling(diff, pa, pb, newer, events="event" in kinds)
     if r is None or (v.kind in (SUPERSEDES, CONFLICT) and r[2] != NAME_RULE):
         return v  # the cue and update rules settled or asked it already; a name is re-asked
-    return _ruled(r)
+    return PairVerdict(*r)
 
 
 def _rules(

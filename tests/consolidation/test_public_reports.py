@@ -309,7 +309,7 @@ CASES = [
     ),
     # https://github.com/matrixorigin/memoria/issues/88 — the migration note next to the old
     # stack was not flagged; the two are different statements (a stack, a migration event),
-    # so they are never merged into one.
+    # never merged into one, and the note does not replace the whole stack: asked.
     case(
         "memoria",
         "88",
@@ -326,7 +326,7 @@ CASES = [
                 created_at=NEW,
             ),
         ],
-        "keep",
+        "conflict",
     ),
     # --- Hindsight -----------------------------------------------------------------------------
     # https://github.com/vectorize-io/hindsight/issues/1094 — exact duplicates created by
@@ -460,8 +460,8 @@ CASES = [
     ),
     # --- aihub-core (mem0's reconcile pass) ----------------------------------------------------
     # https://github.com/bbvch-ai/aihub-core/issues/1717 — "I moved to Zurich" should
-    # supersede "User lives in Bern"; an event does not say what holds now, so the engine keeps
-    # both rather than guess (never a merge of the two).
+    # supersede "User lives in Bern": a newer change event that names the attribute it changes
+    # ("moved" → lives) and the new value replaces the state (it was kept beside it before).
     case(
         "aihub-core",
         "1717",
@@ -469,7 +469,7 @@ CASES = [
             m("old", "User lives in Bern", created_at=OLD),
             m("new", "I moved to Zurich", created_at=NEW),
         ],
-        "keep",
+        "reconcile:new",
     ),
     # --- MeetOnMemory --------------------------------------------------------------------------
     # https://github.com/imuniqueshiv/MeetOnMemory/issues/267 — three wordings of one home city.
