@@ -90,8 +90,10 @@ def _new_value(cand: set[str], ps: Parsed, pe: Parsed, rows: tuple[ChangeRow, ..
 
 
 _DESTINATION_RE = re.compile(
-    r"(?<!\w)(?:to|into|nach|zu|à|au|aux|vers|a|hacia)(?!\w)|に|へ|到|成|改用"
+    r"(?<!\w)(?:to|into|nach|zu|à|au|aux|vers|hacia)(?!\w)|(?:ó|ado) a(?!\w)|に|へ|到|成|改用"
 )
+"""Where a change leads: "to", "nach", "à", Spanish "a" after a past verb ("se mudó a"), "に",
+"到" … (English "a" is an article: "switched careers a year ago" names no destination)."""
 
 
 def _linked(rows: tuple[ChangeRow, ...], ps: Parsed, pe: Parsed, shared: bool) -> bool:

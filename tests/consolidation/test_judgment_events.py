@@ -94,6 +94,7 @@ UNRELATED = [
     ("Caroline likes painting.", "Caroline started painting last year."),
     ("Caroline works at Google.", "Caroline quit smoking."),
     ("Caroline uses a laptop for work.", "Caroline switched careers."),
+    ("User uses a Mac", "User switched careers a year ago"),  # "a": an article, no destination
     ("Alice lives in Paris.", "Bob moved to Berlin."),
 ]
 
