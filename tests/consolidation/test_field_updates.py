@@ -129,3 +129,23 @@ def test_a_name_conflict_is_a_question_for_a_person():
     )
     (op,) = p.by_kind(OpKind.CONFLICT)
     assert op.rule == "changed_name" and not op.removes
+
+
+def test_the_llm_judge_is_never_given_a_changed_name_to_decide():
+    """A conflict on a number goes to the LLM judge when the agent has one; a changed name
+    stays a question for a person."""
+    from consolidation.llm_judge import unsure_pairs
+
+    a, b = {"user_id": "alice", "created_at": OLD}, {"user_id": "alice", "created_at": NEW}
+    rows = [
+        ("jon", "Alice's brother is named Jon.", a),
+        ("john", "Alice's brother is named John.", b),
+        ("u22", "Bob runs Ubuntu 22.04 on his workstation.", a),
+        ("u24", "Bob runs Ubuntu 24.04 on his workstation.", b),
+    ]
+    p = _plan(rows)
+    vecs = np.zeros((4, 384), np.float32)
+    recs = [MemoryRecord(i, t, vecs[k], m) for k, (i, t, m) in enumerate(rows)]
+    assert len(p.by_kind(OpKind.CONFLICT)) == 2
+    asked = [{u.a.id, u.b.id} for u in unsure_pairs(p, recs)]
+    assert asked == [{"u22", "u24"}]
