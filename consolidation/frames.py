@@ -23,9 +23,9 @@ stemmed words with function words kept, atoms, CJK character bigrams) with
 
 The span's kind: ``"number"`` (a number atom, the same unit or label around it), ``"version"``
 (a dotted version, "10.2.0", "v1.3"), ``"name"`` (capitalised names on both sides: "Jon" /
-"John", "Carol" / "Dave"), ``"order"`` or ``"word"``. Pure; per-text work is memoised by the
-parse (:func:`consolidation.text.parse`), so a pair costs one alignment of two short
-sequences.
+"John", "Carol" / "Dave"), ``"order"`` or ``"word"``. Pure; per-text work (the parse, the
+tokens to align and their set) is memoised per text, so a pair costs a set difference and, when
+few words differ, one alignment of two short sequences.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 
-from .text import NOW_WORDS, STOPWORDS, Parsed, opening_words, proper_names
+from .text import NOW_WORDS, STOPWORDS, Parsed, opening_words, parse, proper_names
 
 __all__ = ["MAX_SPAN", "MIN_FRAME", "FrameDiff", "frame_diff"]
 
@@ -72,8 +73,12 @@ def _bigrams(toks: list[str]) -> bool:
     return bool(toks) and all(len(t) == 2 and not t.isascii() for t in toks)
 
 
-def _aligned(p: Parsed) -> list[str]:
-    return [t for t in p.raw if t not in _IGNORED]
+@lru_cache(maxsize=16384)
+def _aligned(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The text's tokens to align (``raw`` without "now" words) and their set, once per text:
+    a planning pass compares a memory with many partners."""
+    toks = tuple(t for t in parse(text).raw if t not in _IGNORED)
+    return toks, frozenset(toks)
 
 
 def _content(p: Parsed, toks: list[str]) -> list[str]:
@@ -116,11 +121,10 @@ def frame_diff(a: str, b: str, pa: Parsed, pb: Parsed) -> FrameDiff | None:
     share a frame (module docstring), else ``None``. Never raises."""
     if (pa.negations % 2) != (pb.negations % 2) or bool(pa.past_state) != bool(pb.past_state):
         return None
-    ra, rb = _aligned(pa), _aligned(pb)
-    if not ra or not rb or ra == rb:
-        return None
-    if len(set(ra) ^ set(rb)) > 2 * MAX_SPAN:
-        return None  # cheap: too many words differ to be one span
+    (ta, sa), (tb, sb) = _aligned(a), _aligned(b)
+    if not ta or not tb or ta == tb or len(sa ^ sb) > 2 * MAX_SPAN:
+        return None  # cheap: the same tokens, or too many words differ to be one span
+    ra, rb = list(ta), list(tb)
     if len(ra) == len(rb) and Counter(ra) == Counter(rb):
         return _order_flip(pa, pb, ra, rb)
     ops = [o for o in SequenceMatcher(a=ra, b=rb, autojunk=False).get_opcodes() if o[0] != "equal"]

@@ -37,6 +37,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any
 
+from .changes import change_events
 from .cues import EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
 from .events import event_ruling
 from .frames import frame_diff
@@ -299,20 +300,20 @@ def _slots_and_events(
     b_meta: Mapping[str, Any],
     fm: FieldMap,
 ) -> PairVerdict:
-    """Unsure means ask: a pair the cue rules left as two facts (``"distinct"``) or one
-    (``"same"``) that is an event and the state it changes (:mod:`consolidation.events`) or
-    two values of one slot (:mod:`consolidation.slots`) is reconciled or asked instead; a
-    changed name is never reconciled; an event that agrees with a state is never asked."""
+    """Unsure means ask: what the cue rules left as two facts or one is judged as an event
+    (:mod:`consolidation.events`) and as a slot (:mod:`consolidation.slots`)."""
     said = _episodic(a_meta, fm) or _episodic(b_meta, fm) or _question(a) or _question(b)
     if v.cue in _KEPT_APART or said:  # a dialog turn or a question records what was said
         return v
+    event, diff = bool(change_events(pa.folded)) != bool(change_events(pb.folded)), None
+    if not event and (diff := frame_diff(a, b, pa, pb)) is None:
+        return v  # most pairs: per-text features and one set difference
     newer = _recency(a_meta, b_meta, fm)
     kinds = (_kind_of(a), _kind_of(b))
-    ev = event_ruling(a, b, pa, pb, newer, kinds=kinds)
+    ev = event_ruling(a, b, pa, pb, newer, kinds=kinds) if event else None
     if ev is not None and (ev[0] == DISTINCT or v.kind in (DISTINCT, SAME)):
         return PairVerdict(*ev)
-    diff = frame_diff(a, b, pa, pb)
-    if diff is None:
+    if event and (diff := frame_diff(a, b, pa, pb)) is None:
         return v
     r = slot_ruling(diff, pa, pb, newer, events="event" in kinds)
     if r is None or (v.kind in (SUPERSEDES, CONFLICT) and r[2] != NAME_RULE):
