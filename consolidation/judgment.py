@@ -365,10 +365,10 @@ def _no_cue(
     if len(da) == 1 and len(db) == 1 and len(ta) == len(tb):
         (wa,), (wb,) = da, db
         if not (_verb_token(wa, pa) and _verb_token(wb, pb)):
-            # One word swapped for another that is no synonym: "dark roast" / "light roast",
-            # "likes jazz" / "likes rock" are two values, both may hold — the near-but-distinct
-            # pairs a merge must leave alone (netclaw-dev/netclaw#1241). Two verbs are a
-            # paraphrase of one event ("went to" / "attended").
+            # One word swapped for another that is no synonym: "dark roast" / "light roast"
+            # are two values — never merged (netclaw-dev/netclaw#1241); the slot rule then
+            # reconciles or asks. Two verbs are a paraphrase of one event ("went to" /
+            # "attended").
             return _distinct(f"one word differs ({wa} vs {wb}): two values, not one fact")
     if {statement_kind(a, pa), statement_kind(b, pb)} == {"state", "event"}:
         # "User owns a Tesla" / "User sold the Tesla" (getzep/graphiti#1666): a state and an
