@@ -384,8 +384,10 @@ def run_safe(case: Case, passes: int) -> dict[str, Any]:
     waiting_ops = 0
     examples: dict[str, str] = {}
     stop = f"{passes} nights"
+    planned = []  # every night's whole plan: its conflicts are asked even when nothing applies
     for night in range(passes):
         p = make_plan(current, policy, now=case.now + timedelta(days=night))
+        planned.append(p)
         split = safe_split(case, current, p, policy)
         waiting = split.counts()
         waiting_ops = len(split.waiting)
@@ -425,7 +427,10 @@ def run_safe(case: Case, passes: int) -> dict[str, Any]:
         time.perf_counter() - t0,
         len(applied_plans),
     )
+    asked = _asked(planned)
     r.update(
+        asked=asked,
+        asked_per_1k=1000 * asked / len(records) if records else 0.0,
         trajectory=sizes,
         target_at=target_at,
         waiting=waiting,
