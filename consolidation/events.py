@@ -99,12 +99,16 @@ _DESTINATION_RE = re.compile(
 def _linked(rows: tuple[ChangeRow, ...], ps: Parsed, pe: Parsed, shared: bool) -> bool:
     """Whether the event (``pe``) is about the state (``ps``): a ``"change"`` row by the
     attribute it changes when the event names a destination ("switched *to* Svelte", "nach
-    Zürich gezogen", "搬到上海"), or by a shared object word unless the row is ``strict``; an
+    Zürich gezogen", "搬到上海"), or by a shared object word; a ``strict`` row by both; an
     ``"end"`` row by a shared object word ("broke up with *Sarah*": "quit smoking" does not
     end "works at Google"); a ``"begin"`` row only when both texts name its attribute
     ("started a new *job*" / "*works* at …")."""
     for r in rows:
         attr = names_attribute(ps.folded, (r,))
+        if r.strict:  # "left": only a state of its attribute that it names ("left Google")
+            if attr and shared:
+                return True
+            continue
         if r.kind == "change" and (
             (attr and _DESTINATION_RE.search(pe.folded)) or (shared and not r.strict)
         ):

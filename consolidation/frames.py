@@ -73,6 +73,12 @@ def _bigrams(toks: list[str]) -> bool:
     return bool(toks) and all(len(t) == 2 and not t.isascii() for t in toks)
 
 
+def _verbish(span: list[str], p: Parsed) -> bool:
+    """True when a span token is an English "-ing" form in the text ("prepping"): a predicate,
+    not a value, unless the other span is one too ("hiking" / "running")."""
+    return any(re.search(rf"(?<!\w){re.escape(t)}\w*ing(?!\w)", p.folded) for t in span)
+
+
 @lru_cache(maxsize=16384)
 def _aligned(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
     """The text's tokens to align (``raw`` without "now" words) and their set, once per text:
@@ -140,6 +146,8 @@ def frame_diff(a: str, b: str, pa: Parsed, pb: Parsed) -> FrameDiff | None:
     frame = frozenset(_content(pa, ra[:i1] + ra[i2:]))
     if len(frame) < MIN_FRAME:
         return None
+    if _verbish(ca, pa) != _verbish(cb, pb):
+        return None  # "is prepping for" / "is a dancer who runs": another predicate, no value
     opening = opening_words(a) | opening_words(b)
     if opening & (set(ca) | set(cb)):
         return None  # "The umber project" / "The ember project": two subjects

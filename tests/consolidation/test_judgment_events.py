@@ -95,6 +95,11 @@ UNRELATED = [
     ("Caroline works at Google.", "Caroline quit smoking."),
     ("Caroline uses a laptop for work.", "Caroline switched careers."),
     ("User uses a Mac", "User switched careers a year ago"),  # "a": an article, no destination
+    # LoCoMo conv-30: "left" ends a job it names, not every state sharing a word with it
+    (
+        "Jon is a dancer who runs his own dance studio.",
+        "Jon left his secure 9-5 job as a banker to pursue his passion for dancing.",
+    ),  # fmt: skip
     ("Alice lives in Paris.", "Bob moved to Berlin."),
 ]
 

@@ -111,6 +111,8 @@ KEPT = [
     ("Weight on 2026-05-01: 82.4 kg", "Weight on 2026-05-20: 81.9 kg"),
     ("The umber project is written in Kotlin.", "The ember project is written in Kotlin."),
     ("Alice hired Bob", "Bob hired Alice"),
+    # LoCoMo conv-30: another predicate ("prepping for" / "runs"), not another value
+    ("Jon is prepping for his own dance studio.", "Jon is a dancer who runs his own dance studio."),
 ]
 
 
