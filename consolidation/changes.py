@@ -83,8 +83,9 @@ _C, _E, _B, _S = "change", "end", "begin", "substring"
 CHANGE_EVENTS: tuple[ChangeRow, ...] = tuple(
     # English
     _rows("en", _C, _LIVE, "moved=move; relocated=relocate")
-    + _rows("en", _C, _USE, "switched=switch; migrated=migrate; upgraded=upgrade")
-    + _rows("en", _C, _PLAN, "extended=extend; renewed=renew")
+    + _rows("en", _C, _USE, "switched=switch; migrated=migrate")
+    + _rows("en", _C, _USE, "upgraded=upgrade", strict=True)  # "upgraded some equipment"
+    + _rows("en", _C, _PLAN, "extended=extend; renewed=renew", strict=True)
     + _rows("en", _E, _PARTNER, "broke up=break up; split up=split up; divorced=divorce")
     + _rows("en", _E, _WORK + " " + _HABIT, "quit; resigned=resign")
     + _rows("en", _E, _WORK, "left=leave", strict=True)

@@ -16,7 +16,8 @@ object: "Sarah", "security review"; not for a ``strict`` row such as "left"). Th
   newer memory ("User prefers React" / "User switched to Svelte", "Wohnt in Bern" / "Ist nach
   Zürich gezogen") and the state says little else (its words the event lacks are at most one
   value span, :data:`consolidation.frames.MAX_SPAN`: a stack of six tools is not replaced by a
-  note that one of them changed), else ``"conflict"``;
+  note that one of them changed — asked when the event names the value it changes *from*,
+  else the two are about different things), else ``"conflict"``;
 - **no new value** ("Partner is Sarah" / "Broke up with Sarah last month"): ``"conflict"`` —
   the state ended, but what holds now is a question for a person; a ``"begin"`` row without
   the state's attribute ("started painting" / "likes painting") changes nothing (``None``).
@@ -169,6 +170,8 @@ def event_ruling(
         return "conflict", None, "event", (what, "it ends the state but names no new value")
     rest = tok_s - tok_e - attrs - verbs - own - was  # what the older text says besides its value
     if len(rest) > (MAX_SPAN + 2 if any(not t.isascii() for t in rest) else MAX_SPAN):
+        if not was & tok_s:
+            return None  # the state says much else and the event names none of its values
         why = f"the older memory says more than the event replaces ({', '.join(sorted(rest))})"
         return "conflict", None, "event", (what, why)
     if newer == e:
