@@ -4,7 +4,9 @@ For each conversation of ``../shared/data/locomo/locomo7.json`` (or ``--file``) 
 policy, plans a pass with the pure engine (no Chroma: the store is the parsed conversation with
 all-MiniLM-L6-v2 embeddings) and prints entries before/after, reduction %, answer recall@10
 before/after and their ratio, context size (mean characters of the top-10 texts) before/after,
-evidence recall@10 before/after, operations by kind and seconds (planning + simulating the store
+evidence recall@10 before/after, the conflicts asked per 1,000 memories (``ask/k``: distinct
+pairs a person or the LLM judge is asked about over the row's plans — the reviewer load),
+operations by kind and seconds (planning + simulating the store
 after the plan); then totals (entries summed, recall micro-averaged over probes).
 
 Two rows per conversation × policy:
@@ -149,6 +151,19 @@ OVERRIDES: dict[str, Any] = {}
 HOLDOUT = False  # --holdout: guards on the even-numbered probes, figures on the odd ones
 
 
+def _asked(plans: list[Any]) -> int:
+    """Conflict items asked over ``plans``: distinct pairs of memories (a conflict a later
+    night proposes again is one question, as the console shows it once)."""
+    return len(
+        {
+            frozenset(op.source_ids)
+            for p in plans
+            for op in p.operations
+            if op.kind.value == "conflict"
+        }
+    )
+
+
 def _ops(plans: list[Any]) -> dict[str, int]:
     ops: dict[str, int] = {}
     for p in plans:
@@ -215,6 +230,8 @@ class Case:
             "context_after": after.context_chars,
             "evidence_after": after.evidence_recall,
             "operations": _ops(plans),
+            "asked": _asked(plans),
+            "asked_per_1k": 1000 * _asked(plans) / len(self.records) if self.records else 0.0,
             "guard": guard,
             "passes": applied,
             "curated": curated,
@@ -367,8 +384,10 @@ def run_safe(case: Case, passes: int) -> dict[str, Any]:
     waiting_ops = 0
     examples: dict[str, str] = {}
     stop = f"{passes} nights"
+    planned = []  # every night's whole plan: its conflicts are asked even when nothing applies
     for night in range(passes):
         p = make_plan(current, policy, now=case.now + timedelta(days=night))
+        planned.append(p)
         split = safe_split(case, current, p, policy)
         waiting = split.counts()
         waiting_ops = len(split.waiting)
@@ -408,7 +427,10 @@ def run_safe(case: Case, passes: int) -> dict[str, Any]:
         time.perf_counter() - t0,
         len(applied_plans),
     )
+    asked = _asked(planned)
     r.update(
+        asked=asked,
+        asked_per_1k=1000 * asked / len(records) if records else 0.0,
         trajectory=sizes,
         target_at=target_at,
         waiting=waiting,
@@ -482,6 +504,8 @@ def totals(rows: list[dict[str, Any]], policy_name: str, mode: str) -> dict[str,
         "evidence_before": float(np.average([r["evidence_before"] or 0 for r in rs], weights=w)),
         "evidence_after": float(np.average([r["evidence_after"] or 0 for r in rs], weights=w)),
         "operations": ops,
+        "asked": sum(r["asked"] for r in rs),
+        "asked_per_1k": 1000 * sum(r["asked"] for r in rs) / eb if eb else 0.0,
         "seconds": sum(r["seconds"] for r in rs),
     }
 
@@ -510,7 +534,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     head = (
         f"{'conv':<8} {'policy':<10} {'mode':<8} {'before':>6} {'after':>6} {'red.':>6} "
         f"{'R@10 b':>7} {'R@10 a':>7} "
-        f"{'ratio':>6} {'ctx b':>6} {'ctx a':>6} {'ev b':>5} {'ev a':>5} {'cur':>4} {'sec':>6}  "
+        f"{'ratio':>6} {'ctx b':>6} {'ctx a':>6} {'ev b':>5} {'ev a':>5} {'cur':>4} {'ask/k':>5} "
+        f"{'sec':>6}  "
         f"guard / operations"
     )
     print(head)
@@ -524,7 +549,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{(r['recall_ratio'] or 0):>6.1%} "
             f"{r['context_before']:>6.0f} {r['context_after']:>6.0f} "
             f"{(r['evidence_before'] or 0):>5.2f} {(r['evidence_after'] or 0):>5.2f} "
-            f"{r['curated']:>4} {r['seconds']:>6.1f}  "
+            f"{r['curated']:>4} {r['asked_per_1k']:>5.1f} {r['seconds']:>6.1f}  "
             f"{r['guard']}{' / ' if r['guard'] else ''}{ops}"
         )
 
@@ -561,7 +586,8 @@ def print_convergence(rows: list[dict[str, Any]], mode: str = "converge") -> Non
                 f"  {r['conversation']:<8} {r['passes']} passes: {path} "
                 f"({r['reduction']:.1%} fewer, "
                 f"recall {(r['recall_ratio'] or 0):.1%}, context {ctx:.2f}×; "
-                f"{target}; {r['guard']}; {'MET' if met else 'MISSED'})"
+                f"{target}; {r['guard']}; {'MET' if met else 'MISSED'}; "
+                f"conflicts asked {r['asked']} = {r['asked_per_1k']:.1f} per 1,000 memories)"
             )
             if mode == "safe":
                 reasons = ", ".join(f"{c} {n}" for c, n in r["waiting"].items()) or "nothing"
@@ -598,7 +624,8 @@ def _print_total(
         f"{' → '.join(str(x) for x in [before, *sizes])} memories; "
         f"{t['reduction']:.1%} fewer, recall {(t['recall_ratio'] or 0):.1%}, context "
         f"{t['context_after'] / t['context_before']:.2f}×; reduction goal met in total after "
-        f"{f'pass {met}' if met else '— (not met)'}"
+        f"{f'pass {met}' if met else '— (not met)'}; conflicts asked {t['asked']} = "
+        f"{t['asked_per_1k']:.1f} per 1,000 memories"
     )
 
 

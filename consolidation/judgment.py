@@ -14,12 +14,18 @@ reconcile a pair asks it first. Verdicts:
 - ``"conflict"``: a contradiction the engine cannot settle (unknown or equal recency, not
   clearly states, or the wording differs as well); a person decides.
 - ``"distinct"``: different facts (different scope, an empty text, a different identifier or
-  date — two events or readings —, a different symbol or emoji, a different name, or simply
-  not similar enough); both are kept and nothing links them.
+  date — two events or readings —, a different symbol or emoji, another subject, an event
+  that agrees with a state, or simply not similar enough); both are kept and nothing links
+  them.
 
-Heuristics (documented where they live): the cue table (:mod:`consolidation.cues`), the state
-and event markers, the English stemmer, stopwords, synonyms and single-valued attributes
-(:mod:`consolidation.text`), and the bare-year rule (:mod:`consolidation.atoms`).
+What the cue rules leave as two facts or one is then judged as a slot (:mod:`consolidation.slots`)
+and as an event (:mod:`consolidation.events`): reconciled or asked; a changed name always asked.
+
+Heuristics (documented where they live): the cue table (:mod:`consolidation.cues`), the
+change-event table (:mod:`consolidation.changes`), the place attributes
+(:data:`consolidation.slots.PLACE_RE`), the state and event markers, the English stemmer,
+stopwords, synonyms and single-valued attributes (:mod:`consolidation.text`), and the bare-year
+rule (:mod:`consolidation.atoms`).
 """
 
 from __future__ import annotations
@@ -28,12 +34,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any
 
+from .changes import change_events
 from .cues import EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
+from .events import event_ruling
+from .frames import frame_diff
 from .policy import Policy
 from .qualifiers import qualifiers, update_markers
 from .records import FieldMap
+from .slots import NAME_RULE, slot_ruling
 from .text import (
     SINGLE_VALUED_RE,
     Parsed,
@@ -114,6 +125,12 @@ def statement_kind(text: str, parsed: Parsed | None = None) -> str:
     if p.past_state or _STATE_RE.search(p.rest):
         return "state"
     return "unknown"
+
+
+@lru_cache(maxsize=16384)
+def _kind_of(text: str) -> str:
+    """:func:`statement_kind` once per text (a planning pass judges a memory many times)."""
+    return statement_kind(text)
 
 
 @dataclass(frozen=True)
@@ -228,6 +245,22 @@ def judge_pair(
             SAME, None, None, ("the same text after NFKC, case folding and whitespace collapsing",)
         )
     pa, pb = parse(a_text), parse(b_text)
+    v = _cue_rules(a_text, b_text, pa, pb, a_meta, b_meta, cosine, fm, pol)
+    return _slots_and_events(v, a_text, b_text, pa, pb, a_meta, b_meta, fm)
+
+
+def _cue_rules(
+    a_text: str,
+    b_text: str,
+    pa: Parsed,
+    pb: Parsed,
+    a_meta: Mapping[str, Any],
+    b_meta: Mapping[str, Any],
+    cosine: float | None,
+    fm: FieldMap,
+    pol: Policy,
+) -> PairVerdict:
+    """The atom, cue and update rules (:func:`judge_pair` before slots and events)."""
     atom = _atom_difference(pa, pb)
     if isinstance(atom, PairVerdict):
         # two readings or events (an id or a date replaced), or a changed symbol: distinct —
@@ -252,6 +285,40 @@ def judge_pair(
     if v.kind == SAME:
         return _vetoes(v, a_text, b_text, pa, pb)
     return v
+
+
+_KEPT_APART = frozenset({"role_swap", "different_subject"})
+
+
+def _slots_and_events(
+    v: PairVerdict,
+    a: str,
+    b: str,
+    pa: Parsed,
+    pb: Parsed,
+    a_meta: Mapping[str, Any],
+    b_meta: Mapping[str, Any],
+    fm: FieldMap,
+) -> PairVerdict:
+    """Unsure means ask: what the cue rules left as two facts or one is judged as an event
+    (:mod:`consolidation.events`) and as a slot (:mod:`consolidation.slots`)."""
+    said = _episodic(a_meta, fm) or _episodic(b_meta, fm) or _question(a) or _question(b)
+    if v.cue in _KEPT_APART or said:  # a dialog turn or a question records what was said
+        return v
+    event, diff = bool(change_events(pa.folded)) != bool(change_events(pb.folded)), None
+    if not event and (diff := frame_diff(a, b, pa, pb)) is None:
+        return v  # most pairs: per-text features and one set difference
+    newer = _recency(a_meta, b_meta, fm)
+    kinds = (_kind_of(a), _kind_of(b))
+    ev = event_ruling(a, b, pa, pb, newer, kinds=kinds) if event else None
+    if ev is not None and (ev[0] == DISTINCT or v.kind in (DISTINCT, SAME)):
+        return PairVerdict(*ev)
+    if event and (diff := frame_diff(a, b, pa, pb)) is None:
+        return v
+    r = slot_ruling(diff, pa, pb, newer, events="event" in kinds)
+    if r is None or (v.kind in (SUPERSEDES, CONFLICT) and r[2] != NAME_RULE):
+        return v  # the cue and update rules settled or asked it already; a name is re-asked
+    return PairVerdict(*r)
 
 
 def _rules(
@@ -298,10 +365,10 @@ def _no_cue(
     if len(da) == 1 and len(db) == 1 and len(ta) == len(tb):
         (wa,), (wb,) = da, db
         if not (_verb_token(wa, pa) and _verb_token(wb, pb)):
-            # One word swapped for another that is no synonym: "dark roast" / "light roast",
-            # "likes jazz" / "likes rock" are two values, both may hold — the near-but-distinct
-            # pairs a merge must leave alone (netclaw-dev/netclaw#1241). Two verbs are a
-            # paraphrase of one event ("went to" / "attended").
+            # One word swapped for another that is no synonym: "dark roast" / "light roast"
+            # are two values — never merged (netclaw-dev/netclaw#1241); the slot rule then
+            # reconciles or asks. Two verbs are a paraphrase of one event ("went to" /
+            # "attended").
             return _distinct(f"one word differs ({wa} vs {wb}): two values, not one fact")
     if {statement_kind(a, pa), statement_kind(b, pb)} == {"state", "event"}:
         # "User owns a Tesla" / "User sold the Tesla" (getzep/graphiti#1666): a state and an

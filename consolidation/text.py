@@ -19,6 +19,7 @@ from typing import Any
 
 from .aliases import canonical
 from .atoms import ATOM_KINDS, fold, scan
+from .changes import leading_verbs
 from .cues import CUES, EVENT_MARKERS, NEGATION, PAST_STATE, STATE_MARKERS
 from .qualifiers import UPDATE_MARKERS
 
@@ -250,6 +251,11 @@ _VERB_RE = re.compile(
     "|".join(f"(?:{rx})" for rx in (*STATE_MARKERS.values(), EVENT_MARKERS["en"]))
 )
 _VERB_CUES = frozenset(r.phrase for r in CUES if r.stands_for and r.match == "word")
+_IMPERATIVE_TEXT = "use avoid keep run prefer always never"
+_LEADING_VERBS = leading_verbs() | frozenset(_IMPERATIVE_TEXT.split())
+"""Verbs a subjectless note opens with: the change events of :mod:`consolidation.changes`
+("Switched to Tortoise ORM …") and instructions ("Use SQLAlchemy ORM …"; hand-picked from the
+field reports of other memory systems). Read as a name, "Use" and "Switched" were two subjects."""
 
 
 def _opening_verb(word: str) -> bool:
@@ -260,7 +266,7 @@ def _opening_verb(word: str) -> bool:
     if word.isupper():
         return False
     f = fold(word)
-    return f in _VERB_CUES or _VERB_RE.fullmatch(f) is not None
+    return f in _VERB_CUES or f in _LEADING_VERBS or _VERB_RE.fullmatch(f) is not None
 
 
 def _subject(text: str) -> str | None:

@@ -21,6 +21,7 @@ from ..plans import OpKind, Plan
 from ..policy import Policy
 from ..protocols import ENDPOINT_DOWN_REASONS, JSONWriter, LLMOutputError, LLMUnavailable
 from ..records import FieldMap, MemoryRecord
+from ..slots import NAME_RULE
 from .prompt import PROMPT_VERSION, VERDICT_SCHEMA, build_messages
 from .verdicts import ModelVerdict, parse_verdict
 
@@ -96,11 +97,13 @@ class MemoryVerdictCache:
 
 
 def unsure_pairs(plan: Plan, records: Sequence[MemoryRecord]) -> list[UnsurePair]:
-    """The plan's conflict items of two memories of the snapshot ``records``, in plan order."""
+    """The plan's conflict items of two memories of the snapshot ``records``, in plan order;
+    a changed name (rule ``"changed_name"``, :mod:`consolidation.slots`) is never among them:
+    a spelling fix and a new person look alike, so a person decides it, never the judge."""
     by_id = {r.id: r for r in records}
     out: list[UnsurePair] = []
     for i, op in enumerate(plan.operations):
-        if op.kind != OpKind.CONFLICT or len(op.source_ids) != 2:
+        if op.kind != OpKind.CONFLICT or len(op.source_ids) != 2 or op.rule == NAME_RULE:
             continue
         a, b = (by_id.get(s) for s in op.source_ids)
         if a is None or b is None:

@@ -7,8 +7,9 @@ matters can score far below that: all-MiniLM-L6-v2 gives "The human's first name
 cannot / can drink alcohol") 0.64 (letta-ai/letta#1571), so neither was ever judged and no
 reviewer was asked (tests/consolidation/test_public_reports.py). Two texts that differ in
 exactly one token are offered here at whatever cosine they have; :func:`~consolidation
-.judgment.judge_pair` still decides (a one-word swap of two values stays ``"distinct"``; a
-changed state value ``"supersedes"``; an undated negation is a ``"conflict"`` for a reviewer).
+.judgment.judge_pair` still decides (a one-word swap of two values of one frame is reconciled
+when dated and marked or single-valued, else asked, :mod:`consolidation.slots`; an undated
+negation is a ``"conflict"`` for a reviewer).
 
 How (the deletion neighbourhood of SymSpell, Garbe 2012, over tokens instead of letters):
 each text of up to :data:`MAX_TOKENS` tokens (its

@@ -220,12 +220,13 @@ CASES = [
     ),
     # https://github.com/netclaw-dev/netclaw/issues/1241 — the curation prompt "wrongly merged
     # ~45% of the hard 'looks similar but is actually distinct' pairs": one value swapped for
-    # another (cosine 0.91 here, above both link thresholds) is two facts.
+    # another (cosine 0.91 here, above both link thresholds) is never merged. Undated, one
+    # slot with two values: asked (unsure means ask, never both silently).
     case(
         "netclaw",
         "1241-near-distinct",
         [m("a", "Prefers dark roast coffee"), m("b", "Prefers light roast coffee")],
-        "keep",
+        "conflict",
     ),
     # --- Vellum --------------------------------------------------------------------------------
     # https://github.com/vellum-ai/vellum-assistant/pull/24045 — duplicates must be the same
@@ -270,7 +271,8 @@ CASES = [
     ),
     # --- Letta / MemGPT ------------------------------------------------------------------------
     # https://github.com/letta-ai/letta/issues/552 — the human's name corrected from Chad to
-    # Sarah (newer): judge_pair says "supersedes"; the pair's cosine (0.57) is below
+    # Sarah (newer): a changed name is always asked, never reconciled (a spelling fix
+    # and another person look alike); the pair's cosine (0.57) is below
     # contradiction_threshold 0.75, so only the twin channel (planning/twins.py) offers it.
     case(
         "letta",
@@ -279,7 +281,7 @@ CASES = [
             m("a", "The human's first name is Chad", created_at=OLD),
             m("b", "The human's first name is Sarah", created_at=NEW),
         ],
-        "reconcile:b",
+        "conflict",
     ),
     # https://github.com/letta-ai/letta/issues/1571 — "请牢记,我不能喝酒" (remember: I cannot
     # drink alcohol) and the agent blanked the memory. Undated negation pair → ask; judge_pair
@@ -289,8 +291,9 @@ CASES = [
     case("letta", "1571-empty", [m("a", "用户不能喝酒"), m("b", "")], "keep"),
     # --- MatrixOne Memoria ---------------------------------------------------------------------
     # https://github.com/matrixorigin/memoria/issues/89 — a corrected stack (PostgreSQL →
-    # MySQL): two versions of one statement that differ in one value; not both clearly states
-    # in a language without the attribute table, so the engine must not merge them.
+    # MySQL): two versions of one statement that differ in one value, never merged; no change
+    # marker and no attribute table for it, so the slot is asked (it was left
+    # silently beside the stale stack).
     case(
         "memoria",
         "89",
@@ -302,11 +305,11 @@ CASES = [
             ),
             m("new", "项目技术栈：FastAPI + MySQL + Redis，部署在 Docker 容器中", created_at=NEW),
         ],
-        "keep",
+        "conflict",
     ),
     # https://github.com/matrixorigin/memoria/issues/88 — the migration note next to the old
     # stack was not flagged; the two are different statements (a stack, a migration event),
-    # so they are never merged into one.
+    # never merged into one, and the note does not replace the whole stack: asked.
     case(
         "memoria",
         "88",
@@ -323,7 +326,7 @@ CASES = [
                 created_at=NEW,
             ),
         ],
-        "keep",
+        "conflict",
     ),
     # --- Hindsight -----------------------------------------------------------------------------
     # https://github.com/vectorize-io/hindsight/issues/1094 — exact duplicates created by
@@ -457,8 +460,8 @@ CASES = [
     ),
     # --- aihub-core (mem0's reconcile pass) ----------------------------------------------------
     # https://github.com/bbvch-ai/aihub-core/issues/1717 — "I moved to Zurich" should
-    # supersede "User lives in Bern"; an event does not say what holds now, so the engine keeps
-    # both rather than guess (never a merge of the two).
+    # supersede "User lives in Bern": a newer change event that names the attribute it changes
+    # ("moved" → lives) and the new value replaces the state (it was kept beside it before).
     case(
         "aihub-core",
         "1717",
@@ -466,7 +469,7 @@ CASES = [
             m("old", "User lives in Bern", created_at=OLD),
             m("new", "I moved to Zurich", created_at=NEW),
         ],
-        "keep",
+        "reconcile:new",
     ),
     # --- MeetOnMemory --------------------------------------------------------------------------
     # https://github.com/imuniqueshiv/MeetOnMemory/issues/267 — three wordings of one home city.

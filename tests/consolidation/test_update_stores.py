@@ -1,0 +1,116 @@
+"""Updates in stores written by mem0's and praisonaiagents' own storage code.
+
+The new user's planted updates, in one scope, next to another scope's copy of every old fact:
+each update of the first scope is reconciled (the newer kept) or asked, the agreement ("lives
+in Paris" / "moved from Lyon to Paris") is neither, and the other scope is never touched.
+Stores are written through tests/agent_stores.py (mem0ai's ``ChromaDB.insert``,
+praisonaiagents' ``store_long_term`` payload) and read with the console's presets and our
+embeddings, as an attached collection is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import chromadb
+
+from consolidation import Fate, OpKind, Policy
+from consolidation.adapters.chroma_layout import Layout
+from consolidation.adapters.chroma_store import ChromaMemoryStore
+from consolidation.adapters.embedder import get_default_embedder
+from consolidation.adapters.vector_cache import VectorCache
+from consolidation.planning import plan
+from consolidation.shapes import preset_field_map
+from tests.agent_stores import Mem0Memory, PraisonMemory, write_mem0, write_praisonai
+
+FEB, MAY, NOV = (datetime(2026, m, 1, tzinfo=UTC) for m in (2, 5, 11))
+PLANTED = [
+    # (old text, old date, new text, new date, outcome)
+    ("Alice's timezone is Europe/Paris.", MAY, "Alice's timezone is Europe/Berlin.", NOV, "ask"),
+    ("Bob's manager is Carol.", FEB, "Bob's manager is now Dave.", NOV, "ask"),
+    (
+        "Bob runs Ubuntu 22.04 on his workstation.",
+        FEB,
+        "Bob runs Ubuntu 24.04 on his workstation.",
+        NOV,
+        "ask",
+    ),  # fmt: skip
+    (
+        "Bob's API key rotates every 90 days.",
+        FEB,
+        "Bob's API key rotates every 30 days.",
+        FEB,
+        "ask",
+    ),  # fmt: skip
+    ("Alice's brother is named Jon.", FEB, "Alice's brother is named John.", NOV, "ask"),
+    (
+        "User prefers React for the frontend.",
+        FEB,
+        "User switched to Svelte for the frontend.",
+        NOV,
+        "reconcile",
+    ),  # fmt: skip
+    ("Bob lives in Paris.", FEB, "Bob moved from Lyon to Paris.", NOV, "keep"),
+]
+
+
+def _plan_attached(client, name: str, preset: str, tmp_path):
+    fm = preset_field_map(preset)
+    layout = Layout(
+        name,
+        field_map=fm,
+        embed=lambda t: get_default_embedder().embed(t),
+        cache=VectorCache(tmp_path / "v.sqlite3"),
+    )
+    records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
+    return plan(records, Policy(trim_to_guard=False), now=datetime(2026, 12, 1, tzinfo=UTC),
+                fieldmap=fm)  # fmt: skip
+
+
+def _check(p, ids: list[str]) -> None:
+    """``ids``: per planted row, [old, new] of the first scope, then the other scope's old."""
+    n = len(PLANTED)
+    pairs = {frozenset(op.source_ids): op for op in p.operations if op.kind != OpKind.MERGE}
+    for k, (*_, outcome) in enumerate(PLANTED):
+        old, new = ids[2 * k], ids[2 * k + 1]
+        op = pairs.get(frozenset((old, new)))
+        if outcome == "ask":
+            assert op is not None and op.kind == OpKind.CONFLICT, PLANTED[k]
+        elif outcome == "reconcile":
+            assert op is not None and op.kind == OpKind.RECONCILE, PLANTED[k]
+            assert op.source_ids[0] == new and op.removes == [old]
+        else:
+            assert op is None, (PLANTED[k], op.reason if op else None)
+            assert p.fates[old] == p.fates[new] == Fate.KEPT
+    other = set(ids[2 * n :])
+    for op in p.operations:
+        assert not other & set(op.source_ids), op.reason  # another scope: never compared
+
+
+def test_a_mem0_store_of_two_users(tmp_path):
+    client = chromadb.EphemeralClient()
+    name = f"mem0-{uuid.uuid4().hex[:10]}"
+    written = []
+    for old, t_old, new, t_new, _ in PLANTED:
+        written += [Mem0Memory(old, user_id="alice", created_at=t_old),
+                    Mem0Memory(new, user_id="alice", created_at=t_new)]  # fmt: skip
+    written += [Mem0Memory(old, user_id="bob", created_at=t) for old, t, *_ in PLANTED]
+    ids = write_mem0(client, name, written)
+    _check(_plan_attached(client, name, "mem0", tmp_path), ids)
+
+
+def test_a_praisonai_store_of_two_agents(tmp_path):
+    client = chromadb.EphemeralClient()
+    name = f"praison-{uuid.uuid4().hex[:10]}"
+    written = []
+    for old, t_old, new, t_new, _ in PLANTED:
+        written += [
+            PraisonMemory(old, agent_name="Coder", timestamp=t_old.timestamp()),
+            PraisonMemory(new, agent_name="Coder", task_id="task-2", timestamp=t_new.timestamp()),
+        ]
+    written += [
+        PraisonMemory(old, agent_name="Reviewer", timestamp=t.timestamp()) for old, t, *_ in PLANTED
+    ]
+    ids = write_praisonai(client, written, collection_name=name)
+    _check(_plan_attached(client, name, "praisonai", tmp_path), ids)
