@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -433,7 +432,7 @@ def plan_inputs_digest(
 
     part(sorted(hashes.items()))
     part(dict(policy))
-    llm = [os.getenv("MEMORYADMIN_LLM_MODEL", ""), os.getenv("OPENAI_BASE_URL", "")]
+    llm = [settings.MEMORYADMIN_LLM_MODEL, settings.OPENAI_BASE_URL]
     part([agent.auto_apply, layer or "", *llm])
     part(sorted(active_decisions(agent).values_list("id", flat=True)))
     part(list(agent.probes.order_by("id").values_list("id", "question", "answer")))

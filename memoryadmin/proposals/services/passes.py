@@ -207,7 +207,7 @@ def pass_plan(
     Runs the engine's one snapshot path (:func:`consolidation.snapshot.plan_snapshot`) over
     the agent's store with its field map, checkpoint (empty: plan the whole store) and standing
     decisions (:func:`~memoryadmin.proposals.selectors.decisions.standing_decisions`), the
-    offline embedder, and the LLM writer when one is configured (``MEMORYADMIN_LLM_MODEL``;
+    offline embedder, and the LLM writer when one is configured (:func:`stores.llm_writer`;
     none: no network, I-8); then the recall check and the guards. ``progress(fraction,
     label)`` follows it (0..1). ``layer`` restricts the pass to one memory layer
     (``memory_compact``; :func:`consolidation.snapshot.in_layer`). Raises
@@ -215,11 +215,10 @@ def pass_plan(
     settings; nothing the LLM endpoint does fails the pass (``plan.context["llm"]`` records it).
     """
     from consolidation.adapters.embedder import get_default_embedder
-    from consolidation.adapters.llm import llm_from_env
 
     progress = progress or (lambda fraction, label: None)
     store = stores.get_store(agent)
-    writer = llm_from_env()
+    writer = stores.llm_writer()
     decisions = standing_decisions(agent)
     try:
         snap = plan_snapshot(
