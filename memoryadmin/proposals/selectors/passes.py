@@ -62,7 +62,7 @@ KIND_ORDER = [k.value for k in Operation.Kind]
 
 def pass_operation_pages(
     *, run: Pass, pages: dict[str, Any] | None = None
-) -> list[tuple[str, int, Page]]:
+) -> list[tuple[str, int, Page[Any]]]:
     """Operations of ``run`` grouped by kind: ``[(kind, total, page)]`` in a fixed kind order.
 
     ``pages`` maps kind → requested page number (default 1); ``OPS_PER_PAGE`` per page. Each

@@ -235,12 +235,13 @@ def decision_for_conflict(*, run: Pass, operation: Operation, keep: str, user: A
     )
 
 
-def decision_for_restore(*, archived: ArchivedMemory, user: Any) -> Decision:
-    """A ``keep`` decision for a memory restored from the archive: no later pass removes it
-    again until revoked (its source pass: the pass that archived it)."""
+def decision_for_restore(*, archived: ArchivedMemory, agent: Agent, user: Any) -> Decision:
+    """A ``keep`` decision on ``agent`` (the archive row's) for a memory restored from the
+    archive: no later pass removes it again until revoked (its source pass: the pass that
+    archived it)."""
     run = Pass.objects.filter(pk=archived.run_id).first() if archived.run_id else None
     return decision_create(
-        agent=archived.agent,
+        agent=agent,
         kind=K.KEEP,
         memories=[[archived.memory_id, archived.content_hash]],
         user=user,

@@ -96,7 +96,7 @@ def pass_request(
                 agent=agent,
                 trigger=trigger,
                 requested_by=user_or_none(user),
-                policy=policy.to_dict() if override else agent.policy,
+                policy=policy.to_dict() if policy is not None else agent.policy,
                 max_loss_fraction=(policy or agent.get_policy()).max_loss_fraction,
                 telemetry={
                     **({"policy_override": policy_name or "explicit"} if override else {}),
@@ -182,7 +182,7 @@ def _repeats(agent: Agent) -> Pass | None:
     pass goes ahead and records why it fails."""
     last = agent.passes.filter(planned_at__isnull=False).order_by("-planned_at", "-id").first()
     digest = (last.telemetry or {}).get("inputs_digest") if last is not None else None
-    if not digest or (last.telemetry or {}).get("policy_override"):
+    if last is None or not digest or (last.telemetry or {}).get("policy_override"):
         return None
     try:
         policy = jsonable(agent.get_policy().to_dict())

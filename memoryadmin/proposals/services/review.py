@@ -270,7 +270,7 @@ def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[st
     scores["conflict"] = origin
     scores["decision"] = {"keep": keep, "by": by, "at": at}
     if keep == "both":
-        kept, gone = [a_id, b_id], []
+        kept, gone = [a_id, b_id], list[str]()
         op.kind, op.rule, op.removes = Operation.Kind.CONFLICT, origin["rule"], []
         op.source_ids = [a_id, b_id]
         detail = f"Kept both: decided by {by}."
