@@ -303,11 +303,11 @@ def pass_evaluate(run: Pass) -> Evaluation:
         hashes[op_id][memory_id] = planned
     left_out = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
     total, counted = 0, []
-    for pk, excluded, status, *values in run.operations.values_list(
-        "pk", "excluded", "status", *_StoredOperation._fields
+    for pk, status, *values in run.operations.values_list(
+        "pk", "status", *_StoredOperation._fields
     ):
         total += 1
-        if excluded or status in left_out:  # the rows _counted() leaves out
+        if status in left_out:  # the rows _counted() leaves out
             continue
         row = _StoredOperation(*values)
         by_id = hashes.get(pk, {})
@@ -336,7 +336,7 @@ class _StoredOperation(NamedTuple):
 
 def _counted() -> Any:
     """The operations an evaluation counts: not excluded, not in conflict (a ``Q``)."""
-    return Q(excluded=False) & ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
+    return ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
 
 
 def _describes(ev: Evaluation, run: Pass) -> bool:

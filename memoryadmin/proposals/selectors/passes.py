@@ -247,7 +247,7 @@ def promoted_counts(summary: Any) -> tuple[int, int]:
 def pass_reviewed(run: Pass) -> bool:
     """True when an operator excluded or edited an operation (the stored recall check and the
     planned figures then describe the plan as proposed, not as it stands now)."""
-    return run.operations.filter(Q(excluded=True) | Q(edited=True)).exists()
+    return run.operations.filter(Q(status=Operation.Status.EXCLUDED) | Q(edited=True)).exists()
 
 
 # ----- convergence ------------------------------------------------------------------------

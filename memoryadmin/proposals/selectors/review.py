@@ -247,9 +247,9 @@ class ReviewQuery:
         elif self.risk == "below":
             qs = qs.exclude(ONE_BY_ONE)
         if self.state == "included":
-            qs = qs.filter(excluded=False)
+            qs = qs.exclude(status=Operation.Status.EXCLUDED)
         elif self.state == "excluded":
-            qs = qs.filter(excluded=True)
+            qs = qs.filter(status=Operation.Status.EXCLUDED)
         if self.q.strip():
             q = self.q.strip()
             matching = OperationSource.objects.filter(
@@ -381,8 +381,9 @@ def lost_page(*, run: Pass, page: int | str = 1) -> Page[Any]:
     """The Lost content view: included operations that lose something, riskiest first, a page
     of :data:`LOST_PER_PAGE` operations, each ``{"op", "lost": [(sentence, segments)]}``."""
     qs = (
-        run.operations.filter(lost_sentences__gt=0, excluded=False)
-        .only("id", "index", "kind", "rule", "risk", "lost", "lost_sentences", "excluded", "run_id")
+        run.operations.filter(lost_sentences__gt=0)
+        .exclude(status=Operation.Status.EXCLUDED)
+        .only("id", "index", "kind", "rule", "risk", "lost", "lost_sentences", "status", "run_id")
         .order_by("-risk", "index")
     )
     pager: Page[Any] = Paginator(qs, LOST_PER_PAGE).get_page(page)
@@ -415,7 +416,7 @@ def pass_content(run: Pass) -> tuple[list[Operation], list[OperationText], Conte
     ):
         rows.setdefault(row[0], []).append(row)
     store = {mid: doc for srcs in rows.values() for _, mid, doc, _, _ in srcs}
-    active = [op for op in ops if op.excluded is False and op.status not in _NOT_COUNTED]
+    active = [op for op in ops if op.status not in _NOT_COUNTED]
     texts = [
         OperationText(
             kind=op.kind,

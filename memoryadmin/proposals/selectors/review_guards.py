@@ -116,4 +116,4 @@ def approve_blocked(run: Pass, ev: Any) -> str:
 
 
 def _counted_q() -> Q:
-    return Q(excluded=False) & ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
+    return ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])

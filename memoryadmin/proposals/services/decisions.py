@@ -260,7 +260,7 @@ def decisions_for_rejection(
     ``actor`` (with ``user`` ``None``) records them in that name without the reviewer check:
     a rollback's rejected plan, which whoever may roll back may record."""
     ops = list(
-        run.operations.filter(excluded=False)
+        run.operations.exclude(status=Operation.Status.EXCLUDED)
         .exclude(kind=Operation.Kind.CONFLICT)
         .prefetch_related("sources")
         .order_by("index")

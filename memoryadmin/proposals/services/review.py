@@ -113,7 +113,7 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
     """
     reviewed = {
         _identity(op): op
-        for op in source.operations.filter(Q(excluded=True) | Q(edited=True)).prefetch_related(
+        for op in source.operations.filter(Q(status=OS.EXCLUDED) | Q(edited=True)).prefetch_related(
             "sources"
         )
     }
@@ -125,12 +125,12 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
         if old is None:
             continue
         if old.excluded:
-            op.excluded, op.status = True, OS.EXCLUDED
+            op.status = OS.EXCLUDED
             counts["excluded"] += 1
         if old.edited and op.kind == Operation.Kind.MERGE:
             op.result_document, op.edited = old.result_document, True
             counts["edited"] += 1
-        op.save(update_fields=["excluded", "status", "result_document", "edited"])
+        op.save(update_fields=["status", "result_document", "edited"])
     if counts["excluded"] or counts["edited"] or counts["decided"]:
         audit(
             actor=actor,
@@ -165,9 +165,8 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
     op = Operation.objects.select_for_update().get(pk=operation.pk)
     excluded = bool(excluded)
     if op.excluded != excluded:
-        op.excluded = excluded
         op.status = OS.EXCLUDED if excluded else OS.PENDING
-        op.save(update_fields=["excluded", "status"])
+        op.save(update_fields=["status"])
         audit(
             actor=actor_name(user, "cli"),
             verb="excluded" if excluded else "included",
@@ -181,7 +180,7 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
             decisions_for_inclusion(operations=[op], user=user)
     ev = pass_evaluate(run)
     store_summary(run, ev)
-    operation.excluded, operation.status = op.excluded, op.status
+    operation.status = op.status
     return ev
 
 
@@ -290,7 +289,7 @@ def _decide(op: Operation, keep: str, *, by: str, at: str) -> tuple[str, list[st
         )
     op.reason = note
     op.scores, op.status_detail = scores, detail
-    op.excluded, op.status = False, OS.PENDING
+    op.status = OS.PENDING
     for position, mid in enumerate(op.source_ids):
         OperationSource.objects.filter(pk=sources[mid].pk).update(
             position=position, removed=mid in gone
@@ -387,7 +386,8 @@ def _exclude_touching(run: Pass, op: Operation, gone: list[str]) -> list[tuple[i
         return []
     rows = list(
         Operation.objects.select_for_update()
-        .filter(run=run, excluded=False)
+        .filter(run=run)
+        .exclude(status=OS.EXCLUDED)
         .filter(
             pk__in=OperationSource.objects.filter(operation__run=run, memory_id__in=gone).values(
                 "operation_id"
@@ -397,9 +397,7 @@ def _exclude_touching(run: Pass, op: Operation, gone: list[str]) -> list[tuple[i
         .order_by("index")
         .values_list("pk", "index", "kind")
     )
-    Operation.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(
-        excluded=True, status=OS.EXCLUDED
-    )
+    Operation.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(status=OS.EXCLUDED)
     return [(index, kind) for _, index, kind in rows]
 
 
@@ -429,8 +427,8 @@ def operations_set_excluded(
     excluded = bool(excluded)
     rows = (
         Operation.objects.select_for_update()
-        .filter(run=run, pk__in=ids, excluded=not excluded)
-        .exclude(status=OS.CONFLICT)
+        .filter(run=run, pk__in=ids)
+        .filter(~Q(status__in=[OS.EXCLUDED, OS.CONFLICT]) if excluded else Q(status=OS.EXCLUDED))
         .order_by("index")
     )
     changed = list(rows.values_list("pk", "index", "kind"))
@@ -457,7 +455,7 @@ def operations_set_excluded(
         )
     if changed:
         Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).update(
-            excluded=excluded, status=OS.EXCLUDED if excluded else OS.PENDING
+            status=OS.EXCLUDED if excluded else OS.PENDING
         )
         touched = Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).prefetch_related(
             "sources"
