@@ -49,6 +49,7 @@ run: install
 test: install debian-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "not slow" -n 2
 	CI=$${CI:-} $(BIN)/pytest -p no:cacheprovider -m "slow and not llm" -n 2 --dist loadfile
 
@@ -110,6 +111,7 @@ test-fast: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python bench/embed_bench.py

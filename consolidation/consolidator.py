@@ -221,7 +221,7 @@ class Consolidator:
                     )
                 )
         if promoted:
-            current = {r.id: r for r in store.get([op.result_id for op in promoted])}
+            current = {r.id: r for r in store.get([str(op.result_id) for op in promoted])}
             for op in promoted:
                 src = current.get(str(op.result_id))
                 if src is None:

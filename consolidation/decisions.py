@@ -150,7 +150,7 @@ class Constraint:
         return cls(
             decision=data["decision"],
             kind=data["kind"],
-            memories=tuple(tuple(m) for m in data.get("memories") or ()),  # type: ignore[misc]
+            memories=tuple(tuple(m) for m in data.get("memories") or ()),
             keep=str(data.get("keep") or ""),
             note=str(data.get("note") or ""),
         )

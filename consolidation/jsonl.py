@@ -82,7 +82,7 @@ class LineError:
         return f"line {self.line}: {self.message}"
 
 
-class LineErrors(list):
+class LineErrors(list[LineError]):
     """The first :data:`MAX_ERRORS` line errors of a file, in order; ``total`` counts them all
     (``total >= len(self)``)."""
 

@@ -194,7 +194,7 @@ def _parse_sample(sample: Any, position: int) -> LocomoConversation:
     observations = sample.get("observation") or {}
     for n, key in _session_numbers(observations, "_observation").items():
         by_speaker = observations[key] or {}
-        when = sessions.get(n)
+        day = sessions.get(n)
         for speaker, facts in by_speaker.items():
             for i, fact in enumerate(facts or [], start=1):
                 if not isinstance(fact, list | tuple) or not fact or not isinstance(fact[0], str):
@@ -207,8 +207,8 @@ def _parse_sample(sample: Any, position: int) -> LocomoConversation:
                     "source": "locomo",
                     "conversation": sid,
                 }
-                if when is not None:
-                    meta["created_at"] = when.isoformat()
+                if day is not None:
+                    meta["created_at"] = day.isoformat()
                 if evidence:
                     meta["evidence"] = evidence
                 memories.append(MemoryRecord(f"{sid}:obs:{n}:{speaker}:{i}", fact[0], None, meta))

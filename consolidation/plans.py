@@ -117,14 +117,18 @@ class Fates(MutableMapping[str, Fate]):
         return f"Fates({len(self)} ids, {len(self._set)} not kept)"
 
 
-class _FateItems(ItemsView):
+class _FateItems(ItemsView[str, Fate]):
+    _mapping: Fates
+
     def __iter__(self) -> Iterator[tuple[str, Fate]]:
         get, kept = self._mapping._set.get, Fate.KEPT
         for k in self._mapping._ids:
             yield k, get(k, kept)
 
 
-class _FateValues(ValuesView):
+class _FateValues(ValuesView[Fate]):
+    _mapping: Fates
+
     def __iter__(self) -> Iterator[Fate]:
         get, kept = self._mapping._set.get, Fate.KEPT
         for k in self._mapping._ids:

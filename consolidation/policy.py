@@ -42,7 +42,8 @@ def _field(
     the accepted range (``low`` ≤ value ≤ ``high``; ``above``: value > it) and ``choices``.
     :meth:`Policy.__post_init__` enforces the range; the form sets its HTML ``min`` from
     ``low``."""
-    meta = {"help": help_text, "label": label, "unit": unit, "low": low, "high": high}
+    meta: dict[str, Any] = {"help": help_text, "label": label, "unit": unit, "low": low}
+    meta |= {"high": high}
     meta |= {"above": above, "choices": choices}
     return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
 
@@ -456,7 +457,7 @@ class Policy:
                     )
                 raise ValueError(f"{name} must be a finite number, got {v!r}")
             bounded = meta.get("unit") in ("fraction", "cosine")  # said as one range
-            if bounded and not low <= v <= high:
+            if bounded and low is not None and high is not None and not low <= v <= high:
                 what = (
                     "a cosine similarity in" if meta.get("unit") == "cosine" and low < 0 else "in"
                 )

@@ -134,6 +134,7 @@ class LLMOutputError(ValueError):
         super().__init__(message)
         self.excerpt = excerpt[:200]
         self.reason = reason
+        self.tokens: dict[str, int] = {}  # estimated tokens of the failed request, when known
 
 
 @dataclass(frozen=True)

@@ -332,9 +332,9 @@ def simulate_after(
         removed.update(op.removes)
         if op.result_id:
             same_text[op.result_id] = {
-                by_id[sid].document: by_id[sid].embedding
+                src.document: e
                 for sid in reversed(op.source_ids)
-                if sid in by_id and by_id[sid].embedding is not None
+                if (src := by_id.get(sid)) is not None and (e := src.embedding) is not None
             }
             base = by_id.get(op.result_id)
             doc = (
@@ -434,6 +434,7 @@ class _Memo:
 
     def __init__(self, inner: Embedder | None) -> None:
         self.inner = inner
+        self.dim = inner.dim if inner is not None else EMBEDDING_DIM
         self.seen: dict[str, np.ndarray] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

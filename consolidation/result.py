@@ -75,7 +75,7 @@ class ConsolidationResult:
     rejected: bool = False
     reason: str | None = None
     retained_originals: int | None = None
-    context: dict[str, Any] | None = field(default=None)
+    context: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.context is None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -170,10 +171,15 @@ def _share(metas: Sequence[Mapping[str, Any]], test: Callable[[Mapping[str, Any]
     return sum(1 for m in metas if test(m)) / len(metas) if metas else 0.0
 
 
+def _holds_text(key: str, meta: Mapping[str, Any]) -> bool:
+    value = meta.get(key)
+    return isinstance(value, str) and bool(value.strip())
+
+
 def _text_key(metas: Sequence[Mapping[str, Any]]) -> str | None:
     """The metadata key holding a non-empty string in at least 90 % of the records."""
     for key in _TEXT_KEYS:
-        if _share(metas, lambda m, k=key: isinstance(m.get(k), str) and bool(m[k].strip())) >= 0.9:
+        if _share(metas, partial(_holds_text, key)) >= 0.9:
             return key
     return None
 

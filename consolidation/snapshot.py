@@ -273,7 +273,7 @@ def llm_figures(context: dict[str, Any]) -> dict[str, Any]:
     :func:`consolidation.llm_judge.judge_unsure`)."""
     llm = context.setdefault("llm", {})
     keys = ("requests", "failed", "tokens_in", "tokens_out", "seconds")
-    totals = dict.fromkeys(keys, 0)
+    totals: dict[str, float] = dict.fromkeys(keys, 0)
     for part in ("judge", "distill"):
         for k in keys:
             totals[k] += (llm.get(part) or {}).get(k, 0)

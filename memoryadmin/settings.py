@@ -11,6 +11,7 @@ Content-Security-Policy (django-csp) and login throttling (django-axes) are alwa
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from datetime import timedelta
@@ -319,7 +320,9 @@ ARCHIVE_PURGE_CRON = os.getenv("MEMORYADMIN_ARCHIVE_PURGE_CRON", "17 4 * * *")
 OPENAI_BASE_URL = os.getenv("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = os.getenv("OPENAI_API_KEY", "")
 MEMORYADMIN_LLM_MODEL = os.getenv("MEMORYADMIN_LLM_MODEL", "")
-MEMORYADMIN_LLM_TIMEOUT = float(os.getenv("MEMORYADMIN_LLM_TIMEOUT", "30"))
+# Seconds per LLM attempt; unset: the engine's default (consolidation.adapters.llm
+# DEFAULT_TIMEOUT_SECONDS), checked with the rest by llm_from_env (core/stores.llm_writer).
+MEMORYADMIN_LLM_TIMEOUT = os.getenv("MEMORYADMIN_LLM_TIMEOUT", "").strip()
 # What the model work costs (consolidation/llm_cost.py): USD per 1M tokens in and out, by model
 # name. Defaults only for published prices (OpenAI's gpt-4o-mini, gpt-4.1-mini, gpt-4.1-nano);
 # a local model has none, so its passes show "no price". MEMORYADMIN_LLM_PRICES (JSON,
@@ -356,6 +359,13 @@ EMBEDDER_KEY_ENV_ALLOWED = [
 ENDPOINT_HOSTS_ALLOWED = [
     h.strip().lower() for h in os.getenv("ENDPOINT_HOSTS_ALLOWED", "").split(",") if h.strip()
 ]
+# The values of the variables above that are set (read here once: the process's environment
+# does not change while it runs); an agent's embedder setting names one, never stores the key.
+EMBEDDER_KEYS = {
+    name: value
+    for name, value in os.environ.items()
+    if any(fnmatch.fnmatchcase(name, p) for p in EMBEDDER_KEY_ENV_ALLOWED)
+}
 
 # Notifications (services/notifications*.py; docs/OPERATOR.md). Links in them start with
 # MEMORYADMIN_BASE_URL (the console's public address). Webhook hosts: WEBHOOK_HOSTS_ALLOWED
@@ -376,6 +386,22 @@ NOTIFY_TIMEOUT = float(os.getenv("NOTIFY_TIMEOUT", "10"))
 # is reported "stuck"; the checks (and "waiting longer than N hours") run at NOTIFY_CHECK_CRON.
 NOTIFY_STUCK_MINUTES = envint("NOTIFY_STUCK_MINUTES", 60)
 NOTIFY_CHECK_CRON = os.getenv("NOTIFY_CHECK_CRON", "*/5 * * * *")
+
+# Process start (core/stores.warm_up): build the Chroma client and load the embedder before
+# the first request ("0", "false", "no", "off": on the first request that needs them).
+MEMORYADMIN_WARM_UP = os.getenv("MEMORYADMIN_WARM_UP", "1").strip().lower() not in (
+    "0",
+    "false",
+    "no",
+    "off",
+)
+# Fault injection for the crash tests (core/services.failpoint): the step at which the process
+# kills itself; empty (always, outside those tests): none.
+MEMORYADMIN_FAILPOINT = os.getenv("MEMORYADMIN_FAILPOINT", "")
+# `manage.py setup_demo`: the demo users' password (set before the first run) and the port
+# `make run` serves the console on, for the login line it prints.
+MEMORYADMIN_DEMO_PASSWORD = os.getenv("MEMORYADMIN_DEMO_PASSWORD", "memoryadmin-demo")
+WEB_PORT = os.getenv("WEB_PORT") or "8000"
 
 LOGGING = {
     "version": 1,

@@ -367,3 +367,57 @@ def test_the_package_check_sees_an_import_from_a_later_package() -> None:
         "memoryadmin.agents.services.agents:3 (agents) imports "
         "memoryadmin.proposals.selectors.passes (proposals)"
     ]
+
+
+# ----- settings are read in settings.py only -------------------------------------------------
+
+ENV_READS_ALLOWED = {
+    "memoryadmin.settings": "the one place the environment becomes settings",
+    "memoryadmin.wsgi": "names the settings module (DJANGO_SETTINGS_MODULE) before settings exist",
+}
+"""Modules of ``memoryadmin/`` that may touch the process environment, with the reason. The
+engine (``consolidation/``) is not the console: it reads its own variables (docs/ARCHITECTURE.md
+"Settings")."""
+
+
+def _env_reads(mods: dict[str, Path]) -> list[str]:
+    """``module:line`` of every ``os.environ`` / ``os.getenv`` / ``os.putenv`` use, and every
+    ``from os import environ|getenv|putenv``, in ``mods``."""
+    names = {"environ", "getenv", "putenv", "unsetenv", "environb", "getenvb"}
+    found = []
+    for module, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            hit = (
+                isinstance(node, ast.Attribute)
+                and node.attr in names
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+            ) or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "os"
+                and any(alias.name in names for alias in node.names)
+            )
+            if hit:
+                found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def test_the_console_reads_the_environment_only_in_settings() -> None:
+    """Everything else reads ``django.conf.settings`` at call time, so ``override_settings``
+    (and pytest-django's ``settings``) reaches it and one file lists every variable."""
+    mods = {m: p for m, p in _modules().items() if m not in ENV_READS_ALLOWED}
+    assert _env_reads(mods) == []
+
+
+def test_the_environment_check_sees_each_way_of_reading_it(tmp_path: Path) -> None:
+    pkg = tmp_path / "memoryadmin"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("import os\nX = os.getenv('X')\n")
+    (pkg / "b.py").write_text("import os\n\ndef f():\n    return os.environ['Y']\n")
+    (pkg / "c.py").write_text("from os import environ\n")
+    (pkg / "d.py").write_text("import os\nZ = os.path.join('a', 'b')\n")
+    assert _env_reads(_modules(tmp_path)) == [
+        "memoryadmin.a:2",
+        "memoryadmin.b:4",
+        "memoryadmin.c:1",
+    ]

@@ -138,7 +138,9 @@ class Layout:
 
     # ---- writing ---------------------------------------------------------------------------
 
-    def placed(self, rid: str, text: str, meta: Mapping[str, Any]) -> tuple[str | None, dict]:
+    def placed(
+        self, rid: str, text: str, meta: Mapping[str, Any]
+    ) -> tuple[str | None, dict[str, Any]]:
         """``(document, metadata)`` to store for a record with ``text``; raises
         :class:`EmptyText` for an empty or whitespace-only text."""
         if not text.strip():
@@ -202,7 +204,7 @@ class Layout:
                 f"holds {self.width}-d vectors of another model and the agent has no embedder "
                 f"for it (first: {missing[0][:80]!r})"
             )
-        if missing:
+        if missing and self.native_embed is not None:  # None with texts missing raised above
             vecs = np.asarray(self.native_embed(missing), dtype=np.float32)
             if vecs.ndim != 2 or (self.width and vecs.shape[1] != self.width):
                 raise ValueError(

@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -482,7 +482,7 @@ class ChromaMemoryStore:
         for r in records:
             e = r.embedding.astype(np.float64) if r.embedding is not None else None
             en = float(np.linalg.norm(e)) if e is not None else 0.0
-            cos = float(np.clip(qn @ e / en, -1.0, 1.0)) if en > 0 else 0.0
+            cos = float(np.clip(qn @ e / en, -1.0, 1.0)) if e is not None and en > 0 else 0.0
             scored.append((r, cos))
         scored.sort(key=lambda pair: (-pair[1], pair[0].id))
         return scored
@@ -526,7 +526,7 @@ class ChromaMemoryStore:
         """
         records = list(records)
         seen: set[str] = set()
-        prepared: list[tuple[str, str | None, np.ndarray, dict[str, Any]]] = []
+        prepared: list[tuple[str, str | None, np.ndarray | None, dict[str, Any]]] = []
         self._see_width()
         foreign = self.layout.foreign()
         for r in records:
@@ -539,7 +539,7 @@ class ChromaMemoryStore:
             document, placed = self.layout.placed(r.id, r.document, r.metadata)
             if not foreign and r.embedding is None:
                 raise ValueError(f"upsert: record {r.id!r} has no embedding")
-            if not foreign and not np.all(np.isfinite(r.embedding)):
+            if r.embedding is not None and not foreign and not np.all(np.isfinite(r.embedding)):
                 raise ValueError(f"upsert: record {r.id!r} has a non-finite embedding")
             try:
                 meta = encode_metadata(placed)
@@ -571,7 +571,10 @@ class ChromaMemoryStore:
                 self.collection.upsert(
                     ids=ids,
                     documents=None if all(d is None for d in docs) else docs,
-                    embeddings=np.stack([p[2] for p in batch]).astype(np.float32),
+                    # every vector is set by now: ours checked, foreign ones found above
+                    embeddings=np.stack(cast("list[np.ndarray]", [p[2] for p in batch])).astype(
+                        np.float32
+                    ),
                     metadatas=metadatas,
                 )
 

@@ -137,7 +137,8 @@ Resolver = Callable[[str, int], list[str]]
 
 
 def _resolve(host: str, port: int) -> list[str]:
-    return sorted({info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return sorted({str(info[4][0]) for info in infos})
 
 
 def non_public_addresses(addresses: Iterable[str]) -> list[str]:

@@ -109,7 +109,7 @@ def refuses_response_format(exc: openai.OpenAIError) -> bool:
 
 def translate(
     exc: openai.OpenAIError, *, base_url: str, model: str, timeout: float, key: str | None
-):
+) -> Exception:
     """An SDK exception as ``Retryable(LLMUnavailable)``, ``LLMUnavailable`` or
     ``LLMOutputError`` with a readable message and a ``reason`` code (``LLMUnavailable``).
 

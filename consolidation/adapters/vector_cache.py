@@ -180,8 +180,9 @@ class VectorCache:
         for start in range(0, len(distinct), _CHUNK):
             chunk = distinct[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
+            args: list[str | None]
             if table == "ours":
-                sql, args = f"SELECT key, vec FROM ours WHERE key IN ({marks})", chunk
+                sql, args = f"SELECT key, vec FROM ours WHERE key IN ({marks})", [*chunk]
             else:
                 sql = f"SELECT key, vec FROM native WHERE collection = ? AND key IN ({marks})"
                 args = [collection, *chunk]

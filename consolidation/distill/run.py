@@ -147,7 +147,9 @@ def _check(min_confidence: float) -> None:
         raise ValueError(f"min_confidence must be a number in [0, 1], got {min_confidence!r}")
 
 
-def _keep(facts: list[Fact], min_confidence: float, known: set[str], counts: dict) -> list[Fact]:
+def _keep(
+    facts: list[Fact], min_confidence: float, known: set[str], counts: dict[str, int]
+) -> list[Fact]:
     kept: list[Fact] = []
     for fact in facts:
         if fact.confidence < min_confidence:

@@ -147,7 +147,14 @@ def _swap(v: ModelVerdict, swapped: bool) -> ModelVerdict:
     return ModelVerdict(v.verdict, "b" if v.keep == "a" else "a", v.why)
 
 
-def _ask(writer: JSONWriter, pair: UnsurePair, budget: Budget, usage: Usage, fm: FieldMap, cache):
+def _ask(
+    writer: JSONWriter,
+    pair: UnsurePair,
+    budget: Budget,
+    usage: Usage,
+    fm: FieldMap,
+    cache: VerdictCache | None,
+) -> Judgment:
     """One pair: a cached or fresh :class:`Judgment` (never raises for the endpoint)."""
     model = str(getattr(writer, "model", "") or "LLM")
     first, second, swapped = _canonical(pair, fm)
@@ -175,7 +182,7 @@ def _ask(writer: JSONWriter, pair: UnsurePair, budget: Budget, usage: Usage, fm:
         usage.add(None, took)
         return Judgment(pair, None, getattr(exc, "reason", "unavailable"), str(exc), seconds=took)
     usage.add(reply, reply.seconds)
-    cost = {
+    cost: dict[str, Any] = {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "seconds": reply.seconds,

@@ -125,7 +125,7 @@ def _centroids(emb: np.ndarray, cells: int, seed: int) -> np.ndarray:
         max_points_per_centroid=_SAMPLE_PER_CELL,
     )
     km.train(sample)
-    return km.centroids
+    return np.asarray(km.centroids, dtype=np.float32)
 
 
 def _lists(cell_of: np.ndarray, rows: np.ndarray, cells: int) -> tuple[np.ndarray, np.ndarray]:
@@ -291,7 +291,7 @@ def ann_candidate_pairs(
     if topk is not None:
         if stats is not None:
             stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
-            stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
+            stats["over"] = stats.get("over", 0) + int((topk.seen > topk.k - SLACK).sum())
         if topk.seen.any():
             code = np.union1d(code, topk.codes(n))
     if not len(code):

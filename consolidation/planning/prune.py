@@ -138,7 +138,7 @@ def prune_covered(st: PlanState) -> None:
         for u in units.live():
             sess = {x for k in units.members[u] for x in where(k)}
             count(units.text[u], sorted(sess & need), 1)
-        need = max(policy.prune_coverage, MIN_COVERAGE)
+        coverage = max(policy.prune_coverage, MIN_COVERAGE)
         for i in sorted(st.decayed, key=lambda i: (len(docs[i]), st.ids[i])):
             if st.removed[i] or i in units.of or not st.eligible[i] or not sessions[i]:
                 continue
@@ -147,7 +147,7 @@ def prune_covered(st: PlanState) -> None:
                 1 for tok in toks if any(counts.get(ss, {}).get(tok, 0) > 1 for ss in where(i))
             )
             frac = hit / len(toks) if toks else 1.0
-            if frac + 1e-12 < need or held_kept(st, i, "prune", "decay_covered"):
+            if frac + 1e-12 < coverage or held_kept(st, i, "prune", "decay_covered"):
                 continue
             count(docs[i], where(i), -1)
             score, age_days = st.decayed[i]
@@ -165,7 +165,7 @@ def prune_covered(st: PlanState) -> None:
                         f"stale and covered: importance {importance_text(st, i)} × 0.5^("
                         f"{age_days:.0f} d / {policy.prune_half_life_days:g} d) = {score:.4f}"
                         f" < {policy.prune_threshold:g}, and {frac:.0%} of its content words"
-                        f" are kept by other memories of its session (≥ {need:.0%})"
+                        f" are kept by other memories of its session (≥ {coverage:.0%})"
                     ),
                     scores={
                         "score": round(score, 6),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import numpy as np
 
@@ -307,7 +307,7 @@ def prepare(
     if missing is not None:
         r = recs[missing]
         raise ValueError(f"memory {r.id!r} has no embedding; embed it before planning")
-    metas = [r.metadata for r in recs]
+    metas: list[Mapping[str, Any]] = [r.metadata for r in recs]
     hashes: Sequence[str]
     if checkpoint is None:
         is_new = [True] * n
@@ -328,7 +328,7 @@ def prepare(
         docs=[r.document for r in recs],
         metas=metas,
         hashes=hashes,
-        emb=UnitRows(embs),
+        emb=UnitRows(cast("list[np.ndarray]", embs)),  # none is None: checked above
         protected=Column(
             n,
             lambda i: (

@@ -153,7 +153,7 @@ def find_templates(st: PlanState, *, searched: bool) -> None:
     numbers: dict[int, tuple[str, ...]] = {}
     keys = st.keys
     for i in rows:
-        key = keys[i] if keys and keys[i] is not None else normalize_text(st.docs[i])
+        key = k if keys and (k := keys[i]) is not None else normalize_text(st.docs[i])
         t = template_of(key) if key else None
         if t is None:
             continue
@@ -197,15 +197,11 @@ def _settle(st: PlanState, tpl: Templates, g: int) -> bool:
     firsts = {i for by_value in first.values() for i in by_value.values()}
     dup = next((i for i in members if i not in firsts), None)
     if dup is not None:
-        (v,) = tpl.numbers[dup]
-        reps.append((first[len(v)][v], dup))
+        (number,) = tpl.numbers[dup]
+        reps.append((first[len(number)][number], dup))
     if len(reps) > SETTLE_MAX_CLASSES:
         return False
-    for a, b in reps:
-        v = template_verdict(st, min(a, b), max(a, b), count=False)
-        if v is None:
-            return False
-    return True
+    return all(template_verdict(st, min(a, b), max(a, b), count=False) is not None for a, b in reps)
 
 
 def _series_verdict(slot: int, a: tuple[str, ...], b: tuple[str, ...]) -> PairVerdict:
@@ -238,7 +234,7 @@ def template_verdict(st: PlanState, a: int, b: int, *, count: bool = True) -> Pa
         tpl.answered += 1
         return _series_verdict(slot, na, nb)
     cls = tuple(
-        (k, *sorted((len(x), len(y))))
+        (k, min(len(x), len(y)), max(len(x), len(y)))
         for k, (x, y) in enumerate(zip(na, nb, strict=True))
         if x != y
     )

@@ -36,6 +36,7 @@ memory among old, unrelated rows of a store that big is found by the next full p
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -61,13 +62,15 @@ def _tokens(key: str) -> tuple[str, ...]:
     return tuple(words) if len(words) > 1 else tuple(key)
 
 
-def _keys(st: PlanState, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+def _keys(
+    st: PlanState, rows: Iterable[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
     """Hashed keys of ``rows``: ``(hash int64, row int64, role int8)`` per key (role 0 = a whole
     text, 1 = a text with one token deleted, 2 = a substitution slot) and the normalised texts."""
     hashes, owners, roles = array("q"), array("q"), array("b")
     norm: dict[int, str] = {}
     for i in rows:
-        key = st.keys[i] if st.keys and st.keys[i] is not None else normalize_text(st.docs[i])
+        key = kept if st.keys and (kept := st.keys[i]) is not None else normalize_text(st.docs[i])
         toks = _tokens(key) if key else ()
         if not MIN_TOKENS - 1 <= len(toks) <= MAX_TOKENS:
             continue

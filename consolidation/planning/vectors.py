@@ -238,7 +238,7 @@ def query_pairs(
     if topk is not None:
         if stats is not None:
             stats["max_seen"] = max(stats.get("max_seen", 0), int(topk.seen.max(initial=0)))
-            stats["over"] = stats.get("over", 0) + int((topk.seen > per_row).sum())
+            stats["over"] = stats.get("over", 0) + int((topk.seen > topk.k - SLACK).sum())
         if topk.seen.any():
             extra = topk.codes(n)
     if not los and not len(extra):

@@ -77,16 +77,17 @@ def fold_evidence(st: PlanState) -> None:
         v = metas[t].get(fm.evidence)
         if v is None or v == "" or not semantic(st, t):
             continue  # no evidence: cites nothing (the cheap test first: 1M memories)
-        for e in set(fm.get_list(metas[t], fm.evidence)):
-            if e in wanted:
-                cited_by.setdefault(e, []).append(t)
+        for cited in set(fm.get_list(metas[t], fm.evidence)):
+            if cited in wanted:
+                cited_by.setdefault(cited, []).append(t)
     folds = 0
     for e in free:
         ev = set(fm.get_list(metas[e], fm.evidence))
         if not ev:
             continue
         targets = set.intersection(*(set(cited_by.get(x, ())) for x in ev)) - {e}
-        for t in sorted(targets, key=lambda t, e=e: (-float(emb[t] @ emb[e]), st.ids[t])):
+        order = {t: (-float(emb[t] @ emb[e]), st.ids[t]) for t in targets}
+        for t in sorted(targets, key=order.__getitem__):
             u = units.of.get(t)
             members = units.members[u] if u is not None else [t]
             if conflicts(st, e, members, "evidence_fold"):

@@ -77,7 +77,9 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def build_messages(children: Sequence[MemoryRecord], level: int, max_chars: int) -> list[dict]:
+def build_messages(
+    children: Sequence[MemoryRecord], level: int, max_chars: int
+) -> list[dict[str, str]]:
     """``[{"role": "system", ...}, {"role": "user", ...}]`` for one cluster.
 
     The user message is the fixed sentence (level word, ``max_chars``) + ``<memories>`` + JSON

@@ -44,7 +44,9 @@ BLOCK_TARGET = 2_000
 """Rows per k-means block (on average) for a scope above :data:`BLOCK_ROWS`."""
 
 
-def _agglomerate(rows: np.ndarray, threshold: float | None, linkage: str, k: int | None):
+def _agglomerate(
+    rows: np.ndarray, threshold: float | None, linkage: str, k: int | None
+) -> np.ndarray:
     from sklearn.cluster import AgglomerativeClustering
 
     model = AgglomerativeClustering(

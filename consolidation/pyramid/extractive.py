@@ -79,7 +79,8 @@ def extractive_summary(
         raise ValueError("every child needs an embedding for an extractive summary")
     if not children:
         return None
-    emb = _unit(np.stack([c.embedding for c in children]).astype(np.float32))
+    embs = [c.embedding for c in children if c.embedding is not None]  # all: checked above
+    emb = _unit(np.stack(embs).astype(np.float32))
     centroid = emb.mean(axis=0)
     norm = float(np.linalg.norm(centroid))
     central = emb @ (centroid / norm) if norm > 0 else np.zeros(len(children), np.float32)

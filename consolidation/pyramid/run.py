@@ -97,7 +97,10 @@ class PyramidResult:
 
 
 def _unit_rows(records: Sequence[MemoryRecord]) -> np.ndarray:
-    m = np.stack([r.embedding for r in records]).astype(np.float32)
+    embs = [r.embedding for r in records if r.embedding is not None]
+    if len(embs) < len(records):
+        raise ValueError("every memory of a summary level needs an embedding")
+    m = np.stack(embs).astype(np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     return m / np.where(norms > 0, norms, 1.0)
 

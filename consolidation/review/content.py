@@ -165,9 +165,9 @@ def content_loss(
     words = {sc: WordIndex(w) for sc, w in wanted.items()}
     if words:
         for sc, doc in after:
-            index = words.get(sc)
-            if index is not None:
-                index.add(doc)
+            word_index = words.get(sc)
+            if word_index is not None:
+                word_index.add(doc)
     none = WordIndex({})
     losses = [
         finish_loss(sus, kept, words.get(sc, none), out_w)
@@ -236,9 +236,9 @@ def outside_keys(
         w.add_all(docs.get(sc, ()))
     out = []
     for sc, sents, found in per_op:
-        idx, w = index.get(sc, empty), words.get(sc)
+        idx, held_by = index.get(sc, empty), words.get(sc)
         kept = sorted({s.key for _, s in sents if s in idx})
-        held = sorted({t.key for t in found if w is not None and w.holds(t)})
+        held = sorted({t.key for t in found if held_by is not None and held_by.holds(t)})
         out.append(OperationLoss(outside=tuple(kept), outside_words=tuple(held)))
     return out
 

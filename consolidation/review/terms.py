@@ -129,7 +129,7 @@ def terms(text: str) -> list[Term]:
             right = _core(words[k + 1].group(0)) if k + 1 < len(words) else ""
             start = words[k - 1].start() if left else m.start()
             end = words[k + 1].end() if right else m.end()
-            code = f"{left}{core}{right}"
+            code: str | None = f"{left}{core}{right}"
             out.append(
                 Term(start, end, text[start:end].strip(EDGE_PUNCT), frozenset(), code, "", False)
             )

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 
 from memoryadmin.agents.models import Agent, StoreSample
@@ -27,7 +28,6 @@ from memoryadmin.notifications.models import NotificationChannel, NotificationEv
 from memoryadmin.proposals.models import Pass
 
 __all__ = [
-    "FAILPOINT_ENV",
     "PASS_EVENTS",
     "TASK_APPLY",
     "TASK_DELIVER",
@@ -224,17 +224,15 @@ def enqueue(
     transaction.on_commit(send)
 
 
-FAILPOINT_ENV = "MEMORYADMIN_FAILPOINT"
-
-
 def failpoint(name: str) -> None:
-    """Fault injection for the crash tests: when ``$MEMORYADMIN_FAILPOINT`` equals ``name`` the
-    process kills itself with SIGKILL right here, as a worker dying mid-apply would. Points:
+    """Fault injection for the crash tests: when ``settings.MEMORYADMIN_FAILPOINT`` (from
+    ``$MEMORYADMIN_FAILPOINT``) equals ``name`` the process kills itself with SIGKILL right
+    here, as a worker dying mid-apply would. Points:
     ``apply:archived``, ``apply:written``, ``apply:verified``, ``apply:deleted`` (sources deleted,
     journal not yet updated), ``apply:applied`` (journal updated, pass not yet finished) and
     ``plan:started`` (the pass is ``running`` under its lease, nothing planned yet) and
     ``forget:deleted`` (a forget request's first chunk of live memories deleted and journaled)."""
-    if os.environ.get(FAILPOINT_ENV) == name:
+    if name == settings.MEMORYADMIN_FAILPOINT:
         os.kill(os.getpid(), signal.SIGKILL)
 
 

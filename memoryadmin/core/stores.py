@@ -41,6 +41,7 @@ __all__ = [
     "embed",
     "embeddings_within_ulp",
     "get_live",
+    "llm_writer",
     "looks_unavailable",
     "store_census",
     "store_layout",
@@ -136,7 +137,7 @@ def warm_up() -> dict[str, float]:
     import time
 
     out: dict[str, float] = {}
-    if os.getenv("MEMORYADMIN_WARM_UP", "1").strip().lower() in ("0", "false", "no", "off"):
+    if not settings.MEMORYADMIN_WARM_UP:
         return out
     t0 = time.perf_counter()
     try:
@@ -324,7 +325,7 @@ def store_layout(agent: Agent) -> Layout:
     config = agent.get_embedder_config()
     native = endpoint_embedder_from_config(  # the key name and host checked again at each use
         config,
-        os.environ,
+        settings.EMBEDDER_KEYS,
         allowed_key_env=settings.EMBEDDER_KEY_ENV_ALLOWED,
         allowed_hosts=settings.ENDPOINT_HOSTS_ALLOWED,
     )
@@ -369,6 +370,28 @@ def verdict_cache() -> Any:
         if path not in _caches:
             _caches[path] = VerdictFileCache(path)
         return _caches[path]
+
+
+def llm_writer() -> Any:
+    """The configured LLM writer (:class:`~consolidation.adapters.llm.LLMWriter`) or ``None``.
+
+    From the settings ``MEMORYADMIN_LLM_MODEL`` (blank: ``None``, no network),
+    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``MEMORYADMIN_LLM_TIMEOUT`` and
+    ``ENDPOINT_HOSTS_ALLOWED``, read at each call and checked by
+    :func:`consolidation.adapters.llm.llm_from_env`, which raises ``ValueError`` naming the
+    setting that is invalid.
+    """
+    from consolidation.adapters.llm import llm_from_env
+
+    return llm_from_env(
+        {
+            "MEMORYADMIN_LLM_MODEL": settings.MEMORYADMIN_LLM_MODEL,
+            "OPENAI_BASE_URL": settings.OPENAI_BASE_URL,
+            "OPENAI_API_KEY": settings.OPENAI_API_KEY,
+            "MEMORYADMIN_LLM_TIMEOUT": str(settings.MEMORYADMIN_LLM_TIMEOUT),
+            "ENDPOINT_HOSTS_ALLOWED": ",".join(settings.ENDPOINT_HOSTS_ALLOWED),
+        }
+    )
 
 
 def store_census(store: Any) -> dict[str, Any]:

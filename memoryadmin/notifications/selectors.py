@@ -171,8 +171,9 @@ def notice_payload(notification: Notification, delivery: Delivery) -> dict[str, 
     }
 
 
-def recipients(*, agent: Agent, event: str) -> list[NotificationChannel]:
-    """The enabled channels of active users subscribed to ``event`` on ``agent``."""
+def recipients(*, agent: Agent | None, event: str) -> list[NotificationChannel]:
+    """The enabled channels of active users subscribed to ``event`` on ``agent`` (``None``:
+    subscribed to no agent)."""
     users = [
         s.user_id
         for s in Subscription.objects.filter(agent=agent, user__is_active=True)

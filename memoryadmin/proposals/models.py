@@ -251,7 +251,6 @@ class Operation(models.Model):
     result_document = models.TextField(blank=True)
     planned_document = models.TextField(blank=True, help_text="the engine's text, before edits")
     result_metadata = models.JSONField(null=True, blank=True)
-    excluded = models.BooleanField(default=False)
     edited = models.BooleanField(default=False)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     status_detail = models.TextField(blank=True)
@@ -281,7 +280,6 @@ class Operation(models.Model):
                     "kind",
                     "rule",
                     "status",
-                    "excluded",
                     "edited",
                     "risk",
                     "lost_sentences",
@@ -305,6 +303,12 @@ class Operation(models.Model):
         """``"written by model M"`` / ``"decided by model M"``
         (:func:`consolidation.review.model_note`), else ``None``: what its card says."""
         return model_note(self)
+
+    @property
+    def excluded(self) -> bool:
+        """A reviewer left this operation out of the pass: ``status`` is ``excluded`` (the one
+        flag; including it again sets ``pending``)."""
+        return self.status == self.Status.EXCLUDED
 
     def lost_words(self) -> int:
         """How many lost content words are counted under this operation (its stored

@@ -165,11 +165,11 @@ FACT = "Has a Friday dinner booking at Luigi's with a window seat"
 
 
 @pytest.fixture
-def llm_env(llm_stub, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", llm_stub.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "stub-model")
-    monkeypatch.setenv("MEMORYADMIN_LLM_TIMEOUT", "2")
+def llm_env(llm_stub, settings):
+    settings.OPENAI_BASE_URL = llm_stub.base_url
+    settings.OPENAI_API_KEY = "test-key"
+    settings.MEMORYADMIN_LLM_MODEL = "stub-model"
+    settings.MEMORYADMIN_LLM_TIMEOUT = "2"
     return llm_stub
 
 

@@ -23,6 +23,7 @@ from tests.agent_stores import Mem0Memory, write_mem0
 from tests.agents.test_views_attach import _data
 
 pytestmark = pytest.mark.django_db
+pytest_plugins = ["tests.llm_stub"]
 
 SECRETS = [
     "SECRET_KEY",
@@ -140,9 +141,10 @@ def test_the_allowed_names_are_taken(unique_name) -> None:
 
 
 @pytest.mark.parametrize("secret", ["SECRET_KEY", "DATABASE_URL", "CHROMA_TOKEN"])
-def test_the_worker_refuses_a_stored_secret_name_at_use(unique_name, monkeypatch, secret) -> None:
-    """A setting written around the checks (an old row, the ORM) reads no secret at apply."""
-    monkeypatch.setenv(secret, "do-not-send")
+def test_the_worker_refuses_a_stored_secret_name_at_use(unique_name, settings, secret) -> None:
+    """A setting written around the checks (an old row, the ORM) reads no secret at apply, even
+    when the deployment's key table held one."""
+    settings.EMBEDDER_KEYS = {**settings.EMBEDDER_KEYS, secret: "do-not-send"}
     name = _mem0(unique_name)
     agent = Agent.objects.create(
         name="x",
@@ -155,6 +157,29 @@ def test_the_worker_refuses_a_stored_secret_name_at_use(unique_name, monkeypatch
         stores.store_layout(agent)
     with pytest.raises(ValueError, match="secrets"):
         stores.get_store(agent)
+
+
+def test_the_worker_sends_the_key_the_settings_hold_for_the_variable_named(
+    unique_name, settings, llm_stub
+) -> None:
+    """The key comes from ``settings.EMBEDDER_KEYS`` (the allowed variables, read at start):
+    a test or a deployment sets it there, and a variable it does not hold sends no key."""
+    settings.EMBEDDER_KEYS = {"MEMORYADMIN_EMBEDDER_KEY_MEM0": "k-mem0"}
+    agent = Agent.objects.create(
+        name="x",
+        slug=unique_name("x"),
+        collection_name=_mem0(unique_name),
+        attached=True,
+        embedder={"base_url": llm_stub.base_url, "model": ENDPOINT["model"]},
+    )
+    settings.EMBEDDER_KEY_ENV_ALLOWED = ["MEMORYADMIN_EMBEDDER_KEY*", "VLLM_KEY"]
+    sent = []
+    for key_env in ("MEMORYADMIN_EMBEDDER_KEY_MEM0", "VLLM_KEY"):
+        agent.embedder = {**agent.embedder, "api_key_env": key_env}
+        stores.store_layout(agent).native_embed(["Likes tea"])
+        sent.append(llm_stub.requests[-1].headers.get("authorization", ""))
+    assert sent[0] == "Bearer k-mem0"
+    assert "k-mem0" not in sent[1]
 
 
 def test_the_worker_refuses_a_host_the_deployment_no_longer_allows(unique_name, settings) -> None:

@@ -156,7 +156,7 @@ def test_each_write_is_allowed_exactly_for_its_roles(api_as, role, action, agent
             f"{ {'viewer': 'carol', 'reviewer': 'bob'}[role] } ({role})"
         )
         run.refresh_from_db()
-        assert run.operations.filter(excluded=True).count() == 0
+        assert run.operations.filter(status="excluded").count() == 0
         return
     # A permitted role gets past the role check: the service answers (rollback of this
     # synthetic applied pass is refused by the store check, a real 409, never a 403).

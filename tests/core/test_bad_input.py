@@ -336,15 +336,15 @@ def test_creating_an_agent_with_chroma_down_writes_nothing(
 
 
 def test_an_llm_endpoint_that_times_out_costs_the_distillation_only_and_writes_nothing(
-    agent_with_memories, llm_stub, monkeypatch, django_capture_on_commit_callbacks
+    agent_with_memories, llm_stub, settings, django_capture_on_commit_callbacks
 ) -> None:
     metas = [{"session": "s1"}, {"session": "s1"}, {"session": "s1"}]
     agent = agent_with_memories(F[:3], metas)
     before = agent_census(agent=agent)
-    monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "stub-model")
-    monkeypatch.setenv("OPENAI_BASE_URL", llm_stub.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("MEMORYADMIN_LLM_TIMEOUT", "1")
+    settings.MEMORYADMIN_LLM_MODEL = "stub-model"
+    settings.OPENAI_BASE_URL = llm_stub.base_url
+    settings.OPENAI_API_KEY = "test-key"
+    settings.MEMORYADMIN_LLM_TIMEOUT = "1"
     for _ in range(5):  # every attempt (and retry) is slower than the timeout
         llm_stub.push_slow(10)
     with django_capture_on_commit_callbacks(execute=True):

@@ -88,7 +88,7 @@ def test_it_excludes_a_merge_live_then_approves_and_applies(
     run.refresh_from_db()
     assert run.status == Pass.Status.APPLIED
     assert run.operations.filter(status="applied").count() == 1
-    assert run.operations.filter(excluded=True).count() == 1
+    assert run.operations.filter(status="excluded").count() == 1
 
 
 CSP_LISTENER = """

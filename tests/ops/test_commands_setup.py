@@ -34,8 +34,8 @@ def recorded_seed(monkeypatch):
     return calls
 
 
-def test_setup_demo_creates_users_in_roles_and_is_idempotent(recorded_seed, monkeypatch):
-    monkeypatch.setenv("MEMORYADMIN_DEMO_PASSWORD", "s3cret-demo")
+def test_setup_demo_creates_users_in_roles_and_is_idempotent(recorded_seed, settings):
+    settings.MEMORYADMIN_DEMO_PASSWORD = "s3cret-demo"
     out = io.StringIO()
     call_command("setup_demo", stdout=out)
     call_command("setup_demo", stdout=io.StringIO())
@@ -51,9 +51,9 @@ def test_setup_demo_creates_users_in_roles_and_is_idempotent(recorded_seed, monk
     assert recorded_seed == [False, False]
 
 
-def test_setup_demo_prints_the_logins_last_with_the_web_port(recorded_seed, monkeypatch):
+def test_setup_demo_prints_the_logins_last_with_the_web_port(recorded_seed, settings):
     """`make run` shows these lines right before the servers' output: nothing may follow them."""
-    monkeypatch.setenv("WEB_PORT", "8123")
+    settings.WEB_PORT = "8123"
     out = io.StringIO()
     call_command("setup_demo", stdout=out)
     lines = out.getvalue().strip().splitlines()

@@ -140,14 +140,14 @@ def test_metrics_by_token_needs_the_viewer_role(client: Client, db, carol) -> No
 
 
 @pytest.fixture
-def llm_pass(agent_with_memories, llm_stub, monkeypatch, django_capture_on_commit_callbacks):
+def llm_pass(agent_with_memories, llm_stub, settings, django_capture_on_commit_callbacks):
     """A planned pass of an agent whose memories the stub distils (model gpt-4o-mini); the stub
     proposes no fact, so the pass has no changes: nothing to review or apply."""
     metas = [{"session": "s1"}] * 4 + [{}] * 2
     agent = agent_with_memories(F[:6], metas)
-    monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "gpt-4o-mini")
-    monkeypatch.setenv("OPENAI_BASE_URL", llm_stub.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    settings.MEMORYADMIN_LLM_MODEL = "gpt-4o-mini"
+    settings.OPENAI_BASE_URL = llm_stub.base_url
+    settings.OPENAI_API_KEY = "test-key"
     with django_capture_on_commit_callbacks(execute=True):
         run = pass_request(agent=agent, trigger="operator")
     run.refresh_from_db()

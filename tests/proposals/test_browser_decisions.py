@@ -81,7 +81,7 @@ def test_rejections_and_exclusions_are_remembered_and_revocable(
     expect(page.locator('[data-kind="merge"].excluded')).to_have_count(2)
     page.click("#approve-btn")
     expect(page.locator('.pagehead [data-status="applied"]')).to_be_visible()
-    excluded = {tuple(sorted(op.source_ids)) for op in second.operations.filter(excluded=True)}
+    excluded = {tuple(sorted(op.source_ids)) for op in second.operations.filter(status="excluded")}
     assert len(excluded) == 2 and stores.get_store(agent).count() == 18
     page.click("#rollback-link")
     expect(page.locator("#rollback-decisions")).to_contain_text("2 decisions made on this pass")

@@ -50,7 +50,7 @@ def test_the_page_offers_the_fewest_exclusions_that_fit_the_budget(
     )
     html = r.content.decode()
     assert r.status_code == 200 and "1 operation excluded." in html
-    excluded = list(over_budget.operations.filter(excluded=True))
+    excluded = list(over_budget.operations.filter(status="excluded"))
     assert [op.kind for op in excluded] == ["merge"]  # never the reviewer's pick
     assert not re.search(r'id="approve-btn"[^>]*disabled', html)  # the approve line, oob
     assert 'data-testid="budget-fix"' not in html
@@ -64,4 +64,4 @@ def test_fitting_the_budget_only_excludes(client: Client, bob, over_budget) -> N
         HTTP_HX_REQUEST="true",
     )
     assert "Fitting the loss budget excludes operations." in r.content.decode()
-    assert not over_budget.operations.filter(excluded=True).exists()
+    assert not over_budget.operations.filter(status="excluded").exists()

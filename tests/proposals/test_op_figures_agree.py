@@ -39,7 +39,7 @@ WORD = re.compile(r"loses (\d+) content words?:")
 def _ops_words(run: Pass) -> tuple[int, set[str]]:
     """Sum of the included operations' counted words, and the words they lose (casefolded)."""
     total, words = 0, set()
-    for op in run.operations.filter(excluded=False):
+    for op in run.operations.exclude(status="excluded"):
         loss = OperationLoss.from_dict(op.lost)
         total += len(loss.counted_words)
         words |= {w.casefold() for w in loss.content_words}
@@ -90,7 +90,7 @@ def test_the_operations_lost_words_add_up_to_the_pass_figure_on_every_page(
 
     # each memory page says what its operation loses, in the same figures
     on_pages = 0
-    for op in run.operations.filter(excluded=False, lost_sentences__gt=0):
+    for op in run.operations.filter(lost_sentences__gt=0).exclude(status="excluded"):
         url = reverse("memory_detail", args=[agent.slug])
         page = client.get(url, {"id": op.removes[0]}).content.decode()
         m = re.search(r'data-testid="op-loses">(\d+) sentences?, (\d+) content words?<', page)

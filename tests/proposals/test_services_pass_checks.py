@@ -85,11 +85,11 @@ def _episodic_agent(agent_with_memories):
 
 
 @pytest.fixture
-def llm_env(llm_stub, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", llm_stub.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "stub-model")
-    monkeypatch.setenv("MEMORYADMIN_LLM_TIMEOUT", "1")
+def llm_env(llm_stub, settings):
+    settings.OPENAI_BASE_URL = llm_stub.base_url
+    settings.OPENAI_API_KEY = "test-key"
+    settings.MEMORYADMIN_LLM_MODEL = "stub-model"
+    settings.MEMORYADMIN_LLM_TIMEOUT = "1"
     return llm_stub
 
 
@@ -131,8 +131,8 @@ def test_a_timing_out_llm_costs_only_the_distillation_and_the_proposal_says_why(
     assert agent_census(agent=agent) == before
 
 
-def test_offline_passes_send_nothing_to_an_llm(agent_with_memories, llm_stub, monkeypatch):
-    monkeypatch.delenv("MEMORYADMIN_LLM_MODEL", raising=False)
+def test_offline_passes_send_nothing_to_an_llm(agent_with_memories, llm_stub, settings):
+    settings.MEMORYADMIN_LLM_MODEL = ""
     agent = _episodic_agent(agent_with_memories)
     assert _run(agent).status == Pass.Status.PROPOSED
     assert llm_stub.requests == []

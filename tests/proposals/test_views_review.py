@@ -140,7 +140,7 @@ def test_a_bulk_exclude_of_all_prunes_is_one_event_and_updates_the_figures_once(
     assert html.count('id="approve-line" class="approve-line" hx-swap-oob="true"') == 1
     assert 'id="loss-fraction">12.5%' in html
     assert "3 of 6 operations (3 excluded)" in html
-    assert run.operations.filter(kind="prune", excluded=True).count() == 3
+    assert run.operations.filter(kind="prune", status="excluded").count() == 3
     [event] = AuditEvent.objects.filter(run=run, verb="bulk_excluded")
     assert (
         event.data["operations"] == [2, 3, 4] and "all prunes" in event.note and event.user == bob
@@ -163,7 +163,7 @@ def test_bulk_by_rule_below_a_confidence_and_by_selection(client: Client, bob, a
         url,
         {"action": "exclude", "scope": "rule", "group": "merge:near_duplicate", "below": "0.95"},
     )
-    assert list(run.operations.filter(excluded=True).values_list("index", flat=True)) == [0]
+    assert list(run.operations.filter(status="excluded").values_list("index", flat=True)) == [0]
     reconcile = run.operations.get(kind="reconcile")
     r = client.post(url, {"action": "exclude", "scope": "selected", "ops": [reconcile.pk]})
     assert r.status_code == 302 and r["Location"].endswith("#review-panel")
@@ -172,7 +172,7 @@ def test_bulk_by_rule_below_a_confidence_and_by_selection(client: Client, bob, a
         run=run, verb="excluded", data__operation=reconcile.index
     ).exists()
     client.post(url, {"action": "include", "scope": "filter", "risk": "all"})
-    assert not run.operations.filter(excluded=True).exists()
+    assert not run.operations.filter(status="excluded").exists()
     assert AuditEvent.objects.filter(run=run, verb="bulk_included").count() == 1
 
 
@@ -185,7 +185,7 @@ def test_a_bulk_action_without_a_selection_says_so(client: Client, bob, agent) -
         HTTP_HX_REQUEST="true",
     )
     assert r.status_code == 200 and "Select at least one operation" in r.content.decode()
-    assert not run.operations.filter(excluded=True).exists()
+    assert not run.operations.filter(status="excluded").exists()
 
 
 @pytest.mark.parametrize(("who", "status"), [("carol", 403), (None, 302)])
@@ -197,7 +197,7 @@ def test_bulk_needs_a_reviewer(client: Client, request, agent, who, status) -> N
         reverse("review_bulk", args=[run.pk]),
         {"action": "exclude", "scope": "rule", "group": "prune:"},
     )
-    assert r.status_code == status and not run.operations.filter(excluded=True).exists()
+    assert r.status_code == status and not run.operations.filter(status="excluded").exists()
 
 
 def test_bulk_is_post_only_and_refused_once_decided(client: Client, bob, agent) -> None:
@@ -210,7 +210,7 @@ def test_bulk_is_post_only_and_refused_once_decided(client: Client, bob, agent) 
         url, {"action": "exclude", "scope": "rule", "group": "prune:"}, HTTP_HX_REQUEST="true"
     )
     assert "only a proposed pass can be reviewed" in r.content.decode()
-    assert not run.operations.filter(excluded=True).exists()
+    assert not run.operations.filter(status="excluded").exists()
 
 
 def test_editing_a_merge_rescores_its_loss_and_updates_the_review_row(

@@ -301,7 +301,7 @@ PROBE_PAGE_SIZE = 25
 """Probe queries per page on the probes page."""
 
 
-def probe_page(*, agent: Agent, page: int | str = 1) -> Page:
+def probe_page(*, agent: Agent, page: int | str = 1) -> Page[Any]:
     """One page of the agent's probe queries (:data:`PROBE_PAGE_SIZE`), oldest first; a page
     number out of range gives the nearest page, ``"last"`` the last one."""
     paginator = Paginator(agent.probes.order_by("id"), PROBE_PAGE_SIZE)

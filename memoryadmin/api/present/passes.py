@@ -36,7 +36,7 @@ def pass_out(run: Pass) -> s.PassOut:
 
 def _pass_fields(run: Pass) -> dict[str, Any]:
     n_ops = run.operations.count()
-    n_excluded = run.operations.filter(excluded=True).count()
+    n_excluded = run.operations.filter(status=Operation.Status.EXCLUDED).count()
     # The pass page's figures (pass_summary: the operations it counts now, so a partly applied
     # pass shows what it applied); the planned ones stay under planned_*.
     summary = pass_summary(run) if n_ops else run

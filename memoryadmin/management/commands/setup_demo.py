@@ -15,7 +15,6 @@ format writer.)
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 import sys
@@ -39,7 +38,6 @@ from memoryadmin.proposals.models import Pass
 from memoryadmin.proposals.services.passes import pass_request
 
 DEMO_USERS = (("operator", "admin"), ("reviewer", "reviewer"), ("viewer", "viewer"))
-DEFAULT_PASSWORD = "memoryadmin-demo"
 
 DEMO_SLUG = "demo-assistant"
 DEMO_MEMORIES = [
@@ -165,7 +163,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("setup_roles", stdout=self.stdout)
-        password = os.getenv("MEMORYADMIN_DEMO_PASSWORD", DEFAULT_PASSWORD)
+        password = settings.MEMORYADMIN_DEMO_PASSWORD
         users = []
         for username, role in DEMO_USERS:
             user = User.objects.filter(username=username).first()
@@ -183,7 +181,7 @@ class Command(BaseCommand):
             demo.seed_demo_agents(stdout=self.stdout)
         # The logins come last: `make run` prints them just before the servers' own output, so
         # they are on screen when the console is ready, not scrolled away by the seeding lines.
-        port = os.getenv("WEB_PORT") or "8000"
+        port = settings.WEB_PORT
         self.stdout.write(f"demo users: {', '.join(users)}")
         self.stdout.write(
             f"log in at http://127.0.0.1:{port}/ as 'operator' (admin), 'reviewer' or 'viewer', "

@@ -172,7 +172,9 @@ def _live_matches(agent: Agent, sel: ForgetSelection) -> tuple[list[Any], list[A
     return chosen, [r for r in records if r.id not in ids], capped
 
 
-def _archived_matches(agent: Agent, sel: ForgetSelection, live_ids: set[str]) -> QuerySet:
+def _archived_matches(
+    agent: Agent, sel: ForgetSelection, live_ids: set[str]
+) -> QuerySet[ArchivedMemory]:
     K = ForgetRequest.Kind
     q = Q(memory_id__in=sorted(live_ids))
     if sel.kind == K.SCOPE:
@@ -245,7 +247,7 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
     return plan
 
 
-def forget_requests(*, agent: Agent) -> QuerySet:
+def forget_requests(*, agent: Agent) -> QuerySet[ForgetRequest]:
     """The agent's forget requests, newest first (requester and decider loaded)."""
     return ForgetRequest.objects.filter(agent=agent).select_related("requested_by", "decided_by")
 

@@ -218,7 +218,9 @@ def _iter_memories(agent: Agent, *, embeddings: bool = False) -> Iterable[Memory
     yield from stores.get_store(agent).iter_records(include_embeddings=embeddings)
 
 
-def memory_page(*, agent: Agent, query: MemoryQuery, page: int | str = 1) -> tuple[Page, list[str]]:
+def memory_page(
+    *, agent: Agent, query: MemoryQuery, page: int | str = 1
+) -> tuple[Page[Any], list[str]]:
     """One page (50) of the agent's memories matching ``query``, in the store's insertion order,
     and the tiers present in the store.
 
@@ -231,7 +233,8 @@ def memory_page(*, agent: Agent, query: MemoryQuery, page: int | str = 1) -> tup
     records = filtered_records(
         collection, fm, tier=query.tier, pinned=query.pinned, contains=query.contains
     )
-    got = Paginator(records, MEMORY_PAGE_SIZE).get_page(page)
+    # FilteredRecords pages through Chroma (count() and slicing): a sequence to the Paginator
+    got: Page[Any] = Paginator(records, MEMORY_PAGE_SIZE).get_page(page)  # type: ignore[arg-type]
     got.object_list = [MemoryView.from_record(rec, agent) for rec in got.object_list]
     return got, sorted(known_tiers(collection, fm))
 

@@ -308,10 +308,10 @@ def memories_import_jsonl(
     """
     records, errors = read_jsonl(fileobj, agent.get_field_map())
     if name is None:
-        name = getattr(fileobj, "name", None) or (
+        given = getattr(fileobj, "name", None) or (
             fileobj if isinstance(fileobj, str | Path) else "the file"
         )
-        name = Path(str(name)).name
+        name = Path(str(given)).name
     if (errors and not skip_invalid) or (not records and not errors):
         refused = _refusal(name, records, errors)
         _audit(

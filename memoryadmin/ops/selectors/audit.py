@@ -116,5 +116,6 @@ def rolled_back_by(passes: Iterable[Pass]) -> dict[int, AuditEvent]:
         .select_related("user")
         .order_by("created_at")
     ):
-        out[e.run_id] = e
+        if e.run_id is not None:  # always: filtered by run
+            out[e.run_id] = e
     return out

@@ -160,14 +160,15 @@ class ConsoleCollector(Collector):
         plan: dict[str, list[float]] = defaultdict(list)
         rows = Pass.objects.filter(planned_at__isnull=False, started_at__isnull=False)
         for agent, started, planned in rows.values_list("agent__slug", "started_at", "planned_at"):
-            plan[agent].append(max(0.0, (planned - started).total_seconds()))
+            if started is not None and planned is not None:  # both: filtered above
+                plan[agent].append(max(0.0, (planned - started).total_seconds()))
         yield _histogram(
             "memoryadmin_pass_plan_duration_seconds",
             "Seconds from a pass's start to its proposal (snapshot, plan, guards).",
             plan,
             DURATION_BUCKETS,
         )
-        started = (
+        apply_start = (
             AuditEvent.objects.filter(run=OuterRef("pk"), verb="applying")
             .values("run")
             .annotate(t=Min("created_at"))
@@ -176,7 +177,7 @@ class ConsoleCollector(Collector):
         applied = Pass.objects.filter(
             status__in=(Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED),
             finished_at__isnull=False,
-        ).annotate(apply_started=Subquery(started))
+        ).annotate(apply_started=Subquery(apply_start))
         apply: dict[str, list[float]] = defaultdict(list)
         for agent, begun, finished in applied.values_list(
             "agent__slug", "apply_started", "finished_at"

@@ -14,7 +14,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 
-from consolidation.decisions import Constraint, StandingDecisions
+from consolidation.decisions import Constraint, DecisionKind, StandingDecisions
 from consolidation.review import CODES
 from memoryadmin.agents.models import Agent
 from memoryadmin.proposals.models import Decision, Pass
@@ -61,21 +61,23 @@ def decision_constraints(d: Decision) -> list[Constraint]:
     if d.kind == K.REJECTED_PLAN:
         return []
     if d.kind == K.KEEP:
-        out = [Constraint(decision=pk, kind="keep", memories=mems, note=d.origin)]
+        out = [Constraint(decision=pk, kind=DecisionKind.KEEP, memories=mems, note=d.origin)]
         if payload.get("apart") and len(mems) >= 2:
-            out.append(Constraint(decision=pk, kind="keep_apart", memories=mems, note=d.origin))
+            out.append(
+                Constraint(decision=pk, kind=DecisionKind.KEEP_APART, memories=mems, note=d.origin)
+            )
         return out
     if d.kind == K.CONFLICT_PICK:
         return [
             Constraint(
                 decision=pk,
-                kind="conflict_pick",
+                kind=DecisionKind.CONFLICT_PICK,
                 memories=mems,
                 keep=str(payload.get("keep") or ""),
                 note=d.origin,
             )
         ]
-    return [Constraint(decision=pk, kind=d.kind, memories=mems, note=d.origin)]
+    return [Constraint(decision=pk, kind=DecisionKind(d.kind), memories=mems, note=d.origin)]
 
 
 def standing_decisions(agent: Agent) -> StandingDecisions:
@@ -130,7 +132,7 @@ def rejected_signatures(agent: Agent) -> dict[str, str]:
     return {sig: note for sig, (_, note) in rejected_index(agent).items()}
 
 
-def decision_page(*, agent: Agent, state: str = "active", page: int | str = 1) -> Page:
+def decision_page(*, agent: Agent, state: str = "active", page: int | str = 1) -> Page[Any]:
     """A page of the agent's decisions, newest first: ``state`` ``"active"``, ``"revoked"`` or
     ``"all"`` (anything else: active), :data:`DECISIONS_PER_PAGE` a page."""
     qs = Decision.objects.filter(agent=agent).select_related("run", "created_by", "revoked_by")

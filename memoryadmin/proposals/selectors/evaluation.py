@@ -319,12 +319,12 @@ def pass_evaluate(run: Pass) -> Evaluation:
         hashes[op_id][memory_id] = planned
     left_out = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
     total, counted, conflict = 0, [], 0
-    for pk, excluded, status, *values in run.operations.values_list(
-        "pk", "excluded", "status", *_StoredOperation._fields
+    for pk, status, *values in run.operations.values_list(
+        "pk", "status", *_StoredOperation._fields
     ):
         total += 1
-        if excluded or status in left_out:  # the rows _counted() leaves out
-            conflict += not excluded and status == Operation.Status.CONFLICT
+        if status in left_out:  # the rows _counted() leaves out
+            conflict += status == Operation.Status.CONFLICT
             continue
         row = _StoredOperation(*values)
         by_id = hashes.get(pk, {})
@@ -354,7 +354,7 @@ class _StoredOperation(NamedTuple):
 
 def _counted() -> Any:
     """The operations an evaluation counts: not excluded, not in conflict (a ``Q``)."""
-    return Q(excluded=False) & ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
+    return ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
 
 
 def _describes(ev: Evaluation, run: Pass) -> bool:
@@ -380,7 +380,7 @@ def _describes(ev: Evaluation, run: Pass) -> bool:
     )
 
 
-_IN_CONFLICT = Q(excluded=False, status=Operation.Status.CONFLICT)
+_IN_CONFLICT = Q(status=Operation.Status.CONFLICT)
 """Left out because found in conflict with the store, not excluded by a reviewer."""
 
 

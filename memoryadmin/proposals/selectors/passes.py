@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -63,7 +62,7 @@ KIND_ORDER = [k.value for k in Operation.Kind]
 
 def pass_operation_pages(
     *, run: Pass, pages: dict[str, Any] | None = None
-) -> list[tuple[str, int, Page]]:
+) -> list[tuple[str, int, Page[Any]]]:
     """Operations of ``run`` grouped by kind: ``[(kind, total, page)]`` in a fixed kind order.
 
     ``pages`` maps kind → requested page number (default 1); ``OPS_PER_PAGE`` per page. Each
@@ -248,7 +247,7 @@ def promoted_counts(summary: Any) -> tuple[int, int]:
 def pass_reviewed(run: Pass) -> bool:
     """True when an operator excluded or edited an operation (the stored recall check and the
     planned figures then describe the plan as proposed, not as it stands now)."""
-    return run.operations.filter(Q(excluded=True) | Q(edited=True)).exists()
+    return run.operations.filter(Q(status=Operation.Status.EXCLUDED) | Q(edited=True)).exists()
 
 
 # ----- convergence ------------------------------------------------------------------------
@@ -388,7 +387,7 @@ def pass_kind_rows(run: Pass, ev: Any) -> list[dict[str, Any]]:
     kinds = getattr(ev, "kinds", None)
     if kinds is None:
         return []
-    in_conflict = Q(excluded=False, status=Operation.Status.CONFLICT)
+    in_conflict = Q(status=Operation.Status.CONFLICT)
     counts = run.operations.values_list("kind").annotate(
         n=Count("id"), conflict=Count("id", filter=in_conflict)
     )
@@ -440,7 +439,7 @@ def plan_inputs_digest(
 
     part(sorted(hashes.items()))
     part(dict(policy))
-    llm = [os.getenv("MEMORYADMIN_LLM_MODEL", ""), os.getenv("OPENAI_BASE_URL", "")]
+    llm = [settings.MEMORYADMIN_LLM_MODEL, settings.OPENAI_BASE_URL]
     part([agent.auto_apply, layer or "", *llm])
     part(sorted(active_decisions(agent).values_list("id", flat=True)))
     part(list(agent.probes.order_by("id").values_list("id", "question", "answer")))

@@ -95,9 +95,7 @@ def recent_writes(agent: Agent, *, now: datetime) -> dict[str, str]:
         .exclude(result_id="")
         .values_list("result_id", "run_id", "run__finished_at")
     )
-    return {
-        rid: f"pass #{run_id}, {timesince(when, now, depth=1)} ago" for rid, run_id, when in rows
-    }
+    return {rid: f"pass #{pk}, {timesince(at or now, now, depth=1)} ago" for rid, pk, at in rows}
 
 
 def plan_scores(
@@ -251,9 +249,9 @@ class ReviewQuery:
         if self.risk in ("line", "below"):
             qs = qs.filter(line) if self.risk == "line" else qs.exclude(line)
         if self.state == "included":
-            qs = qs.filter(excluded=False)
+            qs = qs.exclude(status=Operation.Status.EXCLUDED)
         elif self.state == "excluded":
-            qs = qs.filter(excluded=True)
+            qs = qs.filter(status=Operation.Status.EXCLUDED)
         if self.q.strip():
             q = self.q.strip()
             matching = OperationSource.objects.filter(
@@ -272,11 +270,11 @@ class ReviewQuery:
         return {k: v for k, v in out.items() if v and v != str(getattr(defaults, k) or "")}
 
 
-def review_page(*, run: Pass, query: ReviewQuery, page: int | str = 1) -> Page:
+def review_page(*, run: Pass, query: ReviewQuery, page: int | str = 1) -> Page[Any]:
     """One page (:data:`REVIEW_PER_PAGE`) of ``run``'s operations matching ``query``, each as a
     :func:`review_card` dict; the count and the slice are two queries."""
     qs = query.apply(run.operations.all()).prefetch_related("sources")
-    pager = Paginator(qs, REVIEW_PER_PAGE).get_page(page)
+    pager: Page[Any] = Paginator(qs, REVIEW_PER_PAGE).get_page(page)
     pager.object_list = [review_card(op) for op in pager.object_list]
     return pager
 
@@ -347,26 +345,25 @@ def review_rest(run: Pass) -> dict[str, Any]:
     rows = (
         run.operations.exclude(ONE_BY_ONE)
         .values("kind", "rule")
-        .annotate(
-            n=Count("id"), clean=Count("id", filter=Q(lost_sentences=0)), lost=Sum("lost_sentences")
-        )
+        .annotate(n=Count("id"), lost=Sum("lost_sentences"))
+        .annotate(n_clean=Count("id", filter=Q(lost_sentences=0)))
         .order_by("kind", "rule")
     )
     clean_total, clean_names, groups = 0, [], []
     for r in rows:
-        if r["clean"]:
-            clean_total += r["clean"]
+        if r["n_clean"]:
+            clean_total += r["n_clean"]
             clean_names.append(
-                group_words(r["kind"], r["rule"], nothing_lost=True, count=r["clean"])
+                group_words(r["kind"], r["rule"], nothing_lost=True, count=r["n_clean"])
             )
-        if r["n"] > r["clean"]:
+        if r["n"] > r["n_clean"]:
             groups.append(
                 {
                     "kind": r["kind"],
                     "rule": r["rule"],
-                    "n": r["n"] - r["clean"],
+                    "n": r["n"] - r["n_clean"],
                     "lost": r["lost"] or 0,
-                    "words": group_words(r["kind"], r["rule"], count=r["n"] - r["clean"]),
+                    "words": group_words(r["kind"], r["rule"], count=r["n"] - r["n_clean"]),
                 }
             )
     sentence = f"{clean_total:,} {_and(clean_names)}: nothing lost" if clean_total else ""
@@ -377,15 +374,16 @@ def review_rest(run: Pass) -> dict[str, Any]:
     }
 
 
-def lost_page(*, run: Pass, page: int | str = 1) -> Page:
+def lost_page(*, run: Pass, page: int | str = 1) -> Page[Any]:
     """The Lost content view: included operations that lose something, riskiest first, a page
     of :data:`LOST_PER_PAGE` operations, each ``{"op", "lost": [(sentence, segments)]}``."""
     qs = (
-        run.operations.filter(lost_sentences__gt=0, excluded=False)
-        .only("id", "index", "kind", "rule", "risk", "lost", "lost_sentences", "excluded", "run_id")
+        run.operations.filter(lost_sentences__gt=0)
+        .exclude(status=Operation.Status.EXCLUDED)
+        .only("id", "index", "kind", "rule", "risk", "lost", "lost_sentences", "status", "run_id")
         .order_by("-risk", "index")
     )
-    pager = Paginator(qs, LOST_PER_PAGE).get_page(page)
+    pager: Page[Any] = Paginator(qs, LOST_PER_PAGE).get_page(page)
     pager.object_list = [
         {
             "op": op,
@@ -415,7 +413,7 @@ def pass_content(run: Pass) -> tuple[list[Operation], list[OperationText], Conte
     ):
         rows.setdefault(row[0], []).append(row)
     store = {mid: doc for srcs in rows.values() for _, mid, doc, _, _ in srcs}
-    active = [op for op in ops if op.excluded is False and op.status not in _NOT_COUNTED]
+    active = [op for op in ops if op.status not in _NOT_COUNTED]
     texts = [
         OperationText(
             kind=op.kind,
@@ -472,11 +470,11 @@ def conflict_view(op: Operation, fieldmap: FieldMap | None = None) -> dict[str, 
     picked = op.kind == Operation.Kind.RECONCILE and op.rule == "reviewer_pick"
     if op.kind != Operation.Kind.CONFLICT and not picked:
         return None
-    origin = scores.get("conflict") if isinstance(scores.get("conflict"), dict) else {}
+    origin: dict[str, Any] = c if isinstance(c := scores.get("conflict"), dict) else {}
     by_id = {s.memory_id: s for s in op.sources.all()}
     ids = [i for i in (origin.get("ids") or list(op.source_ids[:2])) if i in by_id]
-    decision = scores.get("decision") if isinstance(scores.get("decision"), dict) else None
-    dates = scores.get("dates") if isinstance(scores.get("dates"), list) else []
+    decision = d if isinstance(d := scores.get("decision"), dict) else None
+    dates: list[Any] = d if isinstance(d := scores.get("dates"), list) else []
     fm = fieldmap or FieldMap()
     sides = []
     for n, mid in enumerate(ids):

@@ -147,4 +147,4 @@ def _fewest(run: Pass, excess: int) -> int:
 
 
 def _counted_q() -> Q:
-    return Q(excluded=False) & ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])
+    return ~Q(status__in=[Operation.Status.CONFLICT, Operation.Status.EXCLUDED])

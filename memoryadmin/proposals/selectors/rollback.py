@@ -18,7 +18,7 @@ ARCHIVE_PAGE_SIZE = 50
 """Archived memories per page in the archive browser."""
 
 
-def archive_page(*, agent: Agent, contains: str = "", page: int | str = 1) -> Page:
+def archive_page(*, agent: Agent, contains: str = "", page: int | str = 1) -> Page[Any]:
     """Read: the agent's archived memories, newest first, whose text or id contains ``contains``
     (case-insensitive, taken literally: ``%``, ``_`` and quotes are text), 50 per page."""
     qs = ArchivedMemory.objects.filter(agent=agent).select_related("run", "operation")

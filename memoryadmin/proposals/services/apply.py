@@ -335,8 +335,7 @@ def pass_apply(*, run: Pass) -> Pass:
     agent = run.agent
     # A conflict waits for a reviewer's pick; approving or auto-applying never resolves it.
     ops = list(
-        run.operations.filter(excluded=False)
-        .exclude(status=OS.EXCLUDED)
+        run.operations.exclude(status=OS.EXCLUDED)
         .exclude(kind=Operation.Kind.CONFLICT)
         .prefetch_related("sources")
         .order_by("index")
@@ -556,7 +555,7 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
     # judges them again and the reviewer's keep-apart decision visibly holds them back (the
     # checkpoint no longer hides an exclusion for good; revoking the decision brings it back).
     excluded = run.operations.filter(
-        excluded=True, kind__in=(Operation.Kind.MERGE, Operation.Kind.RECONCILE)
+        status=OS.EXCLUDED, kind__in=(Operation.Kind.MERGE, Operation.Kind.RECONCILE)
     ).values_list("source_ids", flat=True)
     for ids in excluded:
         for mid in ids:

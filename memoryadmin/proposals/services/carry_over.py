@@ -68,7 +68,7 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
     """
     reviewed = {
         _identity(op): op
-        for op in source.operations.filter(Q(excluded=True) | Q(edited=True)).prefetch_related(
+        for op in source.operations.filter(Q(status=OS.EXCLUDED) | Q(edited=True)).prefetch_related(
             "sources"
         )
     }
@@ -80,12 +80,12 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
         if old is None:
             continue
         if old.excluded:
-            op.excluded, op.status = True, OS.EXCLUDED
+            op.status = OS.EXCLUDED
             counts["excluded"] += 1
         if old.edited and op.kind == Operation.Kind.MERGE:
             op.result_document, op.edited = old.result_document, True
             counts["edited"] += 1
-        op.save(update_fields=["excluded", "status", "result_document", "edited"])
+        op.save(update_fields=["status", "result_document", "edited"])
     if counts["excluded"] or counts["edited"] or counts["decided"]:
         audit(
             actor=actor,

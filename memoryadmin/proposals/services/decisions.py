@@ -229,12 +229,13 @@ def decision_for_conflict(*, run: Pass, operation: Operation, keep: str, user: A
     )
 
 
-def decision_for_restore(*, archived: ArchivedMemory, user: Any) -> Decision:
-    """A ``keep`` decision for a memory restored from the archive: no later pass removes it
-    again until revoked (its source pass: the pass that archived it)."""
+def decision_for_restore(*, archived: ArchivedMemory, agent: Agent, user: Any) -> Decision:
+    """A ``keep`` decision on ``agent`` (the archive row's) for a memory restored from the
+    archive: no later pass removes it again until revoked (its source pass: the pass that
+    archived it)."""
     run = Pass.objects.filter(pk=archived.run_id).first() if archived.run_id else None
     return decision_create(
-        agent=archived.agent,
+        agent=agent,
         kind=K.KEEP,
         memories=[[archived.memory_id, archived.content_hash]],
         user=user,
@@ -253,7 +254,7 @@ def decisions_for_rejection(
     ``actor`` (with ``user`` ``None``) records them in that name without the reviewer check:
     a rollback's rejected plan, which whoever may roll back may record."""
     ops = list(
-        run.operations.filter(excluded=False)
+        run.operations.exclude(status=Operation.Status.EXCLUDED)
         .exclude(kind=Operation.Kind.CONFLICT)
         .prefetch_related("sources")
         .order_by("index")

@@ -99,7 +99,7 @@ def pass_request(
                 agent=agent,
                 trigger=trigger,
                 requested_by=user_or_none(user),
-                policy=policy.to_dict() if override else agent.policy,
+                policy=policy.to_dict() if policy is not None else agent.policy,
                 max_loss_fraction=(policy or agent.get_policy()).max_loss_fraction,
                 telemetry={
                     **({"policy_override": policy_name or "explicit"} if override else {}),
@@ -185,7 +185,7 @@ def _repeats(agent: Agent) -> Pass | None:
     pass goes ahead and records why it fails."""
     last = agent.passes.filter(planned_at__isnull=False).order_by("-planned_at", "-id").first()
     digest = (last.telemetry or {}).get("inputs_digest") if last is not None else None
-    if not digest or (last.telemetry or {}).get("policy_override"):
+    if last is None or not digest or (last.telemetry or {}).get("policy_override"):
         return None
     try:
         policy = jsonable(agent.get_policy().to_dict())
@@ -210,7 +210,7 @@ def pass_plan(
     Runs the engine's one snapshot path (:func:`consolidation.snapshot.plan_snapshot`) over
     the agent's store with its field map, checkpoint (empty: plan the whole store) and standing
     decisions (:func:`~memoryadmin.proposals.selectors.decisions.standing_decisions`), the
-    offline embedder, and the LLM writer when one is configured (``MEMORYADMIN_LLM_MODEL``;
+    offline embedder, and the LLM writer when one is configured (:func:`stores.llm_writer`;
     none: no network, I-8); then the recall check and the guards. ``progress(fraction,
     label)`` follows it (0..1). ``layer`` restricts the pass to one memory layer
     (``memory_compact``; :func:`consolidation.snapshot.in_layer`). Raises
@@ -218,11 +218,10 @@ def pass_plan(
     settings; nothing the LLM endpoint does fails the pass (``plan.context["llm"]`` records it).
     """
     from consolidation.adapters.embedder import get_default_embedder
-    from consolidation.adapters.llm import llm_from_env
 
     progress = progress or (lambda fraction, label: None)
     store = stores.get_store(agent)
-    writer = llm_from_env()
+    writer = stores.llm_writer()
     decisions = standing_decisions(agent)
     try:
         snap = plan_snapshot(

@@ -87,7 +87,7 @@ def pass_auto_apply(
     _annotate_waiting(run, waiting, rejected, joins, ops)
     left = run.operations.exclude(index__in=list(waiting)).exclude(kind=OpKind.CONFLICT.value)
     counts = {"mode": mode, "waiting": len(waiting), "reasons": _reason_counts(waiting.values())}
-    if not left.filter(excluded=False).exists():
+    if not left.exclude(status=Operation.Status.EXCLUDED).exists():
         counts["applied"] = 0
         telemetry = {**(run.telemetry or {}), "auto_apply": counts}
         label = "Waiting for review" + (f" ({HOLD_LABELS.get(hold[0], hold[0])})" if hold else "")
@@ -105,7 +105,10 @@ def pass_auto_apply(
             )
         run.refresh_from_db()
         return run
-    first = [ops[i] for i in left.filter(excluded=False).values_list("index", flat=True)]
+    first = [
+        ops[i]
+        for i in left.exclude(status=Operation.Status.EXCLUDED).values_list("index", flat=True)
+    ]
     applied = len(first)
     counts["applied"] = applied
     if (run.recall or {}).get("passed", True) is False:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import ngettext
 
@@ -87,9 +88,8 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
     op = Operation.objects.select_for_update().get(pk=operation.pk)
     excluded = bool(excluded)
     if op.excluded != excluded:
-        op.excluded = excluded
         op.status = OS.EXCLUDED if excluded else OS.PENDING
-        op.save(update_fields=["excluded", "status"])
+        op.save(update_fields=["status"])
         audit(
             actor=actor_name(user, "cli"),
             verb="excluded" if excluded else "included",
@@ -103,7 +103,7 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
             decisions_for_inclusion(operations=[op], user=user)
     ev = pass_evaluate(run)
     store_summary(run, ev)
-    operation.excluded, operation.status = op.excluded, op.status
+    operation.status = op.status
     return ev
 
 
@@ -195,7 +195,7 @@ def decide_conflict(
     scores["conflict"] = origin
     scores["decision"] = {"keep": keep, "by": by, "at": at}
     if keep == "both":
-        kept, gone = [a_id, b_id], []
+        kept, gone = [a_id, b_id], list[str]()
         op.kind, op.rule, op.removes = Operation.Kind.CONFLICT, origin["rule"], []
         op.source_ids = [a_id, b_id]
         detail = f"Kept both: decided by {by}."
@@ -215,7 +215,7 @@ def decide_conflict(
         )
     op.reason = note
     op.scores, op.status_detail = scores, detail
-    op.excluded, op.status = False, OS.PENDING
+    op.status = OS.PENDING
     for position, mid in enumerate(op.source_ids):
         OperationSource.objects.filter(pk=sources[mid].pk).update(
             position=position, removed=mid in gone
@@ -313,7 +313,8 @@ def _exclude_touching(run: Pass, op: Operation, gone: list[str]) -> list[tuple[i
         return []
     rows = list(
         Operation.objects.select_for_update()
-        .filter(run=run, excluded=False)
+        .filter(run=run)
+        .exclude(status=OS.EXCLUDED)
         .filter(
             pk__in=OperationSource.objects.filter(operation__run=run, memory_id__in=gone).values(
                 "operation_id"
@@ -323,9 +324,7 @@ def _exclude_touching(run: Pass, op: Operation, gone: list[str]) -> list[tuple[i
         .order_by("index")
         .values_list("pk", "index", "kind")
     )
-    Operation.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(
-        excluded=True, status=OS.EXCLUDED
-    )
+    Operation.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(status=OS.EXCLUDED)
     return [(index, kind) for _, index, kind in rows]
 
 
@@ -356,8 +355,8 @@ def operations_set_excluded(
     excluded = bool(excluded)
     rows = (
         Operation.objects.select_for_update()
-        .filter(run=run, pk__in=ids, excluded=not excluded)
-        .exclude(status=OS.CONFLICT)
+        .filter(run=run, pk__in=ids)
+        .filter(~Q(status__in=[OS.EXCLUDED, OS.CONFLICT]) if excluded else Q(status=OS.EXCLUDED))
         .order_by("index")
     )
     changed = list(rows.values_list("pk", "index", "kind"))
@@ -384,7 +383,7 @@ def operations_set_excluded(
         )
     if changed:
         Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).update(
-            excluded=excluded, status=OS.EXCLUDED if excluded else OS.PENDING
+            status=OS.EXCLUDED if excluded else OS.PENDING
         )
         touched = Operation.objects.filter(pk__in=[pk for pk, _, _ in changed]).prefetch_related(
             "sources"

@@ -86,7 +86,7 @@ class RollbackBlocked(ServiceError):
 # rollback
 
 
-def _written_document(op: Operation, prior: dict[tuple[int, str], ArchivedMemory]) -> str:
+def _written_document(op: Operation, prior: dict[tuple[int | None, str], ArchivedMemory]) -> str:
     """The text apply wrote for ``op`` (its result text, else the rewritten source's text)."""
     if op.result_document:
         return op.result_document
@@ -470,6 +470,8 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
     and the others find it live (refused when it differs, ``already_live`` when identical).
     """
     a = ArchivedMemory.objects.select_related("agent").get(pk=archived.pk)
+    if a.agent_id is None:
+        raise ServiceError("The agent of this archived memory was deleted: no store to restore to.")
     emb = a.get_embedding()
     if emb is None:  # computed before taking the lock: the embedder may take seconds
         emb = stores.embed([a.document])[0]
@@ -492,7 +494,7 @@ def archive_restore(*, archived: ArchivedMemory, user: Any) -> MemoryRecord:
             store.upsert([record])
             store_sampled(agent, store)  # the dashboard's count follows the restore
         ArchivedMemory.objects.filter(pk=a.pk).update(restored_at=timezone.now())
-        decision = decision_for_restore(archived=a, user=user)
+        decision = decision_for_restore(archived=a, agent=agent, user=user)
         audit(
             actor=actor,
             verb="memory_restored",
