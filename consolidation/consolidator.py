@@ -307,7 +307,7 @@ def trim_with_copies(the_plan: Plan, copies: Mapping[str, str], limit: float | N
     n = len(the_plan.fates)
     copies = {c: o for c, o in copies.items() if c in the_plan.fates and o in the_plan.fates}
     ops = the_plan.operations
-    dropped: list = []
+    dropped: list[Operation] = []
     if limit is not None and summarize(n, ops, copies).exceeds_loss(limit):
         ranked = sorted((op for op in ops if op.removes), key=trim_order)
         kept = [op for op in ops if not op.removes]

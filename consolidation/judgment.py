@@ -315,7 +315,7 @@ def _slots_and_events(
         return PairVerdict(*ev)
     if event and (diff := frame_diff(a, b, pa, pb)) is None:
         return v
-    r = slot_ruling(diff, pa, pb, newer, events="event" in kinds)
+    r = None if diff is None else slot_ruling(diff, pa, pb, newer, events="event" in kinds)
     if r is None or (v.kind in (SUPERSEDES, CONFLICT) and r[2] != NAME_RULE):
         return v  # the cue and update rules settled or asked it already; a name is re-asked
     return PairVerdict(*r)

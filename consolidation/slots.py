@@ -48,7 +48,7 @@ PLACE_RE = re.compile(
 """Attributes whose capitalised value is a place or an employer, not a name for a role
 (hand-picked from the single-valued table and its de/fr/es equivalents)."""
 
-Ruling = tuple[str, "int | None", str, tuple[str, ...]]
+Ruling = tuple[str, "int | None", "str | None", tuple[str, ...]]
 """``(kind, newer, cue, reasons)``: ``kind`` ``"supersedes"`` or ``"conflict"``, ``newer`` the
 index (0/1) of the memory kept when superseding."""
 

@@ -225,7 +225,7 @@ def _authorship(op: Any) -> tuple[str, str] | None:
     scores = getattr(op, "scores", None) or {}
     meta = getattr(op, "result_metadata", None) or {}
     rule = str(getattr(op, "rule", "") or "")
-    judge = scores.get("llm_judge") if isinstance(scores.get("llm_judge"), dict) else {}
+    judge = j if isinstance(j := scores.get("llm_judge"), dict) else {}
     if rule == JUDGE_RULE or scores.get("judged_by") or judge:
         return str(scores.get("judged_by") or judge.get("model") or "LLM"), "decided"
     if kind == "distill" or rule == DISTILL_RULE:

@@ -192,8 +192,9 @@ def _copy_key(item: dict[str, Any]) -> str:
 
 def _created(item: dict[str, Any]) -> float:
     value = item.get("created_at")
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else math.inf
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return math.inf
 
 
 def record_from_item(item: dict[str, Any], tier: str) -> MemoryRecord:
