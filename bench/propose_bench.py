@@ -113,7 +113,7 @@ def chroma_server(path: Path) -> Iterator[tuple[subprocess.Popen, int]]:
     port = free_port()
     log = open(path.parent / "chroma.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [str(ROOT / ".venv/bin/chroma"), "run", "--path", str(path)]
+        [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path)]
         + ["--host", "127.0.0.1", "--port", str(port)],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -249,15 +249,15 @@ class Stages:
 def instrument() -> Stages:
     import consolidation.snapshot as snapshot
     from memoryadmin.core import stores
-    from memoryadmin.proposals.services import apply, passes
+    from memoryadmin.proposals.services import apply, passes, passes_store
 
     st = Stages()
     st.wrap(snapshot, "records_from_memory", "read_store")
     st.wrap(snapshot, "make_plan", "plan")
     st.wrap(passes, "recall_check", "recall_check")
-    st.wrap(passes, "plan_scores", "risk_scoring")
-    st.wrap(passes, "_store_operations", "operation_rows")
-    st.wrap(passes, "_store_proposal", "store_proposal_total")
+    st.wrap(passes_store, "plan_review", "risk_scoring")
+    st.wrap(passes_store, "_store_operations", "operation_rows")
+    st.wrap(passes, "proposal_store", "store_proposal_total")
     st.wrap(apply, "_apply_precheck", "apply_precheck")
     st.wrap(apply, "_result_records", "result_records")
     st.wrap(stores, "embed", "embed")
@@ -331,6 +331,10 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
         kinds = dict(Operation.objects.filter(run=run_).values_list("kind").annotate(n=Count("id")))
         _, a_wall, a_cpu = timed(lambda: pass_approve(run=run_, user=user))
         stages.take()
+        from django.conf import settings
+
+        if args.apply_batch:
+            settings.APPLY_BATCH = args.apply_batch
         applied, ap_wall, ap_cpu = timed(lambda: pass_apply(run=run_))
         ap_stages = stages.take()
         statuses = dict(
@@ -358,6 +362,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
             },
             "approve": {"wall_s": round(a_wall, 2), "cpu_s": round(a_cpu, 2)},
             "apply": {
+                "batch": settings.APPLY_BATCH,
                 "wall_s": round(ap_wall, 1),
                 "cpu_s": round(ap_cpu, 1),
                 "operations": n_ops,
@@ -384,6 +389,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200_000, help="memories in the agent's store")
     ap.add_argument("--dup-frac", type=float, default=0.06, help="share of planted pairs")
     ap.add_argument("--probes", type=int, default=20, help="recall probes of the agent")
+    ap.add_argument(
+        "--apply-batch", type=int, help="operations per apply batch (default: settings.APPLY_BATCH)"
+    )
     ap.add_argument("--profile", choices=["cumulative", "tottime"], help="cProfile to stderr")
     args = ap.parse_args()
     if args.profile:
