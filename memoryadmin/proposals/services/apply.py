@@ -71,8 +71,6 @@ def _archived_sources(op: Operation, sources: list[OperationSource]) -> list[Ope
     return [s for s in sources if s.removed or s.memory_id == op.result_id]
 
 
-
-
 def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
     """The records ``ops`` write (one each). A text equal to a source's — the rewritten source
     (an edit of metadata only), or the source whose text a merge kept (an exact duplicate, or
@@ -303,12 +301,13 @@ def _apply_batch_stages(
 def pass_apply(*, run: Pass) -> Pass:
     """Task body: apply an approved pass, or resume an ``applying`` one.
 
-    Operations go in plan order, in batches of ``settings.APPLY_BATCH`` (no memory touched twice in a
-    batch); each stage is journaled per operation in ``Operation.status``. Order per operation
-    (I-3): stale check against the live store (I-4: changed or vanished
-    source → ``conflict``, skipped) → archive the originals in a committed transaction (I-1) →
-    upsert the merged/promoted record (deterministic id; a merge's embedding is the embedding of
-    its merged text) → read it back → delete the removed sources → ``applied``.
+    Operations go in plan order, in batches of ``settings.APPLY_BATCH`` (:func:`batches`: no
+    memory touched twice in a batch); each stage is journaled per operation in
+    ``Operation.status``. Order per operation (I-3): stale check against the live store (I-4:
+    changed or vanished source → ``conflict``, skipped) → archive the originals in a committed
+    transaction (I-1) → upsert the merged/promoted record (deterministic id; a merge's embedding
+    is the embedding of its merged text) → read it back → delete the removed sources →
+    ``applied``.
 
     Guard re-check (design choice): on a fresh apply, every operation is stale-checked first and
     the loss guard re-evaluated on the operations that will really be applied, against the live
