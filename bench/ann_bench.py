@@ -5,7 +5,7 @@ The vectors are ``plan_bench.py``'s kind: ``n`` random unit rows ``(n, 384) floa
 directions are the hardest case for any index: no cluster structure to exploit) with 5 % of the
 rows in planted pairs, half at cosine 0.95 (near-duplicates) and half at 0.78 (just above the
 0.75 search threshold, ``min(link_threshold, contradiction_threshold)``; the target is that the
-index finds ≥ 98 % of these, issue 35). Every method is asked for all pairs ≥ 0.75; recall is
+index finds ≥ 98 % of these). Every method is asked for all pairs ≥ 0.75; recall is
 the share of each planted group found. CPU seconds are this process's (all threads:
 ``time.process_time``), wall seconds depend on the machine's other load (printed).
 
@@ -17,7 +17,7 @@ Methods (``--methods``, comma-separated):
 
 - ``ivfP``: :func:`~consolidation.planning.ann.ann_candidate_pairs` with ``P`` probes (cells
   ``CELL_SCALE · √(P·n)``, the default); ``ivfP-iI``: with ``I`` k-means iterations instead
-  of the default; ``ivfP-cX``: ``X · √(P·n)`` cells (``ivf16-c1``: the index before issue 35);
+  of the default; ``ivfP-cX``: ``X · √(P·n)`` cells (``ivf16-c1``: the index until 2026-12);
 - ``hnswM``: faiss ``IndexHNSWFlat`` (inner product), ``M`` links per node, efConstruction 80,
   each row's 32 nearest searched at efSearch 128 and kept when ≥ the threshold (one thread
   adds, so the graph is deterministic);
@@ -43,7 +43,7 @@ DIM = 384
 THRESHOLD = 0.75
 PLANTED = (0.95, 0.78)
 TARGET_RECALL = 0.98
-"""Issue 35: the index finds ≥ 98 % of the pairs just above the link threshold."""
+"""The target: the index finds ≥ 98 % of the pairs just above the link threshold."""
 
 
 def planted_store(n: int, seed: int = 0, frac: float = 0.05) -> tuple[np.ndarray, dict]:

@@ -43,8 +43,8 @@ the scan (the slower per multiply-add) bigger tiles. With 64 probes: at 200K, 1,
 Memory beyond the caller's matrix: the probe lists, ``int32`` (peak RSS + 90 MB at 200K, +
 356 MB at 1M over the 1.46 GB matrix).
 
-Measured at 1M with 16 probes on ``√(16n)`` cells (before issue 35; ``bench/plan_bench.py --n
-1000000 --exact-n 50000``, load average 10.9):
+Measured at 1M with 16 probes on ``√(16n)`` cells (the index until 2026-12;
+``bench/plan_bench.py --n 1000000 --exact-n 50000``, load average 10.9):
 the search alone 118.8 CPU s (272.8 s wall), planted recall 0.998; the full plan 200 CPU s /
 626 s wall (candidates 379 s wall), planted duplicates merged 99.78 %; at 50K the index
 found 99.96 % of the exact pairs (5.1 s vs 41.7 s wall), no false pair. At 200K: full plan
@@ -79,23 +79,29 @@ ANN_MIN_ROWS = 100_000
 
 Measured by :func:`~.candidates.candidate_pairs` on the bench's vectors with 5 % planted pairs,
 half at cosine 0.95 and half at 0.78 (just above the 0.75 threshold), CPU seconds (the machine
-ran at a load average of 9–17 from other jobs, so wall seconds were 3–5× these):
+ran at a load average of 9–17 from other jobs, so wall seconds were 3–7× these). "16 probes" is
+the index until 2026-12 (on ``√(16n)`` cells), "64 probes" today's (``½√(64n)`` cells,
+``bench/ann_bench.py``, load average 15–17):
 
-==========  ===========  ===========  ==================  ==================
-rows        exact split  index        index recall 0.95   index recall 0.78
-==========  ===========  ===========  ==================  ==================
-20,000      3.2          0.8          1.000               0.942
-50,000      15.6         2.1          1.000               0.920
-100,000     55.3         5.4          0.9988              0.900
-200,000     ≈ 220 (n²)   13.7         0.9986              0.874
-1,000,000   ≈ 5,500      118.8        0.998               0.811
-==========  ===========  ===========  ==================  ==================
+==========  ===========  ==========  =========  ===========  ===========  ===========
+rows        exact split  16 probes   64 probes  recall 0.95  0.78, 16 p.  0.78, 64 p.
+==========  ===========  ==========  =========  ===========  ===========  ===========
+20,000      3.2 (3.8)    0.8 (1.3)   (3.3)      1.000        0.942        (0.998)
+50,000      15.6         2.1                    1.000        0.920
+100,000     55.3         5.4 (10.9)  19.5       0.9988       0.900        0.990
+200,000     ≈ 220 (n²)   13.7        45.5       0.9986       0.874        0.986
+1,000,000   ≈ 5,500      118.8       ≈ 4× scan  0.998        0.811        (not measured)
+==========  ===========  ==========  =========  ===========  ===========  ===========
 
-The index is cheaper from 20K rows on, but it misses pairs near the threshold (and more of them
-as the store grows), where the exact product finds every pair. So the exact product is kept
-while it fits the planning budget (a full plan of 100K in ≤ 30 s: ≈ 25 s idle), and the index
-takes over from 100K rows, where it is 10× cheaper and still finds ≥ 99.8 % of the planted
-duplicates.
+In brackets: ``bench/ann_bench.py``'s own runs of that size, at a load average of 3–17 (the
+64-probe 20K figures on ``√(64n)`` cells). "recall 0.95" is of the 16-probe index; with 64
+probes it was 1.000 at 100K and 200K.
+
+The index is cheaper from 20K rows on, but with 16 probes it missed pairs near the threshold
+(and more of them as the store grew), where the exact product finds every pair; with 64 probes
+it finds ≥ 98 % of them at 100K–200K for 2–3× the 16-probe CPU, still ≈ 3–5× under the exact
+product. So the exact product is kept while it fits the planning budget (a full plan of 100K in
+≤ 30 s: ≈ 25 s idle), and the index takes over from 100K rows.
 """
 
 PROBES = 64
@@ -109,14 +115,14 @@ same probes: higher), and the scan runs faster on bigger cells (longer BLAS tile
 ==================  =================  ====================  ====================
 probes, cells       100K: 0.78 / CPU   200K: 0.78 / CPU      note
 ==================  =================  ====================  ====================
-16, √(16n)          0.904 / 10.7 s     0.874 (docs) / 13.7   before issue 35
+16, √(16n)          0.904 / 10.7 s     0.874 (docs) / 13.7   until 2026-12
 32, √(32n)          0.958 / 16.2 s
 64, √(64n)          0.985 / 26.1 s
 96, √(96n)          0.996 / 40.1 s
 32, ½√(32n)         0.969 / 12.1 s
 24, ¼√(24n)         0.979 / 10.5 s
 48, ½√(48n)                            0.978 / 33.8 s
-**64, ½√(64n)**     see ANN_MIN_ROWS   0.986 / 45.5 s        the default
+**64, ½√(64n)**     0.990 / 19.5 s     0.986 / 45.5 s        the default
 128, 2√(128n)       0.998 / 101.2 s
 ==================  =================  ====================  ====================
 

@@ -77,7 +77,7 @@ def test_ann_on_tiny_or_bad_input():
 
 
 def test_ann_finds_98_percent_of_pairs_just_above_the_threshold():
-    """Issue 35: pairs at cosine 0.78 (just above the 0.75 search threshold) among 24K random
+    """Pairs at cosine 0.78 (just above the 0.75 search threshold) among 24K random
     rows — the hardest case, no cluster to help — are found as the exact product finds them."""
     rng = np.random.default_rng(11)
     n, per = 24_000, 600
