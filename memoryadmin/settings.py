@@ -316,6 +316,10 @@ VERDICT_CACHE_PATH = Path(
 ARCHIVE_RETENTION_DAYS = envint("MEMORYADMIN_ARCHIVE_DAYS", 0)
 ARCHIVE_PURGE_CRON = os.getenv("MEMORYADMIN_ARCHIVE_PURGE_CRON", "17 4 * * *")
 
+# Operations per apply batch (memoryadmin/proposals/services/apply.py APPLY_BATCH: one Chroma
+# read, upsert, read-back and delete per stage and batch; the journal resumes per batch).
+APPLY_BATCH = envint("MEMORYADMIN_APPLY_BATCH", 1000)
+
 # Optional OpenAI-compatible LLM (distill/summarize); unset means offline, extractive only.
 OPENAI_BASE_URL = os.getenv("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = os.getenv("OPENAI_API_KEY", "")

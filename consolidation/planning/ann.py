@@ -4,7 +4,7 @@ machine).
 
 How the pairs are found (:func:`ann_candidate_pairs`):
 
-1. ``cells`` centroids (default ``√(probes · n)``, which balances steps 2 and 3) by spherical
+1. ``cells`` centroids (default ``½ √(probes · n)``: :data:`CELL_SCALE`) by spherical
    k-means (``faiss.Kmeans``, fixed seed, 4 iterations on a seeded sample of 8 rows per cell).
 2. The coarse quantizer (``faiss.IndexFlatIP`` over the centroids, a BLAS product) gives every
    row its ``probes`` most similar centroids: the first is the row's cell (its inverted list).
@@ -36,11 +36,15 @@ average of 9–13 from other jobs, CPU seconds:
   thread per worker (``threadpoolctl``, for the scan's duration, process-wide).
 
 Cost: step 2 is ``n × cells × d`` and step 3 ``n × probes × (n / cells) × d`` multiply-adds,
-so ``cells = √(probes · n)`` makes both ≈ ``n^1.5``: at 1M, 4,000 cells of ≈ 250 rows.
+so ``cells = c √(probes · n)`` makes both ≈ ``n^1.5``; ``c = ½`` (:data:`CELL_SCALE`) gives
+the scan (the slower per multiply-add) bigger tiles. With 64 probes: at 200K, 1,789 cells of ≈
+112 rows; at 1M, 4,000 cells of ≈ 250 rows, each row scanning 64 of them — 4× the scan of the
+16 probes measured at 1M below (not measured again at 1M: the benches here stop at 200K).
 Memory beyond the caller's matrix: the probe lists, ``int32`` (peak RSS + 90 MB at 200K, +
 356 MB at 1M over the 1.46 GB matrix).
 
-Measured at 1M (``bench/plan_bench.py --n 1000000 --exact-n 50000``, load average 10.9):
+Measured at 1M with 16 probes on ``√(16n)`` cells (the index until 2026-12;
+``bench/plan_bench.py --n 1000000 --exact-n 50000``, load average 10.9):
 the search alone 118.8 CPU s (272.8 s wall), planted recall 0.998; the full plan 200 CPU s /
 626 s wall (candidates 379 s wall), planted duplicates merged 99.78 %; at 50K the index
 found 99.96 % of the exact pairs (5.1 s vs 41.7 s wall), no false pair. At 200K: full plan
@@ -75,27 +79,63 @@ ANN_MIN_ROWS = 100_000
 
 Measured by :func:`~.candidates.candidate_pairs` on the bench's vectors with 5 % planted pairs,
 half at cosine 0.95 and half at 0.78 (just above the 0.75 threshold), CPU seconds (the machine
-ran at a load average of 9–17 from other jobs, so wall seconds were 3–5× these):
+ran at a load average of 9–17 from other jobs, so wall seconds were 3–7× these). "16 probes" is
+the index until 2026-12 (on ``√(16n)`` cells), "64 probes" today's (``½√(64n)`` cells,
+``bench/ann_bench.py``, load average 15–17):
 
-==========  ===========  ===========  ==================  ==================
-rows        exact split  index        index recall 0.95   index recall 0.78
-==========  ===========  ===========  ==================  ==================
-20,000      3.2          0.8          1.000               0.942
-50,000      15.6         2.1          1.000               0.920
-100,000     55.3         5.4          0.9988              0.900
-200,000     ≈ 220 (n²)   13.7         0.9986              0.874
-1,000,000   ≈ 5,500      118.8        0.998               0.811
-==========  ===========  ===========  ==================  ==================
+==========  ===========  ==========  =========  ===========  ===========  ===========
+rows        exact split  16 probes   64 probes  recall 0.95  0.78, 16 p.  0.78, 64 p.
+==========  ===========  ==========  =========  ===========  ===========  ===========
+20,000      3.2 (3.8)    0.8 (1.3)   (3.3)      1.000        0.942        (0.998)
+50,000      15.6         2.1                    1.000        0.920
+100,000     55.3         5.4 (10.9)  19.5       0.9988       0.900        0.990
+200,000     ≈ 220 (n²)   13.7        45.5       0.9986       0.874        0.986
+1,000,000   ≈ 5,500      118.8       ≈ 4× scan  0.998        0.811        (not measured)
+==========  ===========  ==========  =========  ===========  ===========  ===========
 
-The index is cheaper from 20K rows on, but it misses pairs near the threshold (and more of them
-as the store grows), where the exact product finds every pair. So the exact product is kept
-while it fits the planning budget (a full plan of 100K in ≤ 30 s: ≈ 25 s idle), and the index
-takes over from 100K rows, where it is 10× cheaper and still finds ≥ 99.8 % of the planted
-duplicates.
+In brackets: ``bench/ann_bench.py``'s own runs of that size, at a load average of 3–17 (the
+64-probe 20K figures on ``√(64n)`` cells). "recall 0.95" is of the 16-probe index; with 64
+probes it was 1.000 at 100K and 200K.
+
+The index is cheaper from 20K rows on, but with 16 probes it missed pairs near the threshold
+(and more of them as the store grew), where the exact product finds every pair; with 64 probes
+it finds ≥ 98 % of them at 100K–200K for 2–3× the 16-probe CPU, still ≈ 3–5× under the exact
+product. So the exact product is kept while it fits the planning budget (a full plan of 100K in
+≤ 30 s: ≈ 25 s idle), and the index takes over from 100K rows.
 """
 
-PROBES = 16
-"""Cells each row is compared with (its own and the next 15 nearest centroids)."""
+PROBES = 64
+"""Cells each row is compared with (its own and the next 63 nearest centroids).
+
+Measured with ``bench/ann_bench.py`` (planted pairs at cosine 0.78 among random unit rows, the
+hardest case; CPU seconds at a load average of 11–17 from other jobs, so 1.5–2× an idle run):
+recall of the 0.78 pairs depends mostly on the probes, a little on the cell size (bigger cells,
+same probes: higher), and the scan runs faster on bigger cells (longer BLAS tiles):
+
+==================  =================  ====================  ====================
+probes, cells       100K: 0.78 / CPU   200K: 0.78 / CPU      note
+==================  =================  ====================  ====================
+16, √(16n)          0.904 / 10.7 s     0.874 (docs) / 13.7   until 2026-12
+32, √(32n)          0.958 / 16.2 s
+64, √(64n)          0.985 / 26.1 s
+96, √(96n)          0.996 / 40.1 s
+32, ½√(32n)         0.969 / 12.1 s
+24, ¼√(24n)         0.979 / 10.5 s
+48, ½√(48n)                            0.978 / 33.8 s
+**64, ½√(64n)**     0.990 / 19.5 s     0.986 / 45.5 s        the default
+128, 2√(128n)       0.998 / 101.2 s
+==================  =================  ====================  ====================
+
+HNSW (faiss ``IndexHNSWFlat``, M 32, efConstruction 80, 32 neighbours at efSearch 128, added
+on one thread so the graph is deterministic) found every 0.78 pair of 20K rows but took 24.9
+CPU s there, against 3.3 s for 64 probes (recall 0.998) and 3.8 s for the exact product: on
+random 384-d rows a graph pays for every insertion, so it was not measured further. More
+k-means iterations (10 instead of 4) changed nothing at 20K (0.956 either way)."""
+
+CELL_SCALE = 0.5
+"""Default cells = ``CELL_SCALE · √(probes · n)``: half the cost-balancing count (see the module
+docstring), since the quantizer's one large product runs faster per multiply-add than the scan's
+small tiles (table above: 32 probes on half the cells found more pairs for 25 % less CPU)."""
 
 _MARGIN = 1e-3
 """Slack on the tile's BLAS similarities; candidates are then checked exactly."""
@@ -243,7 +283,7 @@ def ann_candidate_pairs(
     - ``query``: optional ``(q,) int`` rows; then only pairs with an end in ``query`` (these rows
       probe ``2 × probes`` cells, since only they search).
     - ``probes``: cells each searching row is compared with.
-    - ``cells``: inverted lists (default ``round(√(probes · n))``, at most ``n``).
+    - ``cells``: inverted lists (default ``round(CELL_SCALE · √(probes · n))``, at most ``n``).
     - ``seed``: of the k-means sample and initialisation (same seed, same pairs).
     - ``block``: largest tile edge in rows (a tile is ``block² float32``).
     - ``threads``: workers scanning the cells (0 = the CPUs this process may use).
@@ -265,7 +305,7 @@ def ann_candidate_pairs(
     n, d = emb.shape
     if n < 2:
         return _empty()
-    cells = min(n, cells or max(1, round(math.sqrt(probes * n))))
+    cells = min(n, cells or max(1, round(CELL_SCALE * math.sqrt(probes * n))))
     quantizer = faiss.IndexFlatIP(d)
     quantizer.add(_centroids(emb, cells, seed))
     every = np.arange(n, dtype=np.int32)

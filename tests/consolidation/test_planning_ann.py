@@ -74,3 +74,21 @@ def test_ann_on_tiny_or_bad_input():
     assert (i.tolist(), j.tolist()) == ([0], [1]) and s[0] == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError, match="probes"):
         ann_candidate_pairs(twins, 0.5, probes=0)
+
+
+def test_ann_finds_98_percent_of_pairs_just_above_the_threshold():
+    """Pairs at cosine 0.78 (just above the 0.75 search threshold) among 24K random
+    rows — the hardest case, no cluster to help — are found as the exact product finds them."""
+    rng = np.random.default_rng(11)
+    n, per = 24_000, 600
+    x = rng.standard_normal((n, 384), dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    base, dup = np.arange(0, 2 * per, 2), np.arange(1, 2 * per, 2)
+    noise = rng.standard_normal((per, 384), dtype=np.float32)
+    noise -= (noise * x[base]).sum(1, keepdims=True) * x[base]
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    x[dup] = 0.78 * x[base] + np.sqrt(1 - 0.78**2) * noise
+    x[dup] /= np.linalg.norm(x[dup], axis=1, keepdims=True)
+    found = _pairs(candidate_pairs(x, 0.75, method="ann"))
+    planted = set(zip(base.tolist(), dup.tolist(), strict=True))
+    assert len(found & planted) / per >= 0.98

@@ -2,13 +2,13 @@
 killed with SIGKILL (``$MEMORYADMIN_FAILPOINT``) at each journal step of apply and of rollback,
 then restarted with the Procfile's worker line (``recover_passes`` before ``qcluster``).
 
-The agent has 224 memories: 105 pairs of exact duplicates (105 merges: two apply batches of
-``APPLY_BATCH`` = 100), a prune, a promote and a reconcile. Each failpoint fires in the first
-batch; the first restart keeps the failpoint, so ``recover_passes`` resumes the journal and dies
-again in the second batch; the second restart (no failpoint) finishes. After every crash and at
-the end the census holds: every original is live with its content or archived whole, no record
-is duplicated, and the pass ends ``applied`` — then the same for rollback, ending ``rolled_back``
-with the store back to its original content.
+The agent has 224 memories: 105 pairs of exact duplicates (105 merges: two apply batches, the
+worker's ``MEMORYADMIN_APPLY_BATCH`` set to 100 here), a prune, a promote and a reconcile. Each
+failpoint fires in the first batch; the first restart keeps the failpoint, so ``recover_passes``
+resumes the journal and dies again in the second batch; the second restart (no failpoint)
+finishes. After every crash and at the end the census holds: every original is live with its
+content or archived whole, no record is duplicated, and the pass ends ``applied`` — then the
+same for rollback, ending ``rolled_back`` with the store back to its original content.
 
 Also: a worker whose start-up recovery resumed an apply still imports an upload afterwards (its
 forked task processes once hung in the embedder's copied thread pool).
@@ -118,6 +118,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         "CHROMA_PORT": str(port),
         "Q_SYNC": "0",
         "Q_WORKERS": "1",
+        "MEMORYADMIN_APPLY_BATCH": "100",
         "PYTHONPATH": os.pathsep.join(
             p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
         ),

@@ -7,6 +7,7 @@ one call raises as if the server had gone away.
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from memoryadmin.memories.services.memories import memory_delete, memory_edit, m
 from memoryadmin.ops.services.recovery import passes_recover
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.passes import pass_stale_operations
-from memoryadmin.proposals.services.apply import pass_apply
+from memoryadmin.proposals.services.apply import batches, pass_apply
 from memoryadmin.proposals.services.passes import pass_request
 from memoryadmin.proposals.services.review import operation_set_excluded, pass_approve
 from tests.conftest import DISTINCT_FACTS
@@ -311,3 +312,27 @@ def test_an_apply_whose_every_operation_conflicts_is_recorded_as_no_changes_with
     client.force_login(bob)
     page = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "no changes" in page and 'id="rollback-link"' not in page
+
+
+def test_apply_batches_hold_at_most_the_batch_size_and_touch_no_memory_twice(settings):
+    ops = [SimpleNamespace(source_ids=[f"m{i}", f"d{i}"], result_id=f"m{i}") for i in range(5)]
+    ops.insert(3, SimpleNamespace(source_ids=["m0"], result_id=None))  # m0 again: a new batch
+    settings.APPLY_BATCH = 2
+    assert [len(b) for b in batches(ops)] == [2, 2, 2]
+    settings.APPLY_BATCH = 1000  # the default
+    assert [len(b) for b in batches(ops)] == [3, 3]
+    with pytest.raises(ValueError, match="at least 1"):
+        batches(ops, 0)
+
+
+def test_an_apply_in_batches_of_one_operation_applies_every_operation(
+    agent_with_memories, bob, settings, django_capture_on_commit_callbacks
+):
+    settings.APPLY_BATCH = 1
+    agent = agent_with_memories(DUPES)
+    run = approve(
+        proposed(agent, django_capture_on_commit_callbacks), bob, django_capture_on_commit_callbacks
+    )
+    assert run.status == "applied"
+    assert set(run.operations.values_list("status", flat=True)) == {"applied"}
+    assert stores.get_store(agent).count() == 16

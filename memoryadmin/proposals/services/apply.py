@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import ngettext
@@ -44,7 +45,7 @@ from memoryadmin.proposals.selectors.evaluation import (
 from memoryadmin.proposals.selectors.passes import stale_reason
 from memoryadmin.proposals.services.evaluation import store_figures
 
-__all__ = ["APPLY_BATCH", "batches", "pass_apply"]
+__all__ = ["batches", "pass_apply"]
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +69,6 @@ class _Interrupted(Exception):
 def _archived_sources(op: Operation, sources: list[OperationSource]) -> list[OperationSource]:
     """Sources whose current version is archived: the removed ones, and a rewritten one."""
     return [s for s in sources if s.removed or s.memory_id == op.result_id]
-
-
-APPLY_BATCH = 100
-"""Operations per apply batch: one Chroma read, archive transaction, upsert, read-back and delete
-per stage and batch (a per-operation round trip costs ~16–25 ms in Chroma per call)."""
 
 
 def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
@@ -109,15 +105,28 @@ def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
     ]
 
 
-def batches(ops: list[Operation]) -> list[list[Operation]]:
-    """Contiguous batches (plan order kept) in which no memory is touched by two operations, so a
-    batch's stale check, read before any of its writes, stays valid for every operation in it."""
+def batches(ops: list[Operation], size: int | None = None) -> list[list[Operation]]:
+    """Contiguous batches (plan order kept) of at most ``size`` operations (default
+    ``settings.APPLY_BATCH``, ``$MEMORYADMIN_APPLY_BATCH``, 1,000) in which no memory is touched
+    by two operations, so a batch's stale check, read before any of its writes, stays valid for
+    every operation in it.
+
+    A batch is one Chroma read, archive transaction, upsert, read-back and delete per stage (the
+    store splits a write above Chroma's ``get_max_batch_size()``; reads go 1,000 ids a call).
+    1,000 rather than 100 (``bench/chroma_batch_bench.py``, ``chroma run``): deleting 3,000
+    records took 0.6 s in batches of 1,000 against 1.7 s in batches of 100, and reads go in
+    10× fewer calls; an upsert costs the server the same per record either way (≈ 2–3 ms), and
+    upserts are most of an apply, so whole applies gain less (see ``bench/propose_bench.py``).
+    Raises ``ValueError`` for a size under 1."""
+    size = settings.APPLY_BATCH if size is None else size
+    if size < 1:
+        raise ValueError(f"the apply batch must be at least 1 operation, got {size}")
     out: list[list[Operation]] = []
     batch: list[Operation] = []
     touched: set[str] = set()
     for op in ops:
         ids = set(op.source_ids) | ({op.result_id} if op.result_id else set())
-        if batch and (len(batch) >= APPLY_BATCH or ids & touched):
+        if batch and (len(batch) >= size or ids & touched):
             out.append(batch)
             batch, touched = [], set()
         batch.append(op)
@@ -294,12 +303,13 @@ def _apply_batch_stages(
 def pass_apply(*, run: Pass) -> Pass:
     """Task body: apply an approved pass, or resume an ``applying`` one.
 
-    Operations go in plan order, in batches of :data:`APPLY_BATCH` (no memory touched twice in a
-    batch); each stage is journaled per operation in ``Operation.status``. Order per operation
-    (I-3): stale check against the live store (I-4: changed or vanished
-    source → ``conflict``, skipped) → archive the originals in a committed transaction (I-1) →
-    upsert the merged/promoted record (deterministic id; a merge's embedding is the embedding of
-    its merged text) → read it back → delete the removed sources → ``applied``.
+    Operations go in plan order, in batches of ``settings.APPLY_BATCH`` (:func:`batches`: no
+    memory touched twice in a batch); each stage is journaled per operation in
+    ``Operation.status``. Order per operation (I-3): stale check against the live store (I-4:
+    changed or vanished source → ``conflict``, skipped) → archive the originals in a committed
+    transaction (I-1) → upsert the merged/promoted record (deterministic id; a merge's embedding
+    is the embedding of its merged text) → read it back → delete the removed sources →
+    ``applied``.
 
     Guard re-check (design choice): on a fresh apply, every operation is stale-checked first and
     the loss guard re-evaluated on the operations that will really be applied, against the live
