@@ -156,6 +156,8 @@ def event_ruling(
             None,
             (f"the event agrees with the state ({', '.join(sorted(value))}): both kept",),
         )
+    if was and not was & tok_s:
+        return None  # "moved from Lisbon to Porto" changes only a state that names Lisbon
     shared = (tok_s & tok_e) - common - verbs - attrs  # the object, not the common subject
     if not _linked(rows, ps, pe, bool(shared)):
         return None

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
+from .spans import value_span
 from .text import NOW_WORDS, STOPWORDS, Parsed, opening_words, parse, proper_names
 
 __all__ = ["MAX_SPAN", "MIN_FRAME", "FrameDiff", "frame_diff"]
@@ -137,9 +138,12 @@ def frame_diff(a: str, b: str, pa: Parsed, pb: Parsed) -> FrameDiff | None:
     if len(ops) != 1 or ops[0][0] != "replace":
         return None
     _, i1, i2, j1, j2 = ops[0]
-    limit = MAX_SPAN + 2 if _bigrams(ra[i1:i2] + rb[j1:j2]) else MAX_SPAN
+    cjk = _bigrams(ra[i1:i2] + rb[j1:j2])
+    limit = MAX_SPAN + 2 if cjk else MAX_SPAN
     if i2 - i1 > limit or j2 - j1 > limit:
         return None
+    if cjk and value_span(a, b) is None:
+        return None  # an ending (です / だ) or an inserted word (很): one fact, not two values
     ca, cb = _content(pa, ra[i1:i2]), _content(pb, rb[j1:j2])
     if not ca or not cb or set(ca) & set(cb):
         return None
@@ -154,4 +158,105 @@ def frame_diff(a: str, b: str, pa: Parsed, pb: Parsed) -> FrameDiff | None:
     kind = _span_kind(a, b, pa, pb, ca, cb)
     if kind is None:
         return None
+    if kind == "word" and not cjk and not _after_predicate(ra[:i1], ra[i1:i2] + rb[j1:j2]):
+        return None  # "a flaky test in gazette fails" / "in harbor": two subjects, not values
     return FrameDiff(kind, tuple(ca), tuple(cb), frame)
+
+
+PREDICATES = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "has",
+        "have",
+        "had",
+        "uses",
+        "use",
+        "used",
+        "prefers",
+        "prefer",
+        "preferred",
+        "likes",
+        "like",
+        "liked",
+        "loves",
+        "love",
+        "drinks",
+        "drink",
+        "runs",
+        "run",
+        "lives",
+        "live",
+        "lived",
+        "works",
+        "work",
+        "worked",
+        "wants",
+        "want",
+        "needs",
+        "need",
+        "owns",
+        "own",
+        "named",
+        "called",
+        "ist",
+        "sind",
+        "war",
+        "waren",
+        "hat",
+        "haben",
+        "mag",
+        "mögen",
+        "wohnt",
+        "arbeitet",
+        "heißt",
+        "est",
+        "sont",
+        "était",
+        "ont",
+        "aime",
+        "vit",
+        "travaille",
+        "es",
+        "son",
+        "era",
+        "está",
+        "están",
+        "tiene",
+        "vive",
+        "trabaja",
+        "gusta",
+        "prefiere",
+        "boit",
+        "mange",
+        "trinkt",
+        "isst",
+        "bebe",
+        "toma",
+        "come",
+    ]
+)
+"""Words after which a differing word is a value of the subject ("is a cortado", "prefers
+dark roast", "ist in Bern") rather than part of the subject ("a flaky test in gazette fails"):
+copulas and the state verbs of the field cases (en de fr es), as :func:`parse` tokenises them
+(unstemmed). A differing span before any of them is read as another subject: two facts.
+Measured on the coding demo: without it, 388 of its 388 conflicts were such subject pairs."""
+
+
+def _after_predicate(before: list[str], span: list[str]) -> bool:
+    """Whether a differing word span comes after a predicate word (:data:`PREDICATES`), and is
+    not itself one ("is written in" / "uses": another predicate, not another value)."""
+    stems = _predicate_stems()
+    return bool(stems & set(before)) and not stems & set(span)
+
+
+@lru_cache(maxsize=1)
+def _predicate_stems() -> frozenset[str]:
+    """:data:`PREDICATES` as :func:`parse` gives them in ``raw`` (stemmed: "likes" → "lik")."""
+    return frozenset(parse(" ".join(sorted(PREDICATES))).raw) | PREDICATES

@@ -130,3 +130,25 @@ def test_two_scopes_are_never_compared(a, b, _cue):
 def test_the_same_fact_twice_still_merges():
     assert _judge("Alice likes jazz", "alice likes jazz!").kind == SAME
     assert _judge("Uses React for the frontend", "Uses React for the frontend.").kind == SAME
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "A flaky test in gazette fails when the clock crosses midnight.",
+            "A flaky test in harbor fails when the clock crosses midnight.",
+        ),
+        (
+            "The iris service follows a hexagonal architecture.",
+            "The hemlock service follows a hexagonal architecture.",
+        ),
+        ("The juniper project is written in TypeScript.", "The juniper project uses TypeScript."),
+    ],
+)
+@pytest.mark.parametrize("dated", [True, False])
+def test_another_subject_or_another_predicate_is_not_a_second_value(a, b, dated):
+    """The demo's coding store asked 388 such questions: a word that differs before the
+    predicate names another subject (two facts), and "is written in" / "uses" are two ways of
+    saying one fact; neither is one slot with two values."""
+    assert _judge(a, b, dated=dated, cosine=0.9).kind != CONFLICT

@@ -99,11 +99,11 @@ def test_two_values_of_one_frame_are_never_merged(texts):
 @pytest.mark.parametrize(
     ("texts", "groups"),
     [
-        (["我喜欢吃饺子", "我喜欢吃饺子。", "我喜欢吃火锅"], [["我喜欢吃饺子", "我喜欢吃饺子。"]]),
+        (["我喜欢吃饺子", "我喜欢吃饺子。", "我住在北京"], [["我喜欢吃饺子", "我喜欢吃饺子。"]]),
         (["寿司が好きです", "寿司が好きだ"], [["寿司が好きだ", "寿司が好きです"]]),
         (["我喜欢吃饺子", "我很喜欢吃饺子"], [["我喜欢吃饺子", "我很喜欢吃饺子"]]),
         (
-            ["User likes jazz", "user likes jazz!", "User likes rock"],
+            ["User likes jazz", "user likes jazz!", "Bob likes jazz"],
             [["User likes jazz", "user likes jazz!"]],
         ),
     ],
@@ -114,11 +114,14 @@ def test_one_fact_still_merges(texts, groups):
 
 
 def test_a_group_of_three_never_takes_in_a_value_its_members_disagree_on():
-    """饺子 links to 很…饺子 (an insertion), but 很…火锅 differs from both in a value."""
+    """饺子 links to 很…饺子 (an insertion), but 很…火锅 differs from both in a value: it is
+    asked (a conflict, which holds its memory), never merged into the 饺子 text."""
     texts = ["我喜欢吃饺子", "我很喜欢吃饺子", "我很喜欢吃火锅", "我喜欢吃饺子。"]
-    assert merged_texts(planned(texts), texts) == [
-        ["我喜欢吃饺子", "我喜欢吃饺子。", "我很喜欢吃饺子"]
-    ]
+    p = planned(texts)
+    for group in merged_texts(p, texts):
+        assert "我很喜欢吃火锅" not in group and len(group) >= 2
+    asked = {frozenset(op.source_ids) for op in p.by_kind(OpKind.CONFLICT)}
+    assert any("m02" in pair for pair in asked)
 
 
 FRAMES = ["我的生日是{}", "我喜欢吃{}", "我住在{}", "私は{}が好きです", "{}に住んでいます"]
@@ -146,7 +149,11 @@ def test_no_merge_holds_two_values_or_two_scopes(frame, members):
         assert len({members[k][0] for k in ks}) == 1, [texts[k] for k in ks]
         assert len({users[k] for k in ks}) == 1
         joined.update(ks)
+    # every copy is merged, except copies an undecided conflict holds (they merge once it is
+    # decided: the question is about their text, which a merge would replace)
+    asked = {i for op in p.by_kind(OpKind.CONFLICT) for i in op.source_ids}
     keys = [(users[k], normalize_text(texts[k])) for k in range(len(texts))]
     for k, key in enumerate(keys):
-        if keys.count(key) > 1:
+        held = any(f"m{j:02d}" in asked for j, other in enumerate(keys) if other == key)
+        if keys.count(key) > 1 and not held:
             assert k in joined, (texts[k], users[k])

@@ -1,6 +1,6 @@
 """Data migrations of the rejected status and the loss budget: "dismissed" becomes "rejected"
 (0007) and stored policies plan within the loss budget (0008); stored django-q2 schedules follow
-the tasks module (0022); an exclusion is one flag, the status (0023)."""
+the tasks module (0022); an exclusion is one flag, the status (0026)."""
 
 from __future__ import annotations
 
@@ -110,9 +110,9 @@ def test_stored_schedules_follow_the_tasks_to_their_new_module():
 
 
 def test_an_exclusion_moves_into_the_status_and_back():
-    """0023 keeps one exclusion flag, ``status="excluded"``: a row the old column marked stays
+    """0026 keeps one exclusion flag, ``status="excluded"``: a row the old column marked stays
     excluded (even one whose status was not set with it); going back fills the column again."""
-    old = migrate("0022_tasks_moved")
+    old = migrate("0025_decision_held_keys")
     Agent, Pass = old.get_model("console", "Agent"), old.get_model("console", "Pass")
     Operation = old.get_model("console", "Operation")
     agent = Agent.objects.create(name="X", slug="x", collection_name="c-x")
@@ -123,11 +123,11 @@ def test_an_exclusion_moves_into_the_status_and_back():
     column = Operation.objects.create(run=run, index=1, kind="prune", excluded=True)
     kept = Operation.objects.create(run=run, index=2, kind="prune")
     try:
-        new = migrate("0023_operation_excluded_is_a_status")
+        new = migrate("0026_operation_excluded_is_a_status")
         Operation = new.get_model("console", "Operation")
         status = dict(Operation.objects.values_list("pk", "status"))
         assert [status[o.pk] for o in (both, column, kept)] == ["excluded", "excluded", "pending"]
-        back = migrate("0022_tasks_moved")
+        back = migrate("0025_decision_held_keys")
         Operation = back.get_model("console", "Operation")
         flags = dict(Operation.objects.values_list("pk", "excluded"))
         assert [flags[o.pk] for o in (both, column, kept)] == [True, True, False]

@@ -32,11 +32,11 @@ IBAN_FACT = "Alice wants all future refunds paid to IBAN XX99 0000 1111."
 
 
 @pytest.fixture
-def llm_env(llm_stub: Any, monkeypatch: Any) -> Any:
-    monkeypatch.setenv("OPENAI_BASE_URL", llm_stub.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("MEMORYADMIN_LLM_MODEL", "stub-model")
-    monkeypatch.setenv("MEMORYADMIN_LLM_TIMEOUT", "2")
+def llm_env(llm_stub: Any, settings: Any) -> Any:
+    settings.OPENAI_BASE_URL = llm_stub.base_url
+    settings.OPENAI_API_KEY = "test-key"
+    settings.MEMORYADMIN_LLM_MODEL = "stub-model"
+    settings.MEMORYADMIN_LLM_TIMEOUT = "2"
     return llm_stub
 
 

@@ -236,14 +236,14 @@ def test_editing_a_merge_rescores_its_loss_and_updates_the_review_row(
     assert op.lost_sentences == 2 and "loses the numbers 40, 0a, 0b" in op.risk_reasons
 
 
-def test_a_real_pass_stores_risk_and_lost_content(bob, agent_with_memories) -> None:
+def test_a_real_pass_stores_risk_and_lost_content(alice, agent_with_memories) -> None:
     from tests.conftest import DISTINCT_FACTS
 
     dup = "The printer on floor three needs new toner."
     agent = agent_with_memories(
         [*DISTINCT_FACTS[:16], dup, dup.upper()], policy={"prune": False, "promote": False}
     )
-    run = pass_request(agent=agent, trigger="operator", user=bob)
+    run = pass_request(agent=agent, trigger="operator", user=alice)
     run = pass_run(run=run)
     assert run.status == Pass.Status.PROPOSED, (run.status, run.error, run.guard_reason)
     [op] = run.operations.all()
