@@ -115,3 +115,25 @@ def test_promoted_is_the_page_s_promoted_memories_in_the_api_and_mcp(
     for out in (api, mcp):
         assert out["counts"]["promote"] == "1 promote operation · 1 memory promoted"
         assert (out["promoted"], out["merged_to_curated"]) == (1, 1)
+
+
+def test_the_dashboard_does_not_say_converged_after_an_undo(
+    client: Client, alice, agent_with_memories, django_capture_on_commit_callbacks
+):
+    """A fresh operator approved a pass, rolled it back and read "converged": the store is as
+    unconsolidated as before, so nothing is claimed until a pass is applied again."""
+    from memoryadmin.proposals.services.rollback import pass_rollback_request
+    from tests.conftest import DISTINCT_FACTS
+
+    agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2])
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=run, user=alice)
+    client.force_login(alice)
+    assert text_of(client.get(reverse("dashboard")).content.decode(), "convergence") == "converged"
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_rollback_request(run=run, user=alice)
+    run.refresh_from_db()
+    assert run.status == "rolled_back"
+    dashboard = client.get(reverse("dashboard")).content.decode()
+    assert 'data-testid="convergence">converged' not in dashboard

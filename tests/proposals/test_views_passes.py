@@ -674,3 +674,19 @@ def test_who_requested_a_pass_is_one_answer_on_the_header_history_audit_and_api(
         .json()["requested_by"]
         is None
     )
+
+
+@pytest.mark.parametrize("status", ["rejected_by_guard", "stale"])
+def test_approving_a_pass_nobody_decided_says_what_it_is(
+    client: Client, alice, agent, status
+) -> None:
+    """A fresh operator approving a pass the loss guard rejected read "was already approved":
+    nobody had approved it. The refusal names the pass's state instead."""
+    run = make_proposal(agent, status=status)
+    client.force_login(alice)
+    r = client.post(reverse("pass_approve", args=[run.pk]), {"note": ""}, follow=True)
+    html = r.content.decode()
+    assert "already approved" not in html
+    assert f"Pass #{run.pk} is " in html and "your approval was not recorded" in html
+    run.refresh_from_db()
+    assert run.status == status

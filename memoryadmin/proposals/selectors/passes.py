@@ -318,8 +318,9 @@ def pass_deferred(run: Pass) -> dict[str, Any] | None:
 
 
 def agent_convergence(agent: Agent) -> str:
-    """The agent's convergence in words, from its latest pass that made a plan: "converged",
-    "N operations deferred, about K more passes", or "" before any plan."""
+    """The agent's convergence in words, from its latest pass that made a plan: "converged"
+    (applied, nothing deferred), "N operations deferred, about K more passes", or "" (no plan
+    yet, or the plan is waiting, rejected or rolled back: nothing to claim)."""
     last = agent.passes.filter(status__in=PLANNED).order_by("-created_at", "-id").first()
     return convergence_words(last)
 
@@ -330,8 +331,9 @@ def convergence_words(last: Pass | None) -> str:
     if last is None:
         return ""
     deferred = pass_deferred(last)
-    if deferred is None:
-        return "converged"
+    if deferred is None:  # nothing left over: converged once it is applied, not before or after
+        done = (Pass.Status.APPLIED, Pass.Status.PARTIALLY_APPLIED, Pass.Status.NO_CHANGES)
+        return "converged" if last.status in done else ""
     n, k = deferred["operations"], deferred["passes"]
     return (
         f"{n} operation{'s' if n != 1 else ''} deferred, about {k} more "

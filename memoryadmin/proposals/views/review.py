@@ -151,12 +151,16 @@ def _not_reviewable(request: HtmxHttpRequest, run: Pass, action: str, note: str)
         else ""
     )
     decided = "rejected" if run.status == Pass.Status.REJECTED else "approved"
-    text = f"Pass #{run.pk} was already {decided}"
-    if who:
-        text += f" by {who}"
-    if when:
-        text += f" at {when}"
-    text += f" (now {status_words(run.status)}); your {action} was not recorded."
+    if run.decided_at is None:  # never decided: the guard, a newer pass or a failure ended it
+        text = f"Pass #{run.pk} is {status_words(run.status)}: only a waiting proposal can be"
+        text += f" decided; your {action} was not recorded."
+    else:
+        text = f"Pass #{run.pk} was already {decided}"
+        if who:
+            text += f" by {who}"
+        if when:
+            text += f" at {when}"
+        text += f" (now {status_words(run.status)}); your {action} was not recorded."
     if note:
         text += f" Your note was: “{note}”"
     messages.warning(request, text)
