@@ -146,8 +146,9 @@ AUTO_APPLY_HELP = (
     "Off: nothing applies without a person. Safe: a pass that passes the guards applies only "
     "the operations at or below the auto-apply risk, losing no content words, touching no "
     "decision, never rejected and no conflict; the rest waits for review. All: everything the "
-    "guards pass applies, except operations a reviewer rejected before. In every mode, what a "
-    "model wrote or decided (LLM judge, distilled facts, LLM summaries) waits for a person."
+    "guards pass applies, except operations a reviewer rejected before. In every mode, "
+    "conflicts, edited operations and what a model wrote or decided (LLM judge, distilled "
+    "facts, LLM summaries) wait for a person."
 )
 
 
