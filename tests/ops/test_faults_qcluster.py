@@ -74,6 +74,10 @@ run = pass_request(agent=agent, trigger="cli", actor="cli", run_inline=True)
 run.refresh_from_db()
 assert run.status == "proposed", (run.status, run.guard_reason)
 user = User.objects.create_user(slug, password="pw-" + slug)
+from django.contrib.auth.models import Group
+from memoryadmin.core.roles import ensure_roles
+ensure_roles()
+user.groups.add(Group.objects.get(name="reviewer"))  # approving is a reviewer's action
 pass_approve(run=run, user=user)  # enqueues apply_pass for the worker
 print(json.dumps(dict(pk=run.pk, kinds=sorted(set(run.operations.values_list("kind", flat=True))),
                       ops=run.operations.count())))

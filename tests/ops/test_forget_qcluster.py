@@ -47,6 +47,10 @@ vecs = get_default_embedder().embed(texts)
 stores.get_store(agent).upsert([MemoryRecord(f"mem-{i:03d}", t, v, m)
                                 for i, (t, v, m) in enumerate(zip(texts, vecs, metas))])
 user = User.objects.create_user("forgetter", password="pw-forgetter")
+from django.contrib.auth.models import Group
+from memoryadmin.core.roles import ensure_roles
+ensure_roles()
+user.groups.add(Group.objects.get(name="reviewer"))  # forgetting is a reviewer's action
 req, plan = forget_request_create(
     agent=agent, selection=ForgetSelection("scope", key="user_id", value="alice"), user=user)
 req = forget_approve(request=req, user=user)  # enqueues apply_forget for the worker

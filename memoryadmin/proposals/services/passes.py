@@ -27,7 +27,6 @@ from memoryadmin.agents.services.schedules import (
 from memoryadmin.core import stores
 from memoryadmin.core.errors import PassAlreadyActive, ServiceError, StoreUnavailable
 from memoryadmin.core.leases import lease_release, lease_seconds, worker_id
-from memoryadmin.core.roles import MANAGE, require
 from memoryadmin.core.services import (
     SYSTEM_ACTOR,
     TASK_APPLY,
@@ -86,10 +85,9 @@ def pass_request(
     :class:`PassAlreadyActive` — and records an ``AuditEvent`` with verb ``"refused"`` — when
     another pass of the agent is active (I-5). ``slot`` (scheduled runs) is the local calendar
     slot recorded on the ``requested`` event. ``layer`` restricts the pass to one memory layer
-    (``memory_compact``), recorded in ``telemetry["layer"]``. A ``user`` who is not an admin
-    gets :class:`NotAllowed`.
+    (``memory_compact``), recorded in ``telemetry["layer"]``. Who may start a pass is checked
+    by its callers (the Run now page and the API: admins; the schedule and the shell).
     """
-    require(user, MANAGE, f"start a pass of {agent.slug}")
     trigger = Pass.Trigger(trigger).value
     actor = actor or actor_name(user, trigger)
     override = policy is not None
