@@ -53,7 +53,10 @@ from tests.conftest import days_ago
 words = ("amber basil cedar delta ember fjord garnet harbor iris juniper kelp lumen maple nectar "
          "onyx pepper quartz raven sable thistle umber violet willow xenon yarrow zephyr anchor "
          "bramble copper dune falcon glacier hazel indigo jasper kestrel lotus meadow").split()
-User.objects.create_user("ops", password="pw-ops")
+from django.contrib.auth.models import Group
+from memoryadmin.core.roles import ensure_roles
+ensure_roles()
+User.objects.create_user("ops", password="pw-ops").groups.add(Group.objects.get(name="reviewer"))
 emb = get_default_embedder()
 for slug, seed in (("north", 1), ("south", 2)):
     r = random.Random(seed)
