@@ -258,14 +258,14 @@ class Stages:
 def instrument() -> Stages:
     import consolidation.snapshot as snapshot
     from memoryadmin.core import stores
-    from memoryadmin.proposals.services import apply, passes, passes_store
+    from memoryadmin.proposals.services import apply, passes, proposal
 
     st = Stages()
     st.wrap(snapshot, "records_from_memory", "read_store")
     st.wrap(snapshot, "make_plan", "plan")
     st.wrap(passes, "recall_check", "recall_check")
-    st.wrap(passes_store, "plan_review", "risk_scoring")
-    st.wrap(passes_store, "_store_operations", "operation_rows")
+    st.wrap(proposal, "plan_review", "risk_scoring")
+    st.wrap(proposal, "_store_operations", "operation_rows")
     st.wrap(passes, "proposal_store", "store_proposal_total")
     st.wrap(apply, "_apply_precheck", "apply_precheck")
     st.wrap(apply, "_result_records", "result_records")

@@ -12,6 +12,7 @@ from consolidation.snapshot import llm_brief
 from memoryadmin.api import schemas as s
 from memoryadmin.core.errors import ServiceError
 from memoryadmin.proposals.models import Operation, Pass
+from memoryadmin.proposals.selectors.guards import content_guard
 from memoryadmin.proposals.selectors.passes import (
     operation_view,
     pass_stale_check,
@@ -19,7 +20,6 @@ from memoryadmin.proposals.selectors.passes import (
     promoted_counts,
 )
 from memoryadmin.proposals.selectors.review import pass_revision
-from memoryadmin.proposals.selectors.review_guards import content_guard
 
 
 def _recall(rc: dict[str, Any] | None) -> s.RecallOut:

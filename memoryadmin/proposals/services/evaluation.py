@@ -15,16 +15,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation.review import LossTotals, operation_risk
-from memoryadmin.agents.selectors.probes import recall_drift
 from memoryadmin.core.services import audit
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import Evaluation, pass_evaluate
+from memoryadmin.proposals.selectors.guards import content_guard
 from memoryadmin.proposals.selectors.review import pass_content, recent_writes, run_settings
-from memoryadmin.proposals.selectors.review_guards import content_guard
 
 __all__ = [
-    "auto_apply_content_hold",
-    "auto_apply_drift_hold",
     "content_override_record",
     "operations_store_loss",
     "pass_store_figures",
@@ -109,65 +106,6 @@ def pass_store_figures(*, run: Pass) -> Evaluation:
     pass whose operations were written outside these services (the bench, test helpers, a
     repair). Returns the evaluation."""
     return store_figures(run)
-
-
-def auto_apply_content_hold(run: Pass) -> str | None:
-    """Auto-apply ``all`` needs the content guard to pass as well as the loss guard
-    (:func:`~memoryadmin.proposals.selectors.review_guards.content_guard`). ``None`` when it
-    passes; else the guard's reason (the pass stays a proposal for a person, audited
-    ``auto_apply_held``; :func:`~.passes_auto.pass_auto_apply` marks every operation with it)."""
-    guard = content_guard(run)
-    if guard.passed:
-        return None
-    data = {"content_words": guard.totals.content_words, "sentences": guard.totals.sentences}
-    _audit_held(run, guard.reason, data)
-    return f"content guard: {guard.reason}"
-
-
-def _audit_held(run: Pass, reason: str, data: dict[str, Any]) -> None:
-    """Audit that auto-apply ``all`` holds ``run`` whole for ``reason`` (the progress label is
-    set by :func:`~.passes_auto.pass_auto_apply`, which marks the operations)."""
-    audit(
-        actor="policy",
-        verb="auto_apply_held",
-        run=run,
-        agent=run.agent,
-        note=f"Not applied automatically: {reason}. A person may review and approve it.",
-        data=data,
-    )
-
-
-def auto_apply_drift_hold(run: Pass, min_retention: float | None) -> str | None:
-    """Auto-apply ``all`` also needs the recall kept since a person last approved a pass: the
-    product of the after/before answer-recall ratios of the passes it applied since then
-    (:func:`~memoryadmin.agents.selectors.probes.recall_drift`) times this pass's must stay at
-    or above ``min_retention`` (the policy's ``min_recall_retention``, the per-pass guard's
-    threshold, so five nights of 99.5 % do not add up to 97.5 % unattended). When it would not,
-    the pass stays a proposal for a person, audited ``auto_apply_held`` with the figures, and
-    the reason is returned (``None`` when it passes, the recall guard is off or the agent has no
-    probes); a person's approval starts the count again."""
-    recall = run.recall or {}
-    ratio = recall.get("ratio")
-    if min_retention is None or not isinstance(ratio, int | float) or not recall.get("probes"):
-        return None
-    drift = recall_drift(run.agent, str(recall.get("probe_set") or ""))
-    kept = drift["retention"] * float(ratio)
-    if kept >= min_retention - 1e-12:
-        return None
-    n = len(drift["passes"])
-    since = (
-        f"since pass #{drift['since']}, the last a person approved,"
-        if drift["since"]
-        else "kept by the automatic passes on these probe queries"
-    )
-    reason = (
-        f"recall {since} would be {kept:.1%} after this pass "
-        f"({n} automatic pass{'es' if n != 1 else ''} kept {drift['retention']:.1%}, this one "
-        f"{float(ratio):.1%}), below the recall retention {min_retention:.0%}"
-    )
-    _audit_held(run, reason, {"recall_drift": kept, "passes": drift["passes"],
-                              "since": drift["since"]})  # fmt: skip
-    return reason
 
 
 def content_override_record(run: Pass, actor: str, user: Any) -> None:

@@ -46,8 +46,8 @@ from memoryadmin.proposals.selectors.decisions import standing_decisions
 from memoryadmin.proposals.selectors.evaluation import evaluate, plan_verdict
 from memoryadmin.proposals.selectors.passes import plan_inputs_digest, promoted_counts
 from memoryadmin.proposals.services.apply import pass_apply
-from memoryadmin.proposals.services.passes_auto import left_by_auto_apply
-from memoryadmin.proposals.services.passes_store import PassPlan, proposal_store
+from memoryadmin.proposals.services.auto_apply import left_by_auto_apply
+from memoryadmin.proposals.services.proposal import PassPlan, proposal_store
 
 __all__ = [
     "PassPlan",
@@ -136,7 +136,7 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     - a proposal of the agent is pending: it is somebody's work, so nothing is planned (a
       ``* * * * *`` schedule stacked a stale proposal every minute, each discarding the
       reviewer's exclusions) — except the part an auto-applying agent left for review
-      (:func:`.passes_auto.left_by_auto_apply`): the nightly pass runs on, plans the store
+      (:func:`.auto_apply.left_by_auto_apply`): the nightly pass runs on, plans the store
       as it is now (the waiting operations again, with the reviewer's exclusions and edits
       carried over) and its own waiting part replaces the old one; or
     - this local calendar slot already ran: in the autumn daylight-saving change a ``30 2 * * *``

@@ -426,7 +426,7 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
     :class:`ServiceError` when the pass is not proposed, another pass of the agent is active or
     a forget request of the agent is being applied.
     A person may approve past a failing content guard
-    (:func:`~memoryadmin.proposals.selectors.review_guards.content_guard`): that is recorded, as an
+    (:func:`~memoryadmin.proposals.selectors.guards.content_guard`): that is recorded, as an
     ``approved_past_content_guard`` audit event and in ``telemetry["content_override"]``
     (``{"by", "at", "reason"}``, shown on the pass).
     """

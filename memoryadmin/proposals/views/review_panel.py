@@ -11,6 +11,11 @@ from typing import Any
 from memoryadmin.proposals.forms.review import ReviewFilterForm
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import pass_figures
+from memoryadmin.proposals.selectors.guards import (
+    approve_blocked,
+    budget_fix,
+    content_guard,
+)
 from memoryadmin.proposals.selectors.review import (
     RISK_LINE,
     approve_line,
@@ -22,11 +27,6 @@ from memoryadmin.proposals.selectors.review import (
     review_page,
     review_rest,
     review_rules,
-)
-from memoryadmin.proposals.selectors.review_guards import (
-    approve_blocked,
-    budget_fix,
-    content_guard,
 )
 from memoryadmin.proposals.selectors.review_list import review_line_ids, review_list_moves
 

@@ -16,16 +16,29 @@ from consolidation import OpKind, Policy
 from consolidation.review import Gate, model_author, operation_pairs, split_auto_apply
 from consolidation.review.lost import sentences
 from memoryadmin.agents.models import Agent
-from memoryadmin.agents.selectors.probes import recall_check, recall_check_then, recall_held
+from memoryadmin.agents.selectors.probes import (
+    recall_check,
+    recall_check_then,
+    recall_drift,
+    recall_held,
+)
 from memoryadmin.core.services import audit, jsonable, notify_after_commit, transition
 from memoryadmin.notifications.models import NotificationEvent
 from memoryadmin.proposals.models import Operation, Pass, PassSnapshot
 from memoryadmin.proposals.selectors.decisions import rejected_index, rejected_joins
 from memoryadmin.proposals.selectors.evaluation import pass_evaluate
+from memoryadmin.proposals.selectors.guards import content_guard
 from memoryadmin.proposals.services.decisions import decisions_count_held_back
 from memoryadmin.proposals.services.evaluation import store_summary
 
-__all__ = ["ROW_BATCH", "left_by_auto_apply", "mark_rejected_before", "pass_auto_apply"]
+__all__ = [
+    "ROW_BATCH",
+    "auto_apply_content_hold",
+    "auto_apply_drift_hold",
+    "left_by_auto_apply",
+    "mark_rejected_before",
+    "pass_auto_apply",
+]
 
 S = Pass.Status
 
@@ -112,7 +125,7 @@ def pass_auto_apply(
     applied = len(first)
     counts["applied"] = applied
     if (run.recall or {}).get("passed", True) is False:
-        # The whole plan failed the recall guard (services.passes_store.recall_split): what
+        # The whole plan failed the recall guard (services.proposal.recall_split): what
         # applies on its own is held to the guard by itself, measured on the same snapshot.
         own = recall_check(run.agent, planned.records, first, policy)
         if not own.get("passed", True):
@@ -378,3 +391,62 @@ def _waiting_part(
     )
     notify_after_commit(child, NotificationEvent.PROPOSAL_WAITING)
     return child
+
+
+def auto_apply_content_hold(run: Pass) -> str | None:
+    """Auto-apply ``all`` needs the content guard to pass as well as the loss guard
+    (:func:`~memoryadmin.proposals.selectors.guards.content_guard`). ``None`` when it
+    passes; else the guard's reason (the pass stays a proposal for a person, audited
+    ``auto_apply_held``; :func:`~.auto_apply.pass_auto_apply` marks every operation with it)."""
+    guard = content_guard(run)
+    if guard.passed:
+        return None
+    data = {"content_words": guard.totals.content_words, "sentences": guard.totals.sentences}
+    _audit_held(run, guard.reason, data)
+    return f"content guard: {guard.reason}"
+
+
+def _audit_held(run: Pass, reason: str, data: dict[str, Any]) -> None:
+    """Audit that auto-apply ``all`` holds ``run`` whole for ``reason`` (the progress label is
+    set by :func:`~.auto_apply.pass_auto_apply`, which marks the operations)."""
+    audit(
+        actor="policy",
+        verb="auto_apply_held",
+        run=run,
+        agent=run.agent,
+        note=f"Not applied automatically: {reason}. A person may review and approve it.",
+        data=data,
+    )
+
+
+def auto_apply_drift_hold(run: Pass, min_retention: float | None) -> str | None:
+    """Auto-apply ``all`` also needs the recall kept since a person last approved a pass: the
+    product of the after/before answer-recall ratios of the passes it applied since then
+    (:func:`~memoryadmin.agents.selectors.probes.recall_drift`) times this pass's must stay at
+    or above ``min_retention`` (the policy's ``min_recall_retention``, the per-pass guard's
+    threshold, so five nights of 99.5 % do not add up to 97.5 % unattended). When it would not,
+    the pass stays a proposal for a person, audited ``auto_apply_held`` with the figures, and
+    the reason is returned (``None`` when it passes, the recall guard is off or the agent has no
+    probes); a person's approval starts the count again."""
+    recall = run.recall or {}
+    ratio = recall.get("ratio")
+    if min_retention is None or not isinstance(ratio, int | float) or not recall.get("probes"):
+        return None
+    drift = recall_drift(run.agent, str(recall.get("probe_set") or ""))
+    kept = drift["retention"] * float(ratio)
+    if kept >= min_retention - 1e-12:
+        return None
+    n = len(drift["passes"])
+    since = (
+        f"since pass #{drift['since']}, the last a person approved,"
+        if drift["since"]
+        else "kept by the automatic passes on these probe queries"
+    )
+    reason = (
+        f"recall {since} would be {kept:.1%} after this pass "
+        f"({n} automatic pass{'es' if n != 1 else ''} kept {drift['retention']:.1%}, this one "
+        f"{float(ratio):.1%}), below the recall retention {min_retention:.0%}"
+    )
+    _audit_held(run, reason, {"recall_drift": kept, "passes": drift["passes"],
+                              "since": drift["since"]})  # fmt: skip
+    return reason

@@ -1,7 +1,7 @@
 """Storing a planned pass: its operations, its snapshot and its figures in one transaction,
 the pending proposal it supersedes, and the guards' verdict (``proposed`` or
 ``rejected_by_guard``); an auto-applying agent's proposal goes on to
-:func:`~.passes_auto.pass_auto_apply`.
+:func:`~.auto_apply.pass_auto_apply`.
 
 :func:`proposal_store` is called by :mod:`.passes` once a pass is planned (:class:`PassPlan`).
 """
@@ -26,18 +26,16 @@ from memoryadmin.proposals.models import Operation, OperationSource, Pass, PassS
 from memoryadmin.proposals.selectors.evaluation import Evaluation
 from memoryadmin.proposals.selectors.passes import plan_inputs_digest
 from memoryadmin.proposals.selectors.review import RISK_LINE, plan_review
-from memoryadmin.proposals.services.carry_over import operations_carry_over
-from memoryadmin.proposals.services.decisions import decisions_count_held_back
-from memoryadmin.proposals.services.evaluation import (
+from memoryadmin.proposals.services.auto_apply import (
+    ROW_BATCH,
     auto_apply_content_hold,
     auto_apply_drift_hold,
-    store_figures,
-)
-from memoryadmin.proposals.services.passes_auto import (
-    ROW_BATCH,
     mark_rejected_before,
     pass_auto_apply,
 )
+from memoryadmin.proposals.services.carry_over import operations_carry_over
+from memoryadmin.proposals.services.decisions import decisions_count_held_back
+from memoryadmin.proposals.services.evaluation import store_figures
 
 __all__ = ["RECALL_SPLIT", "PassPlan", "proposal_store", "recall_split"]
 
@@ -202,13 +200,13 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
     the agent's pending proposal (carrying the reviewer's work over); then ``proposed``, or
     ``rejected_by_guard`` with the first failing guard's reason (the recall guard alone does not
     reject a ``safe`` agent's pass: :func:`recall_split`), or ``no_changes`` for an empty plan;
-    an auto-applying agent's proposal goes on to :func:`~.passes_auto.pass_auto_apply`. Returns
+    an auto-applying agent's proposal goes on to :func:`~.auto_apply.pass_auto_apply`. Returns
     the refreshed pass. Raises what the database raises (nothing is then stored)."""
     records, plan, ev, recall = planned.records, planned.plan, planned.evaluation, planned.recall
     guard_passed, guard_reason = planned.guard_passed, planned.guard_reason
     if recall_split(run, planned):
         # auto-apply safe: the operations behind the lost answers wait for a person and the
-        # rest is held to the recall guard on its own (passes_auto.pass_auto_apply)
+        # rest is held to the recall guard on its own (auto_apply.pass_auto_apply)
         guard_passed = True
         guard_reason = f"{ev.guard_reason} {RECALL_SPLIT} {(recall or {}).get('reason', '')}"
     by_id = {r.id: r for r in records}
