@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 S = Pass.Status
 OS = Operation.Status
+OK = Operation.Kind
 
 _ARCHIVE_ACTION = {
     Operation.Kind.MERGE: ArchivedMemory.Action.MERGE,
@@ -536,10 +537,10 @@ def _plural(n: int, word: str) -> str:
 
 def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
     """The agent's checkpoint := what this pass saw (its snapshot), minus the memories it removed
-    and the sources of operations that failed (to be tried again) or were excluded merges and
-    reconciles (judged again, held back by their decisions) and — auto-applied by policy —
-    of conflicts nobody decided (to be asked again) and of the operations auto-apply left for
-    review (planned again by the next pass), plus what it wrote; and a
+    and the sources of operations that failed (to be tried again) or were excluded merges,
+    reconciles and prunes (judged again, held back by their decisions) and — auto-applied by
+    policy — of conflicts nobody decided (to be asked again) and of the operations auto-apply
+    left for review (planned again by the next pass), plus what it wrote; and a
     :class:`StoreSample` of the store's size.
 
     Memories written to the store after planning are not in the snapshot, so the next
@@ -561,11 +562,11 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
         elif op.status == OS.FAILED:
             for mid in op.source_ids:
                 checkpoint.pop(mid, None)
-    # Excluded merges and reconciles: their memories leave the checkpoint, so the next pass
-    # judges them again and the reviewer's keep-apart decision visibly holds them back (the
-    # checkpoint no longer hides an exclusion for good; revoking the decision brings it back).
+    # Excluded merges, reconciles and prunes: their memories leave the checkpoint, so the next
+    # pass judges them again and the reviewer's keep-apart or keep decision visibly holds them
+    # back (the checkpoint never hides an exclusion; revoking the decision brings it back).
     excluded = run.operations.filter(
-        status=OS.EXCLUDED, kind__in=(Operation.Kind.MERGE, Operation.Kind.RECONCILE)
+        status=OS.EXCLUDED, kind__in=(OK.MERGE, OK.RECONCILE, OK.PRUNE)
     ).values_list("source_ids", flat=True)
     for ids in excluded:
         for mid in ids:
