@@ -316,6 +316,7 @@ RULE_WORDS: dict[tuple[str, str], str] = {
     ("merge", "evidence_fold"): "evidence folds",
     ("prune", "decay"): "decayed prunes",
     ("prune", "decay_covered"): "covered prunes",
+    ("prune", "exact_copy"): "copies beside a conflict",
 }
 """How an operator names a (kind, rule) group; others read "<kind>s (<rule>)"."""
 
