@@ -312,7 +312,8 @@ def reconcile_contradictions(st: PlanState) -> None:
         v = verdict(st, a, b)
         if v.kind in (SUPERSEDES, CONFLICT):
             pending.append((s, a, b, v))
-    reps, asked = copy_representatives(st), {}
+    reps = copy_representatives(st)
+    asked: dict[tuple[int, int], tuple[int, int]] = {}
     for s, a, b, v in pending:
         if st.removed[a] or st.removed[b]:
             continue
