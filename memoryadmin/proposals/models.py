@@ -5,6 +5,9 @@ State names follow docs/ARCHITECTURE.md "The pass lifecycle"."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 from django.conf import settings
 from django.db import models
@@ -13,9 +16,28 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 
-from consolidation import OpKind
+from consolidation import ConsolidationResult, OpKind, guard_verdict
 from consolidation.review import OperationLoss, model_author, model_note
 from memoryadmin.core.models import AuditEvent
+
+
+def figures_verdict(figures: Mapping[str, Any], max_loss_fraction: float) -> tuple[bool, str]:
+    """The loss guard's verdict ``(passed, reason)`` on a pass's figures (``Pass.figures``, the
+    keys of ``Evaluation.figures()``: ``entries_before``, ``entries_after``, ``merged``,
+    ``promoted``, ``pruned``, ``removed`` — originals that leave the store) against
+    ``max_loss_fraction`` (in [0, 1]): the engine's :func:`~consolidation.guard_verdict` on the
+    result they describe. Raises ``KeyError``/``TypeError`` for a mapping that is not such
+    figures, ``ValueError`` for an invalid threshold (fail closed)."""
+    before = int(figures["entries_before"])
+    result = ConsolidationResult(
+        entries_before=before,
+        entries_after=int(figures["entries_after"]),
+        merged=int(figures.get("merged", 0)),
+        promoted=int(figures.get("promoted", 0)),
+        pruned=int(figures.get("pruned", 0)),
+        retained_originals=before - int(figures["removed"]),
+    )
+    return guard_verdict(result, max_loss_fraction)
 
 
 class Pass(models.Model):
@@ -75,21 +97,15 @@ class Pass(models.Model):
 
     policy = models.JSONField(default=dict)
     max_loss_fraction = models.FloatField(default=0.25)
-    entries_before = models.IntegerField(default=0)
-    entries_after = models.IntegerField(default=0)
-    merged = models.IntegerField(default=0)
-    promoted = models.IntegerField(default=0)
-    pruned = models.IntegerField(default=0)
-    reconciled = models.IntegerField(default=0)
-    loss_fraction = models.FloatField(default=0.0)
-    guard_passed = models.BooleanField(null=True)
-    guard_reason = models.TextField(blank=True)
+    entries_before = models.IntegerField(
+        default=0, help_text="originals in the store the pass was planned from (its input)"
+    )
     figures = models.JSONField(
         default=dict,
         blank=True,
         help_text="Evaluation.figures() and the loss totals (\"loss\") of the operations the "
-        "pass includes now, kept by every service that changes them (the pages read them; "
-        "approve and apply evaluate afresh)",
+        "pass includes now, kept by every service that changes them: the one record of what "
+        "the pass counts (the pages read them; approve and apply evaluate afresh)",
     )
     recall = models.JSONField(default=dict, blank=True)
     telemetry = models.JSONField(default=dict, blank=True)
@@ -131,14 +147,79 @@ class Pass(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("pass_detail", args=[self.pk])
 
+    def _figure(self, name: str) -> int:
+        value = (self.figures or {}).get(name) if isinstance(self.figures, dict) else None
+        return int(value) if isinstance(value, int | float) else 0
+
     @property
-    def shown_loss_fraction(self) -> float:
-        """The loss fraction (in [0, 1]) the pass page shows: over the operations the pass
-        counts now (``figures``: a partly applied pass, what it applied), else as planned."""
+    def entries_after(self) -> int:
+        """Memories in the store after the pass, over the operations it counts now
+        (``figures``; 0 before it is planned)."""
+        return self._figure("entries_after")
+
+    @property
+    def merged(self) -> int:
+        """Memories merged away by the operations the pass counts now (``figures``)."""
+        return self._figure("merged")
+
+    @property
+    def promoted(self) -> int:
+        """The engine's promoted total over the operations the pass counts now (``figures``:
+        promote operations and merges written to the curated tier)."""
+        return self._figure("promoted")
+
+    @property
+    def pruned(self) -> int:
+        """Memories pruned by the operations the pass counts now (``figures``)."""
+        return self._figure("pruned")
+
+    @property
+    def reconciled(self) -> int:
+        """Memories superseded by the operations the pass counts now (``figures``)."""
+        return self._figure("reconciled")
+
+    @property
+    def loss_fraction(self) -> float:
+        """The loss fraction (in [0, 1] of ``entries_before``) over the operations the pass
+        counts now (``figures``: for a partly applied pass, what it applied); 0.0 before it is
+        planned."""
         value = (
             (self.figures or {}).get("loss_fraction") if isinstance(self.figures, dict) else None
         )
-        return float(value) if isinstance(value, int | float) else float(self.loss_fraction)
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    @property
+    def guard_passed(self) -> bool | None:
+        """The loss guard's verdict as recorded, without a query: ``None`` before the pass is
+        planned (no ``figures``), ``False`` for a pass a guard rejected (its status), else the
+        verdict on ``figures`` against the threshold it was planned with
+        (:func:`figures_verdict`). The pages judge against the threshold in force now
+        (:func:`~memoryadmin.proposals.selectors.evaluation.pass_figures`)."""
+        if self.status == self.Status.REJECTED_BY_GUARD:
+            return False
+        verdict = self._verdict()
+        return None if verdict is None else verdict[0]
+
+    @property
+    def guard_reason(self) -> str:
+        """The sentence of :attr:`guard_passed`: for a pass a guard rejected, the reason it
+        was rejected with (``reason``); ``""`` before the pass is planned."""
+        if self.status == self.Status.REJECTED_BY_GUARD:
+            return self.reason
+        verdict = self._verdict()
+        return "" if verdict is None else verdict[1]
+
+    def _verdict(self) -> tuple[bool, str] | None:
+        if not isinstance(self.figures, dict) or "loss_fraction" not in self.figures:
+            return None
+        try:
+            return figures_verdict(self.figures, float(self.max_loss_fraction))
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+        ):  # not figures, or an invalid threshold: fail closed
+            return False, "Loss guard: the recorded figures or threshold are invalid."
 
     TRIGGER_ACTORS = frozenset({"schedule", "policy", "cli", "operator", "system"})
     """Actors that name a trigger, not who asked (the header words the trigger instead)."""

@@ -130,7 +130,7 @@ def _purge_passes(
     gone = set(ids)
     out = {"passes": 0, "stale": 0}
     for run in Pass.objects.filter(agent=agent).order_by("pk"):
-        fields = ("telemetry", "figures", "recall", "note", "reason", "error", "guard_reason")
+        fields = ("telemetry", "figures", "recall", "note", "reason", "error")
         scrubbed = _save_scrubbed(run, fields, needles)
         if run.pk in held:
             telemetry = dict(run.telemetry or {})

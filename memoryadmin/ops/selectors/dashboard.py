@@ -178,7 +178,7 @@ def agent_chart_data(agent: Agent, *, limit: int = 500) -> dict[str, list[dict[s
             {
                 "id": p.pk,
                 "t": p.created_at.isoformat(),
-                "loss": round(p.shown_loss_fraction, 4),
+                "loss": round(p.loss_fraction, 4),
                 "threshold": p.max_loss_fraction,
                 "status": p.status,
             }

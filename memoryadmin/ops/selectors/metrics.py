@@ -134,8 +134,9 @@ class ConsoleCollector(Collector):
     def _loss(self) -> Iterator[Metric]:
         planned = Pass.objects.filter(planned_at__isnull=False)
         loss: dict[str, list[float]] = defaultdict(list)
-        for agent, fraction in planned.values_list("agent__slug", "loss_fraction"):
-            loss[agent].append(float(fraction))
+        # the pass's one record of what it counts (Pass.figures), read as a JSON key
+        for agent, fraction in planned.values_list("agent__slug", "figures__loss_fraction"):
+            loss[agent].append(float(fraction or 0.0))
         yield _histogram(
             "memoryadmin_pass_loss_fraction",
             "Loss fraction of each planned pass (0..1; the guard refuses above the agent's "

@@ -18,9 +18,9 @@ from typing import Any, NamedTuple
 
 from django.db.models import Count, Q
 
-from consolidation import ConsolidationResult, OpKind, guard_verdict, summarize
 from consolidation import Operation as EngineOperation
-from memoryadmin.proposals.models import Operation, OperationSource, Pass
+from consolidation import OpKind, guard_verdict, summarize
+from memoryadmin.proposals.models import Operation, OperationSource, Pass, figures_verdict
 
 __all__ = [
     "KIND_ORDER",
@@ -130,15 +130,7 @@ class Evaluation:
         engine's :func:`~consolidation.guard_verdict` on the result they describe (the
         ``removed`` originals are the ones not retained), so the verdict is the one
         :func:`evaluate` gives. Raises ``ValueError`` for an invalid threshold (fail closed)."""
-        result = ConsolidationResult(
-            entries_before=self.entries_before,
-            entries_after=self.entries_after,
-            merged=self.merged,
-            promoted=self.promoted,
-            pruned=self.pruned,
-            retained_originals=self.entries_before - self.removed,
-        )
-        passed, reason = guard_verdict(result, max_loss_fraction)
+        passed, reason = figures_verdict(self.figures(), max_loss_fraction)
         return replace(
             self,
             max_loss_fraction=float(max_loss_fraction),
@@ -305,8 +297,9 @@ def effective_threshold(run: Pass) -> float:
     return min(threshold, float(current))
 
 
-def pass_evaluate(run: Pass) -> Evaluation:
-    """Summary + guard of ``run`` over its operations that are not excluded and not in conflict.
+def pass_evaluate(run: Pass, *, conflicts_counted: bool = False) -> Evaluation:
+    """Summary + guard of ``run`` over its operations that are not excluded and not in conflict
+    (with ``conflicts_counted``, also those apply found in conflict: the pass as approved).
 
     Uses ``run.entries_before`` (the snapshot size) and :func:`effective_threshold`.
     """
@@ -317,7 +310,9 @@ def pass_evaluate(run: Pass) -> Evaluation:
         "operation_id", "memory_id", "content_hash"
     ):
         hashes[op_id][memory_id] = planned
-    left_out = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
+    left_out: tuple[str, ...] = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
+    if conflicts_counted:
+        left_out = (Operation.Status.EXCLUDED,)
     total, counted, conflict = 0, [], 0
     for pk, status, *values in run.operations.values_list(
         "pk", "status", *_StoredOperation._fields

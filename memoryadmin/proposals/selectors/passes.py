@@ -30,10 +30,17 @@ from memoryadmin.core import stores
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.decisions import active_decisions
 from memoryadmin.proposals.selectors.evaluation import KIND_ORDER as SUMMARY_ORDER
-from memoryadmin.proposals.selectors.evaluation import count_label, left_out_words, pass_figures
+from memoryadmin.proposals.selectors.evaluation import (
+    Evaluation,
+    count_label,
+    left_out_words,
+    pass_evaluate,
+    pass_figures,
+)
 from memoryadmin.proposals.selectors.review import conflict_view
 
 __all__ = [
+    "pass_as_approved",
     "pass_llm_cost",
     "KIND_ORDER",
     "OPS_PER_PAGE",
@@ -209,15 +216,30 @@ def stale_reason(
 def pass_summary(run: Pass) -> Any:
     """What the pass page's summary shows: the pass's figures over its included operations (the
     same numbers on the summary, the groups and the guard: :func:`pass_figures`, which reads no
-    operation); a pass a guard rejected keeps the verdict it was given, another settled pass
-    shows the verdict on the figures shown (its threshold then). A pass without operations
-    shows its stored figures (the pass itself)."""
+    operation); a pass a guard rejected keeps the verdict it was given (its status and
+    ``reason``), another settled pass shows the verdict on the figures shown (its threshold
+    then). A pass without operations shows its stored figures (the pass itself)."""
     if not run.operations.exists():
         return run
-    ev = pass_figures(run)
+    return _with_verdict(run, pass_figures(run))
+
+
+def pass_as_approved(run: Pass, summary: Any = None) -> Any:
+    """The pass as planned and approved (with the reviewer's exclusions), before apply found
+    operations in conflict: :func:`pass_summary`, or for a pass apply found conflicts in, its
+    operations evaluated with those counted (:func:`pass_evaluate`, ``conflicts_counted``),
+    with the verdict :func:`pass_summary` gives (``summary``, when the caller has it). Derived,
+    never stored: the figures of a pass are kept once (``Pass.figures``, what it counts now)."""
+    summary = pass_summary(run) if summary is None else summary
+    if not getattr(summary, "conflict_ops", 0):
+        return summary
+    return _with_verdict(run, pass_evaluate(run, conflicts_counted=True))
+
+
+def _with_verdict(run: Pass, ev: Evaluation) -> Evaluation:
     if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED):
         return ev
-    if run.guard_passed is False:  # rejected by a guard: the verdict it was rejected with
+    if run.status == Pass.Status.REJECTED_BY_GUARD:  # the verdict it was rejected with
         return replace(
             ev,
             guard_passed=False,

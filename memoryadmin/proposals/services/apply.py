@@ -431,8 +431,6 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         verb="rejected_by_guard",
         note=reason,
         reason=reason,
-        guard_passed=False,
-        guard_reason=ev.guard_reason,
         telemetry=telemetry,
         finished_at=timezone.now(),
         progress=1.0,

@@ -29,7 +29,7 @@ from memoryadmin.proposals.selectors.decisions import rejected_index, rejected_j
 from memoryadmin.proposals.selectors.evaluation import pass_evaluate
 from memoryadmin.proposals.selectors.guards import content_guard
 from memoryadmin.proposals.services.decisions import decisions_count_held_back
-from memoryadmin.proposals.services.evaluation import store_summary
+from memoryadmin.proposals.services.evaluation import store_figures
 
 __all__ = [
     "ROW_BATCH",
@@ -316,8 +316,6 @@ def _recall_rejected(run: Pass, recall: dict[str, Any], counts: dict[str, Any]) 
         verb="rejected_by_guard",
         note=reason,
         data=counts,
-        guard_passed=False,
-        guard_reason=reason,
         reason=reason,
         recall=jsonable(recall),
         telemetry={**(run.telemetry or {}), "auto_apply": {**counts, "applied": 0}},
@@ -374,10 +372,10 @@ def _waiting_part(
     hashes = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first() or {}
     PassSnapshot.objects.create(run=child, hashes=hashes)
     applied = pass_evaluate(run)
-    store_summary(run, applied)
+    store_figures(run, applied)
     Pass.objects.filter(pk=child.pk).update(entries_before=applied.entries_after)
     child.entries_before = applied.entries_after
-    store_summary(child, pass_evaluate(child))
+    store_figures(child, pass_evaluate(child))
     audit(
         actor="policy",
         verb="proposed",

@@ -29,23 +29,6 @@ __all__ = [
 ]
 
 
-def store_summary(run: Pass, ev: Evaluation) -> None:
-    """The pass's summary columns (counts, loss fraction, guard verdict) and its figures
-    (:func:`store_figures`) from ``ev``: what every service that changes what a pass includes
-    calls."""
-    store_figures(run, ev)
-    Pass.objects.filter(pk=run.pk).update(
-        entries_after=ev.entries_after,
-        merged=ev.merged,
-        promoted=ev.promoted,
-        pruned=ev.pruned,
-        reconciled=ev.reconciled,
-        loss_fraction=ev.loss_fraction,
-        guard_passed=ev.guard_passed,
-        guard_reason=ev.guard_reason,
-    )
-
-
 def operations_store_loss(run: Pass) -> LossTotals:
     """Keep each included operation's lost content (``lost``, ``lost_sentences``) and, where it
     changed, its risk as :func:`~memoryadmin.proposals.selectors.review.pass_content` measures

@@ -175,14 +175,13 @@ def _telemetry(
     run: Pass, planned: PassPlan, policy: Policy, now: datetime, hashes: Mapping[str, str]
 ) -> dict[str, Any]:
     """The pass's ``telemetry``: the plan's context (JSON-safe), what the request fixed
-    (``policy_override``, ``layer``), the planned figures, ``now`` (ISO 8601) and the digest of
+    (``policy_override``, ``layer``), ``now`` (ISO 8601) and the digest of
     what the plan was made from (``inputs_digest``: the schedule skips a pass that would repeat
     it, ``passes.pass_request_scheduled``)."""
     telemetry = jsonable(dict(planned.plan.context or {}))
     for key in ("policy_override", "layer"):  # what the request fixed, kept with the plan
         if (run.telemetry or {}).get(key):
             telemetry[key] = run.telemetry[key]
-    telemetry["planned"] = planned.evaluation.to_dict()
     telemetry["now"] = now.isoformat()
     telemetry["inputs_digest"] = plan_inputs_digest(
         run.agent,
@@ -204,11 +203,12 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
     the refreshed pass. Raises what the database raises (nothing is then stored)."""
     records, plan, ev, recall = planned.records, planned.plan, planned.evaluation, planned.recall
     guard_passed, guard_reason = planned.guard_passed, planned.guard_reason
+    split_note = ""
     if recall_split(run, planned):
         # auto-apply safe: the operations behind the lost answers wait for a person and the
         # rest is held to the recall guard on its own (auto_apply.pass_auto_apply)
         guard_passed = True
-        guard_reason = f"{ev.guard_reason} {RECALL_SPLIT} {(recall or {}).get('reason', '')}"
+        split_note = f"{RECALL_SPLIT} {(recall or {}).get('reason', '')}"
     by_id = {r.id: r for r in records}
     hashes = {r.id: r.content_hash for r in records}  # computed once: ~15 µs per memory
     trimmed = (plan.context or {}).get("trimmed") or {}
@@ -253,14 +253,6 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
         )
         fields: dict[str, Any] = {
             "entries_before": ev.entries_before,
-            "entries_after": ev.entries_after,
-            "merged": ev.merged,
-            "promoted": ev.promoted,
-            "pruned": ev.pruned,
-            "reconciled": ev.reconciled,
-            "loss_fraction": ev.loss_fraction,
-            "guard_passed": guard_passed,
-            "guard_reason": guard_reason,
             "telemetry": telemetry,
             "recall": jsonable(recall or {}),
             "snapshot_hash": _snapshot_hash(hashes),
@@ -276,7 +268,7 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
             to=to,
             actor=actor,
             verb="proposed" if guard_passed else "rejected_by_guard",
-            note="" if guard_passed else guard_reason,
+            note=split_note if guard_passed else guard_reason,
             data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction},
             **fields,
         )

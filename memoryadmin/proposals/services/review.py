@@ -40,7 +40,7 @@ from memoryadmin.proposals.services.decisions import (
     decisions_for_inclusion,
     decisions_for_rejection,
 )
-from memoryadmin.proposals.services.evaluation import content_override_record, store_summary
+from memoryadmin.proposals.services.evaluation import content_override_record, store_figures
 
 __all__ = [
     "CONFLICT_CHOICES",
@@ -102,7 +102,7 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
         else:
             decisions_for_inclusion(operations=[op], user=user)
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     operation.status = op.status
     return ev
 
@@ -153,7 +153,7 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         )
     operation.result_document, operation.edited = op.result_document, op.edited
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     return ev
 
 
@@ -300,7 +300,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
         },
     )
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     operation.refresh_from_db()
     return ev
 
@@ -393,7 +393,7 @@ def operations_set_excluded(
         else:
             decisions_for_inclusion(operations=touched, user=user)
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     return ev, indexes
 
 
