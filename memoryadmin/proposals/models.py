@@ -19,6 +19,7 @@ from django.utils.functional import cached_property
 from consolidation import ConsolidationResult, OpKind, guard_verdict
 from consolidation.review import OperationLoss, model_author, model_note
 from memoryadmin.core.models import AuditEvent
+from memoryadmin.proposals.telemetry import PassTelemetry
 
 
 def figures_verdict(figures: Mapping[str, Any], max_loss_fraction: float) -> tuple[bool, str]:
@@ -242,6 +243,12 @@ class Pass(models.Model):
         return actor if actor and actor not in self.TRIGGER_ACTORS else None
 
     @property
+    def telemetry_data(self) -> PassTelemetry:
+        """``telemetry`` typed (:class:`~memoryadmin.proposals.telemetry.PassTelemetry`): how
+        every module reads it; :func:`~memoryadmin.proposals.telemetry.telemetry_save` writes."""
+        return PassTelemetry.from_json(self.telemetry)
+
+    @property
     def is_active(self) -> bool:
         """True while queued, running, approved (waiting to apply), applying or rolling back."""
         return self.status in self.ACTIVE
@@ -273,10 +280,10 @@ class Pass(models.Model):
         """Why this applied pass can no longer be undone, or ``""``: it finished before the
         agent's archive retention (:meth:`Agent.archive_cutoff`), so its archived copies are
         (or are about to be) purged; or a forget request purged memories it held
-        (``telemetry["forgotten_by"]``: "purged by forget request #N")."""
+        (``telemetry_data.forgotten_by``: "purged by forget request #N")."""
         if self.status not in self.ROLLBACKABLE:
             return ""
-        forgotten = (self.telemetry or {}).get("forgotten_by") or []
+        forgotten = self.telemetry_data.forgotten_by
         if forgotten:
             return (
                 "Undo impossible: memories this pass held were purged by forget request "

@@ -81,7 +81,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "planned_at": run.planned_at,
         "finished_at": run.finished_at,
         "url": run.get_absolute_url(),
-        "llm": llm_brief(run.telemetry, settings.LLM_PRICES),
+        "llm": llm_brief({"llm": run.telemetry_data.llm}, settings.LLM_PRICES),
         "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
 

@@ -18,6 +18,7 @@ from memoryadmin.agents.selectors.schedules import next_runs
 from memoryadmin.core import stores
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.passes import PLANNED, convergence_words
+from memoryadmin.proposals.telemetry import LLM_MODEL_LOOKUP, LLM_TOTALS_LOOKUP
 
 __all__ = ["AgentRow", "LlmSpend", "agent_chart_data", "dashboard_rows", "llm_spend_by_agent"]
 
@@ -54,8 +55,8 @@ def llm_spend_by_agent() -> dict[int, LlmSpend]:
     """``{agent id: LlmSpend}`` over every stored pass with model work, in one query (the
     totals and model name only, not the per-group logs)."""
     spend: dict[int, LlmSpend] = {}
-    rows = Pass.objects.filter(telemetry__llm__totals__isnull=False).values_list(
-        "agent_id", "telemetry__llm__model", "telemetry__llm__totals"
+    rows = Pass.objects.filter(**{f"{LLM_TOTALS_LOOKUP}__isnull": False}).values_list(
+        "agent_id", LLM_MODEL_LOOKUP, LLM_TOTALS_LOOKUP
     )
     for agent_id, model, totals in rows:
         totals = totals if isinstance(totals, dict) else {}

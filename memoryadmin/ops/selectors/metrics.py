@@ -35,6 +35,7 @@ from memoryadmin.agents.models import StoreSample
 from memoryadmin.core.models import AuditEvent
 from memoryadmin.ops.selectors.health import oldest_queued_task_age, worker_beat_age
 from memoryadmin.proposals.models import Operation, Pass
+from memoryadmin.proposals.telemetry import LLM_MODEL_LOOKUP, LLM_TOTALS_LOOKUP
 
 __all__ = [
     "DURATION_BUCKETS",
@@ -242,8 +243,8 @@ class ConsoleCollector(Collector):
         sums: dict[tuple[str, str], dict[str, float]] = defaultdict(
             lambda: {"tokens_in": 0, "tokens_out": 0, "requests": 0, "cost": 0.0, "priced": 0}
         )
-        rows = Pass.objects.filter(telemetry__llm__totals__isnull=False).values_list(
-            "agent__slug", "telemetry__llm__model", "telemetry__llm__totals"
+        rows = Pass.objects.filter(**{f"{LLM_TOTALS_LOOKUP}__isnull": False}).values_list(
+            "agent__slug", LLM_MODEL_LOOKUP, LLM_TOTALS_LOOKUP
         )
         for agent, model, totals in rows:
             s = sums[(agent, model or "")]

@@ -288,7 +288,7 @@ def effective_threshold(run: Pass) -> float:
     policy's threshold: the operator chose it for this pass.
     """
     threshold = float(run.max_loss_fraction)
-    if (run.telemetry or {}).get("policy_override"):
+    if run.telemetry_data.policy_override:
         return threshold
     try:
         current = run.agent.get_policy().max_loss_fraction

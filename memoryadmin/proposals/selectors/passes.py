@@ -293,7 +293,7 @@ PLANNED = (
 
 def pass_deferred(run: Pass) -> dict[str, Any] | None:
     """What a pass planned within the loss budget left for later, from its plan's
-    ``telemetry["trimmed"]`` (``consolidation.planning``: budget, kept and deferred removals,
+    ``telemetry_data.trimmed`` (``consolidation.planning``: budget, kept and deferred removals,
     deferred operations by kind). ``None`` when nothing was deferred.
 
     Returns ``{"operations", "removals", "by_kind": {kind: n}, "passes", "text", "items",
@@ -302,7 +302,7 @@ def pass_deferred(run: Pass) -> dict[str, Any] | None:
     estimates the passes still needed: deferred removals ÷ the next pass's budget
     (``max_loss_fraction × entries_after``), rounded up.
     """
-    info = (run.telemetry or {}).get("trimmed") or {}
+    info = run.telemetry_data.trimmed or {}
     operations = int(info.get("dropped_operations") or 0)
     if not operations:
         return None
@@ -367,7 +367,7 @@ def pass_policy_note(run: Pass) -> str:
     """ "" when ``run`` ran with its agent's policy as it is now; otherwise a sentence: the named
     policy it was run with (``consolidate --policy NAME``), or that the agent's policy changed
     since (the figures and the guard on the page are the ones of the policy the pass ran with)."""
-    override = (run.telemetry or {}).get("policy_override")
+    override = run.telemetry_data.policy_override
     if override:
         name = "an explicit" if override == "explicit" else f"the “{override}”"
         return (
@@ -391,9 +391,9 @@ def pass_policy_note(run: Pass) -> str:
 
 
 def pass_llm_cost(run: Pass) -> float | None:
-    """USD the pass's LLM tokens cost (``telemetry["llm"]["totals"]`` at the model's price in
+    """USD the pass's LLM tokens cost (``telemetry_data.llm["totals"]`` at the model's price in
     ``LLM_PRICES``); ``None`` when the model has no (valid) price or nothing was sent."""
-    llm = (run.telemetry or {}).get("llm") or {}
+    llm = run.telemetry_data.llm or {}
     try:
         return llm_cost_usd(llm.get("totals"), llm.get("model", ""), settings.LLM_PRICES)
     except ValueError:
