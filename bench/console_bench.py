@@ -105,7 +105,6 @@ def build_store(agent, n: int) -> None:
 
 
 FIGURES = {
-    "entries_before": 1000,
     "entries_after": 950,
     "merged": 50,
     "promoted": 0,

@@ -22,14 +22,17 @@ from memoryadmin.core.models import AuditEvent
 from memoryadmin.proposals.telemetry import PassTelemetry
 
 
-def figures_verdict(figures: Mapping[str, Any], max_loss_fraction: float) -> tuple[bool, str]:
+def figures_verdict(
+    figures: Mapping[str, Any], max_loss_fraction: float, entries_before: int
+) -> tuple[bool, str]:
     """The loss guard's verdict ``(passed, reason)`` on a pass's figures (``Pass.figures``, the
-    keys of ``Evaluation.figures()``: ``entries_before``, ``entries_after``, ``merged``,
-    ``promoted``, ``pruned``, ``removed`` — originals that leave the store) against
-    ``max_loss_fraction`` (in [0, 1]): the engine's :func:`~consolidation.guard_verdict` on the
-    result they describe. Raises ``KeyError``/``TypeError`` for a mapping that is not such
-    figures, ``ValueError`` for an invalid threshold (fail closed)."""
-    before = int(figures["entries_before"])
+    keys of ``Evaluation.figures()``: ``entries_after``, ``merged``, ``promoted``, ``pruned``,
+    ``removed`` — originals that leave the store) over a store of ``entries_before`` originals
+    (the pass's input), against ``max_loss_fraction`` (in [0, 1]): the engine's
+    :func:`~consolidation.guard_verdict` on the result they describe. Raises
+    ``KeyError``/``TypeError`` for a mapping that is not such figures, ``ValueError`` for an
+    invalid threshold (fail closed)."""
+    before = int(entries_before)
     result = ConsolidationResult(
         entries_before=before,
         entries_after=int(figures["entries_after"]),
@@ -214,7 +217,7 @@ class Pass(models.Model):
         if not isinstance(self.figures, dict) or "loss_fraction" not in self.figures:
             return None
         try:
-            return figures_verdict(self.figures, float(self.max_loss_fraction))
+            return figures_verdict(self.figures, float(self.max_loss_fraction), self.entries_before)
         except (
             KeyError,
             TypeError,

@@ -109,20 +109,34 @@ class Evaluation:
     VERDICT = ("max_loss_fraction", "guard_passed", "guard_reason")
     """The fields that depend on the threshold (:meth:`judged` makes them)."""
 
+    INPUTS = ("entries_before",)
+    """The fields the pass keeps as its inputs (``Pass.entries_before``), not in its figures."""
+
     def figures(self) -> dict[str, Any]:
-        """JSON-ready dict of the fields that do not depend on the threshold (what a pass keeps
-        in ``Pass.figures``; :meth:`from_figures` reads it back)."""
-        return {k: v for k, v in asdict(self).items() if k not in self.VERDICT}
+        """JSON-ready dict of what the evaluation counts: the fields that are neither the
+        threshold's verdict nor the pass's inputs (what a pass keeps in ``Pass.figures``;
+        :meth:`from_figures` reads it back)."""
+        left = set(self.VERDICT) | set(self.INPUTS)
+        return {k: v for k, v in asdict(self).items() if k not in left}
 
     @classmethod
-    def from_figures(cls, data: dict[str, Any], max_loss_fraction: float) -> Evaluation:
-        """The evaluation whose :meth:`figures` are ``data`` (other keys are ignored), judged
-        against ``max_loss_fraction`` (:meth:`judged`). Raises ``KeyError``/``TypeError`` for
-        a dict that is not such figures, ``ValueError`` for an invalid threshold."""
-        names = {f.name for f in fields(cls)} - set(cls.VERDICT)
+    def from_figures(
+        cls, data: dict[str, Any], max_loss_fraction: float, entries_before: int
+    ) -> Evaluation:
+        """The evaluation whose :meth:`figures` are ``data`` (other keys are ignored) over a
+        store of ``entries_before`` originals, judged against ``max_loss_fraction``
+        (:meth:`judged`). Raises ``KeyError``/``TypeError`` for a dict that is not such
+        figures, ``ValueError`` for an invalid threshold."""
+        names = {f.name for f in fields(cls)} - set(cls.VERDICT) - set(cls.INPUTS)
         values = {k: v for k, v in data.items() if k in names}
         values["kinds"] = {k: (int(v[0]), int(v[1])) for k, v in values["kinds"].items()}
-        base = cls(**values, max_loss_fraction=0.0, guard_passed=True, guard_reason="")
+        base = cls(
+            **values,
+            entries_before=int(entries_before),
+            max_loss_fraction=0.0,
+            guard_passed=True,
+            guard_reason="",
+        )
         return base.judged(max_loss_fraction)
 
     def judged(self, max_loss_fraction: float) -> Evaluation:
@@ -130,7 +144,7 @@ class Evaluation:
         engine's :func:`~consolidation.guard_verdict` on the result they describe (the
         ``removed`` originals are the ones not retained), so the verdict is the one
         :func:`evaluate` gives. Raises ``ValueError`` for an invalid threshold (fail closed)."""
-        passed, reason = figures_verdict(self.figures(), max_loss_fraction)
+        passed, reason = figures_verdict(self.figures(), max_loss_fraction, self.entries_before)
         return replace(
             self,
             max_loss_fraction=float(max_loss_fraction),
@@ -353,8 +367,8 @@ def _counted() -> Any:
 
 
 def _describes(ev: Evaluation, run: Pass) -> bool:
-    """True when ``ev`` counts what ``run``'s operations count now: the same snapshot size, the
-    same counted operations of each kind and the same number left out (one aggregate query).
+    """True when ``ev`` counts what ``run``'s operations count now: the same counted operations
+    of each kind and the same number left out (one aggregate query).
     A backstop: every service that changes an operation stores new figures."""
     rows = (
         run.operations.order_by()
@@ -368,8 +382,7 @@ def _describes(ev: Evaluation, run: Pass) -> bool:
     counted = {kind: n for kind, _, n, _ in rows if n}
     left_out = sum(total - n for _, total, n, _ in rows)
     return (
-        ev.entries_before == run.entries_before
-        and counted == {k: v[0] for k, v in ev.kinds.items()}
+        counted == {k: v[0] for k, v in ev.kinds.items()}
         and left_out == ev.excluded_ops
         and sum(c for *_, c in rows) == ev.conflict_ops
     )
@@ -385,7 +398,7 @@ def _stored(run: Pass, max_loss_fraction: float) -> Evaluation | None:
     (:func:`_describes`)."""
     data = run.figures if isinstance(run.figures, dict) else {}
     try:
-        ev = Evaluation.from_figures(data, max_loss_fraction) if data else None
+        ev = Evaluation.from_figures(data, max_loss_fraction, run.entries_before) if data else None
     except (KeyError, TypeError, ValueError, IndexError):  # not figures
         return None
     if ev is None:
