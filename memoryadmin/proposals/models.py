@@ -5,9 +5,6 @@ State names follow docs/ARCHITECTURE.md "The pass lifecycle"."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 from django.conf import settings
 from django.db import models
@@ -16,32 +13,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 
-from consolidation import ConsolidationResult, OpKind, guard_verdict
+from consolidation import OpKind
 from consolidation.review import OperationLoss, model_author, model_note
 from memoryadmin.core.models import AuditEvent
+from memoryadmin.proposals.figures import figures_verdict
 from memoryadmin.proposals.telemetry import PassTelemetry
-
-
-def figures_verdict(
-    figures: Mapping[str, Any], max_loss_fraction: float, entries_before: int
-) -> tuple[bool, str]:
-    """The loss guard's verdict ``(passed, reason)`` on a pass's figures (``Pass.figures``, the
-    keys of ``Evaluation.figures()``: ``entries_after``, ``merged``, ``promoted``, ``pruned``,
-    ``removed`` — originals that leave the store) over a store of ``entries_before`` originals
-    (the pass's input), against ``max_loss_fraction`` (in [0, 1]): the engine's
-    :func:`~consolidation.guard_verdict` on the result they describe. Raises
-    ``KeyError``/``TypeError`` for a mapping that is not such figures, ``ValueError`` for an
-    invalid threshold (fail closed)."""
-    before = int(entries_before)
-    result = ConsolidationResult(
-        entries_before=before,
-        entries_after=int(figures["entries_after"]),
-        merged=int(figures.get("merged", 0)),
-        promoted=int(figures.get("promoted", 0)),
-        pruned=int(figures.get("pruned", 0)),
-        retained_originals=before - int(figures["removed"]),
-    )
-    return guard_verdict(result, max_loss_fraction)
 
 
 class Pass(models.Model):
@@ -151,36 +127,36 @@ class Pass(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("pass_detail", args=[self.pk])
 
-    def _figure(self, name: str) -> int:
-        value = (self.figures or {}).get(name) if isinstance(self.figures, dict) else None
-        return int(value) if isinstance(value, int | float) else 0
-
+    # What the pass counts now, from its one record (``figures``; 0 before it is planned):
+    # the lists, the CSV, the CLI and the API read these; the pages read ``pass_figures``.
     @property
     def entries_after(self) -> int:
-        """Memories in the store after the pass, over the operations it counts now
-        (``figures``; 0 before it is planned)."""
+        """Memories in the store after the pass."""
         return self._figure("entries_after")
 
     @property
     def merged(self) -> int:
-        """Memories merged away by the operations the pass counts now (``figures``)."""
+        """Memories merged away."""
         return self._figure("merged")
 
     @property
     def promoted(self) -> int:
-        """The engine's promoted total over the operations the pass counts now (``figures``:
-        promote operations and merges written to the curated tier)."""
+        """The engine's promoted total (promote operations, merges to the curated tier)."""
         return self._figure("promoted")
 
     @property
     def pruned(self) -> int:
-        """Memories pruned by the operations the pass counts now (``figures``)."""
+        """Memories pruned."""
         return self._figure("pruned")
 
     @property
     def reconciled(self) -> int:
-        """Memories superseded by the operations the pass counts now (``figures``)."""
+        """Memories superseded."""
         return self._figure("reconciled")
+
+    def _figure(self, name: str) -> int:
+        value = (self.figures or {}).get(name) if isinstance(self.figures, dict) else None
+        return int(value) if isinstance(value, int | float) else 0
 
     @property
     def loss_fraction(self) -> float:
@@ -218,11 +194,7 @@ class Pass(models.Model):
             return None
         try:
             return figures_verdict(self.figures, float(self.max_loss_fraction), self.entries_before)
-        except (
-            KeyError,
-            TypeError,
-            ValueError,
-        ):  # not figures, or an invalid threshold: fail closed
+        except (KeyError, TypeError, ValueError):  # not figures, or a bad threshold: fail closed
             return False, "Loss guard: the recorded figures or threshold are invalid."
 
     TRIGGER_ACTORS = frozenset({"schedule", "policy", "cli", "operator", "system"})

@@ -20,7 +20,8 @@ from django.db.models import Count, Q
 
 from consolidation import Operation as EngineOperation
 from consolidation import OpKind, guard_verdict, summarize
-from memoryadmin.proposals.models import Operation, OperationSource, Pass, figures_verdict
+from memoryadmin.proposals.figures import figures_verdict
+from memoryadmin.proposals.models import Operation, OperationSource, Pass
 
 __all__ = [
     "KIND_ORDER",
