@@ -267,8 +267,8 @@ def promoted_counts(summary: Any) -> tuple[int, int]:
 
 
 def pass_reviewed(run: Pass) -> bool:
-    """True when an operator excluded or edited an operation (the stored recall check and the
-    planned figures then describe the plan as proposed, not as it stands now)."""
+    """True when an operator excluded or edited an operation (the stored recall check then
+    describes the plan as proposed, not as it stands now; the figures follow every change)."""
     return run.operations.filter(Q(status=Operation.Status.EXCLUDED) | Q(edited=True)).exists()
 
 
