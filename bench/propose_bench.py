@@ -351,7 +351,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
         )
         server_after = proc_figures(server.pid)
         apply_target = APPLY_TARGET_S * n_ops / APPLY_TARGET_OPS
-        tele = run_.telemetry or {}
+        tele = run_.telemetry_data.context
         return {
             "sizes": {"memories": args.n, "planted_pairs": pairs, "probes": args.probes},
             "load_average": round(os.getloadavg()[0], 1),

@@ -46,6 +46,8 @@ LAYERS = [
     ("memoryadmin.core.validation", "ground"),
     ("memoryadmin.core.stores", "ground"),
     ("memoryadmin.core.roles", "ground"),
+    ("memoryadmin.proposals.figures", "ground"),
+    ("memoryadmin.proposals.telemetry", "ground"),
     ("memoryadmin.core.leases", "services"),
     ("memoryadmin.core.error_pages", "views"),
     ("memoryadmin.templatetags", "views"),

@@ -34,7 +34,7 @@ def passes(unique_name, bob) -> dict[str, Pass]:
             trigger="schedule",
             status="rejected_by_guard",
             created_at=when,
-            guard_reason="Loss guard tripped: loss 40.0%",
+            reason="Loss guard tripped: loss 40.0%",
             decided_actor="policy",
         ),
         "rejected": Pass.objects.create(

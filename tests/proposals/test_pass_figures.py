@@ -55,7 +55,10 @@ def same(run: Pass) -> Evaluation:
     run = Pass.objects.select_related("agent").get(pk=run.pk)
     fresh = pass_evaluate(run)
     assert run.figures, "the pass keeps no figures"
-    assert Evaluation.from_figures(run.figures, effective_threshold(run)) == fresh
+    assert (
+        Evaluation.from_figures(run.figures, effective_threshold(run), run.entries_before) == fresh
+    )
+    assert "entries_before" not in run.figures  # the pass's input, kept once (its column)
     assert pass_figures(run) == fresh
     loss = pass_loss_totals(run)
     assert run.figures["loss"] == asdict(loss) and pass_loss_figures(run) == loss

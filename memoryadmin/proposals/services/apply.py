@@ -44,6 +44,7 @@ from memoryadmin.proposals.selectors.evaluation import (
 )
 from memoryadmin.proposals.selectors.passes import stale_reason
 from memoryadmin.proposals.services.evaluation import store_figures
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = ["batches", "pass_apply"]
 
@@ -352,7 +353,7 @@ def pass_apply(*, run: Pass) -> Pass:
         .order_by("index")
     )
     # The guard re-check runs until its verdict is recorded (also after a crash in between).
-    fresh = "apply_guard" not in (run.telemetry or {}) and all(
+    fresh = run.telemetry_data.apply_guard is None and all(
         op.status in (OS.PENDING, OS.CONFLICT) for op in ops
     )
     try:
@@ -414,11 +415,9 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         excluded_count=len(ops) - len(keep),
         max_loss_fraction=effective_threshold(run),
     )
-    telemetry = dict(run.telemetry or {})
-    telemetry["apply_guard"] = ev.to_dict()
+    telemetry = run.telemetry_data.with_(apply_guard=ev.to_dict())
     if ev.guard_passed:  # recorded verdict: a resumed apply does not check again
-        Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-        run.telemetry = telemetry
+        telemetry_save(run, telemetry)
         return None
     reason = (
         f"At apply time, after {len(ops) - len(keep)} conflicting "
@@ -432,9 +431,7 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         verb="rejected_by_guard",
         note=reason,
         reason=reason,
-        guard_passed=False,
-        guard_reason=ev.guard_reason,
-        telemetry=telemetry,
+        telemetry=telemetry.to_json(),
         finished_at=timezone.now(),
         progress=1.0,
         progress_label="Rejected by the loss guard at apply time",
@@ -459,7 +456,7 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
             f"Apply postponed, nothing was written: {error.rstrip('. ')}. The approval "
             "stands; it is applied automatically once the store answers (checked every minute)."
         )
-        telemetry = {k: v for k, v in (run.telemetry or {}).items() if k != "apply_guard"}
+        telemetry = run.telemetry_data.with_(apply_guard=None).to_json()
         return transition(
             run,
             frm=(S.APPLYING,),
@@ -496,8 +493,8 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
         excluded_count=len(ops) - len(applied_ops),
         max_loss_fraction=run.max_loss_fraction,
     )
-    telemetry = dict(run.telemetry or {})
-    telemetry["applied"] = ev.to_dict() | {"conflicts": conflicts, "failed": failed}
+    applied = ev.to_dict() | {"conflicts": conflicts, "failed": failed}
+    telemetry = run.telemetry_data.with_(applied=applied).to_json()
     to = S.PARTIALLY_APPLIED if conflicts or failed else S.APPLIED
     if not applied_ops and not failed:  # every operation in conflict: the store is untouched
         to = S.NO_CHANGES
@@ -584,7 +581,7 @@ def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
                 checkpoint.pop(mid, None)
     # The part auto-apply left for review: its memories leave the checkpoint too, so the next
     # (scheduled) pass plans those operations again and its waiting part replaces this one.
-    waiting_pass = ((run.telemetry or {}).get("auto_apply") or {}).get("waiting_pass")
+    waiting_pass = run.telemetry_data.waiting_pass
     if waiting_pass:
         for ids in Operation.objects.filter(run_id=waiting_pass).values_list(
             "source_ids", flat=True

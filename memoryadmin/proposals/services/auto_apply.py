@@ -29,7 +29,8 @@ from memoryadmin.proposals.selectors.decisions import rejected_index, rejected_j
 from memoryadmin.proposals.selectors.evaluation import pass_evaluate
 from memoryadmin.proposals.selectors.guards import content_guard
 from memoryadmin.proposals.services.decisions import decisions_count_held_back
-from memoryadmin.proposals.services.evaluation import store_summary
+from memoryadmin.proposals.services.evaluation import store_figures
+from memoryadmin.proposals.telemetry import PassTelemetry, telemetry_save
 
 __all__ = [
     "ROW_BATCH",
@@ -56,7 +57,7 @@ def left_by_auto_apply(agent: Agent, pending: Pass) -> bool:
     auto-applies. An operator who leaves auto-apply on expects the schedule to keep consolidating
     what is not waiting; the waiting part is planned again by the next pass, never applied
     without the guards and the split (an operation a reviewer edited waits for a person again)."""
-    return agent.auto_apply != Agent.AutoApply.OFF and "auto_apply" in (pending.telemetry or {})
+    return agent.auto_apply != Agent.AutoApply.OFF and pending.telemetry_data.auto_apply is not None
 
 
 def pass_auto_apply(
@@ -72,7 +73,7 @@ def pass_auto_apply(
     :class:`~.passes.PassPlan` it was stored from, ``scored``: each operation's ``(loss, risk)``
     as stored): ``approved`` by
     "policy", except what must wait for a person, which moves to a new proposal of the agent
-    (``telemetry["auto_apply"]`` of both names the other; the page says "applied automatically:
+    (``telemetry_data.auto_apply`` of both names the other; the page says "applied automatically:
     N · waiting for review: M").
 
     - ``safe``: :func:`consolidation.review.split_auto_apply` over the operations as planned,
@@ -102,7 +103,7 @@ def pass_auto_apply(
     counts = {"mode": mode, "waiting": len(waiting), "reasons": _reason_counts(waiting.values())}
     if not left.exclude(status=Operation.Status.EXCLUDED).exists():
         counts["applied"] = 0
-        telemetry = {**(run.telemetry or {}), "auto_apply": counts}
+        telemetry = run.telemetry_data.with_(auto_apply=counts).to_json()
         label = "Waiting for review" + (f" ({HOLD_LABELS.get(hold[0], hold[0])})" if hold else "")
         Pass.objects.filter(pk=run.pk).update(telemetry=telemetry, progress_label=label)
         if hold is None:  # a hold was audited with its figures where it was found
@@ -140,9 +141,7 @@ def pass_auto_apply(
         recall = recall_check_then(run.agent, planned.records, first, then, policy)
         child = _waiting_part(run, list(waiting), counts, recall)
         counts["waiting_pass"] = child.pk
-    telemetry = {**(run.telemetry or {}), "auto_apply": counts}
-    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-    run.telemetry = telemetry
+    telemetry_save(run, run.telemetry_data.with_(auto_apply=counts))
     note = f"Auto-applied by the agent's policy ({mode}): the guards passed."
     if counts.get("recall_split"):
         note += (
@@ -316,11 +315,9 @@ def _recall_rejected(run: Pass, recall: dict[str, Any], counts: dict[str, Any]) 
         verb="rejected_by_guard",
         note=reason,
         data=counts,
-        guard_passed=False,
-        guard_reason=reason,
         reason=reason,
         recall=jsonable(recall),
-        telemetry={**(run.telemetry or {}), "auto_apply": {**counts, "applied": 0}},
+        telemetry=run.telemetry_data.with_(auto_apply={**counts, "applied": 0}).to_json(),
         finished_at=timezone.now(),
         progress_label="Rejected by the recall guard",
     )
@@ -343,17 +340,17 @@ def _waiting_part(
     part's ``entries_after``, e.g. 530 → 519 applied, then 519 → … waiting), so its store
     change and its loss fraction are those of approving it after the applied part; ``recall``
     (:func:`~memoryadmin.agents.selectors.probes.recall_check_then`) is measured the same way."""
-    telemetry = {
-        key: run.telemetry[key] for key in ("now", "review", "layer") if key in run.telemetry
-    }
-    telemetry["auto_apply"] = {
-        "part": "waiting",
-        "applied_pass": run.pk,
-        "mode": counts["mode"],
-        "applied": counts["applied"],
-        "waiting": counts["waiting"],
-        "reasons": counts["reasons"],
-    }
+    parent = run.telemetry_data
+    telemetry = PassTelemetry(now=parent.now, review=parent.review, layer=parent.layer).with_(
+        auto_apply={
+            "part": "waiting",
+            "applied_pass": run.pk,
+            "mode": counts["mode"],
+            "applied": counts["applied"],
+            "waiting": counts["waiting"],
+            "reasons": counts["reasons"],
+        }
+    )
     child = Pass.objects.create(
         agent=run.agent,
         status=S.PROPOSED,
@@ -363,7 +360,7 @@ def _waiting_part(
         max_loss_fraction=run.max_loss_fraction,
         entries_before=run.entries_before,
         recall=jsonable(recall),
-        telemetry=telemetry,
+        telemetry=telemetry.to_json(),
         snapshot_hash=run.snapshot_hash,
         started_at=run.started_at,
         planned_at=run.planned_at,
@@ -374,10 +371,10 @@ def _waiting_part(
     hashes = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first() or {}
     PassSnapshot.objects.create(run=child, hashes=hashes)
     applied = pass_evaluate(run)
-    store_summary(run, applied)
+    store_figures(run, applied)
     Pass.objects.filter(pk=child.pk).update(entries_before=applied.entries_after)
     child.entries_before = applied.entries_after
-    store_summary(child, pass_evaluate(child))
+    store_figures(child, pass_evaluate(child))
     audit(
         actor="policy",
         verb="proposed",

@@ -20,6 +20,7 @@ from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import Evaluation, pass_evaluate
 from memoryadmin.proposals.selectors.guards import content_guard
 from memoryadmin.proposals.selectors.review import pass_content, recent_writes, run_settings
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = [
     "content_override_record",
@@ -27,23 +28,6 @@ __all__ = [
     "pass_store_figures",
     "store_figures",
 ]
-
-
-def store_summary(run: Pass, ev: Evaluation) -> None:
-    """The pass's summary columns (counts, loss fraction, guard verdict) and its figures
-    (:func:`store_figures`) from ``ev``: what every service that changes what a pass includes
-    calls."""
-    store_figures(run, ev)
-    Pass.objects.filter(pk=run.pk).update(
-        entries_after=ev.entries_after,
-        merged=ev.merged,
-        promoted=ev.promoted,
-        pruned=ev.pruned,
-        reconciled=ev.reconciled,
-        loss_fraction=ev.loss_fraction,
-        guard_passed=ev.guard_passed,
-        guard_reason=ev.guard_reason,
-    )
 
 
 def operations_store_loss(run: Pass) -> LossTotals:
@@ -110,7 +94,7 @@ def pass_store_figures(*, run: Pass) -> Evaluation:
 
 def content_override_record(run: Pass, actor: str, user: Any) -> None:
     """When the content guard fails on what ``run`` now includes, record that ``actor``
-    approved past it (audit event + ``telemetry["content_override"]``)."""
+    approved past it (audit event + ``telemetry_data.content_override``)."""
     guard = content_guard(run)
     if guard.passed:
         return
@@ -123,6 +107,4 @@ def content_override_record(run: Pass, actor: str, user: Any) -> None:
         note=f"Approved past the content guard: {guard.reason}.",
         data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
     )
-    telemetry = dict(run.telemetry or {}) | {"content_override": override}
-    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-    run.telemetry = telemetry
+    telemetry_save(run, run.telemetry_data.with_(content_override=override))

@@ -40,7 +40,8 @@ from memoryadmin.proposals.services.decisions import (
     decisions_for_inclusion,
     decisions_for_rejection,
 )
-from memoryadmin.proposals.services.evaluation import content_override_record, store_summary
+from memoryadmin.proposals.services.evaluation import content_override_record, store_figures
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = [
     "CONFLICT_CHOICES",
@@ -102,7 +103,7 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
         else:
             decisions_for_inclusion(operations=[op], user=user)
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     operation.status = op.status
     return ev
 
@@ -153,7 +154,7 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         )
     operation.result_document, operation.edited = op.result_document, op.edited
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     return ev
 
 
@@ -300,7 +301,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
         },
     )
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     operation.refresh_from_db()
     return ev
 
@@ -393,7 +394,7 @@ def operations_set_excluded(
         else:
             decisions_for_inclusion(operations=touched, user=user)
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     return ev, indexes
 
 
@@ -410,9 +411,8 @@ def pass_score_operations(*, run: Pass) -> int:
     Operation.objects.bulk_update(
         ops, ["risk", "risk_reasons", "lost", "lost_sentences"], batch_size=500
     )
-    telemetry = dict(run.telemetry or {})
-    telemetry["review"] = {"scored": True, "risk_line": RISK_LINE, "from": "stored rows"}
-    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+    review = {"scored": True, "risk_line": RISK_LINE, "from": "stored rows"}
+    telemetry_save(run, run.telemetry_data.with_(review=review))
     return len(ops)
 
 
@@ -427,7 +427,7 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
     a forget request of the agent is being applied.
     A person may approve past a failing content guard
     (:func:`~memoryadmin.proposals.selectors.guards.content_guard`): that is recorded, as an
-    ``approved_past_content_guard`` audit event and in ``telemetry["content_override"]``
+    ``approved_past_content_guard`` audit event and in ``telemetry_data.content_override``
     (``{"by", "at", "reason"}``, shown on the pass).
     """
     require(user, REVIEW, f"approve pass #{run.pk}")

@@ -52,6 +52,7 @@ from memoryadmin.proposals.services.decisions import (
     decision_revoke,
     decisions_for_rejection,
 )
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = [
     "UNDONE",
@@ -225,12 +226,9 @@ def pass_rollback_request(
             data={"memory_ids": ids},
         )
         raise RollbackBlocked(message, ids)
-    telemetry = dict(run.telemetry or {})
-    telemetry["rollback"] = {
-        "from": run.status,
-        "actor": actor,
-        "requested_at": timezone.now().isoformat(),
-    }
+    telemetry = run.telemetry_data.with_(
+        rollback={"from": run.status, "actor": actor, "requested_at": timezone.now().isoformat()}
+    )
     try:
         with transaction.atomic():
             run = transition(
@@ -241,7 +239,7 @@ def pass_rollback_request(
                 verb="rollback_requested",
                 user=user,
                 note=note or "",
-                telemetry=telemetry,
+                telemetry=telemetry.to_json(),
                 progress=0.0,
                 progress_label="Waiting to roll back",
                 finished_at=None,
@@ -276,12 +274,12 @@ def _enqueue_rollback(pk: int) -> None:
 
 
 def _rollback_actor(run: Pass) -> str:
-    return str((run.telemetry or {}).get("rollback", {}).get("actor") or "cli")
+    return run.telemetry_data.rollback_actor
 
 
 def _back_to_applied(run: Pass, reason: str, actor: str, verb: str) -> Pass:
     """Nothing was written yet: return the pass to the status it was rolled back from."""
-    frm = (run.telemetry or {}).get("rollback", {}).get("from") or S.APPLIED
+    frm = (run.telemetry_data.rollback or {}).get("from") or S.APPLIED
     return transition(
         run,
         frm=(S.ROLLING_BACK,),
@@ -319,7 +317,7 @@ def pass_rollback(*, run: Pass) -> Pass:
     ops = list(
         run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("-index")
     )
-    info = dict((run.telemetry or {}).get("rollback") or {})
+    info = dict(run.telemetry_data.rollback or {})
     fresh = not info.get("started") and not run.operations.filter(status=OS.ROLLED_BACK).exists()
     wrote = False
     total = len(ops) + run.operations.filter(status=OS.ROLLED_BACK).count()
@@ -339,9 +337,7 @@ def pass_rollback(*, run: Pass) -> Pass:
                     "rollback_refused",
                 )
         if fresh:  # from here on a failure leaves the pass rolling_back, to be resumed
-            telemetry = dict(run.telemetry or {}) | {"rollback": info | {"started": True}}
-            Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-            run.telemetry = telemetry
+            telemetry_save(run, run.telemetry_data.with_(rollback=info | {"started": True}))
         for batch in batches(ops):
             set_progress(
                 run,

@@ -97,7 +97,7 @@ def review_context(
             "form": form,
             "query": query,
             "params": query.params(),
-            "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
+            "scored": run.telemetry_data.review_scored,
             "line": RISK_LINE,
             "rules": review_rules(run),
             "moves": review_list_moves(run, pinned),
