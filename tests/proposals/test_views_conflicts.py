@@ -204,3 +204,23 @@ def test_a_decided_conflict_no_longer_says_it_waits(client: Client, bob, agent_w
         assert "Decided by bob" in after
         assert 'data-testid="rv-waiting"' not in after
         assert 'data-testid="waiting-reasons"' not in after
+
+
+def test_the_conflicts_of_a_long_pass_are_open_in_all_operations(
+    client: Client, bob, agent_with_memories
+) -> None:
+    """A pass of more than ten operations shows its groups collapsed, but not its conflicts:
+    a conflict decided "keep both" stays in view with its decision, not in a closed group."""
+    dupes = [t for t in DISTINCT_FACTS[:12] for _ in range(2)]
+    agent = agent_with_memories(
+        CONTRADICTION + dupes, SAME_TIME + [{}] * 24, policy={"max_loss_fraction": 1.0}
+    )
+    run = pass_run(run=pass_request(agent=agent, trigger="operator"))
+    op = run.operations.get(kind=Operation.Kind.CONFLICT)
+    assert run.operations.count() > 10
+    client.force_login(bob)
+    client.post(_url(op), {"keep": "both"})
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert '<details id="ops-conflict" class="opgroup" open>' in html
+    assert '<details id="ops-merge" class="opgroup" hx-get=' in html  # the rest collapsed
+    assert f'id="op-{op.pk}"' in html and "both kept, nothing is removed" in html
