@@ -19,7 +19,7 @@ from memoryadmin.proposals.selectors.evaluation import (
     pass_evaluate,
     pass_figures,
 )
-from memoryadmin.proposals.selectors.review import pass_loss_figures, pass_loss_totals
+from memoryadmin.proposals.selectors.scoring import pass_loss_figures, pass_loss_totals
 from memoryadmin.proposals.services.apply import pass_apply
 from memoryadmin.proposals.services.passes import pass_request, pass_run
 from memoryadmin.proposals.services.review import (

@@ -14,7 +14,7 @@ from consolidation.result import loss_budget
 from consolidation.review import LossTotals, content_verdict
 from consolidation.review.lost import sentences
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
-from memoryadmin.proposals.selectors.review import pass_loss_figures, run_settings
+from memoryadmin.proposals.selectors.scoring import pass_loss_figures, run_settings
 
 __all__ = ["ContentGuard", "approve_blocked", "budget_fix", "content_guard", "content_policy"]
 

@@ -19,7 +19,7 @@ from memoryadmin.core.services import audit
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import Evaluation, pass_evaluate
 from memoryadmin.proposals.selectors.guards import content_guard
-from memoryadmin.proposals.selectors.review import pass_content, recent_writes, run_settings
+from memoryadmin.proposals.selectors.scoring import pass_content, recent_writes, run_settings
 from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 
 def operations_store_loss(run: Pass) -> LossTotals:
     """Keep each included operation's lost content (``lost``, ``lost_sentences``) and, where it
-    changed, its risk as :func:`~memoryadmin.proposals.selectors.review.pass_content` measures
+    changed, its risk as :func:`~memoryadmin.proposals.selectors.scoring.pass_content` measures
     them with the pass as it now stands, so every operation's figure uses the pass's definition
     (a word is lost only when no memory keeps it after the pass; counted under one operation)
     and they add up to the pass's totals, which it returns. An excluded operation keeps what it
@@ -62,10 +62,10 @@ def operations_store_loss(run: Pass) -> LossTotals:
 
 def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
     """Keep ``ev`` (default: :func:`pass_evaluate` now) and the loss totals
-    (:func:`~memoryadmin.proposals.selectors.review.pass_loss_totals`, under ``"loss"``) as
+    (:func:`~memoryadmin.proposals.selectors.scoring.pass_loss_totals`, under ``"loss"``) as
     ``run.figures``, what the pages show
     (:func:`~memoryadmin.proposals.selectors.evaluation.pass_figures`,
-    :func:`~memoryadmin.proposals.selectors.review.pass_loss_figures`). Every service that changes
+    :func:`~memoryadmin.proposals.selectors.scoring.pass_loss_figures`). Every service that changes
     which operations a pass includes, what they remove or what they lose calls this after the
     change, in its transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now
     stands. Each call also bumps ``figures["revision"]`` (read by

@@ -25,7 +25,8 @@ from memoryadmin.core.services import jsonable, transition
 from memoryadmin.proposals.models import Operation, OperationSource, Pass, PassSnapshot
 from memoryadmin.proposals.selectors.evaluation import Evaluation
 from memoryadmin.proposals.selectors.passes import plan_inputs_digest
-from memoryadmin.proposals.selectors.review import RISK_LINE, plan_review
+from memoryadmin.proposals.selectors.review import RISK_LINE
+from memoryadmin.proposals.selectors.scoring import plan_review
 from memoryadmin.proposals.services.auto_apply import (
     ROW_BATCH,
     auto_apply_content_hold,

@@ -28,12 +28,8 @@ from memoryadmin.memories.models import ForgetRequest
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.evaluation import Evaluation, applies_words, pass_evaluate
 from memoryadmin.proposals.selectors.passes import stale_reason
-from memoryadmin.proposals.selectors.review import (
-    RISK_LINE,
-    pass_revision,
-    rescore_operation,
-    stored_scores,
-)
+from memoryadmin.proposals.selectors.review import RISK_LINE, pass_revision
+from memoryadmin.proposals.selectors.scoring import rescore_operation, stored_scores
 from memoryadmin.proposals.services.decisions import (
     decision_for_conflict,
     decisions_for_exclusion,

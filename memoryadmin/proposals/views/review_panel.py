@@ -21,7 +21,6 @@ from memoryadmin.proposals.selectors.review import (
     approve_line,
     conflict_counts,
     lost_page,
-    pass_loss_figures,
     pass_revision,
     review_card,
     review_page,
@@ -29,6 +28,7 @@ from memoryadmin.proposals.selectors.review import (
     review_rules,
 )
 from memoryadmin.proposals.selectors.review_list import review_line_ids, review_list_moves
+from memoryadmin.proposals.selectors.scoring import pass_loss_figures
 
 PINNED_KEY = "review-list"
 """Session key: ``{pass id: [operation ids]}``, the Review list of each pass as last loaded."""
