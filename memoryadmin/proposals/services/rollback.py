@@ -47,6 +47,7 @@ from memoryadmin.memories.services.memories import memory_guard
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.decisions import decisions_of_pass
 from memoryadmin.proposals.services.apply import batches
+from memoryadmin.proposals.services.checkpoint import checkpoint_after_rollback
 from memoryadmin.proposals.services.decisions import (
     decision_for_restore,
     decision_revoke,
@@ -377,7 +378,7 @@ def pass_rollback(*, run: Pass) -> Pass:
         progress_label="Rolled back",
     )
     try:
-        _refresh_checkpoint(run, store)
+        checkpoint_after_rollback(run, store)
     except Exception:  # the pass is rolled back; a stale checkpoint only costs a wider next plan
         log.exception("could not refresh the checkpoint of agent %s", run.agent_id)
     return run
@@ -424,25 +425,6 @@ def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
             pk__in=[a.pk for a in archived], restored_at__isnull=True
         ).update(restored_at=timezone.now())
     failpoint("rollback:marked")
-
-
-def _refresh_checkpoint(run: Pass, store: Any) -> None:
-    """Checkpoint := current minus what the pass created and minus the restored originals; and a
-    :class:`StoreSample` of the store's size (the dashboard's size chart shows the rollback).
-
-    Restored originals count as new again, so the next pass plans them afresh and the operator
-    gets a new proposal to review (excluding what was wrong) instead of an empty one: an undone
-    consolidation is not a consolidated one.
-    """
-    ops = list(run.operations.filter(status=OS.ROLLED_BACK))
-    checkpoint = dict(run.agent.checkpoint or {})
-    for op in ops:
-        if op.result_id:
-            checkpoint.pop(op.result_id, None)
-    for a in _archived_of(ops):
-        checkpoint.pop(a.memory_id, None)
-    Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
-    store_sampled(run.agent, store)
 
 
 # ---------------------------------------------------------------------------------------------
