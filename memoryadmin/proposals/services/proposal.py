@@ -279,7 +279,7 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
             run.refresh_from_db()
         if guard_passed and not plan.operations:
             # Nothing to review and nothing to write: settle it instead of leaving an empty
-            # "pending" proposal for an operator to approve (a fresh-user finding).
+            # "pending" proposal for an operator to approve.
             run = transition(
                 run,
                 frm=(S.PROPOSED,),
