@@ -45,6 +45,7 @@ from .policy import Policy
 from .qualifiers import qualifiers, update_markers
 from .records import FieldMap
 from .slots import NAME_RULE, slot_ruling
+from .states import holds_more, status_change, widens
 from .text import (
     SINGLE_VALUED_RE,
     Parsed,
@@ -348,6 +349,8 @@ def _rules(
         ta, tb = _tense(pa), _tense(pb)
         if ta and tb and ta != tb:
             kind, clean, detail = "tense", False, f"one text is in the {ta}, the other in the {tb}"
+    if kind is None and (sc := status_change(pa.folded, pb.folded)):  # on / off, married / …
+        kind, clean, detail = "changed_value", True, f"one status, two values ({sc[0]} → {sc[1]})"
     if kind is None:
         return _no_cue(a_text, b_text, pa, pb, cosine, pol)
     return _contradiction(
@@ -383,7 +386,7 @@ def _no_cue(
             f"a different name ({', '.join(sorted(da & names_a))} vs "
             f"{', '.join(sorted(db & names_b))})"
         )
-    if cosine is not None and ta & tb and (not da or not db):
+    if cosine is not None and ta & tb and (not da or not db) and not widens(pa, pb, da | db):
         # One text's content words are all in the other (after stemming and the alias table):
         # a lossless duplicate, merged at any cosine a channel offers, the covering text kept.
         return PairVerdict(
@@ -552,12 +555,17 @@ def _update(
     reasons = [f"update: {signal}; same subject and attribute ({', '.join(sorted(shared))})"]
     if newer is not None:
         older_tokens, newer_tokens = (tb, ta) if newer == 0 else (ta, tb)
-        if carrier == newer or older_tokens <= newer_tokens:
+        more = holds_more((pb if newer == 0 else pa).folded, older_tokens, newer_tokens)
+        if (carrier == newer or older_tokens <= newer_tokens) and not more:
             reasons.append(
                 f"the newer one ({'first' if newer == 0 else 'second'}) replaces the older"
             )
             return PairVerdict(SUPERSEDES, newer, "update", tuple(reasons))
-        reasons.append("the older text carries the change: which one holds is unsure")
+        reasons.append(
+            "the older memory states more than the update replaces"
+            if more
+            else "the older text carries the change: which one holds is unsure"
+        )
     else:
         reasons.append("which one is newer is unknown")
     return PairVerdict(CONFLICT, None, "update", tuple(reasons))
