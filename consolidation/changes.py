@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .phrases import PhraseIndex
+
 __all__ = ["CHANGE_EVENTS", "ChangeRow", "change_events", "from_span", "leading_verbs"]
 
 
@@ -137,12 +139,12 @@ landed")."""
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> list[tuple[re.Pattern[str], ChangeRow]]:
+def _compiled() -> tuple[PhraseIndex, list[tuple[re.Pattern[str], ChangeRow]]]:
     out = []
     for r in sorted(CHANGE_EVENTS, key=lambda r: -len(r.phrase)):
         esc = re.escape(r.phrase)
         out.append((re.compile(rf"(?<!\w){esc}(?!\w)" if r.match == "word" else esc), r))
-    return out
+    return PhraseIndex([row.phrase for _, row in out]), out
 
 
 @lru_cache(maxsize=16384)
@@ -151,12 +153,10 @@ def change_events(folded: str) -> tuple[ChangeRow, ...]:
     longest phrase first; a phrase inside a longer one found ("has landed" / "landed") counts
     once. Memoised per text: a memory's events are computed once, not per pair."""
     found: list[ChangeRow] = []
-    for rx, row in _compiled():
-        if (
-            row.phrase in folded
-            and rx.search(folded)
-            and not any(row.phrase in f.phrase for f in found)
-        ):
+    index, rows = _compiled()
+    for k in index.present(folded):  # the rows whose phrase the text holds, in table order
+        rx, row = rows[k]
+        if rx.search(folded) and not any(row.phrase in f.phrase for f in found):
             found.append(row)
     return tuple(found)
 

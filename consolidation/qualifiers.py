@@ -35,6 +35,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .phrases import PhraseIndex
+
 __all__ = [
     "QUALIFIERS",
     "QUALIFIER_KINDS",
@@ -288,7 +290,10 @@ _GAP = "…"
 
 
 @lru_cache(maxsize=8)
-def _compiled(table: str) -> list[tuple[re.Pattern[str], PhraseRow]]:
+def _compiled(table: str) -> tuple[PhraseIndex, list[tuple[re.Pattern[str], PhraseRow]]]:
+    """The rows of ``table`` (``"q"``: qualifiers, ``"u"``: update markers), longest phrase
+    first, each with its regex, and an index of their first pieces (a row can match only where
+    its first piece occurs)."""
     rows = QUALIFIERS if table == "q" else UPDATE_MARKERS
     out = []
     for r in sorted(rows, key=lambda r: -len(r.phrase)):
@@ -299,13 +304,16 @@ def _compiled(table: str) -> list[tuple[re.Pattern[str], PhraseRow]]:
         else:
             gap = r".{0,12}?"
         out.append((re.compile(gap.join(pieces)), r))
-    return out
+    index = PhraseIndex([row.phrase.split(_GAP)[0].strip() for _, row in out])
+    return index, out
 
 
 def _find(folded: str, table: str) -> frozenset[PhraseRow]:
+    index, rows = _compiled(table)
     found = set()
-    for rx, row in _compiled(table):
-        if row.phrase.split(_GAP)[0].strip() in folded and rx.search(folded):
+    for k in index.present(folded):
+        rx, row = rows[k]
+        if rx.search(folded):
             found.add(row)
     return frozenset(found)
 
