@@ -144,7 +144,8 @@ def _compiled() -> tuple[PhraseIndex, list[tuple[re.Pattern[str], ChangeRow]]]:
     for r in sorted(CHANGE_EVENTS, key=lambda r: -len(r.phrase)):
         esc = re.escape(r.phrase)
         out.append((re.compile(rf"(?<!\w){esc}(?!\w)" if r.match == "word" else esc), r))
-    return PhraseIndex([row.phrase for _, row in out]), out
+    index = PhraseIndex([row.phrase for _, row in out], [row.match == "word" for _, row in out])
+    return index, out
 
 
 @lru_cache(maxsize=16384)
@@ -154,7 +155,7 @@ def change_events(folded: str) -> tuple[ChangeRow, ...]:
     once. Memoised per text: a memory's events are computed once, not per pair."""
     found: list[ChangeRow] = []
     index, rows = _compiled()
-    for k in index.present(folded):  # the rows whose phrase the text holds, in table order
+    for k in index.present(folded):  # the rows whose phrase can match, in table order
         rx, row = rows[k]
         if rx.search(folded) and not any(row.phrase in f.phrase for f in found):
             found.append(row)

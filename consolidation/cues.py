@@ -276,8 +276,8 @@ def _compile() -> tuple[
 
 
 _GAPS, _SINGLES, _BY_PHRASE = _compile()
-_GAP_LEFTS = PhraseIndex([left for _, _, left, _ in _GAPS])
-_SINGLE_PHRASES = PhraseIndex([r.phrase for r in _SINGLES])
+_GAP_LEFTS = PhraseIndex([g[2] for g in _GAPS], [g[1].match == _W for g in _GAPS])
+_SINGLE_PHRASES = PhraseIndex([r.phrase for r in _SINGLES], [r.match == _W for r in _SINGLES])
 
 
 @lru_cache(maxsize=4096)
@@ -303,7 +303,7 @@ def find_cues(folded: str) -> tuple[list[CueHit], str]:
     """
     hits: list[tuple[int, CueHit]] = []
     text = folded
-    live = set(_GAP_LEFTS.present(text))  # the pairs whose left piece the text holds
+    live = set(_GAP_LEFTS.present(text))  # the pairs whose left piece can match
     for g, (rx, row, left, right) in enumerate(_GAPS):
         if g not in live:
             continue

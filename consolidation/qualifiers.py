@@ -304,7 +304,8 @@ def _compiled(table: str) -> tuple[PhraseIndex, list[tuple[re.Pattern[str], Phra
         else:
             gap = r".{0,12}?"
         out.append((re.compile(gap.join(pieces)), r))
-    index = PhraseIndex([row.phrase.split(_GAP)[0].strip() for _, row in out])
+    firsts = [row.phrase.split(_GAP)[0].strip() for _, row in out]
+    index = PhraseIndex(firsts, [row.match == "word" for _, row in out])
     return index, out
 
 
@@ -331,5 +332,8 @@ def update_markers(folded: str) -> frozenset[str]:
     """The update-marker phrases in ``folded`` text (table rows, :data:`UPDATE_MARKERS`), but
     not one inside a qualifier found there ("now" in "for now", "ahora" in "por ahora": a time
     limit, not a replacement)."""
+    markers = _find(folded, "u")
+    if not markers:
+        return frozenset()  # most texts: no marker, no qualifier to read
     quals = [r.phrase for r in _find(folded, "q")]
-    return frozenset(r.phrase for r in _find(folded, "u") if not any(r.phrase in q for q in quals))
+    return frozenset(r.phrase for r in markers if not any(r.phrase in q for q in quals))

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..aliases import canonical
+from ..atoms import cue_hits, fold
 from ..changes import change_events
 from ..events import names_attribute
 from ..qualifiers import update_markers
@@ -47,6 +49,7 @@ __all__ = [
     "MAX_PARTNERS",
     "MAX_QUERIES",
     "UPDATE_FLOOR",
+    "marked",
     "update_pairs",
 ]
 
@@ -66,9 +69,14 @@ MAX_PARTNERS = 8
 """Partners judged per query row, most similar first."""
 
 
-def _marked(text: str) -> bool:
-    p = parse(text)
-    return bool(p.negations or p.past_state or update_markers(p.folded) or change_events(p.folded))
+def marked(text: str) -> bool:
+    """Whether ``text`` can be an update channel's query: it carries an update marker
+    (:func:`~consolidation.qualifiers.update_markers`), a change event
+    (:func:`~consolidation.changes.change_events`) or a negation or past-state cue (what
+    :func:`~consolidation.text.parse` counts in ``negations`` and ``past_state``: the cues of
+    its scan, read here without taking the text apart into tokens, a third of the cost)."""
+    folded = fold(text)
+    return bool(update_markers(folded) or change_events(folded) or cue_hits(canonical(text)))
 
 
 def _linked(q: str, other: str, shared: int) -> bool:
@@ -94,12 +102,12 @@ def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, i
     episodic = st.layers
     queries = [i for i in rows if st.docs[i].strip() and "episodic" not in episodic[i]]
     if not st.partial:
-        queries = [i for i in queries if _marked(st.docs[i])]
+        queries = [i for i in queries if marked(st.docs[i])]
     queries = queries[:MAX_QUERIES]
     if not queries:
         return {}
     pi, pj, ps = query_pairs(st.emb, UPDATE_FLOOR, np.asarray(queries, np.int64))
-    events = [i for i in queries if change_events(parse(st.docs[i]).folded)]
+    events = [i for i in queries if change_events(fold(st.docs[i]))]
     if events:  # a change event and its state score low: "User prefers React" / "… switched
         # to Svelte" 0.29; the judge's link (attribute or object word) is the filter
         ei, ej, es = query_pairs(
@@ -117,12 +125,12 @@ def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, i
     for q, partners in by_query.items():
         partners.sort(key=lambda t: (-t[0], t[1]))
         tq = set(parse(st.docs[q]).tokens)
-        q_marked = _marked(st.docs[q])
+        q_marked = marked(st.docs[q])
         taken = 0
         for s, other in partners:
             if taken >= MAX_PARTNERS:
                 break
-            if "episodic" in episodic[other] or not (q_marked or _marked(st.docs[other])):
+            if "episodic" in episodic[other] or not (q_marked or marked(st.docs[other])):
                 continue
             if not _linked(st.docs[q], st.docs[other], len(tq & set(parse(st.docs[other]).tokens))):
                 continue
