@@ -119,6 +119,7 @@ from ..decisions import StandingDecisions
 from ..plans import Plan, summarize
 from ..policy import Policy
 from ..records import FieldMap, MemoryRecord
+from .features import FeatureCache
 from .grouping import find_exact, link_groups, reconcile_contradictions, search_candidates
 from .operations import merge_operations, promote_operations, promotion_rules, trim_to_guard
 from .prune import prune_covered, prune_decayed
@@ -138,6 +139,7 @@ def plan(
     checkpoint: Mapping[str, str] | None = None,
     candidate_method: str = "auto",
     decisions: StandingDecisions | None = None,
+    features: FeatureCache | None = None,
 ) -> Plan:
     """Plan a consolidation pass over ``records`` (the stages: see the module docstring).
 
@@ -153,6 +155,10 @@ def plan(
       (:class:`~consolidation.decisions.StandingDecisions`): kept-apart memories are never
       joined, kept memories never removed, a conflict pick resolves its pair again; what they
       held back is listed in ``plan.context["held_back"]`` (:mod:`.constraints`).
+    - ``features``: a :class:`~.features.FeatureCache` kept between passes over one store: the
+      per-memory features of every text are read from it (and the new ones kept), so an
+      incremental pass reads no stored text again and searches a new row's update partners
+      among the marked stored rows only. The plan is the same with or without it.
 
     Returns a :class:`Plan` whose ``fates`` account for every input id exactly once. Raises
     ``ValueError`` for a duplicate id or a record without an embedding (naming the id).
@@ -171,6 +177,7 @@ def plan(
         checkpoint=checkpoint,
         candidate_method=candidate_method,
         decisions=decisions,
+        features=features,
     )
     lap = st.timer.lap
     lap("prepare")

@@ -109,7 +109,7 @@ MARKED = [
 @pytest.mark.parametrize("text", MARKED)
 def test_a_marked_text_is_one_with_a_marker_an_event_or_a_cue(text):
     from consolidation.changes import change_events
-    from consolidation.planning.updates import marked
+    from consolidation.planning.features import marked
     from consolidation.qualifiers import update_markers
     from consolidation.text import parse
 
