@@ -35,7 +35,10 @@ def marked(text: str) -> bool:
     :func:`~consolidation.text.parse` counts in ``negations`` and ``past_state``: the cues of
     its scan, read here without taking the text apart into tokens, a third of the cost)."""
     folded = fold(text)
-    return bool(update_markers(folded) or change_events(folded) or cue_hits(canonical(text)))
+    if update_markers(folded) or change_events(folded):
+        return True
+    canon = canonical(text)  # what parse scans for cues: the text unless an alias replaced
+    return bool(cue_hits(folded if canon == text else fold(canon)))
 
 
 class FeatureCache:
