@@ -60,8 +60,7 @@ NOW = datetime(2025, 1, 1, tzinfo=UTC)
 DIM = 384
 COS = 0.95
 _WORDS_TEXT = """apple river stone cloud garden violin harbor lantern meadow copper falcon orchard
-    ribbon
-    canyon velvet thunder maple island compass marble pepper saddle willow glacier trumpet
+    ribbon canyon velvet thunder maple island compass marble pepper saddle willow glacier trumpet
     cobalt poppy quartz tundra walnut zephyr bramble cinder dune ember fjord grove hazel iris
     juniper kelp lilac moss nectar opal pine quill reed sage thistle umber"""
 WORDS = _WORDS_TEXT.split()

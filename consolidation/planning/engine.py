@@ -89,7 +89,9 @@ changed records are searched against the whole store (O(new × store)); prune, p
 and windows visit new/changed records only; old records can still be merged with, or
 superseded by, a new one. Per-record work on the whole store is then only ``prepare``'s:
 sorting, each record's content hash (compared with the checkpoint; cached on the record) and
-the embeddings' norms.
+the embeddings' norms — and, without a :class:`~.features.FeatureCache` from the previous pass
+(``features``), the update channel's second new × store product at cosine 0.55; with one, an
+unmarked new row's update partners are searched among the marked stored rows only.
 
 Measured at 1M memories (``bench/plan_bench.py``'s synthetic store, 2 cores shared with other jobs,
 so CPU seconds of the process are the comparable figure; before = main without these changes):
