@@ -32,7 +32,14 @@ from functools import lru_cache
 
 from .phrases import PhraseIndex
 
-__all__ = ["CHANGE_EVENTS", "ChangeRow", "change_events", "from_span", "leading_verbs"]
+__all__ = [
+    "CHANGE_EVENTS",
+    "ChangeRow",
+    "change_events",
+    "event_index",
+    "from_span",
+    "leading_verbs",
+]
 
 
 @dataclass(frozen=True)
@@ -146,6 +153,12 @@ def _compiled() -> tuple[PhraseIndex, list[tuple[re.Pattern[str], ChangeRow]]]:
         out.append((re.compile(rf"(?<!\w){esc}(?!\w)" if r.match == "word" else esc), r))
     index = PhraseIndex([row.phrase for _, row in out], [row.match == "word" for _, row in out])
     return index, out
+
+
+def event_index() -> PhraseIndex:
+    """An index of the change-event phrases: :func:`change_events` finds none in a text where
+    it finds none."""
+    return _compiled()[0]
 
 
 @lru_cache(maxsize=16384)

@@ -40,6 +40,7 @@ __all__ = [
     "POLAR_EMOJI",
     "CueHit",
     "CueRow",
+    "cue_index",
     "find_cues",
     "languages",
 ]
@@ -278,6 +279,12 @@ def _compile() -> tuple[
 _GAPS, _SINGLES, _BY_PHRASE = _compile()
 _GAP_LEFTS = PhraseIndex([g[2] for g in _GAPS], [g[1].match == _W for g in _GAPS])
 _SINGLE_PHRASES = PhraseIndex([r.phrase for r in _SINGLES], [r.match == _W for r in _SINGLES])
+
+
+def cue_index() -> PhraseIndex:
+    """An index of every phrase that can start a cue (single phrases and the left piece of a
+    discontinuous pair): :func:`find_cues` finds no cue in a text where it finds none."""
+    return PhraseIndex.union(_GAP_LEFTS, _SINGLE_PHRASES)
 
 
 @lru_cache(maxsize=4096)

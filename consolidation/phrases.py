@@ -41,6 +41,7 @@ class PhraseIndex:
         if len(phrases) != len(bounded):
             raise ValueError(f"{len(phrases)} phrases but {len(bounded)} bounded flags")
         self.phrases = tuple(phrases)
+        self.bounded = tuple(bool(b) for b in bounded)
         self._always: list[int] = []
         self._by_word: dict[str, list[int]] = {}
         self._by_char: dict[str, list[int]] = {}
@@ -54,6 +55,17 @@ class PhraseIndex:
                 self._always.append(k)
         self._words = frozenset(self._by_word)
         self._chars = frozenset(self._by_char)
+
+    @classmethod
+    def union(cls, *indexes: PhraseIndex) -> PhraseIndex:
+        """One index of every phrase of ``indexes`` (in their order, each with its own
+        ``bounded`` flag): it finds a phrase wherever one of them does."""
+        phrases: list[str] = []
+        bounded: list[bool] = []
+        for ix in indexes:
+            phrases.extend(ix.phrases)
+            bounded.extend(ix.bounded)
+        return cls(phrases, bounded)
 
     def present(self, text: str) -> list[int]:
         """Ascending indices ``k`` of the phrases that occur in ``text`` (``phrases[k] in

@@ -42,6 +42,7 @@ __all__ = [
     "QUALIFIER_KINDS",
     "UPDATE_MARKERS",
     "PhraseRow",
+    "marker_index",
     "qualifiers",
     "update_markers",
 ]
@@ -307,6 +308,12 @@ def _compiled(table: str) -> tuple[PhraseIndex, list[tuple[re.Pattern[str], Phra
     firsts = [row.phrase.split(_GAP)[0].strip() for _, row in out]
     index = PhraseIndex(firsts, [row.match == "word" for _, row in out])
     return index, out
+
+
+def marker_index() -> PhraseIndex:
+    """An index of the update markers' first pieces: :func:`update_markers` finds none in a
+    text where it finds none."""
+    return _compiled("u")[0]
 
 
 def _find(folded: str, table: str) -> frozenset[PhraseRow]:

@@ -19,13 +19,22 @@ cold, a warm and no cache and compares the operations).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ..aliases import canonical
-from ..atoms import cue_hits, fold
-from ..changes import change_events
-from ..qualifiers import update_markers
+from ..atoms import ATOM_HINT_RE, cue_hits, fold
+from ..changes import change_events, event_index
+from ..cues import cue_index
+from ..phrases import PhraseIndex
+from ..qualifiers import marker_index, update_markers
 
 __all__ = ["FeatureCache", "marked"]
+
+
+@lru_cache(maxsize=1)
+def _any_phrase() -> PhraseIndex:
+    """Every phrase that can start an update marker, a change event or a cue."""
+    return PhraseIndex.union(marker_index(), event_index(), cue_index())
 
 
 def marked(text: str) -> bool:
@@ -35,6 +44,14 @@ def marked(text: str) -> bool:
     :func:`~consolidation.text.parse` counts in ``negations`` and ``past_state``: the cues of
     its scan, read here without taking the text apart into tokens, a third of the cost)."""
     folded = fold(text)
+    if (
+        not _any_phrase().present(folded)
+        and not ATOM_HINT_RE.search(folded)
+        and canonical(text) == text
+    ):
+        # no phrase of the three tables can match, and the cues would be read on this very
+        # text (no atom to cut out, no alias replaced): most texts, at a third of the cost
+        return False
     if update_markers(folded) or change_events(folded):
         return True
     canon = canonical(text)  # what parse scans for cues: the text unless an alias replaced

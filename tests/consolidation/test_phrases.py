@@ -116,3 +116,28 @@ def test_a_marked_text_is_one_with_a_marker_an_event_or_a_cue(text):
     p = parse(text)
     expected = p.negations or p.past_state or update_markers(p.folded) or change_events(p.folded)
     assert marked(text) is bool(expected)
+
+
+def test_a_union_finds_a_phrase_wherever_one_of_its_indexes_does():
+    a, b = PhraseIndex(["no", "不再"], [True, False]), PhraseIndex(["now", "x"], [True, True])
+    both = PhraseIndex.union(a, b)
+    assert both.phrases == ("no", "不再", "now", "x") and both.bounded == (True, False, True, True)
+    for text in ["no", "now", "不再", "x y", "nothing", ""]:
+        assert bool(both.present(text)) == bool(a.present(text) or b.present(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(WORDS + ATOMISH + ["NYC", "Alice", "doesn't"]), max_size=6),
+    noise=st.text(max_size=8),
+)
+def test_marked_agrees_with_the_parse_on_any_mixture(words, noise):
+    from consolidation.changes import change_events
+    from consolidation.planning.features import marked
+    from consolidation.qualifiers import update_markers
+    from consolidation.text import parse
+
+    text = " ".join(words) + noise
+    p = parse(text)
+    expected = p.negations or p.past_state or update_markers(p.folded) or change_events(p.folded)
+    assert marked(text) is bool(expected)
