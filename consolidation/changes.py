@@ -30,7 +30,16 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["CHANGE_EVENTS", "ChangeRow", "change_events", "from_span", "leading_verbs"]
+from .phrases import PhraseIndex
+
+__all__ = [
+    "CHANGE_EVENTS",
+    "ChangeRow",
+    "change_events",
+    "event_index",
+    "from_span",
+    "leading_verbs",
+]
 
 
 @dataclass(frozen=True)
@@ -138,12 +147,19 @@ landed")."""
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> list[tuple[re.Pattern[str], ChangeRow]]:
+def _compiled() -> tuple[PhraseIndex, list[tuple[re.Pattern[str], ChangeRow]]]:
     out = []
     for r in sorted(CHANGE_EVENTS, key=lambda r: -len(r.phrase)):
         esc = re.escape(r.phrase)
         out.append((re.compile(rf"(?<!\w){esc}(?!\w)" if r.match == "word" else esc), r))
-    return out
+    index = PhraseIndex([row.phrase for _, row in out], [row.match == "word" for _, row in out])
+    return index, out
+
+
+def event_index() -> PhraseIndex:
+    """An index of the change-event phrases: :func:`change_events` finds none in a text where
+    it finds none."""
+    return _compiled()[0]
 
 
 @lru_cache(maxsize=16384)
@@ -152,12 +168,10 @@ def change_events(folded: str) -> tuple[ChangeRow, ...]:
     longest phrase first; a phrase inside a longer one found ("has landed" / "landed") counts
     once. Memoised per text: a memory's events are computed once, not per pair."""
     found: list[ChangeRow] = []
-    for rx, row in _compiled():
-        if (
-            row.phrase in folded
-            and rx.search(folded)
-            and not any(row.phrase in f.phrase for f in found)
-        ):
+    index, rows = _compiled()
+    for k in index.present(folded):  # the rows whose phrase can match, in table order
+        rx, row = rows[k]
+        if rx.search(folded) and not any(row.phrase in f.phrase for f in found):
             found.append(row)
     return tuple(found)
 

@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .phrases import PhraseIndex
+
 __all__ = [
     "CUES",
     "DEADLINE_RE",
@@ -39,6 +41,7 @@ __all__ = [
     "POLAR_EMOJI",
     "CueHit",
     "CueRow",
+    "cue_index",
     "find_cues",
     "languages",
 ]
@@ -275,6 +278,14 @@ def _compile() -> tuple[
 
 
 _GAPS, _SINGLES, _BY_PHRASE = _compile()
+_GAP_LEFTS = PhraseIndex([g[2] for g in _GAPS], [g[1].match == _W for g in _GAPS])
+_SINGLE_PHRASES = PhraseIndex([r.phrase for r in _SINGLES], [r.match == _W for r in _SINGLES])
+
+
+def cue_index() -> PhraseIndex:
+    """An index of every phrase that can start a cue (single phrases and the left piece of a
+    discontinuous pair): :func:`find_cues` finds no cue in a text where it finds none."""
+    return PhraseIndex.union(_GAP_LEFTS, _SINGLE_PHRASES)
 
 
 @lru_cache(maxsize=4096)
@@ -300,7 +311,11 @@ def find_cues(folded: str) -> tuple[list[CueHit], str]:
     """
     hits: list[tuple[int, CueHit]] = []
     text = folded
-    for rx, row, left, right in _GAPS:
+    live = set(_GAP_LEFTS.present(text))  # the pairs whose left piece can match
+    for g, (rx, row, left, right) in enumerate(_GAPS):
+        if g not in live:
+            continue
+        changed = False
         while left in text and right in text:  # both pieces present, else no match (fast)
             m = rx.search(text)
             if m is None:
@@ -308,12 +323,15 @@ def find_cues(folded: str) -> tuple[list[CueHit], str]:
             hits.append((m.start(), CueHit(row.kind, row.phrase, row.lang)))
             right = "" if row.match == _S else " "
             text = text[: m.start(1)] + _fill(row) + m.group(2) + right + text[m.end(3) :]
+            changed = True
+        if changed:
+            live = set(_GAP_LEFTS.present(text))
     out: list[str] = []
     pos = 0
     # Only the phrases the text contains can match; dropping the others from the alternation
     # changes no match (each alternative needs its phrase) and spares the regex engine trying
     # ~300 alternatives at every position (it was half of a pair judgement's time).
-    present = tuple(r for r in _SINGLES if r.phrase in text)
+    present = tuple(_SINGLES[k] for k in _SINGLE_PHRASES.present(text))
     for m in _alternation(present).finditer(text) if present else ():
         row = _BY_PHRASE[m.group(0)]
         hits.append((m.start(), CueHit(row.kind, row.phrase, row.lang)))

@@ -131,7 +131,7 @@ def statement_kind(text: str, parsed: Parsed | None = None) -> str:
 
 @lru_cache(maxsize=16384)
 def _kind_of(text: str) -> str:
-    """:func:`statement_kind` once per text (a planning pass judges a memory many times)."""
+    """:func:`statement_kind` once per text (every rule is handed ``parse(text)`` with it)."""
     return statement_kind(text)
 
 
@@ -376,7 +376,7 @@ def _no_cue(
             # reconciles or asks. Two verbs are a paraphrase of one event ("went to" /
             # "attended").
             return _distinct(f"one word differs ({wa} vs {wb}): two values, not one fact")
-    if {statement_kind(a, pa), statement_kind(b, pb)} == {"state", "event"}:
+    if {_kind_of(a), _kind_of(b)} == {"state", "event"}:
         # "User owns a Tesla" / "User sold the Tesla" (getzep/graphiti#1666): a state and an
         # event that changed it are two facts, however similar the words.
         return _distinct("one text states a fact, the other reports an event")
@@ -423,7 +423,7 @@ def _contradiction(
     pol: Policy,
 ) -> PairVerdict:
     """A contradiction cue: ``"supersedes"`` when it is safe, else conflict or distinct."""
-    states = statement_kind(a, pa) == "state" and statement_kind(b, pb) == "state"
+    states = _kind_of(a) == "state" and _kind_of(b) == "state"
     newer = _recency(a_meta, b_meta, fm)
     reasons = [f"{kind.replace('_', ' ')}: {detail}"]
     if kind == "changed_number" and not states:
@@ -535,7 +535,7 @@ def _update(
     elif not markers_only:
         neg = (pa.negations % 2) != (pb.negations % 2)
         past = bool(pa.past_state) != bool(pb.past_state)
-        states = statement_kind(a, pa) == "state" and statement_kind(b, pb) == "state"
+        states = _kind_of(a) == "state" and _kind_of(b) == "state"
         if (neg or past) and states:
             signal = "a negation or past-state cue differs"
             marked = bool(pa.past_state) if past else bool(pa.negations % 2)

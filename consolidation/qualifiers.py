@@ -35,11 +35,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .phrases import PhraseIndex
+
 __all__ = [
     "QUALIFIERS",
     "QUALIFIER_KINDS",
     "UPDATE_MARKERS",
     "PhraseRow",
+    "marker_index",
     "qualifiers",
     "update_markers",
 ]
@@ -288,7 +291,10 @@ _GAP = "…"
 
 
 @lru_cache(maxsize=8)
-def _compiled(table: str) -> list[tuple[re.Pattern[str], PhraseRow]]:
+def _compiled(table: str) -> tuple[PhraseIndex, list[tuple[re.Pattern[str], PhraseRow]]]:
+    """The rows of ``table`` (``"q"``: qualifiers, ``"u"``: update markers), longest phrase
+    first, each with its regex, and an index of their first pieces (a row can match only where
+    its first piece occurs)."""
     rows = QUALIFIERS if table == "q" else UPDATE_MARKERS
     out = []
     for r in sorted(rows, key=lambda r: -len(r.phrase)):
@@ -299,13 +305,23 @@ def _compiled(table: str) -> list[tuple[re.Pattern[str], PhraseRow]]:
         else:
             gap = r".{0,12}?"
         out.append((re.compile(gap.join(pieces)), r))
-    return out
+    firsts = [row.phrase.split(_GAP)[0].strip() for _, row in out]
+    index = PhraseIndex(firsts, [row.match == "word" for _, row in out])
+    return index, out
+
+
+def marker_index() -> PhraseIndex:
+    """An index of the update markers' first pieces: :func:`update_markers` finds none in a
+    text where it finds none."""
+    return _compiled("u")[0]
 
 
 def _find(folded: str, table: str) -> frozenset[PhraseRow]:
+    index, rows = _compiled(table)
     found = set()
-    for rx, row in _compiled(table):
-        if row.phrase.split(_GAP)[0].strip() in folded and rx.search(folded):
+    for k in index.present(folded):
+        rx, row = rows[k]
+        if rx.search(folded):
             found.add(row)
     return frozenset(found)
 
@@ -323,5 +339,8 @@ def update_markers(folded: str) -> frozenset[str]:
     """The update-marker phrases in ``folded`` text (table rows, :data:`UPDATE_MARKERS`), but
     not one inside a qualifier found there ("now" in "for now", "ahora" in "por ahora": a time
     limit, not a replacement)."""
+    markers = _find(folded, "u")
+    if not markers:
+        return frozenset()  # most texts: no marker, no qualifier to read
     quals = [r.phrase for r in _find(folded, "q")]
-    return frozenset(r.phrase for r in _find(folded, "u") if not any(r.phrase in q for q in quals))
+    return frozenset(r.phrase for r in markers if not any(r.phrase in q for q in quals))

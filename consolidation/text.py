@@ -258,6 +258,7 @@ _LEADING_VERBS = leading_verbs() | frozenset(_IMPERATIVE_TEXT.split())
 field reports of other memory systems). Read as a name, "Use" and "Switched" were two subjects."""
 
 
+@lru_cache(maxsize=65536)
 def _opening_verb(word: str) -> bool:
     """A capitalised first word that is a statement verb, not a name: mem0 and other agents
     write subjectless facts ("Likes Chinese food", "Dislikes cheese pizza", "Prefiere el

@@ -13,6 +13,14 @@ from __future__ import annotations
 
 from .candidates import candidate_pairs, normalize_rows
 from .engine import plan, promotion_rules
+from .features import FeatureCache
 from .metadata import merge_metadata
 
-__all__ = ["candidate_pairs", "merge_metadata", "normalize_rows", "plan", "promotion_rules"]
+__all__ = [
+    "FeatureCache",
+    "candidate_pairs",
+    "merge_metadata",
+    "normalize_rows",
+    "plan",
+    "promotion_rules",
+]

@@ -218,6 +218,9 @@ class PlanState:
     """The bounds a stage reached (name → figures): what it could not judge was left as is."""
     templates: Any = None
     """Template groups (:class:`~.templates.Templates`): texts that differ only in numbers."""
+    features: Any = None
+    """The caller's :class:`~.features.FeatureCache` (per-memory features kept between
+    passes), or ``None``: each feature is then computed where it is read."""
     contra_stats: dict[str, Any] = field(
         default_factory=lambda: {
             "checked": 0,
@@ -284,6 +287,7 @@ def prepare(
     checkpoint: Mapping[str, str] | None,
     candidate_method: str,
     decisions: StandingDecisions | None = None,
+    features: Any = None,
 ) -> PlanState:
     """Stage ``prepare``: validate, sort by id (input order never matters), embeddings as
     :class:`~.vectors.UnitRows` (norms only; no normalised copy yet).
@@ -293,7 +297,8 @@ def prepare(
     every later stage needs: ids, texts, metadata, the embeddings' norms and, for a checkpoint,
     each content hash (cached on the record); the other columns are lazy (:class:`Column`).
     ``decisions`` are bound to the snapshot (:class:`~.constraints.Decided`; nothing is read
-    per memory until a stage asks about one).
+    per memory until a stage asks about one). ``features``: a
+    :class:`~.features.FeatureCache` or ``None`` (kept as ``PlanState.features``).
     """
     timer = Timer()
     recs = sorted(records, key=attrgetter("id"))
@@ -348,4 +353,5 @@ def prepare(
         layers=Column(n, lambda i: _layer_set(tuple(fm.get_list(metas[i], fm.layer)))),
         scopes=Column(n, lambda i: shared_tuple(fm.scope_key(metas[i]))),
         decided=decided,
+        features=features,
     )

@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..atoms import fold
 from ..categories import category_link, retracts_a_category
 from ..changes import change_events
 from ..events import names_attribute
-from ..qualifiers import update_markers
 from ..text import parse
+from .features import marked
 from .state import PlanState
-from .vectors import query_pairs
+from .vectors import query_pairs, subset_pairs
 
 __all__ = [
     "CATEGORY_FLOOR",
@@ -76,11 +77,6 @@ MAX_PARTNERS = 8
 """Partners judged per query row, most similar first."""
 
 
-def _marked(text: str) -> bool:
-    p = parse(text)
-    return bool(p.negations or p.past_state or update_markers(p.folded) or change_events(p.folded))
-
-
 def _linked(q: str, other: str, shared: int) -> bool:
     """Two shared content words; or, for a change event ("Ist nach Zürich gezogen"), one
     shared word or the attribute it changes named by the other text ("Wohnt in Bern"); or a
@@ -97,6 +93,29 @@ def _linked(q: str, other: str, shared: int) -> bool:
     return False
 
 
+def _floor_pairs(st: PlanState, queries: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs ``(i, j, cosine)`` at cosine ≥ :data:`UPDATE_FLOOR` with an end in ``queries``
+    (:func:`~.vectors.query_pairs`) — or, in a partial pass whose feature cache knows every
+    stored row (:class:`~.features.FeatureCache`), those of them that can be update pairs: a
+    marked query's pairs with the whole store, an unmarked query's with the marked rows only
+    (a pair with neither end marked is never offered, :func:`update_pairs`), so the product
+    covers the marked rows instead of the store; the pairs offered are the same."""
+    q = np.asarray(queries, np.int64)
+    if st.partial and st.features is not None:
+        store = st.features.marked_rows(st.docs, compute_at_most=len(st.new_idx))
+        if store is not None:
+            flags = [st.features.marked(st.docs[i]) for i in queries]
+            mq, uq = q[np.array(flags, bool)], q[~np.array(flags, bool)]
+            ai, aj, as_ = query_pairs(st.emb, UPDATE_FLOOR, mq)
+            bi, bj, bs = subset_pairs(st.emb, UPDATE_FLOOR, uq, np.asarray(store, np.int64))
+            code, first = np.unique(
+                np.concatenate([ai * st.n + aj, bi * st.n + bj]), return_index=True
+            )
+            sims = np.concatenate([as_, bs])[first]
+            return code // st.n, code % st.n, sims
+    return query_pairs(st.emb, UPDATE_FLOOR, q)
+
+
 def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, int], float]:
     """Update-channel pairs of ``st`` not in ``skip`` (pairs another channel already offers):
     ``{(i, j): cosine}``, ``i < j``, same scope, sharing two content words, at least one end
@@ -106,14 +125,15 @@ def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, i
         return {}
     rows = st.new_idx.tolist() if st.partial else range(n)
     episodic = st.layers
+    is_marked = st.features.marked if st.features is not None else marked
     queries = [i for i in rows if st.docs[i].strip() and "episodic" not in episodic[i]]
     if not st.partial:
-        queries = [i for i in queries if _marked(st.docs[i])]
+        queries = [i for i in queries if is_marked(st.docs[i])]
     queries = queries[:MAX_QUERIES]
     if not queries:
         return {}
-    pi, pj, ps = query_pairs(st.emb, UPDATE_FLOOR, np.asarray(queries, np.int64))
-    events = [i for i in queries if change_events(parse(st.docs[i]).folded)]
+    pi, pj, ps = _floor_pairs(st, queries)
+    events = [i for i in queries if change_events(fold(st.docs[i]))]
     if events:  # a change event and its state score low: "User prefers React" / "… switched
         # to Svelte" 0.29; the judge's link (attribute or object word) is the filter
         ei, ej, es = query_pairs(
@@ -137,12 +157,12 @@ def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, i
     for q, partners in by_query.items():
         partners.sort(key=lambda t: (-t[0], t[1]))
         tq = set(parse(st.docs[q]).tokens)
-        q_marked = _marked(st.docs[q])
+        q_marked = is_marked(st.docs[q])
         taken = 0
         for s, other in partners:
             if taken >= MAX_PARTNERS:
                 break
-            if "episodic" in episodic[other] or not (q_marked or _marked(st.docs[other])):
+            if "episodic" in episodic[other] or not (q_marked or is_marked(st.docs[other])):
                 continue
             if not _linked(st.docs[q], st.docs[other], len(tq & set(parse(st.docs[other]).tokens))):
                 continue

@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 
 from .nearest import SLACK, TopK, dense
 
-__all__ = ["CHUNK", "UnitRows", "query_pairs"]
+__all__ = ["CHUNK", "UnitRows", "query_pairs", "subset_pairs"]
 
 CHUNK = 16384
 """Rows per step of the norm, copy and check passes: 24 MB of float32 temporaries at d = 384."""
@@ -248,6 +248,14 @@ def query_pairs(
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi
     code = np.unique(np.concatenate([lo[keep] * n + hi[keep], extra]))
+    return _exact(rows, threshold, code, n)
+
+
+def _exact(
+    rows: UnitRows, threshold: float, code: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of ``code`` (``lo * n + hi``, unique, ascending) whose cosine, recomputed with
+    ``einsum`` from the normalised rows, is ≥ ``threshold``: ``(lo, hi, sim)``."""
     lo, hi = code // n, code % n
     sims = np.empty(len(lo), np.float32)
     for s in range(0, len(lo), 65536):
@@ -256,3 +264,30 @@ def query_pairs(
         )
     ok = sims >= threshold
     return lo[ok], hi[ok], sims[ok]
+
+
+def subset_pairs(
+    rows: UnitRows, threshold: float, query: np.ndarray, cols: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs ``(i, j)``, ``i < j``, of a row of ``query`` and a row of ``cols`` (indices into
+    ``rows``, ``int64``) at cosine ≥ ``threshold``: exactly those pairs among
+    :func:`query_pairs`' with ``query``, with the same similarities (recomputed with
+    ``einsum``), for a product over ``cols`` only. Returns ``(i, j, sim)``: ``int64``,
+    ``int64``, ``float32``, sorted by ``(i, j)``; empty when either side is."""
+    n = rows.shape[0]
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+    q = np.unique(np.asarray(query, dtype=np.int64))
+    c = np.unique(np.asarray(cols, dtype=np.int64))
+    if not len(q) or not len(c):
+        return empty
+    qv = rows[q]
+    step = max(1024, (1 << 24) // len(q))  # a tile of at most 64 MB of float32
+    codes = [np.empty(0, np.int64)]
+    for s in range(0, len(c), step):
+        cb = c[s : s + step]
+        r, k = np.nonzero(qv @ rows[cb].T >= threshold - _MARGIN)
+        a, b = q[r], cb[k]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        keep = lo != hi
+        codes.append(lo[keep] * n + hi[keep])
+    return _exact(rows, threshold, np.unique(np.concatenate(codes)), n)
