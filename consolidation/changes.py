@@ -72,6 +72,7 @@ _PLAN = (
 )
 _UNTIL = "until till bis jusqu hasta まで 直到"
 _HABIT = "smokes smoke drinks drink raucht fume fuma 吸 抽烟"
+_OWN = "owns own has have drives drive besitzt hat fährt possède a conduit tiene posee conduce"
 
 
 def _rows(
@@ -98,6 +99,10 @@ CHANGE_EVENTS: tuple[ChangeRow, ...] = tuple(
     + _rows("en", _C, _PLAN, "extended=extend; renewed=renew", strict=True)
     + _rows("en", _E, _PARTNER, "broke up=break up; split up=split up; divorced=divorce")
     + _rows("en", _E, _WORK + " " + _HABIT, "quit; resigned=resign")
+    + _rows("en", _E, _OWN, "sold=sell; gave away=give away; got rid of=get rid of")
+    + _rows("de", _E, _OWN, "verkauft=verkaufen")
+    + _rows("fr", _E, _OWN, "vendu=vendre")
+    + _rows("es", _E, _OWN, "vendió=vender")
     + _rows("en", _E, _WORK, "left=leave", strict=True)
     + _rows("en", _E, _PLAN, "cancelled=cancel; canceled=cancel")
     + _rows("en", _E, _UNTIL, "landed=land; has landed=land; was merged=merge")

@@ -29,18 +29,17 @@ stopwords, synonyms and single-valued attributes (:mod:`consolidation.text`), th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import lru_cache
 from typing import Any
 
 from .categories import category_ruling
 from .changes import change_events
-from .cues import DEADLINE_RE, EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
+from .cues import POLAR_EMOJI
 from .events import event_ruling
 from .frames import frame_diff
+from .kinds import kind_of, statement_kind, verb_token
 from .policy import Policy
 from .qualifiers import qualifiers, update_markers
 from .records import FieldMap
@@ -71,68 +70,7 @@ __all__ = [
 
 SAME, SUPERSEDES, CONFLICT, DISTINCT = "same", "supersedes", "conflict", "distinct"
 
-_EVENT_RE = re.compile("|".join(f"(?:{rx})" for rx in EVENT_MARKERS.values()))
-_STATE_RE = re.compile("|".join(f"(?:{rx})" for rx in STATE_MARKERS.values()))
-_ADJ_ED_TEXT = """need speed seed feed bleed breed indeed red bed shed wed fed led hundred kindred
-    sacred naked wicked beloved aged ashamed tired interested married based located named called
-    used supposed excited retired skilled talented experienced qualified committed dedicated related
-    advanced limited detailed complicated organized organised motivated licensed certified
-    reserved scared worried bored pleased surprised concerned"""
-_ADJ_ED = frozenset(_ADJ_ED_TEXT.split())
-"""English words ending in -ed that are adjectives or not verbs ("married", "based")."""
-_LINKING_TEXT = (
-    "is are am was were be been being get gets got feel feels seem seems become "
-    "becomes very so too not remain remains stay stays look looks"
-)
-_LINKING = frozenset(_LINKING_TEXT.split())
-_ED_RE = re.compile(r"\b([a-z]{2,}ed)\b")
 _POLAR = dict(POLAR_EMOJI) | {b: a for a, b in POLAR_EMOJI}
-
-
-def _english_past(rest: str) -> bool:
-    words = rest.split()
-    for i, w in enumerate(words):
-        if _ED_RE.fullmatch(w) and w not in _ADJ_ED and (i == 0 or words[i - 1] not in _LINKING):
-            return True
-    return False
-
-
-def _verb_token(tok: str, p: Parsed) -> bool:
-    """True when the content token ``tok`` of ``p`` comes from a verb (a state or event
-    marker, or an English ``-ed`` verb): "went", "attend(ed)", "prefer(s)"."""
-    for w in p.rest.split():
-        w = w.strip(".,;:!?")
-        if w.startswith(tok) and (
-            _EVENT_RE.fullmatch(w) or _STATE_RE.fullmatch(w) or _english_past(w)
-        ):
-            return True
-    return False
-
-
-def statement_kind(text: str, parsed: Parsed | None = None) -> str:
-    """``"event"``, ``"state"`` or ``"unknown"`` for one memory text.
-
-    An *event* (or a reading) has a date or time (not a deadline of a present state:
-    :data:`consolidation.cues.DEADLINE_RE`), or a past-tense / perfect marker
-    (:data:`consolidation.cues.EVENT_MARKERS`, English ``-ed`` verbs not used as adjectives);
-    a *state* has a past-state cue ("used to" …) or a present copula, possession or habitual
-    verb (:data:`consolidation.cues.STATE_MARKERS`) and no event marker. Anything else is
-    unknown — and an unknown statement is never superseded.
-    """
-    p = parsed or parse(text)
-    if "date" in p.kinds.values() and not DEADLINE_RE.search(p.folded):
-        return "event"  # a date, unless it says until when a state holds
-    if _EVENT_RE.search(p.rest) or _english_past(p.rest):
-        return "event"
-    if p.past_state or _STATE_RE.search(p.rest):
-        return "state"
-    return "unknown"
-
-
-@lru_cache(maxsize=16384)
-def _kind_of(text: str) -> str:
-    """:func:`statement_kind` once per text (every rule is handed ``parse(text)`` with it)."""
-    return statement_kind(text)
 
 
 @dataclass(frozen=True)
@@ -307,7 +245,7 @@ def _slots_and_events(
     said = _episodic(a_meta, fm) or _episodic(b_meta, fm) or _question(a) or _question(b)
     if v.cue in _KEPT_APART or said:  # a dialog turn or a question records what was said
         return v
-    kinds = (_kind_of(a), _kind_of(b))
+    kinds = (kind_of(a), kind_of(b))
     if v.kind == DISTINCT and (cat := category_ruling(a, b, pa, pb, kinds=kinds)) is not None:
         return PairVerdict(*cat)  # "no longer eats any fruit" / "likes apples": asked
     event, diff = bool(change_events(pa.folded)) != bool(change_events(pb.folded)), None
@@ -370,13 +308,13 @@ def _no_cue(
         return _distinct("different numbers and different wording")
     if len(da) == 1 and len(db) == 1 and len(ta) == len(tb):
         (wa,), (wb,) = da, db
-        if not (_verb_token(wa, pa) and _verb_token(wb, pb)):
+        if not (verb_token(wa, pa) and verb_token(wb, pb)):
             # One word swapped for another that is no synonym: "dark roast" / "light roast"
             # are two values — never merged (netclaw-dev/netclaw#1241); the slot rule then
             # reconciles or asks. Two verbs are a paraphrase of one event ("went to" /
             # "attended").
             return _distinct(f"one word differs ({wa} vs {wb}): two values, not one fact")
-    if {_kind_of(a), _kind_of(b)} == {"state", "event"}:
+    if {kind_of(a), kind_of(b)} == {"state", "event"}:
         # "User owns a Tesla" / "User sold the Tesla" (getzep/graphiti#1666): a state and an
         # event that changed it are two facts, however similar the words.
         return _distinct("one text states a fact, the other reports an event")
@@ -423,7 +361,7 @@ def _contradiction(
     pol: Policy,
 ) -> PairVerdict:
     """A contradiction cue: ``"supersedes"`` when it is safe, else conflict or distinct."""
-    states = _kind_of(a) == "state" and _kind_of(b) == "state"
+    states = kind_of(a) == "state" and kind_of(b) == "state"
     newer = _recency(a_meta, b_meta, fm)
     reasons = [f"{kind.replace('_', ' ')}: {detail}"]
     if kind == "changed_number" and not states:
@@ -535,7 +473,7 @@ def _update(
     elif not markers_only:
         neg = (pa.negations % 2) != (pb.negations % 2)
         past = bool(pa.past_state) != bool(pb.past_state)
-        states = _kind_of(a) == "state" and _kind_of(b) == "state"
+        states = kind_of(a) == "state" and kind_of(b) == "state"
         if (neg or past) and states:
             signal = "a negation or past-state cue differs"
             marked = bool(pa.past_state) if past else bool(pa.negations % 2)
@@ -555,7 +493,8 @@ def _update(
     reasons = [f"update: {signal}; same subject and attribute ({', '.join(sorted(shared))})"]
     if newer is not None:
         older_tokens, newer_tokens = (tb, ta) if newer == 0 else (ta, tb)
-        more = holds_more((pb if newer == 0 else pa).folded, older_tokens, newer_tokens)
+        po, pn = (pb, pa) if newer == 0 else (pa, pb)
+        more = holds_more(po.folded, pn.folded, older_tokens, newer_tokens)
         if (carrier == newer or older_tokens <= newer_tokens) and not more:
             reasons.append(
                 f"the newer one ({'first' if newer == 0 else 'second'}) replaces the older"

@@ -65,6 +65,13 @@ def _marked(p: Parsed) -> bool:
     return bool(update_markers(p.folded) or change_events(p.folded))
 
 
+def _before_place(p: Parsed, toks: tuple[str, ...]) -> bool:
+    """Whether a token of ``toks`` comes before a place attribute of ``p`` (:data:`PLACE_RE`):
+    the subject ("sister Anna lives in …"), not the value of "lives in", "works at"."""
+    m = PLACE_RE.search(p.folded)
+    return m is not None and any(0 <= p.folded.find(t) < m.start() for t in toks)
+
+
 def slot_ruling(
     diff: FrameDiff, pa: Parsed, pb: Parsed, newer: int | None, *, events: bool
 ) -> Ruling | None:
@@ -75,8 +82,13 @@ def slot_ruling(
     if events:
         return None
     kind = diff.kind
-    if kind == "name" and (PLACE_RE.search(pa.folded) or PLACE_RE.search(pb.folded)):
-        kind = "word"
+    place = PLACE_RE.search(pa.folded) or PLACE_RE.search(pb.folded)
+    if (
+        kind == "name"
+        and place
+        and not (_before_place(pa, diff.old) or _before_place(pb, diff.new))
+    ):
+        kind = "word"  # "lives in Paris" / "… Berlin"; "sister Anna lives in …" stays a name
     cue = _CUES[kind]
     what = f"one frame ({', '.join(sorted(diff.frame))}), another {kind}: {diff.shown()}"
     if kind == "name":

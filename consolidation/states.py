@@ -113,12 +113,18 @@ def status_change(a_folded: str, b_folded: str) -> tuple[str, str] | None:
 _JOIN_RE = re.compile(r"\band\b|\bund\b|\bet\b|\by\b|[,;、，；]")
 
 
-def holds_more(older_folded: str, older_tokens: set[str], newer_tokens: set[str]) -> bool:
+def holds_more(
+    older_folded: str, newer_folded: str, older_tokens: set[str], newer_tokens: set[str]
+) -> bool:
     """Whether an older text states more than the update replaces: it joins clauses or list
-    items ("and", a comma …) and keeps two or more content tokens the newer text does not name
-    ("vegetarian and allergic to nuts" / "no longer vegetarian": allergic, nut). Superseding
-    it would lose them, so the update rule asks instead."""
-    return bool(_JOIN_RE.search(older_folded)) and len(older_tokens - newer_tokens) >= 2
+    items ("and", a comma …) where the newer joins none, and keeps two or more content tokens
+    the newer text does not name ("vegetarian and allergic to nuts" / "no longer vegetarian":
+    allergic, nut). Superseding it would lose them, so the update rule asks instead. A newer
+    text that joins items too replaces the list ("SQLAlchemy and Alembic" / "switched to
+    Tortoise and Aerich")."""
+    if not _JOIN_RE.search(older_folded) or _JOIN_RE.search(newer_folded):
+        return False
+    return len(older_tokens - newer_tokens) >= 2
 
 
 def widens(pa: Parsed, pb: Parsed, extra: set[str]) -> bool:

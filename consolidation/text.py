@@ -440,7 +440,12 @@ def compare(a: str, b: str, pa: Parsed, pb: Parsed) -> Cue | None:
         return None
     if len(da) == 1 and len(db) == 1:
         (va,), (vb,) = da, db
-        if _SINGLE_VALUED_RE.search(pa.folded) and _SINGLE_VALUED_RE.search(pb.folded):
+        ma, mb = _SINGLE_VALUED_RE.search(pa.folded), _SINGLE_VALUED_RE.search(pb.folded)
+        if ma and mb:
+            if 0 <= pa.folded.find(va) < ma.start() and 0 <= pb.folded.find(vb) < mb.start():
+                # the word before the attribute is its holder: "sister Anna lives in Rome" /
+                # "sister Maria lives in Rome" are two sisters, not a move
+                return Cue("different_subject", False, f"about {va!r} vs {vb!r}")
             return Cue("changed_value", True, f"the value changed ({va!r} vs {vb!r})")
     return None
 

@@ -164,9 +164,10 @@ CASES = [
         ],
         "keep",
     ),
-    # https://github.com/getzep/graphiti/issues/1666 — "User sold X" vs "User owns X": the
-    # engine has no rule that selling ends owning, so it must keep both rather than guess
-    # (the aggressive policy merged them into one text before the fix).
+    # https://github.com/getzep/graphiti/issues/1666 — "User sold X" vs "User owns X": selling
+    # ends owning (a change event of the table, consolidation/changes.py), but names no new
+    # value, so it is asked, never merged (the aggressive policy merged them into one text) nor
+    # kept silently.
     case(
         "graphiti",
         "1666",
@@ -174,7 +175,7 @@ CASES = [
             m("owns", "User owns a Tesla Model 3", created_at=OLD),
             m("sold", "User sold the Tesla Model 3", created_at=NEW),
         ],
-        "keep",
+        "conflict",
     ),
     # https://github.com/getzep/graphiti/issues/893 — timestamps with and without a zone are
     # different instants; two meetings at different times are two events.

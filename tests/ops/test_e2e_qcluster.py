@@ -179,7 +179,9 @@ def test_run_now_and_approve_over_http_go_through_the_worker(stack):
                 print(log.name, log.read_text(errors="replace")[-3000:])
             raise
         ((pk, status, merged, loss),) = db_rows(
-            stack["db"], "select id, status, merged, loss_fraction from console_pass"
+            stack["db"],
+            "select id, status, json_extract(figures, '$.merged'),"
+            " json_extract(figures, '$.loss_fraction') from console_pass",
         )
         assert (status, merged) == ("proposed", 4)
         assert abs(loss - 4 / 18) < 1e-9
