@@ -73,6 +73,8 @@ _PLAN = (
 _UNTIL = "until till bis jusqu hasta まで 直到"
 _HABIT = "smokes smoke drinks drink raucht fume fuma 吸 抽烟"
 _OWN = "owns own has have drives drive besitzt hat fährt possède a conduit tiene posee conduce"
+_SICK = "sick ill injured krank malade enfermo enferma"
+_PLANS = "plans plan planning wants considering intends"
 
 
 def _rows(
@@ -100,6 +102,8 @@ CHANGE_EVENTS: tuple[ChangeRow, ...] = tuple(
     + _rows("en", _E, _PARTNER, "broke up=break up; split up=split up; divorced=divorce")
     + _rows("en", _E, _WORK + " " + _HABIT, "quit; resigned=resign")
     + _rows("en", _E, _OWN, "sold=sell; gave away=give away; got rid of=get rid of")
+    + _rows("en", _E, _SICK, "recovered=recover; got better=get better")
+    + _rows("en", _E, _PLANS, "bought=buy", strict=True)  # "plans to buy X" / "bought X"
     + _rows("de", _E, _OWN, "verkauft=verkaufen")
     + _rows("fr", _E, _OWN, "vendu=vendre")
     + _rows("es", _E, _OWN, "vendió=vender")

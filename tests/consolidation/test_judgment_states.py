@@ -116,3 +116,18 @@ def test_two_people_of_one_role_are_two_facts_not_a_move():
 def test_every_status_group_has_a_source_and_two_values():
     for g in STATUS_GROUPS:
         assert g.source.startswith("wiktionary:") and len(g.words) >= 2
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # gitmoot/gitmoot#854: a status memory is never retired once the state ends
+        ("User is sick with the flu", "User has recovered from the flu"),
+        # CodeMemory#21, claude-code#21502: a plan fulfilled resurfaces as current
+        ("User plans to buy a Tesla Model 3", "User bought a Tesla Model 3"),
+    ],
+)
+def test_an_event_that_ends_a_plan_or_an_illness_is_asked(a, b):
+    for dated in (True, False):
+        v = _judge(a, b, dated=dated)
+        assert (v.kind, v.cue) == (CONFLICT, "event"), v.reasons
