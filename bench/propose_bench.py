@@ -258,14 +258,14 @@ class Stages:
 def instrument() -> Stages:
     import consolidation.snapshot as snapshot
     from memoryadmin.core import stores
-    from memoryadmin.proposals.services import apply, passes, passes_store
+    from memoryadmin.proposals.services import apply, passes, proposal
 
     st = Stages()
     st.wrap(snapshot, "records_from_memory", "read_store")
     st.wrap(snapshot, "make_plan", "plan")
     st.wrap(passes, "recall_check", "recall_check")
-    st.wrap(passes_store, "plan_review", "risk_scoring")
-    st.wrap(passes_store, "_store_operations", "operation_rows")
+    st.wrap(proposal, "plan_review", "risk_scoring")
+    st.wrap(proposal, "_store_operations", "operation_rows")
     st.wrap(passes, "proposal_store", "store_proposal_total")
     st.wrap(apply, "_apply_precheck", "apply_precheck")
     st.wrap(apply, "_result_records", "result_records")
@@ -351,7 +351,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
         )
         server_after = proc_figures(server.pid)
         apply_target = APPLY_TARGET_S * n_ops / APPLY_TARGET_OPS
-        tele = run_.telemetry or {}
+        tele = run_.telemetry_data.context
         return {
             "sizes": {"memories": args.n, "planted_pairs": pairs, "probes": args.probes},
             "load_average": round(os.getloadavg()[0], 1),

@@ -67,7 +67,8 @@ _PARTNER = (
     " copine copain épouse mari novia novio esposa esposo pareja 彼女 彼氏 恋人 女朋友 男朋友 对象"
 )
 _PLAN = (
-    "plan subscription valid expires contract licence license abo abonnement suscripción 契約 订阅"
+    "plan subscription valid validity expires contract licence license abo abonnement suscripción"
+    " gültig gültigkeit valable validité válido validez lizenz 契約 订阅"
 )
 _UNTIL = "until till bis jusqu hasta まで 直到"
 _HABIT = "smokes smoke drinks drink raucht fume fuma 吸 抽烟"
@@ -111,7 +112,7 @@ CHANGE_EVENTS: tuple[ChangeRow, ...] = tuple(
     # French
     + _rows("fr", _C, _LIVE, "déménagé=déménager; installé=installer")
     + _rows("fr", _C, _USE, "passé à=passer; changé=changer")
-    + _rows("fr", _C, _PLAN, "prolongé=prolonger")
+    + _rows("fr", _C, _PLAN, "prolongé=prolonger; prolongée=prolonger")
     + _rows("fr", _E, _PARTNER, "rompu=rompre; séparé=séparer; divorcé=divorcer")
     + _rows("fr", _E, _WORK, "quitté=quitter; démissionné=démissionner")
     + _rows("fr", _E, _PLAN, "annulé=annuler; résilié=résilier")

@@ -35,6 +35,7 @@ from .phrases import PhraseIndex
 
 __all__ = [
     "CUES",
+    "DEADLINE_RE",
     "NEGATION",
     "PAST_STATE",
     "POLAR_EMOJI",
@@ -432,3 +433,13 @@ STATE_MARKERS: dict[str, str] = {
 }
 """Present-tense copulas, possession and habitual/stative verbs per language (hand-picked; a
 heuristic). A statement is a *state* only when it has one of these and no event marker."""
+
+DEADLINE_RE = re.compile(
+    r"\b(?:valid|good|open|available|runs?|lasts?|closed|until|till|through|thru|expires?"
+    r"|due|gültig|bis|valable|jusqu'(?:au|à)|válido|hasta)\s+(?:on\s+|the\s+|el\s+|le\s+|am\s+)?"
+    r"(?:until\s+|till\s+|through\s+|bis\s+(?:zum\s+)?)?(?:[^\W\d]+\s+)?\d"
+)
+"""A state with a deadline: "valid until March 3", "expires on 2026-05-01", "due 30 June",
+"gültig bis 3. März", "valable jusqu'au 3 mars", "válido hasta el 3 de marzo" (hand-picked; a
+heuristic). A present-tense statement whose date follows one of these words says until when
+it holds — a state that a change event ("extended to April 30") updates — not an event."""

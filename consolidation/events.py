@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 
 from .changes import ChangeRow, change_events, from_span
+from .cues import DEADLINE_RE
 from .frames import MAX_SPAN
 from .slots import Ruling
 from .text import Parsed, opening_words, parse, subject_of
@@ -76,13 +77,15 @@ like a change, which is then decided by the dates)."""
 
 
 def _new_value(cand: set[str], ps: Parsed, pe: Parsed, rows: tuple[ChangeRow, ...]) -> set[str]:
-    """The event's words that state a new value: not a time word, an atom or a function word,
+    """The event's words that state a new value: not a time word, an atom (but a date when the
+    state is one with a deadline, :data:`consolidation.cues.DEADLINE_RE`) or a function word,
     and — for character bigrams — sharing no character with the state or the event phrase
     (bigrams across a shared name, "サラと", are no value)."""
     old_chars = set(ps.folded) | {c for r in rows for c in r.phrase}
-    out = set()
+    deadline = DEADLINE_RE.search(ps.folded) is not None  # "valid until March 3": a date is
+    out = set()  # the value ("extended to April 30")
     for t in cand - TIME_WORDS - FUNCTION_WORDS:
-        if t in pe.kinds:
+        if t in pe.kinds and not (deadline and pe.kinds[t] == "date"):
             continue
         if len(t) == 2 and not t.isascii() and set(t) & old_chars:
             continue
@@ -100,7 +103,8 @@ _DESTINATION_RE = re.compile(
 def _linked(rows: tuple[ChangeRow, ...], ps: Parsed, pe: Parsed, shared: bool) -> bool:
     """Whether the event (``pe``) is about the state (``ps``): a ``"change"`` row by the
     attribute it changes when the event names a destination ("switched *to* Svelte", "nach
-    Zürich gezogen", "搬到上海"), or by a shared object word; a ``strict`` row by both; an
+    Zürich gezogen", "搬到上海"), or by a shared object word; a ``strict`` row by both (or, a
+    ``"change"`` one, by the attribute both texts name and a destination: "extended to"); an
     ``"end"`` row by a shared object word ("broke up with *Sarah*": "quit smoking" does not
     end "works at Google"); a ``"begin"`` row only when both texts name its attribute
     ("started a new *job*" / "*works* at …")."""
@@ -108,6 +112,11 @@ def _linked(rows: tuple[ChangeRow, ...], ps: Parsed, pe: Parsed, shared: bool) -
         attr = names_attribute(ps.folded, (r,))
         if r.strict:  # "left": only a state of its attribute that it names ("left Google")
             if attr and shared:
+                return True
+            # "extended": a change naming the attribute on both sides and where it leads
+            # ("valid until March 3" / "validity extended to April 30")
+            both = attr and names_attribute(pe.folded, (r,))
+            if both and r.kind == "change" and _DESTINATION_RE.search(pe.folded):
                 return True
             continue
         if r.kind == "change" and (

@@ -18,14 +18,13 @@ reconcile a pair asks it first. Verdicts:
   that agrees with a state, or simply not similar enough); both are kept and nothing links
   them.
 
-What the cue rules leave as two facts or one is then judged as a slot (:mod:`consolidation.slots`)
-and as an event (:mod:`consolidation.events`): reconciled or asked; a changed name always asked.
+What the cue rules leave as two facts or one is then judged as a category retraction (asked:
+:mod:`consolidation.categories`), a slot (:mod:`consolidation.slots`) and an event
+(:mod:`consolidation.events`): reconciled or asked; a changed name always asked.
 
-Heuristics (documented where they live): the cue table (:mod:`consolidation.cues`), the
-change-event table (:mod:`consolidation.changes`), the place attributes
-(:data:`consolidation.slots.PLACE_RE`), the state and event markers, the English stemmer,
-stopwords, synonyms and single-valued attributes (:mod:`consolidation.text`), and the bare-year
-rule (:mod:`consolidation.atoms`).
+Heuristics (documented where they live): the cue, change-event and category tables, the place
+attributes (:data:`consolidation.slots.PLACE_RE`), the state and event markers, the stemmer,
+stopwords, synonyms and single-valued attributes (:mod:`consolidation.text`), the bare-year rule.
 """
 
 from __future__ import annotations
@@ -37,8 +36,9 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any
 
+from .categories import category_ruling
 from .changes import change_events
-from .cues import EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
+from .cues import DEADLINE_RE, EVENT_MARKERS, POLAR_EMOJI, STATE_MARKERS
 from .events import event_ruling
 from .frames import frame_diff
 from .policy import Policy
@@ -111,15 +111,16 @@ def _verb_token(tok: str, p: Parsed) -> bool:
 def statement_kind(text: str, parsed: Parsed | None = None) -> str:
     """``"event"``, ``"state"`` or ``"unknown"`` for one memory text.
 
-    An *event* (or a reading) has a date or time, or a past-tense / perfect marker
+    An *event* (or a reading) has a date or time (not a deadline of a present state:
+    :data:`consolidation.cues.DEADLINE_RE`), or a past-tense / perfect marker
     (:data:`consolidation.cues.EVENT_MARKERS`, English ``-ed`` verbs not used as adjectives);
     a *state* has a past-state cue ("used to" …) or a present copula, possession or habitual
     verb (:data:`consolidation.cues.STATE_MARKERS`) and no event marker. Anything else is
     unknown — and an unknown statement is never superseded.
     """
     p = parsed or parse(text)
-    if "date" in p.kinds.values():
-        return "event"
+    if "date" in p.kinds.values() and not DEADLINE_RE.search(p.folded):
+        return "event"  # a date, unless it says until when a state holds
     if _EVENT_RE.search(p.rest) or _english_past(p.rest):
         return "event"
     if p.past_state or _STATE_RE.search(p.rest):
@@ -305,11 +306,13 @@ def _slots_and_events(
     said = _episodic(a_meta, fm) or _episodic(b_meta, fm) or _question(a) or _question(b)
     if v.cue in _KEPT_APART or said:  # a dialog turn or a question records what was said
         return v
+    kinds = (_kind_of(a), _kind_of(b))
+    if v.kind == DISTINCT and (cat := category_ruling(a, b, pa, pb, kinds=kinds)) is not None:
+        return PairVerdict(*cat)  # "no longer eats any fruit" / "likes apples": asked
     event, diff = bool(change_events(pa.folded)) != bool(change_events(pb.folded)), None
     if not event and (diff := frame_diff(a, b, pa, pb)) is None:
         return v  # most pairs: per-text features and one set difference
     newer = _recency(a_meta, b_meta, fm)
-    kinds = (_kind_of(a), _kind_of(b))
     ev = event_ruling(a, b, pa, pb, newer, kinds=kinds) if event else None
     if ev is not None and (ev[0] == DISTINCT or v.kind in (DISTINCT, SAME)):
         return PairVerdict(*ev)
@@ -460,10 +463,6 @@ def _question(text: str) -> bool:
     return text.rstrip().endswith(("?", "？"))
 
 
-def _qual_of(p: Parsed) -> frozenset[tuple[str, str]]:
-    return qualifiers(p.folded)
-
-
 def _update(
     a: str,
     b: str,
@@ -507,7 +506,7 @@ def _update(
     if _episodic(a_meta, fm) or _episodic(b_meta, fm) or _question(a) or _question(b):
         return None  # a dialog turn or a question records what was said, never a new state
     ma, mb = update_markers(pa.folded), update_markers(pb.folded)
-    qa, qb = _qual_of(pa), _qual_of(pb)
+    qa, qb = qualifiers(pa.folded), qualifiers(pb.folded)
     subj = {q for q in qa if q[0] == "subject"} ^ {q for q in qb if q[0] == "subject"}
     if subj:
         return None
@@ -573,7 +572,7 @@ def _vetoes(v: PairVerdict, a: str, b: str, pa: Parsed, pb: Parsed) -> PairVerdi
     raw = verbatim_difference(a, b)
     if raw is not None:
         return _distinct(f"a different raw symbol, path, file, flag or operator ({raw})")
-    qa, qb = _qual_of(pa), _qual_of(pb)
+    qa, qb = qualifiers(pa.folded), qualifiers(pb.folded)
     if qa != qb:
         shown = ", ".join(sorted({k for k, _ in qa ^ qb}))
         return _distinct(f"a qualifier differs ({shown}): a merge would drop it")

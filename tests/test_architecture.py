@@ -20,6 +20,7 @@ Read from the code with ``ast`` (nothing is imported): every import statement of
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,8 @@ LAYERS = [
     ("memoryadmin.core.validation", "ground"),
     ("memoryadmin.core.stores", "ground"),
     ("memoryadmin.core.roles", "ground"),
+    ("memoryadmin.proposals.figures", "ground"),
+    ("memoryadmin.proposals.telemetry", "ground"),
     ("memoryadmin.core.leases", "services"),
     ("memoryadmin.core.error_pages", "views"),
     ("memoryadmin.templatetags", "views"),
@@ -118,6 +121,7 @@ def _resolve(mods: dict[str, Path], module: str, node: ast.Import | ast.ImportFr
     return found
 
 
+@functools.cache  # parsed once per tree: the package table asks for it per cell
 def _edges(root: Path = REPO) -> tuple[dict[str, Path], list[Edge]]:
     mods = _modules(root)
     edges = []

@@ -19,6 +19,7 @@ from ..text import extractive_merge, normalize_text
 from . import nearest
 from .candidates import candidate_pairs
 from .constraints import held_apart, held_kept
+from .copies import copy_representatives, spare_copies
 from .nearest import bound_pairs
 from .state import EPISODIC, Column, PlanState, equal_runs, short
 from .templates import template_verdict
@@ -288,6 +289,9 @@ def reconcile_contradictions(st: PlanState) -> None:
     or conflict member of this pass; otherwise, and for every ``"conflict"``, a CONFLICT item
     is proposed instead (both kept; a reviewer decides). Nothing with a removed side.
 
+    Copies of the two texts of a conflict are asked once; the spare copies are pruned
+    (:mod:`.copies`, rule ``exact_copy``).
+
     Standing decisions (:mod:`.constraints`): a reviewer's conflict pick on the pair decides
     the winner (:func:`_decided_reconcile`); a kept-apart pair is neither reconciled nor
     offered as a conflict, and a kept older memory is not superseded (both listed as held
@@ -308,6 +312,8 @@ def reconcile_contradictions(st: PlanState) -> None:
         v = verdict(st, a, b)
         if v.kind in (SUPERSEDES, CONFLICT):
             pending.append((s, a, b, v))
+    reps = copy_representatives(st)
+    asked: dict[tuple[int, int], tuple[int, int]] = {}
     for s, a, b, v in pending:
         if st.removed[a] or st.removed[b]:
             continue
@@ -318,7 +324,8 @@ def reconcile_contradictions(st: PlanState) -> None:
         if held_apart(st, a, b, "conflict" if v.kind == CONFLICT else "reconcile"):
             continue
         if v.kind == CONFLICT:
-            _conflict(st, a, b, s, v, "")
+            if not spare_copies(st, reps, asked, a, b):  # copies: one question (.copies)
+                _conflict(st, a, b, s, v, "")
             continue
         win, lose = (a, b) if v.newer == 0 else (b, a)
         if not policy.reconcile:

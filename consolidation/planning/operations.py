@@ -29,6 +29,7 @@ __all__ = [
 RULE_ORDER = [
     "decided",
     "exact_duplicate",
+    "exact_copy",
     "reconcile",
     "near_duplicate",
     "evidence_fold",

@@ -16,10 +16,12 @@ This channel offers :func:`~consolidation.judgment.judge_pair` every pair of one
   change event (:data:`consolidation.changes.CHANGE_EVENTS`);
 - the two texts share at least two content words (subject and attribute; the judge checks the
   rest) — for a change event one, or none when the other text names the attribute the event
-  changes ("Wohnt in Bern" / "Ist nach Zürich gezogen", :mod:`consolidation.events`);
+  changes ("Wohnt in Bern" / "Ist nach Zürich gezogen", :mod:`consolidation.events`); for a
+  category retraction one ("No longer likes any fruit" / "Likes apples",
+  :mod:`consolidation.categories`);
 - their cosine is at least :data:`UPDATE_FLOOR` (0.55: the measured minimum 0.606 less a 0.05
-  margin), or for a change event :data:`EVENT_FLOOR` (0.25) among its :data:`EVENT_NEAREST`
-  nearest rows.
+  margin), or for a change event :data:`EVENT_FLOOR` (0.25) and for a category retraction
+  :data:`CATEGORY_FLOOR` (0.18) among its :data:`EVENT_NEAREST` nearest rows.
 
 Cost: one exact query × store product (:func:`~.vectors.query_pairs`) over at most
 :data:`MAX_QUERIES` query rows (the first by row order; a store with more marked rows is
@@ -35,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..atoms import fold
+from ..categories import category_link, retracts_a_category
 from ..changes import change_events
 from ..events import names_attribute
 from ..text import parse
@@ -43,6 +46,7 @@ from .state import PlanState
 from .vectors import query_pairs, subset_pairs
 
 __all__ = [
+    "CATEGORY_FLOOR",
     "EVENT_FLOOR",
     "EVENT_NEAREST",
     "MAX_PARTNERS",
@@ -58,6 +62,12 @@ EVENT_FLOOR = 0.25
 measured 0.294 "User prefers React" / "User switched to Svelte", 0.401 "Wohnt in Bern" / "Ist
 nach Zürich gezogen", 0.533, 0.600, 0.739; the minimum less a 0.05 margin, as for
 :data:`UPDATE_FLOOR`). Only partners the event names (:func:`_linked`) are judged."""
+CATEGORY_FLOOR = 0.18
+"""Cosine floor for the partners of a text that retracts a category (all-MiniLM-L6-v2: the
+category pairs of ``tests/consolidation/test_judgment_categories.py`` measured 0.236 "Come pollo
+los domingos" / "Ya no come carne" to 0.673; the minimum less a 0.05 margin), among its
+:data:`EVENT_NEAREST` nearest rows. Only partners naming a member of the category with a shared
+predicate are judged (:func:`consolidation.categories.category_link`)."""
 EVENT_NEAREST = 32
 """Nearest partners per change-event row searched at :data:`EVENT_FLOOR` (then linked ones
 judged, at most :data:`MAX_PARTNERS`)."""
@@ -69,8 +79,12 @@ MAX_PARTNERS = 8
 
 def _linked(q: str, other: str, shared: int) -> bool:
     """Two shared content words; or, for a change event ("Ist nach Zürich gezogen"), one
-    shared word or the attribute it changes named by the other text ("Wohnt in Bern")."""
+    shared word or the attribute it changes named by the other text ("Wohnt in Bern"); or a
+    category one text retracts and the other names members of ("No longer eats any fruit" /
+    "Likes apples": :func:`consolidation.categories.category_link`)."""
     if shared >= 2:
+        return True
+    if shared and category_link(parse(q), parse(other)):
         return True
     for e, s in ((q, other), (other, q)):
         rows = change_events(parse(e).folded)
@@ -126,6 +140,12 @@ def update_pairs(st: PlanState, skip: set[tuple[int, int]]) -> dict[tuple[int, i
             st.emb, EVENT_FLOOR, np.asarray(events, np.int64), per_row=EVENT_NEAREST
         )
         pi, pj, ps = np.concatenate([pi, ei]), np.concatenate([pj, ej]), np.concatenate([ps, es])
+    cats = [i for i in queries if retracts_a_category(parse(st.docs[i]))]
+    if cats:  # "Ya no come carne" / "Come pollo los domingos" 0.24; category_link filters
+        ci, cj, cs = query_pairs(
+            st.emb, CATEGORY_FLOOR, np.asarray(cats, np.int64), per_row=EVENT_NEAREST
+        )
+        pi, pj, ps = np.concatenate([pi, ci]), np.concatenate([pj, cj]), np.concatenate([ps, cs])
     qset = set(queries)
     by_query: dict[int, list[tuple[float, int]]] = {}
     for a, b, s in zip(pi.tolist(), pj.tolist(), ps.tolist(), strict=True):

@@ -211,7 +211,7 @@ def operation_risk(
         )
     if (
         op.kind == "prune"
-        and op.rule != "decay_covered"
+        and op.rule not in ("decay_covered", "exact_copy", "library_copy")
         and any(_never_accessed(s.metadata, fm) for s in op.removed)
     ):
         factors.append((0.4, "pruned though never accessed, and no other memory covers it"))

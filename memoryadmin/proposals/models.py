@@ -16,6 +16,8 @@ from django.utils.functional import cached_property
 from consolidation import OpKind
 from consolidation.review import OperationLoss, model_author, model_note
 from memoryadmin.core.models import AuditEvent
+from memoryadmin.proposals.figures import figures_verdict
+from memoryadmin.proposals.telemetry import PassTelemetry
 
 
 class Pass(models.Model):
@@ -75,21 +77,15 @@ class Pass(models.Model):
 
     policy = models.JSONField(default=dict)
     max_loss_fraction = models.FloatField(default=0.25)
-    entries_before = models.IntegerField(default=0)
-    entries_after = models.IntegerField(default=0)
-    merged = models.IntegerField(default=0)
-    promoted = models.IntegerField(default=0)
-    pruned = models.IntegerField(default=0)
-    reconciled = models.IntegerField(default=0)
-    loss_fraction = models.FloatField(default=0.0)
-    guard_passed = models.BooleanField(null=True)
-    guard_reason = models.TextField(blank=True)
+    entries_before = models.IntegerField(
+        default=0, help_text="originals in the store the pass was planned from (its input)"
+    )
     figures = models.JSONField(
         default=dict,
         blank=True,
         help_text="Evaluation.figures() and the loss totals (\"loss\") of the operations the "
-        "pass includes now, kept by every service that changes them (the pages read them; "
-        "approve and apply evaluate afresh)",
+        "pass includes now, kept by every service that changes them: the one record of what "
+        "the pass counts (the pages read them; approve and apply evaluate afresh)",
     )
     recall = models.JSONField(default=dict, blank=True)
     telemetry = models.JSONField(default=dict, blank=True)
@@ -131,14 +127,75 @@ class Pass(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("pass_detail", args=[self.pk])
 
+    # What the pass counts now, from its one record (``figures``; 0 before it is planned):
+    # the lists, the CSV, the CLI and the API read these; the pages read ``pass_figures``.
     @property
-    def shown_loss_fraction(self) -> float:
-        """The loss fraction (in [0, 1]) the pass page shows: over the operations the pass
-        counts now (``figures``: a partly applied pass, what it applied), else as planned."""
+    def entries_after(self) -> int:
+        """Memories in the store after the pass."""
+        return self._figure("entries_after")
+
+    @property
+    def merged(self) -> int:
+        """Memories merged away."""
+        return self._figure("merged")
+
+    @property
+    def promoted(self) -> int:
+        """The engine's promoted total (promote operations, merges to the curated tier)."""
+        return self._figure("promoted")
+
+    @property
+    def pruned(self) -> int:
+        """Memories pruned."""
+        return self._figure("pruned")
+
+    @property
+    def reconciled(self) -> int:
+        """Memories superseded."""
+        return self._figure("reconciled")
+
+    def _figure(self, name: str) -> int:
+        value = (self.figures or {}).get(name) if isinstance(self.figures, dict) else None
+        return int(value) if isinstance(value, int | float) else 0
+
+    @property
+    def loss_fraction(self) -> float:
+        """The loss fraction (in [0, 1] of ``entries_before``) over the operations the pass
+        counts now (``figures``: for a partly applied pass, what it applied); 0.0 before it is
+        planned."""
         value = (
             (self.figures or {}).get("loss_fraction") if isinstance(self.figures, dict) else None
         )
-        return float(value) if isinstance(value, int | float) else float(self.loss_fraction)
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    @property
+    def guard_passed(self) -> bool | None:
+        """The loss guard's verdict as recorded, without a query: ``None`` before the pass is
+        planned (no ``figures``), ``False`` for a pass a guard rejected (its status), else the
+        verdict on ``figures`` against the threshold it was planned with
+        (:func:`figures_verdict`). The pages judge against the threshold in force now
+        (:func:`~memoryadmin.proposals.selectors.evaluation.pass_figures`)."""
+        if self.status == self.Status.REJECTED_BY_GUARD:
+            return False
+        verdict = self._verdict()
+        return None if verdict is None else verdict[0]
+
+    @property
+    def guard_reason(self) -> str:
+        """The sentence of :attr:`guard_passed`: for a pass a guard rejected, the reason it
+        was rejected with (``reason``); ``""`` before the pass is planned."""
+        if self.status == self.Status.REJECTED_BY_GUARD:
+            return self.reason
+        verdict = self._verdict()
+        return "" if verdict is None else verdict[1]
+
+    def _verdict(self) -> tuple[bool, str] | None:
+        if not isinstance(self.figures, dict) or "loss_fraction" not in self.figures:
+            return None
+        try:
+            return figures_verdict(self.figures, float(self.max_loss_fraction), self.entries_before)
+        except (KeyError, TypeError, ValueError):  # not figures, or a bad threshold: fail closed
+            return False, "Loss guard: the recorded figures or threshold are invalid."
 
     TRIGGER_ACTORS = frozenset({"schedule", "policy", "cli", "operator", "system"})
     """Actors that name a trigger, not who asked (the header words the trigger instead)."""
@@ -159,6 +216,12 @@ class Pass(models.Model):
             .first()
         )
         return actor if actor and actor not in self.TRIGGER_ACTORS else None
+
+    @property
+    def telemetry_data(self) -> PassTelemetry:
+        """``telemetry`` typed (:class:`~memoryadmin.proposals.telemetry.PassTelemetry`): how
+        every module reads it; :func:`~memoryadmin.proposals.telemetry.telemetry_save` writes."""
+        return PassTelemetry.from_json(self.telemetry)
 
     @property
     def is_active(self) -> bool:
@@ -192,10 +255,10 @@ class Pass(models.Model):
         """Why this applied pass can no longer be undone, or ``""``: it finished before the
         agent's archive retention (:meth:`Agent.archive_cutoff`), so its archived copies are
         (or are about to be) purged; or a forget request purged memories it held
-        (``telemetry["forgotten_by"]``: "purged by forget request #N")."""
+        (``telemetry_data.forgotten_by``: "purged by forget request #N")."""
         if self.status not in self.ROLLBACKABLE:
             return ""
-        forgotten = (self.telemetry or {}).get("forgotten_by") or []
+        forgotten = self.telemetry_data.forgotten_by
         if forgotten:
             return (
                 "Undo impossible: memories this pass held were purged by forget request "

@@ -9,6 +9,16 @@
     // Stored URL-encoded ("America%2FNew_York"): compare in the same form, or every page rewrites it.
     if (document.cookie.indexOf("tz=" + encodeURIComponent(tz)) === -1) {
       document.cookie = "tz=" + encodeURIComponent(tz) + "; path=/; max-age=31536000; SameSite=Lax";
+      // A page the server drew in another zone (the first visit, before the cookie) is drawn
+      // again once, now in this one; only a GET page says its zone (a reload re-posts nothing).
+      var shown = root === document && document.body ? document.body.dataset.serverTz : "";
+      var again = "";
+      try { again = window.sessionStorage.getItem("tz-reloaded") || ""; } catch (e) { again = tz; }
+      if (shown && shown !== tz && again !== tz) {
+        try { window.sessionStorage.setItem("tz-reloaded", tz); } catch (e) { return; }
+        window.location.reload();
+        return;
+      }
     }
     (root || document).querySelectorAll("input[data-browser-tz]").forEach(function (el) {
       if (!el.value) el.value = tz;

@@ -138,3 +138,58 @@ def test_every_row_has_a_source_and_every_language_is_present():
             )
         )
     assert [r.phrase for r in change_events("the security review has landed")] == ["has landed"]
+
+
+DEADLINES = [
+    ("The coupon is valid until March 3.", "The coupon's validity was extended to April 30."),
+    ("The subscription runs until 2026-06-30.", "The subscription was extended to 2026-12-31."),
+    ("Die Lizenz ist gültig bis 3. März 2026.", "Die Lizenz wurde bis 30. April 2026 verlängert."),
+    (
+        "Le bon est valable jusqu'au 3 mars 2026.",
+        "La validité du bon a été prolongée jusqu'au 30 avril 2026.",
+    ),
+    (
+        "El cupón es válido hasta el 3 de marzo de 2026.",
+        "La validez del cupón se extendió hasta el 30 de abril de 2026.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("state", "event"), DEADLINES)
+def test_an_extended_deadline_supersedes_the_old_one_when_dated_else_is_asked(state, event):
+    """A date after "valid until", "gültig bis", "jusqu'au", "hasta" is the value of a state,
+    not an event of its own: the newer extension replaces it (two dates used to read as two
+    events, both kept silently)."""
+    v = judge_pair(state, FEB, event, NOV, cosine=0.7)
+    assert (v.kind, v.newer) == (SUPERSEDES, 1), v.reasons
+    assert judge_pair(state, UNDATED, event, UNDATED, cosine=0.7).kind == CONFLICT
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("The coupon is valid until March 3.", "state"),
+        ("Alice is in Paris until 5 May.", "state"),
+        ("Der Gutschein ist gültig bis 3. März 2026.", "state"),
+        ("Bob met Alice on 3 March 2023.", "event"),
+        ("The meeting is on 3 March.", "event"),
+        ("Bob stayed in Paris until 5 May.", "event"),
+    ],
+)
+def test_a_date_is_an_event_unless_it_says_until_when_a_state_holds(text, kind):
+    from consolidation.judgment import statement_kind
+
+    assert statement_kind(text) == kind
+
+
+def test_every_extended_deadline_is_reconciled_in_both_scopes_of_a_plan():
+    from consolidation import OpKind
+
+    from .test_judgment_kinds import SCOPES, _plan
+
+    p = _plan(DEADLINES)
+    settled = {frozenset(op.source_ids): op.removes for op in p.by_kind(OpKind.RECONCILE)}
+    for s in SCOPES:
+        for k in range(len(DEADLINES)):
+            pair = frozenset({f"{s}-{k}-a", f"{s}-{k}-b"})
+            assert settled.get(pair) == [f"{s}-{k}-a"], DEADLINES[k]

@@ -162,12 +162,15 @@ def test_an_unsure_contradiction_becomes_a_conflict_item():
     ]
     p = plan(records, AGGRESSIVE, now=NOW)
     conflicts = p.by_kind(OpKind.CONFLICT)
-    assert {tuple(sorted(op.source_ids)) for op in conflicts} == {("a", "b"), ("a", "c")}
+    # one question for the two texts: c is b's exact copy, pruned (planning/copies.py)
+    assert [tuple(sorted(op.source_ids)) for op in conflicts] == [("a", "b")]
     for op in conflicts:
         assert op.removes == [] and op.rule == "negation"
         assert op.scores["dates"] == [None, None] and "unknown" in op.reason
-    assert not removed(p)  # the conflict's memories are held out of the b/c merge too
-    assert p.result.loss_fraction == 0.0 and p.context["conflicts"] == 2
+    (copy,) = p.by_kind(OpKind.PRUNE)
+    assert copy.removes == ["c"] and copy.rule == "exact_copy" and copy.scores["copy_of"] == "b"
+    assert removed(p) == {"c"}  # a and b are held: no merge, no reconcile of the question
+    assert p.context["conflicts"] == 1
     assert Plan.from_dict(p.to_dict()).by_kind(OpKind.CONFLICT)[0].kind == OpKind.CONFLICT
 
 

@@ -1,6 +1,7 @@
 """Data migrations of the rejected status and the loss budget: "dismissed" becomes "rejected"
 (0007) and stored policies plan within the loss budget (0008); stored django-q2 schedules follow
-the tasks module (0022); an exclusion is one flag, the status (0026)."""
+the tasks module (0022); an exclusion is one flag, the status (0026); a pass's figures are kept
+once (0027)."""
 
 from __future__ import annotations
 
@@ -131,6 +132,65 @@ def test_an_exclusion_moves_into_the_status_and_back():
         Operation = back.get_model("console", "Operation")
         flags = dict(Operation.objects.values_list("pk", "excluded"))
         assert [flags[o.pk] for o in (both, column, kept)] == [True, True, False]
+    finally:
+        from django.core.management import call_command
+
+        call_command("migrate", "console", verbosity=0)
+
+
+def test_a_pass_s_figures_come_from_its_columns_and_go_back():
+    """0027 keeps a pass's figures once (``Pass.figures``): a pass planned before they were kept
+    gets them from its summary columns, which then go; one with figures keeps its own, less
+    ``entries_before`` (its column). Going back fills the columns from the figures, the verdict
+    from the status and the threshold."""
+    old = migrate("0026_operation_excluded_is_a_status")
+    Agent, Pass = old.get_model("console", "Agent"), old.get_model("console", "Pass")
+    agent = Agent.objects.create(name="F", slug="f", collection_name="c-f")
+    when = "2026-10-01T00:00:00+00:00"
+    columns = {"entries_before": 20, "entries_after": 17, "merged": 4, "loss_fraction": 0.2}
+    planned = {"trigger": "operator", "status": "proposed", "planned_at": when}
+    bare = Pass.objects.create(agent=agent, **planned, **columns)
+    kept = {"entries_before": 20, "entries_after": 19, "loss_fraction": 0.05, "removed": 1}
+    stored = Pass.objects.create(agent=agent, **planned, figures=kept, **columns)
+    rejected = Pass.objects.create(
+        agent=agent,
+        trigger="operator",
+        status="rejected_by_guard",
+        planned_at=when,
+        reason="Loss guard tripped: too much.",
+        max_loss_fraction=0.1,
+        **columns,
+    )
+    queued = Pass.objects.create(agent=agent, trigger="operator")
+    try:
+        new = migrate("0027_pass_figures_stored_once")
+        Pass = new.get_model("console", "Pass")
+        figures = Pass.objects.get(pk=bare.pk).figures
+        assert (figures["entries_after"], figures["merged"], figures["removed"]) == (17, 4, 4)
+        assert figures["loss_fraction"] == 0.2 and figures["written"] == 1
+        assert Pass.objects.get(pk=stored.pk).figures == {  # its own, less its input
+            k: v for k, v in kept.items() if k != "entries_before"
+        }
+        assert Pass.objects.get(pk=queued.pk).figures == {}
+
+        from memoryadmin.proposals.models import Pass as Current
+
+        run = Current.objects.get(pk=bare.pk)
+        assert (run.entries_after, run.loss_fraction, run.guard_passed) == (17, 0.2, True)
+        assert "(4 removed)" in run.guard_reason
+        rejected_now = Current.objects.get(pk=rejected.pk)
+        assert rejected_now.guard_passed is False
+        assert rejected_now.guard_reason == "Loss guard tripped: too much."
+        assert Current.objects.get(pk=queued.pk).guard_passed is None
+
+        back = migrate("0026_operation_excluded_is_a_status")
+        Pass = back.get_model("console", "Pass")
+        again = Pass.objects.get(pk=stored.pk)
+        assert (again.entries_after, again.loss_fraction, again.guard_passed) == (19, 0.05, True)
+        assert again.figures == kept
+        again = Pass.objects.get(pk=rejected.pk)
+        assert (again.guard_passed, again.guard_reason) == (False, "Loss guard tripped: too much.")
+        assert Pass.objects.get(pk=queued.pk).guard_passed is None
     finally:
         from django.core.management import call_command
 

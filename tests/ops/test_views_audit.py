@@ -34,7 +34,7 @@ def passes(unique_name, bob) -> dict[str, Pass]:
             trigger="schedule",
             status="rejected_by_guard",
             created_at=when,
-            guard_reason="Loss guard tripped: loss 40.0%",
+            reason="Loss guard tripped: loss 40.0%",
             decided_actor="policy",
         ),
         "rejected": Pass.objects.create(
@@ -377,3 +377,17 @@ def test_it_exports_the_operations_of_a_pass_with_their_memories(
         csv.DictReader(io.StringIO(client.get(reverse("audit_operations_csv")).content.decode()))
     )
     assert {int(x["pass"]) for x in every} == {run.pk, other.pk}
+
+
+def test_the_csv_gives_the_reason_the_page_shows(client: Client, carol, passes) -> None:
+    """The Reason column of the page and of the CSV are one answer (``Pass.outcome_reason``):
+    a pass the guard stopped says why in both, not only on the page."""
+    client.force_login(carol)
+    page = client.get(reverse("audit")).content.decode()
+    rows = list(csv.DictReader(io.StringIO(client.get(reverse("audit_csv")).content.decode())))
+    by_pk = {int(row["pass"]): row for row in rows}
+    assert by_pk[passes["guard"].pk]["reason"] == "Loss guard tripped: loss 40.0%"
+    assert "Loss guard tripped: loss 40.0%" in page
+    assert by_pk[passes["stale"].pk]["reason"] == "store changed"
+    assert by_pk[passes["failed"].pk]["reason"] == "Chroma down"
+    assert by_pk[passes["rejected"].pk]["reason"] == ""

@@ -29,7 +29,9 @@ def test_it_lists_agents_with_count_pending_and_next_run(
     client: Client, carol, agent_with_memories
 ) -> None:
     agent = agent_with_memories(3, name="Support bot", schedule_cron="30 4 * * *")
-    Pass.objects.create(agent=agent, trigger="operator", status="proposed", loss_fraction=0.125)
+    Pass.objects.create(
+        agent=agent, trigger="operator", status="proposed", figures={"loss_fraction": 0.125}
+    )
     client.force_login(carol)
     r = client.get(reverse("dashboard"))
     assert r.status_code == 200
@@ -110,7 +112,9 @@ def test_it_serves_the_chart_data_as_json_script(
     client: Client, carol, agent_with_memories
 ) -> None:
     agent = agent_with_memories(1)
-    Pass.objects.create(agent=agent, trigger="operator", status="applied", loss_fraction=0.2)
+    Pass.objects.create(
+        agent=agent, trigger="operator", status="applied", figures={"loss_fraction": 0.2}
+    )
     client.force_login(carol)
     r = client.get(reverse("dashboard"), {"agent": agent.slug})
     assert r.context["chart"]["passes"][0]["loss"] == 0.2
@@ -165,7 +169,9 @@ def test_it_says_what_the_loss_figure_is(client: Client, carol, bare_agent) -> N
     """The dashboard's "Loss 18.7%" beside "630 memories" read as "18.7 % fewer" (the net
     drop was 14.8 %): the dashboard says what the figure is, as the pass page does."""
     agent = bare_agent(name="Support bot")
-    Pass.objects.create(agent=agent, trigger="operator", status="proposed", loss_fraction=0.187)
+    Pass.objects.create(
+        agent=agent, trigger="operator", status="proposed", figures={"loss_fraction": 0.187}
+    )
     client.force_login(carol)
     html = client.get(reverse("dashboard")).content.decode()
     assert ">Loss fraction (last pass)</th>" in html

@@ -98,15 +98,6 @@ def make_proposal(
     from memoryadmin.proposals.services.review import pass_score_operations
 
     pass_score_operations(run=run)
-    ev = pass_store_figures(run=run)
-    Pass.objects.filter(pk=run.pk).update(
-        entries_after=ev.entries_after,
-        merged=ev.merged,
-        pruned=ev.pruned,
-        reconciled=ev.reconciled,
-        loss_fraction=ev.loss_fraction,
-        guard_passed=ev.guard_passed,
-        guard_reason=ev.guard_reason,
-    )
+    pass_store_figures(run=run)  # the pass's figures, kept once (Pass.figures)
     run.refresh_from_db()
     return run

@@ -15,7 +15,7 @@ from memoryadmin.agents.models import Agent, ProbeQuery
 from memoryadmin.agents.selectors.probes import read_records
 from memoryadmin.core.models import AuditEvent
 from memoryadmin.proposals.models import Pass
-from memoryadmin.proposals.services import passes_auto
+from memoryadmin.proposals.services import auto_apply
 from memoryadmin.proposals.services.passes import pass_request
 from tests.conftest import DISTINCT_FACTS
 
@@ -95,7 +95,7 @@ def test_nothing_applies_when_the_part_that_would_apply_fails_the_guard_too(
 ):
     # the holds miss the lost answer (operations interact beyond what the rounds find): the
     # recall guard on the part that would apply is the backstop
-    monkeypatch.setattr(passes_auto, "recall_held", lambda *a, **k: {})
+    monkeypatch.setattr(auto_apply, "recall_held", lambda *a, **k: {})
     agent = _agent(agent_with_memories, "safe")
     before = _texts(agent)
     run = _run(agent, django_capture_on_commit_callbacks)

@@ -97,7 +97,7 @@ def test_a_pass_all_holds_whole_still_marks_what_was_rejected_before_and_keeps_t
     the content guard), the rejected plan counts what it held back, the Review tab lists them
     one by one, and the waiting pass does not stop the schedule (the next one replaces it)."""
     from memoryadmin.proposals.models import Decision
-    from memoryadmin.proposals.services.passes_auto import left_by_auto_apply
+    from memoryadmin.proposals.services.auto_apply import left_by_auto_apply
     from memoryadmin.proposals.services.review import pass_reject
 
     agent = agent_with_memories(TEXTS, policy={"max_loss_fraction": 0.5})

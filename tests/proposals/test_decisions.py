@@ -197,6 +197,40 @@ def test_a_restored_memory_is_not_pruned_again(
     assert count(agent) == 8
 
 
+def test_an_excluded_prune_is_a_keep_decision_the_next_pass_shows_until_revoked(
+    agent_with_memories, client: Client, bob, django_capture_on_commit_callbacks
+):
+    """Excluding a prune is a decision like excluding a merge: listed on the Decisions page,
+    the next pass says it held the prune back (not silently never proposing it again), and
+    including the prune again revokes it."""
+    texts = F[:8]
+    metas = [{}] * 7 + [{"created_at": days_ago(400), "importance": 0.1}]
+    agent = agent_with_memories(texts, metas)
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    prune = run.operations.get(kind="prune")
+    operation_set_excluded(operation=prune, excluded=True, user=bob)
+    operation_set_excluded(operation=prune, excluded=False, user=bob)
+    (d,) = Decision.objects.filter(agent=agent)
+    assert d.kind == "keep" and d.revoked_at is not None and "included again" in d.revoke_note
+    operation_set_excluded(operation=prune, excluded=True, user=bob)
+    d = Decision.objects.get(agent=agent, revoked_at__isnull=True)
+    assert d.kind == "keep" and d.memory_ids == prune.source_ids and d.run_id == run.pk
+    login(client, bob)
+    page = client.get(reverse("decision_list", args=[agent.slug])).content.decode()
+    assert f'id="decision-{d.pk}"' in page and f"excluded prune #{prune.index}" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=run, user=bob)
+    assert count(agent) == 8
+
+    again = run_pass(agent, django_capture_on_commit_callbacks)
+    assert not again.operations.filter(kind="prune").exists()
+    html = client.get(reverse("pass_detail", args=[again.pk])).content.decode()
+    assert 'data-testid="held-back"' in html and f"decision #{d.pk} (keep" in html
+    decision_revoke(decision=d, user=bob)
+    back = run_pass(agent, django_capture_on_commit_callbacks)
+    assert back.operations.get(kind="prune").source_ids == prune.source_ids
+
+
 def test_keep_both_on_a_conflict_is_a_keep_decision_through_the_api(
     agent_with_memories, api_as, django_capture_on_commit_callbacks
 ):

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from consolidation.review import OperationLoss
 from memoryadmin.proposals.models import Pass
-from memoryadmin.proposals.selectors.review import pass_loss_figures, pass_loss_totals
+from memoryadmin.proposals.selectors.scoring import pass_loss_figures, pass_loss_totals
 from memoryadmin.proposals.services.review import operation_edit_text, operation_set_excluded
 from tests.api.api_helpers import api_factory
 from tests.proposals.test_pass_counts import run_pass

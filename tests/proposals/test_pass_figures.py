@@ -19,7 +19,7 @@ from memoryadmin.proposals.selectors.evaluation import (
     pass_evaluate,
     pass_figures,
 )
-from memoryadmin.proposals.selectors.review import pass_loss_figures, pass_loss_totals
+from memoryadmin.proposals.selectors.scoring import pass_loss_figures, pass_loss_totals
 from memoryadmin.proposals.services.apply import pass_apply
 from memoryadmin.proposals.services.passes import pass_request, pass_run
 from memoryadmin.proposals.services.review import (
@@ -55,7 +55,10 @@ def same(run: Pass) -> Evaluation:
     run = Pass.objects.select_related("agent").get(pk=run.pk)
     fresh = pass_evaluate(run)
     assert run.figures, "the pass keeps no figures"
-    assert Evaluation.from_figures(run.figures, effective_threshold(run)) == fresh
+    assert (
+        Evaluation.from_figures(run.figures, effective_threshold(run), run.entries_before) == fresh
+    )
+    assert "entries_before" not in run.figures  # the pass's input, kept once (its column)
     assert pass_figures(run) == fresh
     loss = pass_loss_totals(run)
     assert run.figures["loss"] == asdict(loss) and pass_loss_figures(run) == loss

@@ -183,3 +183,44 @@ def test_an_answer_swaps_no_review_card_the_page_does_not_hold(
     post = {"keep": "a", "rv_shown": f"1,{conflict.pk}"}
     html = client.post(_url(conflict), post, HTTP_HX_REQUEST="true").content.decode()
     assert f'id="rv-{conflict.pk}"' in html
+
+
+def test_a_decided_conflict_no_longer_says_it_waits(client: Client, bob, agent_with_memories):
+    """Auto-apply ``safe`` leaves the conflict for a person ("Waits for a person: …" on its
+    card); once a reviewer kept A, the card says who decided, not that it still waits."""
+    texts = CONTRADICTION + [DISTINCT_FACTS[0]] * 2 + DISTINCT_FACTS[1:6]
+    agent = agent_with_memories(texts, SAME_TIME + [{}] * 7, auto_apply="safe")
+    pass_run(run=pass_request(agent=agent, trigger="operator"))
+    op = Operation.objects.get(run__agent=agent, kind=Operation.Kind.CONFLICT)
+    assert op.run.status == Pass.Status.PROPOSED and op.scores.get("waiting")
+    client.force_login(bob)
+    page = reverse("pass_detail", args=[op.run_id])
+    before = client.get(page, {"tab": "review"}).content.decode()
+    assert 'data-testid="rv-waiting"' in before
+    html = client.post(_url(op), {"keep": "a"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Decided by bob" in html and 'data-testid="rv-waiting"' not in html
+    for tab in ("review", "operations"):
+        after = client.get(page, {"tab": tab}).content.decode()
+        assert "Decided by bob" in after
+        assert 'data-testid="rv-waiting"' not in after
+        assert 'data-testid="waiting-reasons"' not in after
+
+
+def test_the_conflicts_of_a_long_pass_are_open_in_all_operations(
+    client: Client, bob, agent_with_memories
+) -> None:
+    """A pass of more than ten operations shows its groups collapsed, but not its conflicts:
+    a conflict decided "keep both" stays in view with its decision, not in a closed group."""
+    dupes = [t for t in DISTINCT_FACTS[:12] for _ in range(2)]
+    agent = agent_with_memories(
+        CONTRADICTION + dupes, SAME_TIME + [{}] * 24, policy={"max_loss_fraction": 1.0}
+    )
+    run = pass_run(run=pass_request(agent=agent, trigger="operator"))
+    op = run.operations.get(kind=Operation.Kind.CONFLICT)
+    assert run.operations.count() > 10
+    client.force_login(bob)
+    client.post(_url(op), {"keep": "both"})
+    html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert '<details id="ops-conflict" class="opgroup" open>' in html
+    assert '<details id="ops-merge" class="opgroup" hx-get=' in html  # the rest collapsed
+    assert f'id="op-{op.pk}"' in html and "both kept, nothing is removed" in html

@@ -111,9 +111,9 @@ def recall_drift(agent: Agent, probe_set: str) -> dict[str, Any]:
         if run.decided_actor != "policy":
             since = run.pk
             break
-        ratio = ((run.telemetry or {}).get("auto_apply") or {}).get("recall_ratio")
-        if isinstance(ratio, int | float):
-            retention *= float(ratio)
+        ratio = run.telemetry_data.recall_ratio
+        if ratio is not None:
+            retention *= ratio
             passes.append(run.pk)
     return {"retention": retention, "passes": passes, "since": since}
 

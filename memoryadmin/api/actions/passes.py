@@ -77,7 +77,7 @@ def compact(*, agent: Agent, user: Any, layer: str, replace: bool = False) -> s.
     ``layer`` (one of :data:`COMPACT_LAYERS`) restricts the pass to that memory layer: only its
     memories are read into the snapshot (:func:`consolidation.snapshot.in_layer`; a memory
     without a layer counts as semantic), so nothing of another layer is compared or touched.
-    Recorded with the pass (``telemetry.layer``, ``policy_override = "compact:<layer>"``).
+    Recorded with the pass (``telemetry_data.layer``, ``policy_override = "compact:<layer>"``).
     A proposal waiting for review is superseded only with ``replace`` (else :class:`Conflict`).
     """
     require_manage(user, f"start a pass of {agent.slug}")

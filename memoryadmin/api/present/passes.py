@@ -12,14 +12,15 @@ from consolidation.snapshot import llm_brief
 from memoryadmin.api import schemas as s
 from memoryadmin.core.errors import ServiceError
 from memoryadmin.proposals.models import Operation, Pass
+from memoryadmin.proposals.selectors.guards import content_guard
 from memoryadmin.proposals.selectors.passes import (
     operation_view,
+    pass_as_approved,
     pass_stale_check,
     pass_summary,
     promoted_counts,
 )
 from memoryadmin.proposals.selectors.review import pass_revision
-from memoryadmin.proposals.selectors.review_guards import content_guard
 
 
 def _recall(rc: dict[str, Any] | None) -> s.RecallOut:
@@ -41,6 +42,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
     # pass shows what it applied); the planned ones stay under planned_*.
     summary = pass_summary(run) if n_ops else run
     ev: Any = summary
+    approved = pass_as_approved(run, summary) if n_ops else run
     promoted, curated = promoted_counts(summary)
     return {
         "id": run.pk,
@@ -64,9 +66,9 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "max_loss_fraction": ev.max_loss_fraction,
         "guard_passed": ev.guard_passed,
         "guard_reason": ev.guard_reason,
-        "planned_entries_after": run.entries_after,
-        "planned_loss_fraction": run.loss_fraction,
-        "planned_guard_reason": run.guard_reason,
+        "planned_entries_after": approved.entries_after,
+        "planned_loss_fraction": approved.loss_fraction,
+        "planned_guard_reason": approved.guard_reason,
         "counts": dict(summary.labels()) if n_ops and hasattr(summary, "labels") else {},
         "content_guard": _content(run) if n_ops else None,
         "recall": _recall(run.recall),
@@ -79,7 +81,7 @@ def _pass_fields(run: Pass) -> dict[str, Any]:
         "planned_at": run.planned_at,
         "finished_at": run.finished_at,
         "url": run.get_absolute_url(),
-        "llm": llm_brief(run.telemetry, settings.LLM_PRICES),
+        "llm": llm_brief({"llm": run.telemetry_data.llm}, settings.LLM_PRICES),
         "revision": pass_revision(run=run) if run.status == Pass.Status.PROPOSED else None,
     }
 

@@ -182,7 +182,7 @@ class Command(BaseCommand):
             "guard_passed": run.guard_passed,
             "guard_reason": run.guard_reason or run.reason or run.error,
             **self._recall_fields(rc),
-            "llm": llm_brief(run.telemetry, settings.LLM_PRICES),
+            "llm": llm_brief({"llm": run.telemetry_data.llm}, settings.LLM_PRICES),
         }
 
     @staticmethod

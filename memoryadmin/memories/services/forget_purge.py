@@ -21,6 +21,7 @@ from memoryadmin.core.models import AuditEvent
 from memoryadmin.core.services import SYSTEM_ACTOR, transition
 from memoryadmin.memories.models import ArchivedMemory, ForgetRequest, ImportJob
 from memoryadmin.proposals.models import Decision, Operation, OperationSource, Pass, PassSnapshot
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = [
     "PURGED",
@@ -130,13 +131,13 @@ def _purge_passes(
     gone = set(ids)
     out = {"passes": 0, "stale": 0}
     for run in Pass.objects.filter(agent=agent).order_by("pk"):
-        fields = ("telemetry", "figures", "recall", "note", "reason", "error", "guard_reason")
+        fields = ("telemetry", "figures", "recall", "note", "reason", "error")
         scrubbed = _save_scrubbed(run, fields, needles)
         if run.pk in held:
-            telemetry = dict(run.telemetry or {})
-            telemetry["forgotten_by"] = sorted({*telemetry.get("forgotten_by", []), request.pk})
-            Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-            run.telemetry = telemetry
+            tel = run.telemetry_data
+            telemetry_save(
+                run, tel.with_(forgotten_by=tuple(sorted({*tel.forgotten_by, request.pk})))
+            )
             out["passes"] += 1
             if run.status == Pass.Status.PROPOSED:
                 transition(

@@ -18,6 +18,7 @@ from memoryadmin.agents.selectors.schedules import next_runs
 from memoryadmin.core import stores
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.passes import PLANNED, convergence_words
+from memoryadmin.proposals.telemetry import LLM_MODEL_LOOKUP, LLM_TOTALS_LOOKUP
 
 __all__ = ["AgentRow", "LlmSpend", "agent_chart_data", "dashboard_rows", "llm_spend_by_agent"]
 
@@ -54,8 +55,8 @@ def llm_spend_by_agent() -> dict[int, LlmSpend]:
     """``{agent id: LlmSpend}`` over every stored pass with model work, in one query (the
     totals and model name only, not the per-group logs)."""
     spend: dict[int, LlmSpend] = {}
-    rows = Pass.objects.filter(telemetry__llm__totals__isnull=False).values_list(
-        "agent_id", "telemetry__llm__model", "telemetry__llm__totals"
+    rows = Pass.objects.filter(**{f"{LLM_TOTALS_LOOKUP}__isnull": False}).values_list(
+        "agent_id", LLM_MODEL_LOOKUP, LLM_TOTALS_LOOKUP
     )
     for agent_id, model, totals in rows:
         totals = totals if isinstance(totals, dict) else {}
@@ -178,7 +179,7 @@ def agent_chart_data(agent: Agent, *, limit: int = 500) -> dict[str, list[dict[s
             {
                 "id": p.pk,
                 "t": p.created_at.isoformat(),
-                "loss": round(p.shown_loss_fraction, 4),
+                "loss": round(p.loss_fraction, 4),
                 "threshold": p.max_loss_fraction,
                 "status": p.status,
             }

@@ -35,6 +35,7 @@ from memoryadmin.agents.models import StoreSample
 from memoryadmin.core.models import AuditEvent
 from memoryadmin.ops.selectors.health import oldest_queued_task_age, worker_beat_age
 from memoryadmin.proposals.models import Operation, Pass
+from memoryadmin.proposals.telemetry import LLM_MODEL_LOOKUP, LLM_TOTALS_LOOKUP
 
 __all__ = [
     "DURATION_BUCKETS",
@@ -134,8 +135,9 @@ class ConsoleCollector(Collector):
     def _loss(self) -> Iterator[Metric]:
         planned = Pass.objects.filter(planned_at__isnull=False)
         loss: dict[str, list[float]] = defaultdict(list)
-        for agent, fraction in planned.values_list("agent__slug", "loss_fraction"):
-            loss[agent].append(float(fraction))
+        # the pass's one record of what it counts (Pass.figures), read as a JSON key
+        for agent, fraction in planned.values_list("agent__slug", "figures__loss_fraction"):
+            loss[agent].append(float(fraction or 0.0))
         yield _histogram(
             "memoryadmin_pass_loss_fraction",
             "Loss fraction of each planned pass (0..1; the guard refuses above the agent's "
@@ -241,8 +243,8 @@ class ConsoleCollector(Collector):
         sums: dict[tuple[str, str], dict[str, float]] = defaultdict(
             lambda: {"tokens_in": 0, "tokens_out": 0, "requests": 0, "cost": 0.0, "priced": 0}
         )
-        rows = Pass.objects.filter(telemetry__llm__totals__isnull=False).values_list(
-            "agent__slug", "telemetry__llm__model", "telemetry__llm__totals"
+        rows = Pass.objects.filter(**{f"{LLM_TOTALS_LOOKUP}__isnull": False}).values_list(
+            "agent__slug", LLM_MODEL_LOOKUP, LLM_TOTALS_LOOKUP
         )
         for agent, model, totals in rows:
             s = sums[(agent, model or "")]

@@ -451,7 +451,7 @@ def seed_demo_agents(stdout: Any = None, *, collection_prefix: str = "") -> list
             f"pass #{run.pk} {run.status} "
             f"({run.entries_before:,} → {run.entries_after:,})"
         )
-        auto = (run.telemetry or {}).get("auto_apply") or {}
+        auto = run.telemetry_data.auto_apply or {}
         if auto.get("waiting_pass"):  # auto-apply "safe" split the plan: name the waiting part
             say(
                 f"{spec.name}: pass #{auto['waiting_pass']} proposed "

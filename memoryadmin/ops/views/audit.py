@@ -132,7 +132,7 @@ def audit_csv(request: HtmxHttpRequest):
                 f"{p.max_loss_fraction:.6f}",
                 "" if p.guard_passed is None else p.guard_passed,
                 csv_cell(p.note),
-                csv_cell(p.reason),
+                csv_cell(p.outcome_reason),  # the page's Reason column
                 csv_cell(p.error),
             ]
         )

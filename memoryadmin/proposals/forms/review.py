@@ -88,7 +88,7 @@ class BulkReviewForm(ReviewFilterForm):
     posted Review filters, on every page) or ``rule`` (every operation of ``group`` =
     ``"kind:rule"`` or ``"kind:"`` for a whole kind, with ``scores["confidence"]`` below
     ``below`` when given) or ``budget`` (exclude only: the fewest operations that bring the
-    pass back within its loss budget, ``selectors.review_guards.budget_fix``).
+    pass back within its loss budget, ``selectors.guards.budget_fix``).
     """
 
     action = forms.ChoiceField(choices=[("exclude", "Exclude"), ("include", "Include")])

@@ -154,13 +154,13 @@ def pass_decision_notes(run: Any) -> dict[str, Any]:
     - ``auto``: ``None``, or ``{"part": "applied" | "waiting", "mode", "applied", "waiting",
       "other": the other part's pass id, "other_status": its status now, "reasons": [(what it
       means, count)]}`` from
-      ``telemetry["auto_apply"]`` (the part auto-apply applied, or the part waiting for review);
+      ``telemetry_data.auto_apply`` (the part auto-apply applied, or the part waiting for review);
     - ``held_back``: the plan's ``held_back`` entries (``reason``, ``memory_ids``,
       ``would_have``, ``decision``), ``held_back_count`` all of them;
     - ``made``: the active decisions made on this pass.
     """
-    tel = run.telemetry if isinstance(run.telemetry, dict) else {}
-    auto = tel.get("auto_apply") if isinstance(tel.get("auto_apply"), dict) else None
+    tel = run.telemetry_data
+    auto = tel.auto_apply if isinstance(tel.auto_apply, dict) else None
     if auto is not None:
         waiting_part = auto.get("part") == "waiting"
         auto = {
@@ -177,10 +177,10 @@ def pass_decision_notes(run: Any) -> dict[str, Any]:
     if auto is not None and auto["other"]:
         other = Pass.objects.filter(pk=auto["other"]).values_list("status", flat=True).first()
         auto["other_status"] = other or ""
-    held = [h for h in tel.get("held_back") or [] if isinstance(h, dict)]
+    held = [h for h in tel.context.get("held_back") or [] if isinstance(h, dict)]
     return {
         "auto": auto,
         "held_back": held,
-        "held_back_count": int(tel.get("held_back_count") or len(held)),
+        "held_back_count": int(tel.context.get("held_back_count") or len(held)),
         "made": list(decisions_of_pass(run)) if run.pk else [],
     }

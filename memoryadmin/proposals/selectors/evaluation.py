@@ -18,8 +18,9 @@ from typing import Any, NamedTuple
 
 from django.db.models import Count, Q
 
-from consolidation import ConsolidationResult, OpKind, guard_verdict, summarize
 from consolidation import Operation as EngineOperation
+from consolidation import OpKind, guard_verdict, summarize
+from memoryadmin.proposals.figures import figures_verdict
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
 
 __all__ = [
@@ -109,20 +110,34 @@ class Evaluation:
     VERDICT = ("max_loss_fraction", "guard_passed", "guard_reason")
     """The fields that depend on the threshold (:meth:`judged` makes them)."""
 
+    INPUTS = ("entries_before",)
+    """The fields the pass keeps as its inputs (``Pass.entries_before``), not in its figures."""
+
     def figures(self) -> dict[str, Any]:
-        """JSON-ready dict of the fields that do not depend on the threshold (what a pass keeps
-        in ``Pass.figures``; :meth:`from_figures` reads it back)."""
-        return {k: v for k, v in asdict(self).items() if k not in self.VERDICT}
+        """JSON-ready dict of what the evaluation counts: the fields that are neither the
+        threshold's verdict nor the pass's inputs (what a pass keeps in ``Pass.figures``;
+        :meth:`from_figures` reads it back)."""
+        left = set(self.VERDICT) | set(self.INPUTS)
+        return {k: v for k, v in asdict(self).items() if k not in left}
 
     @classmethod
-    def from_figures(cls, data: dict[str, Any], max_loss_fraction: float) -> Evaluation:
-        """The evaluation whose :meth:`figures` are ``data`` (other keys are ignored), judged
-        against ``max_loss_fraction`` (:meth:`judged`). Raises ``KeyError``/``TypeError`` for
-        a dict that is not such figures, ``ValueError`` for an invalid threshold."""
-        names = {f.name for f in fields(cls)} - set(cls.VERDICT)
+    def from_figures(
+        cls, data: dict[str, Any], max_loss_fraction: float, entries_before: int
+    ) -> Evaluation:
+        """The evaluation whose :meth:`figures` are ``data`` (other keys are ignored) over a
+        store of ``entries_before`` originals, judged against ``max_loss_fraction``
+        (:meth:`judged`). Raises ``KeyError``/``TypeError`` for a dict that is not such
+        figures, ``ValueError`` for an invalid threshold."""
+        names = {f.name for f in fields(cls)} - set(cls.VERDICT) - set(cls.INPUTS)
         values = {k: v for k, v in data.items() if k in names}
         values["kinds"] = {k: (int(v[0]), int(v[1])) for k, v in values["kinds"].items()}
-        base = cls(**values, max_loss_fraction=0.0, guard_passed=True, guard_reason="")
+        base = cls(
+            **values,
+            entries_before=int(entries_before),
+            max_loss_fraction=0.0,
+            guard_passed=True,
+            guard_reason="",
+        )
         return base.judged(max_loss_fraction)
 
     def judged(self, max_loss_fraction: float) -> Evaluation:
@@ -130,15 +145,7 @@ class Evaluation:
         engine's :func:`~consolidation.guard_verdict` on the result they describe (the
         ``removed`` originals are the ones not retained), so the verdict is the one
         :func:`evaluate` gives. Raises ``ValueError`` for an invalid threshold (fail closed)."""
-        result = ConsolidationResult(
-            entries_before=self.entries_before,
-            entries_after=self.entries_after,
-            merged=self.merged,
-            promoted=self.promoted,
-            pruned=self.pruned,
-            retained_originals=self.entries_before - self.removed,
-        )
-        passed, reason = guard_verdict(result, max_loss_fraction)
+        passed, reason = figures_verdict(self.figures(), max_loss_fraction, self.entries_before)
         return replace(
             self,
             max_loss_fraction=float(max_loss_fraction),
@@ -296,7 +303,7 @@ def effective_threshold(run: Pass) -> float:
     policy's threshold: the operator chose it for this pass.
     """
     threshold = float(run.max_loss_fraction)
-    if (run.telemetry or {}).get("policy_override"):
+    if run.telemetry_data.policy_override:
         return threshold
     try:
         current = run.agent.get_policy().max_loss_fraction
@@ -305,8 +312,9 @@ def effective_threshold(run: Pass) -> float:
     return min(threshold, float(current))
 
 
-def pass_evaluate(run: Pass) -> Evaluation:
-    """Summary + guard of ``run`` over its operations that are not excluded and not in conflict.
+def pass_evaluate(run: Pass, *, conflicts_counted: bool = False) -> Evaluation:
+    """Summary + guard of ``run`` over its operations that are not excluded and not in conflict
+    (with ``conflicts_counted``, also those apply found in conflict: the pass as approved).
 
     Uses ``run.entries_before`` (the snapshot size) and :func:`effective_threshold`.
     """
@@ -317,7 +325,9 @@ def pass_evaluate(run: Pass) -> Evaluation:
         "operation_id", "memory_id", "content_hash"
     ):
         hashes[op_id][memory_id] = planned
-    left_out = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
+    left_out: tuple[str, ...] = (Operation.Status.CONFLICT, Operation.Status.EXCLUDED)
+    if conflicts_counted:
+        left_out = (Operation.Status.EXCLUDED,)
     total, counted, conflict = 0, [], 0
     for pk, status, *values in run.operations.values_list(
         "pk", "status", *_StoredOperation._fields
@@ -358,8 +368,8 @@ def _counted() -> Any:
 
 
 def _describes(ev: Evaluation, run: Pass) -> bool:
-    """True when ``ev`` counts what ``run``'s operations count now: the same snapshot size, the
-    same counted operations of each kind and the same number left out (one aggregate query).
+    """True when ``ev`` counts what ``run``'s operations count now: the same counted operations
+    of each kind and the same number left out (one aggregate query).
     A backstop: every service that changes an operation stores new figures."""
     rows = (
         run.operations.order_by()
@@ -373,8 +383,7 @@ def _describes(ev: Evaluation, run: Pass) -> bool:
     counted = {kind: n for kind, _, n, _ in rows if n}
     left_out = sum(total - n for _, total, n, _ in rows)
     return (
-        ev.entries_before == run.entries_before
-        and counted == {k: v[0] for k, v in ev.kinds.items()}
+        counted == {k: v[0] for k, v in ev.kinds.items()}
         and left_out == ev.excluded_ops
         and sum(c for *_, c in rows) == ev.conflict_ops
     )
@@ -390,7 +399,7 @@ def _stored(run: Pass, max_loss_fraction: float) -> Evaluation | None:
     (:func:`_describes`)."""
     data = run.figures if isinstance(run.figures, dict) else {}
     try:
-        ev = Evaluation.from_figures(data, max_loss_fraction) if data else None
+        ev = Evaluation.from_figures(data, max_loss_fraction, run.entries_before) if data else None
     except (KeyError, TypeError, ValueError, IndexError):  # not figures
         return None
     if ev is None:

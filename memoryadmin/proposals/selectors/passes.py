@@ -30,10 +30,17 @@ from memoryadmin.core import stores
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.decisions import active_decisions
 from memoryadmin.proposals.selectors.evaluation import KIND_ORDER as SUMMARY_ORDER
-from memoryadmin.proposals.selectors.evaluation import count_label, left_out_words, pass_figures
+from memoryadmin.proposals.selectors.evaluation import (
+    Evaluation,
+    count_label,
+    left_out_words,
+    pass_evaluate,
+    pass_figures,
+)
 from memoryadmin.proposals.selectors.review import conflict_view
 
 __all__ = [
+    "pass_as_approved",
     "pass_llm_cost",
     "KIND_ORDER",
     "OPS_PER_PAGE",
@@ -209,15 +216,30 @@ def stale_reason(
 def pass_summary(run: Pass) -> Any:
     """What the pass page's summary shows: the pass's figures over its included operations (the
     same numbers on the summary, the groups and the guard: :func:`pass_figures`, which reads no
-    operation); a pass a guard rejected keeps the verdict it was given, another settled pass
-    shows the verdict on the figures shown (its threshold then). A pass without operations
-    shows its stored figures (the pass itself)."""
+    operation); a pass a guard rejected keeps the verdict it was given (its status and
+    ``reason``), another settled pass shows the verdict on the figures shown (its threshold
+    then). A pass without operations shows its stored figures (the pass itself)."""
     if not run.operations.exists():
         return run
-    ev = pass_figures(run)
+    return _with_verdict(run, pass_figures(run))
+
+
+def pass_as_approved(run: Pass, summary: Any = None) -> Any:
+    """The pass as planned and approved (with the reviewer's exclusions), before apply found
+    operations in conflict: :func:`pass_summary`, or for a pass apply found conflicts in, its
+    operations evaluated with those counted (:func:`pass_evaluate`, ``conflicts_counted``),
+    with the verdict :func:`pass_summary` gives (``summary``, when the caller has it). Derived,
+    never stored: the figures of a pass are kept once (``Pass.figures``, what it counts now)."""
+    summary = pass_summary(run) if summary is None else summary
+    if not getattr(summary, "conflict_ops", 0):
+        return summary
+    return _with_verdict(run, pass_evaluate(run, conflicts_counted=True))
+
+
+def _with_verdict(run: Pass, ev: Evaluation) -> Evaluation:
     if run.status in (Pass.Status.PROPOSED, Pass.Status.APPROVED):
         return ev
-    if run.guard_passed is False:  # rejected by a guard: the verdict it was rejected with
+    if run.status == Pass.Status.REJECTED_BY_GUARD:  # the verdict it was rejected with
         return replace(
             ev,
             guard_passed=False,
@@ -245,8 +267,8 @@ def promoted_counts(summary: Any) -> tuple[int, int]:
 
 
 def pass_reviewed(run: Pass) -> bool:
-    """True when an operator excluded or edited an operation (the stored recall check and the
-    planned figures then describe the plan as proposed, not as it stands now)."""
+    """True when an operator excluded or edited an operation (the stored recall check then
+    describes the plan as proposed, not as it stands now; the figures follow every change)."""
     return run.operations.filter(Q(status=Operation.Status.EXCLUDED) | Q(edited=True)).exists()
 
 
@@ -271,7 +293,7 @@ PLANNED = (
 
 def pass_deferred(run: Pass) -> dict[str, Any] | None:
     """What a pass planned within the loss budget left for later, from its plan's
-    ``telemetry["trimmed"]`` (``consolidation.planning``: budget, kept and deferred removals,
+    ``telemetry_data.trimmed`` (``consolidation.planning``: budget, kept and deferred removals,
     deferred operations by kind). ``None`` when nothing was deferred.
 
     Returns ``{"operations", "removals", "by_kind": {kind: n}, "passes", "text", "items",
@@ -280,7 +302,7 @@ def pass_deferred(run: Pass) -> dict[str, Any] | None:
     estimates the passes still needed: deferred removals ÷ the next pass's budget
     (``max_loss_fraction × entries_after``), rounded up.
     """
-    info = (run.telemetry or {}).get("trimmed") or {}
+    info = run.telemetry_data.trimmed or {}
     operations = int(info.get("dropped_operations") or 0)
     if not operations:
         return None
@@ -345,7 +367,7 @@ def pass_policy_note(run: Pass) -> str:
     """ "" when ``run`` ran with its agent's policy as it is now; otherwise a sentence: the named
     policy it was run with (``consolidate --policy NAME``), or that the agent's policy changed
     since (the figures and the guard on the page are the ones of the policy the pass ran with)."""
-    override = (run.telemetry or {}).get("policy_override")
+    override = run.telemetry_data.policy_override
     if override:
         name = "an explicit" if override == "explicit" else f"the “{override}”"
         return (
@@ -369,9 +391,9 @@ def pass_policy_note(run: Pass) -> str:
 
 
 def pass_llm_cost(run: Pass) -> float | None:
-    """USD the pass's LLM tokens cost (``telemetry["llm"]["totals"]`` at the model's price in
+    """USD the pass's LLM tokens cost (``telemetry_data.llm["totals"]`` at the model's price in
     ``LLM_PRICES``); ``None`` when the model has no (valid) price or nothing was sent."""
-    llm = (run.telemetry or {}).get("llm") or {}
+    llm = run.telemetry_data.llm or {}
     try:
         return llm_cost_usd(llm.get("totals"), llm.get("model", ""), settings.LLM_PRICES)
     except ValueError:

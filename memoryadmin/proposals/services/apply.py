@@ -22,7 +22,6 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 
 from consolidation import MemoryRecord, content_hash
-from memoryadmin.agents.models import Agent
 from memoryadmin.core import stores
 from memoryadmin.core.errors import ServiceError, StoreUnavailable
 from memoryadmin.core.models import embedding_to_bytes
@@ -32,18 +31,19 @@ from memoryadmin.core.services import (
     failpoint,
     jsonable,
     set_progress,
-    store_sampled,
     transition,
 )
 from memoryadmin.memories.models import ArchivedMemory
-from memoryadmin.proposals.models import Operation, OperationSource, Pass, PassSnapshot
+from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.evaluation import (
     effective_threshold,
     evaluate,
     to_engine_operation,
 )
 from memoryadmin.proposals.selectors.passes import stale_reason
+from memoryadmin.proposals.services.checkpoint import checkpoint_after_apply
 from memoryadmin.proposals.services.evaluation import store_figures
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = ["batches", "pass_apply"]
 
@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 S = Pass.Status
 OS = Operation.Status
+OK = Operation.Kind
 
 _ARCHIVE_ACTION = {
     Operation.Kind.MERGE: ArchivedMemory.Action.MERGE,
@@ -351,7 +352,7 @@ def pass_apply(*, run: Pass) -> Pass:
         .order_by("index")
     )
     # The guard re-check runs until its verdict is recorded (also after a crash in between).
-    fresh = "apply_guard" not in (run.telemetry or {}) and all(
+    fresh = run.telemetry_data.apply_guard is None and all(
         op.status in (OS.PENDING, OS.CONFLICT) for op in ops
     )
     try:
@@ -413,11 +414,9 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         excluded_count=len(ops) - len(keep),
         max_loss_fraction=effective_threshold(run),
     )
-    telemetry = dict(run.telemetry or {})
-    telemetry["apply_guard"] = ev.to_dict()
+    telemetry = run.telemetry_data.with_(apply_guard=ev.to_dict())
     if ev.guard_passed:  # recorded verdict: a resumed apply does not check again
-        Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-        run.telemetry = telemetry
+        telemetry_save(run, telemetry)
         return None
     reason = (
         f"At apply time, after {len(ops) - len(keep)} conflicting "
@@ -431,9 +430,7 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
         verb="rejected_by_guard",
         note=reason,
         reason=reason,
-        guard_passed=False,
-        guard_reason=ev.guard_reason,
-        telemetry=telemetry,
+        telemetry=telemetry.to_json(),
         finished_at=timezone.now(),
         progress=1.0,
         progress_label="Rejected by the loss guard at apply time",
@@ -458,7 +455,7 @@ def _apply_interrupted(run: Pass, ops: list[Operation], error: str, actor: str) 
             f"Apply postponed, nothing was written: {error.rstrip('. ')}. The approval "
             "stands; it is applied automatically once the store answers (checked every minute)."
         )
-        telemetry = {k: v for k, v in (run.telemetry or {}).items() if k != "apply_guard"}
+        telemetry = run.telemetry_data.with_(apply_guard=None).to_json()
         return transition(
             run,
             frm=(S.APPLYING,),
@@ -495,8 +492,8 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
         excluded_count=len(ops) - len(applied_ops),
         max_loss_fraction=run.max_loss_fraction,
     )
-    telemetry = dict(run.telemetry or {})
-    telemetry["applied"] = ev.to_dict() | {"conflicts": conflicts, "failed": failed}
+    applied = ev.to_dict() | {"conflicts": conflicts, "failed": failed}
+    telemetry = run.telemetry_data.with_(applied=applied).to_json()
     to = S.PARTIALLY_APPLIED if conflicts or failed else S.APPLIED
     if not applied_ops and not failed:  # every operation in conflict: the store is untouched
         to = S.NO_CHANGES
@@ -517,7 +514,7 @@ def _apply_finish(run: Pass, ops: list[Operation], store: Any, actor: str) -> Pa
         progress_label=_FINISHED[to],
     )
     try:
-        _refresh_checkpoint(run, ops, store)
+        checkpoint_after_apply(run, ops, store)
     except Exception:  # the pass is applied; a missing sample or checkpoint is only a cost
         log.exception("could not refresh the checkpoint of agent %s", run.agent_id)
     return run
@@ -532,67 +529,3 @@ _FINISHED = {
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _refresh_checkpoint(run: Pass, ops: list[Operation], store: Any) -> None:
-    """The agent's checkpoint := what this pass saw (its snapshot), minus the memories it removed
-    and the sources of operations that failed (to be tried again) or were excluded merges and
-    reconciles (judged again, held back by their decisions) and — auto-applied by policy —
-    of conflicts nobody decided (to be asked again) and of the operations auto-apply left for
-    review (planned again by the next pass), plus what it wrote; and a
-    :class:`StoreSample` of the store's size.
-
-    Memories written to the store after planning are not in the snapshot, so the next
-    incremental pass still treats them as new.
-    """
-    snapshot = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first()
-    if snapshot is None:  # planned before snapshots were kept: fall back to the live store
-        snapshot = {
-            rec.id: rec.content_hash for rec in store.iter_records(include_embeddings=False)
-        }
-    checkpoint = dict(snapshot)
-    written: dict[str, str] = {}
-    for op in ops:
-        if op.status == OS.APPLIED:
-            for mid in op.removes:
-                checkpoint.pop(mid, None)
-            if op.result_id:
-                written[op.result_id] = content_hash(op.result_document, op.result_metadata or {})
-        elif op.status == OS.FAILED:
-            for mid in op.source_ids:
-                checkpoint.pop(mid, None)
-    # Excluded merges and reconciles: their memories leave the checkpoint, so the next pass
-    # judges them again and the reviewer's keep-apart decision visibly holds them back (the
-    # checkpoint no longer hides an exclusion for good; revoking the decision brings it back).
-    excluded = run.operations.filter(
-        status=OS.EXCLUDED, kind__in=(Operation.Kind.MERGE, Operation.Kind.RECONCILE)
-    ).values_list("source_ids", flat=True)
-    for ids in excluded:
-        for mid in ids:
-            checkpoint.pop(mid, None)
-    if run.decided_actor == "policy":
-        # Auto-applied: nobody saw its conflicts. Their memories leave the checkpoint, so the
-        # next incremental pass finds the pair again and asks a reviewer.
-        undecided = (
-            run.operations.filter(kind=Operation.Kind.CONFLICT)
-            .exclude(scores__has_key="decision")
-            .values_list("source_ids", flat=True)
-        )
-        for ids in undecided:
-            for mid in ids:
-                checkpoint.pop(mid, None)
-    # The part auto-apply left for review: its memories leave the checkpoint too, so the next
-    # (scheduled) pass plans those operations again and its waiting part replaces this one.
-    waiting_pass = ((run.telemetry or {}).get("auto_apply") or {}).get("waiting_pass")
-    if waiting_pass:
-        for ids in Operation.objects.filter(run_id=waiting_pass).values_list(
-            "source_ids", flat=True
-        ):
-            for mid in ids:
-                checkpoint.pop(mid, None)
-    if written:
-        live = stores.get_live(store, sorted(written), include_embeddings=False)
-        checkpoint.update({mid: rec.content_hash for mid, rec in live.items()})
-    Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
-    run.agent.checkpoint = checkpoint
-    store_sampled(run.agent, store)

@@ -13,7 +13,7 @@ from memoryadmin.core.services import (
 )
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import pass_evaluate
-from memoryadmin.proposals.services.evaluation import store_summary
+from memoryadmin.proposals.services.evaluation import store_figures
 from memoryadmin.proposals.services.review import REVIEWER_PICK, conflict_origin, decide_conflict
 
 __all__ = ["operations_carry_over"]
@@ -103,5 +103,5 @@ def operations_carry_over(*, source: Pass, target: Pass, actor: str) -> dict[str
                 **{k: v for k, v in counts.items() if v or k != "decided"},
             },
         )
-        store_summary(target, pass_evaluate(target))
+        store_figures(target, pass_evaluate(target))
     return counts

@@ -168,9 +168,25 @@ def decisions_for_exclusion(
     *, run: Pass, operations: Iterable[Operation], user: Any
 ) -> list[Decision]:
     """A ``keep_apart`` decision for each excluded merge or reconcile of ``run`` (not a
-    reviewer's pick) that has none yet; returns the new ones."""
+    reviewer's pick) and a ``keep`` decision for each excluded prune (its memory is not
+    pruned again, and the next pass says so, until the decision is revoked or the prune
+    included again), each that has none yet; returns the new ones."""
     out = []
     for op in operations:
+        if op.kind == Operation.Kind.PRUNE:
+            if not op.decisions.filter(kind=K.KEEP, revoked_at__isnull=True).exists():
+                out.append(
+                    decision_create(
+                        agent=run.agent,
+                        kind=K.KEEP,
+                        memories=_memories(op),
+                        user=user,
+                        run=run,
+                        operation=op,
+                        note=f"excluded prune #{op.index}",
+                    )
+                )
+            continue
         if op.kind not in APART_KINDS or op.rule == "reviewer_pick" or len(op.source_ids) < 2:
             continue
         if op.decisions.filter(kind=K.KEEP_APART, revoked_at__isnull=True).exists():
@@ -190,11 +206,12 @@ def decisions_for_exclusion(
 
 
 def decisions_for_inclusion(*, operations: Iterable[Operation], user: Any) -> int:
-    """Revoke the keep-apart decisions made by excluding these operations (they are included
-    again); returns how many."""
+    """Revoke the keep-apart (merge, reconcile) and keep (prune) decisions made by excluding
+    these operations (they are included again); returns how many."""
     n = 0
     for op in operations:
-        for d in op.decisions.filter(kind=K.KEEP_APART, revoked_at__isnull=True):
+        kind = K.KEEP if op.kind == Operation.Kind.PRUNE else K.KEEP_APART
+        for d in op.decisions.filter(kind=kind, revoked_at__isnull=True):
             decision_revoke(decision=d, user=user, note=f"operation #{op.index} included again")
             n += 1
     return n
@@ -285,7 +302,8 @@ def decisions_for_rejection(
         )
     ]
     if never_again:
-        out += decisions_for_exclusion(run=run, operations=ops, user=user)
+        apart = [op for op in ops if op.kind != Operation.Kind.PRUNE]
+        out += decisions_for_exclusion(run=run, operations=apart, user=user)
         for op in ops:
             if op.kind == Operation.Kind.PRUNE:
                 out.append(

@@ -15,16 +15,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation.review import LossTotals, operation_risk
-from memoryadmin.agents.selectors.probes import recall_drift
 from memoryadmin.core.services import audit
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import Evaluation, pass_evaluate
-from memoryadmin.proposals.selectors.review import pass_content, recent_writes, run_settings
-from memoryadmin.proposals.selectors.review_guards import content_guard
+from memoryadmin.proposals.selectors.guards import content_guard
+from memoryadmin.proposals.selectors.scoring import pass_content, recent_writes, run_settings
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = [
-    "auto_apply_content_hold",
-    "auto_apply_drift_hold",
     "content_override_record",
     "operations_store_loss",
     "pass_store_figures",
@@ -32,26 +30,9 @@ __all__ = [
 ]
 
 
-def store_summary(run: Pass, ev: Evaluation) -> None:
-    """The pass's summary columns (counts, loss fraction, guard verdict) and its figures
-    (:func:`store_figures`) from ``ev``: what every service that changes what a pass includes
-    calls."""
-    store_figures(run, ev)
-    Pass.objects.filter(pk=run.pk).update(
-        entries_after=ev.entries_after,
-        merged=ev.merged,
-        promoted=ev.promoted,
-        pruned=ev.pruned,
-        reconciled=ev.reconciled,
-        loss_fraction=ev.loss_fraction,
-        guard_passed=ev.guard_passed,
-        guard_reason=ev.guard_reason,
-    )
-
-
 def operations_store_loss(run: Pass) -> LossTotals:
     """Keep each included operation's lost content (``lost``, ``lost_sentences``) and, where it
-    changed, its risk as :func:`~memoryadmin.proposals.selectors.review.pass_content` measures
+    changed, its risk as :func:`~memoryadmin.proposals.selectors.scoring.pass_content` measures
     them with the pass as it now stands, so every operation's figure uses the pass's definition
     (a word is lost only when no memory keeps it after the pass; counted under one operation)
     and they add up to the pass's totals, which it returns. An excluded operation keeps what it
@@ -81,10 +62,10 @@ def operations_store_loss(run: Pass) -> LossTotals:
 
 def store_figures(run: Pass, ev: Evaluation | None = None) -> Evaluation:
     """Keep ``ev`` (default: :func:`pass_evaluate` now) and the loss totals
-    (:func:`~memoryadmin.proposals.selectors.review.pass_loss_totals`, under ``"loss"``) as
+    (:func:`~memoryadmin.proposals.selectors.scoring.pass_loss_totals`, under ``"loss"``) as
     ``run.figures``, what the pages show
     (:func:`~memoryadmin.proposals.selectors.evaluation.pass_figures`,
-    :func:`~memoryadmin.proposals.selectors.review.pass_loss_figures`). Every service that changes
+    :func:`~memoryadmin.proposals.selectors.scoring.pass_loss_figures`). Every service that changes
     which operations a pass includes, what they remove or what they lose calls this after the
     change, in its transaction; ``ev`` must be :func:`pass_evaluate` of the pass as it now
     stands. Each call also bumps ``figures["revision"]`` (read by
@@ -111,68 +92,9 @@ def pass_store_figures(*, run: Pass) -> Evaluation:
     return store_figures(run)
 
 
-def auto_apply_content_hold(run: Pass) -> str | None:
-    """Auto-apply ``all`` needs the content guard to pass as well as the loss guard
-    (:func:`~memoryadmin.proposals.selectors.review_guards.content_guard`). ``None`` when it
-    passes; else the guard's reason (the pass stays a proposal for a person, audited
-    ``auto_apply_held``; :func:`~.passes_auto.pass_auto_apply` marks every operation with it)."""
-    guard = content_guard(run)
-    if guard.passed:
-        return None
-    data = {"content_words": guard.totals.content_words, "sentences": guard.totals.sentences}
-    _audit_held(run, guard.reason, data)
-    return f"content guard: {guard.reason}"
-
-
-def _audit_held(run: Pass, reason: str, data: dict[str, Any]) -> None:
-    """Audit that auto-apply ``all`` holds ``run`` whole for ``reason`` (the progress label is
-    set by :func:`~.passes_auto.pass_auto_apply`, which marks the operations)."""
-    audit(
-        actor="policy",
-        verb="auto_apply_held",
-        run=run,
-        agent=run.agent,
-        note=f"Not applied automatically: {reason}. A person may review and approve it.",
-        data=data,
-    )
-
-
-def auto_apply_drift_hold(run: Pass, min_retention: float | None) -> str | None:
-    """Auto-apply ``all`` also needs the recall kept since a person last approved a pass: the
-    product of the after/before answer-recall ratios of the passes it applied since then
-    (:func:`~memoryadmin.agents.selectors.probes.recall_drift`) times this pass's must stay at
-    or above ``min_retention`` (the policy's ``min_recall_retention``, the per-pass guard's
-    threshold, so five nights of 99.5 % do not add up to 97.5 % unattended). When it would not,
-    the pass stays a proposal for a person, audited ``auto_apply_held`` with the figures, and
-    the reason is returned (``None`` when it passes, the recall guard is off or the agent has no
-    probes); a person's approval starts the count again."""
-    recall = run.recall or {}
-    ratio = recall.get("ratio")
-    if min_retention is None or not isinstance(ratio, int | float) or not recall.get("probes"):
-        return None
-    drift = recall_drift(run.agent, str(recall.get("probe_set") or ""))
-    kept = drift["retention"] * float(ratio)
-    if kept >= min_retention - 1e-12:
-        return None
-    n = len(drift["passes"])
-    since = (
-        f"since pass #{drift['since']}, the last a person approved,"
-        if drift["since"]
-        else "kept by the automatic passes on these probe queries"
-    )
-    reason = (
-        f"recall {since} would be {kept:.1%} after this pass "
-        f"({n} automatic pass{'es' if n != 1 else ''} kept {drift['retention']:.1%}, this one "
-        f"{float(ratio):.1%}), below the recall retention {min_retention:.0%}"
-    )
-    _audit_held(run, reason, {"recall_drift": kept, "passes": drift["passes"],
-                              "since": drift["since"]})  # fmt: skip
-    return reason
-
-
 def content_override_record(run: Pass, actor: str, user: Any) -> None:
     """When the content guard fails on what ``run`` now includes, record that ``actor``
-    approved past it (audit event + ``telemetry["content_override"]``)."""
+    approved past it (audit event + ``telemetry_data.content_override``)."""
     guard = content_guard(run)
     if guard.passed:
         return
@@ -185,6 +107,4 @@ def content_override_record(run: Pass, actor: str, user: Any) -> None:
         note=f"Approved past the content guard: {guard.reason}.",
         data={"content_words": guard.totals.content_words, "sentences": guard.totals.sentences},
     )
-    telemetry = dict(run.telemetry or {}) | {"content_override": override}
-    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-    run.telemetry = telemetry
+    telemetry_save(run, run.telemetry_data.with_(content_override=override))

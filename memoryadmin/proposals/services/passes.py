@@ -46,8 +46,9 @@ from memoryadmin.proposals.selectors.decisions import standing_decisions
 from memoryadmin.proposals.selectors.evaluation import evaluate, plan_verdict
 from memoryadmin.proposals.selectors.passes import plan_inputs_digest, promoted_counts
 from memoryadmin.proposals.services.apply import pass_apply
-from memoryadmin.proposals.services.passes_auto import left_by_auto_apply
-from memoryadmin.proposals.services.passes_store import PassPlan, proposal_store
+from memoryadmin.proposals.services.auto_apply import left_by_auto_apply
+from memoryadmin.proposals.services.proposal import PassPlan, proposal_store
+from memoryadmin.proposals.telemetry import PassTelemetry
 
 __all__ = [
     "PassPlan",
@@ -85,7 +86,7 @@ def pass_request(
     :class:`PassAlreadyActive` — and records an ``AuditEvent`` with verb ``"refused"`` — when
     another pass of the agent is active (I-5). ``slot`` (scheduled runs) is the local calendar
     slot recorded on the ``requested`` event. ``layer`` restricts the pass to one memory layer
-    (``memory_compact``), recorded in ``telemetry["layer"]``. Who may start a pass is checked
+    (``memory_compact``), recorded in ``telemetry_data.layer``. Who may start a pass is checked
     by its callers (the Run now page and the API: admins; the schedule and the shell).
     """
     trigger = Pass.Trigger(trigger).value
@@ -99,10 +100,10 @@ def pass_request(
                 requested_by=user_or_none(user),
                 policy=policy.to_dict() if policy is not None else agent.policy,
                 max_loss_fraction=(policy or agent.get_policy()).max_loss_fraction,
-                telemetry={
-                    **({"policy_override": policy_name or "explicit"} if override else {}),
-                    **({"layer": layer} if layer else {}),
-                },
+                telemetry=PassTelemetry(
+                    policy_override=(policy_name or "explicit") if override else None,
+                    layer=layer or None,
+                ).to_json(),
             )
             audit(
                 actor=actor,
@@ -136,7 +137,7 @@ def pass_request_scheduled(*, agent: Agent, now: datetime | None = None) -> Pass
     - a proposal of the agent is pending: it is somebody's work, so nothing is planned (a
       ``* * * * *`` schedule stacked a stale proposal every minute, each discarding the
       reviewer's exclusions) — except the part an auto-applying agent left for review
-      (:func:`.passes_auto.left_by_auto_apply`): the nightly pass runs on, plans the store
+      (:func:`.auto_apply.left_by_auto_apply`): the nightly pass runs on, plans the store
       as it is now (the waiting operations again, with the reviewer's exclusions and edits
       carried over) and its own waiting part replaces the old one; or
     - this local calendar slot already ran: in the autumn daylight-saving change a ``30 2 * * *``
@@ -182,8 +183,8 @@ def _repeats(agent: Agent) -> Pass | None:
     content hashes (no embeddings); when the store cannot be read or the policy is invalid, the
     pass goes ahead and records why it fails."""
     last = agent.passes.filter(planned_at__isnull=False).order_by("-planned_at", "-id").first()
-    digest = (last.telemetry or {}).get("inputs_digest") if last is not None else None
-    if last is None or not digest or (last.telemetry or {}).get("policy_override"):
+    digest = last.telemetry_data.inputs_digest if last is not None else None
+    if last is None or not digest or last.telemetry_data.policy_override:
         return None
     try:
         policy = jsonable(agent.get_policy().to_dict())
@@ -345,7 +346,7 @@ def pass_run(*, run: Pass, now: datetime | None = None, inline: bool = False) ->
     now = now or timezone.now()
     try:
         # The agent's policy as saved now, unless the request overrode it for this pass.
-        override = (run.telemetry or {}).get("policy_override")
+        override = run.telemetry_data.policy_override
         policy = Policy.from_dict(run.policy) if override else agent.get_policy()
         agent.get_field_map()  # validated before the pass starts: a bad map fails it here
     except ValueError as exc:
@@ -389,7 +390,7 @@ def _plan_and_store(run: Pass, agent: Agent, policy: Policy, actor: str, now: da
             policy=policy,
             now=now,
             progress=lambda f, label: set_progress(run, 0.05 + 0.75 * f, label),
-            layer=(run.telemetry or {}).get("layer"),
+            layer=run.telemetry_data.layer,
         )
         set_progress(run, 0.85, f"Storing {len(planned.plan.operations):,} proposed operations")
         run = proposal_store(run, planned, policy, actor, now)

@@ -28,19 +28,16 @@ from memoryadmin.memories.models import ForgetRequest
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.evaluation import Evaluation, applies_words, pass_evaluate
 from memoryadmin.proposals.selectors.passes import stale_reason
-from memoryadmin.proposals.selectors.review import (
-    RISK_LINE,
-    pass_revision,
-    rescore_operation,
-    stored_scores,
-)
+from memoryadmin.proposals.selectors.review import RISK_LINE, pass_revision
+from memoryadmin.proposals.selectors.scoring import rescore_operation, stored_scores
 from memoryadmin.proposals.services.decisions import (
     decision_for_conflict,
     decisions_for_exclusion,
     decisions_for_inclusion,
     decisions_for_rejection,
 )
-from memoryadmin.proposals.services.evaluation import content_override_record, store_summary
+from memoryadmin.proposals.services.evaluation import content_override_record, store_figures
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = [
     "CONFLICT_CHOICES",
@@ -102,7 +99,7 @@ def operation_set_excluded(*, operation: Operation, excluded: bool, user: Any) -
         else:
             decisions_for_inclusion(operations=[op], user=user)
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     operation.status = op.status
     return ev
 
@@ -153,7 +150,7 @@ def operation_edit_text(*, operation: Operation, document: str, user: Any) -> Ev
         )
     operation.result_document, operation.edited = op.result_document, op.edited
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     return ev
 
 
@@ -300,7 +297,7 @@ def conflict_resolve(*, operation: Operation, keep: str | None, user: Any) -> Ev
         },
     )
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     operation.refresh_from_db()
     return ev
 
@@ -393,7 +390,7 @@ def operations_set_excluded(
         else:
             decisions_for_inclusion(operations=touched, user=user)
     ev = pass_evaluate(run)
-    store_summary(run, ev)
+    store_figures(run, ev)
     return ev, indexes
 
 
@@ -410,9 +407,8 @@ def pass_score_operations(*, run: Pass) -> int:
     Operation.objects.bulk_update(
         ops, ["risk", "risk_reasons", "lost", "lost_sentences"], batch_size=500
     )
-    telemetry = dict(run.telemetry or {})
-    telemetry["review"] = {"scored": True, "risk_line": RISK_LINE, "from": "stored rows"}
-    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
+    review = {"scored": True, "risk_line": RISK_LINE, "from": "stored rows"}
+    telemetry_save(run, run.telemetry_data.with_(review=review))
     return len(ops)
 
 
@@ -426,8 +422,8 @@ def pass_approve(*, run: Pass, user: Any, note: str = "", revision: str | None =
     :class:`ServiceError` when the pass is not proposed, another pass of the agent is active or
     a forget request of the agent is being applied.
     A person may approve past a failing content guard
-    (:func:`~memoryadmin.proposals.selectors.review_guards.content_guard`): that is recorded, as an
-    ``approved_past_content_guard`` audit event and in ``telemetry["content_override"]``
+    (:func:`~memoryadmin.proposals.selectors.guards.content_guard`): that is recorded, as an
+    ``approved_past_content_guard`` audit event and in ``telemetry_data.content_override``
     (``{"by", "at", "reason"}``, shown on the pass).
     """
     require(user, REVIEW, f"approve pass #{run.pk}")

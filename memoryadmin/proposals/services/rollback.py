@@ -47,11 +47,13 @@ from memoryadmin.memories.services.memories import memory_guard
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.decisions import decisions_of_pass
 from memoryadmin.proposals.services.apply import batches
+from memoryadmin.proposals.services.checkpoint import checkpoint_after_rollback
 from memoryadmin.proposals.services.decisions import (
     decision_for_restore,
     decision_revoke,
     decisions_for_rejection,
 )
+from memoryadmin.proposals.telemetry import telemetry_save
 
 __all__ = [
     "UNDONE",
@@ -225,12 +227,9 @@ def pass_rollback_request(
             data={"memory_ids": ids},
         )
         raise RollbackBlocked(message, ids)
-    telemetry = dict(run.telemetry or {})
-    telemetry["rollback"] = {
-        "from": run.status,
-        "actor": actor,
-        "requested_at": timezone.now().isoformat(),
-    }
+    telemetry = run.telemetry_data.with_(
+        rollback={"from": run.status, "actor": actor, "requested_at": timezone.now().isoformat()}
+    )
     try:
         with transaction.atomic():
             run = transition(
@@ -241,7 +240,7 @@ def pass_rollback_request(
                 verb="rollback_requested",
                 user=user,
                 note=note or "",
-                telemetry=telemetry,
+                telemetry=telemetry.to_json(),
                 progress=0.0,
                 progress_label="Waiting to roll back",
                 finished_at=None,
@@ -276,12 +275,12 @@ def _enqueue_rollback(pk: int) -> None:
 
 
 def _rollback_actor(run: Pass) -> str:
-    return str((run.telemetry or {}).get("rollback", {}).get("actor") or "cli")
+    return run.telemetry_data.rollback_actor
 
 
 def _back_to_applied(run: Pass, reason: str, actor: str, verb: str) -> Pass:
     """Nothing was written yet: return the pass to the status it was rolled back from."""
-    frm = (run.telemetry or {}).get("rollback", {}).get("from") or S.APPLIED
+    frm = (run.telemetry_data.rollback or {}).get("from") or S.APPLIED
     return transition(
         run,
         frm=(S.ROLLING_BACK,),
@@ -319,7 +318,7 @@ def pass_rollback(*, run: Pass) -> Pass:
     ops = list(
         run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("-index")
     )
-    info = dict((run.telemetry or {}).get("rollback") or {})
+    info = dict(run.telemetry_data.rollback or {})
     fresh = not info.get("started") and not run.operations.filter(status=OS.ROLLED_BACK).exists()
     wrote = False
     total = len(ops) + run.operations.filter(status=OS.ROLLED_BACK).count()
@@ -339,9 +338,7 @@ def pass_rollback(*, run: Pass) -> Pass:
                     "rollback_refused",
                 )
         if fresh:  # from here on a failure leaves the pass rolling_back, to be resumed
-            telemetry = dict(run.telemetry or {}) | {"rollback": info | {"started": True}}
-            Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-            run.telemetry = telemetry
+            telemetry_save(run, run.telemetry_data.with_(rollback=info | {"started": True}))
         for batch in batches(ops):
             set_progress(
                 run,
@@ -381,7 +378,7 @@ def pass_rollback(*, run: Pass) -> Pass:
         progress_label="Rolled back",
     )
     try:
-        _refresh_checkpoint(run, store)
+        checkpoint_after_rollback(run, store)
     except Exception:  # the pass is rolled back; a stale checkpoint only costs a wider next plan
         log.exception("could not refresh the checkpoint of agent %s", run.agent_id)
     return run
@@ -428,25 +425,6 @@ def _rollback_batch(run: Pass, batch: list[Operation], store: Any) -> None:
             pk__in=[a.pk for a in archived], restored_at__isnull=True
         ).update(restored_at=timezone.now())
     failpoint("rollback:marked")
-
-
-def _refresh_checkpoint(run: Pass, store: Any) -> None:
-    """Checkpoint := current minus what the pass created and minus the restored originals; and a
-    :class:`StoreSample` of the store's size (the dashboard's size chart shows the rollback).
-
-    Restored originals count as new again, so the next pass plans them afresh and the operator
-    gets a new proposal to review (excluding what was wrong) instead of an empty one: an undone
-    consolidation is not a consolidated one.
-    """
-    ops = list(run.operations.filter(status=OS.ROLLED_BACK))
-    checkpoint = dict(run.agent.checkpoint or {})
-    for op in ops:
-        if op.result_id:
-            checkpoint.pop(op.result_id, None)
-    for a in _archived_of(ops):
-        checkpoint.pop(a.memory_id, None)
-    Agent.objects.filter(pk=run.agent_id).update(checkpoint=checkpoint)
-    store_sampled(run.agent, store)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,7 +42,8 @@ def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
     """Each kind's group: its counts (aggregates) and, when the page shows its rows, one page of
     operations. A long proposal (more than :data:`COLLAPSE_OVER` operations) shows its groups
     collapsed and loads a group's rows when it is opened (htmx), so only groups the request
-    names (``?kind=``, ``?<kind>_page=``) come with rows (``lazy`` marks the others)."""
+    names (``?kind=``, ``?<kind>_page=``) and the conflicts (questions for a person, kept
+    open) come with rows (``lazy`` marks the others)."""
     pages = {k: params.get(f"{k}_page", 1) for k in Operation.Kind.values}
     kinds = getattr(ev, "kinds", None) or {}
     found = pass_operation_pages(run=run, pages=pages)
@@ -52,7 +53,9 @@ def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
     for kind, total, page in found:
         ops, memories = kinds.get(kind, (0, 0))
         curated = getattr(ev, "merged_promoted", 0) if kind == "merge" else 0
-        lazy = collapsed and not _named(kind, params)
+        # conflicts wait for a person: their group is never collapsed, however long the pass
+        shown = _named(kind, params) or kind == Operation.Kind.CONFLICT
+        lazy = collapsed and not shown
         groups.append(
             {
                 "kind": kind,
@@ -60,7 +63,7 @@ def _groups(run: Pass, params: Any, ev: Any = None) -> list[dict[str, Any]]:
                 "page": page,
                 "ops": [] if lazy else [operation_view(op) for op in page],
                 "lazy": lazy,
-                "named": _named(kind, params),
+                "named": shown,
                 "label": count_label(kind, ops, memories, curated=curated),
                 "not_counted": total - ops,
                 "not_counted_words": words.get(kind, ""),

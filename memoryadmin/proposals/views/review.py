@@ -28,9 +28,9 @@ from memoryadmin.core.views import HtmxHttpRequest, can_review
 from memoryadmin.proposals.forms.review import BulkReviewForm, ExcludeForm, MergedTextForm, NoteForm
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import pass_figures
+from memoryadmin.proposals.selectors.guards import budget_fix
 from memoryadmin.proposals.selectors.passes import operation_view, pass_reviewed, pass_summary
 from memoryadmin.proposals.selectors.review import bulk_targets
-from memoryadmin.proposals.selectors.review_guards import budget_fix
 from memoryadmin.proposals.services import review as review_services
 from memoryadmin.proposals.views.passes import pass_page, refused_keep
 from memoryadmin.proposals.views.review_panel import (

@@ -11,24 +11,24 @@ from typing import Any
 from memoryadmin.proposals.forms.review import ReviewFilterForm
 from memoryadmin.proposals.models import Operation, Pass
 from memoryadmin.proposals.selectors.evaluation import pass_figures
+from memoryadmin.proposals.selectors.guards import (
+    approve_blocked,
+    budget_fix,
+    content_guard,
+)
 from memoryadmin.proposals.selectors.review import (
     RISK_LINE,
     approve_line,
     conflict_counts,
     lost_page,
-    pass_loss_figures,
     pass_revision,
     review_card,
     review_page,
     review_rest,
     review_rules,
 )
-from memoryadmin.proposals.selectors.review_guards import (
-    approve_blocked,
-    budget_fix,
-    content_guard,
-)
 from memoryadmin.proposals.selectors.review_list import review_line_ids, review_list_moves
+from memoryadmin.proposals.selectors.scoring import pass_loss_figures
 
 PINNED_KEY = "review-list"
 """Session key: ``{pass id: [operation ids]}``, the Review list of each pass as last loaded."""
@@ -97,7 +97,7 @@ def review_context(
             "form": form,
             "query": query,
             "params": query.params(),
-            "scored": bool((run.telemetry or {}).get("review", {}).get("scored")),
+            "scored": run.telemetry_data.review_scored,
             "line": RISK_LINE,
             "rules": review_rules(run),
             "moves": review_list_moves(run, pinned),

@@ -16,16 +16,30 @@ from consolidation import OpKind, Policy
 from consolidation.review import Gate, model_author, operation_pairs, split_auto_apply
 from consolidation.review.lost import sentences
 from memoryadmin.agents.models import Agent
-from memoryadmin.agents.selectors.probes import recall_check, recall_check_then, recall_held
+from memoryadmin.agents.selectors.probes import (
+    recall_check,
+    recall_check_then,
+    recall_drift,
+    recall_held,
+)
 from memoryadmin.core.services import audit, jsonable, notify_after_commit, transition
 from memoryadmin.notifications.models import NotificationEvent
 from memoryadmin.proposals.models import Operation, Pass, PassSnapshot
 from memoryadmin.proposals.selectors.decisions import rejected_index, rejected_joins
 from memoryadmin.proposals.selectors.evaluation import pass_evaluate
+from memoryadmin.proposals.selectors.guards import content_guard
 from memoryadmin.proposals.services.decisions import decisions_count_held_back
-from memoryadmin.proposals.services.evaluation import store_summary
+from memoryadmin.proposals.services.evaluation import store_figures
+from memoryadmin.proposals.telemetry import PassTelemetry, telemetry_save
 
-__all__ = ["ROW_BATCH", "left_by_auto_apply", "mark_rejected_before", "pass_auto_apply"]
+__all__ = [
+    "ROW_BATCH",
+    "auto_apply_content_hold",
+    "auto_apply_drift_hold",
+    "left_by_auto_apply",
+    "mark_rejected_before",
+    "pass_auto_apply",
+]
 
 S = Pass.Status
 
@@ -43,7 +57,7 @@ def left_by_auto_apply(agent: Agent, pending: Pass) -> bool:
     auto-applies. An operator who leaves auto-apply on expects the schedule to keep consolidating
     what is not waiting; the waiting part is planned again by the next pass, never applied
     without the guards and the split (an operation a reviewer edited waits for a person again)."""
-    return agent.auto_apply != Agent.AutoApply.OFF and "auto_apply" in (pending.telemetry or {})
+    return agent.auto_apply != Agent.AutoApply.OFF and pending.telemetry_data.auto_apply is not None
 
 
 def pass_auto_apply(
@@ -59,7 +73,7 @@ def pass_auto_apply(
     :class:`~.passes.PassPlan` it was stored from, ``scored``: each operation's ``(loss, risk)``
     as stored): ``approved`` by
     "policy", except what must wait for a person, which moves to a new proposal of the agent
-    (``telemetry["auto_apply"]`` of both names the other; the page says "applied automatically:
+    (``telemetry_data.auto_apply`` of both names the other; the page says "applied automatically:
     N · waiting for review: M").
 
     - ``safe``: :func:`consolidation.review.split_auto_apply` over the operations as planned,
@@ -89,7 +103,7 @@ def pass_auto_apply(
     counts = {"mode": mode, "waiting": len(waiting), "reasons": _reason_counts(waiting.values())}
     if not left.exclude(status=Operation.Status.EXCLUDED).exists():
         counts["applied"] = 0
-        telemetry = {**(run.telemetry or {}), "auto_apply": counts}
+        telemetry = run.telemetry_data.with_(auto_apply=counts).to_json()
         label = "Waiting for review" + (f" ({HOLD_LABELS.get(hold[0], hold[0])})" if hold else "")
         Pass.objects.filter(pk=run.pk).update(telemetry=telemetry, progress_label=label)
         if hold is None:  # a hold was audited with its figures where it was found
@@ -112,7 +126,7 @@ def pass_auto_apply(
     applied = len(first)
     counts["applied"] = applied
     if (run.recall or {}).get("passed", True) is False:
-        # The whole plan failed the recall guard (services.passes_store.recall_split): what
+        # The whole plan failed the recall guard (services.proposal.recall_split): what
         # applies on its own is held to the guard by itself, measured on the same snapshot.
         own = recall_check(run.agent, planned.records, first, policy)
         if not own.get("passed", True):
@@ -127,9 +141,7 @@ def pass_auto_apply(
         recall = recall_check_then(run.agent, planned.records, first, then, policy)
         child = _waiting_part(run, list(waiting), counts, recall)
         counts["waiting_pass"] = child.pk
-    telemetry = {**(run.telemetry or {}), "auto_apply": counts}
-    Pass.objects.filter(pk=run.pk).update(telemetry=telemetry)
-    run.telemetry = telemetry
+    telemetry_save(run, run.telemetry_data.with_(auto_apply=counts))
     note = f"Auto-applied by the agent's policy ({mode}): the guards passed."
     if counts.get("recall_split"):
         note += (
@@ -303,11 +315,9 @@ def _recall_rejected(run: Pass, recall: dict[str, Any], counts: dict[str, Any]) 
         verb="rejected_by_guard",
         note=reason,
         data=counts,
-        guard_passed=False,
-        guard_reason=reason,
         reason=reason,
         recall=jsonable(recall),
-        telemetry={**(run.telemetry or {}), "auto_apply": {**counts, "applied": 0}},
+        telemetry=run.telemetry_data.with_(auto_apply={**counts, "applied": 0}).to_json(),
         finished_at=timezone.now(),
         progress_label="Rejected by the recall guard",
     )
@@ -330,17 +340,17 @@ def _waiting_part(
     part's ``entries_after``, e.g. 530 → 519 applied, then 519 → … waiting), so its store
     change and its loss fraction are those of approving it after the applied part; ``recall``
     (:func:`~memoryadmin.agents.selectors.probes.recall_check_then`) is measured the same way."""
-    telemetry = {
-        key: run.telemetry[key] for key in ("now", "review", "layer") if key in run.telemetry
-    }
-    telemetry["auto_apply"] = {
-        "part": "waiting",
-        "applied_pass": run.pk,
-        "mode": counts["mode"],
-        "applied": counts["applied"],
-        "waiting": counts["waiting"],
-        "reasons": counts["reasons"],
-    }
+    parent = run.telemetry_data
+    telemetry = PassTelemetry(now=parent.now, review=parent.review, layer=parent.layer).with_(
+        auto_apply={
+            "part": "waiting",
+            "applied_pass": run.pk,
+            "mode": counts["mode"],
+            "applied": counts["applied"],
+            "waiting": counts["waiting"],
+            "reasons": counts["reasons"],
+        }
+    )
     child = Pass.objects.create(
         agent=run.agent,
         status=S.PROPOSED,
@@ -350,7 +360,7 @@ def _waiting_part(
         max_loss_fraction=run.max_loss_fraction,
         entries_before=run.entries_before,
         recall=jsonable(recall),
-        telemetry=telemetry,
+        telemetry=telemetry.to_json(),
         snapshot_hash=run.snapshot_hash,
         started_at=run.started_at,
         planned_at=run.planned_at,
@@ -361,10 +371,10 @@ def _waiting_part(
     hashes = PassSnapshot.objects.filter(run=run).values_list("hashes", flat=True).first() or {}
     PassSnapshot.objects.create(run=child, hashes=hashes)
     applied = pass_evaluate(run)
-    store_summary(run, applied)
+    store_figures(run, applied)
     Pass.objects.filter(pk=child.pk).update(entries_before=applied.entries_after)
     child.entries_before = applied.entries_after
-    store_summary(child, pass_evaluate(child))
+    store_figures(child, pass_evaluate(child))
     audit(
         actor="policy",
         verb="proposed",
@@ -378,3 +388,62 @@ def _waiting_part(
     )
     notify_after_commit(child, NotificationEvent.PROPOSAL_WAITING)
     return child
+
+
+def auto_apply_content_hold(run: Pass) -> str | None:
+    """Auto-apply ``all`` needs the content guard to pass as well as the loss guard
+    (:func:`~memoryadmin.proposals.selectors.guards.content_guard`). ``None`` when it
+    passes; else the guard's reason (the pass stays a proposal for a person, audited
+    ``auto_apply_held``; :func:`~.auto_apply.pass_auto_apply` marks every operation with it)."""
+    guard = content_guard(run)
+    if guard.passed:
+        return None
+    data = {"content_words": guard.totals.content_words, "sentences": guard.totals.sentences}
+    _audit_held(run, guard.reason, data)
+    return f"content guard: {guard.reason}"
+
+
+def _audit_held(run: Pass, reason: str, data: dict[str, Any]) -> None:
+    """Audit that auto-apply ``all`` holds ``run`` whole for ``reason`` (the progress label is
+    set by :func:`~.auto_apply.pass_auto_apply`, which marks the operations)."""
+    audit(
+        actor="policy",
+        verb="auto_apply_held",
+        run=run,
+        agent=run.agent,
+        note=f"Not applied automatically: {reason}. A person may review and approve it.",
+        data=data,
+    )
+
+
+def auto_apply_drift_hold(run: Pass, min_retention: float | None) -> str | None:
+    """Auto-apply ``all`` also needs the recall kept since a person last approved a pass: the
+    product of the after/before answer-recall ratios of the passes it applied since then
+    (:func:`~memoryadmin.agents.selectors.probes.recall_drift`) times this pass's must stay at
+    or above ``min_retention`` (the policy's ``min_recall_retention``, the per-pass guard's
+    threshold, so five nights of 99.5 % do not add up to 97.5 % unattended). When it would not,
+    the pass stays a proposal for a person, audited ``auto_apply_held`` with the figures, and
+    the reason is returned (``None`` when it passes, the recall guard is off or the agent has no
+    probes); a person's approval starts the count again."""
+    recall = run.recall or {}
+    ratio = recall.get("ratio")
+    if min_retention is None or not isinstance(ratio, int | float) or not recall.get("probes"):
+        return None
+    drift = recall_drift(run.agent, str(recall.get("probe_set") or ""))
+    kept = drift["retention"] * float(ratio)
+    if kept >= min_retention - 1e-12:
+        return None
+    n = len(drift["passes"])
+    since = (
+        f"since pass #{drift['since']}, the last a person approved,"
+        if drift["since"]
+        else "kept by the automatic passes on these probe queries"
+    )
+    reason = (
+        f"recall {since} would be {kept:.1%} after this pass "
+        f"({n} automatic pass{'es' if n != 1 else ''} kept {drift['retention']:.1%}, this one "
+        f"{float(ratio):.1%}), below the recall retention {min_retention:.0%}"
+    )
+    _audit_held(run, reason, {"recall_drift": kept, "passes": drift["passes"],
+                              "since": drift["since"]})  # fmt: skip
+    return reason

@@ -1,7 +1,7 @@
 """Storing a planned pass: its operations, its snapshot and its figures in one transaction,
 the pending proposal it supersedes, and the guards' verdict (``proposed`` or
 ``rejected_by_guard``); an auto-applying agent's proposal goes on to
-:func:`~.passes_auto.pass_auto_apply`.
+:func:`~.auto_apply.pass_auto_apply`.
 
 :func:`proposal_store` is called by :mod:`.passes` once a pass is planned (:class:`PassPlan`).
 """
@@ -25,19 +25,19 @@ from memoryadmin.core.services import jsonable, transition
 from memoryadmin.proposals.models import Operation, OperationSource, Pass, PassSnapshot
 from memoryadmin.proposals.selectors.evaluation import Evaluation
 from memoryadmin.proposals.selectors.passes import plan_inputs_digest
-from memoryadmin.proposals.selectors.review import RISK_LINE, plan_review
-from memoryadmin.proposals.services.carry_over import operations_carry_over
-from memoryadmin.proposals.services.decisions import decisions_count_held_back
-from memoryadmin.proposals.services.evaluation import (
+from memoryadmin.proposals.selectors.review import RISK_LINE
+from memoryadmin.proposals.selectors.scoring import plan_review
+from memoryadmin.proposals.services.auto_apply import (
+    ROW_BATCH,
     auto_apply_content_hold,
     auto_apply_drift_hold,
-    store_figures,
-)
-from memoryadmin.proposals.services.passes_auto import (
-    ROW_BATCH,
     mark_rejected_before,
     pass_auto_apply,
 )
+from memoryadmin.proposals.services.carry_over import operations_carry_over
+from memoryadmin.proposals.services.decisions import decisions_count_held_back
+from memoryadmin.proposals.services.evaluation import store_figures
+from memoryadmin.proposals.telemetry import PassTelemetry
 
 __all__ = ["RECALL_SPLIT", "PassPlan", "proposal_store", "recall_split"]
 
@@ -175,25 +175,26 @@ def recall_split(run: Pass, planned: PassPlan) -> bool:
 
 def _telemetry(
     run: Pass, planned: PassPlan, policy: Policy, now: datetime, hashes: Mapping[str, str]
-) -> dict[str, Any]:
-    """The pass's ``telemetry``: the plan's context (JSON-safe), what the request fixed
-    (``policy_override``, ``layer``), the planned figures, ``now`` (ISO 8601) and the digest of
+) -> PassTelemetry:
+    """The pass's telemetry: the plan's context (JSON-safe), what the request fixed
+    (``policy_override``, ``layer``), ``now`` (ISO 8601) and the digest of
     what the plan was made from (``inputs_digest``: the schedule skips a pass that would repeat
     it, ``passes.pass_request_scheduled``)."""
-    telemetry = jsonable(dict(planned.plan.context or {}))
-    for key in ("policy_override", "layer"):  # what the request fixed, kept with the plan
-        if (run.telemetry or {}).get(key):
-            telemetry[key] = run.telemetry[key]
-    telemetry["planned"] = planned.evaluation.to_dict()
-    telemetry["now"] = now.isoformat()
-    telemetry["inputs_digest"] = plan_inputs_digest(
+    requested = run.telemetry_data  # what the request fixed, kept with the plan
+    telemetry = PassTelemetry.from_json(jsonable(dict(planned.plan.context or {})))
+    telemetry = telemetry.with_(
+        policy_override=requested.policy_override or telemetry.policy_override,
+        layer=requested.layer or telemetry.layer,
+        now=now.isoformat(),
+    )
+    digest = plan_inputs_digest(
         run.agent,
         hashes=hashes,
         policy=jsonable(policy.to_dict()),
         now=now,
-        layer=telemetry.get("layer"),
+        layer=telemetry.layer,
     )
-    return telemetry
+    return telemetry.with_(inputs_digest=digest)
 
 
 def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now: datetime) -> Pass:
@@ -202,15 +203,16 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
     the agent's pending proposal (carrying the reviewer's work over); then ``proposed``, or
     ``rejected_by_guard`` with the first failing guard's reason (the recall guard alone does not
     reject a ``safe`` agent's pass: :func:`recall_split`), or ``no_changes`` for an empty plan;
-    an auto-applying agent's proposal goes on to :func:`~.passes_auto.pass_auto_apply`. Returns
+    an auto-applying agent's proposal goes on to :func:`~.auto_apply.pass_auto_apply`. Returns
     the refreshed pass. Raises what the database raises (nothing is then stored)."""
     records, plan, ev, recall = planned.records, planned.plan, planned.evaluation, planned.recall
     guard_passed, guard_reason = planned.guard_passed, planned.guard_reason
+    split_note = ""
     if recall_split(run, planned):
         # auto-apply safe: the operations behind the lost answers wait for a person and the
-        # rest is held to the recall guard on its own (passes_auto.pass_auto_apply)
+        # rest is held to the recall guard on its own (auto_apply.pass_auto_apply)
         guard_passed = True
-        guard_reason = f"{ev.guard_reason} {RECALL_SPLIT} {(recall or {}).get('reason', '')}"
+        split_note = f"{RECALL_SPLIT} {(recall or {}).get('reason', '')}"
     by_id = {r.id: r for r in records}
     hashes = {r.id: r.content_hash for r in records}  # computed once: ~15 µs per memory
     trimmed = (plan.context or {}).get("trimmed") or {}
@@ -226,11 +228,9 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
         fieldmap=run.agent.get_field_map(),
         now=now,
     )
-    telemetry["review"] = {
-        "scored": True,
-        "risk_line": RISK_LINE,
-        "store_sentences": store_sentences,
-    }
+    telemetry = telemetry.with_(
+        review={"scored": True, "risk_line": RISK_LINE, "store_sentences": store_sentences}
+    )
     held = (plan.context or {}).get("held_back_by_decision") or {}
     held_keys = (plan.context or {}).get("held_back_keys") or {}
     with transaction.atomic():
@@ -255,15 +255,7 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
         )
         fields: dict[str, Any] = {
             "entries_before": ev.entries_before,
-            "entries_after": ev.entries_after,
-            "merged": ev.merged,
-            "promoted": ev.promoted,
-            "pruned": ev.pruned,
-            "reconciled": ev.reconciled,
-            "loss_fraction": ev.loss_fraction,
-            "guard_passed": guard_passed,
-            "guard_reason": guard_reason,
-            "telemetry": telemetry,
+            "telemetry": telemetry.to_json(),
             "recall": jsonable(recall or {}),
             "snapshot_hash": _snapshot_hash(hashes),
             "planned_at": timezone.now(),
@@ -278,7 +270,7 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
             to=to,
             actor=actor,
             verb="proposed" if guard_passed else "rejected_by_guard",
-            note="" if guard_passed else guard_reason,
+            note=split_note if guard_passed else guard_reason,
             data={"operations": len(plan.operations), "loss_fraction": ev.loss_fraction},
             **fields,
         )
@@ -287,7 +279,7 @@ def proposal_store(run: Pass, planned: PassPlan, policy: Policy, actor: str, now
             run.refresh_from_db()
         if guard_passed and not plan.operations:
             # Nothing to review and nothing to write: settle it instead of leaving an empty
-            # "pending" proposal for an operator to approve (a fresh-user finding).
+            # "pending" proposal for an operator to approve.
             run = transition(
                 run,
                 frm=(S.PROPOSED,),

@@ -14,7 +14,7 @@ from consolidation.result import loss_budget
 from consolidation.review import LossTotals, content_verdict
 from consolidation.review.lost import sentences
 from memoryadmin.proposals.models import Operation, OperationSource, Pass
-from memoryadmin.proposals.selectors.review import pass_loss_figures, run_settings
+from memoryadmin.proposals.selectors.scoring import pass_loss_figures, run_settings
 
 __all__ = ["ContentGuard", "approve_blocked", "budget_fix", "content_guard", "content_policy"]
 
@@ -41,7 +41,7 @@ def content_policy(run: Pass) -> Policy:
     :func:`~.evaluation.effective_threshold`); a pass run with an explicit policy override
     keeps that policy's."""
     planned, _ = run_settings(run)
-    if (run.telemetry or {}).get("policy_override"):
+    if run.telemetry_data.policy_override:
         return planned
     try:
         current = run.agent.get_policy()
@@ -60,11 +60,11 @@ def content_policy(run: Pass) -> Policy:
 
 def _store_sentences(run: Pass) -> int:
     """Sentences of the store before ``run``, as planning counted them
-    (``telemetry["review"]["store_sentences"]``); for a pass stored without that count, the
+    (``telemetry_data.store_sentences``); for a pass stored without that count, the
     distinct sentences of its sources (a lower bound: the fraction fails closed)."""
-    review = (run.telemetry or {}).get("review") or {}
-    if isinstance(review.get("store_sentences"), int):
-        return int(review["store_sentences"])
+    counted = run.telemetry_data.store_sentences
+    if counted is not None:
+        return counted
     docs = OperationSource.objects.filter(operation__run=run).values_list("document", flat=True)
     return len({s for doc in docs for s in sentences(doc)})
 
@@ -74,11 +74,11 @@ def content_guard(run: Pass, totals: LossTotals | None = None) -> ContentGuard:
     (:func:`pass_loss_figures`, or ``totals`` when given) against :func:`content_policy`:
     what the proposal page, the API, auto-apply and approve read. Auto-apply needs it to pass
     (and the loss guard); a person may approve past it, which is recorded
-    (``telemetry["content_override"]``, shown as :attr:`ContentGuard.overridden`)."""
+    (``telemetry_data.content_override``, shown as :attr:`ContentGuard.overridden`)."""
     totals = totals if totals is not None else pass_loss_figures(run)
     base = _store_sentences(run)
     passed, reason = content_verdict(totals, base, content_policy(run))
-    override = (run.telemetry or {}).get("content_override")
+    override = run.telemetry_data.content_override
     override = override if isinstance(override, dict) else None
     return ContentGuard(passed, reason, totals, base, override)
 
