@@ -15,6 +15,19 @@ from tests.core.test_browser import browser_page  # noqa: F401  (the chromium fi
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
+def _new_york(chromium_page, live_server):
+    """A browser context in New York with bob signed in (the login page stores the zone)."""
+    context = chromium_page.context.browser.new_context(timezone_id="America/New_York")
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", "bob")
+    page.fill("#id_password", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/$"))
+    return context, page
+
+
 def test_a_new_york_browser_sees_new_york_times(
     live_server,
     transactional_db,
@@ -29,14 +42,7 @@ def test_a_new_york_browser_sees_new_york_times(
     event = audit(actor="cli", verb="agent_updated", note="zone check")
     AuditEvent.objects.filter(pk=event.pk).update(created_at=datetime(2026, 1, 15, 12, tzinfo=UTC))
 
-    context = browser_page.context.browser.new_context(timezone_id="America/New_York")
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", "bob")
-    page.fill("#id_password", "password")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
+    context, page = _new_york(browser_page, live_server)
     cookie = next(c for c in context.cookies() if c["name"] == "tz")
     assert cookie["value"] == "America%2FNew_York"  # as app.js writes it
     page.goto(f"{live_server.url}/audit/events/")
@@ -63,14 +69,7 @@ def test_the_first_page_drawn_before_the_zone_was_known_is_drawn_again_in_it(
     event = audit(actor="cli", verb="agent_updated", note="first visit")
     AuditEvent.objects.filter(pk=event.pk).update(created_at=datetime(2026, 7, 15, 12, tzinfo=UTC))
 
-    context = browser_page.context.browser.new_context(timezone_id="America/New_York")
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", "bob")
-    page.fill("#id_password", "password")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/$"))
+    context, page = _new_york(browser_page, live_server)
     context.clear_cookies(name="tz")
     page.goto(f"{live_server.url}/audit/events/")
     zone = page.locator('.userbox [title="times are shown in this zone"]')

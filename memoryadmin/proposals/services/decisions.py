@@ -173,28 +173,17 @@ def decisions_for_exclusion(
     included again), each that has none yet; returns the new ones."""
     out = []
     for op in operations:
-        if op.kind == Operation.Kind.PRUNE:
-            if not op.decisions.filter(kind=K.KEEP, revoked_at__isnull=True).exists():
-                out.append(
-                    decision_create(
-                        agent=run.agent,
-                        kind=K.KEEP,
-                        memories=_memories(op),
-                        user=user,
-                        run=run,
-                        operation=op,
-                        note=f"excluded prune #{op.index}",
-                    )
-                )
+        prune = op.kind == Operation.Kind.PRUNE
+        apart = op.kind in APART_KINDS and op.rule != "reviewer_pick" and len(op.source_ids) > 1
+        if not (prune or apart):
             continue
-        if op.kind not in APART_KINDS or op.rule == "reviewer_pick" or len(op.source_ids) < 2:
-            continue
-        if op.decisions.filter(kind=K.KEEP_APART, revoked_at__isnull=True).exists():
+        kind = K.KEEP if prune else K.KEEP_APART
+        if op.decisions.filter(kind=kind, revoked_at__isnull=True).exists():
             continue
         out.append(
             decision_create(
                 agent=run.agent,
-                kind=K.KEEP_APART,
+                kind=kind,
                 memories=_memories(op),
                 user=user,
                 run=run,
