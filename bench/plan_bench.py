@@ -19,7 +19,7 @@ the faiss IVF search of planning/ann.py above ANN_MIN_ROWS), the incremental pas
 and the candidate search alone by both methods on ``--exact-n`` rows (default min(N, 50K)),
 where the exact method is also timed; its time at N is extrapolated as (N / exact_n)² (the
 blocked product is O(n²)), and the ANN's recall of the exact pairs is measured there.
-Targets (issue 35): full plan of 1M ≤ 120 s with peak RSS ≤ 4 GB, its ``contradictions`` stage
+Targets (scale): full plan of 1M ≤ 120 s with peak RSS ≤ 4 GB, its ``contradictions`` stage
 no slower than its ``candidates`` stage; incremental 1K into 1M ≤ 3 s (the new rows × store
 scan; the per-memory features of stored rows come from the previous pass's
 :class:`~consolidation.planning.features.FeatureCache`, primed untimed here as that pass would
@@ -398,7 +398,7 @@ def run_method(n: int, method: str) -> dict:
 
 
 FULL_TARGET_S, RSS_TARGET_MB, INCR_TARGET_S = 120.0, 4096.0, 3.0
-"""Issue 35's targets at 1M: full plan wall seconds, its peak RSS, incremental 1K wall seconds
+"""The scale targets at 1M: full plan wall seconds, its peak RSS, incremental 1K wall seconds
 (and the ``contradictions`` stage no slower than ``candidates``)."""
 
 
