@@ -69,7 +69,8 @@ def names_attribute(folded: str, rows: tuple[ChangeRow, ...]) -> bool:
 
 
 _FUNCTION_TEXT = """a à al au aux avec con de del des du el en es est et ist la las le les los
-    mit por pour que sich sind und un una une uno von y zu zum zur hat haben ha han"""
+    mit por pour que sich sind und un una une uno von y zu zum zur hat haben ha han der die das
+    den dem des ein eine einen einem einer"""
 FUNCTION_WORDS = frozenset(_FUNCTION_TEXT.split())
 """German, French and Spanish function words ("avec Sarah", "con Sarah"): never a new value
 (English ones are stopwords already; hand-picked, a missing one can only make an ending look

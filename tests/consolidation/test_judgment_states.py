@@ -131,3 +131,18 @@ def test_an_event_that_ends_a_plan_or_an_illness_is_asked(a, b):
     for dated in (True, False):
         v = _judge(a, b, dated=dated)
         assert (v.kind, v.cue) == (CONFLICT, "event"), v.reasons
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "Der Nutzer ist Vegetarier und allergisch gegen Nüsse",
+            "Der Nutzer ist kein Vegetarier mehr",
+        ),
+        ("Bob besitzt einen Tesla", "Bob hat den Tesla verkauft"),
+    ],
+)
+def test_the_same_in_german_is_asked(a, b):
+    v = _judge(a, b)
+    assert v.kind == CONFLICT, v.reasons

@@ -57,3 +57,24 @@ def test_without_exact_merges_every_copy_is_asked_and_none_removed():
     recs = _records([YES] * 3 + [NO] + OTHERS)
     p = plan(recs, Policy(trim_to_guard=False, merge_exact=False), now=NOW)
     assert len(p.by_kind(OpKind.CONFLICT)) == 3 and not p.by_kind(OpKind.PRUNE)
+
+
+def test_copies_are_counted_per_scope_and_in_any_language():
+    """Two users each hold the German pair, one of them twice: each user is asked once, and only
+    the copy of the user who holds two is pruned (another user's text is nobody's copy)."""
+    ja, nein = (
+        "Alice ist allergisch gegen Penicillin.",
+        "Alice ist nicht allergisch gegen Penicillin.",
+    )
+    texts = [ja, ja, nein, ja, nein]
+    vecs = np.asarray(_embedder().embed(texts), dtype=np.float32)
+    users = ["u1", "u1", "u1", "u2", "u2"]
+    recs = [
+        MemoryRecord(f"m{i}", t, vecs[i], {"user_id": u, "created_at": "2025-05-01T00:00:00Z"})
+        for i, (t, u) in enumerate(zip(texts, users, strict=True))
+    ]
+    p = plan(recs, POLICY, now=NOW)
+    assert_accounted(recs, p)
+    asked = sorted(sorted(op.source_ids) for op in p.by_kind(OpKind.CONFLICT))
+    assert asked == [["m0", "m2"], ["m3", "m4"]]
+    assert [op.source_ids for op in p.by_kind(OpKind.PRUNE)] == [["m1"]]

@@ -52,6 +52,16 @@ PLANTED = [
         "reconcile",
     ),  # fmt: skip
     ("Bob lives in Paris.", FEB, "Bob moved from Lyon to Paris.", NOV, "keep"),
+    ("Dark mode is off.", FEB, "Dark mode is on.", NOV, "reconcile"),  # one status
+    (
+        "Carol is vegetarian and allergic to nuts.",
+        FEB,
+        "Carol is no longer vegetarian.",
+        NOV,
+        "ask",
+    ),  # fmt: skip
+    ("Dana likes apples and strawberries.", FEB, "Dana no longer likes any fruit.", NOV, "ask"),
+    ("Erik owns a Tesla.", FEB, "Erik sold the Tesla.", NOV, "ask"),
 ]
 
 
