@@ -67,7 +67,8 @@ def spare_copies(
     recorded when it is the first). Its copies of the held memories are then pruned
     (:func:`_prune_copy`) and True is returned: no second question. False — ask it — when it is
     the first, when the policy merges no exact copies, or when a copy may not be removed."""
-    key = (min(reps.get(a, a), reps.get(b, b)), max(reps.get(a, a), reps.get(b, b)))
+    ra, rb = reps.get(a, a), reps.get(b, b)
+    key = (min(ra, rb), max(ra, rb))
     first = asked.get(key)
     if first is None:
         asked[key] = (a, b)
@@ -75,6 +76,5 @@ def spare_copies(
     if not st.policy.merge_exact:
         return False
     fa, fb = first
-    ra = reps.get(a, a)
     keep_a, keep_b = (fa, fb) if reps.get(fa, fa) == ra else (fb, fa)
     return _prune_copy(st, a, keep_a) and _prune_copy(st, b, keep_b)
