@@ -30,6 +30,7 @@ from typing import Any
 from .decisions import StandingDecisions
 from .default_embedder import DefaultEmbedder
 from .llm_judge import VerdictCache
+from .planning import FeatureCache
 from .planning.operations import trim_order
 from .plans import Fate, Operation, OpKind, Plan, summarize
 from .policy import Policy
@@ -70,6 +71,10 @@ class Consolidator:
       not written by :meth:`consolidate`, and neither are the LLM judge's operations nor
       summaries an LLM wrote (:func:`consolidation.review.model_author`).
     - ``verdict_cache``: where the LLM judge keeps its answers between passes.
+
+    Each instance keeps the per-memory features of the texts it planned
+    (:class:`~consolidation.planning.FeatureCache`, ``self.features``), so a later pass of the
+    same instance reads no unchanged text again; the plans are the same as a fresh instance's.
     """
 
     def __init__(
@@ -93,6 +98,7 @@ class Consolidator:
         self.decisions = decisions
         self.writer = writer
         self.verdict_cache = verdict_cache
+        self.features = FeatureCache()
 
     def snapshot(self, memory: Any) -> list[MemoryRecord]:
         """Records of ``memory`` with every embedding present (computed where missing)."""
@@ -130,6 +136,7 @@ class Consolidator:
             decisions=self.decisions,
             writer=self.writer,
             verdict_cache=self.verdict_cache,
+            features=self.features,
         )
         the_plan = snapshot.plan
         if copies:

@@ -44,6 +44,7 @@ from .decisions import StandingDecisions
 from .distill import distill
 from .llm_cost import llm_cost_usd
 from .llm_judge import VerdictCache, judge_unsure
+from .planning import FeatureCache
 from .planning import plan as make_plan
 from .planning.operations import trim_to_guard
 from .plans import Fate, Plan, summarize
@@ -178,6 +179,7 @@ def plan_snapshot(
     layer: str | None = None,
     decisions: StandingDecisions | None = None,
     verdict_cache: VerdictCache | None = None,
+    features: FeatureCache | None = None,
 ) -> Snapshot:
     """Read ``memory``, embed what is missing, plan with ``checkpoint`` — the pass's snapshot.
 
@@ -192,6 +194,9 @@ def plan_snapshot(
       group size, reply limit and context length.
     - ``progress``: ``progress(fraction, label)`` as the work advances (per distilled group).
     - ``verdict_cache``: where the LLM judge keeps its answers between passes.
+    - ``features``: the per-memory features kept between passes over this store
+      (:class:`~consolidation.planning.FeatureCache`; the plan is the same without it, an
+      incremental pass reads no stored text again with it).
     - ``layer``: plan only the memories of this layer (:func:`in_layer`; seed 003's
       ``compact(layer=...)``): the others are not read into the snapshot, so they are neither
       compared nor touched, and the loss fraction is over the layer's memories.
@@ -231,6 +236,7 @@ def plan_snapshot(
         fieldmap=fieldmap,
         checkpoint=dict(checkpoint or {}) or None,
         decisions=decisions,
+        features=features,
     )
     if writer is not None:
         _add_llm_work(records, the_plan, writer, policy, fieldmap, progress, verdict_cache)

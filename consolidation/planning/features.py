@@ -59,30 +59,43 @@ def marked(text: str) -> bool:
 
 
 class FeatureCache:
-    """:func:`marked` of memory texts, by exact text, kept between passes (module docstring).
+    """:func:`marked` of memory texts, kept between passes (module docstring).
+
+    Keyed by the text's ``hash()`` (salted per process, 64 bits; Python keeps it on the string,
+    so a lookup costs what a lookup by text costs), never by the text: the cache holds no
+    memory's words, so a forgotten memory leaves nothing readable in a long-running process
+    (:meth:`forget` drops its entry too). Two texts of one hash (≈ 4·10⁻⁷ at 4M texts) would
+    share a flag; that can only change which stored rows an incremental pass compares a new,
+    unmarked memory with.
 
     ``max_texts``: when more texts than this are held, the cache starts again empty (a bound on
-    its memory: ≈ 100 bytes a text besides the text itself, which the records hold anyway).
-    Raises ``ValueError`` for ``max_texts < 1``. Not thread-safe: one planning pass at a time.
+    its memory: ≈ 100 bytes a text). Raises ``ValueError`` for ``max_texts < 1``. Safe to share
+    between threads: an entry is one dict item, written whole (a race computes a flag twice).
     """
 
     def __init__(self, max_texts: int = 4_000_000) -> None:
         if max_texts < 1:
             raise ValueError(f"max_texts must be at least 1, got {max_texts}")
         self.max_texts = max_texts
-        self._marked: dict[str, bool] = {}
+        self._marked: dict[int, bool] = {}
 
     def __len__(self) -> int:
         return len(self._marked)
 
     def marked(self, text: str) -> bool:
         """:func:`marked` of ``text``, computed on first use and kept."""
-        v = self._marked.get(text)
+        key = hash(text)
+        v = self._marked.get(key)
         if v is None:
             if len(self._marked) >= self.max_texts:
-                self._marked.clear()
-            v = self._marked[text] = marked(text)
+                self._marked = {}
+            v = self._marked[key] = marked(text)
         return v
+
+    def forget(self, texts: Sequence[str]) -> int:
+        """Drop the entries of ``texts`` (a forgotten memory's): how many were held."""
+        held = self._marked
+        return sum(held.pop(hash(t), None) is not None for t in texts)
 
     def marked_rows(
         self, texts: Sequence[str], *, compute_at_most: int | None = None
@@ -94,7 +107,7 @@ class FeatureCache:
         out: list[int] = []
         todo: list[int] = []
         for i, t in enumerate(texts):
-            v = held.get(t)
+            v = held.get(hash(t))
             if v is None:
                 todo.append(i)
                 if compute_at_most is not None and len(todo) > compute_at_most:

@@ -47,6 +47,7 @@ __all__ = [
     "store_layout",
     "validate_collection_name",
     "vector_cache",
+    "feature_cache",
     "verdict_cache",
 ]
 
@@ -358,6 +359,19 @@ def vector_cache() -> Any:
         if path not in _caches:
             _caches[path] = VectorCache(path)
         return _caches[path]
+
+
+def feature_cache() -> Any:
+    """The process's :class:`~consolidation.planning.FeatureCache`: the per-memory features of
+    every text a pass of this process planned, kept for the next pass (a feature depends only
+    on its text, so the stores of all agents share it; bounded by its ``max_texts``). Without
+    it an incremental pass reads every stored text again; the plan is the same either way."""
+    from consolidation.planning import FeatureCache
+
+    with _lock:
+        if "features" not in _caches:
+            _caches["features"] = FeatureCache()
+        return _caches["features"]
 
 
 def verdict_cache() -> Any:

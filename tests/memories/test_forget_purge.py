@@ -102,6 +102,24 @@ def test_the_judges_cached_verdicts_about_a_forgotten_memory_are_purged(
     assert gone.encode() not in verdicts_bytes(verdicts)
 
 
+def test_a_pass_leaves_its_texts_features_for_the_next_and_a_forget_drops_them(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    agent = agent_with_memories(4)
+    cache = stores.feature_cache()
+    run_pass(agent, django_capture_on_commit_callbacks)
+    gone = DISTINCT_FACTS[1]
+    assert cache.forget([]) == 0 and len(cache) >= 4  # the pass kept every text's features
+    held = len(cache)
+    assert all(gone not in repr(v) for v in vars(cache).values())  # hashes, never the text
+    req, _ = forget_request_create(
+        agent=agent, selection=ForgetSelection("ids", ids=("mem-001",)), user=bob
+    )
+    req = approve(django_capture_on_commit_callbacks, req, bob)
+    assert req.purged["feature_cache_entries"] == 1
+    assert len(cache) == held - 1 and cache.forget([gone]) == 0
+
+
 def verdicts_bytes(cache) -> bytes:
     return b"".join(p.read_bytes() for p in Path(cache.path).parent.glob("verdicts.sqlite3*"))
 

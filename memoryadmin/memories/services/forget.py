@@ -373,6 +373,9 @@ def _purge(request: ForgetRequest) -> ForgetRequest:
         purged |= purge_probes(request=request, agent=agent, texts=texts, answered=answered)
         purged["verdict_cache_entries"] = verdicts
         purged["vector_cache_rows"] = stores.vector_cache().forget(texts, [agent.collection_name])
+        # this process's planner features (hashes only, no text; other processes hold a salted
+        # hash of it until they restart or their cache fills)
+        purged["feature_cache_entries"] = stores.feature_cache().forget(texts)
         ForgetRequest.objects.filter(pk=request.pk).update(
             status=R.APPLIED,
             items={},

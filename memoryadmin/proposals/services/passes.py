@@ -235,6 +235,7 @@ def pass_plan(
             layer=layer,
             verdict_cache=stores.verdict_cache() if writer is not None else None,
             decisions=decisions,
+            features=stores.feature_cache(),
         )
     finally:
         if writer is not None:
