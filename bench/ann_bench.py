@@ -9,7 +9,7 @@ index finds ≥ 98 % of these). Every method is asked for all pairs ≥ 0.75; re
 the share of each planted group found. CPU seconds are this process's (all threads:
 ``time.process_time``), wall seconds depend on the machine's other load (printed).
 
-    .venv/bin/python bench/ann_bench.py     # 100K and 200K: before (ivf16-c1) and now (ivf64)
+    .venv/bin/python bench/ann_bench.py     # 100K and 200K: before (ivf64) and now (ivf96)
     .venv/bin/python bench/ann_bench.py --sizes 20000 --methods ivf16,ivf64,hnsw32
     .venv/bin/python bench/ann_bench.py --sizes 100000 --methods exact   # the exact product
 
@@ -113,7 +113,7 @@ def run(method: str, emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100000,200000", help="rows, comma-separated (≤ 200K)")
-    ap.add_argument("--methods", default="ivf16-c1,ivf64", help="see the module docstring")
+    ap.add_argument("--methods", default="ivf64,ivf96", help="see the module docstring")
     ap.add_argument("--json", action="store_true", help="one JSON object per line instead")
     args = ap.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

@@ -17,6 +17,7 @@ and copying 1M vectors (page faults included) was most of an incremental pass's 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -154,6 +155,26 @@ class UnitRows:
         return self._unit
 
 
+def bound_head(threshold: float, d: int) -> int:
+    """Coordinates (of ``d``) in the bounding product of a two-stage search for pairs at
+    cosine ≥ ``threshold`` (in [-1, 1]): each unit row's first ``head`` coordinates with the
+    norm of the rest appended, whose product bounds every pair's cosine from above
+    (Cauchy–Schwarz on the rest: ``x·y ≤ x₁·y₁ + ‖x₂‖‖y₂‖``), so only the pairs that reach the
+    threshold on the bound are finished.
+
+    The smallest share ``f`` of the coordinates for which the bound of two random unit rows
+    (no direction favoured: ``‖x₂‖‖y₂‖ ≈ 1 − f``, ``x₁·y₁`` of spread ``√(f / d)``) stays 4
+    spreads under the threshold: ``f = 1 − threshold + 4 √(f / d)``. At d = 384: 144 for
+    0.75, 234 for the update floor 0.55, 73 for 0.9. Measured share of the pairs of random
+    unit 384-d rows whose bound reaches 0.749, by head (16M pairs): 96 → 52 %, 112 → 12 %,
+    128 → 1.0 %, 144 → 0.028 %, 160 → 0; with a ½ head and the block's largest rest norms
+    instead of each pair's (the bound until 2026-12): 0.11 %."""
+    f = 1.0 - threshold
+    for _ in range(8):  # converges in a few steps (a contraction for d ≥ 16)
+        f = min(1.0, 1.0 - threshold + 4.0 * math.sqrt(max(f, 0.0) / d))
+    return max(1, min(d, math.ceil(f * d)))
+
+
 def _cpus() -> int:
     """The CPUs this process may run on (affinity is Linux-only)."""
     affinity = getattr(os, "sched_getaffinity", None)
@@ -175,10 +196,11 @@ def query_pairs(
     the normalised ``(n, d)`` matrix.
 
     Store rows are read raw and each tile is compared with ``(threshold − margin) × norm``; the
-    first half of the dimensions is multiplied first, and a tile whose bound (Cauchy–Schwarz:
-    ``x·y ≤ x₁·y₁ + ‖x₂‖‖y₂‖``) leaves few candidates skips the second half — an O(q × n)
-    product at half the cost. Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32``,
-    sorted by ``(i, j)``. ``per_row``, ``stats``: as for
+    bounding product (:func:`bound_head`: the first 144 of 384 coordinates at 0.75, with each row's
+    norm of the rest) is computed first, and a tile whose bound leaves few candidates skips the rest
+    — an O(q × n) product at ≈ 145/384 of the cost (½ until 2026-12, with a bound of the block's
+    largest norms instead of each pair's). Returns ``(i, j, sim)``: ``int64``, ``int64``,
+    ``float32``, sorted by ``(i, j)``. ``per_row``, ``stats``: as for
     :func:`~.candidates.candidate_pairs` (a dense tile keeps each row's nearest partners only).
     """
     n, d = rows.shape
@@ -186,25 +208,32 @@ def query_pairs(
     qrows = np.unique(np.asarray(query, dtype=np.int64))
     if n < 2 or not len(qrows):
         return empty
-    k = d // 2
+    k = bound_head(threshold, d)
     qv = rows[qrows]
-    q1 = np.ascontiguousarray(qv[:, :k])
     q2 = np.ascontiguousarray(qv[:, k:])
-    q2max = float(np.linalg.norm(q2, axis=1).max())
+    rq = np.sqrt(np.einsum("ij,ij->i", q2, q2))
+    qa = np.empty((len(qrows), k + 1), np.float32)  # the bounding rows (bound_head)
+    qa[:, :k] = qv[:, :k]
+    qa[:, k] = rq
     topk = TopK(n, per_row + SLACK) if per_row else None
 
     def scan(starts: range) -> tuple[list[np.ndarray], list[np.ndarray]]:
         los: list[np.ndarray] = []
         his: list[np.ndarray] = []
         buf = np.empty((min(block, n), d), np.float32)
+        aug = np.empty((min(block, n), k + 1), np.float32)
         for b0 in starts:
             raw, norms = rows.block(b0, buf)
             floor = (threshold - _MARGIN) * norms
-            tile = q1 @ raw[:, :k].T
-            bound = floor - q2max * np.linalg.norm(raw[:, k:], axis=1)
-            hit = tile >= bound
+            ra = aug[: len(raw)]
+            ra[:, :k] = raw[:, :k]
+            tail = raw[:, k:]
+            ra[:, k] = np.sqrt(np.einsum("ij,ij->i", tail, tail))
+            tile = qa @ ra.T  # ≥ each pair's product: only pairs reaching floor can be pairs
+            hit = tile >= floor
             if np.count_nonzero(hit) > 4 * len(qrows):  # a weak bound here: finish the product
-                tile += q2 @ raw[:, k:].T
+                tile -= np.outer(rq, ra[:, k])
+                tile += q2 @ tail.T
                 hit = tile >= floor
                 if topk is not None and dense(hit, topk.k):
                     cols = np.arange(b0, b0 + hit.shape[1])

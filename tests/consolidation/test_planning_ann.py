@@ -92,3 +92,21 @@ def test_ann_finds_98_percent_of_pairs_just_above_the_threshold():
     found = _pairs(candidate_pairs(x, 0.75, method="ann"))
     planted = set(zip(base.tolist(), dup.tolist(), strict=True))
     assert len(found & planted) / per >= 0.98
+
+
+@pytest.mark.parametrize("tail_weight", [1.0, 4.0])
+def test_ann_probing_every_cell_finds_exactly_the_exact_pairs(tail_weight):
+    """With every cell probed nothing is left to approximation: the bound that skips most of
+    each tile's product (Cauchy–Schwarz on the coordinates after the head) must drop no pair.
+    ``tail_weight`` 4 puts most of each row's length after the head, so the bound is loose and
+    tiles take the whole product; 1 is the random rows' case, where the bound passes almost
+    nothing."""
+    x = _store(n=3000)
+    x[:, 200:] *= tail_weight
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    for threshold in (0.75, 0.9):
+        ei, ej, es = candidate_pairs(x, threshold, method="exact")
+        ai, aj, asim = ann_candidate_pairs(x, threshold, probes=100_000)
+        assert len(ei) >= 300
+        assert (ai.tolist(), aj.tolist()) == (ei.tolist(), ej.tolist())
+        assert np.allclose(asim, es, atol=1e-6)
