@@ -47,19 +47,22 @@ With 96 probes at 1M: 4,899 cells of ≈ 204 rows. Memory beyond the caller's ma
 Measured at 1M (``bench/ann_bench.py --sizes 1000000``: 5 % planted pairs, half at 0.95 and
 half at 0.78; 2 cores, load average 1–2), wall / CPU seconds and recall of the 0.78 pairs:
 
-=====================================  ================  ===========
-index                                  wall / CPU        recall 0.78
-=====================================  ================  ===========
-64 probes, faiss quantizer, one-stage  161.3 / 292       0.972
-64 probes, numpy probe, two-stage      74.8 / 142        0.972
-**96 probes** (the default)            91.3 / 173        0.983
-128 probes on ⅓ more cells (c 0.35)    115.9 / 220       0.993
-=====================================  ================  ===========
+=========================================  ================  ===========
+index (4 k-means iterations)               wall / CPU        recall 0.78
+=========================================  ================  ===========
+64 probes, faiss quantizer, one-stage      161.3 / 292       0.972
+64 probes, numpy probe, ½ bound            74.8 / 142        0.972
+96 probes, ½ bound (block's largest norm)  91.3 / 173        0.983
+128 probes on ⅓ more cells (c 0.35)        115.9 / 220       0.993
+=========================================  ================  ===========
 
-Every 0.95 pair was found by all four. Where the 64-probe search's 161 s went before: k-means
-8.5 s, the faiss probe 66.9 s, sorting the lists 11.7 s (now 2.0 s: :func:`_lists`), the
-one-stage scan ≈ 70 s (46 s two-stage). At 100K the two-stage scan found the same 4,976 pairs
-as the one-stage in 4.5 s wall / 8.2 CPU s against 8.2 / 15.0.
+Every 0.95 pair was found by all four. The virtual machine's speed drifts by up to 1.5× between
+hours, so compare rows measured together: later the same day the 96-probe search took 126.8 s
+/ 250 CPU s with the ½ bound (k-means 20 s, probe 37 s, lists 3 s, scan 67 s wall) and 97.4 /
+192 with today's per-pair bound (scan 46 s), the same pairs. Where the 64-probe search's 161 s
+went before any of this: k-means 8.5 s, the faiss probe 66.9 s, sorting the lists 11.7 s, the
+one-stage scan ≈ 70 s. At 100K (64 probes, run back to back) the one-stage search took 16.1 s
+wall / 30 CPU s and today's 6.3–7.4 / 12–14, the same 4,976 pairs.
 
 Determinism (I-8): the sample and the k-means seed fix the cells and so the probes; a
 candidate is kept by its similarity recomputed per pair (the tile only proposes it, with a
