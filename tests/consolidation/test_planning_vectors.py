@@ -34,8 +34,12 @@ def _clustered(n: int, seed: int, scale: bool) -> np.ndarray:
     return x.astype(np.float32)
 
 
-@pytest.mark.parametrize(("clustered", "block"), [(False, 64), (False, 4096), (True, 100)])
-def test_it_finds_the_pairs_and_similarities_of_the_normalised_matrix(clustered, block):
+@pytest.mark.parametrize(
+    ("clustered", "block", "threshold"),
+    [(False, 64, 0.75), (False, 4096, 0.55), (True, 100, 0.75), (True, 100, 0.55)],
+)
+def test_it_finds_the_pairs_and_similarities_of_the_normalised_matrix(clustered, block, threshold):
+    """At the link threshold and at the update channel's floor (a different bounding head)."""
     rng = np.random.default_rng(5)
     if clustered:
         x = _clustered(600, seed=5, scale=True)
@@ -43,8 +47,8 @@ def test_it_finds_the_pairs_and_similarities_of_the_normalised_matrix(clustered,
         x = random_unit(rng, 600) * rng.uniform(0.5, 2.0, (600, 1)).astype(np.float32)
         x[300:] = x[:300] * 1.5 + 0.02 * random_unit(rng, 300)  # planted near-duplicates
     query = np.arange(0, 600, 9)
-    want = candidate_pairs(normalize_rows(x), 0.75, query=query, method="exact")
-    got = query_pairs(UnitRows(list(x)), 0.75, query, block=block)
+    want = candidate_pairs(normalize_rows(x), threshold, query=query, method="exact")
+    got = query_pairs(UnitRows(list(x)), threshold, query, block=block)
     assert len(want[0]) > 10
     for a, b in zip(got, want, strict=True):
         assert a.dtype == b.dtype and np.array_equal(a, b)  # the same bits, not just close
