@@ -124,6 +124,9 @@ PROBES = 96
 
 96, not 64 (the default until 2026-12): at 1M rows 64 probes found 97.2 % of the pairs at
 0.78, 96 found 98.3 % for 1.2× the search's time (module docstring's 1M table).
+With today's probe and bound (``bench/ann_bench.py``, load average 2, CPU seconds / recall at
+0.78): 100K 64 probes 4.9 / 0.990, 96 probes 6.9 / 0.998; 200K 12.3 / 0.986, 16.9 / 0.992 —
+the table below is of the code before, under a load of 11–17.
 
 Measured with ``bench/ann_bench.py`` (planted pairs at cosine 0.78 among random unit rows, the
 hardest case; CPU seconds at a load average of 11–17 from other jobs, so 1.5–2× an idle run):
