@@ -41,8 +41,8 @@ So faiss trains (step 1) and numpy assigns and scans (steps 2–3), one BLAS thr
 Cost: step 2 is ``n × cells × d`` and step 3 ``n × probes × (n / cells) × d`` multiply-adds (≈
 145/384 of that with the bound, which 0.03 % of the pairs pass on the bench's rows), so ``cells = c
 √(probes · n)`` makes both ≈ ``n^1.5``; ``c = ½`` (:data:`CELL_SCALE`) gives the scan bigger tiles.
-With 96 probes at 1M: 4,899 cells of ≈ 204 rows. Memory beyond the caller's matrix: the probe lists,
-``int32`` (+ 0.8 GB at 1M with 96 probes, over the 1.46 GB matrix).
+With 96 probes at 1M: 4,899 cells of ≈ 204 rows. Memory beyond the caller's matrix: the probed
+cells (``uint16``, 192 MB at 1M with 96 probes) and the sorted lists (``int32``, 384 MB).
 
 Measured at 1M (``bench/ann_bench.py --sizes 1000000``: 5 % planted pairs, half at 0.95 and
 half at 0.78; 2 cores, load average 1–2), wall / CPU seconds and recall of the 0.78 pairs:
@@ -77,14 +77,13 @@ of the approximate pairs are found.
 from __future__ import annotations
 
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .nearest import SLACK, TopK, dense
-from .vectors import bound_head
+from .vectors import bound_head, bounding_rows, cpus, rest_norms
 
 __all__ = ["ANN_MIN_ROWS", "ann_candidate_pairs"]
 
@@ -203,7 +202,7 @@ def _centroids(emb: np.ndarray, cells: int, seed: int) -> np.ndarray:
 
 
 def _lists(
-    cell_of: np.ndarray, rows: np.ndarray, cells: int, threads: int = 1
+    cell_of: np.ndarray, rows: np.ndarray, cells: int, threads: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Inverted lists of ``cell_of`` (``(q, w)`` ``uint16`` or ``int32``: ``w`` cells per row
     of ``rows``): the ``(q·w,) int32`` rows sorted by cell (stable, so by row within a cell)
@@ -283,25 +282,6 @@ def _probe(
     return probed, home
 
 
-def _residuals(emb: np.ndarray, head: int) -> np.ndarray:
-    """``(n,) float32``: the norm of each row's last ``d − head`` coordinates."""
-    out = np.empty(len(emb), dtype=np.float32)
-    for s in range(0, len(emb), 65536):
-        part = emb[s : s + 65536, head:]
-        out[s : s + 65536] = np.sqrt(np.einsum("ij,ij->i", part, part))
-    return out
-
-
-def _bounding(emb: np.ndarray, rows: np.ndarray, head: int, resid: np.ndarray) -> np.ndarray:
-    """``(len(rows), head + 1) float32``: each row's first ``head`` coordinates and the norm
-    of the rest, so the product of two of these bounds the rows' cosine from above
-    (Cauchy–Schwarz on the rest: ``x·y ≤ x₁·y₁ + ‖x₂‖‖y₂‖``)."""
-    out = np.empty((len(rows), head + 1), dtype=np.float32)
-    out[:, :head] = emb[rows, :head]
-    out[:, head] = resid[rows]
-    return out
-
-
 def _tile(
     emb: np.ndarray,
     ss: np.ndarray,
@@ -316,15 +296,16 @@ def _tile(
     ``threshold − _MARGIN``, and ``tile`` the whole ``(len(ss), len(mm))`` product when it was
     computed (else ``None``).
 
-    Two stages: one product of the rows' first ``head`` coordinates with each row's residual norm
-    appended (:func:`_bounding`; ``right``: the members', transposed) bounds every pair by
-    Cauchy–Schwarz, and only a pair passing the bound has its rest added (one gathered dot product
-    each). On the bench's random unit rows (no direction favoured, the worst case) the head of
-    :func:`~.vectors.bound_head` (144 of 384 at 0.75) passes 0.03 % of the pairs, so a tile costs ≈
-    145/384 of its whole product; a tile where more than :data:`_DENSE_BOUND` pass (clustered rows)
-    takes the rest's product too, so it never costs much more than the whole product.
+    Two stages: one product of the rows' first ``head`` coordinates with each row's residual
+    norm appended (:func:`~.vectors.bounding_rows`; ``right``: the members', transposed) bounds
+    every pair by Cauchy–Schwarz, and only a pair passing the bound has its rest added (one
+    gathered dot product each). On the bench's random unit rows (no direction favoured, the
+    worst case) the head of :func:`~.vectors.bound_head` (144 of 384 at 0.75) passes 0.03 % of
+    the pairs, so a tile costs ≈ 145/384 of its whole product; a tile where more than
+    :data:`_DENSE_BOUND` pass (clustered rows) takes the rest's product too, so it never costs
+    much more than the whole product.
     """
-    first = _bounding(emb, ss, head, resid) @ right
+    first = bounding_rows(emb[ss, :head], resid[ss]) @ right
     floor = threshold - _MARGIN
     rows = np.flatnonzero(first.max(axis=1) >= floor)  # few: no scan of the whole tile's mask
     if not len(rows):
@@ -367,7 +348,7 @@ def _scan(
     ``excluded[0]``)."""
     n, d = emb.shape
     head = bound_head(threshold, d)
-    resid = _residuals(emb, head)
+    resid = rest_norms(emb, head)
     mrows, mb = members
     srows, sb = searchers
 
@@ -385,7 +366,7 @@ def _scan(
                     srch = srch[other]
             for m0 in range(0, len(mem) if len(srch) else 0, block):
                 mm = mem[m0 : m0 + block]
-                right = _bounding(emb, mm, head, resid).T
+                right = bounding_rows(emb[mm, :head], resid[mm]).T
                 for s0 in range(0, len(srch), block):
                     ss = srch[s0 : s0 + block]
                     tile, r, k = _tile(emb, ss, mm, right, head, resid, threshold)
@@ -467,9 +448,7 @@ def ann_candidate_pairs(
         return _empty()
     cells = min(n, cells or max(1, round(CELL_SCALE * math.sqrt(probes * n))))
     centroids = _centroids(emb, cells, seed)
-    if not threads:  # the CPUs this process may run on (affinity is Linux-only)
-        affinity = getattr(os, "sched_getaffinity", None)
-        threads = len(affinity(0)) if affinity else os.cpu_count() or 1
+    threads = threads or cpus()
     every = np.arange(n, dtype=np.int32)
     if query is None:
         srows = every

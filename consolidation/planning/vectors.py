@@ -27,7 +27,16 @@ from threadpoolctl import threadpool_limits
 
 from .nearest import SLACK, TopK, dense
 
-__all__ = ["CHUNK", "UnitRows", "query_pairs", "subset_pairs"]
+__all__ = [
+    "CHUNK",
+    "UnitRows",
+    "bound_head",
+    "bounding_rows",
+    "cpus",
+    "query_pairs",
+    "rest_norms",
+    "subset_pairs",
+]
 
 CHUNK = 16384
 """Rows per step of the norm, copy and check passes: 24 MB of float32 temporaries at d = 384."""
@@ -170,12 +179,35 @@ def bound_head(threshold: float, d: int) -> int:
     128 → 1.0 %, 144 → 0.028 %, 160 → 0; with a ½ head and the block's largest rest norms
     instead of each pair's (the bound until 2026-12): 0.11 %."""
     f = 1.0 - threshold
-    for _ in range(8):  # converges in a few steps (a contraction for d ≥ 16)
+    for _ in range(8):  # fixed-point steps from f = 1 − threshold (settled by then at d = 384)
         f = min(1.0, 1.0 - threshold + 4.0 * math.sqrt(max(f, 0.0) / d))
     return max(1, min(d, math.ceil(f * d)))
 
 
-def _cpus() -> int:
+def rest_norms(x: np.ndarray, head: int) -> np.ndarray:
+    """``(n,) float32``: the norm of each row of ``x`` (``(n, d) float32``) after its first
+    ``head`` coordinates (a chunk of rows at a time: no ``(n, d − head)`` temporary)."""
+    out = np.empty(len(x), dtype=np.float32)
+    for s in range(0, len(x), CHUNK):
+        part = x[s : s + CHUNK, head:]
+        out[s : s + CHUNK] = np.sqrt(np.einsum("ij,ij->i", part, part))
+    return out
+
+
+def bounding_rows(first: np.ndarray, rest: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``(k, head + 1) float32`` rows for the bounding product of :func:`bound_head`: ``first``
+    (``(k, head)``, the rows' first coordinates) with ``rest`` (``(k,)``, their
+    :func:`rest_norms`) appended, so the product of two such rows is ≥ the rows' own product
+    (Cauchy–Schwarz on the rest: ``x·y ≤ x₁·y₁ + ‖x₂‖‖y₂‖``). Written into ``out`` when given."""
+    k, head = first.shape
+    if out is None:
+        out = np.empty((k, head + 1), dtype=np.float32)
+    out[:, :head] = first
+    out[:, head] = rest
+    return out
+
+
+def cpus() -> int:
     """The CPUs this process may run on (affinity is Linux-only)."""
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity else os.cpu_count() or 1
@@ -211,10 +243,8 @@ def query_pairs(
     k = bound_head(threshold, d)
     qv = rows[qrows]
     q2 = np.ascontiguousarray(qv[:, k:])
-    rq = np.sqrt(np.einsum("ij,ij->i", q2, q2))
-    qa = np.empty((len(qrows), k + 1), np.float32)  # the bounding rows (bound_head)
-    qa[:, :k] = qv[:, :k]
-    qa[:, k] = rq
+    rq = rest_norms(qv, k)
+    qa = bounding_rows(qv[:, :k], rq)
     topk = TopK(n, per_row + SLACK) if per_row else None
 
     def scan(starts: range) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -225,15 +255,12 @@ def query_pairs(
         for b0 in starts:
             raw, norms = rows.block(b0, buf)
             floor = (threshold - _MARGIN) * norms
-            ra = aug[: len(raw)]
-            ra[:, :k] = raw[:, :k]
-            tail = raw[:, k:]
-            ra[:, k] = np.sqrt(np.einsum("ij,ij->i", tail, tail))
+            ra = bounding_rows(raw[:, :k], rest_norms(raw, k), out=aug[: len(raw)])
             tile = qa @ ra.T  # ≥ each pair's product: only pairs reaching floor can be pairs
             hit = tile >= floor
             if np.count_nonzero(hit) > 4 * len(qrows):  # a weak bound here: finish the product
                 tile -= np.outer(rq, ra[:, k])
-                tile += q2 @ tail.T
+                tile += q2 @ raw[:, k:].T
                 hit = tile >= floor
                 if topk is not None and dense(hit, topk.k):
                     cols = np.arange(b0, b0 + hit.shape[1])
@@ -253,7 +280,7 @@ def query_pairs(
     # comparisons run in parallel too, not only the products (1K into 1M: 4.3 s → 3.5 s on 2
     # CPUs). Disjoint blocks, results united below: the same pairs for any count.
     starts = range(0, n, block)
-    threads = min(_cpus(), len(starts))
+    threads = min(cpus(), len(starts))
     if threads > 1:
         step = -(-len(starts) // (4 * threads))
         spans = [starts[s : s + step] for s in range(0, len(starts), step)]
