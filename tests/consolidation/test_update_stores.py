@@ -65,7 +65,9 @@ PLANTED = [
 ]
 
 
-def _plan_attached(client, name: str, preset: str, tmp_path):
+def _plan_attached(client, name: str, preset: str, tmp_path, checkpoint=None):
+    """Plan the attached collection; ``checkpoint`` (``{id: content hash}`` of an earlier
+    pass) makes it an incremental pass, which searches only the new memories × the store."""
     fm = preset_field_map(preset)
     layout = Layout(
         name,
@@ -75,7 +77,7 @@ def _plan_attached(client, name: str, preset: str, tmp_path):
     )
     records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
     return plan(records, Policy(trim_to_guard=False), now=datetime(2026, 12, 1, tzinfo=UTC),
-                fieldmap=fm)  # fmt: skip
+                fieldmap=fm, checkpoint=checkpoint)  # fmt: skip
 
 
 def _check(p, ids: list[str]) -> None:
@@ -108,6 +110,25 @@ def test_a_mem0_store_of_two_users(tmp_path):
     written += [Mem0Memory(old, user_id="bob", created_at=t) for old, t, *_ in PLANTED]
     ids = write_mem0(client, name, written)
     _check(_plan_attached(client, name, "mem0", tmp_path), ids)
+
+
+def test_updates_written_after_a_pass_are_found_by_the_incremental_pass(tmp_path):
+    """The old facts of both users were planned already (the checkpoint); the first user's
+    updates arrive later in the same mem0 collection and are judged as in a full pass."""
+    client = chromadb.EphemeralClient()
+    name = f"mem0-{uuid.uuid4().hex[:10]}"
+    olds = [Mem0Memory(old, user_id="alice", created_at=t) for old, t, *_ in PLANTED]
+    others = [Mem0Memory(old, user_id="bob", created_at=t) for old, t, *_ in PLANTED]
+    old_ids = write_mem0(client, name, olds + others)
+    layout = Layout(name, field_map=preset_field_map("mem0"))
+    store = ChromaMemoryStore(client.get_collection(name), layout=layout)
+    checkpoint = {r.id: r.content_hash for r in store.iter_records()}
+    news = [Mem0Memory(new, user_id="alice", created_at=t) for _, _, new, t, _ in PLANTED]
+    new_ids = write_mem0(client, name, news)
+    p = _plan_attached(client, name, "mem0", tmp_path, checkpoint=checkpoint)
+    n = len(PLANTED)
+    ids = [x for k in range(n) for x in (old_ids[k], new_ids[k])] + old_ids[n:]
+    _check(p, ids)
 
 
 def test_a_praisonai_store_of_two_agents(tmp_path):
