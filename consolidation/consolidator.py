@@ -30,7 +30,7 @@ from typing import Any
 from .decisions import StandingDecisions
 from .default_embedder import DefaultEmbedder
 from .llm_judge import VerdictCache
-from .planning import FeatureCache
+from .planning import FeatureCache, RowCache
 from .planning.operations import trim_order
 from .plans import Fate, Operation, OpKind, Plan, summarize
 from .policy import Policy
@@ -73,8 +73,10 @@ class Consolidator:
     - ``verdict_cache``: where the LLM judge keeps its answers between passes.
 
     Each instance keeps the per-memory features of the texts it planned
-    (:class:`~consolidation.planning.FeatureCache`, ``self.features``), so a later pass of the
-    same instance reads no unchanged text again; the plans are the same as a fresh instance's.
+    (:class:`~consolidation.planning.FeatureCache`, ``self.features``) and the bounding rows of
+    the memories its incremental passes searched (:class:`~consolidation.planning.RowCache`,
+    ``self.rows``: use one instance per store), so a later pass of the same instance reads no
+    unchanged text or vector again; the plans are the same as a fresh instance's.
     """
 
     def __init__(
@@ -99,6 +101,7 @@ class Consolidator:
         self.writer = writer
         self.verdict_cache = verdict_cache
         self.features = FeatureCache()
+        self.rows = RowCache()
 
     def snapshot(self, memory: Any) -> list[MemoryRecord]:
         """Records of ``memory`` with every embedding present (computed where missing)."""
@@ -137,6 +140,7 @@ class Consolidator:
             writer=self.writer,
             verdict_cache=self.verdict_cache,
             features=self.features,
+            rows=self.rows,
         )
         the_plan = snapshot.plan
         if copies:

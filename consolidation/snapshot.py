@@ -44,7 +44,7 @@ from .decisions import StandingDecisions
 from .distill import distill
 from .llm_cost import llm_cost_usd
 from .llm_judge import VerdictCache, judge_unsure
-from .planning import FeatureCache
+from .planning import FeatureCache, RowCache
 from .planning import plan as make_plan
 from .planning.operations import trim_to_guard
 from .plans import Fate, Plan, summarize
@@ -180,6 +180,7 @@ def plan_snapshot(
     decisions: StandingDecisions | None = None,
     verdict_cache: VerdictCache | None = None,
     features: FeatureCache | None = None,
+    rows: RowCache | None = None,
 ) -> Snapshot:
     """Read ``memory``, embed what is missing, plan with ``checkpoint`` — the pass's snapshot.
 
@@ -197,6 +198,9 @@ def plan_snapshot(
     - ``features``: the per-memory features kept between passes over this store
       (:class:`~consolidation.planning.FeatureCache`; the plan is the same without it, an
       incremental pass reads no stored text again with it).
+    - ``rows``: the stored rows' bounding rows kept between passes over this store
+      (:class:`~consolidation.planning.RowCache`; the plan is the same without it, an
+      incremental pass reads no stored vector for its search with it).
     - ``layer``: plan only the memories of this layer (:func:`in_layer`; seed 003's
       ``compact(layer=...)``): the others are not read into the snapshot, so they are neither
       compared nor touched, and the loss fraction is over the layer's memories.
@@ -237,6 +241,7 @@ def plan_snapshot(
         checkpoint=dict(checkpoint or {}) or None,
         decisions=decisions,
         features=features,
+        rows=rows,
     )
     if writer is not None:
         _add_llm_work(records, the_plan, writer, policy, fieldmap, progress, verdict_cache)

@@ -15,9 +15,11 @@ from .candidates import candidate_pairs, normalize_rows
 from .engine import plan, promotion_rules
 from .features import FeatureCache
 from .metadata import merge_metadata
+from .rowcache import RowCache
 
 __all__ = [
     "FeatureCache",
+    "RowCache",
     "candidate_pairs",
     "merge_metadata",
     "normalize_rows",

@@ -44,9 +44,10 @@ def search_candidates(st: PlanState) -> None:
     contradiction_threshold)`` into ``st.sim`` (``{(i, j): cosine}``, ``i < j``) — only new ×
     store pairs in a partial incremental pass (:func:`~.candidates.candidate_pairs`; an exact
     new × store search reads the rows without a normalised copy: :func:`~.vectors.query_pairs`,
-    the same pairs). Bounded per memory (:mod:`.nearest`): a pair is kept when it is among the
-    :data:`~.nearest.PER_MEMORY` most similar of one of its ends; the bound is reported in
-    ``st.bounds_hit["candidates_per_memory"]`` when a memory had more."""
+    the same pairs; with the caller's :class:`~.rowcache.RowCache` the stored rows' bounding
+    rows come from the previous pass). Bounded per memory (:mod:`.nearest`): a pair is kept
+    when it is among the :data:`~.nearest.PER_MEMORY` most similar of one of its ends; the
+    bound is reported in ``st.bounds_hit["candidates_per_memory"]`` when a memory had more."""
     policy = st.policy
     need_sim = policy.merge_near or policy.reconcile
     t_cand = min(policy.link_threshold, policy.contradiction_threshold)
@@ -57,7 +58,11 @@ def search_candidates(st: PlanState) -> None:
     exclude = st.templates.series_labels(st.n) if st.templates is not None else None
     if need_sim and st.n >= 2 and len(st.new_idx):
         if st.partial and st.candidate_method in ("auto", "exact", "split"):
-            pi, pj, ps = query_pairs(st.emb, t_cand, st.new_idx, per_row=k, stats=seen)
+            if st.rows is not None:
+                st.kept = st.rows.bounds(st.emb, st.ids, st.hashes, t_cand)
+            pi, pj, ps = query_pairs(
+                st.emb, t_cand, st.new_idx, per_row=k, stats=seen, bounds=st.kept
+            )
         else:
             pi, pj, ps = candidate_pairs(
                 st.emb.matrix(),

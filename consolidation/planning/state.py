@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from operator import attrgetter
+from itertools import compress, count, islice, repeat
+from operator import attrgetter, eq, is_, ne
 from typing import Any, TypeVar, cast, overload
 
 import numpy as np
@@ -221,6 +222,12 @@ class PlanState:
     features: Any = None
     """The caller's :class:`~.features.FeatureCache` (per-memory features kept between
     passes), or ``None``: each feature is then computed where it is read."""
+    rows: Any = None
+    """The caller's :class:`~.rowcache.RowCache` (the stored rows' bounding rows kept between
+    passes), or ``None``: an incremental search then reads every stored vector."""
+    kept: Any = None
+    """This pass's :class:`~.rowcache.KeptRows` from ``rows`` (set by the candidate search of
+    an incremental pass), or ``None``."""
     contra_stats: dict[str, Any] = field(
         default_factory=lambda: {
             "checked": 0,
@@ -288,6 +295,7 @@ def prepare(
     candidate_method: str,
     decisions: StandingDecisions | None = None,
     features: Any = None,
+    rows: Any = None,
 ) -> PlanState:
     """Stage ``prepare``: validate, sort by id (input order never matters), embeddings as
     :class:`~.vectors.UnitRows` (norms only; no normalised copy yet).
@@ -298,17 +306,19 @@ def prepare(
     each content hash (cached on the record); the other columns are lazy (:class:`Column`).
     ``decisions`` are bound to the snapshot (:class:`~.constraints.Decided`; nothing is read
     per memory until a stage asks about one). ``features``: a
-    :class:`~.features.FeatureCache` or ``None`` (kept as ``PlanState.features``).
+    :class:`~.features.FeatureCache` or ``None`` (kept as ``PlanState.features``); ``rows``
+    a :class:`~.rowcache.RowCache` or ``None`` (``PlanState.rows``).
     """
     timer = Timer()
     recs = sorted(records, key=attrgetter("id"))
     n = len(recs)
     ids = [r.id for r in recs]
-    for a, b in zip(ids, ids[1:], strict=False):
-        if a == b:
-            raise ValueError(f"duplicate memory id {a!r}")
+    # sorted: a duplicate id is next to its twin (C-level maps: a third of a Python loop's time)
+    twin = next(compress(count(), map(eq, ids, islice(ids, 1, None))), None)
+    if twin is not None:
+        raise ValueError(f"duplicate memory id {ids[twin]!r}")
     embs = [r.embedding for r in recs]
-    missing = next((i for i, e in enumerate(embs) if e is None), None)
+    missing = next(compress(count(), map(is_, embs, repeat(None))), None)
     if missing is not None:
         r = recs[missing]
         raise ValueError(f"memory {r.id!r} has no embedding; embed it before planning")
@@ -319,7 +329,8 @@ def prepare(
         hashes = Column(n, lambda i: recs[i].content_hash)
     else:
         hashes = list(map(attrgetter("content_hash"), recs))
-        is_new = [seen != h for seen, h in zip(map(checkpoint.get, ids), hashes, strict=True)]
+        # map over C-level callables: a third of a list comprehension's time at 1M
+        is_new = list(map(ne, map(checkpoint.get, ids), hashes))
     new_idx = np.flatnonzero(np.array(is_new, dtype=bool)).astype(np.int64)
     incremental = checkpoint is not None
     curated = policy.curated_tier
@@ -354,4 +365,5 @@ def prepare(
         scopes=Column(n, lambda i: shared_tuple(fm.scope_key(metas[i]))),
         decided=decided,
         features=features,
+        rows=rows,
     )

@@ -99,10 +99,15 @@ def _floor_pairs(st: PlanState, queries: list[int]) -> tuple[np.ndarray, np.ndar
     stored row (:class:`~.features.FeatureCache`), those of them that can be update pairs: a
     marked query's pairs with the whole store, an unmarked query's with the marked rows only
     (a pair with neither end marked is never offered, :func:`update_pairs`), so the product
-    covers the marked rows instead of the store; the pairs offered are the same."""
+    covers the marked rows instead of the store; the pairs offered are the same. The flags of
+    the stored rows come from the pass's :class:`~.rowcache.KeptRows` when it has them (one
+    gather instead of a lookup per text)."""
     q = np.asarray(queries, np.int64)
     if st.partial and st.features is not None:
-        store = st.features.marked_rows(st.docs, compute_at_most=len(st.new_idx))
+        if st.kept is not None:  # the flags kept with the stored rows (:mod:`.rowcache`)
+            store = st.kept.marked_rows(st.docs, st.features.marked)
+        else:
+            store = st.features.marked_rows(st.docs, compute_at_most=len(st.new_idx))
         if store is not None:
             flags = [st.features.marked(st.docs[i]) for i in queries]
             mq, uq = q[np.array(flags, bool)], q[~np.array(flags, bool)]

@@ -29,6 +29,7 @@ from .nearest import SLACK, TopK, dense
 
 __all__ = [
     "CHUNK",
+    "CachedBounds",
     "UnitRows",
     "bound_head",
     "bounding_rows",
@@ -111,10 +112,16 @@ class UnitRows:
         if isinstance(idx, int | np.integer):
             return self._embs[idx] / self._norm(int(idx))
         idx = np.asarray(idx, dtype=np.int64)
-        norms = np.array([self._norm(k) for k in idx.tolist()], np.float32)
         if not len(idx):
             return np.empty((0, self.shape[1]), np.float32)
-        return np.stack([self._embs[k] for k in idx.tolist()]) / norms[:, None]
+        embs = self._embs
+        raw = np.stack([embs[k] for k in idx.tolist()])
+        norms = self.norms[idx]
+        todo = np.flatnonzero(norms != norms)  # NaN: not computed yet
+        if len(todo):  # each row's norm alone: the same bits as one row at a time (_norms)
+            norms[todo] = _norms(raw[todo])
+            self.norms[idx[todo]] = norms[todo]
+        return raw / norms[:, None]
 
     def block(self, start: int, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows ``start : start + len(out)`` (fewer at the end) as ``(raw, norms)``: the
@@ -164,7 +171,7 @@ class UnitRows:
         return self._unit
 
 
-def bound_head(threshold: float, d: int) -> int:
+def bound_head(threshold: float, d: int, spreads: float = 4.0) -> int:
     """Coordinates (of ``d``) in the bounding product of a two-stage search for pairs at
     cosine ≥ ``threshold`` (in [-1, 1]): each unit row's first ``head`` coordinates with the
     norm of the rest appended, whose product bounds every pair's cosine from above
@@ -173,14 +180,16 @@ def bound_head(threshold: float, d: int) -> int:
 
     The smallest share ``f`` of the coordinates for which the bound of two random unit rows
     (no direction favoured: ``‖x₂‖‖y₂‖ ≈ 1 − f``, ``x₁·y₁`` of spread ``√(f / d)``) stays 4
-    spreads under the threshold: ``f = 1 − threshold + 4 √(f / d)``. At d = 384: 144 for
-    0.75, 234 for the update floor 0.55, 73 for 0.9. Measured share of the pairs of random
-    unit 384-d rows whose bound reaches 0.749, by head (16M pairs): 96 → 52 %, 112 → 12 %,
-    128 → 1.0 %, 144 → 0.028 %, 160 → 0; with a ½ head and the block's largest rest norms
-    instead of each pair's (the bound until 2026-12): 0.11 %."""
+    spreads (``spreads``) under the threshold: ``f = 1 − threshold + 4 √(f / d)``. At d = 384:
+    144 for 0.75, 234 for the update floor 0.55, 73 for 0.9; with 5 spreads 159 for 0.75 (for
+    a search whose bound hits cost a gather of rows from the records, :mod:`.rowcache`).
+    Measured share of the pairs of random unit 384-d rows whose bound reaches 0.749, by head
+    (16M pairs): 96 → 52 %, 112 → 12 %, 128 → 1.0 %, 144 → 0.028 %, 160 → 0; with a ½ head
+    and the block's largest rest norms instead of each pair's (the bound until 2026-12):
+    0.11 %."""
     f = 1.0 - threshold
     for _ in range(8):  # fixed-point steps from f = 1 − threshold (settled by then at d = 384)
-        f = min(1.0, 1.0 - threshold + 4.0 * math.sqrt(max(f, 0.0) / d))
+        f = min(1.0, 1.0 - threshold + spreads * math.sqrt(max(f, 0.0) / d))
     return max(1, min(d, math.ceil(f * d)))
 
 
@@ -207,6 +216,27 @@ def bounding_rows(first: np.ndarray, rest: np.ndarray, out: np.ndarray | None = 
     return out
 
 
+class CachedBounds:
+    """Bounding rows of a pass's store rows, kept from an earlier pass (:mod:`.rowcache`).
+
+    ``data``: ``(m, head + 1) float32`` :func:`bounding_rows` of *unit* rows, read-only;
+    ``pos``: ``(n,) int64``, row ``i`` of the pass is ``data[pos[i]]``. :meth:`block` is a view
+    when the block's rows lie in order in ``data`` (one slice), else a gathered copy."""
+
+    def __init__(self, data: np.ndarray, pos: np.ndarray, head: int) -> None:
+        if data.shape[1] != head + 1 or pos.ndim != 1:
+            raise ValueError(f"bounding rows of shape {data.shape} do not fit head {head}")
+        self.data, self.pos, self.head = data, pos, head
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        """``(stop − start, head + 1) float32``: the bounding rows of rows ``start : stop``."""
+        p = self.pos[start:stop]
+        first = int(p[0])
+        if int(p[-1]) - first == len(p) - 1 and np.array_equal(p, np.arange(first, first + len(p))):
+            return self.data[first : first + len(p)]
+        return self.data[p]
+
+
 def cpus() -> int:
     """The CPUs this process may run on (affinity is Linux-only)."""
     affinity = getattr(os, "sched_getaffinity", None)
@@ -221,6 +251,7 @@ def query_pairs(
     block: int = 4096,
     per_row: int | None = None,
     stats: dict[str, int] | None = None,
+    bounds: CachedBounds | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)``, ``i < j``, with an end in ``query`` and cosine ≥ ``threshold``: exactly
     the pairs and similarities of :func:`~.candidates.candidate_pairs` with ``query`` (every
@@ -234,13 +265,17 @@ def query_pairs(
     largest norms instead of each pair's). Returns ``(i, j, sim)``: ``int64``, ``int64``,
     ``float32``, sorted by ``(i, j)``. ``per_row``, ``stats``: as for
     :func:`~.candidates.candidate_pairs` (a dense tile keeps each row's nearest partners only).
+    ``bounds``: the store rows' bounding rows kept from an earlier pass
+    (:class:`CachedBounds`, its head used instead of :func:`bound_head`'s): a tile
+    is then bounded without reading the rows at all, and only a tile whose bound is weak reads
+    them; the pairs are the same.
     """
     n, d = rows.shape
     empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
     qrows = np.unique(np.asarray(query, dtype=np.int64))
     if n < 2 or not len(qrows):
         return empty
-    k = bound_head(threshold, d)
+    k = bounds.head if bounds is not None else bound_head(threshold, d)
     qv = rows[qrows]
     q2 = np.ascontiguousarray(qv[:, k:])
     rq = rest_norms(qv, k)
@@ -253,12 +288,21 @@ def query_pairs(
         buf = np.empty((min(block, n), d), np.float32)
         aug = np.empty((min(block, n), k + 1), np.float32)
         for b0 in starts:
+            if bounds is not None:  # the kept bounding rows of unit rows: no row read
+                hit = qa @ bounds.block(b0, min(b0 + block, n)).T >= threshold - _MARGIN
+                if np.count_nonzero(hit) <= 4 * len(qrows):
+                    flat = np.flatnonzero(hit)
+                    r, c = np.divmod(flat, hit.shape[1])
+                    los.append(qrows[r])
+                    his.append(b0 + c)
+                    continue  # a weak bound here: the rows are read and finished below
             raw, norms = rows.block(b0, buf)
             floor = (threshold - _MARGIN) * norms
             ra = bounding_rows(raw[:, :k], rest_norms(raw, k), out=aug[: len(raw)])
             tile = qa @ ra.T  # ≥ each pair's product: only pairs reaching floor can be pairs
             hit = tile >= floor
-            if np.count_nonzero(hit) > 4 * len(qrows):  # a weak bound here: finish the product
+            finished = np.count_nonzero(hit) > 4 * len(qrows)
+            if finished:  # a weak bound here: finish the product
                 tile -= np.outer(rq, ra[:, k])
                 tile += q2 @ raw[:, k:].T
                 hit = tile >= floor
@@ -272,6 +316,10 @@ def query_pairs(
             flat = np.flatnonzero(hit)  # few hits: faster than a 2-D nonzero
             if len(flat):
                 r, c = np.divmod(flat, hit.shape[1])
+                if not finished:  # the bound's hits, each pair's product from the block in
+                    # hand (most are far below: without this they were gathered again later)
+                    ok = np.einsum("ij,ij->i", qv[r], raw[c]) >= floor[c]
+                    r, c = r[ok], c[ok]
                 los.append(qrows[r])
                 his.append(b0 + c)
         return los, his
