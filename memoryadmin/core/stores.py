@@ -48,6 +48,8 @@ __all__ = [
     "validate_collection_name",
     "vector_cache",
     "feature_cache",
+    "row_cache",
+    "drop_row_cache",
     "verdict_cache",
 ]
 
@@ -372,6 +374,47 @@ def feature_cache() -> Any:
         if "features" not in _caches:
             _caches["features"] = FeatureCache()
         return _caches["features"]
+
+
+ROW_CACHE_ROWS = 2_000_000
+"""Rows the :func:`row_cache` of all stores of a process may hold (≈ 640 bytes a row: 1.3 GB);
+above it the least recently planned stores' are dropped first, never the store in hand."""
+
+
+def _last_forget(agent: Agent) -> int | None:
+    """The id of the agent's last applied forget request (``None``: none)."""
+    from memoryadmin.memories.models import ForgetRequest
+
+    done = ForgetRequest.objects.filter(agent=agent, status=ForgetRequest.Status.APPLIED)
+    return done.order_by("-pk").values_list("pk", flat=True).first()
+
+
+def row_cache(agent: Agent) -> Any:
+    """The process's :class:`~consolidation.planning.RowCache` of ``agent``'s store: the
+    bounding rows of its memories, kept between its incremental passes (the plan is the same
+    without it; with it a pass reads no stored vector for its search). Keyed by the collection
+    and the agent's last applied forget, so a forget applied in any process starts that store's
+    rows again in every process at its next pass (the rows are a part of each embedding).
+    At most :data:`ROW_CACHE_ROWS` rows are kept over all stores."""
+    from consolidation.planning import RowCache
+
+    stamp = _last_forget(agent)
+    with _lock:
+        caches = _caches.setdefault("rows", {})
+        held = caches.pop(agent.collection_name, None)
+        if held is None or held[0] != stamp:
+            held = (stamp, RowCache())
+        caches[agent.collection_name] = held  # last: the most recently planned
+        while len(caches) > 1 and sum(len(c) for _, c in caches.values()) > ROW_CACHE_ROWS:
+            caches.pop(next(iter(caches)))
+        return held[1]
+
+
+def drop_row_cache(agent: Agent) -> int:
+    """Drop this process's :func:`row_cache` of ``agent``'s store (a forget): rows held."""
+    with _lock:
+        held = _caches.get("rows", {}).pop(agent.collection_name, None)
+    return held[1].clear() if held is not None else 0
 
 
 def verdict_cache() -> Any:

@@ -120,6 +120,37 @@ def test_a_pass_leaves_its_texts_features_for_the_next_and_a_forget_drops_them(
     assert len(cache) == held - 1 and cache.forget([gone]) == 0
 
 
+def test_an_incremental_pass_keeps_the_stores_rows_and_a_forget_drops_them_everywhere(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    from tests.conftest import memory_records
+
+    agent = agent_with_memories(DISTINCT_FACTS[:16] + DISTINCT_FACTS[:2])  # two merges
+    first = run_pass(agent, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=first, user=bob)
+    stores.get_store(agent).upsert(memory_records([DISTINCT_FACTS[2]], prefix="late"))
+    cache = stores.row_cache(agent)
+    assert len(cache) == 0  # a full pass keeps no rows
+    nxt = run_pass(agent, django_capture_on_commit_callbacks)  # incremental: late-000 is new
+    assert [sorted(op.source_ids) for op in nxt.operations.all()] == [["late-000", "mem-002"]]
+    live_count = stores.get_store(agent).count()
+    assert stores.row_cache(agent) is cache and len(cache) == live_count  # every row kept
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_reject(run=nxt, user=bob, note="not now")
+    # a worker process that planned before the forget holds the store's rows under the
+    # forget stamp of then
+    stamp, other = stores._caches["rows"][agent.collection_name]
+    req, _ = forget_request_create(
+        agent=agent, selection=ForgetSelection("ids", ids=("mem-003",)), user=bob
+    )
+    req = approve(django_capture_on_commit_callbacks, req, bob)
+    assert req.purged["row_cache_rows"] == live_count and len(cache) == 0  # this process's
+    stores._caches["rows"][agent.collection_name] = (stamp, other)  # as that process has it
+    assert stores.row_cache(agent) is not other  # its next pass starts the rows again
+    assert len(stores.row_cache(agent)) == 0
+
+
 def verdicts_bytes(cache) -> bytes:
     return b"".join(p.read_bytes() for p in Path(cache.path).parent.glob("verdicts.sqlite3*"))
 

@@ -376,6 +376,9 @@ def _purge(request: ForgetRequest) -> ForgetRequest:
         # this process's planner features (hashes only, no text; other processes hold a salted
         # hash of it until they restart or their cache fills)
         purged["feature_cache_entries"] = stores.feature_cache().forget(texts)
+        # the store's bounding rows in this process (other processes drop theirs at their next
+        # pass: stores.row_cache is keyed by the last applied forget)
+        purged["row_cache_rows"] = stores.drop_row_cache(agent)
         ForgetRequest.objects.filter(pk=request.pk).update(
             status=R.APPLIED,
             items={},

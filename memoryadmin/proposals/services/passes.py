@@ -236,6 +236,7 @@ def pass_plan(
             verdict_cache=stores.verdict_cache() if writer is not None else None,
             decisions=decisions,
             features=stores.feature_cache(),
+            rows=stores.row_cache(agent),
         )
     finally:
         if writer is not None:
