@@ -367,6 +367,13 @@ class Operation(models.Model):
         (:func:`consolidation.review.model_note`), else ``None``: what its card says."""
         return model_note(self)
 
+    @cached_property
+    def source_list(self) -> list[OperationSource]:
+        """The operation's sources (prefetched or one query), read once per instance: each
+        ``self.sources`` builds a related manager (≈ 17 µs; an apply read them ~7 times an
+        operation). Stale when sources are added later to the same instance (never done)."""
+        return list(self.sources.all())
+
     @property
     def excluded(self) -> bool:
         """A reviewer left this operation out of the pass: ``status`` is ``excluded`` (the one

@@ -336,3 +336,21 @@ def test_an_apply_in_batches_of_one_operation_applies_every_operation(
     assert run.status == "applied"
     assert set(run.operations.values_list("status", flat=True)) == {"applied"}
     assert stores.get_store(agent).count() == 16
+
+
+def test_apply_work_grows_with_the_operations_not_with_their_square(
+    agent_with_memories, bob, django_capture_on_commit_callbacks, monkeypatch
+):
+    # exact duplicates, one merge each, in one batch. A step that looked each operation up in
+    # a list of them compared operations pairwise (≈ n²/2; 6M comparisons over the 12 batches
+    # of a 12,000-operation apply: seconds of CPU in bench/propose_bench.py).
+    agent = agent_with_memories(F + F, policy={"max_loss_fraction": 0.6})
+    run = proposed(agent, django_capture_on_commit_callbacks)
+    n = run.operations.count()
+    assert n >= 10  # (the guard's budget keeps some duplicates for a later pass)
+    compared = []
+    model_eq = Operation.__eq__
+    monkeypatch.setattr(Operation, "__eq__", lambda a, b: compared.append(1) or model_eq(a, b))
+    run = approve(run, bob, django_capture_on_commit_callbacks)
+    assert run.status == "applied"
+    assert len(compared) < n  # none per pair of operations (n²/2 before)

@@ -214,7 +214,7 @@ def to_engine_operation(
     ``source_hashes`` defaults to the stored sources' planned content hashes (one query).
     """
     if source_hashes is None:
-        by_id = {s.memory_id: s.content_hash for s in op.sources.all()}
+        by_id = {s.memory_id: s.content_hash for s in op.source_list}
         source_hashes = [by_id.get(sid, "") for sid in op.source_ids]
     return EngineOperation(
         kind=OpKind(op.kind),

@@ -84,7 +84,7 @@ def _result_records(ops: list[Operation]) -> list[MemoryRecord]:
     docs: list[str] = []
     embeddings: list[np.ndarray | None] = []
     for op in ops:
-        by_id = {s.memory_id: s for s in op.sources.all()}
+        by_id = {s.memory_id: s for s in op.source_list}
         base = prior.get((op.pk, op.result_id)) or by_id.get(op.result_id)
         document = op.result_document or (base.document if base is not None else "")
         if not document:
@@ -209,7 +209,7 @@ def _archive(run: Pass, ops: list[Operation], live: dict[str, MemoryRecord], act
     )
     rows = []
     for op in ops:
-        for src in _archived_sources(op, list(op.sources.all())):
+        for src in _archived_sources(op, op.source_list):
             if (op.pk, src.memory_id) in done:
                 continue
             rec = live[src.memory_id]
@@ -241,7 +241,7 @@ def _apply_batch_stages(
         live = stores.get_live(store, ids, include_embeddings=True)
         fresh = []
         for op in pending:
-            reason = stale_reason(op, list(op.sources.all()), live, own_writes)
+            reason = stale_reason(op, op.source_list, live, own_writes)
             if reason:
                 _fail_op(run, op, reason, actor, verb="conflict")
             else:
@@ -259,7 +259,8 @@ def _apply_batch_stages(
             if writers
             else []
         )
-        refused = [op for op in writers if op not in ok]
+        done = {op.pk for op in ok}  # not `op not in ok`: a model's == for each pair, O(n²)
+        refused = [op for op in writers if op.pk not in done]
         if refused:  # nothing was written and nothing leaves the store: no archive copy needed
             ArchivedMemory.objects.filter(operation__in=refused).delete()
         _mark([op for op in archived if not op.result_id] + ok, OS.WRITTEN)
@@ -392,7 +393,7 @@ def _apply_precheck(run: Pass, ops: list[Operation], store: Any, actor: str) -> 
     for op in ops:
         if op.status == OS.CONFLICT:
             continue
-        reason = stale_reason(op, list(op.sources.all()), live, {})
+        reason = stale_reason(op, op.source_list, live, {})
         if reason:
             op.status, op.status_detail = OS.CONFLICT, reason
             op.save(update_fields=["status", "status_detail"])
