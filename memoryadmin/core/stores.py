@@ -381,24 +381,17 @@ ROW_CACHE_ROWS = 2_000_000
 above it the least recently planned stores' are dropped first, never the store in hand."""
 
 
-def _last_forget(agent: Agent) -> int | None:
-    """The id of the agent's last applied forget request (``None``: none)."""
-    from memoryadmin.memories.models import ForgetRequest
-
-    done = ForgetRequest.objects.filter(agent=agent, status=ForgetRequest.Status.APPLIED)
-    return done.order_by("-pk").values_list("pk", flat=True).first()
-
-
-def row_cache(agent: Agent) -> Any:
+def row_cache(agent: Agent, *, forgotten: int | None) -> Any:
     """The process's :class:`~consolidation.planning.RowCache` of ``agent``'s store: the
     bounding rows of its memories, kept between its incremental passes (the plan is the same
     without it; with it a pass reads no stored vector for its search). Keyed by the collection
-    and the agent's last applied forget, so a forget applied in any process starts that store's
-    rows again in every process at its next pass (the rows are a part of each embedding).
-    At most :data:`ROW_CACHE_ROWS` rows are kept over all stores."""
+    and ``forgotten``, the id of the agent's last applied forget request
+    (:func:`~memoryadmin.memories.selectors.forget.last_applied_forget`), so a forget applied in
+    any process starts that store's rows again in every process at its next pass (the rows are
+    a part of each embedding). At most :data:`ROW_CACHE_ROWS` rows are kept over all stores."""
     from consolidation.planning import RowCache
 
-    stamp = _last_forget(agent)
+    stamp = forgotten
     with _lock:
         caches = _caches.setdefault("rows", {})
         held = caches.pop(agent.collection_name, None)

@@ -28,6 +28,7 @@ __all__ = [
     "forget_plan",
     "forget_request_items",
     "forget_requests",
+    "last_applied_forget",
     "sha256",
 ]
 
@@ -250,6 +251,13 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
 def forget_requests(*, agent: Agent) -> QuerySet[ForgetRequest]:
     """The agent's forget requests, newest first (requester and decider loaded)."""
     return ForgetRequest.objects.filter(agent=agent).select_related("requested_by", "decided_by")
+
+
+def last_applied_forget(*, agent: Agent) -> int | None:
+    """The id of the agent's last applied forget request (``None``: none): what a process's
+    caches of the agent's store are keyed by (:func:`memoryadmin.core.stores.row_cache`)."""
+    done = ForgetRequest.objects.filter(agent=agent, status=ForgetRequest.Status.APPLIED)
+    return done.order_by("-pk").values_list("pk", flat=True).first()
 
 
 def forget_request_items(*, request: ForgetRequest) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from memoryadmin.core.services import (
     user_or_none,
 )
 from memoryadmin.memories.models import ForgetRequest
+from memoryadmin.memories.selectors.forget import last_applied_forget
 from memoryadmin.proposals.models import Pass
 from memoryadmin.proposals.selectors.decisions import standing_decisions
 from memoryadmin.proposals.selectors.evaluation import evaluate, plan_verdict
@@ -236,7 +237,7 @@ def pass_plan(
             verdict_cache=stores.verdict_cache() if writer is not None else None,
             decisions=decisions,
             features=stores.feature_cache(),
-            rows=stores.row_cache(agent),
+            rows=stores.row_cache(agent, forgotten=last_applied_forget(agent=agent)),
         )
     finally:
         if writer is not None:
