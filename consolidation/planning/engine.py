@@ -187,9 +187,18 @@ def plan(
         raise ValueError(f"now must be a datetime, got {now!r}")
     now = now if now.tzinfo else now.replace(tzinfo=UTC)
     with _collector_paused(), parse_scope():
-        return _stages(
-            records, policy, fm, now, checkpoint, candidate_method, decisions, features, rows
+        st = prepare(
+            records,
+            policy,
+            fm,
+            now=now,
+            checkpoint=checkpoint,
+            candidate_method=candidate_method,
+            decisions=decisions,
+            features=features,
+            rows=rows,
         )
+        return _stages(st)
 
 
 @contextmanager
@@ -208,29 +217,8 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _stages(
-    records: Sequence[MemoryRecord],
-    policy: Policy,
-    fm: FieldMap,
-    now: datetime,
-    checkpoint: Mapping[str, str] | None,
-    candidate_method: str,
-    decisions: StandingDecisions | None,
-    features: FeatureCache | None,
-    rows: RowCache | None,
-) -> Plan:
-    """:func:`plan`'s stages, in order, over one :class:`~.state.PlanState`."""
-    st = prepare(
-        records,
-        policy,
-        fm,
-        now=now,
-        checkpoint=checkpoint,
-        candidate_method=candidate_method,
-        decisions=decisions,
-        features=features,
-        rows=rows,
-    )
+def _stages(st: PlanState) -> Plan:
+    """:func:`plan`'s stages after ``prepare``, in order, over its :class:`~.state.PlanState`."""
     lap = st.timer.lap
     lap("prepare")
     prune_decayed(st)
