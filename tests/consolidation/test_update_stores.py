@@ -20,7 +20,7 @@ from consolidation.adapters.chroma_layout import Layout
 from consolidation.adapters.chroma_store import ChromaMemoryStore
 from consolidation.adapters.embedder import get_default_embedder
 from consolidation.adapters.vector_cache import VectorCache
-from consolidation.planning import plan
+from consolidation.planning import FeatureCache, RowCache, plan
 from consolidation.shapes import preset_field_map
 from tests.agent_stores import Mem0Memory, PraisonMemory, write_mem0, write_praisonai
 
@@ -65,9 +65,10 @@ PLANTED = [
 ]
 
 
-def _plan_attached(client, name: str, preset: str, tmp_path, checkpoint=None):
+def _plan_attached(client, name: str, preset: str, tmp_path, checkpoint=None, **caches):
     """Plan the attached collection; ``checkpoint`` (``{id: content hash}`` of an earlier
-    pass) makes it an incremental pass, which searches only the new memories × the store."""
+    pass) makes it an incremental pass, which searches only the new memories × the store;
+    ``caches``: ``features`` and ``rows`` kept between passes."""
     fm = preset_field_map(preset)
     layout = Layout(
         name,
@@ -77,7 +78,7 @@ def _plan_attached(client, name: str, preset: str, tmp_path, checkpoint=None):
     )
     records = list(ChromaMemoryStore(client.get_collection(name), layout=layout).iter_records())
     return plan(records, Policy(trim_to_guard=False), now=datetime(2026, 12, 1, tzinfo=UTC),
-                fieldmap=fm, checkpoint=checkpoint)  # fmt: skip
+                fieldmap=fm, checkpoint=checkpoint, **caches)  # fmt: skip
 
 
 def _check(p, ids: list[str]) -> None:
@@ -129,6 +130,51 @@ def test_updates_written_after_a_pass_are_found_by_the_incremental_pass(tmp_path
     n = len(PLANTED)
     ids = [x for k in range(n) for x in (old_ids[k], new_ids[k])] + old_ids[n:]
     _check(p, ids)
+
+
+def test_an_incremental_pass_with_the_rows_kept_from_the_pass_before_decides_the_same(tmp_path):
+    """The stored rows' bounding rows and update flags kept by an earlier incremental pass
+    over the same mem0 collection (RowCache, FeatureCache) give the next pass the very
+    operations a pass without them gives."""
+    client = chromadb.EphemeralClient()
+    name = f"mem0-{uuid.uuid4().hex[:10]}"
+    olds = [Mem0Memory(old, user_id="alice", created_at=t) for old, t, *_ in PLANTED]
+    others = [Mem0Memory(old, user_id="bob", created_at=t) for old, t, *_ in PLANTED]
+    old_ids = write_mem0(client, name, olds + others)
+    # a paraphrase only the 0.75 search finds (cosine 0.965, two words apart: no twin), and an
+    # unmarked new text whose only partner is a marked stored one, below 0.75 (0.745): found
+    # through the kept flags (an unmarked new row is compared with the marked stored rows)
+    extra_old = [
+        Mem0Memory("Alice works as a nurse at the city hospital.", user_id="alice", created_at=FEB),
+        Mem0Memory("Alice does not live in Berlin anymore.", user_id="alice", created_at=FEB),
+    ]
+    nurse, berlin = write_mem0(client, name, extra_old)
+    store = ChromaMemoryStore(
+        client.get_collection(name), layout=Layout(name, field_map=preset_field_map("mem0"))
+    )
+    checkpoint = {r.id: r.content_hash for r in store.iter_records()}
+    caches = {"features": FeatureCache(), "rows": RowCache()}
+    first = dict(list(checkpoint.items())[1:])  # one memory new: a partial pass keeps the rows
+    _plan_attached(client, name, "mem0", tmp_path, checkpoint=first, **caches)
+    assert len(caches["rows"]) == len(checkpoint)
+    news = [Mem0Memory(new, user_id="alice", created_at=t) for _, _, new, t, _ in PLANTED]
+    new_ids = write_mem0(client, name, news)
+    nurse2, berlin2 = write_mem0(
+        client,
+        name,
+        [
+            Mem0Memory("Alice is a nurse at the city hospital.", user_id="alice", created_at=NOV),
+            Mem0Memory("Alice lives in Berlin with her two cats.", user_id="alice", created_at=NOV),
+        ],
+    )
+    kept = _plan_attached(client, name, "mem0", tmp_path, checkpoint=checkpoint, **caches)
+    plain = _plan_attached(client, name, "mem0", tmp_path, checkpoint=checkpoint)
+    assert len(caches["rows"]) == len(checkpoint) + len(news) + 2  # the new rows kept too
+    assert [op.to_dict() for op in kept.operations] == [op.to_dict() for op in plain.operations]
+    offered = [set(op.source_ids) for op in plain.operations]
+    assert {nurse, nurse2} in offered and {berlin, berlin2} in offered  # both ways had work
+    n = len(PLANTED)
+    _check(kept, [x for k in range(n) for x in (old_ids[k], new_ids[k])] + old_ids[n:])
 
 
 def test_a_praisonai_store_of_two_agents(tmp_path):
