@@ -35,8 +35,8 @@ memory among old, unrelated rows of a store that big is found by the next full p
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable
+from itertools import chain, compress
 
 import numpy as np
 
@@ -62,36 +62,95 @@ def _tokens(key: str) -> tuple[str, ...]:
     return tuple(words) if len(words) > 1 else tuple(key)
 
 
+_U = np.uint64
+_P = 0x9E3779B97F4A7C15  # odd: invertible modulo 2**64
+_POW = np.array([pow(_P, j, 1 << 64) for j in range(MAX_TOKENS + 1)], dtype=_U)
+_P_INV = _U(pow(_P, -1, 1 << 64))
+_CHUNK = 1 << 16
+"""Rows keyed at a time: the padded ``(rows, MAX_TOKENS)`` matrices stay ≈ 8 MB each."""
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser (Steele et al. 2014), ``uint64`` in and out, wrapping."""
+    x = x ^ (x >> _U(30))
+    x = x * _U(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> _U(27))
+    x = x * _U(0x94D049BB133111EB)
+    return x ^ (x >> _U(31))
+
+
+def _keyed(
+    rest: np.ndarray, scope: np.ndarray, length: np.ndarray, slot: np.ndarray, ns: int
+) -> np.ndarray:
+    """One 64-bit key per token sequence: its polynomial hash ``rest`` mixed with its scope's
+    hash, its length and, for a substitution key (``ns`` 1), the position ``slot``."""
+    tag = (length.astype(_U) << _U(8)) | (slot.astype(_U) << _U(1)) | _U(ns)
+    return _mix(rest ^ _mix(scope ^ _mix(tag)))
+
+
 def _keys(
     st: PlanState, rows: Iterable[int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
     """Hashed keys of ``rows``: ``(hash int64, row int64, role int8)`` per key (role 0 = a whole
-    text, 1 = a text with one token deleted, 2 = a substitution slot) and the normalised texts."""
-    hashes, owners, roles = array("q"), array("q"), array("b")
-    norm: dict[int, str] = {}
-    for i in rows:
-        key = kept if st.keys and (kept := st.keys[i]) is not None else normalize_text(st.docs[i])
-        toks = _tokens(key) if key else ()
-        if not MIN_TOKENS - 1 <= len(toks) <= MAX_TOKENS:
-            continue
-        norm[i] = key
-        scope = st.scopes[i]
-        hashes.append(hash(("-", scope, toks)))
-        owners.append(i)
-        roles.append(0)
-        if len(toks) < MIN_TOKENS:
-            continue  # only the shorter side of a deletion pair
-        for k in range(len(toks)):
-            rest = toks[:k] + toks[k + 1 :]
-            hashes.extend((hash(("-", scope, rest)), hash(("~", scope, k, rest))))
-            owners.extend((i, i))
-            roles.extend((1, 2))
-    as_np = (
-        np.frombuffer(a, dtype=t) if len(a) else np.empty(0, t)
-        for a, t in ((hashes, np.int64), (owners, np.int64), (roles, np.int8))
-    )
-    h, o, r = as_np
-    return h, o, r, norm
+    text, 1 = a text with one token deleted, 2 = a substitution slot) and the normalised texts.
+
+    A text's tokens are hashed once; the key of the text without token ``k`` is then read off
+    the prefix sums of its polynomial hash ``Σ h(t_j)·P^j`` (mod 2⁶⁴: the tokens before ``k``
+    as they are, the ones after shifted down one power by ``P⁻¹``), for every row and ``k`` at
+    once — not one tuple built and hashed per key. Equal token sequences of one scope always
+    share a key; a collision only offers a pair that :func:`twin_pairs` then refuses."""
+    rows = list(rows)
+    kept, docs = st.keys, st.docs
+    texts = [t if kept and (t := kept[i]) is not None else normalize_text(docs[i]) for i in rows]
+    toks = [w if len(w := t.split(" ")) > 1 else list(t) for t in texts]
+    len_all = np.fromiter(map(len, toks), np.int64, len(toks))
+    ok = ((len_all >= MIN_TOKENS - 1) & (len_all <= MAX_TOKENS)).tolist()
+    own_all = np.fromiter(compress(rows, ok), np.int64)
+    len_all = len_all[np.asarray(ok, dtype=bool)]
+    norm = dict(zip(own_all.tolist(), compress(texts, ok), strict=True))
+    memo: dict[int, int] = {}  # by id: a store's rows share a few scope objects (state.py)
+    scopes = st.scopes
+    sc_all = np.fromiter(
+        (
+            memo[id(sc)] if id(sc) in memo else memo.setdefault(id(sc), hash(sc))
+            for sc in map(scopes.__getitem__, own_all.tolist())
+        ),
+        np.int64,
+    ).view(_U)
+    tok_all = np.fromiter(map(hash, chain.from_iterable(compress(toks, ok))), np.int64).view(_U)
+    n_rows = len(own_all)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    starts = np.concatenate(([0], np.cumsum(len_all)))
+    for c0 in range(0, n_rows, _CHUNK):
+        c1 = min(c0 + _CHUNK, n_rows)
+        own, length, sc = own_all[c0:c1], len_all[c0:c1], sc_all[c0:c1]
+        m = c1 - c0
+        grid = np.zeros((m, MAX_TOKENS), dtype=_U)
+        row_of = np.repeat(np.arange(m), length)
+        pos = np.arange(starts[c1] - starts[c0]) - np.repeat(starts[c0:c1] - starts[c0], length)
+        grid[row_of, pos] = tok_all[starts[c0] : starts[c1]]
+        cum = np.cumsum(grid * _POW[:MAX_TOKENS], axis=1, dtype=_U)  # Σ_{j≤k} h_j·P^j
+        whole = cum[:, -1]
+        zero = np.zeros(m, dtype=np.int64)
+        parts.append((_keyed(whole, sc, length, zero, 0), own, np.zeros(m, np.int8)))
+        before = np.concatenate((np.zeros((m, 1), _U), cum[:, :-1]), axis=1)  # Σ_{j<k}
+        rest = before + (whole[:, None] - cum) * _P_INV  # the tokens without token k
+        r, k = np.nonzero((np.arange(MAX_TOKENS) < length[:, None]) & (length[:, None] >= 3))
+        rest_k, sc_k, len_k = rest[r, k], sc[r], length[r] - 1
+        parts.append(
+            (
+                _keyed(rest_k, sc_k, len_k, np.zeros(len(r), np.int64), 0),
+                own[r],
+                np.ones(len(r), np.int8),
+            )
+        )
+        parts.append((_keyed(rest_k, sc_k, len_k, k, 1), own[r], np.full(len(r), 2, np.int8)))
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int8), norm
+    h = np.concatenate([p[0] for p in parts]).view(np.int64)
+    o = np.concatenate([p[1] for p in parts])
+    ro = np.concatenate([p[2] for p in parts])
+    return h, o, ro, norm
 
 
 def _one_apart(a: str, b: str) -> bool:
@@ -111,9 +170,10 @@ def twin_pairs(st: PlanState) -> dict[tuple[int, int], float]:
     """Twin pairs of ``st`` not already in ``st.sim``: ``{(i, j): cosine}``, ``i < j``, cosine of
     the normalised embeddings in [-1, 1] (float). Same scope only; empty texts never.
 
-    Uses ``st.keys`` (normalised texts of the ``exact`` stage) where set. Keys are Python
-    hashes held in numpy arrays (about 2 × tokens + 1 int64 per text: 15M keys, 0.3 GB, for 1M
-    seven-word texts) and grouped by one sort; every matched pair is then checked exactly.
+    Uses ``st.keys`` (normalised texts of the ``exact`` stage) where set. Keys are 64-bit
+    hashes (:func:`_keys`) held in numpy arrays (about 2 × tokens + 1 int64 per text: 15M keys,
+    0.3 GB, for 1M seven-word texts) and grouped by one sort; every matched pair is then checked
+    exactly, its two scopes included.
     """
     n = st.n
     if n < 2 or not len(st.new_idx):
@@ -150,6 +210,6 @@ def twin_pairs(st: PlanState) -> dict[tuple[int, int], float]:
             continue
         if a in series and series[a] == series.get(b):
             continue  # two records of one numbered series: distinct (planning/templates.py)
-        if _one_apart(norm[a], norm[b]):
+        if st.scopes[a] == st.scopes[b] and _one_apart(norm[a], norm[b]):
             out[(a, b)] = float(np.dot(st.emb[a], st.emb[b]))
     return out

@@ -137,3 +137,54 @@ def test_a_correction_in_a_mem0_store_of_two_users_reconciles_only_its_own_user(
     (op,) = [o for o in p.operations if o.removes]
     assert op.kind == OpKind.RECONCILE and op.removes == [ids[0]] and op.source_ids[0] == ids[1]
     assert p.fates[ids[2]] == Fate.KEPT
+
+
+def _one_token_apart(x: list[str], y: list[str]) -> bool:
+    if len(x) < len(y):
+        x, y = y, x
+    if len(x) == len(y):
+        return sum(p != q for p, q in zip(x, y, strict=True)) == 1
+    return len(x) == len(y) + 1 and any(x[:k] + x[k + 1 :] == y for k in range(len(x)))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_channel_offers_exactly_the_pairs_one_token_apart_at_any_position(seed):
+    """Texts of 2 to 16 words (and CJK strings of characters) of two users, each edited once
+    at a random position (first, middle, last) by a substitution, a deletion or an insertion:
+    the channel offers every same-user pair one token apart of which the longer has ≥ 3
+    tokens, and nothing else (counted against every pair compared directly)."""
+    import random
+
+    rnd = random.Random(seed)
+    vocab = [f"w{chr(97 + a)}{chr(97 + b)}" for a in range(26) for b in range(26)]
+    cjk = [chr(0x4E00 + k) for k in range(2000)]
+    toks: list[list[str]] = []
+    for _ in range(60):
+        script = cjk if rnd.random() < 0.25 else vocab
+        base = rnd.sample(script, rnd.randint(2, 16))
+        edited = list(base)
+        k, how = rnd.randrange(len(base)), rnd.choice(["sub", "del", "ins"])
+        if how == "sub":
+            edited[k] = rnd.choice(script)
+        elif how == "del" and len(base) > 2:
+            del edited[k]
+        else:
+            edited.insert(k, rnd.choice(script))
+        toks += [base, edited[:16]]
+    users = ["alice" if rnd.random() < 0.5 else "bob" for _ in toks]
+    for k in range(1, len(toks), 2):  # most edits stay with their user
+        users[k] = users[k - 1] if rnd.random() < 0.8 else users[k]
+    texts = ["".join(t) if t[0] in cjk else " ".join(t) for t in toks]
+    records = [rec(f"m{k}", text, basis(k), user_id=users[k]) for k, text in enumerate(texts)]
+    expected = sum(
+        1
+        for a in range(len(toks))
+        for b in range(a + 1, len(toks))
+        if users[a] == users[b]
+        and texts[a] != texts[b]
+        and max(len(toks[a]), len(toks[b])) >= 3
+        and _one_token_apart(toks[a], toks[b])
+    )
+    p = plan(records, POLICY, now=NOW)
+    assert expected >= 40
+    assert p.context["candidates"]["twin_pairs"] == expected
