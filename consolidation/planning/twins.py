@@ -35,8 +35,9 @@ memory among old, unrelated rows of a store that big is found by the next full p
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
-from itertools import chain, compress
+from itertools import chain, compress, islice
 
 import numpy as np
 
@@ -66,8 +67,9 @@ _U = np.uint64
 _P = 0x9E3779B97F4A7C15  # odd: invertible modulo 2**64
 _POW = np.array([pow(_P, j, 1 << 64) for j in range(MAX_TOKENS + 1)], dtype=_U)
 _P_INV = _U(pow(_P, -1, 1 << 64))
-_CHUNK = 1 << 16
-"""Rows keyed at a time: the padded ``(rows, MAX_TOKENS)`` matrices stay ≈ 8 MB each."""
+_CHUNK = 1 << 14
+"""Rows keyed at a time: their token lists (≈ 8 MB) and the padded ``(rows, MAX_TOKENS)``
+matrices (2 MB each) exist for one chunk only."""
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -99,58 +101,70 @@ def _keys(
     as they are, the ones after shifted down one power by ``P⁻¹``), for every row and ``k`` at
     once — not one tuple built and hashed per key. Equal token sequences of one scope always
     share a key; a collision only offers a pair that :func:`twin_pairs` then refuses."""
-    rows = list(rows)
-    kept, docs = st.keys, st.docs
-    texts = [t if kept and (t := kept[i]) is not None else normalize_text(docs[i]) for i in rows]
-    toks = [w if len(w := t.split(" ")) > 1 else list(t) for t in texts]
-    len_all = np.fromiter(map(len, toks), np.int64, len(toks))
-    ok = ((len_all >= MIN_TOKENS - 1) & (len_all <= MAX_TOKENS)).tolist()
-    own_all = np.fromiter(compress(rows, ok), np.int64)
-    len_all = len_all[np.asarray(ok, dtype=bool)]
-    norm = dict(zip(own_all.tolist(), compress(texts, ok), strict=True))
+    pending = iter(rows)
+    norm: dict[int, str] = {}
     memo: dict[int, int] = {}  # by id: a store's rows share a few scope objects (state.py)
-    scopes = st.scopes
-    sc_all = np.fromiter(
-        (
-            memo[id(sc)] if id(sc) in memo else memo.setdefault(id(sc), hash(sc))
-            for sc in map(scopes.__getitem__, own_all.tolist())
-        ),
-        np.int64,
-    ).view(_U)
-    tok_all = np.fromiter(map(hash, chain.from_iterable(compress(toks, ok))), np.int64).view(_U)
-    n_rows = len(own_all)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    starts = np.concatenate(([0], np.cumsum(len_all)))
-    for c0 in range(0, n_rows, _CHUNK):
-        c1 = min(c0 + _CHUNK, n_rows)
-        own, length, sc = own_all[c0:c1], len_all[c0:c1], sc_all[c0:c1]
-        m = c1 - c0
-        grid = np.zeros((m, MAX_TOKENS), dtype=_U)
-        row_of = np.repeat(np.arange(m), length)
-        pos = np.arange(starts[c1] - starts[c0]) - np.repeat(starts[c0:c1] - starts[c0], length)
-        grid[row_of, pos] = tok_all[starts[c0] : starts[c1]]
-        cum = np.cumsum(grid * _POW[:MAX_TOKENS], axis=1, dtype=_U)  # Σ_{j≤k} h_j·P^j
-        whole = cum[:, -1]
-        zero = np.zeros(m, dtype=np.int64)
-        parts.append((_keyed(whole, sc, length, zero, 0), own, np.zeros(m, np.int8)))
-        before = np.concatenate((np.zeros((m, 1), _U), cum[:, :-1]), axis=1)  # Σ_{j<k}
-        rest = before + (whole[:, None] - cum) * _P_INV  # the tokens without token k
-        r, k = np.nonzero((np.arange(MAX_TOKENS) < length[:, None]) & (length[:, None] >= 3))
-        rest_k, sc_k, len_k = rest[r, k], sc[r], length[r] - 1
-        parts.append(
+    # grown in place (as a list over-allocates): the keys are held once, not per chunk and
+    # then again whole
+    hashes, owners, roles = array("q"), array("q"), array("b")
+    while chunk := list(islice(pending, _CHUNK)):  # a chunk's tokens only: 1M's are ~0.5 GB
+        texts = _texts(st, chunk)
+        toks = [w if len(w := t.split(" ")) > 1 else list(t) for t in texts]
+        length = np.fromiter(map(len, toks), np.int64, len(toks))
+        ok = ((length >= MIN_TOKENS - 1) & (length <= MAX_TOKENS)).tolist()
+        own = np.fromiter(compress(chunk, ok), np.int64)
+        length = length[np.asarray(ok, dtype=bool)]
+        norm.update(zip(own.tolist(), compress(texts, ok), strict=True))
+        sc = np.fromiter(
             (
-                _keyed(rest_k, sc_k, len_k, np.zeros(len(r), np.int64), 0),
-                own[r],
-                np.ones(len(r), np.int8),
-            )
-        )
-        parts.append((_keyed(rest_k, sc_k, len_k, k, 1), own[r], np.full(len(r), 2, np.int8)))
-    if not parts:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int8), norm
-    h = np.concatenate([p[0] for p in parts]).view(np.int64)
-    o = np.concatenate([p[1] for p in parts])
-    ro = np.concatenate([p[2] for p in parts])
-    return h, o, ro, norm
+                memo[id(s)] if id(s) in memo else memo.setdefault(id(s), hash(s))
+                for s in map(st.scopes.__getitem__, own.tolist())
+            ),
+            np.int64,
+        ).view(_U)
+        tokens = np.fromiter(map(hash, chain.from_iterable(compress(toks, ok))), np.int64)
+        for keys, who, role in _chunk_keys(own, length, sc, tokens.view(_U)) if len(own) else ():
+            hashes.frombytes(keys.tobytes())
+            owners.frombytes(who.tobytes())
+            roles.frombytes(role.tobytes())
+    return (
+        np.frombuffer(hashes, np.int64) if len(hashes) else np.empty(0, np.int64),
+        np.frombuffer(owners, np.int64) if len(owners) else np.empty(0, np.int64),
+        np.frombuffer(roles, np.int8) if len(roles) else np.empty(0, np.int8),
+        norm,
+    )
+
+
+def _texts(st: PlanState, rows: list[int]) -> list[str]:
+    """The normalised texts of ``rows``: ``st.keys`` where the ``exact`` stage set them."""
+    kept, docs = st.keys, st.docs
+    return [t if kept and (t := kept[i]) is not None else normalize_text(docs[i]) for i in rows]
+
+
+def _chunk_keys(
+    own: np.ndarray, length: np.ndarray, sc: np.ndarray, tokens: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`_keys` of ``m`` texts: rows ``own``, token counts ``length`` (2 to
+    :data:`MAX_TOKENS`), scope hashes ``sc`` and their token hashes ``tokens`` (``uint64``, the
+    texts' tokens one after another): ``(keys, rows, role)`` for roles 0, 1 and 2."""
+    m = len(own)
+    grid = np.zeros((m, MAX_TOKENS), dtype=_U)
+    starts = np.concatenate(([0], np.cumsum(length)[:-1]))
+    grid[np.repeat(np.arange(m), length), np.arange(len(tokens)) - np.repeat(starts, length)] = (
+        tokens
+    )
+    cum = np.cumsum(grid * _POW[:MAX_TOKENS], axis=1, dtype=_U)  # Σ_{j≤k} h_j·P^j
+    whole = cum[:, -1]
+    before = np.concatenate((np.zeros((m, 1), _U), cum[:, :-1]), axis=1)  # Σ_{j<k}
+    rest = before + (whole[:, None] - cum) * _P_INV  # the tokens without token k
+    r, k = np.nonzero((np.arange(MAX_TOKENS) < length[:, None]) & (length[:, None] >= 3))
+    rest_k, sc_k, len_k = rest[r, k], sc[r], length[r] - 1
+    no_slot = np.zeros(len(r), np.int64)
+    return [
+        (_keyed(whole, sc, length, np.zeros(m, np.int64), 0), own, np.zeros(m, np.int8)),
+        (_keyed(rest_k, sc_k, len_k, no_slot, 0), own[r], np.ones(len(r), np.int8)),
+        (_keyed(rest_k, sc_k, len_k, k, 1), own[r], np.full(len(r), 2, np.int8)),
+    ]
 
 
 def _one_apart(a: str, b: str) -> bool:
