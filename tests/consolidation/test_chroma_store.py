@@ -345,6 +345,20 @@ def test_it_upsert_replaces_document_and_metadata_whole(store: ChromaMemoryStore
     assert store.get(["r"])[0].metadata == {}
 
 
+def test_a_write_of_new_and_stored_ids_interleaved_leaves_every_record_as_written(
+    store: ChromaMemoryStore,
+) -> None:
+    # new ids go through Chroma's add, stored ones through its upsert (add would leave them)
+    vecs = unit_vectors(20)
+    store.upsert([MemoryRecord(f"r{i}", f"old {i}", vecs[i], {"old": i}) for i in range(0, 20, 2)])
+    store.upsert([MemoryRecord(f"r{i}", f"new {i}", vecs[19 - i], {"k": i}) for i in range(20)])
+    got = {r.id: r for r in store.get([f"r{i}" for i in range(20)])}
+    assert store.count() == 20
+    for i in range(20):
+        assert (got[f"r{i}"].document, got[f"r{i}"].metadata) == (f"new {i}", {"k": i})
+        assert float(got[f"r{i}"].embedding @ vecs[19 - i]) > 0.9999
+
+
 def test_it_writes_in_batches_no_larger_than_the_client_allows(client: Any) -> None:
     col = open_collection(client, unique())
     assert ChromaMemoryStore(col, write_batch=10**9).write_batch == client.get_max_batch_size()
