@@ -20,17 +20,7 @@ from dataclasses import dataclass
 
 from .cues import CueHit, find_cues
 
-__all__ = [
-    "ATOM_HINT_RE",
-    "ATOM_KINDS",
-    "ATOM_RE",
-    "Scan",
-    "cue_hits",
-    "fold",
-    "grams",
-    "has_atom_hint",
-    "scan",
-]
+__all__ = ["ATOM_HINT_RE", "ATOM_KINDS", "ATOM_RE", "Scan", "cue_hits", "fold", "grams", "scan"]
 
 ATOM_KINDS = frozenset({"number", "date", "id", "symbol", "emoji"})
 """Token kinds that are fact atoms (the others are ``"word"`` and ``"gram"``)."""
@@ -126,28 +116,6 @@ ATOM_HINT_RE = re.compile(rf"\d|https?://|www\.|@|\$|#|[0-9a-f]{{8}}-|{_WEEKDAYS
 URL's scheme or ``www.``, an e-mail's ``@``, a ticker's ``$``, a tag's ``#``, a UUID's first
 group, a weekday name. A text without any of them holds no atom, and ``scan`` skips the
 protection pass (a search at every position of ~30 alternatives: most of a parse's time)."""
-
-_DIGIT_RE = re.compile(r"\d")
-_HEX8_DASH_RE = re.compile(r"[0-9a-f]{8}-")
-_WEEKDAY_NAMES = tuple(_WEEKDAYS.split("|"))
-
-
-def has_atom_hint(text: str) -> bool:
-    """Whether :data:`ATOM_HINT_RE` finds something in ``text``, answered by substring tests
-    and two one-pattern searches instead of trying every alternative at every position (every
-    weekday name ends in "day", a UUID's group needs a "-"): 3–4× faster on a six-word text
-    (``bench/marked_bench.py``)."""
-    return (
-        "@" in text
-        or "$" in text
-        or "#" in text
-        or "www." in text
-        or ("://" in text and ("http://" in text or "https://" in text))
-        or _DIGIT_RE.search(text) is not None
-        or ("day" in text and any(w in text for w in _WEEKDAY_NAMES))
-        or ("-" in text and _HEX8_DASH_RE.search(text) is not None)
-    )
-
 
 _EMOJI_BASE = "\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2300-\u23ff"
 _EMOJI = (
@@ -285,7 +253,7 @@ def _masked(folded: str) -> tuple[str, list[tuple[str, str]]]:
         atoms.append((kind, value))
         return f" \x00{len(atoms) - 1}\x00 "
 
-    masked = ATOM_RE.sub(protect, folded) if has_atom_hint(folded) else folded
+    masked = ATOM_RE.sub(protect, folded) if ATOM_HINT_RE.search(folded) else folded
     return masked, atoms
 
 

@@ -55,9 +55,6 @@ class PhraseIndex:
                 self._always.append(k)
         self._words = frozenset(self._by_word)
         self._chars = frozenset(self._by_char)
-        # no key character is ASCII (the tables' are CJK, Thai, Korean): an ASCII text, known
-        # in O(1) (str.isascii), holds none, and is not read character by character
-        self._ascii_chars = any(c.isascii() for c in self._chars)
 
     @classmethod
     def union(cls, *indexes: PhraseIndex) -> PhraseIndex:
@@ -70,20 +67,6 @@ class PhraseIndex:
             bounded.extend(ix.bounded)
         return cls(phrases, bounded)
 
-    def holds_any(self, text: str) -> bool:
-        """``bool(self.present(text))``, stopping at the first phrase found."""
-        if self._always:
-            return True
-        phrases = self.phrases
-        for w in self._words.intersection(_WORD.findall(text)):
-            if any(phrases[k] in text for k in self._by_word[w]):
-                return True
-        if self._ascii_chars or not text.isascii():
-            for c in self._chars.intersection(text):
-                if any(phrases[k] in text for k in self._by_char[c]):
-                    return True
-        return False
-
     def present(self, text: str) -> list[int]:
         """Ascending indices ``k`` of the phrases that occur in ``text`` (``phrases[k] in
         text``) and, when bounded, whose leading word is one of the text's words: every phrase
@@ -94,9 +77,8 @@ class PhraseIndex:
         found = list(self._always)
         for w in self._words.intersection(_WORD.findall(text)):
             found.extend(self._by_word[w])
-        if self._ascii_chars or not text.isascii():
-            for c in self._chars.intersection(text):
-                found.extend(self._by_char[c])
+        for c in self._chars.intersection(text):
+            found.extend(self._by_char[c])
         found.sort()
         phrases = self.phrases
         return [k for k in found if phrases[k] in text]

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from ..aliases import canonical
-from ..atoms import cue_hits, fold, has_atom_hint
+from ..atoms import ATOM_HINT_RE, cue_hits, fold
 from ..changes import change_events, event_index
 from ..cues import cue_index
 from ..phrases import PhraseIndex
@@ -45,8 +45,8 @@ def marked(text: str) -> bool:
     its scan, read here without taking the text apart into tokens, a third of the cost)."""
     folded = fold(text)
     if (
-        not _any_phrase().holds_any(folded)
-        and not has_atom_hint(folded)
+        not _any_phrase().present(folded)
+        and not ATOM_HINT_RE.search(folded)
         and canonical(text) == text
     ):
         # no phrase of the three tables can match, and the cues would be read on this very
