@@ -428,8 +428,39 @@ FULL_TARGET_S, RSS_TARGET_MB, INCR_TARGET_S = 120.0, 4096.0, 3.0
 (and the ``contradictions`` stage no slower than ``candidates``)."""
 
 
+def box_speed() -> dict[str, float]:
+    """Seconds of two fixed workloads, printed beside a bench's figures so that figures taken in
+    different hours on this virtual machine (whose speed drifts by up to 1.7× with the host's
+    other tenants, with no steal time shown) can be compared: ``blas_s``, a ``(4000, 384) ×
+    (384, 20000)`` float32 product (61 GFLOP, every core), and ``python_s``, 2M dict stores and
+    reads in one thread. The median of three runs each; lower is a faster hour."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4000, 384)).astype(np.float32)
+    b = rng.standard_normal((384, 20000)).astype(np.float32)
+
+    def blas() -> None:
+        a @ b
+
+    def python() -> None:
+        d: dict[int, int] = {}
+        for i in range(1_000_000):
+            d[i] = i
+        sum(d[i] for i in range(1_000_000))
+
+    out = {}
+    for name, fn in (("blas_s", blas), ("python_s", python)):
+        runs = []
+        for _ in range(3):
+            t = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - t)
+        out[name] = round(sorted(runs)[1], 3)
+    return out
+
+
 def scale_main(n: int, exact_n: int) -> None:
     """The figures of planning at 1M as one JSON object (see the module docstring)."""
+    speed = box_speed()
     full = spawn("full", str(n), "auto")
     incr = spawn("incr", str(n), "1000")
     exact = spawn("method", str(exact_n), "exact")
@@ -444,6 +475,7 @@ def scale_main(n: int, exact_n: int) -> None:
                 "n": n,
                 "load_average": round(os.getloadavg()[0], 1),
                 "cpus": os.cpu_count(),
+                "box_speed": speed,
                 "full_plan": {
                     "wall_s": round(full["wall"], 1),
                     "cpu_s": round(full["cpu"], 1),

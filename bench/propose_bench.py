@@ -100,7 +100,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from plan_bench import NOW, make_store  # noqa: E402
+from plan_bench import NOW, box_speed, make_store  # noqa: E402
 
 PROPOSE_TARGET_S = 180.0
 APPLY_TARGET_S = 30.0
@@ -344,6 +344,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
 
         if args.apply_batch:
             settings.APPLY_BATCH = args.apply_batch
+        speed = box_speed()  # just before apply: how fast this hour is
         applied, ap_wall, ap_cpu = timed(lambda: pass_apply(run=run_))
         ap_stages = stages.take()
         statuses = dict(
@@ -356,6 +357,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict:
             "sizes": {"memories": args.n, "planted_pairs": pairs, "probes": args.probes},
             "load_average": round(os.getloadavg()[0], 1),
             "cpus": os.cpu_count(),
+            "box_speed": speed,
             "setup_s": round(setup_s, 1),
             "propose": {
                 "wall_s": round(p_wall, 1),
