@@ -429,17 +429,26 @@ FULL_TARGET_S, RSS_TARGET_MB, INCR_TARGET_S = 120.0, 4096.0, 3.0
 
 
 def box_speed() -> dict[str, float]:
-    """Seconds of two fixed workloads, printed beside a bench's figures so that figures taken in
-    different hours on this virtual machine (whose speed drifts by up to 1.7× with the host's
+    """Seconds of three fixed workloads, printed beside a bench's figures so that figures taken
+    in different hours on this virtual machine (whose speed drifts by up to 1.7× with the host's
     other tenants, with no steal time shown) can be compared: ``blas_s``, a ``(4000, 384) ×
-    (384, 20000)`` float32 product (61 GFLOP, every core), and ``python_s``, 2M dict stores and
-    reads in one thread. The median of three runs each; lower is a faster hour."""
+    (384, 20000)`` float32 product (61 GFLOP, every core, mostly in cache), ``memory_s``, the
+    sum of a 256 MB float32 array four times (memory bandwidth, which a 1M plan's scans of its
+    1.5 GB of vectors need), and ``python_s``, 2M dict stores and reads in one thread. The
+    median of three runs each; lower is a faster hour. None of them tracked the 1M plan's
+    slow hours well on 2026-12-07: read them as a hint, not a correction."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((4000, 384)).astype(np.float32)
     b = rng.standard_normal((384, 20000)).astype(np.float32)
 
     def blas() -> None:
         a @ b
+
+    big = np.ones(1 << 26, dtype=np.float32)  # 256 MB: far past any cache
+
+    def memory() -> None:
+        for _ in range(4):
+            big.sum()
 
     def python() -> None:
         d: dict[int, int] = {}
@@ -448,7 +457,7 @@ def box_speed() -> dict[str, float]:
         sum(d[i] for i in range(1_000_000))
 
     out = {}
-    for name, fn in (("blas_s", blas), ("python_s", python)):
+    for name, fn in (("blas_s", blas), ("memory_s", memory), ("python_s", python)):
         runs = []
         for _ in range(3):
             t = time.perf_counter()
