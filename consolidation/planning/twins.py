@@ -104,25 +104,18 @@ def _keys(
     share a key; a collision only offers a pair that :func:`twin_pairs` then refuses."""
     pending = iter(rows)
     norm: dict[int, str] = {}
-    memo: dict[int, int] = {}  # by id: a store's rows share a few scope objects (state.py)
     # grown in place (as a list over-allocates): the keys are held once, not per chunk and
     # then again whole
     hashes, owners, roles = array("q"), array("q"), array("b")
     while chunk := list(islice(pending, _CHUNK)):  # a chunk's tokens only: 1M's are ~0.5 GB
         texts = _texts(st, chunk)
-        toks = [w if len(w := t.split(" ")) > 1 else list(t) for t in texts]
+        toks = list(map(_tokens, texts))
         length = np.fromiter(map(len, toks), np.int64, len(toks))
         ok = ((length >= MIN_TOKENS - 1) & (length <= MAX_TOKENS)).tolist()
         own = np.fromiter(compress(chunk, ok), np.int64)
         length = length[np.asarray(ok, dtype=bool)]
         norm.update(zip(own.tolist(), compress(texts, ok), strict=True))
-        sc = np.fromiter(
-            (
-                memo[id(s)] if id(s) in memo else memo.setdefault(id(s), hash(s))
-                for s in map(st.scopes.__getitem__, own.tolist())
-            ),
-            np.int64,
-        ).view(_U)
+        sc = np.fromiter(map(hash, map(st.scopes.__getitem__, own.tolist())), np.int64).view(_U)
         tokens = np.fromiter(map(hash, chain.from_iterable(compress(toks, ok))), np.int64)
         for keys, who, role in _chunk_keys(own, length, sc, tokens.view(_U)) if len(own) else ():
             hashes.frombytes(keys.tobytes())
