@@ -17,20 +17,10 @@ from consolidation import MemoryRecord, Policy
 from consolidation.planning import FeatureCache, plan
 from consolidation.planning.features import marked
 
+from ._texts import UPDATE_TEXTS
+
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
-TEXTS = [
-    "User lives in Paris with the cat.",
-    "User no longer lives in Paris with the cat.",
-    "User moved from Lyon to Paris with the cat.",
-    "The team uses Slack for chat every day.",
-    "The team switched to Teams for chat every day.",
-    "The team used to use Slack for chat every day.",
-    "Bob's manager is Carol at the office.",
-    "Bob's manager is now Dave at the office.",
-    "User prefers React for the frontend work.",
-    "User does not prefer React for the frontend work.",
-    "apple river stone cloud garden violin",
-]
+TEXTS = UPDATE_TEXTS
 
 
 def store(seed: int, n: int) -> list[MemoryRecord]:

@@ -21,16 +21,11 @@ from consolidation.planning import FeatureCache, RowCache, plan
 from consolidation.planning.rowcache import SPREADS
 from consolidation.planning.vectors import UnitRows, bound_head, query_pairs
 
+from ._texts import UPDATE_TEXTS
+
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 TEXTS = [
-    "User lives in Paris with the cat.",
-    "User no longer lives in Paris with the cat.",
-    "User moved from Lyon to Paris with the cat.",
-    "The team uses Slack for chat every day.",
-    "The team switched to Teams for chat every day.",
-    "Bob's manager is Carol at the office.",
-    "Bob's manager is now Dave at the office.",
-    "apple river stone cloud garden violin",
+    *UPDATE_TEXTS,
     "Le chat dort sur le canapé rouge.",
     "Die Katze schläft auf dem roten Sofa.",
 ]
