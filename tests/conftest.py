@@ -6,7 +6,8 @@ and an ``agent_with_memories`` factory that writes memories with real embeddings
   (``unique_name``).
 - django-q2 reads ``Q_CLUSTER["sync"]`` once, at import, into ``django_q.conf.Conf.SYNC``; the
   ``q_sync`` fixture (autouse) sets that attribute, so ``async_task`` runs inline in tests.
-- Users: alice (admin), bob (reviewer), carol (viewer); password ``"password"``.
+- Users: alice (admin), bob (reviewer), carol (viewer); password ``"password"``, hashed with
+  MD5 in the test process (``pytest_configure``: PBKDF2 costs 0.27 s a user).
 - LoCoMo: ``locomo_path()`` is ``../shared/data/locomo/locomo7.json`` (never copied into the
   repo); it FAILS the test when the file is missing and env ``CI`` is set, and skips otherwise.
 
@@ -45,6 +46,15 @@ PASSWORD = "password"
 
 LOCOMO7 = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo" / "locomo7.json"
 """The LoCoMo file next to the repository (``../shared/data/locomo/locomo7.json``)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Passwords are hashed with MD5 in the test process (Django's "Speeding up the tests"
+    advice): the default PBKDF2 costs 0.27 s a hash on this machine kind, paid for every user a
+    fixture creates. Servers and workers the slow tests start keep the production hashers."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def locomo_path() -> Path:
