@@ -216,15 +216,18 @@ def live_count(stack: dict, slug: str) -> int:
 def test_two_workers_on_redis_plan_two_agents_at_once_and_recover_a_killed_apply(stack):
     logs = stack["logs"]
     w1, w2 = start_worker(stack, "w1"), start_worker(stack, "w2")
+    # Each cluster's pusher says "pushing tasks" just before its first pull from the Redis list:
+    # a fixed sleep after recover_passes was not enough on a loaded CI box (one worker's
+    # qcluster was not yet up, and the other took both passes).
     wait_until(
         lambda: all(
-            "recovered" in (logs / f"{n}.log").read_text(errors="replace") for n in ("w1", "w2")
+            "pushing tasks" in (logs / f"{n}.log").read_text(errors="replace") for n in ("w1", "w2")
         ),
         90,
-        "both workers to start",
+        "both workers' clusters to pull from the broker",
         logs,
     )
-    time.sleep(3)  # both clusters are waiting on the Redis list
+    time.sleep(1)  # the pusher's first BLPOP follows its log line
     out = shell(stack["env"], REQUEST_BOTH)
     assert "SECOND refused" in out  # one pass per agent (I-5), on this database
     north, south = (int(x) for x in out.split("PKS", 1)[1].split())
