@@ -299,13 +299,15 @@ def peak_rss_mb() -> float:
 
 def profiled(name: str, fn):
     """``fn()``, under cProfile when ``PLAN_BENCH_PROFILE`` names a directory (``--profile``):
-    the top 45 functions by cumulative and by own time go to ``<dir>/<name>.txt``."""
+    the top 45 functions by cumulative and by own time go to ``<dir>/<name>.txt``, the whole
+    profile to ``<dir>/<name>.prof`` (``pstats``: callers and callees)."""
     out = os.environ.get("PLAN_BENCH_PROFILE")
     if not out:
         return fn()
     prof = cProfile.Profile()
     result = prof.runcall(fn)
     Path(out).mkdir(parents=True, exist_ok=True)
+    prof.dump_stats(Path(out) / f"{name}.prof")
     with open(Path(out) / f"{name}.txt", "w") as f:
         f.write(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
         stats = pstats.Stats(prof, stream=f)
