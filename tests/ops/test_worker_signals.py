@@ -54,10 +54,14 @@ def test_worker_stops_within_the_grace_period_on_sigterm_to_its_group(tmp_path: 
             while b"worker ready" not in log.read_bytes():
                 assert p.poll() is None and time.monotonic() < deadline, log.read_text()
                 time.sleep(0.2)
-            time.sleep(1.0)
-            # the heartbeat /healthz reads: written as soon as the cluster runs
-            with sqlite3.connect(tmp_path / "db.sqlite3") as db:
-                beats = db.execute("SELECT worker FROM console_workerheartbeat").fetchall()
+            # the heartbeat /healthz reads: written as soon as the cluster runs (polled, not a
+            # fixed sleep: a loaded CI box may take longer than a second to write it)
+            beats: list = []
+            while not beats:
+                assert p.poll() is None and time.monotonic() < deadline + 30, log.read_text()
+                time.sleep(0.2)
+                with sqlite3.connect(tmp_path / "db.sqlite3") as db:
+                    beats = db.execute("SELECT worker FROM console_workerheartbeat").fetchall()
             assert [w.rsplit(":", 1)[1] for (w,) in beats] == [str(p.pid)]
             t0 = time.monotonic()
             os.killpg(p.pid, signal.SIGTERM)
