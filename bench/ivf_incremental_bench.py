@@ -69,7 +69,7 @@ def at_cosine(rng: np.random.Generator, base: np.ndarray, cos: float) -> np.ndar
     return (cos * base + np.sqrt(1 - cos**2) * noise).astype(np.float32)
 
 
-def ivf_pairs(emb, n, q, cent, members, slab, probes) -> set[int]:
+def ivf_pairs(emb, q, cent, members, slab, probes) -> set[int]:
     """Codes ``lo · N + hi`` of the pairs at cosine ≥ THRESHOLD with an end in ``q``."""
     N = len(emb)
     mrows, mb = members
@@ -132,7 +132,7 @@ def main() -> None:
     results = [("exact", exact_s, exact)]
     for probes in (ann.PROBES, 2 * ann.PROBES, 4 * ann.PROBES, 8 * ann.PROBES):
         t = time.perf_counter()
-        found = ivf_pairs(emb, n, q, cent, members, slab, probes)
+        found = ivf_pairs(emb, q, cent, members, slab, probes)
         results.append((f"ivf{probes}", time.perf_counter() - t, found))
     for name, wall, found in results:
         line = {
