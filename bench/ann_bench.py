@@ -46,6 +46,17 @@ TARGET_RECALL = 0.98
 """The target: the index finds ≥ 98 % of the pairs just above the link threshold."""
 
 
+def at_cosine(rng: np.random.Generator, base: np.ndarray, cos: float) -> np.ndarray:
+    """``(k, 384) float32`` unit rows, each at cosine ``cos`` to its row of ``base`` (``(k,
+    384)`` unit rows; exactly, before float32 rounding): ``base`` turned towards a random
+    direction orthogonal to it."""
+    noise = rng.standard_normal((len(base), DIM), dtype=np.float32)
+    noise -= (noise * base).sum(1, keepdims=True) * base
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    out = (cos * base + np.sqrt(1 - cos**2) * noise).astype(np.float32)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
 def planted_store(n: int, seed: int = 0, frac: float = 0.05) -> tuple[np.ndarray, dict]:
     """``(n, 384) float32`` unit rows and ``{cosine: (pairs, 2) int64}``: ``n · frac / 2`` pairs
     per planted cosine (disjoint rows), each ``(base, dup)`` with ``dup`` at exactly that
@@ -59,11 +70,7 @@ def planted_store(n: int, seed: int = 0, frac: float = 0.05) -> tuple[np.ndarray
     for g, cos in enumerate(PLANTED):
         rows = perm[2 * g * per : 2 * (g + 1) * per]
         base, dup = rows[:per], rows[per:]
-        noise = rng.standard_normal((per, DIM), dtype=np.float32)
-        noise -= (noise * x[base]).sum(1, keepdims=True) * x[base]
-        noise /= np.linalg.norm(noise, axis=1, keepdims=True)
-        x[dup] = cos * x[base] + np.sqrt(1 - cos**2) * noise
-        x[dup] /= np.linalg.norm(x[dup], axis=1, keepdims=True)
+        x[dup] = at_cosine(rng, x[base], cos)
         pairs[cos] = np.stack([np.minimum(base, dup), np.maximum(base, dup)], 1).astype(np.int64)
     return x, pairs
 

@@ -20,14 +20,15 @@ and of each planted group, and the load average.
     .venv/bin/python bench/ivf_incremental_bench.py            # n = 1,000,000
     .venv/bin/python bench/ivf_incremental_bench.py 200000
 
-Measured 2026-12-07 (2 cores, load average 1.5), n = 1M, recall of the 0.78 plants: exact
-1.66–1.74 s, 1.000; ivf96 0.54–0.67 s, 0.872; ivf192 0.66–0.68 s, 0.940; ivf384 0.90 s,
-0.988; ivf768 1.31 s, 1.000 (every 0.95 plant found from 192 probes on). Only the new rows
-search here (a stored row's probes are not kept), so ``PROBES`` finds far fewer pairs than the
-full search, where a pair is found from either end (98.3 % at 0.78); 384 probes reach 98.8 %
-for about half the exact product's time. Reusing the cells would make an incremental pass's
-search approximate, as a full pass of ≥ ``ANN_MIN_ROWS`` rows already is: that decision is
-the planning-at-scale issue's.
+Measured 2026-12-07 (2 cores, load average 1.5–1.6), n = 1M, recall of the 0.78 plants over
+two draws of the plants' noise (250 pairs each, so ±1 pair is 0.4 %): exact 1.66–1.86 s,
+1.000; ivf96 0.54–0.67 s, 0.872 / 0.884; ivf192 0.66–0.71 s, 0.940 / 0.936; ivf384 0.90–0.97
+s, 0.988 / 0.976; ivf768 1.31–1.41 s, 1.000 / 1.000 (every 0.95 plant found from 192 probes
+on). Only the new rows search here (a stored row's probes are not kept), so ``PROBES`` finds
+far fewer pairs than the full search, where a pair is found from either end (98.3 % at
+0.78): ≥ 98 % needs 384–768 probes, for about ½–¾ of the exact product's time. Reusing the
+cells would make an incremental pass's search approximate, as a full pass of
+≥ ``ANN_MIN_ROWS`` rows already is: that decision is the planning-at-scale issue's.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ann_bench import at_cosine  # noqa: E402
 
 from consolidation.planning import ann  # noqa: E402
 from consolidation.planning.rowcache import SPREADS  # noqa: E402
@@ -59,14 +63,6 @@ D = 384
 def unit(rng: np.random.Generator, k: int) -> np.ndarray:
     v = rng.standard_normal((k, D)).astype(np.float32)
     return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
-def at_cosine(rng: np.random.Generator, base: np.ndarray, cos: float) -> np.ndarray:
-    """Rows at cosine ``cos`` to each row of ``base`` (``(k, D)`` unit rows)."""
-    noise = unit(rng, len(base))
-    noise -= np.einsum("ij,ij->i", noise, base)[:, None] * base
-    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
-    return (cos * base + np.sqrt(1 - cos**2) * noise).astype(np.float32)
 
 
 def ivf_pairs(emb, q, cent, members, slab, probes) -> set[int]:
