@@ -26,6 +26,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .nearest import SLACK, TopK, dense
+from .quantized import CachedCodes, block_rows, codes_of, floors, kept_at, quantize
 
 __all__ = [
     "CHUNK",
@@ -230,11 +231,7 @@ class CachedBounds:
 
     def block(self, start: int, stop: int) -> np.ndarray:
         """``(stop − start, head + 1) float32``: the bounding rows of rows ``start : stop``."""
-        p = self.pos[start:stop]
-        first = int(p[0])
-        if int(p[-1]) - first == len(p) - 1 and np.array_equal(p, np.arange(first, first + len(p))):
-            return self.data[first : first + len(p)]
-        return self.data[p]
+        return self.data[kept_at(self.pos, start, stop)]
 
 
 def cpus() -> int:
@@ -251,7 +248,7 @@ def query_pairs(
     block: int = 4096,
     per_row: int | None = None,
     stats: dict[str, int] | None = None,
-    bounds: CachedBounds | None = None,
+    bounds: CachedBounds | CachedCodes | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)``, ``i < j``, with an end in ``query`` and cosine ≥ ``threshold``: exactly
     the pairs and similarities of :func:`~.candidates.candidate_pairs` with ``query`` (every
@@ -268,18 +265,27 @@ def query_pairs(
     ``bounds``: the store rows' bounding rows kept from an earlier pass
     (:class:`CachedBounds`, its head used instead of :func:`bound_head`'s): a tile
     is then bounded without reading the rows at all, and only a tile whose bound is weak reads
-    them; the pairs are the same.
+    them; the pairs are the same. Or the stored rows' int8 codes (:class:`~.quantized
+    .CachedCodes`): each tile is bounded by their integer product with the new rows' codes
+    instead (:mod:`.quantized`: ≈ 4× the float32 product's speed where the CPU has 8-bit
+    dot-product instructions); the pairs are the same again.
     """
     n, d = rows.shape
     empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
     qrows = np.unique(np.asarray(query, dtype=np.int64))
     if n < 2 or not len(qrows):
         return empty
-    k = bounds.head if bounds is not None else bound_head(threshold, d)
+    cached = bounds if isinstance(bounds, CachedBounds) else None
+    coded = bounds if isinstance(bounds, CachedCodes) else None
+    k = cached.head if cached is not None else bound_head(threshold, d)
     qv = rows[qrows]
     q2 = np.ascontiguousarray(qv[:, k:])
     rq = rest_norms(qv, k)
     qa = bounding_rows(qv[:, :k], rq)
+    if coded is not None:
+        qcodes, qnorms = quantize(qv)
+        right = codes_of(qcodes)
+        block = block_rows(len(qrows), block)
     topk = TopK(n, per_row + SLACK) if per_row else None
 
     def scan(starts: range) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -288,8 +294,16 @@ def query_pairs(
         buf = np.empty((min(block, n), d), np.float32)
         aug = np.empty((min(block, n), k + 1), np.float32)
         for b0 in starts:
-            if bounds is not None:  # the kept bounding rows of unit rows: no row read
-                hit = qa @ bounds.block(b0, min(b0 + block, n)).T >= threshold - _MARGIN
+            if coded is not None:  # the kept codes of unit rows: no row read (.quantized)
+                codes, norms = coded.block(b0, min(b0 + block, n))
+                hit = coded.product(codes, right) >= floors(qnorms, norms, threshold - _MARGIN)
+                if np.count_nonzero(hit) <= 4 * len(qrows):
+                    c, r = np.divmod(np.flatnonzero(hit), hit.shape[1])  # stored × new rows
+                    los.append(qrows[r])
+                    his.append(b0 + c)
+                    continue  # a weak bound here: the rows are read and finished below
+            elif cached is not None:  # the kept bounding rows of unit rows: no row read
+                hit = qa @ cached.block(b0, min(b0 + block, n)).T >= threshold - _MARGIN
                 if np.count_nonzero(hit) <= 4 * len(qrows):
                     flat = np.flatnonzero(hit)
                     r, c = np.divmod(flat, hit.shape[1])

@@ -377,7 +377,7 @@ def feature_cache() -> Any:
 
 
 ROW_CACHE_ROWS = 2_000_000
-"""Rows the :func:`row_cache` of all stores of a process may hold (≈ 640 bytes a row: 1.3 GB);
+"""Rows the :func:`row_cache` of all stores of a process may hold (≈ 400 bytes a row: 0.8 GB);
 above it the least recently planned stores' are dropped first, never the store in hand."""
 
 
@@ -388,7 +388,10 @@ def row_cache(agent: Agent, *, forgotten: int | None) -> Any:
     and ``forgotten``, the id of the agent's last applied forget request
     (:func:`~memoryadmin.memories.selectors.forget.last_applied_forget`), so a forget applied in
     any process starts that store's rows again in every process at its next pass (the rows are
-    a part of each embedding). At most :data:`ROW_CACHE_ROWS` rows are kept over all stores."""
+    a part of each embedding). At most :data:`ROW_CACHE_ROWS` rows are kept over all stores.
+    The cache keeps the rows' int8 codes, searched with onnxruntime's 8-bit product
+    (:mod:`consolidation.adapters.int8_product`: the same pairs, ≈ 2.3× faster at 1M)."""
+    from consolidation.adapters.int8_product import int8_product
     from consolidation.planning import RowCache
 
     stamp = forgotten
@@ -396,7 +399,7 @@ def row_cache(agent: Agent, *, forgotten: int | None) -> Any:
         caches = _caches.setdefault("rows", {})
         held = caches.pop(agent.collection_name, None)
         if held is None or held[0] != stamp:
-            held = (stamp, RowCache())
+            held = (stamp, RowCache(product=int8_product()))
         caches[agent.collection_name] = held  # last: the most recently planned
         while len(caches) > 1 and sum(len(c) for _, c in caches.values()) > ROW_CACHE_ROWS:
             caches.pop(next(iter(caches)))

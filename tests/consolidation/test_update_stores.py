@@ -14,11 +14,13 @@ import uuid
 from datetime import UTC, datetime
 
 import chromadb
+import pytest
 
 from consolidation import Fate, OpKind, Policy
 from consolidation.adapters.chroma_layout import Layout
 from consolidation.adapters.chroma_store import ChromaMemoryStore
 from consolidation.adapters.embedder import get_default_embedder
+from consolidation.adapters.int8_product import int8_product
 from consolidation.adapters.vector_cache import VectorCache
 from consolidation.planning import FeatureCache, RowCache, plan
 from consolidation.shapes import preset_field_map
@@ -132,10 +134,13 @@ def test_updates_written_after_a_pass_are_found_by_the_incremental_pass(tmp_path
     _check(p, ids)
 
 
-def test_an_incremental_pass_with_the_rows_kept_from_the_pass_before_decides_the_same(tmp_path):
-    """The stored rows' bounding rows and update flags kept by an earlier incremental pass
-    over the same mem0 collection (RowCache, FeatureCache) give the next pass the very
-    operations a pass without them gives."""
+@pytest.mark.parametrize("product", [None, int8_product()], ids=["float32", "int8"])
+def test_an_incremental_pass_with_the_rows_kept_from_the_pass_before_decides_the_same(
+    tmp_path, product
+):
+    """The stored rows' bounding rows (or their int8 codes, with onnxruntime's product) and
+    update flags kept by an earlier incremental pass over the same mem0 collection (RowCache,
+    FeatureCache) give the next pass the very operations a pass without them gives."""
     client = chromadb.EphemeralClient()
     name = f"mem0-{uuid.uuid4().hex[:10]}"
     olds = [Mem0Memory(old, user_id="alice", created_at=t) for old, t, *_ in PLANTED]
@@ -153,7 +158,7 @@ def test_an_incremental_pass_with_the_rows_kept_from_the_pass_before_decides_the
         client.get_collection(name), layout=Layout(name, field_map=preset_field_map("mem0"))
     )
     checkpoint = {r.id: r.content_hash for r in store.iter_records()}
-    caches = {"features": FeatureCache(), "rows": RowCache()}
+    caches = {"features": FeatureCache(), "rows": RowCache(product=product)}
     first = dict(list(checkpoint.items())[1:])  # one memory new: a partial pass keeps the rows
     _plan_attached(client, name, "mem0", tmp_path, checkpoint=first, **caches)
     assert len(caches["rows"]) == len(checkpoint)
