@@ -25,7 +25,11 @@ scan; the per-memory features of stored rows come from the previous pass's
 :class:`~consolidation.planning.features.FeatureCache` and
 :class:`~consolidation.planning.RowCache`, primed untimed here as that pass would have left
 them, in a process that has planned before, as a console worker has: a small pass runs first,
-untimed). Each figure is printed with its ratio to the target (≤ 1 met).
+untimed). Each figure is printed with its ratio to the target (≤ 1 met). ``--bound`` (with
+``--n``): ``int8`` (default), the plans are given a RowCache with onnxruntime's int8 product, as
+the console's workers plan (the index's scan and the incremental search bound their tiles by
+it, :mod:`consolidation.planning.quantized`); ``float32``, without (as ``plan()`` alone, or a
+``Consolidator``): the same pairs either way.
 
 ``--profile DIR`` (with ``--n``): the full and the incremental plan run under cProfile; the
 top functions by cumulative and by own time go to ``DIR/full.txt`` and ``DIR/incr.txt``.
@@ -317,10 +321,16 @@ def profiled(name: str, fn):
     return result
 
 
-def run_full(n: int, method: str) -> dict:
+def run_full(n: int, method: str, bound: str = "int8") -> dict:
+    """Plan a store of ``n`` in full by ``method``, with the console's :class:`RowCache`
+    (``bound="int8"``: given onnxruntime's int8 product, which the index's scan then uses) or
+    with none (``"float32"``, as ``plan()`` without ``rows``)."""
     records, pairs = make_store(n, seed=n)
+    rows = RowCache(product=int8_product()) if bound == "int8" else None
     t, c = time.perf_counter(), cpu_seconds()
-    p = profiled("full", lambda: plan(records, Policy(), now=NOW, candidate_method=method))
+    p = profiled(
+        "full", lambda: plan(records, Policy(), now=NOW, candidate_method=method, rows=rows)
+    )
     wall, cpu = time.perf_counter() - t, cpu_seconds() - c
     return {
         "case": f"full {n // 1000}K",
@@ -483,12 +493,11 @@ def box_speed() -> dict[str, float]:
     return out
 
 
-def scale_main(n: int, exact_n: int) -> None:
+def scale_main(n: int, exact_n: int, bound: str) -> None:
     """The figures of planning at 1M as one JSON object (see the module docstring)."""
     speed = box_speed()
-    full = spawn("full", str(n), "auto")
-    incr = spawn("incr", str(n), "1000")
-    incr_f32 = spawn("incr", str(n), "1000:float32")
+    full = spawn("full", str(n), f"auto:{bound}")
+    incr = spawn("incr", str(n), f"1000:{bound}")
     exact = spawn("method", str(exact_n), "exact")
     ann = spawn("method", str(exact_n), "ann")
     exact_pairs, ann_pairs = set(exact.pop("pair_codes")), set(ann.pop("pair_codes"))
@@ -502,6 +511,7 @@ def scale_main(n: int, exact_n: int) -> None:
                 "load_average": round(os.getloadavg()[0], 1),
                 "cpus": os.cpu_count(),
                 "box_speed": speed,
+                "bound": bound,
                 "full_plan": {
                     "wall_s": round(full["wall"], 1),
                     "cpu_s": round(full["cpu"], 1),
@@ -523,13 +533,6 @@ def scale_main(n: int, exact_n: int) -> None:
                     "planted_recall": round(incr["recall"], 4),
                     "wall_to_target": round(incr["wall"] / INCR_TARGET_S, 2),
                     "met": incr["wall"] <= INCR_TARGET_S,
-                    "bound": incr["bound"],
-                },
-                "incremental_1k_float32": {
-                    "wall_s": round(incr_f32["wall"], 2),
-                    "candidates_s": round(incr_f32["timings"]["candidates"], 2),
-                    "planted_recall": round(incr_f32["recall"], 4),
-                    "int8_speedup": round(incr_f32["wall"] / incr["wall"], 2),
                 },
                 "candidate_search": {
                     "rows": exact_n,
@@ -557,7 +560,8 @@ def child(args: argparse.Namespace) -> None:
     kind, n, extra = args.child
     n = int(n)
     if kind == "full":
-        out = run_full(n, extra)
+        method, _, bound = extra.partition(":")
+        out = run_full(n, method, bound or "int8")
     elif kind == "incr":
         new, _, bound = extra.partition(":")
         out = run_incremental(n, int(new), bound or "int8")
@@ -596,6 +600,12 @@ def main() -> None:
     ap.add_argument("--templated", action="store_true", help="stores of templated lines")
     ap.add_argument("--profile", metavar="DIR", help="with --n: cProfile the full and incr plans")
     ap.add_argument("--sizes", default="1000,10000", help="--templated sizes, comma-separated")
+    ap.add_argument(
+        "--bound",
+        choices=["int8", "float32"],
+        default="int8",
+        help="with --n: the console's int8 product (default) or plain float32 searches",
+    )
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -607,7 +617,7 @@ def main() -> None:
     if args.profile:
         os.environ["PLAN_BENCH_PROFILE"] = args.profile  # the children profile their plan
     if args.n:
-        scale_main(args.n, args.exact_n or min(args.n, 50_000))
+        scale_main(args.n, args.exact_n or min(args.n, 50_000), args.bound)
         return
     print(
         f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "

@@ -38,6 +38,7 @@ from threadpoolctl import threadpool_limits
 
 from .ann import ANN_MIN_ROWS, ann_candidate_pairs
 from .nearest import SLACK, TopK, dense
+from .quantized import Int8Product
 
 __all__ = ["candidate_pairs", "normalize_rows"]
 
@@ -77,6 +78,7 @@ def candidate_pairs(
     per_row: int | None = None,
     stats: dict[str, int] | None = None,
     exclude: np.ndarray | None = None,
+    product: Int8Product | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``(i, j)`` with ``i < j`` and cosine(emb[i], emb[j]) ≥ ``threshold``.
 
@@ -100,6 +102,8 @@ def candidate_pairs(
       :mod:`.templates`); in a full search the rows of one label are tiled together and a tile
       inside one label is not computed. ``stats["excluded"]`` counts those pairs (every pair
       of a skipped tile, and the pairs of a computed tile that passed its filter).
+    - ``product``: an int8 product (:class:`~.quantized.Int8Product`) for the index's scan
+      (:func:`~.ann.ann_candidate_pairs`: the same pairs, faster); the other methods ignore it.
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32`` arrays sorted by ``(i, j)``.
     Raises ``ValueError`` for a non-2-D matrix or an unknown method.
@@ -115,7 +119,13 @@ def candidate_pairs(
     if method == "ann" or (method == "auto" and query is None and n >= ANN_MIN_ROWS):
         # approximate above the measured switch point (see planning/ann.py)
         return ann_candidate_pairs(
-            emb, threshold, query=query, per_row=per_row, stats=stats, exclude=exclude
+            emb,
+            threshold,
+            query=query,
+            per_row=per_row,
+            stats=stats,
+            exclude=exclude,
+            product=product,
         )
     if method == "auto":
         # the split's fixed cost (rotating all n rows, O(n·d²)) only pays off when the

@@ -72,6 +72,7 @@ def search_candidates(st: PlanState) -> None:
                 per_row=k,
                 stats=seen,
                 exclude=exclude,
+                product=st.rows.product if st.rows is not None else None,
             )
         pi, pj, ps, hit = bound_pairs(pi, pj, ps, st.n, k)
         st.candidates["max_partners"] = hit["max_partners"]
