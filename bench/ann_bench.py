@@ -18,6 +18,8 @@ Methods (``--methods``, comma-separated):
 - ``ivfP``: :func:`~consolidation.planning.ann.ann_candidate_pairs` with ``P`` probes (cells
   ``CELL_SCALE · √(P·n)``, the default); ``ivfP-iI``: with ``I`` k-means iterations instead
   of the default; ``ivfP-cX``: ``X · √(P·n)`` cells (``ivf16-c1``: the index until 2026-12);
+  a ``-q8`` suffix (``ivf96-q8``): given onnxruntime's int8 product, as the console's workers
+  plan (the probe ranks cells by the rows' int8 codes; the scan's bound is int8);
 - ``hnswM``: faiss ``IndexHNSWFlat`` (inner product), ``M`` links per node, efConstruction 80,
   each row's 32 nearest searched at efSearch 128 and kept when ≥ the threshold (one thread
   adds, so the graph is deterministic);
@@ -37,6 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from consolidation.adapters.int8_product import int8_product  # noqa: E402
 from consolidation.planning import ann, candidate_pairs  # noqa: E402
 
 DIM = 384
@@ -104,13 +107,20 @@ def run(method: str, emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if method.startswith("hnsw"):
         return hnsw_pairs(emb, THRESHOLD, int(method[4:]))
     if method.startswith("ivf"):
-        spec, _, mult = method[3:].partition("-c")
+        spec, q8, _ = method[3:].partition("-q8")
+        spec, _, mult = spec.partition("-c")
         probes, _, iters = spec.partition("-i")
         cells = round(float(mult) * (int(probes) * len(emb)) ** 0.5) if mult else None
         saved = ann._KMEANS_ITER
         ann._KMEANS_ITER = int(iters) if iters else saved
         try:
-            i, j, _ = ann.ann_candidate_pairs(emb, THRESHOLD, probes=int(probes), cells=cells)
+            i, j, _ = ann.ann_candidate_pairs(
+                emb,
+                THRESHOLD,
+                probes=int(probes),
+                cells=cells,
+                product=int8_product() if q8 else None,
+            )
         finally:
             ann._KMEANS_ITER = saved
         return i, j

@@ -249,7 +249,12 @@ def _lists(
 
 
 def _probe(
-    centroids: np.ndarray, emb: np.ndarray, rows: np.ndarray | None, k: int, threads: int
+    centroids: np.ndarray,
+    emb: np.ndarray,
+    rows: np.ndarray | None,
+    k: int,
+    threads: int,
+    coded: _Coded | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(probed, home)`` of each of ``rows`` (all when ``None``): ``(q, k)`` (``uint16`` for
     at most 65,536 centroids, else ``int32``), its ``k`` most similar ``centroids`` (``(cells,
@@ -260,16 +265,29 @@ def _probe(
 
     Why not faiss's ``IndexFlatIP.search``: its top-``k`` selection kept 1M rows × 4,000
     centroids × 64 probes at 67 s wall here; the product and ``argpartition`` on two threads
-    take ≈ 26 s and give the same cells (3,000 rows compared: the same sets)."""
+    take ≈ 26 s and give the same cells (3,000 rows compared: the same sets).
+
+    With ``coded`` (the rows' int8 codes) the similarities are the codes' integer products
+    with the centroids' codes (:mod:`.quantized`): an approximate ranking (each product is
+    within the codes' error of the float32 one), so a row whose ``k``-th and ``k+1``-th cells
+    nearly tie may probe the other; the recall this gives is measured, not assumed
+    (``bench/ann_bench.py``'s ``-q8`` methods, the :data:`PROBES` docstring)."""
     q = len(emb) if rows is None else len(rows)
     probed = np.empty((q, k), dtype=np.uint16 if len(centroids) <= 65536 else np.int32)
     home = np.empty((q, 1), dtype=np.int32)
-    right = np.ascontiguousarray(centroids.T)
+    if coded is not None:
+        right = codes_of(quantize(centroids)[0])
+    else:
+        right = np.ascontiguousarray(centroids.T)
     every = np.arange(k, dtype=np.int32)
 
     def chunk(s: int) -> None:
-        part = emb[s : s + _PROBE_CHUNK] if rows is None else emb[rows[s : s + _PROBE_CHUNK]]
-        sims = part @ right
+        if coded is not None:
+            at = slice(s, s + _PROBE_CHUNK) if rows is None else rows[s : s + _PROBE_CHUNK]
+            sims = coded.product(coded.codes[at], right)
+        else:
+            part = emb[s : s + _PROBE_CHUNK] if rows is None else emb[rows[s : s + _PROBE_CHUNK]]
+            sims = part @ right
         home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
         if k == 1:
             probed[s : s + _PROBE_CHUNK] = home[s : s + _PROBE_CHUNK]
@@ -511,20 +529,20 @@ def ann_candidate_pairs(
     cells = min(n, cells or max(1, round(CELL_SCALE * math.sqrt(probes * n))))
     centroids = _centroids(emb, cells, seed)
     threads = threads or cpus()
+    coded = _Coded(emb, product, threads) if product is not None else None
     every = np.arange(n, dtype=np.int32)
     if query is None:
         srows = every
-        probed, home = _probe(centroids, emb, None, min(probes, cells), threads)
+        probed, home = _probe(centroids, emb, None, min(probes, cells), threads, coded)
     else:
         srows = np.unique(np.asarray(query, dtype=np.int64)).astype(np.int32)
-        home = _probe(centroids, emb, None, 1, threads)[1]
-        probed = _probe(centroids, emb, srows, min(2 * probes, cells), threads)[0]
+        home = _probe(centroids, emb, None, 1, threads, coded)[1]
+        probed = _probe(centroids, emb, srows, min(2 * probes, cells), threads, coded)[0]
     members = _lists(home, every, cells, threads)
     searchers = _lists(probed, srows, cells, threads)
     del probed, home
     topk = TopK(n, per_row + SLACK) if per_row else None
     excluded = [0]
-    coded = _Coded(emb, product, threads) if product is not None else None
     code = _scan(emb, members, searchers, threshold, block, threads, topk, exclude, excluded, coded)
     del coded
     if stats is not None and excluded[0]:

@@ -1,13 +1,17 @@
 """The approximate (faiss IVF) candidate search finds what the exact product finds on planted
 duplicates — including a cluster larger than one cell — nothing else, and the same pairs on
-every run."""
+every run, with its tiles bounded in float32 or by an int8 product."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
-from consolidation.planning import candidate_pairs
+from consolidation import MemoryRecord, Policy
+from consolidation.adapters.int8_product import int8_product
+from consolidation.planning import RowCache, candidate_pairs, plan
 from consolidation.planning.ann import ann_candidate_pairs
 
 
@@ -76,9 +80,11 @@ def test_ann_on_tiny_or_bad_input():
         ann_candidate_pairs(twins, 0.5, probes=0)
 
 
-def test_ann_finds_98_percent_of_pairs_just_above_the_threshold():
+@pytest.mark.parametrize("q8", [False, True], ids=["float32", "int8"])
+def test_ann_finds_98_percent_of_pairs_just_above_the_threshold(q8):
     """Pairs at cosine 0.78 (just above the 0.75 search threshold) among 24K random
-    rows — the hardest case, no cluster to help — are found as the exact product finds them."""
+    rows — the hardest case, no cluster to help — are found as the exact product finds them,
+    with cells ranked by float32 products or by the rows' int8 codes, and no false pair."""
     rng = np.random.default_rng(11)
     n, per = 24_000, 600
     x = rng.standard_normal((n, 384), dtype=np.float32)
@@ -89,9 +95,10 @@ def test_ann_finds_98_percent_of_pairs_just_above_the_threshold():
     noise /= np.linalg.norm(noise, axis=1, keepdims=True)
     x[dup] = 0.78 * x[base] + np.sqrt(1 - 0.78**2) * noise
     x[dup] /= np.linalg.norm(x[dup], axis=1, keepdims=True)
-    found = _pairs(candidate_pairs(x, 0.75, method="ann"))
+    found = _pairs(candidate_pairs(x, 0.75, method="ann", product=int8_product() if q8 else None))
     planted = set(zip(base.tolist(), dup.tolist(), strict=True))
     assert len(found & planted) / per >= 0.98
+    assert found <= _pairs(candidate_pairs(x, 0.75, method="exact"))
 
 
 @pytest.mark.parametrize("tail_weight", [1.0, 4.0])
@@ -110,3 +117,76 @@ def test_ann_probing_every_cell_finds_exactly_the_exact_pairs(tail_weight):
         assert len(ei) >= 300
         assert (ai.tolist(), aj.tolist()) == (ei.tolist(), ej.tolist())
         assert np.allclose(asim, es, atol=1e-6)
+
+
+def _spiky(n: int = 3000) -> np.ndarray:
+    """Rows with a few coordinates past the int8 coding range (±0.248, clipped) and planted
+    pairs among them: the codes' error term must cover what clipping loses."""
+    x = _store(n=n, seed=9)
+    x[:400, :3] += 0.6  # the first 400 rows (200 planted pairs) share three large coordinates
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("case", ["random", "loose", "spiky"])
+def test_the_int8_index_with_every_cell_probed_finds_exactly_the_exact_pairs(case):
+    """With an int8 product the index's tiles are bounded by the rows' int8 codes
+    (:mod:`consolidation.planning.quantized`) instead of the float32 head and rest, and its
+    probe ranks cells by them. With every cell probed nothing is left to the ranking: the
+    bound must drop no pair, on random rows, on rows whose bound is loose (dense tiles: the
+    float32 product is taken) and on rows with clipped coordinates."""
+    product = int8_product()
+    x = {"random": _store(), "loose": _store(n=3000), "spiky": _spiky()}[case]
+    if case == "loose":
+        x[:, 200:] *= 4.0
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+    for threshold in (0.75, 0.9):
+        ei, ej, es = candidate_pairs(x, threshold, method="exact")
+        ai, aj, asim = ann_candidate_pairs(x, threshold, probes=100_000, product=product)
+        assert len(ei) >= 200
+        assert (ai.tolist(), aj.tolist()) == (ei.tolist(), ej.tolist())
+        assert np.allclose(asim, es, atol=1e-6)
+
+
+def test_a_full_pass_given_the_console_row_cache_plans_as_one_without():
+    """The engine hands the RowCache's product to the index (``plan(rows=...)``): the plan is
+    the plan without it."""
+    x = _store(n=2000, seed=4)
+    rng = np.random.default_rng(4)
+    words = [
+        "apple",
+        "river",
+        "stone",
+        "cloud",
+        "garden",
+        "violin",
+        "harbor",
+        "lantern",
+        "meadow",
+        "copper",
+        "falcon",
+    ]
+    texts = [" ".join(rng.choice(words, 6)) for _ in range(len(x))]
+    for b in range(0, 600, 2):  # the planted pairs' texts agree: one adds a word
+        texts[b + 1] = f"{texts[b]} indeed"
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    records = [
+        MemoryRecord(
+            f"m{i:05d}",
+            texts[i],
+            x[i],
+            {"created_at": (now - timedelta(days=1 + i % 30)).isoformat()},
+        )
+        for i in range(len(x))
+    ]
+    policy = Policy(trim_to_guard=False)
+    plain = plan(records, policy, now=now, candidate_method="ann")
+    calls = []
+
+    def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        calls.append(a.shape)
+        return int8_product()(a, b)
+
+    coded = plan(records, policy, now=now, candidate_method="ann", rows=RowCache(product=product))
+    assert calls  # the index ran on the codes
+    assert plain.context["candidates"]["similar_pairs"] >= 300
+    assert [op.to_dict() for op in coded.operations] == [op.to_dict() for op in plain.operations]
