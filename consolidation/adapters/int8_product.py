@@ -35,8 +35,12 @@ class OnnxInt8Product:
     (the caller shares blocks over the CPUs; onnxruntime releases the GIL in ``run``, and a
     session may be run from several threads at once). The session is built at the first call,
     and again in a forked child (onnxruntime does not support a session across ``fork()``).
-    Raises ``ImportError`` naming the package when onnxruntime or onnx is missing, ``ValueError``
-    (onnxruntime's) for shapes that do not fit."""
+    ``out`` (``(m, k) int32``, C-contiguous): the product is written there (a large result
+    the caller frees after use; without it onnxruntime's arena keeps the largest result's
+    memory for the process's life: a 1M plan's probe, 4,096 × 4,899 a thread, raised its peak
+    RSS by ≈ 130 MB). Raises ``ImportError`` naming the package when onnxruntime or onnx is
+    missing, ``ValueError`` for an ``out`` that does not fit (and onnxruntime's for shapes that
+    do not)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -53,9 +57,20 @@ class OnnxInt8Product:
                 self._session = _new_session()
             return self._session
 
-    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = self._get_session().run(None, {"A": a, "B": b})[0]
-        return np.asarray(out, dtype=np.int32)
+    def __call__(self, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        session = self._get_session()
+        if out is None:  # onnxruntime's arena holds the result's memory for later calls
+            return np.asarray(session.run(None, {"A": a, "B": b})[0], dtype=np.int32)
+        if out.shape != (a.shape[0], b.shape[1]) or out.dtype != np.int32:
+            raise ValueError(f"out must be int32 of shape {(a.shape[0], b.shape[1])}")
+        if not out.flags.c_contiguous:
+            raise ValueError("out must be C-contiguous")
+        binding = session.io_binding()
+        binding.bind_cpu_input("A", np.ascontiguousarray(a))
+        binding.bind_cpu_input("B", np.ascontiguousarray(b))
+        binding.bind_output("Y", "cpu", 0, np.int32, out.shape, out.ctypes.data)
+        session.run_with_iobinding(binding)
+        return out
 
 
 def _new_session() -> Any:

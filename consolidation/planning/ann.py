@@ -297,7 +297,12 @@ def _probe(
 
     def chunk(s: int) -> None:
         part = emb[s : s + _PROBE_CHUNK] if rows is None else emb[rows[s : s + _PROBE_CHUNK]]
-        sims = part @ right if product is None else product(quantize(part)[0], right)
+        if product is None:
+            sims = part @ right
+        else:  # into memory of its own, freed after the chunk (an arena would keep it)
+            sims = product(
+                quantize(part)[0], right, np.empty((len(part), len(centroids)), np.int32)
+            )
         home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
         if k == 1:
             probed[s : s + _PROBE_CHUNK] = home[s : s + _PROBE_CHUNK]

@@ -64,11 +64,14 @@ _CHUNK = 16384
 
 class Int8Product(Protocol):
     """``(m, d) uint8`` codes + 128 (zero point 128) × ``(d, k) int8`` codes → ``(m, k)
-    int32``: exact integer dot products ``Σ (a − 128) · b``. Called from several threads at
-    once, so it must be thread-safe; each call should use one CPU (the caller shares the
-    blocks over the CPUs)."""
+    int32``: exact integer dot products ``Σ (a − 128) · b``, written into ``out`` when given
+    (``(m, k) int32``, C-contiguous) and returned. Called from several threads at once, so it
+    must be thread-safe; each call should use one CPU (the caller shares the blocks over the
+    CPUs)."""
 
-    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+    def __call__(
+        self, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray: ...
 
 
 def quantize(unit: np.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -182,9 +182,9 @@ def test_a_full_pass_given_the_console_row_cache_plans_as_one_without():
     plain = plan(records, policy, now=now, candidate_method="ann")
     calls = []
 
-    def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         calls.append(a.shape)
-        return int8_product()(a, b)
+        return int8_product()(a, b, out)
 
     coded = plan(records, policy, now=now, candidate_method="ann", rows=RowCache(product=product))
     assert calls  # the index ran on the codes

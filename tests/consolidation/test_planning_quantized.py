@@ -14,6 +14,7 @@ import os
 import pickle
 
 import numpy as np
+import pytest
 
 from consolidation.adapters.int8_product import int8_product
 from consolidation.planning.quantized import (
@@ -51,6 +52,11 @@ def test_the_product_is_exact_integer_arithmetic_at_the_codes_extremes():
     want = (a.astype(np.int64) - 128) @ b.astype(np.int64)
     assert got.dtype == np.int32 and got.shape == (300, 70)
     np.testing.assert_array_equal(got, want)
+    out = np.full((300, 70), 7, np.int32)  # a caller's own memory: written in place
+    assert int8_product()(a, b, out) is out
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(ValueError, match="shape"):
+        int8_product()(a, b, np.empty((70, 300), np.int32))
 
 
 def test_codes_round_trip_and_the_error_norm_is_the_coding_error():
