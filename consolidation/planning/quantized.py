@@ -1,12 +1,14 @@
 """Int8 codes of unit rows: a bound on every pair's cosine from one integer product.
 
-An incremental pass compares its new rows with every stored row (:func:`~.vectors.query_pairs`),
-an O(new × store) product whose float32 form runs at the BLAS's speed (≈ 100 GFLOP/s a core
-here). The same product in 8-bit integers runs ≈ 4× faster a multiply-add on a CPU with
-AVX-512 VNNI (705 G integer multiply-adds a second on one core of this machine against 100 G
-float32, ``(4096, 384) × (384, 1000)``, measured); numpy has no such product, so a caller
-hands one in (:class:`Int8Product`; the console's is onnxruntime's ``MatMulInteger``,
-:mod:`consolidation.adapters.int8_product`), and the engine core stays free of onnxruntime.
+The candidate searches multiply unit rows: an incremental pass its new rows with every stored
+row (:func:`~.vectors.query_pairs`), a full pass every row with its cells' centroids and
+members (:mod:`.ann`). In float32 these products run at the BLAS's speed (≈ 100 GFLOP/s a
+core here). In 8-bit integers they run ≈ 4–7× faster a multiply-add on a CPU with AVX-512 VNNI
+(705 G integer multiply-adds a second on one core of this machine against 100 G float32,
+``(4096, 384) × (384, 1000)``, measured); numpy has no such product, so a caller hands one in
+(:class:`Int8Product`; the console's is onnxruntime's ``MatMulInteger``,
+:mod:`consolidation.adapters.int8_product`, through its :class:`~.rowcache.RowCache`), and the
+engine core stays free of onnxruntime.
 
 The bound. Each unit row ``x`` (``(d,) float32``) is coded as ``q = clip(rint(x / STEP),
 −127, 127)``, so ``x = STEP·q + e`` with ``‖e‖`` the row's coding error (clipped coordinates
@@ -19,10 +21,11 @@ where ``x̂ = STEP·q_x``. With :data:`STEP` = 2⁻⁹ a coordinate up to 0.248 
 (an unclipped row's error is ≈ STEP √(d/12) ≈ 0.011 at d = 384), every product and sum is
 exact in float64, and the integer product fits an ``int32`` (at most d·127²). So the pairs
 whose integer product reaches :func:`floors` are a superset of the pairs at cosine ≥ the floor:
-nothing is missed, and every hit is then checked exactly by the caller. On the bench's random
-unit rows no pair of 16M reached 0.749 − 0.022 but the planted ones (the bound's slack is the
-coding error, not the ≈ 240 unread coordinates of the float32 head-and-rest bound of
-:func:`~.vectors.bound_head`).
+nothing is missed, and every hit is then checked exactly by the caller. Of 16.4M pairs of
+random unit rows (1K × 16K, measured) none passed the bound at 0.749, against 49 for the
+float32 head-and-rest bound of 160 coordinates (:func:`~.vectors.bound_head`); the slack,
+taken with each block's largest norms, was at most 0.046 (a row with a clipped coordinate
+raises its block's).
 
 A code is stored as ``uint8`` ``q + 128`` (``MatMulInteger``'s fast kernels take an unsigned
 left side with a zero point of 128; its signed × signed form ran at a fifteenth of the
