@@ -4,8 +4,10 @@ directory; stopped at the end), in batches of 100 and of 1,000 operations altern
 rounds. Each write batch is preceded by a read of its ids' metadata, as
 ``ChromaMemoryStore.upsert`` does. In the 1,000 rounds, also: ``add`` of 3,000 new ids (what
 ``ChromaMemoryStore.upsert`` does with ids absent at its read) and ``upsert`` over 3,000
-existing ids with new vectors. Prints the server's ``get_max_batch_size()`` and one line per
-round and batch size (wall seconds, load average).
+existing ids with new vectors, and a metadata-only ``update`` of 3,000 existing ids (no vector,
+no document: what a merge that kept one source's record and text would write). Prints the
+server's ``get_max_batch_size()`` and one line per round and batch size (wall seconds, load
+average).
 
     .venv/bin/python bench/chroma_batch_bench.py [N]   # N stored records, default 30,000
 
@@ -109,6 +111,16 @@ try:
                 over = [f"m{i}" for i in range(n - m, n)]
                 to = timed(lambda over=over: upsert(ids=over))
                 line += f", add of {m} new ids {ta:.2f} s, upsert over {m} existing {to:.2f} s"
+                # metadata only, over existing ids (what a merge that kept one source's record
+                # and text would write instead of a new record: design input, not used)
+                meta = [f"m{i}" for i in range(n - 2 * m, n - m)]
+
+                def update(meta=meta, b=b):
+                    for s0 in range(0, m, b):
+                        col.get(ids=meta[s0 : s0 + b], include=["metadatas"])
+                        col.update(ids=meta[s0 : s0 + b], metadatas=[{"k": 2}] * b)
+
+                line += f", metadata-only update of {m} existing {timed(update):.2f} s"
             dels = [f"m{i}" for i in range(gone, gone + m)]
             gone += m
             td = timed(

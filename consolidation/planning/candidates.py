@@ -32,6 +32,7 @@ result does not depend on tiling, rotation or BLAS threading (I-8 determinism).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -102,8 +103,7 @@ def candidate_pairs(
       :mod:`.templates`); in a full search the rows of one label are tiled together and a tile
       inside one label is not computed. ``stats["excluded"]`` counts those pairs (every pair
       of a skipped tile, and the pairs of a computed tile that passed its filter).
-    - ``product``: an int8 product (:class:`~.quantized.Int8Product`) for the index's scan
-      (:func:`~.ann.ann_candidate_pairs`: the same pairs, faster); the other methods ignore it.
+    - ``product``: an int8 product (:class:`~.quantized.Int8Product`) for the index (:mod:`.ann`).
 
     Returns ``(i, j, sim)``: ``int64``, ``int64``, ``float32`` arrays sorted by ``(i, j)``.
     Raises ``ValueError`` for a non-2-D matrix or an unknown method.
@@ -117,16 +117,8 @@ def candidate_pairs(
     if n < 2:
         return _no_pairs()
     if method == "ann" or (method == "auto" and query is None and n >= ANN_MIN_ROWS):
-        # approximate above the measured switch point (see planning/ann.py)
-        return ann_candidate_pairs(
-            emb,
-            threshold,
-            query=query,
-            per_row=per_row,
-            stats=stats,
-            exclude=exclude,
-            product=product,
-        )
+        ann = partial(ann_candidate_pairs, per_row=per_row, stats=stats, exclude=exclude)
+        return ann(emb, threshold, query=query, product=product)  # approximate: planning/ann.py
     if method == "auto":
         # the split's fixed cost (rotating all n rows, O(n·d²)) only pays off when the
         # product itself is large: a full triangle of ≥ 8192 rows, or ≥ 4096 query rows

@@ -258,17 +258,13 @@ def query_pairs(
     Store rows are read raw and each tile is compared with ``(threshold − margin) × norm``; the
     bounding product (:func:`bound_head`: the first 144 of 384 coordinates at 0.75, with each row's
     norm of the rest) is computed first, and a tile whose bound leaves few candidates skips the rest
-    — an O(q × n) product at ≈ 145/384 of the cost (½ until 2026-12, with a bound of the block's
-    largest norms instead of each pair's). Returns ``(i, j, sim)``: ``int64``, ``int64``,
+    — an O(q × n) product at ≈ 145/384 of the cost. Returns ``(i, j, sim)``: ``int64``, ``int64``,
     ``float32``, sorted by ``(i, j)``. ``per_row``, ``stats``: as for
     :func:`~.candidates.candidate_pairs` (a dense tile keeps each row's nearest partners only).
-    ``bounds``: the store rows' bounding rows kept from an earlier pass
-    (:class:`CachedBounds`, its head used instead of :func:`bound_head`'s): a tile
-    is then bounded without reading the rows at all, and only a tile whose bound is weak reads
-    them; the pairs are the same. Or the stored rows' int8 codes (:class:`~.quantized
-    .CachedCodes`): each tile is bounded by their integer product with the new rows' codes
-    instead (:mod:`.quantized`: ≈ 4× the float32 product's speed where the CPU has 8-bit
-    dot-product instructions); the pairs are the same again.
+    ``bounds``: the store rows' bounding rows kept from an earlier pass (:class:`CachedBounds`,
+    its head used instead of :func:`bound_head`'s), or their int8 codes (:class:`~.quantized
+    .CachedCodes`, bounded by an integer product, :mod:`.quantized`): a tile is then bounded
+    without reading the rows, and only a tile whose bound is weak reads them; the same pairs.
     """
     n, d = rows.shape
     empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
@@ -284,8 +280,8 @@ def query_pairs(
     qa = bounding_rows(qv[:, :k], rq)
     if coded is not None:
         qcodes, qnorms = quantize(qv)
-        right = codes_of(qcodes)
-        block = block_rows(len(qrows), block)
+        right, block = codes_of(qcodes), block_rows(len(qrows), block)
+    few = 4 * len(qrows)
     topk = TopK(n, per_row + SLACK) if per_row else None
 
     def scan(starts: range) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -295,18 +291,15 @@ def query_pairs(
         aug = np.empty((min(block, n), k + 1), np.float32)
         for b0 in starts:
             if coded is not None:  # the kept codes of unit rows: no row read (.quantized)
-                codes, norms = coded.block(b0, min(b0 + block, n))
-                hit = coded.product(codes, right) >= floors(qnorms, norms, threshold - _MARGIN)
-                if np.count_nonzero(hit) <= 4 * len(qrows):
-                    c, r = np.divmod(np.flatnonzero(hit), hit.shape[1])  # stored × new rows
-                    los.append(qrows[r])
-                    his.append(b0 + c)
-                    continue  # a weak bound here: the rows are read and finished below
+                got = _coded_hits(coded, right, qnorms, b0, min(b0 + block, n), threshold, few)
+                if got is not None:
+                    los.append(qrows[got[1]])
+                    his.append(b0 + got[0])
+                    continue  # else a weak bound: the rows are read and finished below
             elif cached is not None:  # the kept bounding rows of unit rows: no row read
                 hit = qa @ cached.block(b0, min(b0 + block, n)).T >= threshold - _MARGIN
-                if np.count_nonzero(hit) <= 4 * len(qrows):
-                    flat = np.flatnonzero(hit)
-                    r, c = np.divmod(flat, hit.shape[1])
+                if np.count_nonzero(hit) <= few:
+                    r, c = np.divmod(np.flatnonzero(hit), hit.shape[1])
                     los.append(qrows[r])
                     his.append(b0 + c)
                     continue  # a weak bound here: the rows are read and finished below
@@ -315,7 +308,7 @@ def query_pairs(
             ra = bounding_rows(raw[:, :k], rest_norms(raw, k), out=aug[: len(raw)])
             tile = qa @ ra.T  # ≥ each pair's product: only pairs reaching floor can be pairs
             hit = tile >= floor
-            finished = np.count_nonzero(hit) > 4 * len(qrows)
+            finished = np.count_nonzero(hit) > few
             if finished:  # a weak bound here: finish the product
                 tile -= np.outer(rq, ra[:, k])
                 tile += q2 @ raw[:, k:].T
@@ -367,6 +360,28 @@ def query_pairs(
     keep = lo != hi
     code = np.unique(np.concatenate([lo[keep] * n + hi[keep], extra]))
     return _exact(rows, threshold, code, n)
+
+
+def _coded_hits(
+    coded: CachedCodes,
+    right: np.ndarray,
+    qnorms: np.ndarray,
+    start: int,
+    stop: int,
+    threshold: float,
+    few: int,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The pairs of stored rows ``start : stop`` (by their kept codes) × the new rows (``right``,
+    their :func:`~.quantized.codes_of`; ``qnorms``, their norms) that the int8 bound lets reach
+    ``threshold − _MARGIN``: ``(c, r)``, offsets in the block and positions among the new rows
+    (``int64``), or ``None`` when more than ``few`` pass (a weak bound: the caller reads the
+    rows)."""
+    codes, norms = coded.block(start, stop)
+    hit = coded.product(codes, right) >= floors(qnorms, norms, threshold - _MARGIN)
+    if np.count_nonzero(hit) > few:
+        return None
+    c, r = np.divmod(np.flatnonzero(hit), hit.shape[1])  # stored × new rows
+    return c, r
 
 
 def _exact(
