@@ -25,7 +25,10 @@ nothing is missed, and every hit is then checked exactly by the caller. Of 16.4M
 random unit rows (1K × 16K, measured) none passed the bound at 0.749, against 49 for the
 float32 head-and-rest bound of 160 coordinates (:func:`~.vectors.bound_head`); the slack,
 taken with each block's largest norms, was at most 0.046 (a row with a clipped coordinate
-raises its block's).
+raises its block's). Real embeddings: of 3,000 LoCoMo turns embedded by all-MiniLM-L6-v2, 3
+rows had a coordinate past 0.248 (the largest 0.27) and the median error norm was 0.011; among
+their 9M ordered pairs the bound passed 5,669 at 0.749 for the 4,122 that reach it (3,074 for
+3,030 at 0.899) and missed none (measured).
 
 A code is stored as ``uint8`` ``q + 128`` (``MatMulInteger``'s fast kernels take an unsigned
 left side with a zero point of 128; its signed × signed form ran at a fifteenth of the
