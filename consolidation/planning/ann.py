@@ -39,9 +39,10 @@ So faiss trains (step 1) and numpy assigns and scans (steps 2–3), one BLAS thr
 (``threadpoolctl``, for the search's duration, process-wide).
 
 Given an int8 product (``product``, :class:`~.quantized.Int8Product`: the console's RowCache
-carries onnxruntime's, which ``plan()`` hands over), every row is coded in int8 first
-(:mod:`.quantized`: 384 bytes a row, 1M rows in ≈ 1.5 s on two threads) and steps 2–3 run on
-the codes: the probe ranks the cells by the codes' integer products (an approximate ranking:
+carries onnxruntime's, which ``plan()`` hands over), steps 2–3 run on int8 codes of the rows
+(:mod:`.quantized`: each chunk coded as the probe reaches it, then every row once more for the
+scan, 384 bytes a row; coding 200K rows took 0.5 s on one thread, measured): the probe ranks
+the cells by the codes' integer products (an approximate ranking:
 a near tie between a row's 96th and 97th cells may go the other way), and each tile is bounded
 by the codes' product and their error norms (:func:`_tile8`: no pair at ≥ the threshold is
 dropped, as with the float32 bound; a test probes every cell and gets exactly the exact pairs).
