@@ -102,7 +102,7 @@ def quantize(unit: np.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarra
 def block_rows(queries: int, most: int) -> int:
     """Stored rows per int8 product with ``queries`` new rows: about :data:`PRODUCT_CELLS`
     cells, at least 256 rows and at most ``most``."""
-    return max(1, min(most, max(256, PRODUCT_CELLS // max(1, queries))))
+    return min(most, max(256, PRODUCT_CELLS // max(1, queries)))
 
 
 def codes_of(codes: np.ndarray) -> np.ndarray:

@@ -56,7 +56,8 @@ CODED = -1
 
 class _Slab:
     """Rows of one kind: float32 bounding rows of one head (``data``) or, for :data:`CODED`,
-    int8 codes and their norms (``data`` ``uint8``, ``norms``); ``[:used]`` filled, ``slot``
+    int8 codes and their norms (``data`` ``uint8``, ``norms``; a float32 slab keeps no norms:
+    ``(0, 2)``); ``[:used]`` filled, ``slot``
     from ``hash((id, content hash))``; ``flags[s]``: whether slot ``s``'s text is
     :func:`~.features.marked` (1, 0; −1 unknown)."""
 
@@ -70,19 +71,24 @@ class _Slab:
         self.slot: dict[int, int] = {}
 
 
-def _marked_rows(
-    kept: np.ndarray, pos: np.ndarray, docs: Sequence[str], marked: Callable[[str], bool]
-) -> np.ndarray:
-    """Indices (ascending, ``int64``) of the rows whose text ``docs[i]`` is marked: flags
-    ``kept[pos[i]]`` read, the unknown ones (−1) computed with ``marked`` (a
-    :meth:`~.features.FeatureCache.marked`) and kept for the next pass."""
-    flags = kept[pos]
-    for i in np.flatnonzero(flags < 0).tolist():
-        flags[i] = kept[pos[i]] = bool(marked(docs[i]))
-    return np.flatnonzero(flags > 0)
+class _Flagged:
+    """The texts' update-channel flags of a slab (``_flags``), read for a pass's rows
+    (``pos``, as in the kept rows it is mixed into)."""
+
+    _flags: np.ndarray
+    pos: np.ndarray
+
+    def marked_rows(self, docs: Sequence[str], marked: Callable[[str], bool]) -> np.ndarray:
+        """Indices (ascending, ``int64``) of the rows whose text ``docs[i]`` is marked: kept
+        flags read, the others computed with ``marked`` (a
+        :meth:`~.features.FeatureCache.marked`) and kept for the next pass."""
+        flags = self._flags[self.pos]
+        for i in np.flatnonzero(flags < 0).tolist():
+            flags[i] = self._flags[self.pos[i]] = bool(marked(docs[i]))
+        return np.flatnonzero(flags > 0)
 
 
-class KeptRows(CachedBounds):
+class KeptRows(_Flagged, CachedBounds):
     """:class:`~.vectors.CachedBounds` of a pass from a :class:`RowCache`, with the texts'
     update-channel flags kept beside them (:meth:`marked_rows`)."""
 
@@ -90,12 +96,8 @@ class KeptRows(CachedBounds):
         super().__init__(data, pos, head)
         self._flags = flags
 
-    def marked_rows(self, docs: Sequence[str], marked: Callable[[str], bool]) -> np.ndarray:
-        """Indices of the rows whose text is marked (:func:`_marked_rows`)."""
-        return _marked_rows(self._flags, self.pos, docs, marked)
 
-
-class KeptCodes(CachedCodes):
+class KeptCodes(_Flagged, CachedCodes):
     """:class:`~.quantized.CachedCodes` of a pass from a :class:`RowCache` given a product,
     with the texts' update-channel flags kept beside them (:meth:`marked_rows`)."""
 
@@ -109,10 +111,6 @@ class KeptCodes(CachedCodes):
     ) -> None:
         super().__init__(codes, norms, pos, product)
         self._flags = flags
-
-    def marked_rows(self, docs: Sequence[str], marked: Callable[[str], bool]) -> np.ndarray:
-        """Indices of the rows whose text is marked (:func:`_marked_rows`)."""
-        return _marked_rows(self._flags, self.pos, docs, marked)
 
 
 class RowCache:
@@ -188,7 +186,8 @@ class RowCache:
         held = np.flatnonzero(pos >= 0)
         out = _Slab(slab.head, slab.data.shape[1])
         out.data = np.ascontiguousarray(slab.data[pos[held]])
-        out.norms = np.ascontiguousarray(slab.norms[pos[held]])
+        if slab.head == CODED:
+            out.norms = np.ascontiguousarray(slab.norms[pos[held]])
         out.flags = slab.flags[pos[held]]
         out.used = len(held)
         out.slot = {keys[i]: s for s, i in enumerate(held.tolist())}
@@ -204,8 +203,8 @@ class RowCache:
             size = max(need + need // 8, len(slab.data) * 3 // 2)
             grown = np.empty((size, slab.data.shape[1]), slab.data.dtype)
             grown[: slab.used] = slab.data[: slab.used]
-            norms = np.empty((size, 2), np.float64)
-            norms[: slab.used] = slab.norms[: slab.used]
+            norms = np.empty((size if slab.head == CODED else 0, 2), np.float64)
+            norms[: len(slab.norms)] = slab.norms
             flags = np.full(size, -1, np.int8)
             flags[: slab.used] = slab.flags[: slab.used]
             slab.data, slab.norms, slab.flags = grown, norms, flags
