@@ -214,8 +214,9 @@ class Consolidator:
         judge's merges and reconciles, summaries an LLM wrote) and those marked
         ``scores["auto_apply"] = False`` are left for a reviewer (I-7)."""
         writes: list[MemoryRecord] = []
-        # merged memories and summaries of the pyramid: new texts, embedded here; what a model
-        # wrote or decided is a proposal a person applies, never applied here (I-7)
+        # merged memories and summaries of the pyramid: a new text is embedded here, a merge
+        # that keeps one source's text keeps its record and vector; what a model wrote or
+        # decided is a proposal a person applies, never applied here (I-7)
         ops = [
             op
             for op in the_plan.operations
@@ -223,16 +224,26 @@ class Consolidator:
         ]
         merged = [op for op in ops if op.kind in (OpKind.MERGE, OpKind.SUMMARIZE)]
         promoted = [op for op in ops if op.kind == OpKind.PROMOTE]
+        # a result written under a source's id (a promote, a merge that keeps one source's
+        # text, a rewritten summary): that record's vector is kept when its text is the result's
+        kept_ids = [str(op.result_id) for op in ops if op.result_id in op.source_ids]
+        current = {r.id: r for r in store.get(kept_ids)} if kept_ids else {}
         if merged:
-            vecs = self.embedder.embed([op.result_document or "" for op in merged])
-            for op, v in zip(merged, vecs, strict=True):
+            kept = [current.get(str(op.result_id)) for op in merged]
+            same = [
+                k is not None and k.embedding is not None and k.document == op.result_document
+                for k, op in zip(kept, merged, strict=True)
+            ]
+            fresh = [op.result_document or "" for op, s in zip(merged, same, strict=True) if not s]
+            vecs = iter(self.embedder.embed(fresh) if fresh else [])
+            for op, k, s in zip(merged, kept, same, strict=True):
+                v = k.embedding if s and k is not None else next(vecs)
                 writes.append(
                     MemoryRecord(
                         str(op.result_id), op.result_document or "", v, op.result_metadata or {}
                     )
                 )
         if promoted:
-            current = {r.id: r for r in store.get([str(op.result_id) for op in promoted])}
             for op in promoted:
                 src = current.get(str(op.result_id))
                 if src is None:
@@ -253,7 +264,8 @@ class Consolidator:
                 raise RuntimeError(
                     f"written records not readable, sources kept: {', '.join(missing[:5])}"
                 )
-        removes = sorted({rid for op in ops for rid in op.removes})
+        written = {w.id for w in writes}  # a source rewritten under its own id stays
+        removes = sorted({rid for op in ops for rid in op.removes} - written)
         if removes:
             store.delete(removes)
 

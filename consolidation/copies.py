@@ -9,8 +9,8 @@ the whole group out kept every copy. :func:`leave_out_keeping_copies` leaves it 
 in its place, one MERGE per set of its sources that are copies of one text (same
 :func:`~consolidation.text.normalize_text` key, same scope): its text is one copy's own text, so
 the store reuses that copy's stored vector and nothing is embedded; the paraphrase is untouched.
-The operation has the shape of every exact-duplicate merge (a new id from
-:func:`~consolidation.plans.merged_id`, every copy removed, the metadata united), so the loss
+The operation has the shape of every exact-duplicate merge (the first copy's id kept, from
+:func:`~consolidation.plans.merge_result_id`, every copy removed, the metadata united), so the loss
 guard, review, apply and rollback treat it as the planner's own; it removes a subset of what the
 left-out merge removed, so a plan within the loss budget stays within it.
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 from .planning import merge_metadata, promotion_rules
 from .planning.operations import promote_reason
-from .plans import Fate, Operation, OpKind, Plan, leave_out, merged_id, summarize
+from .plans import Fate, Operation, OpKind, Plan, leave_out, merge_result_id, summarize
 from .policy import Policy
 from .records import FieldMap, MemoryRecord
 from .text import normalize_text
@@ -104,7 +104,9 @@ def copy_merges(
                 reason=reason,
                 rule="exact_duplicate",
                 scores=scores,
-                result_id=merged_id(ids, ghashes),
+                result_id=merge_result_id(
+                    ids, ghashes, [r.document for r in copies], copies[0].document
+                ),
                 result_document=copies[0].document,
                 result_metadata=meta,
             )

@@ -149,6 +149,29 @@ def merged_id(source_ids: Iterable[str], source_hashes: Iterable[str]) -> str:
     return "m-" + h.hexdigest()[:24]
 
 
+def merge_result_id(
+    source_ids: Sequence[str], source_hashes: Sequence[str], source_texts: Sequence[str], text: str
+) -> str:
+    """The id a merge writes its memory under (all three sequences in one order, one per
+    source; ``text``: the merged text).
+
+    The first source whose text is exactly ``text`` (an exact duplicate, or the near-duplicate
+    whose text holds the others'): its record stays and only its metadata is rewritten — its
+    text and vector are already the merged memory's, so apply updates the metadata alone (a
+    tenth of writing a new record and deleting this one, ``bench/chroma_batch_bench.py``),
+    and the id an agent holds for it still answers. The merge still ``removes`` every source,
+    that one included: its previous version is archived and a rollback restores it under its
+    id. Any other text gets :func:`merged_id`. Deterministic either way, so a retried apply is
+    idempotent (I-3). Raises ``ValueError`` when the sequences differ in length.
+    """
+    if not len(source_ids) == len(source_hashes) == len(source_texts):
+        raise ValueError("source_ids, source_hashes and source_texts must have the same length")
+    for sid, source_text in zip(source_ids, source_texts, strict=True):
+        if source_text == text:
+            return sid
+    return merged_id(source_ids, source_hashes)
+
+
 @dataclass
 class Operation:
     """One proposed change.

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..planning.metadata import merge_metadata
-from ..plans import Fate, Operation, OpKind, Plan, merged_id, summarize
+from ..plans import Fate, Operation, OpKind, Plan, merge_result_id, summarize
 from ..policy import Policy
 from ..records import FieldMap, MemoryRecord
 from ..result import loss_budget
@@ -108,7 +108,9 @@ def _decided(
             rule=JUDGE_RULE,
             reason=f"{said}; keeps “{_short(keep.document)}” ({unsure}; review before applying)",
             scores=scores,
-            result_id=merged_id(ids, src_hashes),
+            result_id=merge_result_id(
+                ids, src_hashes, [keep.document, other.document], keep.document
+            ),
             result_document=keep.document,
             result_metadata=meta,
         )

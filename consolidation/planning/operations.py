@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..plans import Fate, Operation, OpKind, merged_id
+from ..plans import Fate, Operation, OpKind, merge_result_id
 from ..policy import Policy
 from ..records import FieldMap
 from ..result import loss_budget
@@ -136,7 +136,8 @@ def _merge_reason(
 def merge_operations(st: PlanState) -> None:
     """Stage ``merge``: one MERGE per live unit of ≥ 2 members, in order of its smallest index.
 
-    Deterministic id (:func:`~consolidation.plans.merged_id`), the unit's text, united metadata
+    Deterministic id (:func:`~consolidation.plans.merge_result_id`: the id of the first source
+    whose text the unit keeps, else a new one), the unit's text, united metadata
     (:mod:`consolidation.planning.metadata`), pairwise cosine matrix and min/mean cosine in
     ``scores``. A merged memory that meets a promotion rule (its sessions are the union of its
     sources', its access count their sum) is written straight into the curated tier:
@@ -184,7 +185,9 @@ def merge_operations(st: PlanState) -> None:
                 rule=rule,
                 reason=reason,
                 scores=scores,
-                result_id=merged_id(gids, ghashes),
+                result_id=merge_result_id(
+                    gids, ghashes, [st.docs[k] for k in group], units.text[u]
+                ),
                 result_document=units.text[u],
                 result_metadata=meta,
             )

@@ -64,7 +64,11 @@ def test_create_review_apply_and_roll_back_over_http(
     ops = {o["kind"]: o for o in proposal["items"]}
     assert {"merge", "prune"} <= set(ops), sorted(ops)
     pruned_id = ops["prune"]["sources"][0]["memory_id"]
-    merged_away = [s["memory_id"] for s in ops["merge"]["sources"] if s["removed"]]
+    kept = ops["merge"]["result_id"]  # a merge keeping one source's text keeps its record
+    merged_away = [
+        s["memory_id"] for s in ops["merge"]["sources"] if s["removed"] and s["memory_id"] != kept
+    ]
+    assert merged_away
 
     r = reviewer.post(f"/passes/{pass_id}/operations/{ops['prune']['index']}/exclude")
     assert r.status_code == 200 and r.json()["excluded_operations"] == 1
@@ -77,7 +81,7 @@ def test_create_review_apply_and_roll_back_over_http(
     assert applied["status"] == "applied" and applied["decided_by"] == "bob"
     live = store_state(agent)
     assert pruned_id in live  # excluded: untouched
-    assert not any(m in live for m in merged_away)
+    assert not any(m in live for m in merged_away) and kept in live
     gone = reviewer.get(f"/agents/{agent.slug}/memory", id=merged_away[0]).json()
     assert gone["current"] is None and gone["archived"][0]["pass_id"] == pass_id
     ex = next(o for o in reviewer.get(f"/passes/{pass_id}", kind="prune").json()["items"])

@@ -211,14 +211,18 @@ def test_without_a_policy_it_applies_what_fits_the_guard_and_says_what_it_deferr
     )
     assert not result.rejected and result.context["applied"] is True
     assert result.loss_fraction == pytest.approx(2 / 6) and result.merged == 2
-    assert {"a", "b"}.isdisjoint(store.data) and {"e", "f"} <= set(store.data)
+    # a+b merged into b's record (the merged text is b's), e+f deferred
+    assert "a" not in store.data and store.data["b"].metadata["merged_from"] == ["a", "b"]
+    assert {"e", "f"} <= set(store.data)
     assert result.reason == (
         "1 operation (merge 1) deferred to the next passes: they do not fit the loss budget"
     )
     again = Consolidator(clock=clock, embedder=CountingEmbedder()).consolidate(
         store, max_loss_fraction=0.4
     )
-    assert again.merged == 2 and again.reason is None and not ({"e", "f"} & set(store.data))
+    assert again.merged == 2 and again.reason is None
+    assert set(store.data) == {"b", "c", "d", "e"}  # e+f merged into e, the first with the text
+    assert store.data["e"].metadata["merged_from"] == ["e", "f"]
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.1, 1.5, True, "x", None])
@@ -282,13 +286,18 @@ def test_it_embeds_memories_without_embeddings_with_the_default_embedder(texts, 
     assert consolidator.embedder.loaded
 
 
-def test_it_writes_a_merged_memory_embedded_by_the_default_embedder():
+def test_a_merge_that_keeps_a_sources_text_keeps_its_record_and_vector_and_embeds_nothing():
     store = DictStore(store_records())
-    result = Consolidator(clock=clock).consolidate(store, max_loss_fraction=0.5)
+    embedder = CountingEmbedder()
+    result = Consolidator(clock=clock, embedder=embedder).consolidate(store, max_loss_fraction=0.5)
     assert result.context["applied"] is True
-    (merged,) = [r for r in store.data.values() if r.id.startswith("m-")]
-    expected = get_default_embedder().embed([merged.document])[0]
-    assert np.allclose(merged.embedding, expected, atol=1e-6)
+    # b's text "Alice likes jazz." is the merged text: b's record stays, a leaves
+    assert "a" not in store.data and not any(i.startswith("m-") for i in store.data)
+    merged = store.data["b"]
+    assert merged.document == "Alice likes jazz."
+    assert merged.metadata["merged_from"] == ["a", "b"] and merged.metadata["importance"] == 0.3
+    assert np.array_equal(merged.embedding, at_cosine(0, 0.99, 3))  # the stored vector
+    assert [t for call in embedder.calls for t in call] == []  # nothing embedded to write it
 
 
 def _chroma_store():
@@ -306,10 +315,10 @@ def test_it_consolidates_a_chroma_collection():
     result = Consolidator(clock=clock, embedder=embedder).consolidate(store, max_loss_fraction=0.5)
     assert not result.rejected and result.context["applied"] is True
     ids = set(collection.get()["ids"])
-    assert {"c", "d", "e"} <= ids and not ({"a", "b"} & ids) and len(ids) == 4
-    merged_id = next(i for i in ids if i.startswith("m-"))
-    (merged,) = store.get([merged_id])
+    assert ids == {"b", "c", "d", "e"}  # a merged into b, whose text the merge keeps
+    (merged,) = store.get(["b"])
     assert merged.document == "Alice likes jazz."
+    assert np.array_equal(merged.embedding, at_cosine(0, 0.99, 3))
     assert merged.metadata["merged_from"] == ["a", "b"]
     assert merged.metadata["session"] == ["s1", "s2"] and merged.metadata["importance"] == 0.3
     assert store.get(["c"])[0].metadata["tier"] == "curated"

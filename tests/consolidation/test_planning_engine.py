@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from consolidation import Fate, MemoryRecord, OpKind, Plan, content_hash, summarize
 from consolidation import Policy as FullPolicy
 from consolidation.planning import merge_metadata, plan
+from consolidation.plans import merge_result_id, merged_id
 from consolidation.text import normalize_text
 
 from ._vectors import at_cosine, basis, random_unit, rotated
@@ -212,7 +213,19 @@ def test_it_writes_united_metadata_into_the_merge():
     assert op.result_metadata["confidence"] == 0.95
     assert op.result_metadata["merged_from"] == ["a", "b"]
     assert op.result_metadata["session"] == ["s1", "s2"]
-    assert op.result_id.startswith("m-")
+    # the merged text is one source's: that source's record is kept (its id), both are removed
+    # as they were (archived; a rollback restores them)
+    assert op.result_id == next(r.id for r in records if r.document == op.result_document)
+    assert sorted(op.removes) == ["a", "b"]
+
+
+def test_a_merge_with_a_new_text_gets_a_new_id_and_one_that_keeps_a_text_the_sources_id():
+    ids, hashes = ["x", "y", "z"], ["hx", "hy", "hz"]
+    assert merge_result_id(ids, hashes, ["A b", "A b c", "A b c"], "A b c") == "y"
+    assert merge_result_id(ids, hashes, ["A b", "A c", "B"], "A b and c") == merged_id(ids, hashes)
+    assert merged_id(ids, hashes).startswith("m-")
+    with pytest.raises(ValueError, match="same length"):
+        merge_result_id(ids, hashes, ["A b"], "A b")
 
 
 # --- contradictions ------------------------------------------------------------------------

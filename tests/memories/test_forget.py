@@ -308,11 +308,12 @@ def test_merged_memories_holding_a_forgotten_text_are_listed_for_the_reviewer(
     with django_capture_on_commit_callbacks(execute=True):
         pass_approve(run=run, user=bob)
     merged = run.operations.get(kind="merge").result_id
-    plan = forget_plan(agent=agent, selection=ForgetSelection("ids", ids=("mem-000",)))
-    assert plan.live == [] and [a["memory_id"] for a in plan.archived] == ["mem-000"]
-    assert [(m["id"], m["why"]) for m in plan.related] == [(merged, "merged from mem-000")]
+    assert merged == "mem-000"  # the merge keeps the first copy's record; mem-001 leaves
+    plan = forget_plan(agent=agent, selection=ForgetSelection("ids", ids=("mem-001",)))
+    assert plan.live == [] and [a["memory_id"] for a in plan.archived] == ["mem-001"]
+    assert [(m["id"], m["why"]) for m in plan.related] == [(merged, "merged from mem-001")]
     req, _ = forget_request_create(
-        agent=agent, selection=ForgetSelection("ids", ids=("mem-000",)), user=bob
+        agent=agent, selection=ForgetSelection("ids", ids=("mem-001",)), user=bob
     )
     assert req.items["related"] == [merged] and req.related_count == 1
     approve(req, bob)

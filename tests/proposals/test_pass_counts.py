@@ -48,6 +48,8 @@ def test_every_count_agrees_on_the_summary_groups_guard_store_and_rollback_page(
     client.force_login(alice)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
 
+    # each merge keeps one source's text, so it is written in that source's record
+    assert html.count('data-testid="merged-in-place"') == 2
     # summary and groups use the same words and the same numbers
     expected = {
         "merge": "2 merge operations · 4 memories merged into 2",
@@ -79,7 +81,12 @@ def test_every_count_agrees_on_the_summary_groups_guard_store_and_rollback_page(
     rollback = client.get(reverse("pass_rollback", args=[run.pk])).content.decode()
     assert text_of(rollback, "restore-originals") == "5 removed originals"
     assert text_of(rollback, "restore-promoted") == "1 promoted memory"
-    assert text_of(rollback, "remove-written") == "2 new memories"
+    # both merges kept one source's text, so they were written in that source's record: the
+    # rollback restores those originals in place and has no new record to remove
+    assert text_of(rollback, "restore-kept") == (
+        "2 of them in place of the merged memories the pass wrote in their record"
+    )
+    assert text_of(rollback, "remove-written") == "0 new memories"
 
 
 def test_a_plan_over_the_budget_proposes_what_fits_and_shows_the_rest_as_deferred(

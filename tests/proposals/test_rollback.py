@@ -201,17 +201,17 @@ def test_an_interrupted_rollback_is_resumed_by_recover_passes(
     run = applied(agent, bob, django_capture_on_commit_callbacks)
     real = stores.get_store
 
-    class DeleteFails:
+    class WriteFails:  # Chroma goes away as the originals are being restored
         def __init__(self, store: Any) -> None:
             self._store = store
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self._store, name)
 
-        def delete(self, ids: Any) -> None:
+        def upsert(self, records: Any) -> None:
             raise StoreUnavailable("Cannot reach the Chroma server (test)")
 
-    monkeypatch.setattr(stores, "get_store", lambda a: DeleteFails(real(a)))
+    monkeypatch.setattr(stores, "get_store", lambda a: WriteFails(real(a)))
     run = roll_back(run, bob, django_capture_on_commit_callbacks)
     assert run.status == "rolling_back" and "test" in run.error
     with pytest.raises(PassAlreadyActive):  # I-5 holds while rolling back

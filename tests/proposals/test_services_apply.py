@@ -70,7 +70,8 @@ def test_an_edited_source_makes_its_operation_a_conflict(
         r.id: r.document
         for r in stores.get_store(agent).get(["mem-000", "mem-016", "mem-001", "mem-017"])
     }
-    assert live == {"mem-000": "Caroline moved to Oslo.", "mem-016": F[0]}  # conflict untouched
+    # the conflict untouched; the other merge kept mem-001's record (its text) and removed mem-017
+    assert live == {"mem-000": "Caroline moved to Oslo.", "mem-016": F[0], "mem-001": F[1]}
     assert run.telemetry["apply_guard"]["included_ops"] == 1
     assert run.events.filter(verb="conflict").count() == 1
 
@@ -152,7 +153,10 @@ def test_an_interrupted_apply_resumes_without_repeating_a_step(
     first = run.operations.order_by("index").first()
     assert first.status == "verified"  # archived, written and read back; sources not yet deleted
     store = real_get_store(agent)
-    assert store.count() == 20  # 18 originals + both merged memories: nothing lost
+    # 18 originals, two of them already rewritten as the merged memories (each merge keeps
+    # the record of the copy whose text it keeps): nothing lost, nothing deleted yet
+    assert store.count() == 18
+    assert {r.id for r in store.get(["mem-016", "mem-017"])} == {"mem-016", "mem-017"}
     with pytest.raises(PassAlreadyActive):
         pass_request(agent=agent, trigger="schedule", actor="schedule")
 
@@ -267,7 +271,7 @@ def test_an_operation_whose_write_fails_is_failed_and_the_others_apply(
     live = {
         r.id for page in stores.get_store(agent).iter_pages(include_embeddings=False) for r in page
     }
-    assert {"mem-000", "mem-016"} <= live and not {"mem-001", "mem-017"} & live
+    assert {"mem-000", "mem-016", "mem-001"} <= live and "mem-017" not in live  # 017 → 001
     assert run.events.filter(verb="operation_failed").count() == 1
     assert not ArchivedMemory.objects.filter(operation=bad).exists()  # nothing left the store
     assert ArchivedMemory.objects.filter(run=run).count() == 2

@@ -48,12 +48,20 @@ def rollback_counts(run: Pass) -> dict[str, int]:
     """What rolling ``run`` back does, counted like the pass page counts: ``operations`` (applied
     operations undone), ``originals`` (removed originals restored: merged, pruned, superseded —
     the pass page's "originals removed"), ``promoted`` (promoted memories given their prior
-    metadata back) and ``written`` (new memories the pass wrote, removed again)."""
+    metadata back), ``written`` (new memories the pass wrote, removed again) and ``kept``
+    (merged memories the pass wrote in one source's record: among ``originals``, that original
+    is restored in its place, so nothing is removed)."""
     archived = ArchivedMemory.objects.filter(run=run, restored_at__isnull=True)
     applied = run.operations.filter(status=Operation.Status.APPLIED)
+    results = list(
+        applied.filter(kind__in=[Operation.Kind.MERGE, Operation.Kind.DISTILL]).values_list(
+            "result_id", "source_ids"
+        )
+    )
     return {
         "operations": applied.count(),
         "originals": archived.exclude(action=ArchivedMemory.Action.PROMOTE).count(),
         "promoted": archived.filter(action=ArchivedMemory.Action.PROMOTE).count(),
-        "written": applied.filter(kind__in=[Operation.Kind.MERGE, Operation.Kind.DISTILL]).count(),
+        "written": sum(rid not in ids for rid, ids in results),
+        "kept": sum(rid in ids for rid, ids in results),
     }
