@@ -5,7 +5,9 @@ rounds. Each write batch is preceded by a read of its ids' metadata, as
 ``ChromaMemoryStore.upsert`` does. In the 1,000 rounds, also: ``add`` of 3,000 new ids (what
 ``ChromaMemoryStore.upsert`` does with ids absent at its read) and ``upsert`` over 3,000
 existing ids with new vectors, and a metadata-only ``update`` of 3,000 existing ids (no vector,
-no document: what a merge that kept one source's record and text would write). Prints the
+no document: what ``ChromaMemoryStore.upsert`` writes for a record that already holds the
+document and vector, e.g. a merge kept in one source's record), after the read of documents,
+metadata and vectors it makes first (that read also timed alone, and without vectors). Prints the
 server's ``get_max_batch_size()`` and one line per round and batch size (wall seconds, load
 average).
 
@@ -20,13 +22,16 @@ of 100, 0.57–0.62 s in batches of 1,000 (≈ 3× fewer seconds).
 At N = 200,000 (2026-12-06, load 1.6–1.7), batches of 1,000, three rounds: upsert of 3,000 new
 ids 4.51 / 4.56 / 5.04 s, add of 3,000 new ids 4.12 / 4.49 / 4.74 s (1–9 % less, measured
 after the upsert each round, on a larger collection), upsert over 3,000 existing ids 8.74 /
-8.20 / 8.52 s (1.7–1.9×: why a merge writes its result under a new id and deletes both
-sources rather than overwrite one), delete of 3,000 0.69–0.89 s.
+8.20 / 8.52 s (1.7–1.9×: why a merge whose text is new writes it under a new id rather than
+overwrite a source; one that keeps a source's text keeps that record and updates its metadata
+alone, below), delete of 3,000 0.69–0.89 s.
 
 At N = 30,000 (2026-12-07, load 1.3–1.6), batches of 1,000, three rounds: upsert of 3,000 new
 ids 1.82 / 2.42 / 2.85 s, upsert over 3,000 existing ids 5.52 / 5.82 / 4.47 s, a metadata-only
 update of 3,000 existing ids 0.18 s each round (≈ 10× cheaper than any write of a vector),
-delete of 3,000 0.26–0.27 s.
+delete of 3,000 0.26–0.27 s. Again later that morning (load 0.8–1.5), with the read of
+documents, metadata and vectors before each update batch: update 0.38–0.45 s (the read alone
+0.18–0.19 s, 0.03 s without vectors), upsert over 3,000 existing 6.63–8.72 s.
 """
 
 import os
@@ -82,6 +87,7 @@ try:
         )
     print("setup done", n, flush=True)
     m = 3000
+    FULL = ["documents", "metadatas", "embeddings"]
     nxt = 0
     gone = 0  # ids m0.. deleted so far
 
@@ -112,20 +118,27 @@ try:
                 ids = [f"u{nxt + i}" for i in range(m)]
                 nxt += m
                 ta = timed(lambda ids=ids: upsert(ids=ids, write=col.add))
-                # over existing ids with new vectors (why a merge never reuses a source's id)
+                # over existing ids with new vectors (why a merge with a new text gets a new id)
                 over = [f"m{i}" for i in range(n - m, n)]
                 to = timed(lambda over=over: upsert(ids=over))
                 line += f", add of {m} new ids {ta:.2f} s, upsert over {m} existing {to:.2f} s"
-                # metadata only, over existing ids (what a merge that kept one source's record
-                # and text would write instead of a new record: design input, not used)
+                # metadata only, over existing ids: what ChromaMemoryStore.upsert writes for a
+                # stored record that already holds the document and vector (a merge kept in one
+                # source's record), after its read of documents, metadata and vectors
                 meta = [f"m{i}" for i in range(n - 2 * m, n - m)]
 
                 def update(meta=meta, b=b):
                     for s0 in range(0, m, b):
-                        col.get(ids=meta[s0 : s0 + b], include=["metadatas"])
+                        col.get(ids=meta[s0 : s0 + b], include=FULL)
                         col.update(ids=meta[s0 : s0 + b], metadatas=[{"k": 2}] * b)
 
+                def read(include, meta=meta, b=b):
+                    for s0 in range(0, m, b):
+                        col.get(ids=meta[s0 : s0 + b], include=include)
+
                 line += f", metadata-only update of {m} existing {timed(update):.2f} s"
+                line += f" (its reads: {timed(lambda: read(FULL)):.2f} s with vectors,"
+                line += f" {timed(lambda: read(['metadatas'])):.2f} s metadata only)"
             dels = [f"m{i}" for i in range(gone, gone + m)]
             gone += m
             td = timed(

@@ -23,7 +23,7 @@ from memoryadmin.memories.models import ArchivedMemory
 from memoryadmin.memories.services.memories import memory_edit, memory_set_pinned
 from memoryadmin.proposals.models import Pass
 from memoryadmin.proposals.services.passes import pass_request
-from memoryadmin.proposals.services.review import pass_approve
+from memoryadmin.proposals.services.review import operation_edit_text, pass_approve
 from memoryadmin.proposals.services.rollback import (
     RollbackBlocked,
     pass_rollback,
@@ -117,6 +117,41 @@ def test_it_restores_the_store_byte_identical(
 
     samples = [s["count"] for s in agent_chart_data(agent)["samples"]]
     assert samples[-1] == len(before) and samples[-2] < len(before)
+
+
+def test_a_merge_kept_in_a_sources_record_is_rewritten_whole_when_edited_and_undone_exactly(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    import numpy as np
+
+    # mem-006 copies mem-000, mem-007 mem-001
+    agent = agent_with_memories([*F[:6], F[0], F[1]], policy={"max_loss_fraction": 0.5})
+    before = state(agent)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = pass_request(agent=agent, trigger="operator")
+    run.refresh_from_db()
+    edited, kept = sorted(run.operations.filter(kind="merge"), key=lambda op: op.index)
+    assert (edited.result_id, kept.result_id) == ("mem-000", "mem-001")  # each copy's record
+    text = F[0] + " She still lives there."
+    operation_edit_text(operation=edited, document=text, user=bob)
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=run, user=bob)
+    run.refresh_from_db()
+    assert run.status == "applied"
+    live = state(agent)
+    assert set(live) == {f"mem-{i:03d}" for i in range(6)}  # the copies left
+    # the edited text was written whole under the kept id: a new text, its own new vector
+    (new_vector,) = stores.embed([text])
+    assert live["mem-000"][0] == text
+    assert np.allclose(live["mem-000"][2], new_vector, atol=1e-6)
+    assert not np.allclose(live["mem-000"][2], before["mem-000"][2], atol=1e-3)
+    # the other kept its text and vector, its metadata rewritten (the sources united)
+    assert live["mem-001"][0] == F[1] and '"merged_from"' in live["mem-001"][1]
+    assert np.array_equal(live["mem-001"][2], before["mem-001"][2])
+
+    run = roll_back(run, bob, django_capture_on_commit_callbacks)
+    assert run.status == "rolled_back"
+    assert same(state(agent), before)  # ids, documents, metadata, embeddings
 
 
 def test_running_it_twice_is_a_no_op(agent_with_memories, bob, django_capture_on_commit_callbacks):
