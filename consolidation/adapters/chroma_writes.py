@@ -34,7 +34,9 @@ def write_batch(collection: Any, batch: list[Prepared]) -> None:
     - ``update`` of the metadata alone for a stored record that already holds this document
       and this vector (compared as the float32 Chroma stores): the same record in the end,
       without re-indexing the vector — 3,000 took 0.18 s against 4.5–5.8 s to upsert over
-      them (``bench/chroma_batch_bench.py``, 30K records). A merge that keeps one source's
+      them (``bench/chroma_batch_bench.py``, 30K records). Only the keys whose value changes
+      are sent: the server's time grows with the keys (1,000 records of 6 keys: 0.45–0.54 s,
+      measured in ``bench/propose_bench.py --n 50000``). A merge that keeps one source's
       text, a promote and a rollback's restore of a rewritten source write such records;
     - ``upsert`` for any other stored id.
 
@@ -43,16 +45,18 @@ def write_batch(collection: Any, batch: list[Prepared]) -> None:
     """
     ids = [p[0] for p in batch]
     existing = collection.get(ids=ids, include=["documents", "metadatas", "embeddings"])
-    old_keys = {
-        rid: set(m or {})
-        for rid, m in zip(existing["ids"], existing["metadatas"] or [], strict=False)
+    stored = {
+        rid: m or {} for rid, m in zip(existing["ids"], existing["metadatas"] or [], strict=False)
     }
-    metadatas: list[dict[str, Any] | None] = [
-        (meta | {key: None for key in old_keys.get(rid, ()) if key not in meta}) or None
-        for rid, _, _, meta in batch
-    ]
     same = _same_content(existing, batch)
-    how = ["update" if p[0] in same else "upsert" if p[0] in old_keys else "add" for p in batch]
+    metadatas: list[dict[str, Any] | None] = []
+    for rid, _, _, meta in batch:
+        old = stored.get(rid, {})
+        gone = {key: None for key in old if key not in meta}
+        if rid in same:  # only what changes: a key costs the server time (≈ 0.1 ms a record)
+            meta = {k: v for k, v in meta.items() if k not in old or not _same_value(old[k], v)}
+        metadatas.append((meta | gone) or None)
+    how = ["update" if p[0] in same else "upsert" if p[0] in stored else "add" for p in batch]
     for name in ("add", "upsert", "update"):
         part = [k for k, h in enumerate(how) if h == name]
         if not part:
@@ -61,8 +65,17 @@ def write_batch(collection: Any, batch: list[Prepared]) -> None:
         if name != "update":
             _write(getattr(collection, name), rows, metas)
         elif keep := [(r[0], m) for r, m in zip(rows, metas, strict=True) if m]:
-            # a record without metadata before or after has nothing to update
+            # a record already as written has nothing to update
             collection.update(ids=[k[0] for k in keep], metadatas=[k[1] for k in keep])
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal and of the same type all the way down (``1``, ``1.0`` and ``True`` differ)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def _write(write: Any, batch: list[Prepared], metas: list[dict[str, Any] | None]) -> None:

@@ -22,6 +22,7 @@ class Recording:
     def __init__(self, collection: Any) -> None:
         self._collection = collection
         self.calls: list[tuple[str, list[str]]] = []
+        self.metadatas: list[Any] = []
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._collection, name)
@@ -30,6 +31,7 @@ class Recording:
 
         def call(**kwargs: Any) -> Any:
             self.calls.append((name, list(kwargs["ids"])))
+            self.metadatas.extend(kwargs.get("metadatas") or [])
             return attr(**kwargs)
 
         return call
@@ -122,3 +124,25 @@ def test_a_mixed_batch_adds_updates_and_upserts_and_every_record_ends_as_written
         assert (got[w.id].document, got[w.id].metadata) == (w.document, w.metadata)
         assert float(got[w.id].embedding @ w.embedding) > 0.9999
     assert store.count() == 11  # s0–s6, n0–n3: nothing lost, nothing doubled
+
+
+def test_an_update_sends_only_the_keys_that_change_and_a_record_as_written_is_left_alone(
+    recorded: tuple[ChromaMemoryStore, Recording],
+) -> None:
+    store, col = recorded
+    vec = unit_vectors(1, seed=2)[0]
+    old = {"a": 1, "b": "x", "c": [1, 2], "d": True, "gone": 0.5}
+    store.upsert([MemoryRecord("r", "text", vec, old)])
+    (stored,) = store.get(["r"])
+    col.calls.clear()
+    col.metadatas.clear()
+    new = {"a": 1, "b": "y", "c": [1, 2], "d": 1, "e": [0.5]}  # d: True → 1 is a change
+    store.upsert([MemoryRecord("r", "text", stored.embedding, new)])
+    assert col.calls == [("update", ["r"])]
+    assert col.metadatas == [{"b": "y", "d": 1, "e": [0.5], "gone": None}]
+    (rec,) = store.get(["r"])
+    assert rec.metadata == new and type(rec.metadata["d"]) is int
+    col.calls.clear()
+    col.metadatas.clear()
+    store.upsert([MemoryRecord("r", "text", stored.embedding, new)])  # already as written
+    assert col.calls == [] and store.get(["r"])[0].metadata == new
