@@ -310,8 +310,10 @@ def pass_apply(*, run: Pass) -> Pass:
     ``Operation.status``. Order per operation (I-3): stale check against the live store (I-4:
     changed or vanished source → ``conflict``, skipped) → archive the originals in a committed
     transaction (I-1) → upsert the merged/promoted record (deterministic id; a merge's embedding
-    is the embedding of its merged text) → read it back → delete the removed sources →
-    ``applied``.
+    is the embedding of its merged text; a merge whose text is one source's is written in that
+    source's record, which the store updates in its metadata alone,
+    :func:`consolidation.plans.merge_result_id`) → read it back → delete the removed sources
+    (never the record just written) → ``applied``.
 
     Guard re-check (design choice): on a fresh apply, every operation is stale-checked first and
     the loss guard re-evaluated on the operations that will really be applied, against the live
