@@ -6,8 +6,10 @@ How the pairs are found (:func:`ann_candidate_pairs`):
 
 1. ``cells`` centroids (default ``½ √(probes · n)``: :data:`CELL_SCALE`) by spherical
    k-means (``faiss.Kmeans``, fixed seed, 2 iterations on a seeded sample of 8 rows per cell).
-2. Every row's ``probes`` most similar centroids by one BLAS product per chunk of rows and an
-   ``argpartition`` (:func:`_probe`); the most similar is the row's cell (its inverted list).
+2. Every row's ``probes`` most similar centroids by one BLAS product per chunk of rows and a
+   selection of each row's largest (:func:`_probe`, :func:`~.ranking.top_columns`: a sample's
+   cut first, then only the columns that reach it); the most similar is the row's cell (its
+   inverted list).
 3. Each cell's members are compared with every row that probes the cell, by tiles of at most
    ``block × block`` (:func:`_tile`): a product of the first coordinates (144 of 384 at 0.75:
    :func:`~.vectors.bound_head`), with each row's norm of the rest appended, bounds every pair
@@ -97,6 +99,7 @@ from threadpoolctl import threadpool_limits
 
 from .nearest import SLACK, TopK, dense
 from .quantized import Int8Product, codes_of, floors, quantize
+from .ranking import TOP_MIN_RATIO, top_columns
 from .vectors import bound_head, bounding_rows, cpus, rest_norms
 
 __all__ = ["ANN_MIN_ROWS", "ann_candidate_pairs"]
@@ -304,12 +307,16 @@ def _probe(
             sims = product(
                 quantize(part)[0], right, np.empty((len(part), len(centroids)), np.int32)
             )
-        home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
         if k == 1:
+            home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
             probed[s : s + _PROBE_CHUNK] = home[s : s + _PROBE_CHUNK]
         elif k >= sims.shape[1]:
+            home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
             probed[s : s + _PROBE_CHUNK] = every
+        elif sims.shape[1] >= TOP_MIN_RATIO * k:
+            probed[s : s + _PROBE_CHUNK], home[s : s + _PROBE_CHUNK, 0] = top_columns(sims, k)
         else:
+            home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
             probed[s : s + _PROBE_CHUNK] = np.argpartition(sims, -k, axis=1)[:, -k:]
 
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads) as pool:

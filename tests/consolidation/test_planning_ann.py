@@ -13,6 +13,7 @@ from consolidation import MemoryRecord, Policy
 from consolidation.adapters.int8_product import int8_product
 from consolidation.planning import RowCache, candidate_pairs, plan
 from consolidation.planning.ann import ann_candidate_pairs
+from consolidation.planning.ranking import top_columns
 
 
 def _store(n: int = 6000, seed: int = 3) -> np.ndarray:
@@ -190,3 +191,23 @@ def test_a_full_pass_given_the_console_row_cache_plans_as_one_without():
     assert calls  # the index ran on the codes
     assert plain.context["candidates"]["similar_pairs"] >= 300
     assert [op.to_dict() for op in coded.operations] == [op.to_dict() for op in plain.operations]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_each_row_probes_its_most_similar_cells_as_a_full_ranking_would(dtype):
+    """The probe ranks a sample of the cells first, then only the cells that reach its cut: the
+    cells it picks hold the same similarities as a full ranking's (ties taken either way), the
+    home cell is the first most similar one, and a row whose sample holds its best cells (so
+    too few reach the cut) is ranked whole."""
+    rng = np.random.default_rng(5)
+    sims = (rng.standard_normal((300, 2000)) * 1000).astype(dtype)
+    sims[:20, ::8] += 10_000  # these rows' sampled columns are their best: 250 of them
+    sims[20:40, ::8] = 5_000  # and these tie on them
+    sims[40:60] = rng.integers(0, 4, (20, 2000)).astype(dtype)  # ties everywhere
+    top, best = top_columns(sims, 96)
+    full = np.argpartition(sims, -96, axis=1)[:, -96:]
+    got = np.sort(np.take_along_axis(sims, top, axis=1), axis=1)
+    want = np.sort(np.take_along_axis(sims, full, axis=1), axis=1)
+    assert np.array_equal(got, want)
+    assert all(len(set(row)) == 96 for row in top.tolist())  # 96 distinct cells a row
+    assert np.array_equal(best, sims.argmax(axis=1))
