@@ -9,6 +9,12 @@ this machine's AMD EPYC, one core, ``(4096, 384) × (384, 1000)``, measured
 - ``int8 × int8``: 46 G (no fast kernel for a signed left side here);
 - numpy's float32 product of the same shape at the head's 161 columns: ≈ 100 GFLOP/s.
 
+Machines of this kind differ: on another (AMD EPYC of family 25, model 17: Zen 4, whose
+AVX-512 runs on 256-bit units), the same products ran at 153–206 G multiply-adds a second in
+int8 (onnxruntime 1.24.4 and 1.32.0 alike) and 52 GFLOP/s in float32, so there the int8
+product is ≈ 3–4× float32's, not 7× (measured 2026-12-07, ``bench/plan_bench.py`` prints
+the box's ``blas_s``).
+
 So the left side is the codes + 128 (:func:`~consolidation.planning.quantized.quantize`) and
 the graph subtracts the zero point; the result is exact (integer arithmetic, ``int32``).
 onnxruntime is already what the offline embedder runs on (:mod:`.embedder`); the planner takes

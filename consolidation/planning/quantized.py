@@ -3,9 +3,11 @@
 The candidate searches multiply unit rows: an incremental pass its new rows with every stored
 row (:func:`~.vectors.query_pairs`), a full pass every row with its cells' centroids and
 members (:mod:`.ann`). In float32 these products run at the BLAS's speed (≈ 100 GFLOP/s a
-core here). In 8-bit integers they run ≈ 4–7× faster a multiply-add on a CPU with AVX-512 VNNI
-(705 G integer multiply-adds a second on one core of this machine against 100 G float32,
-``(4096, 384) × (384, 1000)``, measured); numpy has no such product, so a caller hands one in
+core here). In 8-bit integers they run ≈ 3–7× faster a multiply-add on a CPU with AVX-512
+VNNI (one core, ``(4096, 384) × (384, 1000)``, measured: 705 G integer multiply-adds a second
+against 100 G float32 on the machine this was built on, 153–206 G against 52 G on a Zen 4
+machine of the same kind, :mod:`consolidation.adapters.int8_product`); numpy has no such
+product, so a caller hands one in
 (:class:`Int8Product`; the console's is onnxruntime's ``MatMulInteger``,
 :mod:`consolidation.adapters.int8_product`, through its :class:`~.rowcache.RowCache`), and the
 engine core stays free of onnxruntime.
