@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from consolidation import MemoryRecord
 from memoryadmin.api.mcp_tools import build_server
 from memoryadmin.core import stores
 from memoryadmin.core.errors import ServiceError
@@ -318,3 +319,40 @@ def test_merged_memories_holding_a_forgotten_text_are_listed_for_the_reviewer(
     assert req.items["related"] == [merged] and req.related_count == 1
     approve(req, bob)
     assert merged in {r.id for r in stores.get_store(agent).iter_records()}  # left to the reviewer
+
+
+def test_forgetting_a_merged_memory_by_id_takes_the_copies_it_was_merged_from(
+    approve, agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    """A merge whose text is one source's keeps that source's id: an operator who forgets that
+    id forgets the memory, so the archived copies of the sources it was merged from — at any
+    depth: a second pass merged the result again — are listed and purged too; none is left to
+    restore, and no table keeps the text."""
+    secret = "Gina's door code is ZQ-4471 and the spare key sits under the mat."
+    other = "Tim plays the cello in a quartet on Sundays."
+    agent = agent_with_memories([secret, secret, other], policy={"max_loss_fraction": 0.7})
+    run = run_pass(agent, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=run, user=bob)
+    store = stores.get_store(agent)
+    kept = run.operations.get(kind="merge").result_id
+    assert kept == "mem-000" and "mem-001" not in {r.id for r in store.iter_records()}
+    # a copy written again by the agent, merged into the kept record by a second pass: the
+    # kept record's merged_from now names that pass's sources only
+    again = next(r for r in store.iter_records() if r.id == kept)
+    store.upsert([MemoryRecord("mem-009", secret, again.embedding, {"source": "agent"})])
+    second = run_pass(agent, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        pass_approve(run=second, user=bob)
+    assert "mem-009" not in {r.id for r in store.iter_records()}
+
+    selection = ForgetSelection("ids", ids=(kept,))
+    plan = forget_plan(agent=agent, selection=selection)
+    assert {a["memory_id"] for a in plan.archived} == {"mem-000", "mem-001", "mem-009"}
+    assert plan.related == []
+    req, _ = forget_request_create(agent=agent, selection=selection, user=bob)
+    approve(req, bob)
+    assert req.status == ForgetRequest.Status.APPLIED
+    assert {r.document for r in store.iter_records()} == {other}
+    assert not agent.archive.filter(document=secret).exists()  # nothing to restore
+    assert database_traces([secret]) == []

@@ -173,11 +173,41 @@ def _live_matches(agent: Agent, sel: ForgetSelection) -> tuple[list[Any], list[A
     return chosen, [r for r in records if r.id not in ids], capped
 
 
+def _lineage(agent: Agent, chosen: list[Any], live_ids: set[str]) -> set[str]:
+    """Ids no longer live that the ``chosen`` records were merged from, at any depth: each
+    record's ``merged_from``, then the ``merged_from`` of those ids' archived copies (and of
+    the chosen ids' own earlier versions), and so on. A merge keeps the text of what it merged
+    (a merge whose text is one source's even keeps that source's id), so forgetting a merged
+    memory must take its sources' archived copies too, or a Restore brings its text back. Ids
+    still live (``live_ids``: every live record's) are left out: they are other memories.
+    Merges never join two scopes, so the lineage stays in the chosen records' scopes."""
+    fm = agent.get_field_map()
+    seen = {r.id for r in chosen}
+    parents = {p for r in chosen for p in fm.get_list(r.metadata, fm.merged_from)}
+    metas = ArchivedMemory.objects.filter(agent=agent, memory_id__in=sorted(seen))
+    parents |= {
+        p
+        for m in metas.values_list("metadata", flat=True)
+        for p in fm.get_list(m or {}, fm.merged_from)
+    }
+    out: set[str] = set()
+    while new := parents - seen - live_ids:
+        seen |= new
+        out |= new
+        metas = ArchivedMemory.objects.filter(agent=agent, memory_id__in=sorted(new))
+        parents = {
+            p
+            for m in metas.values_list("metadata", flat=True)
+            for p in fm.get_list(m or {}, fm.merged_from)
+        }
+    return out
+
+
 def _archived_matches(
-    agent: Agent, sel: ForgetSelection, live_ids: set[str]
+    agent: Agent, sel: ForgetSelection, live_ids: set[str], lineage: set[str]
 ) -> QuerySet[ArchivedMemory]:
     K = ForgetRequest.Kind
-    q = Q(memory_id__in=sorted(live_ids))
+    q = Q(memory_id__in=sorted(live_ids | lineage))
     if sel.kind == K.SCOPE:
         q |= Q(**{f"metadata__{sel.key}": sel.value})
     elif sel.kind == K.IDS:
@@ -212,10 +242,10 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
 
     Live memories come from a full read of the store (its own pages; ``similar`` asks the
     store's nearest-neighbour query, cosine of all-MiniLM-L6-v2 embeddings); archived copies
-    are every archived row of a selected id, plus those matching the selection themselves
-    (same scope value, same id, text contains; ``similar`` takes the copies of the live
-    matches only). Raises ``ValueError`` for an invalid selection and
-    :class:`StoreUnavailable` when Chroma is down.
+    are every archived row of a selected id and of the ids it was merged from (its lineage,
+    :func:`_lineage`), plus those matching the selection themselves (same scope value, same
+    id, text contains; ``similar`` takes the copies of the live matches only). Raises
+    ``ValueError`` for an invalid selection and :class:`StoreUnavailable` when Chroma is down.
     """
     sel = selection.check(agent)
     fm = agent.get_field_map()
@@ -230,7 +260,8 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
         }
         for r in sorted(chosen, key=lambda r: r.id)
     ]
-    rows = _archived_matches(agent, sel, {r.id for r in chosen})
+    lineage = _lineage(agent, chosen, {r.id for r in chosen} | {r.id for r in others})
+    rows = _archived_matches(agent, sel, {r.id for r in chosen}, lineage)
     plan.archived = [
         {
             "pk": a.pk,
