@@ -72,6 +72,9 @@ def test_copies_past_retention_are_purged_and_the_pass_loses_its_undo(
     client.force_login(bob)
     page = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert "Undo expired" in page and "Roll back…" not in page
+    # the rollback page says why, and not also that the (applied) pass is of the wrong status
+    page = client.get(reverse("pass_rollback", args=[run.pk])).content.decode()
+    assert "Undo expired" in page and "Only an applied or partially applied" not in page
 
     from django.test import Client
 

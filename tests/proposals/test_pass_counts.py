@@ -14,7 +14,7 @@ from django.urls import reverse
 from memoryadmin.core import stores
 from memoryadmin.proposals.models import Pass
 from memoryadmin.proposals.services.passes import pass_request
-from memoryadmin.proposals.services.review import pass_approve
+from memoryadmin.proposals.services.review import operation_edit_text, pass_approve
 from tests.api.api_helpers import api_factory
 from tests.conftest import DISTINCT_FACTS, days_ago
 
@@ -50,6 +50,14 @@ def test_every_count_agrees_on_the_summary_groups_guard_store_and_rollback_page(
 
     # each merge keeps one source's text, so it is written in that source's record
     assert html.count('data-testid="merged-in-place"') == 2
+    assert html.count("its text is the merged text") == 2
+    # a reviewer's edit replaces that record's text: the note says it is rewritten whole
+    merge = run.operations.filter(kind="merge").order_by("index").first()
+    operation_edit_text(operation=merge, document=merge.result_document + " Noted.", user=alice)
+    edited = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
+    assert edited.count("its text is the merged text") == 1
+    assert edited.count("whose text your edit replaces: the record is rewritten whole") == 1
+    operation_edit_text(operation=merge, document=merge.planned_document, user=alice)
     # summary and groups use the same words and the same numbers
     expected = {
         "merge": "2 merge operations · 4 memories merged into 2",
@@ -61,7 +69,7 @@ def test_every_count_agrees_on_the_summary_groups_guard_store_and_rollback_page(
         assert text_of(html, f"group-{kind}") == label
     # the store's change is the removed originals minus the new memories
     assert text_of(html, "entries") == "18 → 15"
-    assert text_of(html, "net-change") == "(5 originals removed, 2 new memories written: 3 fewer)"
+    assert text_of(html, "net-change") == "(5 originals removed, 2 memories written: 3 fewer)"
     # the loss line shows its arithmetic, the guard reason the same figures
     assert text_of(html, "loss-arithmetic") == "= 5 originals removed ÷ 18 originals before"
     assert 'id="loss-fraction">27.8%' in html and "(5 removed)" in run.guard_reason

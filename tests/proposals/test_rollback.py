@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from consolidation import MemoryRecord
 from memoryadmin.agents.selectors.agents import agent_census
 from memoryadmin.core import stores
 from memoryadmin.core.errors import (
@@ -183,10 +184,33 @@ def test_a_created_record_edited_afterwards_blocks_it_before_writing(
 
     assert info.value.memory_ids == [merged] and merged in str(info.value)
     assert "changed after the pass" in str(info.value)
+    assert "Pass #" not in str(info.value)  # an operator's edit: no pass to roll back first
     run.refresh_from_db()
     assert run.status == "applied"
     assert agent_census(agent=agent) == census  # nothing written, archive included
     assert run.events.filter(verb="rollback_refused").count() == 1
+
+
+def test_a_record_a_later_pass_rewrote_blocks_it_and_names_that_pass(
+    agent_with_memories, bob, django_capture_on_commit_callbacks
+):
+    agent = every_kind(agent_with_memories)
+    first = applied(agent, bob, django_capture_on_commit_callbacks)
+    kept = first.operations.get(kind="merge").result_id
+    assert kept == "mem-000"  # the merge kept its first source's record
+    store = stores.get_store(agent)
+    again = next(r for r in store.iter_records() if r.id == kept)
+    store.upsert([MemoryRecord("mem-030", F[0], again.embedding, {})])  # the agent wrote it again
+    second = applied(agent, bob, django_capture_on_commit_callbacks)
+    assert second.operations.get(kind="merge").result_id == kept  # rewritten in place again
+
+    with pytest.raises(RollbackBlocked) as info:
+        roll_back(first, bob, django_capture_on_commit_callbacks)
+    assert f"Pass #{second.pk} changed it since: roll that pass back first." in str(info.value)
+    # in that order both undo, and the store is as before the first
+    assert roll_back(second, bob, django_capture_on_commit_callbacks).status == "rolled_back"
+    assert roll_back(first, bob, django_capture_on_commit_callbacks).status == "rolled_back"
+    assert {r.id for r in store.iter_records()} == {f"mem-{i:03d}" for i in range(23)} | {"mem-030"}
 
 
 def test_a_promoted_record_edited_afterwards_blocks_it(

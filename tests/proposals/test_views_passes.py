@@ -639,7 +639,7 @@ def test_one_of_a_kind_is_said_in_the_singular_and_the_header_says_who_asked(
     client.force_login(bob)
     html = client.get(reverse("pass_detail", args=[run.pk])).content.decode()
     assert 'data-testid="loss-arithmetic">= 1 original removed ÷ 20 originals before<' in html
-    assert "(1 original removed, 0 new memories written: 1 fewer)" in html
+    assert "(1 original removed, 0 memories written: 1 fewer)" in html
     assert 'data-testid="pass-origin">requested by bob ·' in html
     assert group_words("merge", "near_duplicate", count=1) == "near-duplicate merge"
     assert group_words("merge", "x_rule", count=1) == "merge (x rule)"

@@ -88,11 +88,13 @@ class Evaluation:
     @property
     def net_change(self) -> str:
         """The store's change in words, e.g.
-        "118 originals removed, 25 new memories written: 93 fewer"."""
+        "118 originals removed, 25 memories written: 93 fewer" (not "new": a merge whose text
+        is one source's is written in that source's record, which counts among the originals
+        removed — its earlier version is archived)."""
         diff = self.entries_before - self.entries_after
         tail = f"{diff} fewer" if diff >= 0 else f"{-diff} more"
         removed = _n(self.removed, "original", "originals")
-        written = _n(self.written, "new memory", "new memories")
+        written = _n(self.written, "memory", "memories")
         return f"{removed} removed, {written} written: {tail}"
 
     def labels(self) -> list[tuple[str, str]]:

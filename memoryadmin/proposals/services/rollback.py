@@ -108,7 +108,9 @@ def rollback_blockers(*, run: Pass, store: Any | None = None) -> dict[str, str]:
 
     A record the pass created or rewrote whose live content hash differs from what apply wrote
     (edited after the pass), or an original whose id is live again with other content (restoring
-    it would overwrite). Read-only. Raises :class:`StoreUnavailable` when Chroma is down.
+    it would overwrite). A reason names the later passes, still applied, that changed the
+    record (:func:`_later_passes`: roll those back first). Read-only. Raises
+    :class:`StoreUnavailable` when Chroma is down.
     """
     ops = list(
         run.operations.filter(status=OS.APPLIED).prefetch_related("sources").order_by("index")
@@ -137,7 +139,31 @@ def rollback_blockers(*, run: Pass, store: Any | None = None) -> dict[str, str]:
             out[mid] = (
                 f"Memory {mid} exists again with other content; restoring would overwrite it."
             )
+    for mid, later in _later_passes(run, sorted(out)).items():
+        names = ", ".join(f"#{n}" for n in later)
+        which = "that pass" if len(later) == 1 else "those passes"
+        out[mid] += f" Pass {names} changed it since: roll {which} back first."
     return out
+
+
+def _later_passes(run: Pass, ids: list[str]) -> dict[str, list[int]]:
+    """``{memory id: [pass pk, …]}``: the agent's passes after ``run``, still applied (or
+    partially), whose applied operations read or wrote the memories ``ids`` — what an operator
+    must roll back before ``run``."""
+    if not ids:
+        return {}
+    ops = Operation.objects.filter(
+        run__agent_id=run.agent_id, run__pk__gt=run.pk, run__status__in=Pass.ROLLBACKABLE
+    ).filter(status=OS.APPLIED)
+    wanted = set(ids)
+    out: dict[str, set[int]] = {}
+    for run_id, mid in ops.filter(result_id__in=ids).values_list("run_id", "result_id"):
+        out.setdefault(mid, set()).add(run_id)
+    rows = ops.filter(sources__memory_id__in=ids).values_list("run_id", "sources__memory_id")
+    for run_id, mid in rows:
+        if mid in wanted:
+            out.setdefault(mid, set()).add(run_id)
+    return {mid: sorted(runs) for mid, runs in out.items()}
 
 
 def archive_purge(*, now: Any = None, dry_run: bool = False) -> dict[str, int]:
