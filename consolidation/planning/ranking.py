@@ -18,6 +18,11 @@ of the rows with the 16th, 1.1 % with the 20th, 0.07 % with the 24th and none wi
 the 24th and 20th were the fastest (63 ms a chunk, against 76 ms with the 16th or 28th),
 measured."""
 
+_MAX_REACH = 4
+"""A row where more than 4× the expected columns (:data:`_SUB_STRIDE` · :data:`_SUB_RANK`)
+reach the cut — a row of many ties, a degenerate embedding's constant row — is ranked whole,
+so the table of the others stays ≈ 200 columns wide instead of the row's length."""
+
 TOP_MIN_RATIO = 10
 """The probe calls :func:`top_columns` only for rows of at least 10 ``k`` columns: on 1,000
 columns and ``k`` = 192 it took 66–73 ms a chunk against 37–39 ms for ``argpartition``; on
@@ -38,7 +43,8 @@ def top_columns(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     sample of the columns (every :data:`_SUB_STRIDE`-th, its :data:`_SUB_RANK`-th largest
     value): at least :data:`_SUB_RANK` columns of the row reach it, and whenever ``k`` do, the
     row's ``k`` largest are among them, so only those few columns are ranked. A row where
-    fewer than ``k`` reach it is ranked whole. Raises ``ValueError`` (numpy's) for ``k ≥ m``.
+    fewer than ``k`` reach it, or more than :data:`_MAX_REACH` times the expected, is ranked
+    whole. Raises ``ValueError`` (numpy's) for ``k ≥ m``.
     """
     c, m = sims.shape
     rank = min(_SUB_RANK, -(-m // _SUB_STRIDE))
@@ -46,18 +52,24 @@ def top_columns(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     hit = np.flatnonzero(sims >= cut[:, None])  # row-major: each row's columns in order
     r, col = np.divmod(hit, m)  # a quarter of the time of a 2-d nonzero
     counts = np.bincount(r, minlength=c)
+    whole = (counts < k) | (counts > _MAX_REACH * _SUB_STRIDE * rank)
+    if whole.any():  # ranked whole below; a row of ties would widen every row's table to m
+        keep = ~whole[r]
+        hit, r, col = hit[keep], r[keep], col[keep]
+        counts[whole] = 0
     starts = np.zeros(c, dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     at = np.arange(len(r), dtype=np.int64) - starts[r]
     low = -np.inf if sims.dtype.kind == "f" else np.iinfo(sims.dtype).min
-    vals = np.full((c, int(counts.max())), low, dtype=sims.dtype)
+    vals = np.full((c, max(1, int(counts.max()))), low, dtype=sims.dtype)
     cols = np.zeros(vals.shape, dtype=np.int32)
     vals[r, at] = sims.reshape(-1)[hit]
     cols[r, at] = col
     every = np.arange(c)
     best = cols[every, vals.argmax(axis=1)]  # each row's columns in order: the first maximum
     top = np.take_along_axis(cols, np.argpartition(vals, -k, axis=1)[:, -k:], axis=1)
-    few = np.flatnonzero(counts < k)
-    if len(few):
-        top[few] = np.argpartition(sims[few], -k, axis=1)[:, -k:]
+    rest = np.flatnonzero(whole)
+    if len(rest):
+        top[rest] = np.argpartition(sims[rest], -k, axis=1)[:, -k:]
+        best[rest] = sims[rest].argmax(axis=1)
     return top, best

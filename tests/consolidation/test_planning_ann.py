@@ -204,6 +204,7 @@ def test_each_row_probes_its_most_similar_cells_as_a_full_ranking_would(dtype):
     sims[:20, ::8] += 10_000  # these rows' sampled columns are their best: 250 of them
     sims[20:40, ::8] = 5_000  # and these tie on them
     sims[40:60] = rng.integers(0, 4, (20, 2000)).astype(dtype)  # ties everywhere
+    sims[60:62] = 7  # a degenerate row: every cell ties (ranked whole)
     top, best = top_columns(sims, 96)
     full = np.argpartition(sims, -96, axis=1)[:, -96:]
     got = np.sort(np.take_along_axis(sims, top, axis=1), axis=1)
