@@ -307,17 +307,17 @@ def _probe(
             sims = product(
                 quantize(part)[0], right, np.empty((len(part), len(centroids)), np.int32)
             )
+        at = slice(s, s + _PROBE_CHUNK)
+        if k > 1 and sims.shape[1] >= TOP_MIN_RATIO * k:
+            probed[at], home[at, 0] = top_columns(sims, k)
+            return
+        home[at, 0] = sims.argmax(axis=1)
         if k == 1:
-            home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
-            probed[s : s + _PROBE_CHUNK] = home[s : s + _PROBE_CHUNK]
+            probed[at] = home[at]
         elif k >= sims.shape[1]:
-            home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
-            probed[s : s + _PROBE_CHUNK] = every
-        elif sims.shape[1] >= TOP_MIN_RATIO * k:
-            probed[s : s + _PROBE_CHUNK], home[s : s + _PROBE_CHUNK, 0] = top_columns(sims, k)
+            probed[at] = every
         else:
-            home[s : s + _PROBE_CHUNK, 0] = sims.argmax(axis=1)
-            probed[s : s + _PROBE_CHUNK] = np.argpartition(sims, -k, axis=1)[:, -k:]
+            probed[at] = np.argpartition(sims, -k, axis=1)[:, -k:]
 
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         list(pool.map(chunk, range(0, q, _PROBE_CHUNK)))

@@ -39,12 +39,12 @@ def top_columns(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     8-bit product of ≈ 190 G multiply-adds a second) ranking every row took 33 s of the probe
     of a 1M index (4,899 centroids a row; the int8 product itself ≈ 5 s), with this the probe
     took 18 s in all, the same pairs found; one chunk of 4,096 × 4,899 ``int32``: 63–67 ms
-    against 174–308 ms, measured. A cut is taken from a
-    sample of the columns (every :data:`_SUB_STRIDE`-th, its :data:`_SUB_RANK`-th largest
-    value): at least :data:`_SUB_RANK` columns of the row reach it, and whenever ``k`` do, the
-    row's ``k`` largest are among them, so only those few columns are ranked. A row where
-    fewer than ``k`` reach it, or more than :data:`_MAX_REACH` times the expected, is ranked
-    whole. Raises ``ValueError`` (numpy's) for ``k ≥ m``.
+    against 174–308 ms, measured. A cut is taken from a sample of the columns (every
+    :data:`_SUB_STRIDE`-th, its :data:`_SUB_RANK`-th largest value): at least :data:`_SUB_RANK`
+    columns of the row reach it, and whenever ``k`` do, the row's ``k`` largest are among them,
+    so only those few columns are ranked. A row where fewer than ``k`` reach it, or more than
+    :data:`_MAX_REACH` times the expected, is ranked whole. Raises ``ValueError`` (numpy's) for
+    ``k ≥ m``.
     """
     c, m = sims.shape
     rank = min(_SUB_RANK, -(-m // _SUB_STRIDE))
@@ -65,8 +65,7 @@ def top_columns(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     cols = np.zeros(vals.shape, dtype=np.int32)
     vals[r, at] = sims.reshape(-1)[hit]
     cols[r, at] = col
-    every = np.arange(c)
-    best = cols[every, vals.argmax(axis=1)]  # each row's columns in order: the first maximum
+    best = cols[np.arange(c), vals.argmax(axis=1)]  # each row's columns in order: the first maximum
     top = np.take_along_axis(cols, np.argpartition(vals, -k, axis=1)[:, -k:], axis=1)
     rest = np.flatnonzero(whole)
     if len(rest):

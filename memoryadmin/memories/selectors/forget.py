@@ -179,27 +179,23 @@ def _lineage(agent: Agent, chosen: list[Any], live_ids: set[str]) -> set[str]:
     the chosen ids' own earlier versions), and so on. A merge keeps the text of what it merged
     (a merge whose text is one source's even keeps that source's id), so forgetting a merged
     memory must take its sources' archived copies too, or a Restore brings its text back. Ids
-    still live (``live_ids``: every live record's) are left out: they are other memories.
+    still live (``live_ids``: the other live records') are left out: they are other memories.
     Merges never join two scopes, so the lineage stays in the chosen records' scopes."""
     fm = agent.get_field_map()
+
+    def archived_parents(ids: set[str]) -> set[str]:
+        rows = ArchivedMemory.objects.filter(agent=agent, memory_id__in=sorted(ids))
+        metas = rows.values_list("metadata", flat=True)
+        return {p for m in metas for p in fm.get_list(m or {}, fm.merged_from)}
+
     seen = {r.id for r in chosen}
     parents = {p for r in chosen for p in fm.get_list(r.metadata, fm.merged_from)}
-    metas = ArchivedMemory.objects.filter(agent=agent, memory_id__in=sorted(seen))
-    parents |= {
-        p
-        for m in metas.values_list("metadata", flat=True)
-        for p in fm.get_list(m or {}, fm.merged_from)
-    }
+    parents |= archived_parents(seen)
     out: set[str] = set()
     while new := parents - seen - live_ids:
         seen |= new
         out |= new
-        metas = ArchivedMemory.objects.filter(agent=agent, memory_id__in=sorted(new))
-        parents = {
-            p
-            for m in metas.values_list("metadata", flat=True)
-            for p in fm.get_list(m or {}, fm.merged_from)
-        }
+        parents = archived_parents(new)
     return out
 
 
@@ -260,7 +256,7 @@ def forget_plan(*, agent: Agent, selection: ForgetSelection) -> ForgetPlan:
         }
         for r in sorted(chosen, key=lambda r: r.id)
     ]
-    lineage = _lineage(agent, chosen, {r.id for r in chosen} | {r.id for r in others})
+    lineage = _lineage(agent, chosen, {r.id for r in others})
     rows = _archived_matches(agent, sel, {r.id for r in chosen}, lineage)
     plan.archived = [
         {

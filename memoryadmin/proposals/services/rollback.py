@@ -44,7 +44,7 @@ from memoryadmin.core.services import (
 )
 from memoryadmin.memories.models import ArchivedMemory
 from memoryadmin.memories.services.memories import memory_guard
-from memoryadmin.proposals.models import Operation, Pass
+from memoryadmin.proposals.models import Operation, OperationSource, Pass
 from memoryadmin.proposals.selectors.decisions import decisions_of_pass
 from memoryadmin.proposals.services.apply import batches
 from memoryadmin.proposals.services.checkpoint import checkpoint_after_rollback
@@ -152,17 +152,19 @@ def _later_passes(run: Pass, ids: list[str]) -> dict[str, list[int]]:
     must roll back before ``run``."""
     if not ids:
         return {}
-    ops = Operation.objects.filter(
-        run__agent_id=run.agent_id, run__pk__gt=run.pk, run__status__in=Pass.ROLLBACKABLE
-    ).filter(status=OS.APPLIED)
-    wanted = set(ids)
+    later = {
+        "run__agent_id": run.agent_id,
+        "run__pk__gt": run.pk,
+        "run__status__in": Pass.ROLLBACKABLE,
+        "status": OS.APPLIED,
+    }
+    wrote = Operation.objects.filter(result_id__in=ids, **later).values_list("run_id", "result_id")
+    read = OperationSource.objects.filter(
+        memory_id__in=ids, **{f"operation__{k}": v for k, v in later.items()}
+    ).values_list("operation__run_id", "memory_id")
     out: dict[str, set[int]] = {}
-    for run_id, mid in ops.filter(result_id__in=ids).values_list("run_id", "result_id"):
+    for run_id, mid in [*wrote, *read]:
         out.setdefault(mid, set()).add(run_id)
-    rows = ops.filter(sources__memory_id__in=ids).values_list("run_id", "sources__memory_id")
-    for run_id, mid in rows:
-        if mid in wanted:
-            out.setdefault(mid, set()).add(run_id)
     return {mid: sorted(runs) for mid, runs in out.items()}
 
 
